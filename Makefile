@@ -1,0 +1,38 @@
+# Two commands set up everything on a fresh machine with Python 3.11:
+#   make sim    the simulated Gen3 under a controller (CONTROLLER=..., DURATION=... seconds)
+#   make test   the whole test suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt setup.py | md5sum | cut -c1-12)
+CONTROLLER ?= computed_torque
+MODE ?= realtime
+DURATION ?= 10
+PYTEST_ARGS ?=
+
+.PHONY: venv test sim bench lint clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	rm -f $(VENV)/.installed-* && touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+sim: $(STAMP)
+	$(PY) -m torque_ctrl_ros.run_sim --controller $(CONTROLLER) --mode $(MODE) --duration $(DURATION)
+
+bench: $(STAMP)
+	$(PY) -m torque_ctrl_ros.bench
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check torque_ctrl_ros test tools launch
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) build install log *.egg-info .pytest_cache .mypy_cache .ruff_cache

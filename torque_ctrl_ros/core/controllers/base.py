@@ -1,0 +1,77 @@
+"""The interface every controller shares: state + reference in, torque out.
+
+A controller is built from a :class:`~torque_ctrl_ros.core.robot.RobotModel` and a
+validated configuration object. :meth:`Controller.compute` checks the state, asks
+the subclass for the raw torque, refuses non-finite results and saturates last.
+Subclasses implement :meth:`Controller.torque` and :meth:`Controller.hold_reference`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+
+from ..errors import ConfigError, SolverError
+from ..robot import RobotModel
+from ..saturation import TorqueLimiter
+from ..types import ControlOutput, JointState
+from ..validation import FloatArray
+
+RefT = TypeVar("RefT")
+
+
+class Controller(ABC, Generic[RefT]):
+    """Base class of all torque controllers.
+
+    Attributes:
+        name: the value of the ``controller`` parameter that selects this class.
+        robot: the model the torques are computed with.
+        limiter: the saturation applied to every command.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, robot: RobotModel) -> None:
+        self.robot = robot
+        self.limiter = TorqueLimiter(robot.joint_names, robot.effort_limit)
+
+    @classmethod
+    @abstractmethod
+    def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> Controller[RefT]:
+        """Build from a flat parameter mapping (the node's YAML section); unknown keys fail."""
+
+    @abstractmethod
+    def hold_reference(self, state: JointState) -> RefT:
+        """A reference that keeps the arm where ``state`` is (used until a target arrives)."""
+
+    @abstractmethod
+    def torque(self, q: FloatArray, v: FloatArray, reference: RefT) -> tuple[FloatArray, dict[str, float]]:
+        """Unsaturated joint torque (N·m) and scalar diagnostics for a validated state."""
+
+    def compute(self, state: JointState, reference: RefT) -> ControlOutput:
+        """Torque command for ``state`` tracking ``reference``, saturated to the effort limits.
+
+        Raises:
+            StateError: the state has the wrong length or non-finite entries.
+            TargetError: the reference is malformed.
+            SolverError: the controller produced a non-finite torque (never sent).
+        """
+        q, v = self.robot.check_state(state.q, state.v)
+        tau, info = self.torque(q, v, reference)
+        if not np.all(np.isfinite(tau)):
+            raise SolverError(f"{self.name}: non-finite torque {np.asarray(tau).tolist()}")
+        return self.limiter.apply(tau, info)
+
+    def safe_torque(self, q: FloatArray, v: FloatArray, damping: FloatArray) -> ControlOutput:
+        """Fallback command ``tau = g(q) − K_d·q̇`` (N·m), saturated: holds the arm and brakes it."""
+        return self.limiter.apply(self.robot.gravity(q) - damping * v)
+
+
+def reject_unknown_keys(section: str, params: Mapping[str, Any], known: set[str]) -> None:
+    """Raise :class:`ConfigError` naming any key of ``params`` not in ``known``."""
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ConfigError(f"{section}: unknown parameter(s) {unknown}; valid are {sorted(known)}")

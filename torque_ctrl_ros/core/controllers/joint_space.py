@@ -1,0 +1,126 @@
+"""Joint-space controllers: gravity compensation and RNEA computed torque."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import TargetError
+from ..robot import RobotModel
+from ..types import JointReference, JointState
+from ..validation import FloatArray, as_vector
+from .base import Controller, reject_unknown_keys
+
+
+@dataclass(frozen=True)
+class GravityCompensationConfig:
+    """Gains of :class:`GravityCompensation`.
+
+    Attributes:
+        damping: joint damping ``K_d`` (N·m·s/rad), one per joint, ``>= 0``.
+    """
+
+    damping: FloatArray
+
+    @classmethod
+    def create(cls, n: int, damping: Any = 0.0) -> GravityCompensationConfig:
+        """Validated config; ``damping`` may be a scalar (same for every joint)."""
+        return cls(as_vector("gravity_comp.damping", damping, n, broadcast_scalar=True, min_value=0.0))
+
+
+class GravityCompensation(Controller[None]):
+    """``tau = g(q) − K_d·q̇`` (N·m): the arm floats where it is, optionally damped."""
+
+    name = "gravity_comp"
+
+    def __init__(self, robot: RobotModel, config: GravityCompensationConfig | None = None) -> None:
+        super().__init__(robot)
+        self.config = config or GravityCompensationConfig.create(robot.n)
+
+    @classmethod
+    def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> GravityCompensation:
+        """Parameters: ``damping`` (scalar or per joint, N·m·s/rad)."""
+        reject_unknown_keys(cls.name, params, {"damping"})
+        return cls(robot, GravityCompensationConfig.create(robot.n, params.get("damping", 0.0)))
+
+    def hold_reference(self, state: JointState) -> None:
+        """Gravity compensation has no reference."""
+        return None
+
+    def torque(self, q: FloatArray, v: FloatArray, reference: None) -> tuple[FloatArray, dict[str, float]]:
+        """``g(q) − K_d·q̇``."""
+        return self.robot.gravity(q) - self.config.damping * v, {}
+
+
+@dataclass(frozen=True)
+class ComputedTorqueConfig:
+    """Gains of :class:`ComputedTorque`.
+
+    Attributes:
+        kp: stiffness as a squared natural frequency ``ω_n²`` (1/s²), one per joint, ``> 0``.
+        kd: damping ``2·ζ·ω_n`` (1/s), one per joint, ``>= 0``; critical (``2·√kp``) by default.
+    """
+
+    kp: FloatArray
+    kd: FloatArray
+
+    @classmethod
+    def create(cls, n: int, kp: Any, kd: Any = None) -> ComputedTorqueConfig:
+        """Validated config; scalars apply to every joint; ``kd=None`` gives ``2·√kp``."""
+        kp_arr = as_vector("computed_torque.kp", kp, n, broadcast_scalar=True, strictly_positive=True)
+        if kd is None:
+            kd_arr = 2.0 * np.sqrt(kp_arr)
+        else:
+            kd_arr = as_vector("computed_torque.kd", kd, n, broadcast_scalar=True, min_value=0.0)
+        return cls(kp_arr, kd_arr)
+
+
+def check_joint_reference(reference: JointReference, n: int) -> JointReference:
+    """Validate a :class:`JointReference` against ``n`` joints (raises :class:`TargetError`)."""
+    q = as_vector("reference position", reference.q, n, error=TargetError)
+    v = None if reference.v is None else as_vector("reference velocity", reference.v, n, error=TargetError)
+    a = None if reference.a is None else as_vector("reference acceleration", reference.a, n, error=TargetError)
+    return JointReference(q, v, a)
+
+
+class ComputedTorque(Controller[JointReference]):
+    """RNEA computed torque.
+
+    ``q̈_cmd = q̈_ref + K_p·(q_ref ⊖ q) + K_d·(q̇_ref − q̇)`` and ``tau = RNEA(q, q̇, q̈_cmd)``,
+    where ``⊖`` takes the short way round on continuous joints. On an exact plant each
+    joint error ``e = q_ref − q`` then obeys ``ë + K_d·ė + K_p·e = 0``.
+
+    Diagnostics: ``max_abs_error`` (rad), the largest joint position error.
+    """
+
+    name = "computed_torque"
+
+    def __init__(self, robot: RobotModel, config: ComputedTorqueConfig) -> None:
+        super().__init__(robot)
+        self.config = config
+
+    @classmethod
+    def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> ComputedTorque:
+        """Parameters: ``kp`` (1/s², scalar or per joint, default 100), ``kd`` (1/s, optional)."""
+        reject_unknown_keys(cls.name, params, {"kp", "kd"})
+        return cls(robot, ComputedTorqueConfig.create(robot.n, params.get("kp", 100.0), params.get("kd")))
+
+    def hold_reference(self, state: JointState) -> JointReference:
+        """Hold the measured position at rest."""
+        return JointReference(np.array(state.q, dtype=np.float64))
+
+    def torque(
+        self, q: FloatArray, v: FloatArray, reference: JointReference
+    ) -> tuple[FloatArray, dict[str, float]]:
+        """RNEA of the PD-corrected reference acceleration."""
+        if reference.q.shape != (self.robot.n,):
+            reference = check_joint_reference(reference, self.robot.n)
+        error = self.robot.difference(reference.q, q)
+        v_err = -v if reference.v is None else reference.v - v
+        qdd = self.config.kp * error + self.config.kd * v_err
+        if reference.a is not None:
+            qdd += reference.a
+        return self.robot.rnea(q, v, qdd), {"max_abs_error": float(np.max(np.abs(error)))}

@@ -1,0 +1,61 @@
+"""Plain data passed between the controllers and their callers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .validation import FloatArray
+
+
+@dataclass(frozen=True)
+class JointState:
+    """A measured joint state in the controller's joint order.
+
+    Attributes:
+        q: joint angles (rad).
+        v: joint velocities (rad/s).
+        stamp: measurement time (s); only used for staleness checks, may be 0.
+    """
+
+    q: FloatArray
+    v: FloatArray
+    stamp: float = 0.0
+
+
+@dataclass(frozen=True)
+class JointReference:
+    """A joint-space reference: ``q_ref`` (rad) and optional ``q̇_ref`` (rad/s), ``q̈_ref`` (rad/s²).
+
+    ``None`` means zero for velocity and acceleration.
+    """
+
+    q: FloatArray
+    v: FloatArray | None = None
+    a: FloatArray | None = None
+
+
+@dataclass
+class ControlOutput:
+    """What a controller returns for one state.
+
+    Attributes:
+        tau: the command to send (N·m), saturated to the effort limits.
+        tau_unsaturated: the command before saturation (N·m).
+        saturated: per joint, ``True`` where saturation changed the command.
+        saturated_joints: names of the saturated joints.
+        info: scalar diagnostics (names and units are documented by each controller).
+    """
+
+    tau: FloatArray
+    tau_unsaturated: FloatArray
+    saturated: NDArray[np.bool_]
+    saturated_joints: tuple[str, ...]
+    info: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def any_saturated(self) -> bool:
+        """``True`` if any joint was saturated."""
+        return bool(self.saturated.any())

@@ -1,0 +1,93 @@
+"""Small validators shared by the configuration objects and the controllers.
+
+Every failure raises :class:`~torque_ctrl_ros.core.errors.ConfigError` (or the
+error type passed in) with a message naming the field, what was expected and
+what was received, so a wrong YAML value is found without reading code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import ConfigError, TorqueCtrlError
+
+FloatArray = NDArray[np.float64]
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def as_vector(
+    field: str,
+    value: ArrayLike,
+    size: int,
+    *,
+    broadcast_scalar: bool = False,
+    min_value: float | None = None,
+    strictly_positive: bool = False,
+    allow_inf: bool = False,
+    error: type[TorqueCtrlError] = ConfigError,
+) -> FloatArray:
+    """Return ``value`` as a new float64 vector of length ``size`` or raise ``error``.
+
+    Args:
+        field: name used in the message (e.g. ``"computed_torque.kp"``).
+        value: a sequence of numbers, or a scalar when ``broadcast_scalar``.
+        size: expected length.
+        broadcast_scalar: accept a scalar and repeat it ``size`` times.
+        min_value: reject entries below this bound.
+        strictly_positive: reject entries ``<= 0``.
+        allow_inf: accept ``±inf`` entries (never NaN).
+    """
+    try:
+        arr = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise error(f"{field}: expected {size} numbers, got {_describe(value)} ({exc})") from None
+    if arr.ndim == 0 and broadcast_scalar:
+        arr = np.full(size, float(arr))
+    if arr.shape != (size,):
+        raise error(
+            f"{field}: expected {size} numbers, got shape {arr.shape}: {_describe(value)}"
+        )
+    bad = np.isnan(arr) if allow_inf else ~np.isfinite(arr)
+    if bad.any():
+        raise error(f"{field}: expected finite numbers, got {_describe(arr.tolist())}")
+    if min_value is not None and (arr < min_value).any():
+        raise error(f"{field}: expected every entry >= {min_value}, got {_describe(arr.tolist())}")
+    if strictly_positive and (arr <= 0.0).any():
+        raise error(f"{field}: expected every entry > 0, got {_describe(arr.tolist())}")
+    return arr
+
+
+def as_positive_float(field: str, value: Any, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a finite float ``> 0`` (``>= 0`` with ``allow_zero``)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{field}: expected a number, got {_describe(value)}") from None
+    if not np.isfinite(x) or x < 0.0 or (x == 0.0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(f"{field}: expected a finite number {bound}, got {_describe(value)}")
+    return x
+
+
+def check_names(field: str, names: Sequence[str], valid: Sequence[str]) -> None:
+    """Raise :class:`ConfigError` if a name in ``names`` is not in ``valid`` (lists both)."""
+    unknown = [n for n in names if n not in valid]
+    if unknown:
+        raise ConfigError(f"{field}: unknown name(s) {unknown}; valid names are {list(valid)}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{field}: duplicate names in {list(names)}")
+
+
+def check_choice(field: str, value: Any, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise listing them."""
+    if value not in choices:
+        raise ConfigError(f"{field}: expected one of {list(choices)}, got {_describe(value)}")
+    return str(value)
