@@ -1,0 +1,102 @@
+"""RobotModel: joint order, limits, continuous joints, frames and error messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from torque_ctrl_ros.core import FrameNotFoundError, ModelError, RobotModel, StateError, TorqueCtrlError
+
+JOINTS = tuple(f"joint_{i}" for i in range(1, 8))
+
+
+def test_joint_order_limits_and_continuous_joints(robot: RobotModel) -> None:
+    assert robot.joint_names == JOINTS
+    assert robot.n == 7
+    assert robot.model.nq == 11  # four continuous joints stored as (cos, sin)
+    assert robot.continuous.tolist() == [True, False, True, False, True, False, True]
+    assert np.isinf(robot.position_lower[robot.continuous]).all()
+    np.testing.assert_allclose(robot.position_upper[[1, 3, 5]], [2.24, 2.57, 2.09])
+    np.testing.assert_allclose(robot.position_lower[[1, 3, 5]], [-2.24, -2.57, -2.09])
+    np.testing.assert_allclose(robot.effort_limit, [39, 39, 39, 39, 9, 9, 9])
+    np.testing.assert_allclose(robot.velocity_limit, [1.3963] * 4 + [1.2218] * 3)
+
+
+def test_configuration_round_trip_and_matches_pinocchio_neutral(robot: RobotModel) -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        q = rng.uniform(-np.pi, np.pi, robot.n)
+        q_pin = robot.configuration(q).copy()
+        np.testing.assert_allclose(robot.angles(q_pin), q, atol=1e-12)
+        assert pin.isNormalized(robot.model, q_pin)
+    np.testing.assert_allclose(robot.configuration(np.zeros(robot.n)), pin.neutral(robot.model))
+
+
+def test_difference_takes_the_short_way_on_continuous_joints(robot: RobotModel) -> None:
+    q_from = np.zeros(robot.n)
+    q_to = np.zeros(robot.n)
+    q_from[0], q_to[0] = np.pi - 0.1, -np.pi + 0.1  # continuous: +0.2 the short way
+    q_from[1], q_to[1] = 2.0, -2.0  # bounded: the plain difference, -4.0
+    d = robot.difference(q_to, q_from)
+    assert d[0] == pytest.approx(0.2, abs=1e-12)
+    assert d[1] == pytest.approx(-4.0)
+    wrapped = robot.wrap(np.full(robot.n, 3 * np.pi + 0.5))
+    assert wrapped[0] == pytest.approx(-np.pi + 0.5)
+    assert wrapped[1] == pytest.approx(3 * np.pi + 0.5)  # bounded joints are never wrapped
+
+
+def test_unknown_frame_lists_valid_frames(robot: RobotModel) -> None:
+    with pytest.raises(FrameNotFoundError) as info:
+        robot.frame_id("gripper")
+    message = str(info.value)
+    assert "'gripper'" in message and "end_effector_link" in message and "bracelet_link" in message
+    assert isinstance(info.value, TorqueCtrlError)
+
+
+def test_bad_descriptions_raise_model_error(tmp_path) -> None:
+    with pytest.raises(ModelError, match="URDF file not found: '.*nope.urdf'"):
+        RobotModel.from_urdf_file(tmp_path / "nope.urdf")
+    broken = tmp_path / "broken.urdf"
+    broken.write_text("<robot name='x'><link name='a'/><joint name='j' type='revolute'>")
+    with pytest.raises(ModelError, match="cannot parse URDF"):
+        RobotModel.from_urdf_file(broken)
+    with pytest.raises(ModelError, match="expected a URDF document"):
+        RobotModel.from_urdf_string("not xml")
+    with pytest.raises(ModelError, match="expected a .urdf or an MJCF .xml"):
+        RobotModel.from_file(tmp_path / "robot.sdf")
+
+
+def test_urdf_string_and_file_give_the_same_model(robot: RobotModel, urdf_path) -> None:
+    other = RobotModel.from_urdf_string(urdf_path.read_text())
+    q = np.linspace(-1, 1, 7)
+    np.testing.assert_allclose(other.gravity(q), robot.gravity(q), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("q", "v", "match"),
+    [
+        (np.full(7, np.nan), np.zeros(7), "joint positions: expected finite numbers"),
+        (np.zeros(7), np.array([0, 0, 0, np.inf, 0, 0, 0]), "joint velocities: expected finite"),
+        (np.zeros(6), np.zeros(7), r"joint positions: expected 7 numbers, got shape \(6,\)"),
+        ("abc", np.zeros(7), "joint positions: expected 7 numbers"),
+    ],
+)
+def test_bad_state_raises_state_error(robot: RobotModel, q, v, match: str) -> None:
+    with pytest.raises(StateError, match=match):
+        robot.check_state(q, v)
+
+
+def test_dynamics_helpers_are_consistent(robot: RobotModel) -> None:
+    rng = np.random.default_rng(1)
+    q, v, a = rng.uniform(-1, 1, (3, robot.n))
+    m = robot.mass_matrix(q)
+    np.testing.assert_allclose(m, m.T)
+    np.testing.assert_allclose(robot.rnea(q, v, a), m @ a + robot.nonlinear_effects(q, v), atol=1e-10)
+    np.testing.assert_allclose(robot.rnea(q, np.zeros(7), np.zeros(7)), robot.gravity(q), atol=1e-12)
+    # The frame drift is the classical acceleration of the tool when q̈ = 0: check by finite differences.
+    frame = "end_effector_link"
+    dt = 1e-6
+    j0 = robot.frame_jacobian(q, frame)
+    j1 = robot.frame_jacobian(q + v * dt, frame)
+    np.testing.assert_allclose(robot.frame_bias_acceleration(q, v, frame), (j1 - j0) / dt @ v, atol=1e-4)
