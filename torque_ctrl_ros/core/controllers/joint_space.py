@@ -86,6 +86,16 @@ def check_joint_reference(reference: JointReference, n: int) -> JointReference:
     return JointReference(q, v, a)
 
 
+def _well_formed(reference: JointReference, n: int) -> bool:
+    """Cheap per-step check that every given reference vector has ``n`` finite entries."""
+    for arr in (reference.q, reference.v, reference.a):
+        if arr is not None and not (
+            isinstance(arr, np.ndarray) and arr.shape == (n,) and np.isfinite(arr).all()
+        ):
+            return False
+    return True
+
+
 class ComputedTorque(Controller[JointReference]):
     """RNEA computed torque.
 
@@ -116,8 +126,8 @@ class ComputedTorque(Controller[JointReference]):
         self, q: FloatArray, v: FloatArray, reference: JointReference
     ) -> tuple[FloatArray, dict[str, float]]:
         """RNEA of the PD-corrected reference acceleration."""
-        if reference.q.shape != (self.robot.n,):
-            reference = check_joint_reference(reference, self.robot.n)
+        if not _well_formed(reference, self.robot.n):
+            reference = check_joint_reference(reference, self.robot.n)  # raises with the reason
         error = self.robot.difference(reference.q, q)
         v_err = -v if reference.v is None else reference.v - v
         qdd = self.config.kp * error + self.config.kd * v_err
