@@ -1,0 +1,374 @@
+"""MujocoPlant: exact torque plant with motors, sign conventions, clamping, errors, and the
+position-actuator nulling study (Euler vs implicitfast).
+
+Run with ``-s`` to see the measured figures.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from torque_ctrl_ros.core.errors import FrameNotFoundError, ModelError, StateError
+from torque_ctrl_ros.sim import MujocoPlant
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENE = ROOT / "mjcf" / "scene.xml"
+ARM = ROOT / "mjcf" / "gen3.xml"
+JOINTS = tuple(f"joint_{i}" for i in range(1, 8))
+EFFORT = np.array([39.0] * 4 + [9.0] * 3)
+HOME = np.array([0, 0.26179939, 3.14159265, -2.26892803, 0, 0.95993109, 1.57079633])
+# Menagerie kinova_gen3 position actuators.
+KP = np.array([2000.0] * 4 + [500.0] * 3)
+KV = np.array([100.0] * 4 + [50.0] * 3)
+FORCERANGE = np.array([105.0] * 4 + [52.0] * 3)
+
+
+def _mass_matrix(plant: MujocoPlant) -> np.ndarray:
+    mass = np.zeros((plant.model.nv, plant.model.nv))
+    mujoco.mj_fullM(plant.model, plant.data, mass)
+    return mass
+
+
+def _random_state(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    limits = np.array([np.pi, 2.24, np.pi, 2.57, np.pi, 2.09, np.pi])
+    return rng.uniform(-limits, limits), rng.uniform(-1.5, 1.5, 7)
+
+
+def _position_variant(directory: Path, integrator: str) -> Path:
+    """mjcf/gen3.xml with Menagerie-style position actuators and the given integrator."""
+    tree = ET.parse(ARM)
+    root = tree.getroot()
+    option = root.find("option")
+    assert option is not None
+    option.set("integrator", integrator)
+    ranges = {j.get("name"): j.get("range") for j in root.iter("joint") if j.get("name")}
+    actuators = root.find("actuator")
+    assert actuators is not None
+    for i, motor in enumerate(list(actuators)):
+        actuators.remove(motor)
+        joint = motor.get("joint")
+        ET.SubElement(
+            actuators,
+            "position",
+            name=str(motor.get("name")),
+            joint=str(joint),
+            kp=repr(float(KP[i])),
+            kv=repr(float(KV[i])),
+            ctrlrange=ranges.get(joint) or "-6.2831 6.2831",
+            forcerange=f"{-float(FORCERANGE[i])!r} {float(FORCERANGE[i])!r}",
+        )
+    path = directory / f"gen3_position_{integrator}.xml"
+    tree.write(path)
+    return path
+
+
+def _motor_variant(directory: Path, integrator: str) -> Path:
+    tree = ET.parse(ARM)
+    option = tree.getroot().find("option")
+    assert option is not None
+    option.set("integrator", integrator)
+    path = directory / f"gen3_motor_{integrator}.xml"
+    tree.write(path)
+    return path
+
+
+@pytest.fixture
+def plant() -> MujocoPlant:
+    return MujocoPlant(SCENE)
+
+
+# (a) exact torque plant ------------------------------------------------------------------------
+
+
+def test_motor_plant_is_exact(plant: MujocoPlant) -> None:
+    """M·q̈ = τ − c: MuJoCo's qacc equals M⁻¹(τ − qfrc_bias), and tau_applied equals τ."""
+    assert plant.torque_mode == "motor"
+    assert plant.joint_names == JOINTS and plant.n == 7
+    rng = np.random.default_rng(1)
+    worst_acc = worst_tau = worst_torque = largest_acc = 0.0
+    used = 0
+    for _ in range(200):
+        q, v = _random_state(rng)
+        tau = rng.uniform(-0.9 * EFFORT, 0.9 * EFFORT)
+        plant.set_state(q, v)
+        plant.set_torque(tau)
+        plant.forward()
+        if plant.data.ncon or plant.data.nefc:  # touching the floor or a limit: not free motion
+            continue
+        used += 1
+        mass = _mass_matrix(plant)
+        expected = np.linalg.solve(mass, tau - plant.data.qfrc_bias)
+        worst_acc = max(worst_acc, float(np.max(np.abs(plant.qacc - expected))))
+        largest_acc = max(largest_acc, float(np.max(np.abs(expected))))
+        torque_error = mass @ plant.qacc - (tau - plant.data.qfrc_bias)
+        worst_torque = max(worst_torque, float(np.max(np.abs(torque_error))))
+        worst_tau = max(worst_tau, float(np.max(np.abs(plant.tau_applied - tau))))
+        plant.step()
+        worst_tau = max(worst_tau, float(np.max(np.abs(plant.tau_applied - tau))))
+    print(
+        f"\nmotor plant over {used} free states: max |qacc - M^-1(tau - c)| = {worst_acc:.2e} rad/s^2 "
+        f"(|qacc| up to {largest_acc:.1e}), max |M qacc - (tau - c)| = {worst_torque:.2e} N*m, "
+        f"max |tau_applied - tau| = {worst_tau:.2e} N*m"
+    )
+    assert used >= 100
+    # Light wrist links under up to 8 N*m give |qacc| ~ 2e4 rad/s^2: the measured 3e-10 is a
+    # relative error of ~1e-14. The torque-space residual is the better-conditioned check.
+    assert worst_acc <= 1e-9
+    assert worst_torque <= 1e-9
+    assert worst_tau <= 1e-12
+
+
+def test_joint_order_follows_joint_names() -> None:
+    order = tuple(reversed(JOINTS))
+    plant = MujocoPlant(SCENE, joint_names=order)
+    assert plant.joint_names == order
+    plant.reset("home")
+    np.testing.assert_array_equal(plant.q, HOME[::-1])
+    tau = np.arange(1.0, 8.0)
+    plant.set_torque(tau)
+    plant.step()
+    np.testing.assert_allclose(plant.tau_applied, tau, atol=1e-12)
+    np.testing.assert_allclose(plant.data.ctrl, tau[::-1], atol=1e-12)
+
+
+# (b) sign convention -----------------------------------------------------------------------------
+
+
+def _hold(plant: MujocoPlant, seconds: float, through_applied: bool) -> float:
+    plant.reset("home")
+    q0 = plant.q
+    for _ in range(round(seconds / plant.timestep)):
+        plant.forward()
+        bias = plant.data.qfrc_bias.copy()
+        if through_applied:
+            plant.data.qfrc_applied[:] = bias
+        else:
+            plant.set_torque(bias)
+        plant.step()
+    plant.data.qfrc_applied[:] = 0.0
+    return float(np.max(np.abs(plant.q - q0)))
+
+
+def test_bias_torque_holds_pose(plant: MujocoPlant) -> None:
+    """τ = qfrc_bias (gravity at rest) cancels gravity, via the motors or via qfrc_applied."""
+    drift_motor = _hold(plant, 1.0, through_applied=False)
+    drift_applied = _hold(plant, 1.0, through_applied=True)
+    plant.reset("home")
+    plant.step(200)
+    fall = float(np.max(np.abs(plant.q - HOME)))
+    print(
+        f"\nhold 1 s at home: drift {drift_motor:.2e} rad (motors), {drift_applied:.2e} rad "
+        f"(qfrc_applied); zero torque moves {fall:.3f} rad in 0.2 s"
+    )
+    assert drift_motor < 1e-9
+    assert drift_applied < 1e-9
+    assert fall > 1e-2
+
+
+# (c) clamping ------------------------------------------------------------------------------------
+
+
+def test_effort_limit_is_reported(plant: MujocoPlant) -> None:
+    plant.reset("home")
+    command = np.array([100.0, -100.0, 39.0, -50.0, 9.0, 20.0, -9.5])
+    plant.set_torque(command)
+    plant.step()
+    np.testing.assert_array_equal(plant.tau_applied, np.clip(command, -EFFORT, EFFORT))
+
+
+# (d) errors --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tau", "fragment"),
+    [
+        (np.zeros(6), "7 entries"),
+        (np.zeros((7, 1)), "7 entries"),
+        ([0, 0, 0, np.nan, 0, 0, 0], "not finite at ['joint_4']"),
+        ([0, 0, 0, 0, 0, 0, np.inf], "not finite at ['joint_7']"),
+        (["a"] * 7, "must be 7 numbers"),
+    ],
+)
+def test_bad_torque_raises_state_error(plant: MujocoPlant, tau: object, fragment: str) -> None:
+    with pytest.raises(StateError) as info:
+        plant.set_torque(tau)  # type: ignore[arg-type]
+    assert fragment in str(info.value)
+
+
+def test_bad_state_raises_state_error(plant: MujocoPlant) -> None:
+    with pytest.raises(StateError, match="q must have 7 entries"):
+        plant.set_state(np.zeros(3), np.zeros(7))
+    with pytest.raises(StateError, match="v is not finite"):
+        plant.set_state(np.zeros(7), [np.nan] * 7)
+    with pytest.raises(StateError):
+        plant.step(-1)
+
+
+def test_model_errors_list_valid_names(plant: MujocoPlant, tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match=r"unknown keyframe 'rest'.*\['home', 'retract'\]"):
+        plant.reset("rest")
+    with pytest.raises(ModelError, match=r"unknown joint name\(s\) \['joint_8'\].*'joint_1'.*'joint_7'"):
+        MujocoPlant(SCENE, joint_names=["joint_1", "joint_8"])
+    with pytest.raises(ModelError, match="more than once"):
+        MujocoPlant(SCENE, joint_names=["joint_1", "joint_1"])
+    with pytest.raises(ModelError, match="not found"):
+        MujocoPlant(tmp_path / "missing.xml")
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<mujoco><worldbody><body></mujoco>")
+    with pytest.raises(ModelError, match="cannot load"):
+        MujocoPlant(broken)
+    with pytest.raises(FrameNotFoundError, match="end_effector_link"):
+        plant.site_pose("tcp")
+
+
+def test_site_pose_follows_q(plant: MujocoPlant) -> None:
+    plant.reset("home")
+    plant.set_torque(np.full(7, 2.0))
+    plant.step(50)
+    pos, rot = plant.site_pose()
+    check = mujoco.MjData(plant.model)
+    check.qpos[:] = plant.q
+    mujoco.mj_kinematics(plant.model, check)
+    np.testing.assert_array_equal(pos, check.site_xpos[0])
+    np.testing.assert_array_equal(rot, check.site_xmat[0].reshape(3, 3))
+
+
+# (e) equation of motion --------------------------------------------------------------------------
+
+
+def _fall_residuals(plant: MujocoPlant) -> tuple[float, float, int]:
+    """Zero torque from ``retract`` for 1.5 s: the arm hits its joint limits and the floor.
+
+    Returns the largest residual on steps with contacts, on steps without, and the number of
+    steps with contacts.
+    """
+    plant.reset("retract")
+    plant.set_torque(np.zeros(7))
+    with_contact = without_contact = 0.0
+    contact_steps = 0
+    for _ in range(1500):
+        residual = plant.dynamics_residual()
+        if plant.data.ncon:
+            contact_steps += 1
+            with_contact = max(with_contact, residual)
+        else:
+            without_contact = max(without_contact, residual)
+        plant.step()
+    return with_contact, without_contact, contact_steps
+
+
+def test_dynamics_residual_small_every_step(plant: MujocoPlant, tmp_path: Path) -> None:
+    """Free motion with random torques, nulled position actuators, a fall onto limits and floor.
+
+    With contacts the residual measures the constraint solver's convergence, not the plant: at
+    MuJoCo's default ``tolerance`` (1e-8) Newton stops after one iteration on the first floor
+    contact and qacc misses M⁻¹(... + J^T·f) by ~6e-3 rad/s²; at 1e-10 the residual is ~1e-11.
+    """
+    rng = np.random.default_rng(3)
+    plant.reset("home")
+    worst_free = 0.0
+    for _ in range(300):
+        plant.set_torque(plant.data.qfrc_bias + rng.uniform(-2.0, 2.0, 7))
+        worst_free = max(worst_free, plant.dynamics_residual())
+        plant.step()
+
+    nulled = MujocoPlant(_position_variant(tmp_path, "implicitfast"))
+    nulled.reset()
+    worst_nulled = 0.0
+    for _ in range(300):
+        nulled.set_torque(rng.uniform(-5.0, 5.0, 7))
+        worst_nulled = max(worst_nulled, nulled.dynamics_residual())
+        nulled.step()
+
+    default_contact, limits_only, contact_steps = _fall_residuals(plant)
+    plant.model.opt.tolerance = 1e-10
+    tight_contact, tight_limits, _ = _fall_residuals(plant)
+    print(
+        f"\ndynamics residual (rad/s^2): free {worst_free:.2e}, nulled position actuators "
+        f"{worst_nulled:.2e}, fall: joint limits only {limits_only:.2e}, {contact_steps} steps with "
+        f"floor contacts {default_contact:.2e} at solver tolerance 1e-8, {tight_contact:.2e} at 1e-10"
+    )
+    assert contact_steps > 100  # the fall did reach the floor
+    assert max(worst_free, worst_nulled, limits_only, tight_contact, tight_limits) <= 1e-9
+    assert default_contact < 0.1
+
+
+# (f) position-actuator nulling study ------------------------------------------------------------
+
+
+def _one_step(path: Path, q0: np.ndarray, v0: np.ndarray, a: np.ndarray) -> tuple[MujocoPlant, np.ndarray]:
+    """τ = c + M·a from (q0, v0), one step; returns the plant and M."""
+    plant = MujocoPlant(path)
+    plant.set_state(q0, v0)
+    mass = _mass_matrix(plant)
+    plant.set_torque(plant.data.qfrc_bias + mass @ a)
+    plant.step()
+    return plant, mass
+
+
+def test_position_actuator_nulling_study(tmp_path: Path) -> None:
+    """Nulled position actuators are an exact torque plant under Euler, not under implicitfast.
+
+    Under implicitfast MuJoCo integrates with (M + h·diag(kv)) in place of M, because the
+    actuator's velocity derivative −kv counts as implicit damping even though its force is zero.
+    """
+    q0, v0, a = HOME, np.full(7, 0.3), np.ones(7)
+    h = 0.001
+    figures = {}
+    for integrator in ("Euler", "implicitfast"):
+        motor, mass = _one_step(_motor_variant(tmp_path, integrator), q0, v0, a)
+        nulled, _ = _one_step(_position_variant(tmp_path, integrator), q0, v0, a)
+        assert motor.torque_mode == "motor" and nulled.torque_mode == "nulled_position"
+        assert motor.timestep == nulled.timestep == h
+        # The motor plant reaches exactly v0 + h·a (it is the exact torque plant).
+        np.testing.assert_allclose(motor.v, v0 + h * a, rtol=0, atol=1e-12)
+        achieved = (nulled.v - v0) / (motor.v - v0)
+        predicted = v0 + h * np.linalg.solve(mass + h * np.diag(KV), mass @ a)
+        figures[integrator] = {
+            "velocity_error": float(np.max(np.abs(nulled.v - motor.v))),
+            "actuator_force": float(np.max(np.abs(nulled.data.actuator_force))),
+            "fraction": achieved,
+            "formula_error": float(np.max(np.abs(nulled.v - predicted))),
+        }
+        print(
+            f"\n{integrator}: max |v_nulled - v_motor| = {figures[integrator]['velocity_error']:.2e} rad/s "
+            f"after one step (commanded change {h:.0e}), max |actuator_force| = "
+            f"{figures[integrator]['actuator_force']:.1e} N*m, achieved/commanded acceleration per joint "
+            f"= {np.array2string(achieved, precision=3)}, "
+            f"|v - (v0 + h (M + h Kv)^-1 M a)| = {figures[integrator]['formula_error']:.1e}"
+        )
+
+    euler, implicit = figures["Euler"], figures["implicitfast"]
+    # Euler: the nulling is exact (measured 0 on this machine; 1e-9 leaves room for BLAS changes).
+    assert euler["velocity_error"] <= 1e-9
+    assert euler["actuator_force"] <= 1e-9
+    # implicitfast: the actuator force is still nulled, yet the step follows (M + h·Kv)⁻¹, which
+    # is measured to rounding; the velocity error is the size of the commanded change itself
+    # (measured 1.13e-3 rad/s against 1e-3).
+    assert implicit["actuator_force"] <= 1e-9
+    assert implicit["formula_error"] <= 1e-12
+    assert implicit["velocity_error"] > 5e-4
+    # The light wrist joints get a small part of the acceleration (measured -0.13, 0.19, 0.03 on
+    # joints 5-7), the arm joints most of it (0.68-0.80 on joints 1-4).
+    assert np.all(np.abs(implicit["fraction"][4:]) < 0.3)
+    assert np.all((implicit["fraction"][:4] > 0.5) & (implicit["fraction"][:4] < 0.9))
+
+
+def test_nulling_survives_control_range(tmp_path: Path) -> None:
+    """The nulling control may leave ctrlrange (q near a limit, moving outwards): still zero force."""
+    plant = MujocoPlant(_position_variant(tmp_path, "Euler"))
+    q = HOME.copy()
+    q[1] = 2.2
+    plant.set_state(q, np.full(7, 1.0))  # ctrl_2 = 2.2 + 0.05·1 > 2.24
+    assert plant.data.ctrl[1] > 2.24
+    assert np.max(np.abs(plant.data.actuator_force)) <= 1e-9
+    assert not np.any(plant.model.actuator_ctrllimited)
+    # The torque through qfrc_applied is clamped to the position actuator's force range.
+    plant.set_torque(np.full(7, 200.0))
+    plant.step()
+    np.testing.assert_allclose(plant.tau_applied, FORCERANGE, rtol=0, atol=1e-9)

@@ -1,0 +1,392 @@
+"""A MuJoCo model used as a joint-torque plant (no ROS).
+
+:class:`MujocoPlant` takes joint torques τ (N·m for hinges, N for slides) and advances MuJoCo's
+
+    M(q)·q̈ = qfrc_actuator + qfrc_applied + qfrc_passive + qfrc_constraint − qfrc_bias,
+
+with τ entering either through the joint's motor actuator or through ``qfrc_applied``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import mujoco
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from torque_ctrl_ros.core.errors import FrameNotFoundError, ModelError, StateError
+
+FloatArray = NDArray[np.float64]
+
+MODE_MOTOR = "motor"
+MODE_NULLED = "nulled_position"
+MODE_APPLIED = "applied"
+
+# Plain ints: `numpy_int in (enum, ...)` is False even when the values are equal.
+_JOINT_TRANSMISSIONS = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
+_SCALAR_JOINTS = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+
+
+class MujocoPlant:
+    """Joint-torque interface to a MuJoCo model (e.g. ``mjcf/scene.xml`` of the Gen3).
+
+    How a commanded torque τ_i reaches joint i depends on what drives the joint:
+
+    ``motor`` (one motor actuator: fixed gain, no bias, no activation, joint transmission)
+        ``ctrl = τ_i / (gear·gain)``. MuJoCo then clamps ctrl to ``ctrlrange`` and the actuator
+        force to ``forcerange``, so :attr:`tau_applied` shows the clamped torque. This is an
+        exact torque plant: no term other than τ is added, whatever the integrator.
+    ``nulled_position`` (one affine actuator, e.g. a Menagerie ``<position kp kv>``)
+        τ_i goes into ``qfrc_applied`` (clamped to the actuator's ``forcerange·|gear|`` when it
+        is force-limited) and, before every step, the actuator is *nulled*: its control is set so
+        that its force ``gain·ctrl + b0 + b1·l + b2·l̇`` is zero, which for a position actuator
+        (gain = kp, b1 = −kp, b2 = −kv, l = q) is ``ctrl = q + (kv/kp)·q̇``. The plant clears
+        ``ctrllimited`` on these actuators because the nulling control may leave ``ctrlrange``.
+    ``applied`` (no actuator on the joint)
+        τ_i goes into ``qfrc_applied``, unclamped.
+
+    How far the nulled mode is from an exact torque plant (measured on the Gen3 with Menagerie
+    gains kp/kv = 2000/100 on joints 1–4 and 500/50 on 5–7, h = 1 ms, one step from ``home``
+    with q̇ = 0.3 rad/s under τ = c + M·a, a = 1 rad/s² on every joint; test/test_plant.py):
+
+    * ``Euler``: the actuator force is exactly zero and the velocity after one step equals the
+      motor plant's bit for bit (difference 0; the test allows 1e-9): the nulling is exact.
+    * ``implicitfast``: the actuator force is still zero, but the integrator treats its velocity
+      derivative −kv as implicit damping and steps with (M + h·diag(kv))·q̈ = τ − c. The joints
+      get only part of the commanded acceleration: 0.80, 0.78, 0.68, 0.73 of it on joints 1–4,
+      and −0.13, 0.19, 0.03 on the light wrist joints 5–7 (joint 5 even moves the wrong way,
+      through the coupling in M); the velocity error after one step is 1.13e-3 rad/s for a
+      commanded change of 1e-3 rad/s. The measured step matches that formula to rounding (0).
+      For an exact torque plant use motor actuators (or zero gains, or ``mjDSBL_ACTUATION``);
+      RK4 breaks the nulling entirely (ENVIRONMENT.md).
+
+    Conventions: ``q``, ``v``, ``qacc``, ``tau_applied`` and the torque command are in the order
+    of :attr:`joint_names`. After :meth:`step`, ``qacc`` and ``tau_applied`` are the values MuJoCo
+    used during the last step (they were computed at the state *before* integration);
+    :meth:`forward` recomputes them at the current state. The torque command is held
+    (zero-order hold) until the next :meth:`set_torque`.
+
+    Actuators on joints that are not in :attr:`joint_names`, or with other transmissions
+    (tendon, site, ...), are left alone at whatever ``ctrl`` they hold.
+    """
+
+    def __init__(self, mjcf_path: str | Path, joint_names: Sequence[str] | None = None) -> None:
+        """Load ``mjcf_path`` and pick the driven joints.
+
+        ``joint_names`` defaults to every hinge and slide joint in model order. Raises
+        :class:`ModelError` for a missing or invalid file, an unknown or repeated joint name, or
+        an actuator the plant cannot turn into a torque source.
+        """
+        path = Path(mjcf_path)
+        if not path.is_file():
+            raise ModelError(f"MJCF file not found: {path}")
+        try:
+            model = mujoco.MjModel.from_xml_path(str(path))
+        except ValueError as exc:
+            raise ModelError(f"cannot load MJCF file {path}: {exc}") from exc
+        self._path = path
+        self._model = model
+        self._data = mujoco.MjData(model)
+
+        scalar_joints = [
+            model.joint(j).name for j in range(model.njnt) if int(model.jnt_type[j]) in _SCALAR_JOINTS
+        ]
+        names = tuple(scalar_joints) if joint_names is None else tuple(joint_names)
+        if not names:
+            raise ModelError(f"{path} has no hinge or slide joint to drive")
+        unknown = [name for name in names if name not in scalar_joints]
+        if unknown:
+            raise ModelError(
+                f"unknown joint name(s) {unknown} in {path.name}; valid hinge/slide joints: {scalar_joints}"
+            )
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ModelError(f"joint name(s) {repeated} given more than once")
+        self._joint_names = names
+        joint_ids = [model.joint(name).id for name in names]
+        self._qadr = np.array([model.jnt_qposadr[j] for j in joint_ids], dtype=np.intp)
+        self._vadr = np.array([model.jnt_dofadr[j] for j in joint_ids], dtype=np.intp)
+        self._setup_drives(joint_ids)
+
+        self._tau_cmd = np.zeros(len(names))
+        self._mass = np.zeros((model.nv, model.nv))
+        mujoco.mj_forward(model, self._data)
+
+    # ------------------------------------------------------------------------------------------
+    # Set-up
+    # ------------------------------------------------------------------------------------------
+
+    def _setup_drives(self, joint_ids: Sequence[int]) -> None:
+        """Classify each joint's drive and precompute the per-mode index and gain arrays."""
+        model = self._model
+        modes: list[str] = []
+        motor_idx: list[int] = []
+        motor_act: list[int] = []
+        null_idx: list[int] = []
+        null_act: list[int] = []
+        for i, (name, joint_id) in enumerate(zip(self._joint_names, joint_ids, strict=True)):
+            actuators = [
+                a
+                for a in range(model.nu)
+                if int(model.actuator_trntype[a]) in _JOINT_TRANSMISSIONS
+                and model.actuator_trnid[a, 0] == joint_id
+            ]
+            if not actuators:
+                modes.append(MODE_APPLIED)
+                continue
+            if len(actuators) > 1:
+                listed = [model.actuator(a).name for a in actuators]
+                raise ModelError(
+                    f"joint {name} is driven by {len(actuators)} actuators {listed}; one is supported"
+                )
+            a = actuators[0]
+            label = f"actuator {model.actuator(a).name!r} on joint {name}"
+            if model.actuator_dyntype[a] != mujoco.mjtDyn.mjDYN_NONE:
+                raise ModelError(f"{label} has activation dynamics; cannot use it as a torque source")
+            if model.actuator_gaintype[a] != mujoco.mjtGain.mjGAIN_FIXED or model.actuator_gainprm[a, 0] == 0:
+                raise ModelError(f"{label} needs a fixed non-zero gain to be used as a torque source")
+            if model.actuator_gear[a, 0] == 0:
+                raise ModelError(f"{label} has gear 0")
+            if model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_NONE:
+                modes.append(MODE_MOTOR)
+                motor_idx.append(i)
+                motor_act.append(a)
+            elif model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE:
+                modes.append(MODE_NULLED)
+                null_idx.append(i)
+                null_act.append(a)
+                # The nulling control can leave ctrlrange (e.g. q at a limit plus kv/kp·q̇):
+                # a clamped control would leave a residual actuator force.
+                model.actuator_ctrllimited[a] = 0
+            else:
+                raise ModelError(f"{label} has a bias type the plant cannot null (only none/affine)")
+
+        self._modes = tuple(modes)
+        self._motor_idx = np.array(motor_idx, dtype=np.intp)
+        self._motor_act = np.array(motor_act, dtype=np.intp)
+        # τ = gear · gain · ctrl for a motor with joint transmission.
+        self._motor_scale = model.actuator_gear[motor_act, 0] * model.actuator_gainprm[motor_act, 0]
+        self._null_idx = np.array(null_idx, dtype=np.intp)
+        self._null_act = np.array(null_act, dtype=np.intp)
+        self._null_gear = model.actuator_gear[null_act, 0].copy()
+        self._null_gain = model.actuator_gainprm[null_act, 0].copy()
+        self._null_bias = model.actuator_biasprm[null_act, :3].copy()
+        limited = model.actuator_forcelimited[null_act].astype(bool)
+        span = np.abs(self._null_gear)[:, None] * model.actuator_forcerange[null_act]
+        self._null_low = np.where(limited, np.minimum(span[:, 0], span[:, 1]), -np.inf)
+        self._null_high = np.where(limited, np.maximum(span[:, 0], span[:, 1]), np.inf)
+        self._applied_idx = np.array([i for i, m in enumerate(modes) if m == MODE_APPLIED], dtype=np.intp)
+
+    # ------------------------------------------------------------------------------------------
+    # Properties
+    # ------------------------------------------------------------------------------------------
+
+    @property
+    def model(self) -> mujoco.MjModel:
+        """The raw ``MjModel`` (the plant has cleared ``ctrllimited`` on nulled actuators)."""
+        return self._model
+
+    @property
+    def data(self) -> mujoco.MjData:
+        """The raw ``MjData``."""
+        return self._data
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """Driven joints; the order of every joint-space vector of this class."""
+        return self._joint_names
+
+    @property
+    def n(self) -> int:
+        """Number of driven joints."""
+        return len(self._joint_names)
+
+    @property
+    def timestep(self) -> float:
+        """Integration step h (s)."""
+        return float(self._model.opt.timestep)
+
+    @property
+    def time(self) -> float:
+        """Simulated time (s)."""
+        return float(self._data.time)
+
+    @property
+    def q(self) -> FloatArray:
+        """Joint positions (rad or m), a copy."""
+        return self._data.qpos[self._qadr].copy()
+
+    @property
+    def v(self) -> FloatArray:
+        """Joint velocities (rad/s or m/s), a copy."""
+        return self._data.qvel[self._vadr].copy()
+
+    @property
+    def qacc(self) -> FloatArray:
+        """Joint accelerations (rad/s²) from the last step or forward, a copy."""
+        return self._data.qacc[self._vadr].copy()
+
+    @property
+    def tau_applied(self) -> FloatArray:
+        """Generalised force at the joints in the last step or forward (N·m).
+
+        τ_applied = qfrc_actuator + qfrc_applied, read at the joints' DoFs.
+
+        ``qfrc_actuator`` is the actuator force mapped through its moment arm (after clamping),
+        so this is what acted on the joint, not what was commanded.
+        """
+        return self._data.qfrc_actuator[self._vadr] + self._data.qfrc_applied[self._vadr]
+
+    @property
+    def keyframe_names(self) -> tuple[str, ...]:
+        """Names of the model's keyframes."""
+        return tuple(self._model.key(k).name for k in range(self._model.nkey))
+
+    @property
+    def torque_mode(self) -> str:
+        """``"motor"`` if every joint has a motor, else ``"nulled_position"`` if any actuator is
+        nulled, else ``"applied"``. See :attr:`joint_modes` for the per-joint modes."""
+        if all(mode == MODE_MOTOR for mode in self._modes):
+            return MODE_MOTOR
+        if MODE_NULLED in self._modes:
+            return MODE_NULLED
+        return MODE_APPLIED
+
+    @property
+    def joint_modes(self) -> tuple[str, ...]:
+        """How the torque reaches each joint: ``"motor"``, ``"nulled_position"`` or ``"applied"``."""
+        return self._modes
+
+    # ------------------------------------------------------------------------------------------
+    # Commands
+    # ------------------------------------------------------------------------------------------
+
+    def _vector(self, values: ArrayLike, what: str) -> FloatArray:
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise StateError(f"{what} must be {self.n} numbers, got {values!r}") from exc
+        if array.shape != (self.n,):
+            raise StateError(
+                f"{what} must have {self.n} entries ({', '.join(self._joint_names)}), got shape {array.shape}"
+            )
+        if not np.all(np.isfinite(array)):
+            bad = [name for name, x in zip(self._joint_names, array, strict=True) if not np.isfinite(x)]
+            raise StateError(f"{what} is not finite at {bad}: {array.tolist()}")
+        return array.copy()
+
+    def set_torque(self, tau: ArrayLike) -> None:
+        """Command joint torques τ (N·m; N for slides), held until the next call.
+
+        Takes effect at the next :meth:`step` or :meth:`forward`. Raises :class:`StateError` on a
+        wrong length or a non-finite entry.
+        """
+        self._tau_cmd = self._vector(tau, "torque")
+
+    def set_state(self, q: ArrayLike, v: ArrayLike) -> None:
+        """Set joint positions (rad) and velocities (rad/s), then :meth:`forward`."""
+        q_new = self._vector(q, "q")
+        v_new = self._vector(v, "v")
+        self._data.qpos[self._qadr] = q_new
+        self._data.qvel[self._vadr] = v_new
+        self.forward()
+
+    def reset(self, keyframe: str | None = None) -> None:
+        """Reset the data (to ``keyframe`` if given), zero the torque command, then :meth:`forward`.
+
+        Raises :class:`ModelError` listing the valid keyframes for an unknown name.
+        """
+        if keyframe is None:
+            mujoco.mj_resetData(self._model, self._data)
+        else:
+            names = self.keyframe_names
+            if keyframe not in names:
+                raise ModelError(
+                    f"unknown keyframe {keyframe!r} in {self._path.name}; valid keyframes: {list(names)}"
+                )
+            mujoco.mj_resetDataKeyframe(self._model, self._data, names.index(keyframe))
+        self._tau_cmd = np.zeros(self.n)
+        self.forward()
+
+    def _apply_command(self) -> None:
+        """Write the held torque into ctrl / qfrc_applied and null the affine actuators."""
+        data = self._data
+        tau = self._tau_cmd
+        if self._motor_idx.size:
+            data.ctrl[self._motor_act] = tau[self._motor_idx] / self._motor_scale
+        if self._null_idx.size:
+            idx = self._null_idx
+            length = self._null_gear * data.qpos[self._qadr[idx]]
+            velocity = self._null_gear * data.qvel[self._vadr[idx]]
+            bias = self._null_bias
+            # gain·ctrl + b0 + b1·l + b2·l̇ = 0
+            data.ctrl[self._null_act] = (
+                -(bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity) / self._null_gain
+            )
+            data.qfrc_applied[self._vadr[idx]] = np.clip(tau[idx], self._null_low, self._null_high)
+        if self._applied_idx.size:
+            data.qfrc_applied[self._vadr[self._applied_idx]] = tau[self._applied_idx]
+
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` steps of :attr:`timestep` with the held torque command."""
+        if n < 0:
+            raise StateError(f"step count must be >= 0, got {n}")
+        if not self._null_idx.size:
+            self._apply_command()  # motor ctrl and qfrc_applied do not depend on the state
+            if n:
+                mujoco.mj_step(self._model, self._data, nstep=n)
+            return
+        for _ in range(n):
+            self._apply_command()
+            mujoco.mj_step(self._model, self._data)
+
+    def forward(self) -> None:
+        """Apply the command and run ``mj_forward``: every derived quantity at the current state."""
+        self._apply_command()
+        mujoco.mj_forward(self._model, self._data)
+
+    # ------------------------------------------------------------------------------------------
+    # Checks and queries
+    # ------------------------------------------------------------------------------------------
+
+    def dynamics_residual(self) -> float:
+        """Largest |q̈_rebuilt − qacc| (rad/s²) over all DoFs at the current state.
+
+        Runs :meth:`forward`, then rebuilds q̈ = M⁻¹·(qfrc_actuator + qfrc_passive +
+        qfrc_constraint + qfrc_applied + Jᵀ·xfrc_applied − qfrc_bias) with ``mj_fullM``.
+        ``qfrc_passive`` already holds springs, dampers, fluid forces and the gravity
+        compensation of bodies without ``actuatorgravcomp`` (which goes into ``qfrc_actuator``).
+        Note that ``qacc`` is the forward-dynamics acceleration: implicit integrators solve with a
+        modified matrix inside ``mj_step`` without storing it.
+
+        Without contacts the result is rounding (~1e-12 on the Gen3). With contacts it also
+        measures the constraint solver's convergence: ``qfrc_constraint`` is Jᵀ·f while ``qacc``
+        is the solver's iterate; at MuJoCo's default ``opt.tolerance`` = 1e-8 the Gen3 falling
+        onto the floor showed up to 6e-3 rad/s², at 1e-10 about 1e-11.
+        """
+        model, data = self._model, self._data
+        self.forward()
+        mujoco.mj_fullM(model, data, self._mass)
+        rhs = (
+            data.qfrc_actuator + data.qfrc_passive + data.qfrc_constraint + data.qfrc_applied - data.qfrc_bias
+        )
+        for body in np.flatnonzero(np.any(data.xfrc_applied != 0.0, axis=1)):
+            wrench = data.xfrc_applied[body]
+            mujoco.mj_applyFT(model, data, wrench[:3], wrench[3:], data.xipos[body], int(body), rhs)
+        rebuilt = np.linalg.solve(self._mass, rhs)
+        return float(np.max(np.abs(rebuilt - data.qacc))) if model.nv else 0.0
+
+    def site_pose(self, name: str = "end_effector_link") -> tuple[FloatArray, FloatArray]:
+        """World position (3,) in m and rotation matrix (3, 3) of site ``name`` at the current q.
+
+        Runs ``mj_kinematics`` first, so the pose matches :attr:`q` even right after a step.
+        Raises :class:`FrameNotFoundError` listing the model's sites for an unknown name.
+        """
+        site = mujoco.mj_name2id(self._model, mujoco.mjtObj.mjOBJ_SITE, name)
+        if site < 0:
+            sites = [self._model.site(s).name for s in range(self._model.nsite)]
+            raise FrameNotFoundError(f"unknown site {name!r}; sites in the model: {sites}")
+        mujoco.mj_kinematics(self._model, self._data)
+        return self._data.site_xpos[site].copy(), self._data.site_xmat[site].reshape(3, 3).copy()
