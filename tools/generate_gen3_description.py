@@ -278,8 +278,8 @@ def _segment(shape: Shape) -> tuple[Vec3, float, Vec3]:
     delta = [e - s for s, e in zip(shape.start, shape.end, strict=True)]
     length = math.sqrt(sum(c * c for c in delta))
     dx, dy, dz = (c / length for c in delta)
-    roll = math.atan2(-dy, math.hypot(dx, dz))
-    pitch = math.atan2(dx, dz)
+    roll = math.atan2(-dy, math.hypot(dx, dz)) + 0.0  # + 0.0 turns -0.0 into 0.0 in the text
+    pitch = math.atan2(dx, dz) + 0.0
     mid = tuple(0.5 * (s + e) for s, e in zip(shape.start, shape.end, strict=True))
     return (mid[0], mid[1], mid[2]), length, (roll, pitch, 0.0)
 
