@@ -1,0 +1,302 @@
+"""Constrained forward dynamics at one frame: Gauss's principle of least constraint.
+
+This is the solve that KDL's Vereshchagin hybrid-dynamics solver ("ACHD") performs,
+written on Pinocchio with gravity kept in the dynamics (not as a root acceleration).
+
+Problem
+-------
+For a frame ``f`` (the tool), ``n_c`` unit constraint directions ``α`` (6 × n_c, columns
+``[linear; angular]`` in the base frame) and desired "acceleration energies" ``β`` (n_c),
+find the joint accelerations ``q̈`` (rad/s²) that solve::
+
+    min_q̈  ½ (q̈ − q̈_free)ᵀ M (q̈ − q̈_free)
+    s.t.   αᵀ ẍ_f = β,   ẍ_f = J q̈ + J̇ q̇
+
+where
+
+* ``J`` (6 × n) is the frame Jacobian in ``LOCAL_WORLD_ALIGNED`` (velocity of the frame
+  origin and angular velocity, both in base axes) and ``J̇ q̇`` the drift of the frame's
+  *classical* acceleration (a point on a circle has its centripetal term here);
+* ``q̈_free = M⁻¹ (τ_ff + Jᵀ f_ext − c)`` is the unconstrained motion under the
+  feed-forward torque ``τ_ff`` (N·m), an optional external wrench ``f_ext`` = ``[f; m]``
+  (N, N·m) acting at the frame origin in base axes, and ``c = C(q, q̇) q̇ + g(q)``.
+
+With ``A = J_c = αᵀ J`` (n_c × n), ``b = β − αᵀ J̇ q̇`` and the Delassus matrix
+``D = A M⁻¹ Aᵀ`` (n_c × n_c, the inverse operational-space inertia along ``α``)::
+
+    λ  = D⁻¹ (b − A q̈_free)           (the Lagrange multipliers: N or N·m per column)
+    q̈  = q̈_free + M⁻¹ Aᵀ λ
+    M q̈ + c = τ_ff + Jᵀ f_ext + J_cᵀ λ   (exactly, by construction)
+
+``J_cᵀ λ`` is the constraint torque. The torque that realises ``q̈`` on a plant whose
+only inputs are the joint torques is ``RNEA(q, q̇, q̈) = M q̈ + c`` (no external wrench).
+
+Gravity
+-------
+``β`` is the desired acceleration of the frame in the *inertial* base frame (a held tool
+has ``β = 0``). Gravity is part of ``c`` through Pinocchio's ``model.gravity``; it is not
+modelled as a fictitious root acceleration. In KDL's convention (root acceleration ``+g``)
+the solver's constraint torque is ``≈ M q̈ − c`` instead; sending that to a plant without
+gravity compensation leaves a ``−2 M⁻¹ c`` error, which is why the command here is always
+the full RNEA torque.
+
+Regularisation
+--------------
+``D`` becomes singular when the constraint directions cannot all be moved (a kinematic
+singularity, or ``α`` along a direction the arm cannot reach). With eigenvalues
+``d_min ≤ … ≤ d_max`` of ``D`` and ``ε = rcond · d_max``, if ``d_min < ε`` the solve uses
+``(D + μ I)⁻¹`` with ``μ = ε (1 − (d_min/ε)²)`` (continuous in the state, ``μ ≤ ε``),
+the usual damped least squares; the result says so and reports the constraint residual.
+The equation of motion above still holds exactly: only the constraint is relaxed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+from numpy.typing import ArrayLike
+
+from .errors import SolverError, TargetError, TorqueCtrlError
+from .robot import RobotModel
+from .validation import FloatArray, as_vector
+
+#: Names of the six Cartesian axes, in the order of a ``[linear; angular]`` 6-vector.
+AXIS_NAMES: tuple[str, ...] = ("x", "y", "z", "rx", "ry", "rz")
+
+#: A column of ``α`` must have norm ``1 ± UNIT_TOLERANCE``.
+UNIT_TOLERANCE = 1e-6
+#: ``α`` must have smallest singular value above this (its columns are unit vectors).
+RANK_TOLERANCE = 1e-6
+
+
+def alpha_from_axes(axes: Sequence[str], *, error: type[TorqueCtrlError] = TargetError) -> FloatArray:
+    """Constraint directions ``α`` (6 × n_c) for named base-frame axes.
+
+    Args:
+        axes: a non-empty subset of :data:`AXIS_NAMES` (``x, y, z`` linear, ``rx, ry, rz``
+            angular), in the order the columns should have; no duplicates.
+        error: the exception type raised on a bad list.
+    """
+    if isinstance(axes, str) or not isinstance(axes, Sequence):
+        raise error(f"constrained axes: expected a list of names from {list(AXIS_NAMES)}, got {axes!r}")
+    names = [str(a).strip().lower() for a in axes]
+    unknown = [a for a in names if a not in AXIS_NAMES]
+    if unknown:
+        raise error(f"constrained axes: unknown name(s) {unknown}; valid names are {list(AXIS_NAMES)}")
+    if len(set(names)) != len(names):
+        raise error(f"constrained axes: duplicate names in {names}")
+    if not names:
+        raise error(f"constrained axes: expected 1 to 6 names from {list(AXIS_NAMES)}, got none")
+    alpha = np.zeros((6, len(names)))
+    for col, name in enumerate(names):
+        alpha[AXIS_NAMES.index(name), col] = 1.0
+    return alpha
+
+
+def check_alpha(alpha: ArrayLike, *, error: type[TorqueCtrlError] = TargetError) -> FloatArray:
+    """Return ``α`` as a float (6 × n_c) array, or raise ``error``.
+
+    Requirements: 1 ≤ n_c ≤ 6 columns, finite, each column of unit norm
+    (±:data:`UNIT_TOLERANCE`), linearly independent (smallest singular value of ``α``
+    above :data:`RANK_TOLERANCE`).
+    """
+    try:
+        a = np.array(alpha, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise error(f"alpha: expected a 6 x n_c array of numbers ({exc})") from None
+    if a.ndim == 1 and a.shape == (6,):
+        a = a.reshape(6, 1)
+    if a.ndim != 2 or a.shape[0] != 6 or not 1 <= a.shape[1] <= 6:
+        raise error(f"alpha: expected shape (6, n_c) with 1 <= n_c <= 6, got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise error(f"alpha: expected finite numbers, got {a.tolist()}")
+    norms = np.linalg.norm(a, axis=0)
+    bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_TOLERANCE)
+    if bad.size:
+        raise error(
+            f"alpha: every column must be a unit vector; column(s) {bad.tolist()} have norm "
+            f"{norms[bad].tolist()}"
+        )
+    sigma_min = float(np.linalg.svd(a, compute_uv=False)[-1])
+    if sigma_min <= RANK_TOLERANCE:
+        raise error(
+            f"alpha: the {a.shape[1]} columns are linearly dependent (smallest singular value "
+            f"{sigma_min:.3g}); each constraint direction must be independent of the others"
+        )
+    return a
+
+
+@dataclass(frozen=True)
+class FrameKinematics:
+    """Kinematics of the constrained frame at one state (base frame, LOCAL_WORLD_ALIGNED).
+
+    Attributes:
+        placement: pose of the frame in the base frame.
+        jacobian: ``J`` (6 × n): ``[ṗ; ω] = J q̇`` (m/s, rad/s).
+        velocity: ``J q̇`` (6,): linear (m/s) and angular (rad/s) velocity.
+        drift: ``J̇ q̇`` (6,): classical acceleration at ``q̈ = 0`` (m/s², rad/s²).
+    """
+
+    placement: pin.SE3
+    jacobian: FloatArray
+    velocity: FloatArray
+    drift: FloatArray
+
+
+@dataclass(frozen=True)
+class ConstrainedDynamicsResult:
+    """Output of :meth:`ConstrainedDynamics.solve`.
+
+    Attributes:
+        qdd: joint accelerations ``q̈`` (rad/s²).
+        lam: Lagrange multipliers ``λ`` (n_c,): force (N) or moment (N·m) along each column of α.
+        constraint_torque: ``J_cᵀ λ`` (N·m), the joint torque the constraints exert.
+        qdd_free: the unconstrained accelerations ``q̈_free`` (rad/s²).
+        applied_torque: ``τ_ff + Jᵀ f_ext`` (N·m), the non-constraint generalised force.
+        regularised: ``True`` if the Delassus matrix was damped (see the module docs).
+        damping: the damping ``μ`` added to the Delassus matrix (0 when not regularised).
+        delassus_condition: ``d_max / d_min`` of ``D`` (``inf`` if ``d_min <= 0``).
+        constraint_residual: ``‖αᵀ(J q̈ + J̇ q̇) − β‖`` (mixed m/s², rad/s²); ~0 unless regularised.
+        kinematics: the frame kinematics the solve used.
+    """
+
+    qdd: FloatArray
+    lam: FloatArray
+    constraint_torque: FloatArray
+    qdd_free: FloatArray
+    applied_torque: FloatArray
+    regularised: bool
+    damping: float
+    delassus_condition: float
+    constraint_residual: float
+    kinematics: FrameKinematics
+
+
+class ConstrainedDynamics:
+    """Gauss-principle constrained dynamics of ``robot`` with constraints at one frame.
+
+    Owns its own Pinocchio data buffer, so it does not disturb :attr:`RobotModel.data`
+    (still not thread-safe: one instance per thread).
+
+    Args:
+        robot: the arm.
+        frame: name of the constrained frame (e.g. ``"end_effector_link"``).
+        rcond: relative threshold on the Delassus eigenvalues below which the solve is
+            damped (see the module docs), in ``(0, 1)``.
+    """
+
+    def __init__(self, robot: RobotModel, frame: str, *, rcond: float = 1e-9) -> None:
+        if not (isinstance(rcond, float | int) and 0.0 < float(rcond) < 1.0):
+            raise TargetError(f"rcond: expected a number in (0, 1), got {rcond!r}")
+        self.robot = robot
+        self.frame = frame
+        self.frame_index = robot.frame_id(frame)
+        self.rcond = float(rcond)
+        self._model = robot.model
+        self._data = robot.model.createData()
+        self._zero_v = np.zeros(robot.n)
+
+    # ------------------------------------------------------------ kinematics
+    def kinematics(self, q: FloatArray, v: FloatArray) -> FrameKinematics:
+        """Pose, Jacobian, velocity and acceleration drift of the frame at ``(q, q̇)``."""
+        model, data, fid = self._model, self._data, self.frame_index
+        q_pin = self.robot.configuration(q)
+        pin.forwardKinematics(model, data, q_pin, v, self._zero_v)
+        drift = np.array(pin.getFrameClassicalAcceleration(model, data, fid, pin.LOCAL_WORLD_ALIGNED).vector)
+        pin.computeJointJacobians(model, data, q_pin)
+        pin.updateFramePlacement(model, data, fid)
+        jac = np.array(pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED))
+        return FrameKinematics(data.oMf[fid].copy(), jac, jac @ v, drift)
+
+    # ----------------------------------------------------------------- solve
+    def solve(
+        self,
+        q: FloatArray,
+        v: FloatArray,
+        alpha: ArrayLike,
+        beta: ArrayLike,
+        tau_ff: ArrayLike | None = None,
+        f_ext: ArrayLike | None = None,
+        *,
+        kinematics: FrameKinematics | None = None,
+        alpha_checked: bool = False,
+    ) -> ConstrainedDynamicsResult:
+        """Solve Gauss's principle for ``q̈`` and ``λ`` (formulas in the module docs).
+
+        Args:
+            q, v: joint angles (rad) and velocities (rad/s), already validated.
+            alpha: unit constraint directions (6 × n_c, base frame, ``[linear; angular]``).
+            beta: desired acceleration along each column, ``αᵀ ẍ_f`` (m/s² or rad/s²).
+            tau_ff: feed-forward joint torque (N·m), default zero.
+            f_ext: external wrench ``[f; m]`` (N, N·m) on the frame, at its origin, base
+                axes; default zero. It enters the free motion as ``Jᵀ f_ext``.
+            kinematics: :meth:`kinematics` at the same ``(q, v)`` if the caller already has it.
+            alpha_checked: skip :func:`check_alpha` (the caller validated ``alpha`` once).
+
+        Raises:
+            TargetError: malformed ``alpha``, ``beta``, ``tau_ff`` or ``f_ext``.
+            SolverError: the result is not finite (never returned).
+        """
+        n = self.robot.n
+        a_mat = np.asarray(alpha, dtype=np.float64) if alpha_checked else check_alpha(alpha)
+        n_c = a_mat.shape[1]
+        b_vec = as_vector("beta", beta, n_c, error=TargetError)
+        tau = np.zeros(n) if tau_ff is None else as_vector("tau_ff", tau_ff, n, error=TargetError)
+        kin = self.kinematics(q, v) if kinematics is None else kinematics
+        if f_ext is not None:
+            tau = tau + kin.jacobian.T @ as_vector("f_ext", f_ext, 6, error=TargetError)
+
+        model, data = self._model, self._data
+        q_pin = self.robot.configuration(q)
+        c = np.array(pin.nonLinearEffects(model, data, q_pin, v))
+        pin.crba(model, data, q_pin)
+        pin.cholesky.decompose(model, data)
+        m_inv = np.array(pin.cholesky.computeMinv(model, data))
+
+        jc = a_mat.T @ kin.jacobian  # n_c × n
+        qdd_free = m_inv @ (tau - c)
+        rhs = b_vec - a_mat.T @ kin.drift - jc @ qdd_free
+        m_inv_jct = m_inv @ jc.T  # n × n_c
+        delassus = jc @ m_inv_jct
+        delassus = 0.5 * (delassus + delassus.T)
+        eigval, eigvec = np.linalg.eigh(delassus)
+        d_min, d_max = float(eigval[0]), float(eigval[-1])
+        condition = d_max / d_min if d_min > 0.0 else float("inf")
+        eps = self.rcond * d_max if d_max > 0.0 else self.rcond
+        regularised = not d_min >= eps
+        mu = eps * (1.0 - (max(d_min, 0.0) / eps) ** 2) if regularised else 0.0
+        # A null Delassus matrix (no joint moves the constrained axes) still gets mu = eps > 0.
+        lam = eigvec @ ((eigvec.T @ rhs) / (eigval + mu))
+        qdd = qdd_free + m_inv_jct @ lam
+        residual = float(np.linalg.norm(jc @ qdd + a_mat.T @ kin.drift - b_vec))
+        constraint_torque = jc.T @ lam
+        if not (np.all(np.isfinite(qdd)) and np.all(np.isfinite(lam))):
+            raise SolverError(
+                f"constrained dynamics at {self.frame!r}: non-finite result "
+                f"(Delassus eigenvalues {eigval.tolist()})"
+            )
+        return ConstrainedDynamicsResult(
+            qdd=qdd,
+            lam=lam,
+            constraint_torque=constraint_torque,
+            qdd_free=qdd_free,
+            applied_torque=tau,
+            regularised=regularised,
+            damping=mu,
+            delassus_condition=condition,
+            constraint_residual=residual,
+            kinematics=kin,
+        )
+
+
+__all__ = [
+    "AXIS_NAMES",
+    "ConstrainedDynamics",
+    "ConstrainedDynamicsResult",
+    "FrameKinematics",
+    "alpha_from_axes",
+    "check_alpha",
+]

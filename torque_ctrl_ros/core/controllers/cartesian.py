@@ -1,0 +1,367 @@
+"""Cartesian control through constrained dynamics: ``achd_rnea`` (ACHD → RNEA).
+
+Per control step, with the tool frame ``f`` at pose ``(p, R)`` and twist ``ẋ = J q̇``
+(``LOCAL_WORLD_ALIGNED``: velocity of the frame origin and angular velocity, base axes):
+
+1. pose error ``e`` (6, base axes): ``e_p = p_ref − p`` and ``e_R = log3(R_ref Rᵀ)``
+   (``pose_error: decoupled``, the default), or the SE(3) logarithm
+   ``log6(oMf⁻¹ · oM_ref)`` rotated into base axes (``pose_error: se3``);
+2. desired tool acceleration (classical, inertial frame, m/s² and rad/s²)
+   ``a_des = a_ref + K_p ∘ e + K_d ∘ (ẋ_ref − ẋ)``;
+3. ``β = αᵀ a_des`` for the constrained axes ``α`` (6 × n_c);
+4. Gauss's principle (:mod:`..constrained_dynamics`) with feed-forward torque
+   ``τ_ff = g(q) − K_null q̇`` (``g`` only with ``gravity_feedforward``) and the task wrench
+   ``f_task`` on the tool → ``q̈``, ``λ``;
+5. command ``τ = RNEA(q, q̇, q̈)`` with zero external wrench (``= M q̈ + c``), saturated by
+   the base class.
+
+On an exact plant every constrained axis then obeys ``ë + K_d ė + K_p e = 0`` (exactly for
+the decoupled translation error; to first order in the rotation error). Because
+``M q̈ + c = τ_ff + Jᵀ f_task + J_cᵀ λ``, the command equals ``τ_ff + Jᵀ f_task + J_cᵀ λ``:
+
+* ``τ_ff`` only acts where the constraints leave freedom (Gauss's principle projects it
+  dynamically consistently). On the 7-DoF Gen3 with all six axes constrained that is the
+  elbow self-motion: without ``g(q)`` in ``τ_ff`` the self-motion would *fall* under gravity
+  (the constraint forces hold only the tool), and without ``K_null`` nothing damps it.
+* ``f_task`` only acts along unconstrained axes: with ``n_c = 6`` it changes ``λ`` but not
+  ``q̈`` nor the command. With linear ``z`` left free it is the push that presses the tool
+  onto a table (``f_task = (0, 0, −F, 0, 0, 0)`` gives a normal force ``≈ F``).
+* ``J_cᵀ λ`` alone (the "constraint torque", :attr:`AchdSolution.constraint_torque`) misses
+  ``τ_ff``, i.e. gravity: sending it alone lets the arm sag. It is kept for diagnostics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+from numpy.typing import ArrayLike
+
+from ..constrained_dynamics import (
+    AXIS_NAMES,
+    ConstrainedDynamics,
+    ConstrainedDynamicsResult,
+    alpha_from_axes,
+)
+from ..errors import ConfigError, TargetError
+from ..robot import RobotModel
+from ..types import JointState
+from ..validation import FloatArray, as_positive_float, as_vector, check_choice
+from .base import Controller, reject_unknown_keys
+
+#: Largest ``‖RᵀR − I‖`` accepted for a reference rotation matrix.
+ROTATION_TOLERANCE = 1e-6
+POSE_ERRORS = ("decoupled", "se3")
+
+
+@dataclass(frozen=True)
+class PoseReference:
+    """A tool-frame reference in the robot's base frame.
+
+    Attributes:
+        position: frame origin ``p_ref`` (m), shape (3,).
+        rotation: orientation ``R_ref`` (3 × 3, columns = frame axes in base axes).
+        twist: ``[ṗ_ref; ω_ref]`` (m/s, rad/s, base axes) or ``None`` (zero).
+        acceleration: classical ``[p̈_ref; ω̇_ref]`` (m/s², rad/s², base axes) or ``None`` (zero).
+    """
+
+    position: FloatArray
+    rotation: FloatArray
+    twist: FloatArray | None = None
+    acceleration: FloatArray | None = None
+
+    @classmethod
+    def from_se3(
+        cls, pose: pin.SE3, twist: ArrayLike | None = None, acceleration: ArrayLike | None = None
+    ) -> PoseReference:
+        """Validated reference from a :class:`pinocchio.SE3` pose."""
+        return check_pose_reference(
+            cls(np.array(pose.translation), np.array(pose.rotation), _opt(twist), _opt(acceleration))
+        )
+
+    @classmethod
+    def from_position_quaternion(
+        cls,
+        position: ArrayLike,
+        quaternion_xyzw: ArrayLike,
+        twist: ArrayLike | None = None,
+        acceleration: ArrayLike | None = None,
+    ) -> PoseReference:
+        """Validated reference from a position (m) and a quaternion ``(x, y, z, w)``.
+
+        The quaternion order is that of ``geometry_msgs/Quaternion``. It is normalised;
+        a norm outside ``[0.9, 1.1]`` (e.g. an all-zero default message) is rejected.
+
+        Raises:
+            TargetError: wrong sizes, non-finite numbers, or a quaternion far from unit norm.
+        """
+        p = as_vector("target position", position, 3, error=TargetError)
+        quat = as_vector("target quaternion (x, y, z, w)", quaternion_xyzw, 4, error=TargetError)
+        norm = float(np.linalg.norm(quat))
+        if not 0.9 <= norm <= 1.1:
+            raise TargetError(f"target quaternion (x, y, z, w): expected unit norm, got {quat.tolist()}")
+        x, y, z, w = quat / norm
+        rot = np.array(pin.Quaternion(w, x, y, z).toRotationMatrix())
+        return check_pose_reference(cls(p, rot, _opt(twist), _opt(acceleration)))
+
+    @property
+    def se3(self) -> pin.SE3:
+        """The pose as a :class:`pinocchio.SE3`."""
+        return pin.SE3(self.rotation, self.position)
+
+
+def _opt(value: ArrayLike | None) -> FloatArray | None:
+    return None if value is None else np.array(value, dtype=np.float64)
+
+
+def check_pose_reference(reference: PoseReference) -> PoseReference:
+    """Return ``reference`` with float arrays of the right shapes, or raise :class:`TargetError`.
+
+    Checks: finite numbers, ``position`` (3,), ``rotation`` a proper rotation matrix
+    (``‖RᵀR − I‖ ≤`` :data:`ROTATION_TOLERANCE`, ``det R > 0``), ``twist`` and
+    ``acceleration`` (6,) when given.
+    """
+    if not isinstance(reference, PoseReference):
+        raise TargetError(f"achd_rnea: expected a PoseReference, got {type(reference).__name__}")
+    p = as_vector("target position", reference.position, 3, error=TargetError)
+    try:
+        rot = np.array(reference.rotation, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TargetError(f"target rotation: expected a 3 x 3 matrix, got {reference.rotation!r}") from None
+    if rot.shape != (3, 3) or not np.all(np.isfinite(rot)):
+        raise TargetError(f"target rotation: expected a finite 3 x 3 matrix, got {rot.tolist()}")
+    if np.linalg.norm(rot.T @ rot - np.eye(3)) > ROTATION_TOLERANCE or np.linalg.det(rot) <= 0.0:
+        raise TargetError(f"target rotation: not a rotation matrix: {rot.tolist()}")
+    twist = (
+        None if reference.twist is None else as_vector("target twist", reference.twist, 6, error=TargetError)
+    )
+    acc = (
+        None
+        if reference.acceleration is None
+        else as_vector("target acceleration", reference.acceleration, 6, error=TargetError)
+    )
+    return PoseReference(p, rot, twist, acc)
+
+
+def pose_error(current: pin.SE3, target: pin.SE3, kind: str = "decoupled") -> FloatArray:
+    """Pose error ``[e_p; e_R]`` (m, rad) of ``current`` towards ``target``, base axes.
+
+    ``decoupled``: ``e_p = p_ref − p``, ``e_R = log3(R_ref Rᵀ)`` (rotation vector taking
+    ``R`` to ``R_ref``, in base axes). The translation error is then exactly the difference
+    the Jacobian's linear rows differentiate, so the translational loop is linear.
+
+    ``se3``: ``ν = log6(current⁻¹ · target)`` (tool axes) rotated into base axes. Its linear
+    part is ``V(θ)⁻¹ Rᵀ (p_ref − p)``, so a combined rotation and translation error makes the
+    tool point follow a screw (curved) path.
+    """
+    if kind == "se3":
+        nu = pin.log6(current.actInv(target))
+        rot = current.rotation
+        return np.concatenate([rot @ nu.linear, rot @ nu.angular])
+    e_rot = pin.log3(target.rotation @ current.rotation.T)
+    return np.concatenate([target.translation - current.translation, e_rot])
+
+
+@dataclass(frozen=True)
+class AchdRneaConfig:
+    """Configuration of :class:`AchdRnea` (see the module docs for the formulas).
+
+    Attributes:
+        frame: the controlled (constrained) frame, e.g. ``end_effector_link``.
+        constrained_axes: names from ``x, y, z, rx, ry, rz`` (base axes), the columns of ``α``
+            (a list, or one comma-separated string).
+        kp: Cartesian stiffness ``ω_n²`` (1/s²) per axis ``x, y, z, rx, ry, rz``, ``> 0``.
+        kd: Cartesian damping ``2 ζ ω_n`` (1/s) per axis, ``>= 0``; ``2 √kp`` by default.
+        joint_damping: ``K_null`` (N·m·s/rad) per joint in ``τ_ff``, ``>= 0``.
+        gravity_feedforward: include ``g(q)`` in ``τ_ff``.
+        task_wrench: ``f_task = [f; m]`` (N, N·m) on the frame origin, base axes.
+        pose_error: ``decoupled`` or ``se3``.
+        rcond: relative Delassus eigenvalue threshold for damping, in ``(0, 1)``.
+    """
+
+    frame: str
+    constrained_axes: tuple[str, ...]
+    kp: FloatArray
+    kd: FloatArray
+    joint_damping: FloatArray
+    gravity_feedforward: bool
+    task_wrench: FloatArray
+    pose_error: str
+    rcond: float
+
+    @classmethod
+    def create(
+        cls,
+        n: int,
+        *,
+        frame: str = "end_effector_link",
+        constrained_axes: Sequence[str] = AXIS_NAMES,
+        kp: Any = 100.0,
+        kd: Any = None,
+        joint_damping: Any = 1.0,
+        gravity_feedforward: Any = True,
+        task_wrench: Any = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+        pose_error: Any = "decoupled",
+        rcond: Any = 1e-9,
+    ) -> AchdRneaConfig:
+        """Validated config; scalar gains apply to every axis (or joint)."""
+        if not isinstance(frame, str) or not frame:
+            raise ConfigError(f"achd_rnea.frame: expected a frame name, got {frame!r}")
+        # A ROS string parameter "x, y, rx" is accepted as well as a YAML list.
+        names = constrained_axes.split(",") if isinstance(constrained_axes, str) else constrained_axes
+        if not isinstance(names, Sequence | np.ndarray):
+            raise ConfigError(
+                f"achd_rnea.constrained_axes: expected a list of names from {list(AXIS_NAMES)}, "
+                f"got {constrained_axes!r}"
+            )
+        axes = tuple(str(a).strip().lower() for a in names)
+        alpha_from_axes(list(axes), error=ConfigError)
+        kp_arr = as_vector("achd_rnea.kp", kp, 6, broadcast_scalar=True, strictly_positive=True)
+        kd_arr = (
+            2.0 * np.sqrt(kp_arr)
+            if kd is None
+            else as_vector("achd_rnea.kd", kd, 6, broadcast_scalar=True, min_value=0.0)
+        )
+        if not isinstance(gravity_feedforward, bool | np.bool_):
+            raise ConfigError(
+                f"achd_rnea.gravity_feedforward: expected true or false, got {gravity_feedforward!r}"
+            )
+        rc = as_positive_float("achd_rnea.rcond", rcond)
+        if rc >= 1.0:
+            raise ConfigError(f"achd_rnea.rcond: expected a number in (0, 1), got {rcond!r}")
+        return cls(
+            frame=frame,
+            constrained_axes=axes,
+            kp=kp_arr,
+            kd=kd_arr,
+            joint_damping=as_vector(
+                "achd_rnea.joint_damping", joint_damping, n, broadcast_scalar=True, min_value=0.0
+            ),
+            gravity_feedforward=bool(gravity_feedforward),
+            task_wrench=as_vector("achd_rnea.task_wrench", task_wrench, 6),
+            pose_error=check_choice("achd_rnea.pose_error", pose_error, POSE_ERRORS),
+            rcond=rc,
+        )
+
+
+@dataclass(frozen=True)
+class AchdSolution:
+    """Everything :meth:`AchdRnea.solve` computed for one state.
+
+    Attributes:
+        tau: the command ``RNEA(q, q̇, q̈)`` (N·m), unsaturated.
+        constraint_torque: ``J_cᵀ λ`` (N·m), for comparison only (not a valid command).
+        feedforward_torque: ``τ_ff`` (N·m).
+        error: pose error ``[e_p; e_R]`` (m, rad, base axes).
+        desired_acceleration: ``a_des`` (6,) before projection on ``α``.
+        beta: ``αᵀ a_des`` (n_c,).
+        dynamics: the full constrained-dynamics result (``q̈``, ``λ``, regularisation).
+    """
+
+    tau: FloatArray
+    constraint_torque: FloatArray
+    feedforward_torque: FloatArray
+    error: FloatArray
+    desired_acceleration: FloatArray
+    beta: FloatArray
+    dynamics: ConstrainedDynamicsResult
+
+
+class AchdRnea(Controller[PoseReference]):
+    """Cartesian PD through Gauss-principle constrained dynamics, then RNEA.
+
+    Diagnostics (``info``): ``position_error`` (m), ``orientation_error`` (rad), the norms of
+    the error on the *constrained* axes only (an unconstrained axis is not regulated);
+    ``regularised`` (0/1); ``delassus_condition``; ``constraint_residual``.
+    """
+
+    name = "achd_rnea"
+    PARAMS = frozenset(
+        {
+            "frame",
+            "constrained_axes",
+            "kp",
+            "kd",
+            "joint_damping",
+            "gravity_feedforward",
+            "task_wrench",
+            "pose_error",
+            "rcond",
+        }
+    )
+
+    def __init__(self, robot: RobotModel, config: AchdRneaConfig | None = None) -> None:
+        super().__init__(robot)
+        self.config = config or AchdRneaConfig.create(robot.n)
+        try:
+            self.dynamics = ConstrainedDynamics(robot, self.config.frame, rcond=self.config.rcond)
+        except KeyError as exc:  # FrameNotFoundError: the message lists the valid frames
+            raise ConfigError(f"achd_rnea.frame: {exc}") from None
+        self.alpha = alpha_from_axes(list(self.config.constrained_axes), error=ConfigError)
+        mask = self.alpha.sum(axis=1) > 0.0
+        self._linear_mask = mask[:3]
+        self._angular_mask = mask[3:]
+
+    @classmethod
+    def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> AchdRnea:
+        """Parameters: the fields of :class:`AchdRneaConfig` (all optional)."""
+        reject_unknown_keys(cls.name, params, set(cls.PARAMS))
+        return cls(robot, AchdRneaConfig.create(robot.n, **dict(params)))
+
+    def hold_reference(self, state: JointState) -> PoseReference:
+        """The tool pose at ``state``, at rest."""
+        q, _ = self.robot.check_state(state.q, state.v)
+        return PoseReference.from_se3(self.robot.frame_placement(q, self.dynamics.frame_index))
+
+    def solve(self, q: FloatArray, v: FloatArray, reference: PoseReference) -> AchdSolution:
+        """Run steps 1–5 of the module docs (without saturation) for a validated state."""
+        ref = check_pose_reference(reference)
+        cfg = self.config
+        kin = self.dynamics.kinematics(q, v)
+        error = pose_error(kin.placement, ref.se3, cfg.pose_error)
+        v_err = -kin.velocity if ref.twist is None else ref.twist - kin.velocity
+        a_des = cfg.kp * error + cfg.kd * v_err
+        if ref.acceleration is not None:
+            a_des = a_des + ref.acceleration
+        beta = self.alpha.T @ a_des
+        tau_ff = -cfg.joint_damping * v
+        if cfg.gravity_feedforward:
+            tau_ff = tau_ff + self.robot.gravity(q)
+        result = self.dynamics.solve(
+            q, v, self.alpha, beta, tau_ff, cfg.task_wrench, kinematics=kin, alpha_checked=True
+        )
+        tau = self.robot.rnea(q, v, result.qdd)
+        return AchdSolution(tau, result.constraint_torque, tau_ff, error, a_des, beta, result)
+
+    def torque(
+        self, q: FloatArray, v: FloatArray, reference: PoseReference
+    ) -> tuple[FloatArray, dict[str, float]]:
+        """``RNEA(q, q̇, q̈_ACHD)`` and the diagnostics listed in the class docs."""
+        sol = self.solve(q, v, reference)
+        e = sol.error
+        info = {
+            "position_error": float(np.linalg.norm(e[:3][self._linear_mask])),
+            "orientation_error": float(np.linalg.norm(e[3:][self._angular_mask])),
+            "regularised": float(sol.dynamics.regularised),
+            "delassus_condition": sol.dynamics.delassus_condition,
+            "constraint_residual": sol.dynamics.constraint_residual,
+        }
+        return sol.tau, info
+
+    def constraint_torque_command(self, state: JointState, reference: PoseReference) -> FloatArray:
+        """``J_cᵀ λ`` alone (N·m), saturated: the published, wrong command, for comparison only."""
+        q, v = self.robot.check_state(state.q, state.v)
+        return self.limiter.apply(self.solve(q, v, reference).constraint_torque).tau
+
+
+__all__ = [
+    "AchdRnea",
+    "AchdRneaConfig",
+    "AchdSolution",
+    "PoseReference",
+    "check_pose_reference",
+    "pose_error",
+]
