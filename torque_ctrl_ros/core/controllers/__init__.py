@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..robot import RobotModel
 from .base import Controller
+from .cartesian import AchdRnea, AchdRneaConfig, PoseReference
 from .joint_space import (
     ComputedTorque,
     ComputedTorqueConfig,
@@ -19,6 +20,7 @@ from .joint_space import (
 CONTROLLERS: dict[str, type[Controller[Any]]] = {
     GravityCompensation.name: GravityCompensation,
     ComputedTorque.name: ComputedTorque,
+    AchdRnea.name: AchdRnea,
 }
 
 
@@ -31,10 +33,13 @@ def create_controller(name: str, robot: RobotModel, params: Mapping[str, Any] | 
 
 __all__ = [
     "CONTROLLERS",
+    "AchdRnea",
+    "AchdRneaConfig",
     "ComputedTorque",
     "ComputedTorqueConfig",
     "Controller",
     "GravityCompensation",
     "GravityCompensationConfig",
+    "PoseReference",
     "create_controller",
 ]
