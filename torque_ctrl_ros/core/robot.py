@@ -86,6 +86,7 @@ class RobotModel:
         self._q_sin = idx[self._cont_idx] + 1
         self._q_rev = idx[self._rev_idx]
         self._q_pin = pin.neutral(model)
+        self._wrap_scale = np.where(self.continuous, 2.0 * np.pi, 0.0)
 
         lower = np.full(self.n, -np.inf)
         upper = np.full(self.n, np.inf)
@@ -151,7 +152,21 @@ class RobotModel:
 
     # ------------------------------------------------------------ configuration
     def check_state(self, q: ArrayLike, v: ArrayLike) -> tuple[FloatArray, FloatArray]:
-        """Validate a joint state; raise :class:`StateError` on wrong length or non-finite."""
+        """Validate a joint state; raise :class:`StateError` on wrong length or non-finite.
+
+        Well-formed float64 arrays are returned as they are (this runs every control step);
+        anything else goes through the full conversion, whose error says what was wrong.
+        """
+        if (
+            isinstance(q, np.ndarray)
+            and isinstance(v, np.ndarray)
+            and q.dtype == np.float64
+            and v.dtype == np.float64
+            and q.shape == v.shape == (self.n,)
+            and np.isfinite(q).all()
+            and np.isfinite(v).all()
+        ):
+            return q, v
         return (
             as_vector("joint positions", q, self.n, error=StateError),
             as_vector("joint velocities", v, self.n, error=StateError),
@@ -185,7 +200,8 @@ class RobotModel:
     def difference(self, q_to: FloatArray, q_from: FloatArray) -> FloatArray:
         """``q_to ⊖ q_from`` (rad): plain difference, the short way round on continuous joints."""
         d = np.subtract(q_to, q_from)
-        d[self._cont_idx] = wrap_angle(d[self._cont_idx])
+        # d − 2π·round(d / 2π) on continuous joints only (the scale is 0 on bounded ones).
+        d -= self._wrap_scale * np.round(d * (0.5 / np.pi))
         return d
 
     # ------------------------------------------------------------------- frames

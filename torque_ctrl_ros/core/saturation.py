@@ -22,15 +22,21 @@ class TorqueLimiter:
         self.limit = as_vector(
             "effort_limit", effort_limit, len(self.joint_names), strictly_positive=True, allow_inf=True
         )
+        self._lower = -self.limit
 
     def apply(self, tau: FloatArray, info: dict[str, float] | None = None) -> ControlOutput:
         """Return a :class:`ControlOutput` with ``tau`` clipped to the limits."""
-        clipped = np.clip(tau, -self.limit, self.limit)
+        tau = np.asarray(tau, dtype=np.float64)
+        clipped = np.minimum(np.maximum(tau, self._lower), self.limit)
         saturated = clipped != tau
-        names = tuple(n for n, s in zip(self.joint_names, saturated, strict=True) if s)
+        names = (
+            tuple(n for n, s in zip(self.joint_names, saturated, strict=True) if s)
+            if saturated.any()
+            else ()
+        )
         return ControlOutput(
             tau=clipped,
-            tau_unsaturated=np.array(tau, dtype=np.float64),
+            tau_unsaturated=tau,
             saturated=saturated,
             saturated_joints=names,
             info=info if info is not None else {},

@@ -29,7 +29,8 @@ class JointState:
 class JointReference:
     """A joint-space reference: ``q_ref`` (rad) and optional ``q̇_ref`` (rad/s), ``q̈_ref`` (rad/s²).
 
-    ``None`` means zero for velocity and acceleration.
+    ``None`` means zero for velocity and acceleration. Treat it as immutable: controllers
+    validate a reference object once, so change targets by making a new one.
     """
 
     q: FloatArray

@@ -111,6 +111,7 @@ class ComputedTorque(Controller[JointReference]):
     def __init__(self, robot: RobotModel, config: ComputedTorqueConfig) -> None:
         super().__init__(robot)
         self.config = config
+        self._checked_reference: JointReference | None = None
 
     @classmethod
     def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> ComputedTorque:
@@ -126,11 +127,16 @@ class ComputedTorque(Controller[JointReference]):
         self, q: FloatArray, v: FloatArray, reference: JointReference
     ) -> tuple[FloatArray, dict[str, float]]:
         """RNEA of the PD-corrected reference acceleration."""
-        if not _well_formed(reference, self.robot.n):
-            reference = check_joint_reference(reference, self.robot.n)  # raises with the reason
+        if reference is not self._checked_reference:
+            if not _well_formed(reference, self.robot.n):
+                check_joint_reference(reference, self.robot.n)  # raises with the reason
+            self._checked_reference = reference  # references are immutable: check each once
         error = self.robot.difference(reference.q, q)
-        v_err = -v if reference.v is None else reference.v - v
-        qdd = self.config.kp * error + self.config.kd * v_err
+        qdd = self.config.kp * error
+        if reference.v is None:
+            qdd -= self.config.kd * v
+        else:
+            qdd += self.config.kd * (reference.v - v)
         if reference.a is not None:
             qdd += reference.a
-        return self.robot.rnea(q, v, qdd), {"max_abs_error": float(np.max(np.abs(error)))}
+        return self.robot.rnea(q, v, qdd), {"max_abs_error": float(np.abs(error).max())}

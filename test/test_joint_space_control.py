@@ -1,0 +1,177 @@
+"""Gravity compensation and RNEA computed torque, closed loop on the exact MuJoCo plant."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.linalg import expm
+
+from torque_ctrl_ros.core import ConfigError, JointReference, JointState, RobotModel, SolverError, TargetError
+from torque_ctrl_ros.core.controllers import (
+    ComputedTorque,
+    ComputedTorqueConfig,
+    GravityCompensation,
+    create_controller,
+)
+from torque_ctrl_ros.sim.plant import MujocoPlant
+
+TOOL = "end_effector_link"
+
+
+@pytest.fixture
+def plant(scene_path) -> MujocoPlant:
+    p = MujocoPlant(scene_path)
+    p.reset("home")
+    return p
+
+
+def _run(plant: MujocoPlant, controller, reference, steps: int) -> np.ndarray:
+    """Close the loop for ``steps`` steps; return the joint positions before each step."""
+    qs = np.empty((steps + 1, plant.n))
+    for k in range(steps):
+        qs[k] = plant.q
+        out = controller.compute(JointState(plant.q, plant.v), reference)
+        assert not out.any_saturated, f"saturated {out.saturated_joints} at step {k}"
+        plant.set_torque(out.tau)
+        plant.step()
+    qs[steps] = plant.q
+    return qs
+
+
+def test_gravity_compensation_holds_home_for_5_s(robot: RobotModel, plant: MujocoPlant) -> None:
+    start, _ = plant.site_pose(TOOL)
+    controller = GravityCompensation(robot)
+    steps = int(round(5.0 / plant.timestep))
+    _run(plant, controller, None, steps)
+    end, _ = plant.site_pose(TOOL)
+    drift_mm = 1e3 * np.linalg.norm(end - start)
+    print(f"gravity compensation, 5 s at home: tool drift {drift_mm:.2e} mm")
+    assert plant.time == pytest.approx(5.0)
+    assert drift_mm < 0.01
+
+
+def test_without_compensation_the_arm_falls(robot: RobotModel, plant: MujocoPlant) -> None:
+    """Control for the test above: the same 5 s with zero torque moves the tool by far more."""
+    start, _ = plant.site_pose(TOOL)
+    plant.set_torque(np.zeros(plant.n))
+    plant.step(500)
+    assert 1e3 * np.linalg.norm(plant.site_pose(TOOL)[0] - start) > 10.0
+
+
+def _analytic_error(kp: float, kd: float, e0: float, times: np.ndarray) -> np.ndarray:
+    """Solution of ë + kd·ė + kp·e = 0 with e(0) = e0, ė(0) = 0, via the state-transition matrix."""
+    a = np.array([[0.0, 1.0], [-kp, -kd]])
+    return np.array([(expm(a * t) @ np.array([e0, 0.0]))[0] for t in times])
+
+
+def _discrete_error(kp: float, kd: float, e0: float, h: float, steps: int) -> np.ndarray:
+    """The same loop under MuJoCo's semi-implicit Euler step with a zero-order-hold command.
+
+    ``q̇ ← q̇ + h·(kp·e − kd·q̇)``, then ``q ← q + h·q̇`` (so ``e ← e − h·q̇``).
+    """
+    e, qd = e0, 0.0
+    out = np.empty(steps + 1)
+    for k in range(steps + 1):
+        out[k] = e
+        qd += h * (kp * e - kd * qd)
+        e -= h * qd
+    return out
+
+
+@pytest.mark.parametrize("joint", range(7))
+def test_computed_torque_step_follows_the_analytic_second_order_response(
+    robot: RobotModel, plant: MujocoPlant, joint: int
+) -> None:
+    kp = 100.0  # ω_n = 10 rad/s, critically damped: kd = 20
+    controller = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, kp))
+    step = 0.1
+    q_ref = plant.q.copy()
+    q_ref[joint] += step
+    steps = int(round(2.0 / plant.timestep))
+    qs = _run(plant, controller, JointReference(q_ref), steps)
+    errors = robot.difference(np.broadcast_to(q_ref, qs.shape), qs)
+    times = np.arange(steps + 1) * plant.timestep
+    expected = _analytic_error(kp, 2.0 * np.sqrt(kp), step, times)
+    deviation = np.abs(errors[:, joint] - expected).max()
+    # The plant is exact, so the only gap to the continuous solution is the 1 ms Euler step;
+    # against the discrete-time recursion of the same loop the match is to rounding.
+    discrete = np.abs(errors[:, joint] - _discrete_error(kp, 2 * np.sqrt(kp), step, plant.timestep, steps))
+    others = np.abs(np.delete(errors, joint, axis=1)).max()
+    print(
+        f"joint_{joint + 1}: max |e - e_analytic| = {deviation:.2e} rad, "
+        f"|e - e_discrete| = {discrete.max():.1e} rad, other joints {others:.1e} rad"
+    )
+    assert deviation < 0.01 * step
+    assert discrete.max() < 1e-9
+    assert others < 0.01 * step
+
+
+def test_continuous_joint_goes_the_short_way(robot: RobotModel, plant: MujocoPlant) -> None:
+    q0 = plant.q.copy()
+    q0[0] = np.pi - 0.1
+    plant.set_state(q0, np.zeros(plant.n))
+    q_ref = q0.copy()
+    q_ref[0] = -np.pi + 0.1
+    controller = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    qs = _run(plant, controller, JointReference(q_ref), 2000)
+    travelled = qs[:, 0] - q0[0]
+    print(f"joint_1 travelled {travelled[-1]:+.4f} rad (short way is +0.2)")
+    assert travelled.min() > -1e-9  # never heads the long way
+    assert travelled[-1] == pytest.approx(0.2, abs=1e-3)
+    assert abs(robot.difference(q_ref, qs[-1])[0]) < 1e-3
+
+
+def test_saturation_caps_torque_and_names_the_joints(robot: RobotModel, plant: MujocoPlant) -> None:
+    controller = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 400.0))
+    far = plant.q + np.array([0.0, 2.0, 0.0, 2.0, 0.0, 1.5, 0.0])
+    seen: set[str] = set()
+    for _ in range(300):
+        out = controller.compute(JointState(plant.q, plant.v), JointReference(far))
+        assert np.all(np.abs(out.tau) <= robot.effort_limit)
+        assert np.array_equal(out.saturated, np.abs(out.tau_unsaturated) > robot.effort_limit)
+        seen.update(out.saturated_joints)
+        plant.set_torque(out.tau)
+        plant.step()
+        assert np.all(np.abs(plant.tau_applied) <= robot.effort_limit + 1e-9)
+    print(f"saturated joints seen: {sorted(seen)}")
+    assert {"joint_2", "joint_4"} <= seen
+
+
+def test_controller_configs_reject_bad_values(robot: RobotModel) -> None:
+    with pytest.raises(ConfigError, match=r"computed_torque.kp: expected every entry > 0, got \[-1.0"):
+        ComputedTorqueConfig.create(7, [-1.0] * 7)
+    with pytest.raises(ConfigError, match=r"computed_torque.kp: expected 7 numbers, got shape \(3,\)"):
+        ComputedTorqueConfig.create(7, [1, 2, 3])
+    with pytest.raises(ConfigError, match="computed_torque.kd: expected finite numbers"):
+        ComputedTorqueConfig.create(7, 100.0, float("nan"))
+    with pytest.raises(ConfigError, match=r"gravity_comp.damping: expected every entry >= 0"):
+        create_controller("gravity_comp", robot, {"damping": -1.0})
+    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) \['kpp'\]; valid are \['kd', 'kp'\]"):
+        create_controller("computed_torque", robot, {"kpp": 1.0})
+    with pytest.raises(ConfigError, match=r"unknown 'pid'; valid controllers are \[.*'computed_torque'"):
+        create_controller("pid", robot, {})
+    config = ComputedTorqueConfig.create(7, 16.0)
+    np.testing.assert_allclose(config.kd, 8.0)  # critical damping 2·√kp by default
+
+
+def test_bad_reference_and_non_finite_torque_never_produce_a_command(robot: RobotModel) -> None:
+    controller = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    state = JointState(np.zeros(7), np.zeros(7))
+    with pytest.raises(TargetError, match="reference position: expected 7 numbers"):
+        controller.compute(state, JointReference(np.zeros(3)))
+    with pytest.raises(TargetError, match="reference position: expected finite numbers"):
+        controller.compute(state, JointReference(np.full(7, np.nan)))
+
+    class Broken(GravityCompensation):
+        def torque(self, q, v, reference):
+            return np.full(7, np.nan), {}
+
+    with pytest.raises(SolverError, match="non-finite torque"):
+        Broken(robot).compute(state, None)
+
+
+def test_safe_torque_is_gravity_plus_damping(robot: RobotModel) -> None:
+    controller = GravityCompensation(robot)
+    q, v = np.linspace(-1, 1, 7), np.full(7, 0.5)
+    out = controller.safe_torque(q, v, np.full(7, 2.0))
+    np.testing.assert_allclose(out.tau_unsaturated, robot.gravity(q) - 1.0)
