@@ -222,9 +222,7 @@ class RobotModel:
         """Indices (into :attr:`joint_names`) of ``names``; error lists the valid names."""
         missing = [n for n in names if n not in self.joint_names]
         if missing:
-            raise StateError(
-                f"unknown joint name(s) {missing}; valid joints are {list(self.joint_names)}"
-            )
+            raise StateError(f"unknown joint name(s) {missing}; valid joints are {list(self.joint_names)}")
         return np.array([self.joint_names.index(n) for n in names], dtype=np.intp)
 
     # ----------------------------------------------------------------- dynamics

@@ -30,9 +30,7 @@ class TorqueLimiter:
         clipped = np.minimum(np.maximum(tau, self._lower), self.limit)
         saturated = clipped != tau
         names = (
-            tuple(n for n, s in zip(self.joint_names, saturated, strict=True) if s)
-            if saturated.any()
-            else ()
+            tuple(n for n, s in zip(self.joint_names, saturated, strict=True) if s) if saturated.any() else ()
         )
         return ControlOutput(
             tau=clipped,

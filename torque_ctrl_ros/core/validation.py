@@ -52,9 +52,7 @@ def as_vector(
     if arr.ndim == 0 and broadcast_scalar:
         arr = np.full(size, float(arr))
     if arr.shape != (size,):
-        raise error(
-            f"{field}: expected {size} numbers, got shape {arr.shape}: {_describe(value)}"
-        )
+        raise error(f"{field}: expected {size} numbers, got shape {arr.shape}: {_describe(value)}")
     bad = np.isnan(arr) if allow_inf else ~np.isfinite(arr)
     if bad.any():
         raise error(f"{field}: expected finite numbers, got {_describe(arr.tolist())}")

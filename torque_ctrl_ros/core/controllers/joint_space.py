@@ -82,7 +82,11 @@ def check_joint_reference(reference: JointReference, n: int) -> JointReference:
     """Validate a :class:`JointReference` against ``n`` joints (raises :class:`TargetError`)."""
     q = as_vector("reference position", reference.q, n, error=TargetError)
     v = None if reference.v is None else as_vector("reference velocity", reference.v, n, error=TargetError)
-    a = None if reference.a is None else as_vector("reference acceleration", reference.a, n, error=TargetError)
+    a = (
+        None
+        if reference.a is None
+        else as_vector("reference acceleration", reference.a, n, error=TargetError)
+    )
     return JointReference(q, v, a)
 
 
