@@ -178,6 +178,9 @@ class AchdRneaConfig:
         joint_damping: ``K_null`` (N·m·s/rad) per joint in ``τ_ff``, ``>= 0``.
         gravity_feedforward: include ``g(q)`` in ``τ_ff``.
         task_wrench: ``f_task = [f; m]`` (N, N·m) on the frame origin, base axes.
+        free_axis_damping: ``B`` (N·s/m for x, y, z; N·m·s/rad for rx, ry, rz), ``>= 0``: the
+            wrench ``−B ∘ ẋ`` is added to ``f_task`` on the *unconstrained* axes only. It damps
+            the motion the constraints leave free, e.g. the tool's bounce on a table.
         pose_error: ``decoupled`` or ``se3``.
         rcond: relative Delassus eigenvalue threshold for damping, in ``(0, 1)``.
     """
@@ -189,6 +192,7 @@ class AchdRneaConfig:
     joint_damping: FloatArray
     gravity_feedforward: bool
     task_wrench: FloatArray
+    free_axis_damping: FloatArray
     pose_error: str
     rcond: float
 
@@ -204,6 +208,7 @@ class AchdRneaConfig:
         joint_damping: Any = 1.0,
         gravity_feedforward: Any = True,
         task_wrench: Any = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+        free_axis_damping: Any = 0.0,
         pose_error: Any = "decoupled",
         rcond: Any = 1e-9,
     ) -> AchdRneaConfig:
@@ -242,6 +247,9 @@ class AchdRneaConfig:
             ),
             gravity_feedforward=bool(gravity_feedforward),
             task_wrench=as_vector("achd_rnea.task_wrench", task_wrench, 6),
+            free_axis_damping=as_vector(
+                "achd_rnea.free_axis_damping", free_axis_damping, 6, broadcast_scalar=True, min_value=0.0
+            ),
             pose_error=check_choice("achd_rnea.pose_error", pose_error, POSE_ERRORS),
             rcond=rc,
         )
@@ -255,6 +263,7 @@ class AchdSolution:
         tau: the command ``RNEA(q, q̇, q̈)`` (N·m), unsaturated.
         constraint_torque: ``J_cᵀ λ`` (N·m), for comparison only (not a valid command).
         feedforward_torque: ``τ_ff`` (N·m).
+        wrench: the wrench given to the solve, ``f_task − B ∘ ẋ`` on free axes (N, N·m).
         error: pose error ``[e_p; e_R]`` (m, rad, base axes).
         desired_acceleration: ``a_des`` (6,) before projection on ``α``.
         beta: ``αᵀ a_des`` (n_c,).
@@ -264,6 +273,7 @@ class AchdSolution:
     tau: FloatArray
     constraint_torque: FloatArray
     feedforward_torque: FloatArray
+    wrench: FloatArray
     error: FloatArray
     desired_acceleration: FloatArray
     beta: FloatArray
@@ -288,6 +298,7 @@ class AchdRnea(Controller[PoseReference]):
             "joint_damping",
             "gravity_feedforward",
             "task_wrench",
+            "free_axis_damping",
             "pose_error",
             "rcond",
         }
@@ -304,6 +315,8 @@ class AchdRnea(Controller[PoseReference]):
         mask = self.alpha.sum(axis=1) > 0.0
         self._linear_mask = mask[:3]
         self._angular_mask = mask[3:]
+        # Damping on a constrained axis would only change λ (the constraint absorbs it): keep it off.
+        self._free_damping = np.where(mask, 0.0, self.config.free_axis_damping)
 
     @classmethod
     def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> AchdRnea:
@@ -330,11 +343,12 @@ class AchdRnea(Controller[PoseReference]):
         tau_ff = -cfg.joint_damping * v
         if cfg.gravity_feedforward:
             tau_ff = tau_ff + self.robot.gravity(q)
+        wrench = cfg.task_wrench - self._free_damping * kin.velocity
         result = self.dynamics.solve(
-            q, v, self.alpha, beta, tau_ff, cfg.task_wrench, kinematics=kin, alpha_checked=True
+            q, v, self.alpha, beta, tau_ff, wrench, kinematics=kin, alpha_checked=True
         )
         tau = self.robot.rnea(q, v, result.qdd)
-        return AchdSolution(tau, result.constraint_torque, tau_ff, error, a_des, beta, result)
+        return AchdSolution(tau, result.constraint_torque, tau_ff, wrench, error, a_des, beta, result)
 
     def torque(
         self, q: FloatArray, v: FloatArray, reference: PoseReference

@@ -1,0 +1,485 @@
+"""ACHD → RNEA: the Gauss-principle solve and the ``achd_rnea`` controller (issue 4, no ROS).
+
+Simulations run on the exact torque plant (MuJoCo motor actuators, 1 ms steps) with the
+controller at 1 kHz, zero-order hold, no delay. Measured figures are printed (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import proxsuite
+import pytest
+
+from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.constrained_dynamics import (
+    ConstrainedDynamics,
+    alpha_from_axes,
+    check_alpha,
+)
+from torque_ctrl_ros.core.controllers import create_controller
+from torque_ctrl_ros.core.controllers.cartesian import (
+    AchdRnea,
+    AchdRneaConfig,
+    PoseReference,
+    pose_error,
+)
+from torque_ctrl_ros.core.errors import ConfigError, SolverError, TargetError
+from torque_ctrl_ros.core.types import JointState
+from torque_ctrl_ros.sim.plant import MujocoPlant
+
+ROOT = Path(__file__).resolve().parent.parent
+URDF = ROOT / "urdf" / "gen3.urdf"
+SCENE = ROOT / "mjcf" / "scene.xml"
+SCENE_TABLE = ROOT / "mjcf" / "scene_table.xml"
+TOOL = "end_effector_link"
+NO_Z = ["x", "y", "rx", "ry", "rz"]
+
+# Table slide set-up (see test_table_slide for why these numbers).
+TABLE_Z = 0.10  # m, top of the table in scene_table.xml
+TIP_BELOW_SITE = 2.5e-5  # m: the bracelet capsule's tip is 0.025 mm above the tool site
+PUSH = 5.0  # N, downward task wrench on the unconstrained z axis
+SLIDE = 0.15  # m along +x
+SLIDE_TIME = 2.0  # s
+
+
+@pytest.fixture(scope="module")
+def gen3() -> RobotModel:
+    return RobotModel.from_urdf_file(URDF)
+
+
+def _random_state(robot: RobotModel, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
+    hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
+    return rng.uniform(lo, hi), rng.normal(0.0, 1.0, robot.n)
+
+
+def _random_alpha(n_c: int, rng: np.random.Generator) -> np.ndarray:
+    """Unit constraint directions: n_c = 6 and 5 as rotated Cartesian frames (columns purely
+    linear or purely angular, as a task would use; for 5 one linear column is dropped), n_c = 3
+    as arbitrary unit 6-vectors mixing force and moment directions."""
+    if n_c <= 3:
+        alpha = rng.normal(size=(6, n_c))
+        return alpha / np.linalg.norm(alpha, axis=0)
+    alpha = np.zeros((6, 6))
+    alpha[:3, :3] = pin.exp3(rng.normal(size=3))
+    alpha[3:, 3:] = pin.exp3(rng.normal(size=3))
+    return np.delete(alpha, rng.integers(3), axis=1) if n_c == 5 else alpha
+
+
+def _drift(plant: MujocoPlant, target: np.ndarray) -> float:
+    return float(np.linalg.norm(plant.site_pose(TOOL)[0] - target))
+
+
+# ---------------------------------------------------------------------------------------------
+# (1) + (3) The solve against an independent QP, and the exact torque relations
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_c", [6, 5, 3])
+def test_qdd_equals_proxsuite_gauss_qp(gen3: RobotModel, n_c: int) -> None:
+    """q̈ = argmin ½(q̈−q̈_free)ᵀM(q̈−q̈_free) s.t. αᵀ(J q̈ + J̇ q̇) = β, solved by ProxSuite.
+
+    The QP is built from RobotModel's own M, c, J and J̇q̇ (separate Pinocchio calls, not the
+    solver's). Random q in the limits, q̇ ~ N(0, 1), random unit α, β, τ_ff and wrench. States
+    whose Delassus matrix has condition number above 1e5 are not compared: there the
+    problem itself amplifies rounding (|q̈| up to 1e4 rad/s²), so 1e-8 agreement is not
+    meaningful for either solver; they are counted and must stay a minority.
+    """
+    rng = np.random.default_rng(4 + n_c)
+    assert n_c in (3, 5, 6)
+    solver = ConstrainedDynamics(gen3, TOOL)
+    compared, skipped, worst, worst_eom = 0, 0, 0.0, 0.0
+    while compared < 120:
+        q, v = _random_state(gen3, rng)
+        alpha = _random_alpha(n_c, rng)
+        beta, tau_ff, f_ext = rng.normal(size=n_c), rng.normal(size=gen3.n), rng.normal(size=6)
+        res = solver.solve(q, v, alpha, beta, tau_ff, f_ext)
+        if res.delassus_condition > 1e5:
+            skipped += 1
+            assert skipped < 40, "too many ill-conditioned random states"
+            continue
+        assert not res.regularised
+        m = gen3.mass_matrix(q)
+        c = gen3.nonlinear_effects(q, v)
+        jac = gen3.frame_jacobian(q, TOOL)
+        drift = gen3.frame_bias_acceleration(q, v, TOOL)
+        qdd_free = np.linalg.solve(m, tau_ff + jac.T @ f_ext - c)
+        qp = proxsuite.proxqp.dense.QP(gen3.n, n_c, 0)
+        qp.settings.eps_abs = 1e-12
+        qp.settings.eps_rel = 0.0
+        qp.settings.max_iter = 1000
+        qp.init(m, -m @ qdd_free, alpha.T @ jac, beta - alpha.T @ drift, None, None, None)
+        qp.solve()
+        worst = max(worst, float(np.max(np.abs(qp.results.x - res.qdd))))
+        # (3) M q̈ + c = τ_ff + Jᵀ f_ext + J_cᵀ λ, with J_c = αᵀ J.
+        np.testing.assert_allclose(res.constraint_torque, (alpha.T @ jac).T @ res.lam, atol=1e-12)
+        eom = m @ res.qdd + c - (tau_ff + jac.T @ f_ext + res.constraint_torque)
+        worst_eom = max(worst_eom, float(np.max(np.abs(eom))))
+        assert res.constraint_residual < 1e-9
+        compared += 1
+    print(
+        f"\n[equivalence n_c={n_c}] {compared} states vs ProxSuite: max |Δq̈| = {worst:.2e} rad/s²; "
+        f"max |M q̈ + c − τ_ff − Jᵀf − J_cᵀλ| = {worst_eom:.2e} N·m; skipped (cond > 1e5): {skipped}"
+    )
+    assert worst <= 1e-8
+    assert worst_eom <= 1e-9
+
+
+def test_command_is_rnea_and_constraint_torque_relation(gen3: RobotModel) -> None:
+    """The command is RNEA(q, q̇, q̈) with zero wrench; J_cᵀλ = command − τ_ff − Jᵀ f_task.
+
+    So the constraint torque equals the full command only when τ_ff = 0 and there is no task
+    wrench (then the constraint forces at the tool carry gravity as well). With gravity in
+    τ_ff (the default, so that the elbow self-motion does not fall), J_cᵀλ lacks g(q): sent
+    alone it lets the arm sag. KDL's variant (gravity as a root acceleration) differs again
+    (≈ M q̈ − c, per the reference document); none of these is a valid command by itself.
+    """
+    rng = np.random.default_rng(7)
+    wrench = np.array([1.0, -2.0, -5.0, 0.1, 0.2, -0.1])
+    ctrl = AchdRnea(
+        gen3,
+        AchdRneaConfig.create(gen3.n, constrained_axes=NO_Z, task_wrench=wrench, free_axis_damping=50.0),
+    )
+    bare = AchdRnea(gen3, AchdRneaConfig.create(gen3.n, gravity_feedforward=False, joint_damping=0.0))
+    for _ in range(50):
+        q, v = _random_state(gen3, rng)
+        ref = PoseReference.from_se3(
+            gen3.frame_placement(q, TOOL) * pin.exp6(rng.normal(0, 0.05, 6)),
+            rng.normal(size=6),
+            rng.normal(size=6),
+        )
+        sol = ctrl.solve(q, v, ref)
+        tau, _ = ctrl.torque(q, v, ref)
+        np.testing.assert_array_equal(tau, sol.tau)
+        np.testing.assert_allclose(sol.tau, gen3.rnea(q, v, sol.dynamics.qdd), rtol=0, atol=1e-12)
+        jac = sol.dynamics.kinematics.jacobian
+        np.testing.assert_allclose(sol.wrench, wrench - 50.0 * np.array([0, 0, 1, 0, 0, 0]) * (jac @ v))
+        applied = sol.feedforward_torque + jac.T @ sol.wrench
+        np.testing.assert_allclose(sol.tau, applied + sol.constraint_torque, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(sol.feedforward_torque, gen3.gravity(q) - ctrl.config.joint_damping * v)
+        sol0 = bare.solve(q, v, ref)
+        np.testing.assert_allclose(sol0.tau, sol0.constraint_torque, rtol=0, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# (2) Hold at home on the exact plant
+# ---------------------------------------------------------------------------------------------
+def test_hold_home_drift(gen3: RobotModel) -> None:
+    """Tool held at `home` for 2500 steps: ACHD → RNEA ≤ 0.1 mm; J_cᵀλ alone sags."""
+    plant = MujocoPlant(SCENE, gen3.joint_names)
+    plant.reset("home")
+    ctrl = AchdRnea(gen3)
+    ref = ctrl.hold_reference(JointState(plant.q, plant.v))
+    target = ref.position
+    np.testing.assert_allclose(plant.site_pose(TOOL)[0], target, atol=1e-9)
+
+    def run(command: str, config: AchdRneaConfig | None = None) -> tuple[float, int]:
+        c = AchdRnea(gen3, config) if config is not None else ctrl
+        plant.reset("home")
+        worst = 0.0
+        for k in range(2500):
+            state = JointState(plant.q, plant.v)
+            tau = c.compute(state, ref).tau if command == "rnea" else c.constraint_torque_command(state, ref)
+            plant.set_torque(tau)
+            plant.step()
+            worst = max(worst, _drift(plant, target))
+            if worst > 0.1:  # collapsed: stop before the plant goes unstable
+                return worst, k + 1
+        return worst, 2500
+
+    drift, _ = run("rnea")
+    drift_ct, steps_ct = run("constraint")
+    drift_ff0, _ = run("rnea", AchdRneaConfig.create(gen3.n, gravity_feedforward=False, joint_damping=0.0))
+    print(
+        f"\n[hold home, 2500 steps] ACHD→RNEA max drift {drift * 1e3:.2e} mm; "
+        f"constraint torque J_cᵀλ alone: {drift_ct * 1e3:.1f} mm after {steps_ct} steps (stopped at 100 mm); "
+        f"ACHD→RNEA with τ_ff = 0 (self-motion falls, undamped): {drift_ff0 * 1e3:.2f} mm"
+    )
+    assert drift <= 1e-4
+    assert drift_ct > 1e-2
+
+
+# ---------------------------------------------------------------------------------------------
+# (4) Cartesian step
+# ---------------------------------------------------------------------------------------------
+def test_cartesian_step(gen3: RobotModel) -> None:
+    """5 cm in x, y and z plus 0.2 rad about (1, 1, 1)/√3 at once, kp = 100 /s², kd = 20 /s.
+
+    Critically damped (ω_n = 10 rad/s): each error should follow e(t) = e₀ (1 + ω t) e^{−ω t},
+    with no overshoot. Tolerances: overshoot ≤ 0.05 mm / 0.5 mrad, distance from that curve
+    ≤ 0.5 mm / 2 mrad (the 1 ms zero-order hold and the rotation's nonlinearity), final
+    error < 0.5 mm / 0.005 rad at t = 2 s.
+    """
+    plant = MujocoPlant(SCENE, gen3.joint_names)
+    plant.reset("home")
+    ctrl = AchdRnea(gen3, AchdRneaConfig.create(gen3.n, kp=100.0))
+    start = ctrl.hold_reference(JointState(plant.q, plant.v))
+    axis = np.ones(3) / np.sqrt(3.0)
+    target = pin.SE3(pin.exp3(0.2 * axis) @ start.rotation, start.position + 0.05)
+    ref = PoseReference.from_se3(target)
+    e0 = target.translation - start.position
+    u0 = e0 / np.linalg.norm(e0)
+    t = np.arange(1, 2001) * plant.timestep
+    shape = (1.0 + 10.0 * t) * np.exp(-10.0 * t)
+    pos_err, rot_err, saturated = [], [], 0
+    for _ in range(2000):
+        out = ctrl.compute(JointState(plant.q, plant.v), ref)
+        saturated += out.any_saturated
+        plant.set_torque(out.tau)
+        plant.step()
+        p, rot = plant.site_pose(TOOL)
+        pos_err.append(target.translation - p)
+        rot_err.append(pin.log3(target.rotation @ rot.T))
+    pe, re = np.array(pos_err), np.array(rot_err)
+    overshoot = max(0.0, float(-(pe @ u0).min()))
+    rot_overshoot = max(0.0, float(-(re @ axis).min()))
+    dev = float(np.max(np.linalg.norm(pe - e0[None, :] * shape[:, None], axis=1)))
+    rot_dev = float(np.max(np.abs(np.linalg.norm(re, axis=1) - 0.2 * shape)))
+    final, final_rot = float(np.linalg.norm(pe[-1])), float(np.linalg.norm(re[-1]))
+    t_05 = float(t[np.argmax(np.linalg.norm(pe, axis=1) < 5e-4)])
+    print(
+        f"\n[step 5 cm xyz + 0.2 rad] final {final * 1e3:.2e} mm / {final_rot:.2e} rad at 2 s; "
+        f"< 0.5 mm after {t_05:.3f} s; overshoot {overshoot * 1e3:.3f} mm / {rot_overshoot:.2e} rad; "
+        f"max distance from the critically damped curve {dev * 1e3:.3f} mm / {rot_dev:.2e} rad; "
+        f"saturated steps {saturated}"
+    )
+    assert final < 5e-4 and final_rot < 5e-3
+    assert overshoot <= 5e-5 and rot_overshoot <= 5e-4
+    assert dev <= 5e-4 and rot_dev <= 2e-3
+
+
+# ---------------------------------------------------------------------------------------------
+# (5) Table: keyframe and slide with n_c = 5
+# ---------------------------------------------------------------------------------------------
+def _tool_down_rotation(robot: RobotModel) -> np.ndarray:
+    """Tool z pointing down, tool x along world y: `home`'s tool rotated by +90° about y."""
+    return np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
+
+
+def _ik(robot: RobotModel, target: pin.SE3, q0: np.ndarray) -> np.ndarray:
+    """Damped least-squares IK (used to generate the `table_touch` keyframe)."""
+    q = q0.copy()
+    for _ in range(200):
+        err = pose_error(robot.frame_placement(q, TOOL), target)
+        if np.linalg.norm(err) < 1e-13:
+            break
+        jac = robot.frame_jacobian(q, TOOL)
+        q = q + jac.T @ np.linalg.solve(jac @ jac.T + 1e-10 * np.eye(6), err)
+    return robot.wrap(q)
+
+
+def test_table_touch_keyframe(gen3: RobotModel) -> None:
+    """`table_touch`: tool down, capsule tip on the table top at (0.40, 0), contact at distance 0."""
+    plant = MujocoPlant(SCENE_TABLE, gen3.joint_names)
+    plant.reset("table_touch")
+    pos, rot = plant.site_pose(TOOL)
+    target = pin.SE3(_tool_down_rotation(gen3), np.array([0.40, 0.0, TABLE_Z - TIP_BELOW_SITE]))
+    np.testing.assert_allclose(pos, target.translation, atol=1e-7)
+    np.testing.assert_allclose(rot, target.rotation, atol=1e-7)
+    m, d = plant.model, plant.data
+    dist = mujoco.mj_geomDistance(
+        m, d, m.geom("bracelet_link_collision").id, m.geom("table_top").id, 0.01, np.zeros(6)
+    )
+    assert abs(dist) < 1e-6
+    # The numbers in the scene are the IK solution from `home` (regenerate with _ik).
+    home = np.array([0.0, 0.26179939, 3.14159265, -2.26892803, 0.0, 0.95993109, 1.57079633])
+    np.testing.assert_allclose(_ik(gen3, target, home), plant.q, atol=1e-6)
+
+
+def _normal_force(plant: MujocoPlant, tool: int, table: int) -> float:
+    m, d = plant.model, plant.data
+    force, total = np.zeros(6), 0.0
+    for i in range(d.ncon):
+        con = d.contact[i]
+        if {int(con.geom1), int(con.geom2)} == {tool, table}:
+            mujoco.mj_contactForce(m, d, i, force)
+            total += force[0]
+    return total
+
+
+def test_table_slide(gen3: RobotModel) -> None:
+    """n_c = 5 (no linear z): press with 5 N and slide 15 cm along x in 2 s.
+
+    Design of the push: the ACHD external-wrench input carries a downward task wrench
+    (0, 0, −5 N) on the tool. With z unconstrained it is the only thing deciding the vertical
+    motion: the free dynamics accelerate the tool down until the table stops it, so the
+    contact force settles at ≈ 5 N. free_axis_damping = 50 N·s/m damps that vertical motion.
+    The command stays RNEA(q, q̇, q̈), zero wrench (the push is already in q̈).
+
+    What the controller does not model: the table's reaction and friction (μ = 0.1, ≈ 0.5 N
+    while sliding) act on the tool, and through the coupling of the tool's inverse inertia
+    (J M⁻¹ Jᵀ at table_touch: 2.3 /kg from x-force to x, 15 /(kg·m) from x-force to ry,
+    0.9 /(kg·m) from z-force to ry) they disturb the constrained axes; the PD rejects them
+    with a steady error ≈ disturbance / kp. Hence the stiffer gains here: kp = 900 /s²
+    (translation), 2500 /s² (rotation), critically damped.
+
+    The reference is a quintic from x = 0.40 to 0.55 m with its velocity and acceleration
+    as feed-forward; 0.3 s of pressing before, 0.3 s after.
+    """
+    plant = MujocoPlant(SCENE_TABLE, gen3.joint_names)
+    plant.reset("table_touch")
+    m = plant.model
+    tool, table = m.geom("bracelet_link_collision").id, m.geom("table_top").id
+    config = AchdRneaConfig.create(
+        gen3.n,
+        constrained_axes=NO_Z,
+        kp=[900.0] * 3 + [2500.0] * 3,
+        task_wrench=[0.0, 0.0, -PUSH, 0.0, 0.0, 0.0],
+        free_axis_damping=50.0,
+    )
+    ctrl = AchdRnea(gen3, config)
+    start = ctrl.hold_reference(JointState(plant.q, plant.v))
+    settle, n_slide = 300, int(SLIDE_TIME / plant.timestep)
+    forces, xy_err, rot_err, z = [], [], [], []
+    compare_state: JointState | None = None
+    compare_ref: PoseReference | None = None
+    for k in range(settle + n_slide + 300):
+        s = min(max(k - settle, 0), n_slide) / n_slide
+        moving = 0 < k - settle < n_slide
+        x = 10 * s**3 - 15 * s**4 + 6 * s**5
+        dx = (30 * s**2 - 60 * s**3 + 30 * s**4) / SLIDE_TIME if moving else 0.0
+        ddx = (60 * s - 180 * s**2 + 120 * s**3) / SLIDE_TIME**2 if moving else 0.0
+        twist = np.array([SLIDE * dx, 0, 0, 0, 0, 0])
+        acc = np.array([SLIDE * ddx, 0, 0, 0, 0, 0])
+        ref = PoseReference(start.position + np.array([SLIDE * x, 0.0, 0.0]), start.rotation, twist, acc)
+        state = JointState(plant.q, plant.v)
+        if k == settle + n_slide // 2:
+            compare_state, compare_ref = state, ref
+        out = ctrl.compute(state, ref)
+        assert not out.any_saturated
+        plant.set_torque(out.tau)
+        plant.step()
+        if k >= settle:  # from the start of the slide to 0.3 s after its end
+            p, rot = plant.site_pose(TOOL)
+            forces.append(_normal_force(plant, tool, table))
+            xy_err.append(float(np.linalg.norm((p - ref.position)[:2])))
+            rot_err.append(float(np.linalg.norm(pin.log3(start.rotation @ rot.T))))
+            z.append(p[2])
+    forces_a = np.array(forces)
+    final_x = plant.site_pose(TOOL)[0][0]
+    print(
+        f"\n[table slide n_c=5, push {PUSH} N, mu 0.1] normal force min {forces_a.min():.3f} N, "
+        f"mean {forces_a.mean():.3f} N, max {forces_a.max():.3f} N over {forces_a.size} steps; "
+        f"max XY error {max(xy_err) * 1e3:.3f} mm; max orientation error {max(rot_err):.2e} rad; "
+        f"site z {min(z) - TABLE_Z:+.2e} … {max(z) - TABLE_Z:+.2e} m from the table top; "
+        f"travel {(final_x - start.position[0]) * 1e3:.2f} mm"
+    )
+    assert np.all(forces_a > 0.0)
+    assert max(xy_err) < 3e-3
+    assert max(rot_err) < 0.01
+    assert abs(final_x - start.position[0] - SLIDE) < 1e-3
+
+    # n_c = 6 vs n_c = 5 at the same mid-slide state and reference.
+    assert compare_state is not None and compare_ref is not None
+    six = AchdRnea(gen3, AchdRneaConfig.create(gen3.n, kp=[900.0] * 3 + [2500.0] * 3))
+    q, v = compare_state.q, compare_state.v
+    sol5, sol6 = ctrl.solve(q, v, compare_ref), six.solve(q, v, compare_ref)
+    kin5 = sol5.dynamics.kinematics
+    az5 = float((kin5.jacobian @ sol5.dynamics.qdd + kin5.drift)[2])
+    np.set_printoptions(precision=4, suppress=True)
+    print(
+        "[n_c=6 vs n_c=5, mid-slide state]\n"
+        f"  τ (n_c=6, all axes)   = {sol6.tau}\n"
+        f"  τ (n_c=5, no z, push) = {sol5.tau}\n"
+        f"  difference            = {sol5.tau - sol6.tau}\n"
+        f"  predicted tool z accel: n_c=6 {sol6.desired_acceleration[2]:+.4f} m/s² (constrained), "
+        f"n_c=5 {az5:+.4f} m/s² (free: pushed into the table)"
+    )
+    assert np.linalg.norm(sol5.tau - sol6.tau) > 0.1
+
+
+# ---------------------------------------------------------------------------------------------
+# (6) Bad input
+# ---------------------------------------------------------------------------------------------
+def test_alpha_validation() -> None:
+    good = alpha_from_axes(["x", "rz"])
+    assert good.shape == (6, 2)
+    with pytest.raises(TargetError, match="unit vector"):
+        check_alpha(2.0 * good)
+    dependent = np.zeros((6, 2))
+    dependent[0, :] = 1.0
+    with pytest.raises(TargetError, match="linearly dependent"):
+        check_alpha(dependent)
+    with pytest.raises(TargetError, match="shape"):
+        check_alpha(np.zeros((5, 2)))
+    with pytest.raises(TargetError, match="finite"):
+        check_alpha(np.full((6, 1), np.nan))
+    with pytest.raises(TargetError, match="unknown"):
+        alpha_from_axes(["x", "w"])
+    with pytest.raises(TargetError, match="duplicate"):
+        alpha_from_axes(["x", "x"])
+
+
+def test_solver_rejects_bad_inputs_and_regularises(gen3: RobotModel) -> None:
+    solver = ConstrainedDynamics(gen3, TOOL)
+    q, v = np.zeros(gen3.n), np.zeros(gen3.n)
+    q[1] = 0.3
+    alpha = alpha_from_axes(["x", "y", "z"])
+    with pytest.raises(TargetError, match="beta"):
+        solver.solve(q, v, alpha, [0.0, np.nan, 0.0])
+    with pytest.raises(TargetError, match="beta"):
+        solver.solve(q, v, alpha, [0.0, 0.0])
+    with pytest.raises(TargetError, match="f_ext"):
+        solver.solve(q, v, alpha, np.zeros(3), f_ext=[np.inf, 0, 0, 0, 0, 0])
+    # Stretched straight up: the tool cannot move along z, D is singular.
+    res = solver.solve(np.zeros(gen3.n), v, alpha_from_axes(["x", "y", "z", "rx", "ry", "rz"]), np.ones(6))
+    assert res.regularised and res.damping > 0.0
+    assert np.all(np.isfinite(res.qdd)) and np.all(np.isfinite(res.lam))
+    print(
+        f"\n[singular] condition {res.delassus_condition:.2e}, μ {res.damping:.2e}, "
+        f"residual {res.constraint_residual:.3f}, max |q̈| {np.abs(res.qdd).max():.1f} rad/s²"
+    )
+
+
+def test_controller_rejects_bad_targets_and_config(gen3: RobotModel) -> None:
+    ctrl = create_controller("achd_rnea", gen3, {"constrained_axes": "x, y, rx, ry, rz", "kp": 200.0})
+    assert isinstance(ctrl, AchdRnea) and ctrl.alpha.shape == (6, 5)
+    state = JointState(np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57]), np.zeros(gen3.n))
+    hold = ctrl.hold_reference(state)
+    out = ctrl.compute(state, hold)
+    assert np.all(np.isfinite(out.tau))
+    nan_pose = PoseReference(np.array([np.nan, 0.0, 0.5]), hold.rotation)
+    with pytest.raises(TargetError, match="finite"):
+        ctrl.compute(state, nan_pose)
+    with pytest.raises(TargetError, match="rotation"):
+        ctrl.compute(state, PoseReference(hold.position, 2.0 * hold.rotation))
+    with pytest.raises(TargetError, match="twist"):
+        ctrl.compute(state, PoseReference(hold.position, hold.rotation, twist=np.full(6, np.nan)))
+    with pytest.raises(TargetError, match="quaternion"):
+        PoseReference.from_position_quaternion([0.4, 0.0, 0.4], [0.0, 0.0, 0.0, 0.0])
+    with pytest.raises(TargetError, match="finite"):
+        PoseReference.from_position_quaternion([0.4, 0.0, 0.4], [0.0, 0.0, np.nan, 1.0])
+    with pytest.raises(TargetError):
+        ctrl.compute(state, "not a pose")  # type: ignore[arg-type]
+    ref = PoseReference.from_position_quaternion([0.45, 0.0, 0.43], [0.0, 0.0, 0.0, 1.0])
+    np.testing.assert_allclose(ref.rotation, np.eye(3))
+    for params, match in [
+        ({"constrained_axes": ["x", "q"]}, "unknown"),
+        ({"constrained_axes": ["x", "x"]}, "duplicate"),
+        ({"constrained_axes": []}, "none"),
+        ({"kp": -1.0}, "kp"),
+        ({"kp": [1.0, 2.0]}, "kp"),
+        ({"frame": "nowhere"}, "valid frames"),
+        ({"pose_error": "euler"}, "pose_error"),
+        ({"rcond": 2.0}, "rcond"),
+        ({"gravity_feedforward": "yes"}, "gravity_feedforward"),
+        ({"gains": 1.0}, "unknown parameter"),
+    ]:
+        with pytest.raises(ConfigError, match=match):
+            create_controller("achd_rnea", gen3, params)
+
+
+def test_never_nan_torque_near_singularity(gen3: RobotModel) -> None:
+    """At and around the stretched singularity the command stays finite (or is refused)."""
+    ctrl = AchdRnea(gen3)
+    rng = np.random.default_rng(3)
+    ref = PoseReference.from_se3(gen3.frame_placement(np.zeros(gen3.n), TOOL) * pin.exp6(np.full(6, 0.05)))
+    for scale in (0.0, 1e-9, 1e-6, 1e-3):
+        state = JointState(rng.normal(0.0, scale, gen3.n), rng.normal(0.0, 0.1, gen3.n))
+        try:
+            out = ctrl.compute(state, ref)
+        except SolverError:
+            continue
+        assert np.all(np.isfinite(out.tau))
