@@ -1,0 +1,267 @@
+"""Capsule self-collision model: minimum distance between non-adjacent links and its gradient.
+
+The capsules come from a YAML file (URDF cannot describe capsules; urdfdom silently
+drops them), for example ``config/gen3_collision.yaml``::
+
+    capsules:                     # one or more per link, in the link frame (m)
+      base_link:
+        - {from: [0, 0, 0.01], to: [0, 0, 0.12], radius: 0.05}
+    exclude_pairs:                # optional, on top of the adjacent links
+      - [spherical_wrist_1_link, bracelet_link]
+
+A pair of links is checked unless the two links hang on the same joint or on a joint
+and its parent joint (adjacent links touch by construction), or the pair is excluded.
+Distances are computed by coal (through Pinocchio's geometry model) in one call per
+step. For the closest pair with witness points ``p₁`` (on link a) and ``p₂`` (on link b)
+and unit normal ``n̂`` pointing from ``p₁`` to ``p₂`` (the direction that increases the
+distance when ``p₂`` moves along it)::
+
+    d_min = signed distance (m, negative when the capsules overlap)
+    ∇d    = n̂ᵀ·(J_p₂ − J_p₁)                 (1 × n, m/rad)
+    drift = n̂ᵀ·(J̇_p₂·q̇ − J̇_p₁·q̇)             (m/s²)
+
+where ``J_p`` is the Jacobian of the linear velocity of the material point of the link
+at ``p`` and ``J̇_p·q̇`` its classical bias acceleration. ``d̈ = ∇d·q̈ + drift`` is exact
+for fixed witness points; the positive term from the normal's rotation is left out,
+which makes a barrier built on it slightly conservative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import coal
+import numpy as np
+import pinocchio as pin
+import yaml
+
+from ..errors import ConfigError
+from ..robot import RobotModel
+from ..validation import FloatArray, as_positive_float, as_vector
+
+
+@dataclass(frozen=True)
+class Capsule:
+    """A capsule fixed to a link: segment ``start``–``end`` (m, link frame) swept by ``radius`` (m)."""
+
+    link: str
+    start: FloatArray
+    end: FloatArray
+    radius: float
+
+
+@dataclass(frozen=True)
+class CollisionSpec:
+    """Validated contents of a collision YAML file."""
+
+    capsules: tuple[Capsule, ...]
+    exclude_pairs: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], source: str = "<collision model>") -> CollisionSpec:
+        """Validate ``{capsules: {link: [{from, to, radius}, ...]}, exclude_pairs: [[a, b], ...]}``."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{source}: expected a mapping with 'capsules', got {type(data).__name__}")
+        unknown = sorted(set(data) - {"capsules", "exclude_pairs"})
+        if unknown:
+            raise ConfigError(f"{source}: unknown key(s) {unknown}; valid are ['capsules', 'exclude_pairs']")
+        links = data.get("capsules")
+        if not isinstance(links, Mapping) or not links:
+            raise ConfigError(f"{source}: 'capsules' must map link names to lists of capsules")
+        capsules: list[Capsule] = []
+        for link, items in links.items():
+            if isinstance(items, Mapping):
+                items = [items]
+            if not isinstance(items, Sequence) or not items:
+                raise ConfigError(f"{source}: capsules.{link}: expected a list of capsules")
+            for k, item in enumerate(items):
+                where = f"{source}: capsules.{link}[{k}]"
+                if not isinstance(item, Mapping) or set(item) != {"from", "to", "radius"}:
+                    raise ConfigError(f"{where}: expected keys from, to, radius; got {item!r}")
+                capsules.append(
+                    Capsule(
+                        str(link),
+                        as_vector(f"{where}.from", item["from"], 3),
+                        as_vector(f"{where}.to", item["to"], 3),
+                        as_positive_float(f"{where}.radius", item["radius"]),
+                    )
+                )
+        pairs: list[tuple[str, str]] = []
+        for pair in data.get("exclude_pairs") or []:
+            if not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2:
+                raise ConfigError(f"{source}: exclude_pairs: expected [link_a, link_b], got {pair!r}")
+            pairs.append((str(pair[0]), str(pair[1])))
+        return cls(tuple(capsules), tuple(pairs))
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> CollisionSpec:
+        """Load and validate a collision YAML file."""
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"collision model file not found: {str(path)!r}")
+        with path.open() as f:
+            try:
+                data = yaml.safe_load(f)
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        return cls.from_mapping(data, str(path))
+
+
+def _capsule_placement(start: FloatArray, end: FloatArray) -> tuple[pin.SE3, float]:
+    """Placement of a coal capsule (axis = local z, centred) and its half length (m)."""
+    axis = end - start
+    length = float(np.linalg.norm(axis))
+    centre = 0.5 * (start + end)
+    if length < 1e-12:
+        return pin.SE3(np.eye(3), centre), 0.0
+    z = axis / length
+    # Any rotation taking e_z to z: the minimal one (Rodrigues), or a half turn if opposite.
+    c = float(z[2])
+    if c < -1.0 + 1e-12:
+        R = np.diag([1.0, -1.0, -1.0])
+    else:
+        k = np.cross([0.0, 0.0, 1.0], z)
+        K = pin.skew(k)
+        R = np.eye(3) + K + K @ K / (1.0 + c)
+    return pin.SE3(R, centre), 0.5 * length
+
+
+def _cross(a: FloatArray, b: FloatArray) -> FloatArray:
+    # np.cross costs ~10 µs on 3-vectors; this costs ~1 µs.
+    return np.array((a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]))
+
+
+class SelfCollisionModel:
+    """Capsules on the robot's links and the minimum distance between non-adjacent ones.
+
+    Call :meth:`update` after the robot's kinematics (joint placements, velocities,
+    bias accelerations and world joint Jacobians in ``robot.data``, e.g. after
+    ``pinocchio.computeAllTerms``) to fill :attr:`distance`, :attr:`gradient`,
+    :attr:`drift` and :attr:`closest_pair`.
+
+    Raises:
+        ConfigError: a link of the spec is not a frame of the model (the message lists
+            the valid frames), or no pair is left to check.
+    """
+
+    def __init__(self, robot: RobotModel, spec: CollisionSpec) -> None:
+        self.robot = robot
+        model = robot.model
+        self.geom_model = pin.GeometryModel()
+        link_joint: dict[str, int] = {}
+        capsule_link: list[str] = []
+        for k, cap in enumerate(spec.capsules):
+            try:
+                fid = robot.frame_id(cap.link)
+            except KeyError as exc:
+                raise ConfigError(f"collision model: capsules.{cap.link}: {exc}") from None
+            frame = model.frames[fid]
+            placement, half_length = _capsule_placement(cap.start, cap.end)
+            obj = pin.GeometryObject(
+                f"{cap.link}_{k}",
+                frame.parentJoint,
+                fid,
+                frame.placement * placement,
+                coal.Capsule(cap.radius, half_length),
+            )
+            self.geom_model.addGeometryObject(obj)
+            link_joint[cap.link] = int(frame.parentJoint)
+            capsule_link.append(cap.link)
+        excluded = set()
+        for a, b in spec.exclude_pairs:
+            for name in (a, b):
+                if name not in link_joint:
+                    raise ConfigError(
+                        f"collision model: exclude_pairs names link {name!r} without capsules; "
+                        f"links with capsules are {sorted(link_joint)}"
+                    )
+            excluded.add(frozenset((a, b)))
+
+        def adjacent(ja: int, jb: int) -> bool:
+            return ja == jb or model.parents[ja] == jb or model.parents[jb] == ja
+
+        self.pair_links: list[tuple[str, str]] = []
+        for i in range(len(capsule_link)):
+            for j in range(i + 1, len(capsule_link)):
+                la, lb = capsule_link[i], capsule_link[j]
+                if la == lb or adjacent(link_joint[la], link_joint[lb]):
+                    continue
+                if frozenset((la, lb)) in excluded:
+                    continue
+                self.geom_model.addCollisionPair(pin.CollisionPair(i, j))
+                self.pair_links.append((la, lb))
+        if not self.pair_links:
+            raise ConfigError("collision model: no pair of non-adjacent links to check")
+        self.geom_data = pin.GeometryData(self.geom_model)
+        for req in self.geom_data.distanceRequests:
+            req.enable_signed_distance = True
+        self._joint_of = [int(o.parentJoint) for o in self.geom_model.geometryObjects]
+        n = robot.n
+        self.distance = np.inf
+        self.gradient = np.zeros(n)
+        self.drift = 0.0
+        self.closest_pair: tuple[str, str] = self.pair_links[0]
+        self.witness = (np.zeros(3), np.zeros(3))
+        self.normal = np.zeros(3)
+
+    @classmethod
+    def from_file(cls, robot: RobotModel, path: str | Path) -> SelfCollisionModel:
+        """Build from a collision YAML file."""
+        return cls(robot, CollisionSpec.from_file(path))
+
+    def pair_distances(self) -> FloatArray:
+        """Distance of every pair (m) from the last :meth:`update`, in :attr:`pair_links` order."""
+        return np.array([res.min_distance for res in self.geom_data.distanceResults])
+
+    @property
+    def num_pairs(self) -> int:
+        """Number of link-capsule pairs checked."""
+        return len(self.pair_links)
+
+    def update(self) -> float:
+        """Distances of all pairs; gradient and drift of the smallest. Returns ``d_min`` (m)."""
+        model, data = self.robot.model, self.robot.data
+        pin.updateGeometryPlacements(model, data, self.geom_model, self.geom_data)
+        # Returns the index of the pair with the smallest distance.
+        k = int(pin.computeDistances(self.geom_model, self.geom_data))
+        res = self.geom_data.distanceResults[k]
+        pair = self.geom_model.collisionPairs[k]
+        self.distance = float(res.min_distance)
+        self.closest_pair = self.pair_links[k]
+        p1 = np.array(res.getNearestPoint1())
+        p2 = np.array(res.getNearestPoint2())
+        normal = np.array(res.normal)
+        norm = float(np.linalg.norm(normal))
+        if norm < 1e-12:
+            normal = p2 - p1
+            norm = float(np.linalg.norm(normal))
+        self.normal = normal / norm if norm > 1e-12 else np.zeros(3)
+        self.witness = (p1, p2)
+        j1, j2 = self._joint_of[pair.first], self._joint_of[pair.second]
+        g1, b1 = self._point_terms(model, data, j1, p1)
+        g2, b2 = self._point_terms(model, data, j2, p2)
+        np.subtract(g2, g1, out=self.gradient)
+        self.drift = float(self.normal @ (b2 - b1))
+        return self.distance
+
+    def _point_terms(
+        self, model: pin.Model, data: pin.Data, joint: int, p: FloatArray
+    ) -> tuple[FloatArray, float | FloatArray]:
+        """``n̂ᵀ·J_p`` (n,) and the classical bias acceleration ``J̇_p·q̇`` (3,) of point ``p``."""
+        if joint == 0:
+            return np.zeros(self.robot.n), np.zeros(3)
+        # World-frame (spatial) Jacobian: linear velocity of the point = v_o + ω × p.
+        J = pin.getJointJacobian(model, data, joint, pin.WORLD)
+        # n̂ᵀ·(J_v − [p]×·J_ω) = n̂ᵀ·J_v − (n̂ × p)ᵀ·J_ω
+        grad = self.normal @ J[:3] - _cross(self.normal, p) @ J[3:]
+        # Spatial velocity / bias acceleration of the body, in world axes at the world origin.
+        oMi = data.oMi[joint]
+        v = oMi.act(data.v[joint])
+        a = oMi.act(data.a[joint])
+        w = v.angular
+        vp = v.linear + _cross(w, p)
+        acc = a.linear + _cross(a.angular, p) + _cross(w, vp)
+        return grad, acc

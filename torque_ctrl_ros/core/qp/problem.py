@@ -1,0 +1,173 @@
+"""A persistent dense QP: fixed sizes, preallocated matrices, warm-started every step.
+
+Problem (all arrays owned by :class:`DenseQP` and filled in place by the caller)::
+
+    minimise    ½·xᵀ·H·x + gᵀ·x
+    subject to  A·x = b                (n_eq rows)
+                l ≤ C·x ≤ u            (n_in rows; ±inf for a one-sided row)
+
+Only this module talks to the solver (ProxSuite's dense ProxQP). The first
+:meth:`DenseQP.solve` initialises the solver (factorisation workspace, Ruiz
+preconditioner); every later one passes the refilled arrays to ``update`` and
+warm-starts from the previous primal-dual solution, so a control step costs one
+update and a few iterations, with no allocation of the problem matrices.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+from proxsuite import proxqp
+
+from ..errors import ConfigError
+from ..validation import FloatArray
+
+# ProxSuite treats bounds beyond this magnitude as infinite; keep ours inside it so
+# no inf ever reaches the solver's arithmetic.
+_INF = 1e20
+
+
+class SolveStatus(IntEnum):
+    """Outcome of a solve, solver-independent. The value is reported in diagnostics."""
+
+    SOLVED = 0
+    MAX_ITERATIONS = 1
+    PRIMAL_INFEASIBLE = 2
+    DUAL_INFEASIBLE = 3
+    NON_FINITE = 4
+    NOT_RUN = 5
+
+
+_STATUS = {
+    proxqp.QPSolverOutput.PROXQP_SOLVED: SolveStatus.SOLVED,
+    proxqp.QPSolverOutput.PROXQP_MAX_ITER_REACHED: SolveStatus.MAX_ITERATIONS,
+    proxqp.QPSolverOutput.PROXQP_PRIMAL_INFEASIBLE: SolveStatus.PRIMAL_INFEASIBLE,
+    proxqp.QPSolverOutput.PROXQP_SOLVED_CLOSEST_PRIMAL_FEASIBLE: SolveStatus.PRIMAL_INFEASIBLE,
+    proxqp.QPSolverOutput.PROXQP_DUAL_INFEASIBLE: SolveStatus.DUAL_INFEASIBLE,
+    proxqp.QPSolverOutput.PROXQP_NOT_RUN: SolveStatus.NOT_RUN,
+}
+
+
+@dataclass
+class Solution:
+    """Result of one :meth:`DenseQP.solve`.
+
+    Attributes:
+        x: primal solution (a view of a buffer owned by the problem, overwritten by the
+            next solve: copy it to keep it).
+        y: multipliers of ``A·x = b``; z: multipliers of ``l ≤ C·x ≤ u`` (same ownership).
+        status: outcome; only :attr:`SolveStatus.SOLVED` with finite ``x`` is usable.
+        iterations: solver iterations of this solve.
+        primal_residual: ``max(‖A·x − b‖∞, ‖dist(C·x, [l, u])‖∞)`` as reported by the solver.
+        dual_residual: ``‖H·x + g + Aᵀ·y + Cᵀ·z‖∞`` as reported by the solver.
+        solve_time: wall time of update + solve (s).
+        warm: ``True`` if warm-started from the previous solution.
+    """
+
+    x: FloatArray
+    y: FloatArray
+    z: FloatArray
+    status: SolveStatus
+    iterations: int
+    primal_residual: float
+    dual_residual: float
+    solve_time: float
+    warm: bool
+
+    @property
+    def ok(self) -> bool:
+        """``True`` when the solve succeeded and ``x`` is finite."""
+        return self.status is SolveStatus.SOLVED
+
+
+class DenseQP:
+    """A dense QP of fixed size, solved repeatedly with warm starts.
+
+    Fill :attr:`H`, :attr:`g`, :attr:`A`, :attr:`b`, :attr:`C`, :attr:`l`, :attr:`u`
+    in place (never rebind them), then call :meth:`solve`. Infinite bounds in ``l`` /
+    ``u`` are accepted and clipped to ±1e20 for the solver.
+
+    Args:
+        n: number of variables.
+        n_eq: number of equality rows.
+        n_in: number of inequality rows.
+        eps_abs: absolute tolerance on primal and dual residuals.
+        max_iter: iteration cap; reaching it is reported as a failure.
+    """
+
+    def __init__(self, n: int, n_eq: int, n_in: int, *, eps_abs: float = 1e-9, max_iter: int = 1000) -> None:
+        if n <= 0 or n_eq < 0 or n_in < 0:
+            raise ConfigError(f"DenseQP: invalid sizes n={n}, n_eq={n_eq}, n_in={n_in}")
+        if not (np.isfinite(eps_abs) and eps_abs > 0.0):
+            raise ConfigError(f"DenseQP: eps_abs must be a finite number > 0, got {eps_abs!r}")
+        if int(max_iter) < 1:
+            raise ConfigError(f"DenseQP: max_iter must be >= 1, got {max_iter!r}")
+        self.n, self.n_eq, self.n_in = n, n_eq, n_in
+        self.H = np.zeros((n, n))
+        self.g = np.zeros(n)
+        self.A = np.zeros((n_eq, n))
+        self.b = np.zeros(n_eq)
+        self.C = np.zeros((n_in, n))
+        self.l = np.full(n_in, -np.inf)
+        self.u = np.full(n_in, np.inf)
+        self._l = np.empty(n_in)
+        self._u = np.empty(n_in)
+        self._qp = proxqp.dense.QP(n, n_eq, n_in)
+        self._qp.settings.eps_abs = float(eps_abs)
+        self._qp.settings.eps_rel = 0.0
+        self._qp.settings.max_iter = int(max_iter)
+        self._qp.settings.verbose = False
+        self._initialised = False
+        self._last_ok = False
+        self._x_buf = np.zeros(n)
+        self._y_buf = np.zeros(n_eq)
+        self._z_buf = np.zeros(n_in)
+
+    def reset(self) -> None:
+        """Forget the previous solution: the next :meth:`solve` re-initialises cold."""
+        self._initialised = False
+        self._last_ok = False
+
+    def solve(self) -> Solution:
+        """Solve the problem as currently filled; never raises on solver failure."""
+        np.clip(self.l, -_INF, _INF, out=self._l)
+        np.clip(self.u, -_INF, _INF, out=self._u)
+        qp = self._qp
+        t0 = time.perf_counter()
+        warm = self._initialised and self._last_ok
+        if warm:
+            qp.settings.initial_guess = proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
+            qp.update(self.H, self.g, self.A, self.b, self.C, self._l, self._u)
+        else:
+            # A cold (re)start also rebuilds the preconditioner, e.g. after a failure
+            # left the previous iterate meaningless.
+            qp.settings.initial_guess = proxqp.InitialGuess.EQUALITY_CONSTRAINED_INITIAL_GUESS
+            qp.init(self.H, self.g, self.A, self.b, self.C, self._l, self._u)
+            self._initialised = True
+        qp.solve()
+        elapsed = time.perf_counter() - t0
+        res = qp.results
+        info = res.info
+        status = _STATUS.get(info.status, SolveStatus.NOT_RUN)
+        np.copyto(self._x_buf, res.x)
+        np.copyto(self._y_buf, res.y)
+        np.copyto(self._z_buf, res.z)
+        if status is SolveStatus.SOLVED and not (
+            np.isfinite(self._x_buf).all() and np.isfinite(self._z_buf).all()
+        ):
+            status = SolveStatus.NON_FINITE
+        self._last_ok = status is SolveStatus.SOLVED
+        return Solution(
+            x=self._x_buf,
+            y=self._y_buf,
+            z=self._z_buf,
+            status=status,
+            iterations=int(info.iter),
+            primal_residual=float(info.pri_res),
+            dual_residual=float(info.dua_res),
+            solve_time=elapsed,
+            warm=warm,
+        )

@@ -1,0 +1,361 @@
+"""Acceleration-level tasks for the QP controllers.
+
+A task ``i`` of dimension ``m`` describes what the robot should do as a desired task
+acceleration ``ẍᵈ`` (m) and how that acceleration depends on the joint acceleration::
+
+    ẍ = J·q̈ + J̇·q̇                     (J: m × n Jacobian, J̇·q̇: the drift)
+    ẍᵈ = ẍ_ref + K_p∘e + K_d∘(ẋ_ref − J·q̇)
+
+with ``e`` the task error (target ⊖ current), element-wise gains ``K_p`` (1/s²) and
+``K_d`` (1/s, ``2·√K_p`` = critically damped by default). The QP then minimises
+``‖ẍᵈ − J·q̈ − J̇·q̇‖²_W`` with ``W = diag(weight)``.
+
+Every quantity is read from a :class:`KinematicsState` that runs Pinocchio once per
+control step; tasks only read from it and fill their preallocated ``J``, ``drift``,
+``desired`` and ``error`` arrays.
+
+Cartesian quantities are in the base frame, at the task frame's origin
+(Pinocchio's ``LOCAL_WORLD_ALIGNED``): linear rows first (m, m/s, m/s²), then angular
+rows (rad, rad/s, rad/s²). Orientation errors are ``log₃(R_ref·Rᵀ)``, a rotation
+vector in the base frame.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pinocchio as pin
+
+from ..errors import ConfigError, TargetError
+from ..robot import RobotModel
+from ..types import JointReference
+from ..validation import FloatArray, as_vector
+
+_LWA = pin.LOCAL_WORLD_ALIGNED
+
+
+class KinematicsState:
+    """Pinocchio quantities of one control step, computed once and shared.
+
+    After :meth:`update`: ``robot.data`` holds joint placements, frame placements,
+    joint velocities, the bias accelerations (``q̈ = 0``), the world joint Jacobians,
+    ``M`` (upper triangle) and ``nle``; :attr:`M` is the full symmetric mass matrix
+    (kg·m²) and :attr:`nle` ``= C(q, q̇)·q̇ + g(q)`` (N·m).
+    """
+
+    def __init__(self, robot: RobotModel) -> None:
+        self.robot = robot
+        self.model = robot.model
+        self.data = robot.data
+        n = robot.n
+        self.q = np.zeros(n)
+        self.v = np.zeros(n)
+        self.q_pin = np.zeros(robot.model.nq)
+        self.M = np.zeros((n, n))
+        self.nle = np.zeros(n)
+        self._tril = np.tril_indices(n, -1)
+
+    def update(self, q: FloatArray, v: FloatArray) -> None:
+        """Run forward kinematics, Jacobians, CRBA and NLE for joint angles ``q``, velocities ``v``."""
+        np.copyto(self.q, q)
+        np.copyto(self.v, v)
+        np.copyto(self.q_pin, self.robot.configuration(q))
+        # One pass: placements, velocities, bias accelerations (q̈ = 0), joint Jacobians, M, nle.
+        pin.computeAllTerms(self.model, self.data, self.q_pin, self.v)
+        pin.updateFramePlacements(self.model, self.data)
+        np.copyto(self.M, self.data.M)
+        il, jl = self._tril
+        self.M[il, jl] = self.M[jl, il]
+        np.copyto(self.nle, self.data.nle)
+
+
+@dataclass(frozen=True)
+class CartesianTarget:
+    """A Cartesian reference for a frame task.
+
+    Attributes:
+        pose: target placement of the frame in the base frame.
+        velocity: ``[ẋ; ω]`` (m/s, rad/s), base-frame axes, at the frame origin; ``None`` = 0.
+        acceleration: ``[ẍ; ω̇]`` (m/s², rad/s²), same convention; ``None`` = 0.
+
+    Position tasks use the translation and the first three entries of velocity and
+    acceleration, orientation tasks the rotation and the last three.
+    """
+
+    pose: pin.SE3
+    velocity: FloatArray | None = None
+    acceleration: FloatArray | None = None
+
+
+class Task(ABC):
+    """Base of all tasks: gains, weights, buffers and the PD law.
+
+    Attributes:
+        name: unique task name (the key of its target in a controller reference).
+        dim: task dimension ``m``.
+        weight: per-axis weights (diagonal of ``W``), ``>= 0``.
+        kp, kd: per-axis PD gains (1/s², 1/s).
+        level: priority level (0 = highest), used by the hierarchical controller.
+        J, drift, desired, error: buffers filled by :meth:`update`.
+    """
+
+    kind: ClassVar[str] = ""
+    axis_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        name: str,
+        robot: RobotModel,
+        dim: int,
+        *,
+        kp: Any = 100.0,
+        kd: Any = None,
+        weight: Any = 1.0,
+        level: int = 0,
+    ) -> None:
+        self.name = name
+        self.robot = robot
+        self.dim = dim
+        self.kp = as_vector(f"{name}.kp", kp, dim, broadcast_scalar=True, min_value=0.0)
+        self.kd = (
+            2.0 * np.sqrt(self.kp)
+            if kd is None
+            else as_vector(f"{name}.kd", kd, dim, broadcast_scalar=True, min_value=0.0)
+        )
+        self.weight = as_vector(f"{name}.weight", weight, dim, broadcast_scalar=True, min_value=0.0)
+        if not float(self.weight.max()) > 0.0:
+            raise ConfigError(f"{name}.weight: at least one axis must have a weight > 0")
+        if isinstance(level, bool) or not isinstance(level, int | np.integer) or level < 0:
+            raise ConfigError(f"{name}.level: expected an integer >= 0, got {level!r}")
+        self.level = int(level)
+        n = robot.n
+        self.J = np.zeros((dim, n))
+        self.drift = np.zeros(dim)
+        self.desired = np.zeros(dim)
+        self.error = np.zeros(dim)
+        self.velocity = np.zeros(dim)
+        self._ref_vel = np.zeros(dim)
+        self._ref_acc = np.zeros(dim)
+        self._target_obj: object = None
+
+    # ------------------------------------------------------------------ targets
+    def set_target(self, target: Any) -> None:
+        """Validate and store ``target`` (kept until replaced). Raises :class:`TargetError`."""
+        if target is self._target_obj:
+            return
+        self._set_target(target)
+        self._target_obj = target
+
+    @abstractmethod
+    def _set_target(self, target: Any) -> None:
+        """Store a validated target in the task's own buffers."""
+
+    @abstractmethod
+    def hold_target(self, kin: KinematicsState) -> Any:
+        """A target equal to the current state (for :meth:`Controller.hold_reference`)."""
+
+    # ------------------------------------------------------------------ per step
+    @abstractmethod
+    def _compute(self, kin: KinematicsState) -> None:
+        """Fill ``J``, ``drift`` and ``error`` for the current state."""
+
+    def update(self, kin: KinematicsState) -> None:
+        """Fill ``J``, ``drift``, ``error``, ``velocity = J·q̇`` and ``desired`` (see module doc)."""
+        self._compute(kin)
+        np.dot(self.J, kin.v, out=self.velocity)
+        # desired = a_ref + kp∘e + kd∘(v_ref − J·q̇)
+        np.subtract(self._ref_vel, self.velocity, out=self.desired)
+        self.desired *= self.kd
+        self.desired += self.kp * self.error
+        self.desired += self._ref_acc
+
+    def error_norm(self) -> float:
+        """Euclidean norm of the last task error (m, rad or a mix for pose tasks)."""
+        return float(np.linalg.norm(self.error))
+
+    @staticmethod
+    def _optional(field: str, value: Any, size: int, out: FloatArray) -> None:
+        if value is None:
+            out[:] = 0.0
+        else:
+            out[:] = as_vector(field, value, size, error=TargetError)
+
+
+class _FrameTask(Task):
+    """Shared code of the tasks on one frame: Jacobian and drift rows ``rows`` of the 6-D ones."""
+
+    rows: ClassVar[slice] = slice(0, 6)
+
+    def __init__(self, name: str, robot: RobotModel, frame: str, **kwargs: Any) -> None:
+        if not isinstance(frame, str) or not frame:
+            raise ConfigError(f"{name}.frame: expected a frame name, got {frame!r}")
+        self.frame = frame
+        try:
+            self.frame_id = robot.frame_id(frame)
+        except KeyError as exc:
+            raise ConfigError(f"{name}.frame: {exc}") from None
+        dim = self.rows.stop - self.rows.start
+        super().__init__(name, robot, dim, **kwargs)
+        self._target_pose = pin.SE3.Identity()
+
+    def _compute(self, kin: KinematicsState) -> None:
+        J6 = pin.getFrameJacobian(kin.model, kin.data, self.frame_id, _LWA)
+        self.J[:] = J6[self.rows]
+        acc = pin.getFrameClassicalAcceleration(kin.model, kin.data, self.frame_id, _LWA)
+        self.drift[:] = acc.vector[self.rows]
+        self._error(kin.data.oMf[self.frame_id])
+
+    @abstractmethod
+    def _error(self, current: pin.SE3) -> None:
+        """Fill ``error`` from the current frame placement."""
+
+    def _set_target(self, target: Any) -> None:
+        if isinstance(target, CartesianTarget):
+            pose, vel, acc = target.pose, target.velocity, target.acceleration
+        else:
+            pose, vel, acc = target, None, None
+        self._target_pose = self._as_pose(pose)
+        s = self.rows
+        self._optional(
+            f"{self.name} target velocity",
+            None if vel is None else _as6(self.name, vel)[s],
+            self.dim,
+            self._ref_vel,
+        )
+        self._optional(
+            f"{self.name} target acceleration",
+            None if acc is None else _as6(self.name, acc)[s],
+            self.dim,
+            self._ref_acc,
+        )
+
+    def _as_pose(self, pose: Any) -> pin.SE3:
+        if not isinstance(pose, pin.SE3):
+            raise TargetError(
+                f"{self.name}: expected a pinocchio.SE3 or CartesianTarget, got {type(pose).__name__}"
+            )
+        if not (np.isfinite(pose.translation).all() and np.isfinite(pose.rotation).all()):
+            raise TargetError(f"{self.name}: target pose has non-finite entries")
+        return pose.copy()
+
+    def hold_target(self, kin: KinematicsState) -> pin.SE3:
+        """The frame's current placement (call after :meth:`KinematicsState.update`)."""
+        return kin.data.oMf[self.frame_id].copy()
+
+
+def _as6(name: str, value: Any) -> FloatArray:
+    return as_vector(f"{name} target velocity/acceleration", value, 6, error=TargetError)
+
+
+class FramePoseTask(_FrameTask):
+    """Full pose of a frame (6-D): ``e = [p_ref − p; log₃(R_ref·Rᵀ)]``."""
+
+    kind = "pose"
+    axis_names = ("x", "y", "z", "rx", "ry", "rz")
+    rows = slice(0, 6)
+
+    def _error(self, current: pin.SE3) -> None:
+        self.error[:3] = self._target_pose.translation - current.translation
+        self.error[3:] = pin.log3(self._target_pose.rotation @ current.rotation.T)
+
+
+class PositionTask(_FrameTask):
+    """Position of a frame origin (3-D): ``e = p_ref − p`` (m).
+
+    Targets: a ``pinocchio.SE3`` or :class:`CartesianTarget` (translation used) or a
+    3-vector (m).
+    """
+
+    kind = "position"
+    axis_names = ("x", "y", "z")
+    rows = slice(0, 3)
+
+    def _error(self, current: pin.SE3) -> None:
+        np.subtract(self._target_pose.translation, current.translation, out=self.error)
+
+    def _as_pose(self, pose: Any) -> pin.SE3:
+        if isinstance(pose, pin.SE3):
+            return super()._as_pose(pose)
+        p = as_vector(f"{self.name} target position", pose, 3, error=TargetError)
+        return pin.SE3(np.eye(3), p)
+
+    def hold_target(self, kin: KinematicsState) -> FloatArray:
+        """The frame origin's current position (m)."""
+        return kin.data.oMf[self.frame_id].translation.copy()
+
+
+class OrientationTask(_FrameTask):
+    """Orientation of a frame (3-D): ``e = log₃(R_ref·Rᵀ)`` (rad, base-frame axes).
+
+    Targets: a ``pinocchio.SE3`` or :class:`CartesianTarget` (rotation used) or a 3 × 3
+    rotation matrix.
+    """
+
+    kind = "orientation"
+    axis_names = ("rx", "ry", "rz")
+    rows = slice(3, 6)
+
+    def _error(self, current: pin.SE3) -> None:
+        self.error[:] = pin.log3(self._target_pose.rotation @ current.rotation.T)
+
+    def _as_pose(self, pose: Any) -> pin.SE3:
+        if isinstance(pose, pin.SE3):
+            return super()._as_pose(pose)
+        R = np.asarray(pose, dtype=np.float64)
+        if R.shape != (3, 3) or not np.isfinite(R).all():
+            raise TargetError(f"{self.name}: expected a finite 3×3 rotation matrix, got shape {R.shape}")
+        if not np.allclose(R.T @ R, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0.0:
+            raise TargetError(f"{self.name}: target is not a rotation matrix")
+        return pin.SE3(R, np.zeros(3))
+
+    def hold_target(self, kin: KinematicsState) -> FloatArray:
+        """The frame's current rotation matrix."""
+        return kin.data.oMf[self.frame_id].rotation.copy()
+
+
+class JointPostureTask(Task):
+    """Joint configuration (n-D): ``e = q_ref ⊖ q`` (rad), ``J = I``, drift ``0``.
+
+    Targets: a :class:`~torque_ctrl_ros.core.types.JointReference` or a vector of n angles.
+    Continuous joints take the short way round.
+    """
+
+    kind = "posture"
+
+    def __init__(self, name: str, robot: RobotModel, **kwargs: Any) -> None:
+        super().__init__(name, robot, robot.n, **kwargs)
+        self.J[:] = np.eye(robot.n)
+        self._target_q = np.zeros(robot.n)
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.robot.joint_names
+
+    def _set_target(self, target: Any) -> None:
+        n = self.robot.n
+        if isinstance(target, JointReference):
+            q, vel, acc = target.q, target.v, target.a
+        else:
+            q, vel, acc = target, None, None
+        self._target_q[:] = as_vector(f"{self.name} target position", q, n, error=TargetError)
+        self._optional(f"{self.name} target velocity", vel, n, self._ref_vel)
+        self._optional(f"{self.name} target acceleration", acc, n, self._ref_acc)
+
+    def _compute(self, kin: KinematicsState) -> None:
+        self.error[:] = self.robot.difference(self._target_q, kin.q)
+
+    def hold_target(self, kin: KinematicsState) -> FloatArray:
+        """The current joint angles (rad)."""
+        return kin.q.copy()
+
+
+#: Task classes by the value of their ``<task>.type`` parameter.
+TASK_TYPES: dict[str, type[Task]] = {
+    FramePoseTask.kind: FramePoseTask,
+    PositionTask.kind: PositionTask,
+    OrientationTask.kind: OrientationTask,
+    JointPostureTask.kind: JointPostureTask,
+}
