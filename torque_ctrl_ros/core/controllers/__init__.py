@@ -15,12 +15,15 @@ from .joint_space import (
     GravityCompensation,
     GravityCompensationConfig,
 )
+from .qpid import HQPID, QPID
 
 #: Every controller by the value of the ``controller`` parameter that selects it.
 CONTROLLERS: dict[str, type[Controller[Any]]] = {
     GravityCompensation.name: GravityCompensation,
     ComputedTorque.name: ComputedTorque,
     AchdRnea.name: AchdRnea,
+    QPID.name: QPID,
+    HQPID.name: HQPID,
 }
 
 

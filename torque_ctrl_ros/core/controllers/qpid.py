@@ -1,0 +1,658 @@
+"""QP inverse dynamics with control-barrier-function safety: ``qpid`` and ``hqpid``.
+
+Decision variable ``z = [q̈ (n); τ (n); s (n_s)]``, one slack per soft barrier group.
+Each control step solves (per priority level for ``hqpid``)::
+
+    min  Σ_i ‖ẍᵈ_i − J_i·q̈ − J̇_i·q̇‖²_{W1,i} + ‖q̈‖²_{W2} + ‖Δt·q̈ + q̇‖²_{W3} + w_s·1ᵀs
+    s.t. M(q)·q̈ + nle(q, q̇) = τ                      ([M −I 0]·z = −nle)
+         J_eq·q̈ = a_eq                               (hqpid, levels > 0: freeze higher levels)
+         C_b·q̈ + E·s ≥ l_b                          (barriers, see qp.constraints)
+         −τ_max ≤ τ ≤ τ_max,  0 ≤ s (≤ s*_{k−1} on levels > 0)
+
+In QP standard form ``½·zᵀ·H·z + gᵀ·z`` the ``q̈`` block of ``H`` is
+``2·Σ J_iᵀ·W1_i·J_i + 2·W2 + 2·Δt²·W3`` and the ``q̈`` part of ``g`` is
+``−2·Σ J_iᵀ·W1_i·(ẍᵈ_i − J̇_i·q̇) + 2·Δt·W3·q̇``; ``g_s = w_s``.
+
+``hqpid`` solves one QP per level ``k`` (tasks with ``level == k``); level ``k`` adds
+``J_j·q̈ = J_j·q̈*_{k−1}`` for every task ``j`` of the levels above, so the task
+accelerations ``J_j·q̈ + J̇_j·q̇`` found there cannot change, and may not use more barrier
+slack than the level above did. Every level keeps the dynamics, the torque bounds and all
+barriers. ``qpid`` puts every task in one QP (their ``level`` is ignored).
+
+Each level owns one :class:`~torque_ctrl_ros.core.qp.problem.DenseQP`, initialised once
+and then updated in place and warm-started.
+
+Safe failure: if the level-0 solve fails (infeasible, iteration cap, non-finite), the
+torque is the fallback ``g(q) − K_d·q̇`` and ``info["fallback"] = 1``; if a lower level
+fails, the last successful level's solution is used (it satisfies every hard
+constraint) and ``info["failed_level"]`` names it.
+
+Diagnostics (``info``; all floats): ``qp_status`` (:class:`SolveStatus` of the first
+failed level, else 0), ``qp_iterations`` (sum over levels), ``qp_primal_residual``,
+``qp_dual_residual`` (max over levels), ``qp_solve_time_us`` (sum), ``step_time_us``,
+``fallback`` (0/1), ``failed_level`` (−1 if none), ``levels_solved``,
+``slack_total``, ``slack.<group>``, ``active_constraints``, ``active.<group>`` (rows at
+their bound), ``margin.<group>`` (barrier value ``h``: rad, rad/s, m, –),
+``d_min`` (m), ``manipulability``, ``error.<task>`` (norm of the task error).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...paths import data_path
+from ..errors import ConfigError, TargetError
+from ..qp.collision import SelfCollisionModel
+from ..qp.constraints import (
+    Barrier,
+    JointPositionBarrier,
+    JointVelocityBarrier,
+    SelfCollisionBarrier,
+    SingularityBarrier,
+)
+from ..qp.problem import DenseQP, Solution, SolveStatus
+from ..qp.tasks import TASK_TYPES, KinematicsState, Task
+from ..robot import RobotModel
+from ..types import JointState
+from ..validation import FloatArray, as_positive_float, as_vector, check_choice
+from .base import Controller
+
+#: A controller reference: task name → target (see each task class for accepted types).
+QPReference = Mapping[str, Any]
+
+_TASK_KEYS = {"type", "frame", "kp", "kd", "weight", "level"}
+# Rows within this distance of their bound count as active in diagnostics.
+_ACTIVE_TOL = 1e-6
+
+
+# ----------------------------------------------------------------------------- config
+@dataclass(frozen=True)
+class TaskConfig:
+    """One task: ``type`` in ``pose | position | orientation | posture``; ``frame`` for the
+    Cartesian ones; ``kp`` (1/s²), ``kd`` (1/s, default ``2·√kp``) and ``weight`` scalars or
+    per axis; ``level`` (0 = highest priority, hqpid only)."""
+
+    name: str
+    type: str
+    frame: str | None = None
+    kp: Any = 100.0
+    kd: Any = None
+    weight: Any = 1.0
+    level: int = 0
+
+
+@dataclass(frozen=True)
+class BarrierConfig:
+    """One barrier group: ``enabled``, gain ``alpha`` (1/s), ``soft`` (has a slack)."""
+
+    enabled: bool = True
+    alpha: float = 10.0
+    soft: bool = True
+
+
+@dataclass(frozen=True)
+class CollisionConfig(BarrierConfig):
+    """Self-collision barrier: ``d_safe`` (m), capsule ``model`` file, gradient ``filter`` gain."""
+
+    d_safe: float = 0.02
+    model: str = "gen3_collision.yaml"
+    filter: float = 0.2
+
+
+@dataclass(frozen=True)
+class SingularityConfig(BarrierConfig):
+    """Singularity barrier on ``w = √det(J·Jᵀ)`` of ``frame``: keep ``w ≥ w_min``."""
+
+    w_min: float = 0.01
+    frame: str = "end_effector_link"
+
+
+@dataclass(frozen=True)
+class QPIDConfig:
+    """Everything a :class:`QPID` / :class:`HQPID` needs (see :meth:`from_params` for the keys).
+
+    Attributes:
+        tasks: the tasks, in declaration order.
+        dt: control period ``Δt`` (s) used by the ``W3`` term.
+        acceleration_weight: ``W2`` diagonal (per joint), regularises ``q̈``.
+        velocity_weight: ``W3`` diagonal (per joint), damps the next-step velocity.
+        slack_weight: ``w_s``, linear cost of each barrier slack.
+        fallback_damping: ``K_d`` (N·m·s/rad) of the fallback torque ``g − K_d·q̇``.
+        eps_abs, max_iter: solver tolerance and iteration cap.
+    """
+
+    tasks: tuple[TaskConfig, ...]
+    dt: float = 0.001
+    acceleration_weight: FloatArray = field(default_factory=lambda: np.array([1e-4]))
+    velocity_weight: FloatArray = field(default_factory=lambda: np.array([0.0]))
+    slack_weight: float = 1.0e6
+    joint_position_limit: BarrierConfig = BarrierConfig(alpha=10.0)
+    joint_velocity_limit: BarrierConfig = BarrierConfig(alpha=50.0)
+    self_collision: CollisionConfig = CollisionConfig()
+    singularity: SingularityConfig = SingularityConfig()
+    fallback_damping: FloatArray = field(default_factory=lambda: np.array([2.0]))
+    eps_abs: float = 1e-9
+    max_iter: int = 1000
+
+    @classmethod
+    def from_params(
+        cls, robot: RobotModel, params: Mapping[str, Any], *, section: str = "qpid"
+    ) -> QPIDConfig:
+        """Validated config from a flat (or nested) parameter mapping.
+
+        Keys (nested mappings are flattened with ``.``)::
+
+            tasks: [tool, posture]              # names, in order
+            tool.type: pose                     # pose | position | orientation | posture
+            tool.frame: end_effector_link
+            tool.kp: 100.0                      # scalar or per axis (1/s²)
+            tool.kd: 20.0                       # optional (1/s), default 2·√kp
+            tool.weight: [1, 1, 1, 0.1, 0.1, 0.1]
+            tool.level: 0                       # hqpid priority, 0 = highest
+            dt: 0.001
+            acceleration_weight: 1.0e-4         # W2, scalar or per joint
+            velocity_weight: 0.0                # W3, scalar or per joint
+            slack_weight: 100.0
+            fallback_damping: 2.0               # N·m·s/rad, scalar or per joint
+            joint_position_limit.{enabled, alpha, soft}
+            joint_velocity_limit.{enabled, alpha, soft}
+            self_collision.{enabled, alpha, soft, d_safe, model, filter}
+            singularity.{enabled, alpha, soft, w_min, frame}
+            solver.{eps_abs, max_iter}
+
+        Raises:
+            ConfigError: unknown keys, missing tasks, bad values, unknown frames (the
+                message lists the valid names).
+        """
+        flat = _flatten(params)
+        names = flat.pop("tasks", None)
+        if names is None:
+            raise ConfigError(f"{section}.tasks: required, a list of task names")
+        if isinstance(names, str) or not isinstance(names, Sequence) or not names:
+            raise ConfigError(f"{section}.tasks: expected a non-empty list of task names, got {names!r}")
+        names = [str(n) for n in names]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{section}.tasks: duplicate names in {names}")
+        tasks = []
+        for name in names:
+            if "." in name or not name:
+                raise ConfigError(f"{section}.tasks: invalid task name {name!r} (no dots, not empty)")
+            sub = {k[len(name) + 1 :]: flat.pop(k) for k in list(flat) if k.startswith(name + ".")}
+            unknown = sorted(set(sub) - _TASK_KEYS)
+            if unknown:
+                raise ConfigError(
+                    f"{section}.{name}: unknown key(s) {unknown}; valid are {sorted(_TASK_KEYS)}"
+                )
+            if "type" not in sub:
+                raise ConfigError(f"{section}.{name}.type: required, one of {sorted(TASK_TYPES)}")
+            tasks.append(TaskConfig(name=name, **sub))
+        groups: dict[str, type[BarrierConfig]] = {
+            "joint_position_limit": BarrierConfig,
+            "joint_velocity_limit": BarrierConfig,
+            "self_collision": CollisionConfig,
+            "singularity": SingularityConfig,
+        }
+        kwargs: dict[str, Any] = {}
+        for group, klass in groups.items():
+            sub = {k[len(group) + 1 :]: flat.pop(k) for k in list(flat) if k.startswith(group + ".")}
+            valid = set(klass.__dataclass_fields__)
+            unknown = sorted(set(sub) - valid)
+            if unknown:
+                raise ConfigError(f"{section}.{group}: unknown key(s) {unknown}; valid are {sorted(valid)}")
+            default = getattr(cls, group)
+            kwargs[group] = klass(**{**default.__dict__, **sub})
+        solver = {k[len("solver.") :]: flat.pop(k) for k in list(flat) if k.startswith("solver.")}
+        unknown = sorted(set(solver) - {"eps_abs", "max_iter"})
+        if unknown:
+            raise ConfigError(
+                f"{section}.solver: unknown key(s) {unknown}; valid are ['eps_abs', 'max_iter']"
+            )
+        scalars = {"dt", "acceleration_weight", "velocity_weight", "slack_weight", "fallback_damping"}
+        unknown = sorted(set(flat) - scalars)
+        if unknown:
+            valid_keys = sorted(scalars | {"tasks", "solver.*", "<task>.*", *(g + ".*" for g in groups)})
+            raise ConfigError(f"{section}: unknown parameter(s) {unknown}; valid are {valid_keys}")
+        kwargs.update(flat)
+        kwargs.update(solver)
+        return cls.create(robot, tuple(tasks), section=section, **kwargs)
+
+    @classmethod
+    def create(
+        cls, robot: RobotModel, tasks: Sequence[TaskConfig], *, section: str = "qpid", **kw: Any
+    ) -> QPIDConfig:
+        """Validated config from typed values (scalars broadcast to every joint)."""
+        n = robot.n
+        base = cls(tuple(tasks))
+        dt = as_positive_float(f"{section}.dt", kw.pop("dt", base.dt))
+        w2 = as_vector(
+            f"{section}.acceleration_weight",
+            kw.pop("acceleration_weight", 1e-4),
+            n,
+            broadcast_scalar=True,
+            min_value=0.0,
+        )
+        w3 = as_vector(
+            f"{section}.velocity_weight",
+            kw.pop("velocity_weight", 0.0),
+            n,
+            broadcast_scalar=True,
+            min_value=0.0,
+        )
+        ws = as_positive_float(f"{section}.slack_weight", kw.pop("slack_weight", base.slack_weight))
+        damping = as_vector(
+            f"{section}.fallback_damping",
+            kw.pop("fallback_damping", 2.0),
+            n,
+            broadcast_scalar=True,
+            min_value=0.0,
+        )
+        eps_abs = as_positive_float(f"{section}.solver.eps_abs", kw.pop("eps_abs", base.eps_abs))
+        max_iter = kw.pop("max_iter", base.max_iter)
+        if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+            raise ConfigError(f"{section}.solver.max_iter: expected an integer >= 1, got {max_iter!r}")
+        barriers: dict[str, Any] = {}
+        for group in ("joint_position_limit", "joint_velocity_limit", "self_collision", "singularity"):
+            cfg = kw.pop(group, getattr(base, group))
+            barriers[group] = _check_barrier(f"{section}.{group}", cfg)
+        if kw:
+            raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}")
+        for t in tasks:
+            check_choice(f"{section}.{t.name}.type", t.type, sorted(TASK_TYPES))
+            if t.type == "posture" and t.frame is not None:
+                raise ConfigError(f"{section}.{t.name}.frame: a posture task has no frame")
+            if t.type != "posture" and t.frame is None:
+                raise ConfigError(f"{section}.{t.name}.frame: required for a {t.type} task")
+        levels = sorted({t.level for t in tasks if isinstance(t.level, int | np.integer)})
+        if levels and levels != list(range(len(levels))):
+            raise ConfigError(f"{section}: task levels must be consecutive from 0, got {levels}")
+        return cls(
+            tasks=tuple(tasks),
+            dt=dt,
+            acceleration_weight=w2,
+            velocity_weight=w3,
+            slack_weight=ws,
+            fallback_damping=damping,
+            eps_abs=eps_abs,
+            max_iter=int(max_iter),
+            **barriers,
+        )
+
+
+def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
+    for key in ("enabled", "soft"):
+        if not isinstance(getattr(cfg, key), bool):
+            raise ConfigError(f"{field_name}.{key}: expected true or false, got {getattr(cfg, key)!r}")
+    as_positive_float(f"{field_name}.alpha", cfg.alpha)
+    if isinstance(cfg, CollisionConfig):
+        as_positive_float(f"{field_name}.d_safe", cfg.d_safe, allow_zero=True)
+        f = as_positive_float(f"{field_name}.filter", cfg.filter)
+        if f > 1.0:
+            raise ConfigError(f"{field_name}.filter: expected a gain in (0, 1], got {cfg.filter!r}")
+        if not isinstance(cfg.model, str) or not cfg.model:
+            raise ConfigError(f"{field_name}.model: expected a file name, got {cfg.model!r}")
+    if isinstance(cfg, SingularityConfig):
+        as_positive_float(f"{field_name}.w_min", cfg.w_min)
+        if not isinstance(cfg.frame, str) or not cfg.frame:
+            raise ConfigError(f"{field_name}.frame: expected a frame name, got {cfg.frame!r}")
+    return cfg
+
+
+def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def _collision_path(name: str) -> Path:
+    path = Path(name)
+    if path.is_absolute() or path.is_file():
+        return path
+    return data_path("config", name)
+
+
+# ------------------------------------------------------------------------ QP levels
+class _Level:
+    """One priority level: its tasks, the frozen tasks above it and its persistent QP."""
+
+    def __init__(
+        self,
+        index: int,
+        tasks: list[Task],
+        frozen: list[Task],
+        n: int,
+        n_b: int,
+        soft_rows: list[tuple[int, int, int]],
+        n_s: int,
+        eps_abs: float,
+        max_iter: int,
+    ) -> None:
+        self.index = index
+        self.tasks = tasks
+        self.frozen = frozen
+        self.n_frozen = sum(t.dim for t in frozen)
+        nz = 2 * n + n_s
+        n_eq = n + self.n_frozen
+        n_in = n_b + n + n_s
+        self.qp = DenseQP(nz, n_eq, n_in, eps_abs=eps_abs, max_iter=max_iter)
+        qp = self.qp
+        # Constant parts, filled once.
+        qp.A[:n, n : 2 * n] = -np.eye(n)
+        for start, stop, s_col in soft_rows:
+            qp.C[start:stop, 2 * n + s_col] = 1.0
+        qp.C[n_b : n_b + n, n : 2 * n] = np.eye(n)
+        qp.C[n_b + n :, 2 * n :] = np.eye(n_s)
+        qp.l[:n_b] = -np.inf
+        qp.u[:n_b] = np.inf
+        qp.l[n_b + n :] = 0.0
+        qp.u[n_b + n :] = np.inf
+        qp.g[2 * n :] = 0.0
+        self.solution: Solution | None = None
+
+
+class _QPController(Controller[QPReference]):
+    """Shared algebra of :class:`QPID` and :class:`HQPID`: tasks, barriers, QP levels."""
+
+    hierarchical: bool = False
+
+    def __init__(
+        self, robot: RobotModel, config: QPIDConfig, *, extra_barriers: Sequence[Barrier] = ()
+    ) -> None:
+        super().__init__(robot)
+        self.config = config
+        n = robot.n
+        self.kin = KinematicsState(robot)
+        self.tasks: list[Task] = []
+        for tc in config.tasks:
+            klass = TASK_TYPES[tc.type]
+            kwargs: dict[str, Any] = dict(kp=tc.kp, kd=tc.kd, weight=tc.weight, level=tc.level)
+            if tc.type != "posture":
+                kwargs["frame"] = tc.frame
+            self.tasks.append(klass(tc.name, robot, **kwargs))
+        self._task_by_name = {t.name: t for t in self.tasks}
+
+        self.barriers: list[Barrier] = []
+        self.collision_barrier: SelfCollisionBarrier | None = None
+        self.singularity_barrier: SingularityBarrier | None = None
+        c = config
+        if c.joint_position_limit.enabled:
+            jp = JointPositionBarrier(robot, c.joint_position_limit.alpha, soft=c.joint_position_limit.soft)
+            if jp.rows:
+                self.barriers.append(jp)
+        if c.joint_velocity_limit.enabled:
+            jv = JointVelocityBarrier(robot, c.joint_velocity_limit.alpha, soft=c.joint_velocity_limit.soft)
+            if jv.rows:
+                self.barriers.append(jv)
+        if c.self_collision.enabled:
+            cc = c.self_collision
+            model = SelfCollisionModel.from_file(robot, _collision_path(cc.model))
+            self.collision_barrier = SelfCollisionBarrier(
+                robot, model, cc.alpha, cc.d_safe, filter_gain=cc.filter, soft=cc.soft
+            )
+            self.barriers.append(self.collision_barrier)
+        if c.singularity.enabled:
+            sc = c.singularity
+            self.singularity_barrier = SingularityBarrier(robot, sc.frame, sc.alpha, sc.w_min, soft=sc.soft)
+            self.barriers.append(self.singularity_barrier)
+        self.barriers.extend(extra_barriers)
+        names = [b.name for b in self.barriers]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"barrier names must be unique, got {names}")
+
+        # Stacked barrier rows, computed once per step and copied into every level.
+        self.n_b = sum(b.rows for b in self.barriers)
+        self._Cb = np.zeros((self.n_b, n))
+        self._lb = np.zeros(self.n_b)
+        self._barrier_rows: list[tuple[int, int]] = []
+        soft_rows: list[tuple[int, int, int]] = []
+        row = 0
+        self._slack_of: dict[str, int] = {}
+        for b in self.barriers:
+            b.bind(self._Cb[row : row + b.rows], self._lb[row : row + b.rows])
+            self._barrier_rows.append((row, row + b.rows))
+            if b.soft:
+                self._slack_of[b.name] = len(soft_rows)
+                soft_rows.append((row, row + b.rows, len(soft_rows)))
+            row += b.rows
+        self.n_s = len(soft_rows)
+        self.nz = 2 * n + self.n_s
+
+        # Levels.
+        if self.hierarchical:
+            n_levels = max(t.level for t in self.tasks) + 1
+            groups = [[t for t in self.tasks if t.level == k] for k in range(n_levels)]
+        else:
+            groups = [list(self.tasks)]
+        self.levels: list[_Level] = []
+        frozen: list[Task] = []
+        for k, group in enumerate(groups):
+            self.levels.append(
+                _Level(k, group, list(frozen), n, self.n_b, soft_rows, self.n_s, c.eps_abs, c.max_iter)
+            )
+            frozen.extend(group)
+        tau_max = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, np.inf)
+        for lv in self.levels:
+            lv.qp.l[self.n_b : self.n_b + n] = -tau_max
+            lv.qp.u[self.n_b : self.n_b + n] = tau_max
+            lv.qp.g[2 * n :] = c.slack_weight
+
+        # Per-task cost contributions (filled per step) and the regularisation.
+        self._task_H = {t.name: np.zeros((n, n)) for t in self.tasks}
+        self._task_g = {t.name: np.zeros(n) for t in self.tasks}
+        self._WJ = {t.name: np.zeros((t.dim, n)) for t in self.tasks}
+        self._res = {t.name: np.zeros(t.dim) for t in self.tasks}
+        self._H_reg = np.diag(2.0 * c.acceleration_weight + 2.0 * c.dt**2 * c.velocity_weight)
+        self._g_reg_gain = 2.0 * c.dt * c.velocity_weight
+        self._qdd_prev = np.zeros(n)
+        self._s_prev = np.zeros(self.n_s)
+        self._z = np.zeros(self.nz)
+        self._tmp_rows = np.zeros(self.n_b)
+        self.last_solutions: list[Solution] = []
+
+    # --------------------------------------------------------------- construction
+    @classmethod
+    def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> _QPController:
+        """Build from a parameter mapping; see :meth:`QPIDConfig.from_params` for the keys."""
+        return cls(robot, QPIDConfig.from_params(robot, params, section=cls.name))
+
+    @property
+    def task_names(self) -> tuple[str, ...]:
+        """Names of the tasks (the keys of a reference)."""
+        return tuple(t.name for t in self.tasks)
+
+    def task(self, name: str) -> Task:
+        """The task called ``name``; the error lists the valid names."""
+        try:
+            return self._task_by_name[name]
+        except KeyError:
+            raise TargetError(
+                f"{self.name}: unknown task {name!r}; tasks are {list(self.task_names)}"
+            ) from None
+
+    def hold_reference(self, state: JointState) -> dict[str, Any]:
+        """Every task's target at its current value (frame poses, joint angles)."""
+        q, v = self.robot.check_state(state.q, state.v)
+        self.kin.update(q, np.zeros_like(v))
+        return {t.name: t.hold_target(self.kin) for t in self.tasks}
+
+    def reset(self) -> None:
+        """Cold-start every QP and restart the gradient filter (e.g. after a state jump)."""
+        for lv in self.levels:
+            lv.qp.reset()
+        if self.collision_barrier is not None:
+            self.collision_barrier.reset()
+
+    # ---------------------------------------------------------------------- step
+    def _set_reference(self, reference: QPReference) -> None:
+        if not isinstance(reference, Mapping):
+            raise TargetError(
+                f"{self.name}: expected a mapping task name → target, got {type(reference).__name__}"
+            )
+        if len(reference) != len(self.tasks) or any(name not in reference for name in self._task_by_name):
+            missing = [n for n in self._task_by_name if n not in reference]
+            unknown = [n for n in reference if n not in self._task_by_name]
+            raise TargetError(
+                f"{self.name}: reference must give a target for every task; missing {missing}, "
+                f"unknown {unknown}; tasks are {list(self.task_names)}"
+            )
+        for t in self.tasks:
+            t.set_target(reference[t.name])
+
+    def prepare(self, q: FloatArray, v: FloatArray, reference: QPReference) -> None:
+        """Kinematics, tasks and barriers for one state (the first half of :meth:`torque`)."""
+        self._set_reference(reference)
+        kin = self.kin
+        kin.update(q, v)
+        for t in self.tasks:
+            t.update(kin)
+            WJ = self._WJ[t.name]
+            np.multiply(t.J, t.weight[:, None], out=WJ)
+            np.matmul(t.J.T, WJ, out=self._task_H[t.name])
+            res = self._res[t.name]
+            np.subtract(t.desired, t.drift, out=res)
+            np.matmul(res, WJ, out=self._task_g[t.name])
+        for b in self.barriers:
+            b.update(kin)
+
+    def _fill_level(self, lv: _Level, prev_qdd: FloatArray | None, prev_s: FloatArray | None) -> None:
+        n, kin, qp, nb = self.robot.n, self.kin, lv.qp, self.n_b
+        Hq = qp.H[:n, :n]
+        np.copyto(Hq, self._H_reg)
+        gq = qp.g[:n]
+        np.multiply(self._g_reg_gain, kin.v, out=gq)
+        for t in lv.tasks:
+            Hq += 2.0 * self._task_H[t.name]
+            gq -= 2.0 * self._task_g[t.name]
+        qp.A[:n, :n] = kin.M
+        np.negative(kin.nle, out=qp.b[:n])
+        row = n
+        for t in lv.frozen:
+            assert prev_qdd is not None  # levels > 0 always follow a solved level
+            qp.A[row : row + t.dim, :n] = t.J
+            np.matmul(t.J, prev_qdd, out=qp.b[row : row + t.dim])
+            row += t.dim
+        qp.C[:nb, :n] = self._Cb
+        qp.l[:nb] = self._lb
+        if prev_s is not None:
+            # A lower level may not use more barrier slack than the level above did.
+            np.add(prev_s, 10.0 * self.config.eps_abs, out=qp.u[nb + n :])
+
+    def torque(
+        self, q: FloatArray, v: FloatArray, reference: QPReference
+    ) -> tuple[FloatArray, dict[str, float]]:
+        """QP torque (N·m) and diagnostics; the fallback torque if level 0 cannot be solved."""
+        t0 = time.perf_counter()
+        self.prepare(q, v, reference)
+        n = self.robot.n
+        info: dict[str, float] = {}
+        sols: list[Solution] = []
+        prev_qdd: FloatArray | None = None
+        prev_s: FloatArray | None = None
+        failed_level = -1
+        status = SolveStatus.SOLVED
+        for lv in self.levels:
+            self._fill_level(lv, prev_qdd, prev_s)
+            sol = lv.qp.solve()
+            sols.append(sol)
+            if not sol.ok:
+                failed_level, status = lv.index, sol.status
+                # The failed level's iterate says nothing; start it cold next step.
+                lv.qp.reset()
+                break
+            np.copyto(self._z, sol.x)
+            prev_qdd = self._qdd_prev
+            np.copyto(prev_qdd, sol.x[:n])
+            prev_s = self._s_prev
+            np.copyto(prev_s, sol.x[2 * n :])
+        self.last_solutions = sols
+        fallback = failed_level == 0
+        if fallback:
+            tau = self.robot.gravity(q) - self.config.fallback_damping * v
+        else:
+            tau = self._z[n : 2 * n].copy()
+        info["qp_status"] = float(status.value)
+        info["qp_iterations"] = float(sum(s.iterations for s in sols))
+        info["qp_primal_residual"] = float(max(s.primal_residual for s in sols))
+        info["qp_dual_residual"] = float(max(s.dual_residual for s in sols))
+        info["qp_solve_time_us"] = 1e6 * sum(s.solve_time for s in sols)
+        info["fallback"] = 1.0 if fallback else 0.0
+        info["failed_level"] = float(failed_level)
+        info["levels_solved"] = float(len(sols) - (1 if failed_level >= 0 else 0))
+        self._barrier_info(info, fallback)
+        for t in self.tasks:
+            info[f"error.{t.name}"] = t.error_norm()
+        info["step_time_us"] = 1e6 * (time.perf_counter() - t0)
+        return tau, info
+
+    def _barrier_info(self, info: dict[str, float], fallback: bool) -> None:
+        n = self.robot.n
+        z = self._z
+        if not fallback and self.n_b:
+            np.matmul(self._Cb, z[:n], out=self._tmp_rows)
+        total_active = 0
+        slack_total = 0.0
+        for b, (r0, r1) in zip(self.barriers, self._barrier_rows, strict=True):
+            s = 0.0
+            if b.soft and not fallback:
+                s = float(z[2 * n + self._slack_of[b.name]])
+            active = 0
+            if not fallback:
+                active = int(np.count_nonzero(self._tmp_rows[r0:r1] + s - self._lb[r0:r1] <= _ACTIVE_TOL))
+            info[f"slack.{b.name}"] = s
+            info[f"active.{b.name}"] = float(active)
+            info[f"margin.{b.name}"] = float(b.margin)
+            total_active += active
+            slack_total += s
+        info["active_constraints"] = float(total_active)
+        info["slack_total"] = slack_total
+        if self.collision_barrier is not None:
+            info["d_min"] = float(self.collision_barrier.distance)
+        if self.singularity_barrier is not None:
+            info["manipulability"] = float(self.singularity_barrier.value)
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def joint_acceleration(self) -> FloatArray:
+        """``q̈`` (rad/s²) of the last solution used (meaningless after a fallback)."""
+        return self._z[: self.robot.n]
+
+    @property
+    def slack(self) -> FloatArray:
+        """Barrier slacks of the last solution used."""
+        return self._z[2 * self.robot.n :]
+
+
+class QPID(_QPController):
+    """Weighted QP inverse dynamics: every task in one QP (see the module docstring)."""
+
+    name = "qpid"
+    hierarchical = False
+
+
+class HQPID(_QPController):
+    """Hierarchical QP inverse dynamics: one persistent QP per priority level."""
+
+    name = "hqpid"
+    hierarchical = True
+
+
+__all__ = [
+    "HQPID",
+    "QPID",
+    "BarrierConfig",
+    "CollisionConfig",
+    "QPIDConfig",
+    "QPReference",
+    "SingularityConfig",
+    "TaskConfig",
+]
