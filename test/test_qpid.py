@@ -1,0 +1,422 @@
+"""QPID / HQPID acceptance on the simulated Gen3 (pure Python, no ROS).
+
+Closed loops run the controller at 1 kHz on :class:`MujocoPlant` (motor actuators: an exact
+torque plant, h = 1 ms). Run with ``-s`` to see the measured figures.
+
+Stated tolerances:
+- QP vs independent solver (quadprog via qpsolvers, τ eliminated by the dynamics): 1e-6;
+  dynamics equality 1e-8.
+- Joint limits: positions within the limit + 0.5 % of the joint range, |q̇| ≤ 1.01·q̇_max,
+  the QP's own (unsaturated) torque ≤ the effort limit + 1e-6 N·m.
+- Self-collision: d_min ≥ d_safe − 3 mm (the barrier's drift leaves out the normal's
+  rotation and the gradient is filtered, so small dips are expected).
+- Singularity: w ≥ w_min − 1e-4.
+- Hierarchy: |J₀·q̈ − J₀·q̈*₀| ≤ 1e-6 m/s² at every step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import qpsolvers
+
+from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.controllers import create_controller
+from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, QPIDConfig
+from torque_ctrl_ros.core.errors import ConfigError, TargetError
+from torque_ctrl_ros.core.qp.collision import SelfCollisionModel
+from torque_ctrl_ros.core.qp.constraints import LinearBarrier
+from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
+from torque_ctrl_ros.core.types import JointState
+from torque_ctrl_ros.sim.plant import MujocoPlant
+
+ROOT = Path(__file__).resolve().parent.parent
+ARM_ONLY = ROOT / "mjcf" / "gen3.xml"  # no floor: the joint-limit targets would hit it
+SCENE = ROOT / "mjcf" / "scene.xml"
+COLLISION = ROOT / "config" / "gen3_collision.yaml"
+TOOL = "end_effector_link"
+HOME = np.array([0.0, 0.26179939, 3.14159265, -2.26892803, 0.0, 0.95993109, 1.57079633])
+
+TIMES: list[float] = []  # QP solve times (µs) of every closed-loop step, for the summary
+STEPS: list[float] = []  # whole controller step times (µs)
+
+
+def _params(**extra: Any) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "tasks": ["tool", "posture"],
+        "tool.type": "position",
+        "tool.frame": TOOL,
+        "tool.kp": 100.0,
+        "posture.type": "posture",
+        "posture.kp": 10.0,
+        "posture.weight": 1e-3,
+    }
+    p.update(extra)
+    return p
+
+
+def _run(
+    controller: QPID,
+    reference: dict[str, Any],
+    seconds: float,
+    *,
+    scene: Path = SCENE,
+    on_step: Callable[[int, MujocoPlant, Any], None] | None = None,
+) -> MujocoPlant:
+    plant = MujocoPlant(scene, controller.robot.joint_names)
+    plant.set_state(HOME, np.zeros(7))
+    for k in range(round(seconds / plant.timestep)):
+        out = controller.compute(JointState(plant.q, plant.v), reference)
+        TIMES.append(out.info["qp_solve_time_us"])
+        STEPS.append(out.info["step_time_us"])
+        if on_step is not None:
+            on_step(k, plant, out)
+        plant.set_torque(out.tau)
+        plant.step()
+    return plant
+
+
+class _Monitor:
+    """Independent measurements along a run: limits, capsule distance, manipulability."""
+
+    def __init__(self, robot: RobotModel) -> None:
+        self.robot = RobotModel.from_urdf_file(ROOT / "urdf" / "gen3.urdf")
+        self.collision = SelfCollisionModel.from_file(self.robot, COLLISION)
+        self.limit_excess = -np.inf
+        self.speed_ratio = 0.0
+        self.torque_excess = -np.inf
+        self.d_min = np.inf
+        self.w_min = np.inf
+        self.fallbacks = 0
+        self.slack = 0.0
+
+    def __call__(self, k: int, plant: MujocoPlant, out: Any) -> None:
+        r = self.robot
+        q, v = plant.q, plant.v
+        finite = np.isfinite(r.position_lower)
+        rng = r.position_upper[finite] - r.position_lower[finite]
+        excess = np.maximum(q[finite] - r.position_upper[finite], r.position_lower[finite] - q[finite]) / rng
+        self.limit_excess = max(self.limit_excess, float(excess.max()))
+        self.speed_ratio = max(self.speed_ratio, float(np.max(np.abs(v) / r.velocity_limit)))
+        self.torque_excess = max(
+            self.torque_excess, float(np.max(np.abs(out.tau_unsaturated) - r.effort_limit))
+        )
+        pin.forwardKinematics(r.model, r.data, r.configuration(q))
+        pin.computeJointJacobians(r.model, r.data)
+        self.d_min = min(self.d_min, self.collision.update())
+        J = r.frame_jacobian(q, TOOL)
+        self.w_min = min(self.w_min, float(np.sqrt(max(np.linalg.det(J @ J.T), 0.0))))
+        self.fallbacks += int(out.info["fallback"])
+        self.slack = max(self.slack, out.info["slack_total"])
+
+
+# --------------------------------------------------------------------------- (1)
+def _independent_solve(qp: DenseQP, M: np.ndarray, nle: np.ndarray, n: int) -> np.ndarray:
+    """Solve the same QP with quadprog, τ eliminated: z = T·y + z0, y = [q̈; s]."""
+    nz = qp.n
+    n_s = nz - 2 * n
+    T = np.zeros((nz, n + n_s))
+    T[:n, :n] = np.eye(n)
+    T[n : 2 * n, :n] = M
+    T[2 * n :, n:] = np.eye(n_s)
+    z0 = np.zeros(nz)
+    z0[n : 2 * n] = nle
+    P = T.T @ qp.H @ T
+    P[n:, n:] += 1e-9 * np.eye(n_s)  # quadprog needs P ≻ 0; the slacks stay 0 here
+    q = T.T @ (qp.H @ z0 + qp.g)
+    CT, Cz0 = qp.C @ T, qp.C @ z0
+    lo, hi = np.isfinite(qp.l), np.isfinite(qp.u)
+    G = np.vstack([-CT[lo], CT[hi]])
+    h = np.concatenate([-(qp.l[lo] - Cz0[lo]), qp.u[hi] - Cz0[hi]])
+    y = qpsolvers.solve_qp(P, q, G, h, solver="quadprog")
+    assert y is not None
+    return T @ y + z0
+
+
+def test_random_steps_match_independent_solver(robot: RobotModel) -> None:
+    controller = QPID.from_params(robot, _params(**{"tool.type": "pose"}))
+    rng = np.random.default_rng(5)
+    n = robot.n
+    lo = np.where(np.isfinite(robot.position_lower), robot.position_lower + 0.05, -np.pi)
+    hi = np.where(np.isfinite(robot.position_upper), robot.position_upper - 0.05, np.pi)
+    worst_dyn = worst_diff = 0.0
+    active_seen = 0
+    for _ in range(120):
+        q = rng.uniform(lo, hi)
+        v = rng.uniform(-0.9, 0.9, n) * robot.velocity_limit
+        ref = controller.hold_reference(JointState(q, v))
+        pose = ref["tool"]
+        ref["tool"] = pin.SE3(
+            pose.rotation @ pin.exp3(rng.uniform(-0.2, 0.2, 3)), pose.translation + rng.uniform(-0.1, 0.1, 3)
+        )
+        ref["posture"] = q + rng.uniform(-0.3, 0.3, n)
+        tau, info = controller.torque(q, v, ref)
+        assert info["fallback"] == 0.0 and info["qp_status"] == 0.0
+        kin = controller.kin
+        qdd = controller.joint_acceleration
+        worst_dyn = max(worst_dyn, float(np.abs(kin.M @ qdd + kin.nle - tau).max()))
+        z_ref = _independent_solve(controller.levels[0].qp, kin.M, kin.nle, n)
+        worst_diff = max(worst_diff, float(np.abs(z_ref[: 2 * n] - np.concatenate([qdd, tau])).max()))
+        active_seen += int(info["active_constraints"] > 0)
+    print(
+        f"\n[qp] 120 random states: dynamics residual max {worst_dyn:.2e} N·m, "
+        f"|z_proxsuite − z_quadprog| max {worst_diff:.2e}, states with active barriers {active_seen}"
+    )
+    assert worst_dyn < 1e-8
+    assert worst_diff < 1e-6
+
+
+# --------------------------------------------------------------------------- (2)
+def test_joint_limits_hold_for_10_s(robot: RobotModel) -> None:
+    controller = QPID.from_params(
+        robot, {"tasks": ["posture"], "posture.type": "posture", "posture.kp": 400.0}
+    )
+    target = HOME.copy()
+    target[1], target[3], target[5] = 3.0, -3.2, 3.0  # limits ±2.24, ±2.57, ±2.09; kp 400 asks > 20 rad/s
+    mon = _Monitor(robot)
+    plant = _run(controller, {"posture": target}, 10.0, scene=ARM_ONLY, on_step=mon)
+    print(
+        f"\n[limits] 10 s: worst position excess {mon.limit_excess * 100:+.4f} % of range, "
+        f"max |q̇|/q̇_max {mon.speed_ratio:.6f}, max |τ_qp| − τ_max {mon.torque_excess:+.2e} N·m, "
+        f"fallbacks {mon.fallbacks}; final q2, q4, q6 = {plant.q[[1, 3, 5]].round(4)}"
+    )
+    assert mon.limit_excess <= 0.005
+    assert mon.speed_ratio <= 1.01
+    assert mon.torque_excess <= 1e-6
+    assert mon.fallbacks == 0
+    # The target was pursued: joints 2 and 6 sit at their limits.
+    assert plant.q[1] > robot.position_upper[1] - 0.02 and plant.q[5] > robot.position_upper[5] - 0.02
+
+
+# --------------------------------------------------------------------------- (3)
+@pytest.mark.parametrize("enabled", [True, False])
+def test_self_collision_barrier(robot: RobotModel, enabled: bool) -> None:
+    d_safe = 0.03
+    controller = QPID.from_params(
+        robot, _params(**{"self_collision.enabled": enabled, "self_collision.d_safe": d_safe})
+    )
+    ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
+    ref["tool"] = np.array([0.05, 0.0, 0.10])  # inside the base capsule: the wrist is driven into the base
+    mon = _Monitor(robot)
+    _run(controller, ref, 4.0, on_step=mon)
+    print(
+        f"\n[collision] barrier {'on ' if enabled else 'off'}: "
+        f"min capsule distance {mon.d_min * 1000:.2f} mm "
+        f"(d_safe {d_safe * 1000:.0f} mm), fallbacks {mon.fallbacks}"
+    )
+    if enabled:
+        assert mon.d_min >= d_safe - 0.003
+        assert mon.fallbacks == 0
+    else:
+        assert mon.d_min < 0.0  # the same target collides: the test can fail
+
+
+# --------------------------------------------------------------------------- (4)
+@pytest.mark.parametrize("enabled", [True, False])
+def test_singularity_barrier(robot: RobotModel, enabled: bool) -> None:
+    w_min = 0.02
+    controller = QPID.from_params(
+        robot, _params(**{"singularity.enabled": enabled, "singularity.w_min": w_min})
+    )
+    ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
+    ref["tool"] = np.array([0.0, 0.0, 1.4])  # straight up, beyond the 1.19 m reach
+    mon = _Monitor(robot)
+    _run(controller, ref, 3.0, on_step=mon)
+    print(f"\n[singularity] barrier {'on ' if enabled else 'off'}: min w {mon.w_min:.5f} (w_min {w_min})")
+    if enabled:
+        assert mon.w_min >= w_min - 1e-4
+    else:
+        assert mon.w_min < 0.25 * w_min  # stretched straight without it
+
+
+# --------------------------------------------------------------------------- (5)
+def _hierarchy_params(with_posture: bool, hierarchical: bool) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "tasks": ["tool", "posture"] if with_posture else ["tool"],
+        "tool.type": "position",
+        "tool.frame": TOOL,
+        "tool.kp": 100.0,
+        "tool.level": 0,
+    }
+    if with_posture:
+        p.update({"posture.type": "posture", "posture.kp": 100.0, "posture.weight": 1.0, "posture.level": 1})
+    return p
+
+
+def test_hierarchy_keeps_level_0(robot: RobotModel) -> None:
+    goal = None
+    posture_target = HOME + np.array([0.6, -0.5, 0.6, 0.5, 0.6, -0.5, 0.6])
+    seconds = 2.0
+    errors: dict[str, list[float]] = {}
+    worst = [0.0]
+
+    def make(kind: str) -> tuple[QPID, dict[str, Any]]:
+        nonlocal goal
+        with_posture = kind != "alone"
+        klass = QPID if kind == "qpid" else HQPID
+        c = klass.from_params(robot, _hierarchy_params(with_posture, klass is HQPID))
+        ref = c.hold_reference(JointState(HOME, np.zeros(7)))
+        goal = ref["tool"] + np.array([0.1, 0.0, 0.0])
+        ref["tool"] = goal
+        if with_posture:
+            ref["posture"] = posture_target
+        return c, ref
+
+    for kind in ("hqpid", "alone", "qpid"):
+        c, ref = make(kind)
+        errs: list[float] = []
+
+        def step(
+            k: int, plant: MujocoPlant, out: Any, c: QPID = c, errs: list[float] = errs, kind: str = kind
+        ) -> None:
+            errs.append(out.info["error.tool"])
+            if kind == "hqpid":
+                J0 = c.task("tool").J
+                top = c.last_solutions[0].x[: robot.n]
+                worst[0] = max(worst[0], float(np.abs(J0 @ (c.joint_acceleration - top)).max()))
+                assert out.info["levels_solved"] == 2.0
+
+        _run(c, ref, seconds, on_step=step)
+        errors[kind] = errs
+
+    def settle(errs: list[float], tol: float = 1e-3) -> float:
+        above = np.flatnonzero(np.asarray(errs) > tol)
+        return (above[-1] + 1) / 1000.0 if above.size else 0.0
+
+    e_h, e_a, e_q = (np.asarray(errors[k]) for k in ("hqpid", "alone", "qpid"))
+    print(f"\n[hierarchy] max |J0·q̈ − J0·q̈*_0| over {len(e_h)} steps: {worst[0]:.2e} m/s²")
+    print(
+        f"[hierarchy] level-0 error < 1 mm after: hqpid {settle(e_h):.3f} s, "
+        f"level 0 alone {settle(e_a):.3f} s, weighted qpid {settle(e_q):.3f} s; "
+        f"final error hqpid {e_h[-1] * 1000:.4f} mm, alone {e_a[-1] * 1000:.4f} mm, "
+        f"qpid {e_q[-1] * 1000:.2f} mm; max |e_hqpid − e_alone| {np.abs(e_h - e_a).max() * 1000:.3f} mm"
+    )
+    assert worst[0] <= 1e-6
+    assert settle(e_h) <= 1.05 * settle(e_a) + 0.005
+    assert e_h[-1] < 1e-3
+    assert e_q[-1] > 10 * max(e_h[-1], 1e-4) and e_q[-1] > 5e-3  # weighting visibly degrades level 0
+
+
+# --------------------------------------------------------------------------- (6)
+def test_cartesian_move_with_orientation_held(robot: RobotModel) -> None:
+    params = _params(**{"tool.type": "pose", "tool.level": 0, "posture.level": 1})
+    controller = HQPID.from_params(robot, params)
+    ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
+    start = ref["tool"]
+    step = np.array([0.6, -0.6, 0.5])
+    goal = pin.SE3(start.rotation, start.translation + 0.10 * step / np.linalg.norm(step))  # 10 cm
+    ref["tool"] = goal
+    plant = _run(controller, ref, 3.0)
+    pose = robot.frame_placement(plant.q, TOOL)
+    pos_err = float(np.linalg.norm(pose.translation - goal.translation))
+    rot_err = float(np.linalg.norm(pin.log3(goal.rotation @ pose.rotation.T)))
+    print(
+        f"\n[tracking] {np.linalg.norm(goal.translation - start.translation) * 100:.1f} cm move: "
+        f"final position error {pos_err * 1000:.4f} mm, orientation error {rot_err:.2e} rad"
+    )
+    assert pos_err < 1e-3
+    assert rot_err < 1e-3
+
+
+# --------------------------------------------------------------------------- (7)
+def test_contradictory_hard_constraints_give_reported_fallback(robot: RobotModel) -> None:
+    config = QPIDConfig.from_params(robot, _params())
+    C = np.zeros((2, robot.n))
+    C[0, 0], C[1, 0] = 1.0, -1.0
+    contradiction = LinearBarrier("contradiction", C, [1.0, 0.0], soft=False)  # q̈₁ ≥ 1 and q̈₁ ≤ 0
+    controller = QPID(robot, config, extra_barriers=[contradiction])
+    v = np.full(robot.n, 0.1)
+    state = JointState(HOME, v)
+    out = controller.compute(state, controller.hold_reference(state))
+    expected = controller.safe_torque(HOME, v, config.fallback_damping).tau
+    print(
+        f"\n[failure] status {SolveStatus(int(out.info['qp_status'])).name}, iterations "
+        f"{out.info['qp_iterations']:.0f}, primal residual {out.info['qp_primal_residual']:.2e}, "
+        f"solve time {out.info['qp_solve_time_us']:.0f} µs"
+    )
+    assert out.info["fallback"] == 1.0
+    assert out.info["qp_status"] in (SolveStatus.PRIMAL_INFEASIBLE.value, SolveStatus.MAX_ITERATIONS.value)
+    assert out.info["qp_primal_residual"] > 1e-3
+    np.testing.assert_allclose(out.tau, expected, atol=1e-12)
+    assert np.isfinite(out.tau).all()
+
+
+def test_non_finite_problem_is_a_failure_not_nan() -> None:
+    qp = DenseQP(2, 0, 1)
+    qp.H[:] = np.eye(2)
+    qp.g[:] = [np.nan, 0.0]
+    qp.C[0] = [1.0, 0.0]
+    qp.l[0] = 0.0
+    sol = qp.solve()
+    assert not sol.ok
+
+
+def test_hqpid_lower_level_failure_keeps_upper_solution(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    controller = HQPID.from_params(robot, _params(**{"posture.level": 1}))
+    state = JointState(HOME, np.zeros(7))
+    ref = controller.hold_reference(state)
+    lower = controller.levels[1].qp
+    orig = lower.solve
+
+    def broken() -> Any:
+        sol = orig()
+        sol.status = SolveStatus.MAX_ITERATIONS
+        return sol
+
+    monkeypatch.setattr(lower, "solve", broken)
+    tau, info = controller.torque(HOME, np.zeros(7), ref)
+    assert info["fallback"] == 0.0 and info["failed_level"] == 1.0 and info["levels_solved"] == 1.0
+    np.testing.assert_allclose(tau, controller.last_solutions[0].x[robot.n : 2 * robot.n])
+
+
+# ------------------------------------------------------------------- config/errors
+def test_registry_and_config_errors(robot: RobotModel) -> None:
+    assert isinstance(create_controller("qpid", robot, _params()), QPID)
+    assert isinstance(create_controller("hqpid", robot, _params(**{"posture.level": 1})), HQPID)
+    with pytest.raises(ConfigError, match="valid frames are"):
+        QPID.from_params(robot, _params(**{"tool.frame": "nope"}))
+    with pytest.raises(ConfigError, match="unknown key"):
+        QPID.from_params(robot, _params(**{"tool.gain": 1.0}))
+    with pytest.raises(ConfigError, match="one of"):
+        QPID.from_params(robot, _params(**{"tool.type": "twist"}))
+    with pytest.raises(ConfigError, match="consecutive"):
+        HQPID.from_params(robot, _params(**{"posture.level": 2}))
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        QPID.from_params(robot, _params(slack=1.0))
+    with pytest.raises(ConfigError, match="alpha"):
+        QPID.from_params(robot, _params(**{"self_collision.alpha": -1.0}))
+    with pytest.raises(ConfigError, match="valid frames are"):
+        QPID.from_params(robot, _params(**{"singularity.frame": "nope"}))
+    with pytest.raises(ConfigError, match="tasks"):
+        QPID.from_params(robot, {})
+    nested = QPID.from_params(
+        robot, {"tasks": ["tool"], "tool": {"type": "pose", "frame": TOOL, "kp": [100.0] * 6}}
+    )
+    state = JointState(HOME, np.zeros(7))
+    with pytest.raises(TargetError, match="tasks are"):
+        nested.compute(state, {"other": None})
+    with pytest.raises(TargetError, match="SE3"):
+        nested.compute(state, {"tool": [1.0, 2.0, 3.0]})
+
+
+def test_timing_summary() -> None:
+    """Prints the QP solve times gathered by the closed loops above (runs last in this file)."""
+    if not TIMES:
+        pytest.skip("no closed loop ran")
+    t = np.asarray(TIMES)
+    print(
+        f"\n[timing] {t.size} closed-loop QP solves: median {np.median(t):.1f} µs, p95 "
+        f"{np.percentile(t, 95):.1f} µs, max {t.max():.0f} µs"
+    )
+    s = np.asarray(STEPS)
+    print(
+        f"[timing] whole controller step (kinematics, tasks, barriers, QP, diagnostics): median "
+        f"{np.median(s):.1f} µs, p95 {np.percentile(s, 95):.1f} µs"
+    )
