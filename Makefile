@@ -10,6 +10,10 @@ CONTROLLER ?= computed_torque
 MODE ?= realtime
 DURATION ?= 10
 PYTEST_ARGS ?=
+# 7x7 matrices never gain from BLAS threads; idle BLAS threads spinning next to a 1 kHz loop
+# on 2 cores cost far more than they give.
+export OPENBLAS_NUM_THREADS := 1
+export OMP_NUM_THREADS := 1
 
 .PHONY: venv test sim bench lint clean
 

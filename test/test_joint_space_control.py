@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.linalg import expm
 
 from torque_ctrl_ros.core import ConfigError, JointReference, JointState, RobotModel, SolverError, TargetError
 from torque_ctrl_ros.core.controllers import (
@@ -59,9 +58,17 @@ def test_without_compensation_the_arm_falls(robot: RobotModel, plant: MujocoPlan
 
 
 def _analytic_error(kp: float, kd: float, e0: float, times: np.ndarray) -> np.ndarray:
-    """Solution of ë + kd·ė + kp·e = 0 with e(0) = e0, ė(0) = 0, via the state-transition matrix."""
-    a = np.array([[0.0, 1.0], [-kp, -kd]])
-    return np.array([(expm(a * t) @ np.array([e0, 0.0]))[0] for t in times])
+    """Solution of ë + kd·ė + kp·e = 0 with e(0) = e0, ė(0) = 0.
+
+    With the roots r1, r2 of r² + kd·r + kp: e = e0·(r2·e^{r1·t} − r1·e^{r2·t}) / (r2 − r1),
+    and e = e0·(1 − r·t)·e^{r·t} for the double root r = −kd/2 (critical damping).
+    """
+    disc = complex(kd * kd - 4.0 * kp)
+    if abs(disc) < 1e-12 * kd * kd:
+        r = -kd / 2.0
+        return e0 * (1.0 - r * times) * np.exp(r * times)
+    r1, r2 = (-kd + np.sqrt(disc)) / 2.0, (-kd - np.sqrt(disc)) / 2.0
+    return (e0 * (r2 * np.exp(r1 * times) - r1 * np.exp(r2 * times)) / (r2 - r1)).real
 
 
 def _discrete_error(kp: float, kd: float, e0: float, h: float, steps: int) -> np.ndarray:
