@@ -52,7 +52,8 @@ The equation of motion above still holds exactly: only the constraint is relaxed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +63,13 @@ from numpy.typing import ArrayLike
 from .errors import SolverError, TargetError, TorqueCtrlError
 from .robot import RobotModel
 from .validation import FloatArray, as_vector
+
+# The generalised ufunc behind numpy.linalg.eigh (LAPACK syevd, lower triangle): the same
+# results without the wrapper's checks, which cost as much as the 6 × 6 solve itself. Falls
+# back to numpy.linalg.eigh on a numpy without that private module.
+_eigh_lower: Callable[[FloatArray], tuple[FloatArray, FloatArray]] = getattr(
+    getattr(np.linalg, "_umath_linalg", None), "eigh_lo", np.linalg.eigh
+)
 
 #: Names of the six Cartesian axes, in the order of a ``[linear; angular]`` 6-vector.
 AXIS_NAMES: tuple[str, ...] = ("x", "y", "z", "rx", "ry", "rz")
@@ -129,6 +137,20 @@ def check_alpha(alpha: ArrayLike, *, error: type[TorqueCtrlError] = TargetError)
     return a
 
 
+def selection_rows(alpha: FloatArray) -> slice | np.ndarray | None:
+    """Rows ``r`` with ``αᵀ·X = X[r]`` exactly when every column of ``α`` is a unit axis, else ``None``.
+
+    Consecutive ascending axes (e.g. all six) give a ``slice``, so ``X[r]`` is a view.
+    """
+    ones = alpha == 1.0
+    if not (bool(np.all(ones | (alpha == 0.0))) and bool(np.all(ones.sum(axis=0) == 1))):
+        return None
+    rows = np.argmax(ones, axis=0)
+    if np.array_equal(rows, np.arange(rows[0], rows[0] + rows.size)):
+        return slice(int(rows[0]), int(rows[0]) + rows.size)
+    return rows
+
+
 @dataclass(frozen=True)
 class FrameKinematics:
     """Kinematics of the constrained frame at one state (base frame, LOCAL_WORLD_ALIGNED).
@@ -181,6 +203,11 @@ class ConstrainedDynamics:
     Owns its own Pinocchio data buffer, so it does not disturb :attr:`RobotModel.data`
     (still not thread-safe: one instance per thread).
 
+    Cost per control step: :meth:`kinematics` runs one ``pinocchio.computeAllTerms`` pass
+    (placements, velocities, bias accelerations at ``q̈ = 0``, joint Jacobians, ``M``,
+    ``c`` and ``g``); a :meth:`solve` given those kinematics reuses ``M``, ``c`` and ``g``
+    instead of running CRBA and RNEA again, and works on ``n × n_c`` matrices only.
+
     Args:
         robot: the arm.
         frame: name of the constrained frame (e.g. ``"end_effector_link"``).
@@ -197,19 +224,60 @@ class ConstrainedDynamics:
         self.rcond = float(rcond)
         self._model = robot.model
         self._data = robot.model.createData()
-        self._zero_v = np.zeros(robot.n)
+        n = robot.n
+        #: Pinocchio configuration of the last :meth:`kinematics` call.
+        self.configuration = np.zeros(robot.model.nq)
+        # Dynamics terms at the state of the last kinematics() call, and the FrameKinematics
+        # object they belong to: solve() reuses them only when handed that very object.
+        self._terms_of: FrameKinematics | None = None
+        self._nle = np.zeros(n)
+        self._m_inv: FloatArray | None = None
 
     # ------------------------------------------------------------ kinematics
     def kinematics(self, q: FloatArray, v: FloatArray) -> FrameKinematics:
-        """Pose, Jacobian, velocity and acceleration drift of the frame at ``(q, q̇)``."""
+        """Pose, Jacobian, velocity and acceleration drift of the frame at ``(q, q̇)``.
+
+        One ``computeAllTerms`` pass; ``M(q)``, ``c(q, q̇)`` and ``g(q)`` are kept for a
+        :meth:`solve` (and :meth:`gravity`) given the returned object.
+        """
         model, data, fid = self._model, self._data, self.frame_index
-        q_pin = self.robot.configuration(q)
-        pin.forwardKinematics(model, data, q_pin, v, self._zero_v)
-        drift = np.array(pin.getFrameClassicalAcceleration(model, data, fid, pin.LOCAL_WORLD_ALIGNED).vector)
-        pin.computeJointJacobians(model, data, q_pin)
+        q_pin = self.configuration
+        np.copyto(q_pin, self.robot.configuration(q))
+        # Placements, velocities, bias accelerations (q̈ = 0), joint Jacobians, M (upper
+        # triangle), nle and g in one pass.
+        pin.computeAllTerms(model, data, q_pin, v)
         pin.updateFramePlacement(model, data, fid)
-        jac = np.array(pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED))
-        return FrameKinematics(data.oMf[fid].copy(), jac, jac @ v, drift)
+        drift = pin.getFrameClassicalAcceleration(model, data, fid, pin.LOCAL_WORLD_ALIGNED).vector
+        jac = pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED)  # a new array
+        # data.nle and data.g stay valid until the next pass on this buffer (the next
+        # kinematics() call, or a solve() handed other kinematics): no copies needed.
+        self._nle = data.nle
+        self._m_inv = None  # factorised lazily: hold_reference() needs no inverse
+        kin = FrameKinematics(data.oMf[fid].copy(), jac, jac @ v, np.array(drift))
+        self._terms_of = kin
+        return kin
+
+    def gravity(self, q: FloatArray, kinematics: FrameKinematics | None = None) -> FloatArray:
+        """``g(q)`` (N·m); free when ``kinematics`` is the last :meth:`kinematics` result at ``q``."""
+        if kinematics is not None and kinematics is self._terms_of:
+            return self._data.g.copy()
+        return self.robot.gravity(q)
+
+    def _terms(self, q: FloatArray, v: FloatArray, kin: FrameKinematics) -> tuple[FloatArray, FloatArray]:
+        """``M⁻¹`` (n × n) and ``c`` (n,) at ``(q, q̇)``, reusing :meth:`kinematics`' pass when possible."""
+        model, data = self._model, self._data
+        if kin is not self._terms_of:
+            # Kinematics from elsewhere: compute the dynamics terms for (q, q̇) afresh.
+            self._terms_of = None
+            q_pin = self.robot.configuration(q)
+            self._nle = np.array(pin.nonLinearEffects(model, data, q_pin, v))
+            pin.crba(model, data, q_pin)
+            self._m_inv = None
+        if self._m_inv is None:
+            # Cholesky of M (Pinocchio's sparse, tree-structured one), then M⁻¹ from it.
+            pin.cholesky.decompose(model, data)
+            self._m_inv = pin.cholesky.computeMinv(model, data)  # a new array
+        return self._m_inv, self._nle
 
     # ----------------------------------------------------------------- solve
     def solve(
@@ -245,24 +313,47 @@ class ConstrainedDynamics:
         n_c = a_mat.shape[1]
         b_vec = as_vector("beta", beta, n_c, error=TargetError)
         tau = np.zeros(n) if tau_ff is None else as_vector("tau_ff", tau_ff, n, error=TargetError)
+        wrench = None if f_ext is None else as_vector("f_ext", f_ext, 6, error=TargetError)
+        return self.solve_validated(q, v, a_mat, b_vec, tau, wrench, kinematics)
+
+    def solve_validated(
+        self,
+        q: FloatArray,
+        v: FloatArray,
+        alpha: FloatArray,
+        beta: FloatArray,
+        tau_ff: FloatArray,
+        f_ext: FloatArray | None = None,
+        kinematics: FrameKinematics | None = None,
+        alpha_rows: slice | np.ndarray | None = None,
+    ) -> ConstrainedDynamicsResult:
+        """:meth:`solve` for inputs the caller has already validated (the per-step path).
+
+        ``alpha`` (6 × n_c) as :func:`check_alpha` returns it; ``beta`` (n_c,), ``tau_ff``
+        (n,) and ``f_ext`` (6,) finite float64 arrays. Same results and errors otherwise.
+        ``alpha_rows``: when ``α`` selects Cartesian axes (every column a unit axis, as
+        :func:`alpha_from_axes` gives), :func:`selection_rows` of it; then ``αᵀ·X = X[rows]``
+        exactly and two matrix products are saved.
+        """
         kin = self.kinematics(q, v) if kinematics is None else kinematics
-        if f_ext is not None:
-            tau = tau + kin.jacobian.T @ as_vector("f_ext", f_ext, 6, error=TargetError)
+        tau = tau_ff if f_ext is None else tau_ff + kin.jacobian.T @ f_ext
+        m_inv, c = self._terms(q, v, kin)
 
-        model, data = self._model, self._data
-        q_pin = self.robot.configuration(q)
-        c = np.array(pin.nonLinearEffects(model, data, q_pin, v))
-        pin.crba(model, data, q_pin)
-        pin.cholesky.decompose(model, data)
-        m_inv = np.array(pin.cholesky.computeMinv(model, data))
-
-        jc = a_mat.T @ kin.jacobian  # n_c × n
+        rows = alpha_rows
+        if rows is not None:
+            jc = kin.jacobian[rows]  # = αᵀ J, n_c × n
+            drift_c = kin.drift[rows]  # = αᵀ J̇ q̇ (n_c,)
+        else:
+            jc = alpha.T @ kin.jacobian
+            drift_c = alpha.T @ kin.drift
         qdd_free = m_inv @ (tau - c)
-        rhs = b_vec - a_mat.T @ kin.drift - jc @ qdd_free
+        rhs = beta - drift_c - jc @ qdd_free
         m_inv_jct = m_inv @ jc.T  # n × n_c
-        delassus = jc @ m_inv_jct
-        delassus = 0.5 * (delassus + delassus.T)
-        eigval, eigvec = np.linalg.eigh(delassus)
+        delassus = jc @ m_inv_jct  # symmetric up to rounding
+        # The eigendecomposition reads the lower triangle only, which is as good as the
+        # symmetric part ½(D + Dᵀ) (they differ by rounding). Should LAPACK fail, the
+        # eigenvalues are NaN and the finiteness check below raises SolverError.
+        eigval, eigvec = _eigh_lower(delassus)
         d_min, d_max = float(eigval[0]), float(eigval[-1])
         condition = d_max / d_min if d_min > 0.0 else float("inf")
         eps = self.rcond * d_max if d_max > 0.0 else self.rcond
@@ -271,9 +362,12 @@ class ConstrainedDynamics:
         # A null Delassus matrix (no joint moves the constrained axes) still gets mu = eps > 0.
         lam = eigvec @ ((eigvec.T @ rhs) / (eigval + mu))
         qdd = qdd_free + m_inv_jct @ lam
-        residual = float(np.linalg.norm(jc @ qdd + a_mat.T @ kin.drift - b_vec))
+        r = jc @ qdd + drift_c - beta
+        residual = math.sqrt(float(r @ r))
         constraint_torque = jc.T @ lam
-        if not (np.all(np.isfinite(qdd)) and np.all(np.isfinite(lam))):
+        # Squared norms are non-finite iff an entry is (or an entry exceeds ~1e154, which is
+        # no usable acceleration either): two dot products instead of isfinite() + all().
+        if not math.isfinite(float(qdd @ qdd) + float(lam @ lam)):
             raise SolverError(
                 f"constrained dynamics at {self.frame!r}: non-finite result "
                 f"(Delassus eigenvalues {eigval.tolist()})"
@@ -299,4 +393,5 @@ __all__ = [
     "FrameKinematics",
     "alpha_from_axes",
     "check_alpha",
+    "selection_rows",
 ]

@@ -32,6 +32,7 @@ the decoupled translation error; to first order in the rotation error). Because
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,7 @@ from ..constrained_dynamics import (
     ConstrainedDynamics,
     ConstrainedDynamicsResult,
     alpha_from_axes,
+    selection_rows,
 )
 from ..errors import ConfigError, TargetError
 from ..robot import RobotModel
@@ -66,6 +68,9 @@ class PoseReference:
         rotation: orientation ``R_ref`` (3 × 3, columns = frame axes in base axes).
         twist: ``[ṗ_ref; ω_ref]`` (m/s, rad/s, base axes) or ``None`` (zero).
         acceleration: classical ``[p̈_ref; ω̇_ref]`` (m/s², rad/s², base axes) or ``None`` (zero).
+
+    Treat it as immutable: :class:`AchdRnea` validates a reference object once and reuses
+    the result while the same object is passed, so change targets by making a new one.
     """
 
     position: FloatArray
@@ -312,11 +317,20 @@ class AchdRnea(Controller[PoseReference]):
         except KeyError as exc:  # FrameNotFoundError: the message lists the valid frames
             raise ConfigError(f"achd_rnea.frame: {exc}") from None
         self.alpha = alpha_from_axes(list(self.config.constrained_axes), error=ConfigError)
+        self._alpha_rows = selection_rows(self.alpha)  # αᵀ·X = X[rows]: axis selection
         mask = self.alpha.sum(axis=1) > 0.0
         self._linear_mask = mask[:3]
         self._angular_mask = mask[3:]
         # Damping on a constrained axis would only change λ (the constraint absorbs it): keep it off.
         self._free_damping = np.where(mask, 0.0, self.config.free_axis_damping)
+        # Rows of the error on constrained axes, for the diagnostics.
+        self._linear_rows = np.flatnonzero(self._linear_mask)
+        self._angular_rows = 3 + np.flatnonzero(self._angular_mask)
+        # The last reference object passed in and its validated copy (validation costs
+        # ~20 µs, a third of the step; references are immutable, so check each once).
+        self._reference_in: object = None
+        self._reference: PoseReference | None = None
+        self._reference_se3 = pin.SE3.Identity()
 
     @classmethod
     def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> AchdRnea:
@@ -329,25 +343,47 @@ class AchdRnea(Controller[PoseReference]):
         q, _ = self.robot.check_state(state.q, state.v)
         return PoseReference.from_se3(self.robot.frame_placement(q, self.dynamics.frame_index))
 
+    def _checked_reference(self, reference: PoseReference) -> PoseReference:
+        """``check_pose_reference(reference)``, run once per reference object."""
+        if reference is not self._reference_in or self._reference is None:
+            ref = check_pose_reference(reference)
+            self._reference_se3 = ref.se3
+            self._reference = ref
+            self._reference_in = reference
+        return self._reference
+
     def solve(self, q: FloatArray, v: FloatArray, reference: PoseReference) -> AchdSolution:
-        """Run steps 1–5 of the module docs (without saturation) for a validated state."""
-        ref = check_pose_reference(reference)
+        """Run steps 1–5 of the module docs (without saturation) for a validated state.
+
+        Pinocchio work per call: one ``computeAllTerms`` (kinematics, ``M``, ``c``, ``g``),
+        a Cholesky factorisation of ``M`` and one RNEA for the command.
+        """
+        ref = self._checked_reference(reference)
         cfg = self.config
-        kin = self.dynamics.kinematics(q, v)
-        error = pose_error(kin.placement, ref.se3, cfg.pose_error)
+        dyn = self.dynamics
+        kin = dyn.kinematics(q, v)
+        if cfg.pose_error == "decoupled":
+            # pose_error(..., "decoupled") written into one preallocated vector.
+            error = np.empty(6)
+            placement = kin.placement
+            np.subtract(ref.position, placement.translation, out=error[:3])
+            error[3:] = pin.log3(ref.rotation @ placement.rotation.T)
+        else:
+            error = pose_error(kin.placement, self._reference_se3, cfg.pose_error)
         v_err = -kin.velocity if ref.twist is None else ref.twist - kin.velocity
         a_des = cfg.kp * error + cfg.kd * v_err
         if ref.acceleration is not None:
-            a_des = a_des + ref.acceleration
-        beta = self.alpha.T @ a_des
+            a_des += ref.acceleration
+        rows = self._alpha_rows
+        beta = self.alpha.T @ a_des if rows is None else a_des[rows]
         tau_ff = -cfg.joint_damping * v
         if cfg.gravity_feedforward:
-            tau_ff = tau_ff + self.robot.gravity(q)
+            tau_ff += dyn.gravity(q, kin)  # g(q) from the same computeAllTerms pass
         wrench = cfg.task_wrench - self._free_damping * kin.velocity
-        result = self.dynamics.solve(
-            q, v, self.alpha, beta, tau_ff, wrench, kinematics=kin, alpha_checked=True
-        )
-        tau = self.robot.rnea(q, v, result.qdd)
+        result = dyn.solve_validated(q, v, self.alpha, beta, tau_ff, wrench, kin, alpha_rows=self._alpha_rows)
+        # τ = RNEA(q, q̇, q̈) with zero wrench, on the robot's own data buffer (the dynamics'
+        # buffer keeps the terms of this step) and the configuration converted once above.
+        tau = np.array(pin.rnea(self.robot.model, self.robot.data, dyn.configuration, v, result.qdd))
         return AchdSolution(tau, result.constraint_torque, tau_ff, wrench, error, a_des, beta, result)
 
     def torque(
@@ -356,9 +392,11 @@ class AchdRnea(Controller[PoseReference]):
         """``RNEA(q, q̇, q̈_ACHD)`` and the diagnostics listed in the class docs."""
         sol = self.solve(q, v, reference)
         e = sol.error
+        e_lin = e[self._linear_rows]
+        e_ang = e[self._angular_rows]
         info = {
-            "position_error": float(np.linalg.norm(e[:3][self._linear_mask])),
-            "orientation_error": float(np.linalg.norm(e[3:][self._angular_mask])),
+            "position_error": math.sqrt(float(e_lin @ e_lin)),
+            "orientation_error": math.sqrt(float(e_ang @ e_ang)),
             "regularised": float(sol.dynamics.regularised),
             "delassus_condition": sol.dynamics.delassus_condition,
             "constraint_residual": sol.dynamics.constraint_residual,
