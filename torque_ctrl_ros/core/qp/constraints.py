@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
@@ -196,27 +198,59 @@ class SelfCollisionBarrier(Barrier):
         self.margin = d - self.d_safe
 
 
-def _cross_cols(a: FloatArray, b: FloatArray) -> FloatArray:
-    """Column-wise cross products of two 3 × n arrays (np.cross costs ~14 µs here)."""
-    out = np.empty_like(a)
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-    return out
+def _motion_cross_tensor() -> FloatArray:
+    """``T`` (6 × 6 × 6) with ``(m ×ₘ x)_k = Σ_ij T[k, i, j]·m_i·x_j`` for ``[linear; angular]`` 6-vectors.
+
+    The motion cross product is ``(v, ω) ×ₘ (v', ω') = (ω × v' + v × ω', ω × ω')``.
+    """
+    levi = np.zeros((3, 3, 3))
+    for k, a, b in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+        levi[k, a, b], levi[k, b, a] = 1.0, -1.0
+    t = np.zeros((6, 6, 6))
+    t[:3, 3:, :3] += levi  # ω × v'
+    t[:3, :3, 3:] += levi  # v × ω'
+    t[3:, 3:, 3:] += levi  # ω × ω'
+    return t
+
+
+_T = _motion_cross_tensor()
+#: ``m ×ₘ x`` for columns: ``_CROSS @ (m[:, None, :] * x[None, :, :]).reshape(36, n)``.
+_CROSS = np.ascontiguousarray(_T.reshape(6, 36))
+#: The dual contraction: ``F_a = Σ_kb T[k, a, b]·y_k·x_b``, so that ``y·(m ×ₘ x) = m·F``:
+#: ``_DUAL @ (y[:, None, :] * x[None, :, :]).reshape(36, n)``.
+_DUAL = np.ascontiguousarray(_T.transpose(1, 0, 2).reshape(6, 36))
+# The gufuncs behind numpy.linalg.det / inv: the same LAPACK calls without the wrapper's
+# checks, which cost more than a 6 × 6 factorisation (numpy.linalg as fallback).
+_ulinalg = getattr(np.linalg, "_umath_linalg", None)
+_det: Callable[..., Any] = getattr(_ulinalg, "det", np.linalg.det)
+_inv: Callable[..., Any] = getattr(_ulinalg, "inv", np.linalg.inv)
 
 
 class SingularityBarrier(Barrier):
     """Second-order barrier on the manipulability ``w(q) = √det(J·Jᵀ)`` of a frame: ``h = w − w_min``.
 
-    ``J`` is the frame's 6 × n Jacobian (``w`` does not depend on the axes it is
-    written in). One row::
+    ``J`` is the frame's 6 × n Jacobian (``w`` does not depend on the axes or the point it
+    is written at: a change of either multiplies ``J`` by a 6 × 6 matrix of determinant 1).
+    One row::
 
         ∇w·q̈ + s ≥ −q̇ᵀ·∇²w·q̇ − 2α·∇w·q̇ − α²·(w − w_min)
 
-    Gradient, analytic: ``∂w/∂q_i = w·tr((J·Jᵀ)⁻¹·(∂J/∂q_i)·Jᵀ)`` with, for the spatial
-    (world) Jacobian, ``∂J_c/∂q_i = J_i ×ₘ J_c`` for ``i < c`` and 0 otherwise
-    (``×ₘ`` the motion cross product). The curvature term ``q̇ᵀ·∇²w·q̇`` is the
-    forward difference ``(∇w(q ⊕ ε·q̇) − ∇w(q))·q̇ / ε``. ``margin`` is ``w − w_min``.
+    Everything is analytic, from the spatial (world) Jacobian ``J`` of the frame's joint,
+    whose column ``c`` is joint ``c``'s axis: with ``A = J·Jᵀ``, ``X = A⁻¹·J``,
+    ``V_c = Σ_{i≤c} J_i·q̇_i`` (velocity of body ``c``) and ``×ₘ`` the motion cross product,
+
+    - gradient: ``∂J_c/∂q_i = J_i ×ₘ J_c`` for ``i < c`` (0 otherwise), so
+      ``∂w/∂q_i = w·tr(A⁻¹·∂_iJ·Jᵀ) = w·Σ_{c>i} X_c·(J_i ×ₘ J_c)``;
+    - velocities of the axes: ``J̇_c = V_c ×ₘ J_c``; with ``Y = A⁻¹·J̇`` and
+      ``τ = tr(A⁻¹·J̇·Jᵀ) = Σ Y∘J``, ``ẇ = w·τ`` (``= ∇w·q̇``);
+    - at ``q̈ = 0``: ``J̈_c = a_c ×ₘ J_c + V_c ×ₘ J̇_c`` with ``a_c = Σ_{i≤c} J̇_i·q̇_i``,
+      and the curvature ``q̇ᵀ·∇²w·q̇ = ẅ|_{q̈=0} = w·(τ² + τ̇)`` with
+      ``τ̇ = Σ X∘J̈ + Σ Y∘J̇ − tr(K·K) − tr(L·K)``, ``K = Y·Jᵀ``, ``L = X·J̇ᵀ``
+      (from ``d(A⁻¹)/dt = −A⁻¹·Ȧ·A⁻¹``, ``Ȧ = J̇·Jᵀ + J·J̇ᵀ``).
+
+    The cross products of all columns at once are contractions with a constant tensor
+    (see ``_CROSS``), a few numpy calls per step; no second kinematics pass.
+    ``margin`` is ``w − w_min``.
     """
 
     name = "singularity"
@@ -234,52 +268,65 @@ class SingularityBarrier(Barrier):
         self.alpha = _alpha("singularity.alpha", alpha)
         self.w_min = as_positive_float("singularity.w_min", w_min)
         self.robot = robot
-        self._data = robot.model.createData()
-        self.gradient = np.zeros(robot.n)
+        n = robot.n
+        self.gradient = np.zeros(n)
         self.value = 0.0
+        self.rate = 0.0
         self.curvature = 0.0
+        # [J | J̇] side by side, so A⁻¹ multiplies both in one product.
+        self._JJd = np.zeros((6, 2 * n))
+        # S = F @ _SUFFIX sums the columns c > i into column i (strictly upper-triangular ones).
+        self._suffix = np.tril(np.ones((n, n)), -1)
 
     @staticmethod
     def manipulability_and_gradient(J: FloatArray) -> tuple[float, FloatArray]:
         """``w`` and ``∇w`` (n,) from a spatial world Jacobian ``J`` (6 × n, linear rows first)."""
-        A = J @ J.T
-        det = float(np.linalg.det(A))
         n = J.shape[1]
+        det = float(_det(J @ J.T))
         if not det > 1e-30:
             return 0.0, np.zeros(n)
         w = math.sqrt(det)
-        B = np.asarray(np.linalg.solve(A, J), dtype=np.float64)  # (J·Jᵀ)⁻¹·J, 6 × n
-        V, W = J[:3], J[3:]  # columns' linear / angular parts, 3 × n
-        Bl, Ba = B[:3], B[3:]
-        # tr(A⁻¹·∂_iJ·Jᵀ) = Σ_{c>i} B_c·(J_i ×ₘ J_c)
-        #   = W_i·Σ_{c>i}(V_c × Bl_c + W_c × Ba_c) + V_i·Σ_{c>i}(W_c × Bl_c)
-        P = _cross_cols(V, Bl) + _cross_cols(W, Ba)
-        Q = _cross_cols(W, Bl)
-        # suffix sums over c > i: total minus inclusive prefix sums
-        Ps = P.sum(axis=1, keepdims=True) - np.cumsum(P, axis=1)
-        Qs = Q.sum(axis=1, keepdims=True) - np.cumsum(Q, axis=1)
-        grad = w * ((W * Ps).sum(axis=0) + (V * Qs).sum(axis=0))
-        return w, grad
+        X = np.linalg.solve(J @ J.T, J)
+        F = _DUAL @ (X[:, None, :] * J[None, :, :]).reshape(36, n)
+        S = F @ np.tril(np.ones((n, n)), -1)  # S_i = Σ_{c>i} F_c
+        return w, w * (J * S).sum(axis=0)
 
     def update(self, kin: KinematicsState) -> None:
-        model = kin.model
-        J = pin.getJointJacobian(model, kin.data, self.joint, pin.WORLD)
-        w, grad = self.manipulability_and_gradient(J)
-        self.value = w
-        self.gradient[:] = grad
-        speed = float(np.abs(kin.v).max())
-        if speed > 1e-9 and w > 0.0:
-            eps = 1e-5 / speed  # a 1e-5 rad step along q̇
-            q_eps = pin.integrate(model, kin.q_pin, eps * kin.v)
-            pin.computeJointJacobians(model, self._data, q_eps)
-            J_eps = pin.getJointJacobian(model, self._data, self.joint, pin.WORLD)
-            _, grad_eps = self.manipulability_and_gradient(J_eps)
-            self.curvature = float((grad_eps - grad) @ kin.v) / eps
+        n = self.robot.n
+        v = kin.v
+        JJd = self._JJd
+        J = JJd[:, :n]
+        Jd = JJd[:, n:]
+        J[:] = pin.getJointJacobian(kin.model, kin.data, self.joint, pin.WORLD)
+        det = float(_det(J @ J.T))
+        if not det > 1e-30:
+            # At (or numerically at) the singularity: no direction to push along.
+            w = 0.0
+            self.gradient[:] = 0.0
+            self.rate = self.curvature = 0.0
         else:
-            self.curvature = 0.0
-        a = self.alpha
-        self.C[0] = grad
-        self.lower[0] = -self.curvature - 2.0 * a * float(grad @ kin.v) - a * a * (w - self.w_min)
+            w = math.sqrt(det)
+            V = (J * v).cumsum(axis=1)  # V_c = Σ_{i≤c} J_i q̇_i
+            np.matmul(_CROSS, (V[:, None, :] * J[None, :, :]).reshape(36, n), out=Jd)  # J̇_c = V_c ×ₘ J_c
+            Z = _inv(J @ J.T) @ JJd
+            X = Z[:, :n]
+            Y = Z[:, n:]
+            # Gradient: F_c with J_i·F_c = X_c·(J_i ×ₘ J_c); ∂w/∂q_i = w·J_i·Σ_{c>i} F_c.
+            F = _DUAL @ (X[:, None, :] * J[None, :, :]).reshape(36, n)
+            np.multiply((J * (F @ self._suffix)).sum(axis=0), w, out=self.gradient)
+            # Curvature ẅ at q̈ = 0 (formulas in the class docs).
+            a = (Jd * v).cumsum(axis=1)  # a_c = Σ_{i≤c} J̇_i q̇_i
+            Jdd = _CROSS @ (a[:, None, :] * J[None, :, :] + V[:, None, :] * Jd[None, :, :]).reshape(36, n)
+            K = Y @ J.T
+            KL = K + X @ Jd.T
+            tau = float(np.vdot(Y, J))
+            tau_dot = float(np.vdot(X, Jdd)) + float(np.vdot(Y, Jd)) - float(np.vdot(KL, K.T))
+            self.rate = w * tau
+            self.curvature = w * (tau * tau + tau_dot)
+        self.value = w
+        al = self.alpha
+        self.C[0] = self.gradient
+        self.lower[0] = -self.curvature - 2.0 * al * self.rate - al * al * (w - self.w_min)
         self.margin = w - self.w_min
 
 

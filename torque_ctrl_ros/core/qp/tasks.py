@@ -22,6 +22,7 @@ vector in the base frame.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -174,7 +175,8 @@ class Task(ABC):
 
     def error_norm(self) -> float:
         """Euclidean norm of the last task error (m, rad or a mix for pose tasks)."""
-        return float(np.linalg.norm(self.error))
+        e = self.error
+        return math.sqrt(float(e @ e))
 
     @staticmethod
     def _optional(field: str, value: Any, size: int, out: FloatArray) -> None:
