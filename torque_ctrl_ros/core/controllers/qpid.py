@@ -56,7 +56,7 @@ from ..qp.constraints import (
     SelfCollisionBarrier,
     SingularityBarrier,
 )
-from ..qp.problem import DenseQP, Solution, SolveStatus
+from ..qp.problem import DenseQP, ProblemData, Solution, SolveStatus, bare_warm_solve_times, snapshot
 from ..qp.tasks import TASK_TYPES, KinematicsState, Task
 from ..robot import RobotModel
 from ..types import JointState
@@ -436,9 +436,7 @@ class _QPController(Controller[QPReference]):
             self._row_slack_col[start:stop] = 2 * n + s_col
             self._row_soft[start:stop] = 1.0
         self._group_starts = np.array([r0 for r0, _ in self._barrier_rows], dtype=np.intp)
-        self._group_slack = [
-            2 * n + self._slack_of[b.name] if b.soft else -1 for b in self.barriers
-        ]
+        self._group_slack = [2 * n + self._slack_of[b.name] if b.soft else -1 for b in self.barriers]
 
         # Levels.
         if self.hierarchical:
@@ -636,6 +634,33 @@ class _QPController(Controller[QPReference]):
             info["d_min"] = float(self.collision_barrier.distance)
         if self.singularity_barrier is not None:
             info["manipulability"] = float(self.singularity_barrier.value)
+
+    # ---------------------------------------------------------------- benchmark
+    def benchmark_qp_floor(self, qs: FloatArray, vs: FloatArray) -> dict[str, float]:
+        """Median / p99 (µs) of a bare warm ProxSuite solve of this controller's QP(s).
+
+        The floor of issue 6 for the QP controllers: the controller runs through the
+        states ``(qs[k], vs[k])`` holding the reference at the first one (as the compute
+        benchmark does), each level's problem is recorded as passed to the solver, and
+        a bare ProxSuite solver per level, same settings, then times ``update`` + warm
+        ``solve`` of every recorded problem (:func:`..qp.problem.bare_warm_solve_times`).
+        Per step the levels' times add up (``hqpid`` solves one QP per level). The
+        controller is cold-started again afterwards.
+        """
+        from ...bench.stats import summarize_us  # benchmark helper; keeps core free of it otherwise
+
+        reference = self.hold_reference(JointState(qs[0], vs[0]))
+        recorded: list[list[ProblemData]] = [[] for _ in self.levels]
+        for q, v in zip(qs, vs, strict=True):
+            self.compute(JointState(q, v), reference)
+            for lv, problems in zip(self.levels, recorded, strict=True):
+                problems.append(snapshot(lv.qp))
+        self.reset()
+        c = self.config
+        total = np.zeros(len(qs), dtype=np.int64)
+        for problems in recorded:
+            total += bare_warm_solve_times(problems, eps_abs=c.eps_abs, max_iter=c.max_iter)
+        return summarize_us(total)
 
     # ------------------------------------------------------------------ helpers
     @property

@@ -214,3 +214,50 @@ class DenseQP:
         qp.init(self.H, self.g, self.A, self.b, self.C, self._l, self._u)
         self._initialised = True
         qp.solve()
+
+
+#: One problem as the solver sees it: ``(H, g, A, b, C, l, u)`` with bounds clipped to ±1e20.
+ProblemData = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]
+
+
+def snapshot(qp: DenseQP) -> ProblemData:
+    """Copies of ``qp``'s arrays as its last :meth:`DenseQP.solve` passed them to the solver."""
+    return (qp.H.copy(), qp.g.copy(), qp.A.copy(), qp.b.copy(), qp.C.copy(), qp._l.copy(), qp._u.copy())
+
+
+def bare_warm_solve_times(problems: list[ProblemData], *, eps_abs: float, max_iter: int) -> np.ndarray:
+    """Wall time (ns) of a bare ProxSuite ``update`` + ``solve`` of each problem, warm-started.
+
+    The floor a :class:`DenseQP` is measured against: one ProxSuite dense solver with the
+    same settings, initialised on ``problems[0]`` (not timed), then for every problem
+    ``update`` with the new matrices and ``solve`` from the previous result: no bound
+    clipping, result copies or diagnostics. Like :meth:`DenseQP.solve`, a failed warm
+    solve is redone from a cold ``init`` (timed): without that, a warm start from a
+    failed iterate keeps failing and the "floor" would be slower than the real solve.
+    Durations are those of ``problems``, in order.
+    """
+    if not problems:
+        return np.zeros(0, dtype=np.int64)
+    H, g, A, b, C, lo, hi = problems[0]
+    qp = proxqp.dense.QP(H.shape[0], A.shape[0], C.shape[0])
+    qp.settings.eps_abs = float(eps_abs)
+    qp.settings.eps_rel = 0.0
+    qp.settings.max_iter = int(max_iter)
+    qp.settings.max_iter_in = _MAX_ITER_IN
+    qp.settings.verbose = False
+    qp.init(H, g, A, b, C, lo, hi)
+    qp.solve()
+    qp.settings.initial_guess = _WARM
+    out = np.empty(len(problems), dtype=np.int64)
+    clock = time.perf_counter_ns
+    for k, (H, g, A, b, C, lo, hi) in enumerate(problems):
+        t0 = clock()
+        qp.update(H, g, A, b, C, lo, hi)
+        qp.solve()
+        if qp.results.info.status != _SOLVED:
+            qp.settings.initial_guess = _COLD
+            qp.init(H, g, A, b, C, lo, hi)
+            qp.solve()
+            qp.settings.initial_guess = _WARM
+        out[k] = clock() - t0
+    return out
