@@ -1,0 +1,267 @@
+"""Safety logic between a joint-state stream and a controller (pure: no ROS here).
+
+Two pieces:
+
+* :class:`JointNameMap`: maps the joint names of an incoming message (any order, extra
+  joints ignored) onto a controller's joint order, with the index array cached per name
+  tuple so the hot path is a single ``np.take``.
+* :class:`Watchdog`: decides, for each incoming joint state, whether a torque may be
+  computed from it. A state that is stale, non-finite or inconsistent produces no torque
+  computed from it; instead the caller sends a safe command (gravity + damping on the last
+  good state) for at most ``fallback_duration`` seconds, after which it stops publishing.
+
+State machine (``WatchdogState``)::
+
+    WAITING --good--> OK --bad--> FALLBACK --bad for > fallback_duration--> STOPPED
+                       ^             |                                         |
+                       +----good-----+------------good (if auto_recover)-------+
+
+All times are in seconds on the caller's clock (ROS time: simulated when ``use_sim_time``).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import ConfigError, StateError
+from .validation import FloatArray, as_positive_float
+
+
+class JointNameMap:
+    """Reorder per-joint message arrays into a fixed joint order.
+
+    Args:
+        joint_names: the target order (the controller's joints).
+    """
+
+    def __init__(self, joint_names: Sequence[str]) -> None:
+        names = tuple(joint_names)
+        if len(set(names)) != len(names):
+            raise ConfigError(f"joints: duplicate names in {list(names)}")
+        if not names:
+            raise ConfigError("joints: expected at least one joint name")
+        self.joint_names: tuple[str, ...] = names
+        self.n = len(names)
+        self._cache: dict[tuple[str, ...], NDArray[np.intp]] = {}
+
+    def indices(self, names: Sequence[str]) -> NDArray[np.intp]:
+        """Index into a message array for each target joint: ``target = msg[indices]``.
+
+        Extra names are ignored; the first occurrence wins for duplicates.
+
+        Raises:
+            StateError: a target joint is missing (the message names them).
+        """
+        key = names if isinstance(names, tuple) else tuple(names)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        position = {}
+        for i, name in enumerate(key):
+            position.setdefault(name, i)
+        missing = [n for n in self.joint_names if n not in position]
+        if missing:
+            raise StateError(
+                f"joint state lacks joint(s) {missing}; expected {list(self.joint_names)}, "
+                f"got {list(key)}"
+            )
+        idx = np.array([position[n] for n in self.joint_names], dtype=np.intp)
+        if len(self._cache) >= 64:  # a stream with ever-changing names must not grow memory
+            self._cache.clear()
+        self._cache[key] = idx
+        return idx
+
+    def take(self, names: Sequence[str], values: FloatArray, out: FloatArray, field: str = "values") -> FloatArray:
+        """Write ``values`` (one per entry of ``names``) into ``out`` in target order.
+
+        Raises:
+            StateError: missing joints, or ``len(values) != len(names)``.
+        """
+        if len(values) != len(names):
+            raise StateError(f"joint state {field}: {len(values)} entries for {len(names)} names")
+        return np.take(values, self.indices(names), out=out)
+
+
+class WatchdogState(enum.Enum):
+    """What the node does with the state stream."""
+
+    WAITING = "waiting"  # no good state yet: nothing to compute, nothing published
+    OK = "ok"  # torque computed from each good state
+    FALLBACK = "fallback"  # bad states: safe command from the last good state
+    STOPPED = "stopped"  # bad for longer than the fallback window: nothing published
+
+
+class Action(enum.Enum):
+    """What the caller must do with one joint state."""
+
+    COMPUTE = "compute"  # the state is good: run the controller on it
+    FALLBACK = "fallback"  # publish the safe command on ``Watchdog.last_good``
+    NONE = "none"  # publish nothing
+
+
+class RejectReason(enum.Enum):
+    """Why a joint state was refused."""
+
+    STALE = "stale"
+    NON_FINITE = "non_finite"
+    INCONSISTENT = "inconsistent"  # missing joints, lengths that disagree, time going back
+    CONTROLLER_ERROR = "controller_error"  # the controller raised on a state that looked good
+
+
+@dataclass(frozen=True)
+class WatchdogConfig:
+    """Watchdog parameters.
+
+    Attributes:
+        max_age: a state older than this (s) on the receiver's clock is stale.
+        max_future: a state stamped more than this (s) ahead of the clock is inconsistent.
+        fallback_duration: how long (s) the safe command is sent before stopping.
+        auto_recover: resume normal control from STOPPED on the next good state.
+    """
+
+    max_age: float = 0.02
+    max_future: float = 1.0
+    fallback_duration: float = 0.5
+    auto_recover: bool = True
+
+    @classmethod
+    def create(
+        cls,
+        max_age: float = 0.02,
+        max_future: float = 1.0,
+        fallback_duration: float = 0.5,
+        auto_recover: bool = True,
+    ) -> WatchdogConfig:
+        """Validated config (positive finite times)."""
+        return cls(
+            as_positive_float("watchdog.max_age", max_age),
+            as_positive_float("watchdog.max_future", max_future),
+            as_positive_float("watchdog.fallback_duration", fallback_duration, allow_zero=True),
+            bool(auto_recover),
+        )
+
+
+@dataclass
+class LastGood:
+    """The last accepted state, in controller order: ``q`` (rad), ``v`` (rad/s), ``stamp`` (s)."""
+
+    q: FloatArray
+    v: FloatArray
+    stamp: float
+
+
+class Watchdog:
+    """Classifies joint states and runs the OK / FALLBACK / STOPPED state machine.
+
+    Use :meth:`check` to classify a decoded state, then :meth:`accept` or :meth:`reject`;
+    both return the :class:`Action` to take. :meth:`tick` lets a periodic timer move
+    FALLBACK to STOPPED when bad states stop arriving altogether.
+    """
+
+    def __init__(self, n: int, config: WatchdogConfig | None = None) -> None:
+        self.n = n
+        self.config = config or WatchdogConfig()
+        self.state = WatchdogState.WAITING
+        self.last_good = LastGood(np.zeros(n), np.zeros(n), -math.inf)
+        self.has_good = False
+        self.fallback_since = math.nan
+        self.last_reason: RejectReason | None = None
+        self.last_message = ""
+        self.rejected: dict[RejectReason, int] = dict.fromkeys(RejectReason, 0)
+        self.transitions = 0
+
+    def check(self, q: FloatArray, v: FloatArray, stamp: float, now: float) -> tuple[RejectReason, str] | None:
+        """Reason (and message) to refuse the state, or ``None`` if it is usable.
+
+        ``q``, ``v`` are already in controller order; ``stamp`` and ``now`` in s.
+        """
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            return RejectReason.NON_FINITE, "joint state has non-finite position or velocity"
+        if not math.isfinite(stamp):
+            return RejectReason.INCONSISTENT, f"joint state stamp {stamp} is not finite"
+        if self.has_good and stamp < self.last_good.stamp:
+            return (
+                RejectReason.INCONSISTENT,
+                f"joint state stamp {stamp:.6f} s is older than the last accepted {self.last_good.stamp:.6f} s",
+            )
+        age = now - stamp
+        if age > self.config.max_age:
+            return RejectReason.STALE, f"joint state is {age * 1e3:.1f} ms old (max {self.config.max_age * 1e3:.1f} ms)"
+        if -age > self.config.max_future:
+            return RejectReason.INCONSISTENT, f"joint state stamped {-age:.3f} s in the future"
+        return None
+
+    def accept(self, q: FloatArray, v: FloatArray, stamp: float) -> Action:
+        """Record a good state (copied) and return what to do with it."""
+        if self.state is WatchdogState.STOPPED and not self.config.auto_recover:
+            return Action.NONE
+        np.copyto(self.last_good.q, q)
+        np.copyto(self.last_good.v, v)
+        self.last_good.stamp = stamp
+        self.has_good = True
+        self._set(WatchdogState.OK)
+        self.fallback_since = math.nan
+        return Action.COMPUTE
+
+    def reject(self, reason: RejectReason, message: str, now: float) -> Action:
+        """Record a refused state received at ``now`` (s) and return what to do instead."""
+        self.rejected[reason] += 1
+        self.last_reason = reason
+        self.last_message = message
+        return self.tick(now, bad=True)
+
+    def tick(self, now: float, bad: bool = False) -> Action:
+        """Advance the state machine at ``now`` (s); ``bad`` when a refused state just arrived."""
+        if self.state is WatchdogState.STOPPED or not self.has_good:
+            return Action.NONE
+        if self.state is WatchdogState.OK:
+            if not bad:
+                return Action.NONE
+            self.fallback_since = now
+            self._set(WatchdogState.FALLBACK)
+        if now - self.fallback_since > self.config.fallback_duration:
+            self._set(WatchdogState.STOPPED)
+            return Action.NONE
+        return Action.FALLBACK
+
+    def silence(self, now: float, silent_for: float) -> None:
+        """Note that no state at all arrived for ``silent_for`` s (from a timer).
+
+        A silent stream counts as stale once ``silent_for > max_age``: the state machine
+        goes to FALLBACK (nothing can be published without a state to answer) and then
+        to STOPPED, so the report says what happened.
+        """
+        if self.state is WatchdogState.OK and silent_for > self.config.max_age:
+            self.last_reason = RejectReason.STALE
+            self.last_message = f"no joint state for {silent_for * 1e3:.0f} ms"
+            self.fallback_since = now - silent_for + self.config.max_age
+            self._set(WatchdogState.FALLBACK)
+        if self.state is WatchdogState.FALLBACK and now - self.fallback_since > self.config.fallback_duration:
+            self._set(WatchdogState.STOPPED)
+
+    @property
+    def rejected_total(self) -> int:
+        """Number of refused states since start."""
+        return sum(self.rejected.values())
+
+    def _set(self, state: WatchdogState) -> None:
+        if state is not self.state:
+            self.transitions += 1
+            self.state = state
+
+
+__all__ = [
+    "Action",
+    "JointNameMap",
+    "LastGood",
+    "RejectReason",
+    "Watchdog",
+    "WatchdogConfig",
+    "WatchdogState",
+]

@@ -1,0 +1,142 @@
+"""Pieces both nodes share: parameters, QoS, executor, timing statistics, diagnostics, main()."""
+
+from __future__ import annotations
+
+import array
+import json
+import math
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from rclpy.exceptions import ParameterException
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from ..core.errors import TorqueCtrlError
+from .params import CommonConfig
+
+STATE_TOPIC = "/joint_states"
+COMMAND_TOPIC = "/effort_controller/commands"
+CLOCK_TOPIC = "/clock"
+DIAGNOSTICS_TOPIC = "/diagnostics"
+
+
+def parameters_of(node: Node) -> dict[str, Any]:
+    """Every parameter the node holds, as ``{name: python value}``."""
+    return {name: param.value for name, param in node.get_parameters_by_prefix("").items()}
+
+
+def control_qos(common: CommonConfig) -> QoSProfile:
+    """QoS of /joint_states and the commands: keep-last ``qos_depth`` (>= 10 loses nothing here)."""
+    reliability = ReliabilityPolicy.RELIABLE if common.reliability == "reliable" else ReliabilityPolicy.BEST_EFFORT
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=common.qos_depth, reliability=reliability)
+
+
+def make_executor(kind: str) -> Executor:
+    """``events``: rclpy's EventsExecutor (about 2× lower round trip); else SingleThreadedExecutor."""
+    if kind == "events":
+        from rclpy.experimental import EventsExecutor
+
+        return EventsExecutor()
+    return SingleThreadedExecutor()
+
+
+class TimingLog:
+    """Samples of one timing (s): a window for /diagnostics plus the whole run for the summary."""
+
+    def __init__(self, window: int = 2000, keep_all: bool = True, cap: int = 20_000_000) -> None:
+        self._window = np.zeros(window)
+        self._count = 0
+        self._all = array.array("d") if keep_all else None
+        self._cap = cap
+
+    def add(self, value: float) -> None:
+        """Record one sample (s)."""
+        self._window[self._count % self._window.size] = value
+        self._count += 1
+        if self._all is not None and len(self._all) < self._cap:
+            self._all.append(value)
+
+    @property
+    def count(self) -> int:
+        """Samples since start."""
+        return self._count
+
+    def window(self) -> np.ndarray:
+        """The latest samples (up to the window size)."""
+        return self._window[: min(self._count, self._window.size)]
+
+    def everything(self) -> np.ndarray:
+        """Every sample since start (the window if not keeping all)."""
+        return np.frombuffer(self._all, dtype=np.float64) if self._all is not None else self.window()
+
+
+def percentiles_ms(samples: np.ndarray) -> dict[str, float]:
+    """Median, p90, p99, max of ``samples`` (s), in ms (NaN when empty)."""
+    if samples.size == 0:
+        return {"p50_ms": math.nan, "p90_ms": math.nan, "p99_ms": math.nan, "max_ms": math.nan}
+    p50, p90, p99 = np.percentile(samples, [50, 90, 99])
+    return {"p50_ms": p50 * 1e3, "p90_ms": p90 * 1e3, "p99_ms": p99 * 1e3, "max_ms": float(samples.max()) * 1e3}
+
+
+def status(name: str, hardware_id: str, level: bytes, message: str, values: Mapping[str, Any]) -> DiagnosticStatus:
+    """A ``DiagnosticStatus`` with its values formatted as strings."""
+    out = DiagnosticStatus(name=name, hardware_id=hardware_id, level=level, message=message)
+    out.values = [KeyValue(key=k, value=_fmt(v)) for k, v in values.items()]
+    return out
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def write_json(path: str, data: Mapping[str, Any]) -> None:
+    """Write ``data`` as JSON (NaN as null) if ``path`` is not empty."""
+    if not path:
+        return
+
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(clean(dict(data)), indent=2))
+
+
+def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = None) -> int:
+    """Init rclpy, build the node object, run it until Ctrl-C / shutdown, clean up.
+
+    ``build()`` returns an object with ``run()`` (blocks) and ``close()``. Configuration errors
+    are printed as one line and give exit status 2 instead of a traceback.
+    """
+    rclpy.init(args=args if args is not None else sys.argv)
+    runner = None
+    code = 0
+    try:
+        runner = build()
+        runner.run()
+    except (TorqueCtrlError, ParameterException, ValueError) as exc:
+        # ValueError: rclpy refuses a parameter file value (e.g. an empty list) before we see it.
+        print(f"[{node_name}] error: {exc}", file=sys.stderr, flush=True)
+        code = 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if runner is not None:
+            runner.close()
+        if rclpy.ok():
+            rclpy.try_shutdown()
+    return code

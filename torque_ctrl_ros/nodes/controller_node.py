@@ -1,0 +1,253 @@
+"""Controller node: one torque command per joint state, event-driven.
+
+Topics:
+    /joint_states (sensor_msgs/JointState, in): joints matched by name (any order, extras ignored).
+    /effort_controller/commands (std_msgs/Float64MultiArray, out): torques (N·m) in ``joints`` order.
+    ~/joint_target, ~/joint_trajectory, ...: targets, depending on the controller (see targets.py).
+    /diagnostics (diagnostic_msgs/DiagnosticArray, out): rate, state age, compute time, saturation,
+        watchdog state and rejected counts.
+
+Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`.
+
+Run: ``controller_node --ros-args --params-file config/gen3_controllers.yaml``
+(or ``python -m torque_ctrl_ros.nodes.controller_node ...``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from sensor_msgs.msg import JointState as JointStateMsg
+from std_msgs.msg import Float64MultiArray
+
+from ..core.controllers import create_controller
+from ..core.errors import ConfigError, StateError, TorqueCtrlError
+from ..core.robot import RobotModel
+from ..core.safety import Action, RejectReason, Watchdog, WatchdogState
+from ..core.types import ControlOutput, JointState
+from .common import (
+    COMMAND_TOPIC,
+    DIAGNOSTICS_TOPIC,
+    STATE_TOPIC,
+    TimingLog,
+    control_qos,
+    make_executor,
+    parameters_of,
+    percentiles_ms,
+    run_node,
+    status,
+    write_json,
+)
+from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
+from .params import controller_node_config
+from .targets import create_target_source
+
+NODE_NAME = "controller_node"
+_LEVEL = {
+    WatchdogState.WAITING: DiagnosticStatus.WARN,
+    WatchdogState.OK: DiagnosticStatus.OK,
+    WatchdogState.FALLBACK: DiagnosticStatus.ERROR,
+    WatchdogState.STOPPED: DiagnosticStatus.ERROR,
+}
+
+
+class ControllerNode:
+    """Wires a core controller to ROS topics; no dynamics here."""
+
+    def __init__(self, node_name: str = NODE_NAME) -> None:
+        self.node = node = Node(
+            node_name, allow_undeclared_parameters=True, automatically_declare_parameters_from_overrides=True
+        )
+        cfg = self.config = controller_node_config(parameters_of(node), node_name)
+        if cfg.robot_description:
+            robot = RobotModel.from_urdf_string(cfg.robot_description)
+        else:
+            robot = RobotModel.from_file(cfg.model_file)
+        joints = cfg.joints or robot.joint_names
+        if sorted(joints) != sorted(robot.joint_names):
+            raise ConfigError(
+                f"{node_name}.joints: must list every joint of the model once, got {list(joints)}; "
+                f"model joints are {list(robot.joint_names)}"
+            )
+        self.robot = robot
+        self.joints = tuple(joints)
+        self.controller = create_controller(cfg.controller, robot, cfg.controller_params)
+        self.damping = cfg.damping_vector(robot.n)
+        self.command_index = robot.joint_index(self.joints)  # controller order → command order
+        self.watchdog = Watchdog(robot.n, cfg.watchdog)
+        self.decoder = JointStateDecoder(robot.joint_names)
+        self.encoder = CommandEncoder(robot.n)
+        self.target = create_target_source(cfg.controller, node, self.controller)
+
+        qos = control_qos(cfg.common)
+        self.publisher = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, qos)
+        node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state, qos)
+        self.diag_publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        node.create_timer(cfg.common.diagnostics_period, self._publish_diagnostics, clock=self._steady)
+
+        self.states = 0
+        self.commands = 0
+        self.fallback_commands = 0
+        self.saturated_commands = 0
+        self.last_saturated: tuple[str, ...] = ()
+        self.last_info: dict[str, float] = {}
+        self.compute_time = TimingLog()
+        self.state_age = TimingLog()
+        self._last_state_wall = time.monotonic()
+        self._last_state_now = 0.0
+        self._window_start = (time.monotonic(), 0, 0)
+        self._started = time.monotonic()
+        self.executor = make_executor(cfg.common.executor)
+        self.executor.add_node(node)
+        node.get_logger().info(
+            f"controller {cfg.controller!r} on {robot.n} joints {list(self.joints)}; model {robot.source}"
+        )
+
+    # ---------------------------------------------------------------- hot path
+    def _on_state(self, msg: JointStateMsg) -> None:
+        now = self.node.get_clock().now().nanoseconds * 1e-9
+        self.states += 1
+        self._last_state_wall = time.monotonic()
+        self._last_state_now = now
+        stamp_ns = stamp_to_ns(msg.header.stamp)
+        stamp = stamp_ns * 1e-9
+        wd = self.watchdog
+        previous = wd.state
+        try:
+            q, v = self.decoder.decode(msg)
+        except StateError as exc:
+            action = wd.reject(RejectReason.INCONSISTENT, str(exc), now)
+        else:
+            refused = wd.check(q, v, stamp, now)
+            action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp)
+
+        out: ControlOutput | None = None
+        if action is Action.COMPUTE:
+            if previous is WatchdogState.STOPPED:
+                self.target.reset()
+            self.state_age.add(now - stamp)
+            t0 = time.perf_counter()
+            try:
+                state = JointState(wd.last_good.q, wd.last_good.v, stamp)
+                out = self.controller.compute(state, self.target.reference(state))
+            except TorqueCtrlError as exc:
+                action = wd.reject(RejectReason.CONTROLLER_ERROR, f"{type(exc).__name__}: {exc}", now)
+            self.compute_time.add(time.perf_counter() - t0)
+        if action is Action.FALLBACK:
+            out = self.controller.safe_torque(wd.last_good.q, wd.last_good.v, self.damping)
+            self.fallback_commands += 1
+        if wd.state is not previous:
+            self._log_transition(previous)
+        elif action is not Action.COMPUTE and wd.last_message:
+            self.node.get_logger().error(
+                f"joint state refused ({wd.last_reason.value if wd.last_reason else '?'}): {wd.last_message}",
+                throttle_duration_sec=1.0,
+            )
+        if out is None:
+            return
+        if out.any_saturated:
+            self.saturated_commands += 1
+            self.last_saturated = out.saturated_joints
+        self.last_info = out.info
+        self.publisher.publish(self.encoder.encode(out.tau[self.command_index], stamp_ns))
+        self.commands += 1
+
+    def _log_transition(self, previous: WatchdogState) -> None:
+        wd = self.watchdog
+        text = f"watchdog {previous.value} -> {wd.state.value}"
+        if wd.state is WatchdogState.OK:
+            self.node.get_logger().info(text)
+        else:
+            self.node.get_logger().error(f"{text}: {wd.last_message}")
+
+    # ---------------------------------------------------------------- reporting
+    def _publish_diagnostics(self) -> None:
+        now_wall = time.monotonic()
+        silent = now_wall - self._last_state_wall
+        if self.states:
+            previous = self.watchdog.state
+            self.watchdog.silence(self.node.get_clock().now().nanoseconds * 1e-9, silent)
+            if self.watchdog.state is not previous:
+                self._log_transition(previous)
+        t_start, states0, commands0 = self._window_start
+        span = max(now_wall - t_start, 1e-9)
+        self._window_start = (now_wall, self.states, self.commands)
+        wd = self.watchdog
+        values: dict[str, Any] = {
+            "controller": self.config.controller,
+            "watchdog_state": wd.state.value,
+            "watchdog_reason": wd.last_message,
+            "state_rate_hz": (self.states - states0) / span,
+            "command_rate_hz": (self.commands - commands0) / span,
+            "states_received": self.states,
+            "commands_published": self.commands,
+            "fallback_commands": self.fallback_commands,
+            "rejected_total": wd.rejected_total,
+            **{f"rejected_{r.value}": c for r, c in wd.rejected.items()},
+            "seconds_since_last_state": silent,
+            "saturated_commands": self.saturated_commands,
+            "last_saturated_joints": ",".join(self.last_saturated),
+            **{f"compute_{k}": v for k, v in percentiles_ms(self.compute_time.window()).items()},
+            **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
+            **{f"info_{k}": v for k, v in self.last_info.items()},
+            **self.target.diagnostics(),
+        }
+        message = wd.state.value if wd.state is not WatchdogState.OK else "ok"
+        if wd.state in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
+            message = f"{wd.state.value}: {wd.last_message}"
+        array = DiagnosticArray()
+        array.header.stamp = self.node.get_clock().now().to_msg()
+        array.status = [status(f"{self.node.get_name()}: controller", self.config.controller, _LEVEL[wd.state], message, values)]
+        self.diag_publisher.publish(array)
+
+    def summary(self) -> dict[str, Any]:
+        """Whole-run figures (written to ``stats_file`` at exit)."""
+        wd = self.watchdog
+        return {
+            "node": self.node.get_name(),
+            "controller": self.config.controller,
+            "wall_time_s": time.monotonic() - self._started,
+            "states_received": self.states,
+            "commands_published": self.commands,
+            "fallback_commands": self.fallback_commands,
+            "saturated_commands": self.saturated_commands,
+            "watchdog_state": wd.state.value,
+            "watchdog_transitions": wd.transitions,
+            "rejected": {r.value: c for r, c in wd.rejected.items()},
+            "targets_received": self.target.received,
+            "targets_rejected": self.target.rejected,
+            "compute": percentiles_ms(self.compute_time.everything()),
+            "state_age": percentiles_ms(self.state_age.everything()),
+        }
+
+    # ---------------------------------------------------------------- lifecycle
+    def run(self) -> None:
+        """Spin until shutdown.
+
+        ``spin_once`` in a loop rather than ``spin()``: rclpy 9's EventsExecutor.spin() neither ran
+        callbacks nor returned on SIGTERM here, while its ``spin_once`` works.
+        """
+        context = self.node.context
+        while context.ok():
+            self.executor.spin_once(timeout_sec=0.1)
+
+    def close(self) -> None:
+        """Stop spinning, write the summary, destroy the node."""
+        self.executor.shutdown()
+        write_json(self.config.common.stats_file, self.summary())
+        self.node.destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point of the ``controller_node`` executable."""
+    return run_node(ControllerNode, NODE_NAME, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

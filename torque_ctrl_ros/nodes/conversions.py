@@ -1,0 +1,158 @@
+"""ROS messages ↔ numpy, with preallocated buffers on the per-step paths.
+
+rclpy stores ``float64[]`` message fields as ``array.array('d')``, which exposes the buffer
+protocol: ``np.frombuffer`` reads it without a copy, and doubles cross DDS bit-exactly, so
+a state or a command arrives exactly as it was sent.
+
+Commands carry the stamp of the joint state they answer in the label of their single layout
+dimension (``"joints@<sec>.<nanosec>"``): the simulator uses it to match commands to states
+(lockstep) and to measure state→command latency. Consumers that read only ``data`` (ros2_control's
+forward command controller) are unaffected.
+"""
+
+from __future__ import annotations
+
+import array
+from collections.abc import Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from sensor_msgs.msg import JointState as JointStateMsg
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+from ..core.errors import StateError
+from ..core.safety import JointNameMap
+from ..core.validation import FloatArray
+
+COMMAND_LABEL = "joints"
+_NS = 1_000_000_000
+
+
+def stamp_to_ns(stamp: Time) -> int:
+    """A ``builtin_interfaces/Time`` as integer nanoseconds."""
+    return int(stamp.sec) * _NS + int(stamp.nanosec)
+
+
+def stamp_to_sec(stamp: Time) -> float:
+    """A ``builtin_interfaces/Time`` in seconds."""
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def ns_to_stamp(ns: int, out: Time | None = None) -> Time:
+    """Integer nanoseconds as a ``builtin_interfaces/Time`` (written into ``out`` if given)."""
+    out = out if out is not None else Time()
+    out.sec, out.nanosec = divmod(int(ns), _NS)
+    return out
+
+
+def as_double_array(values: FloatArray) -> array.array:
+    """``values`` as ``array.array('d')``: the type rclpy stores, so assignment skips its checks."""
+    out = array.array("d")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return out
+
+
+class JointStateDecoder:
+    """``sensor_msgs/JointState`` → ``q`` (rad), ``v`` (rad/s) in a fixed joint order.
+
+    The returned arrays are internal buffers, overwritten by the next :meth:`decode`.
+    """
+
+    def __init__(self, joint_names: Sequence[str]) -> None:
+        self.map = JointNameMap(joint_names)
+        self.q = np.zeros(self.map.n)
+        self.v = np.zeros(self.map.n)
+        self.effort = np.zeros(self.map.n)
+
+    def decode(self, msg: JointStateMsg) -> tuple[FloatArray, FloatArray]:
+        """Reorder position and velocity by name (any order, extras ignored).
+
+        Raises:
+            StateError: missing joints, or position/velocity lengths that disagree with ``name``
+                (a torque controller needs velocities). Finiteness is checked by the caller.
+        """
+        names = msg.name
+        if len(msg.velocity) != len(names):
+            raise StateError(
+                f"joint state velocity: {len(msg.velocity)} entries for {len(names)} names"
+                + (" (velocities are required)" if len(msg.velocity) == 0 else "")
+            )
+        self.map.take(names, np.frombuffer(msg.position, dtype=np.float64), self.q, "position")
+        self.map.take(names, np.frombuffer(msg.velocity, dtype=np.float64), self.v, "velocity")
+        return self.q, self.v
+
+    def decode_effort(self, msg: JointStateMsg) -> FloatArray | None:
+        """Reordered effort (N·m), or ``None`` when the message has none of the right length."""
+        if len(msg.effort) != len(msg.name):
+            return None
+        return self.map.take(msg.name, np.frombuffer(msg.effort, dtype=np.float64), self.effort, "effort")
+
+
+class JointStateEncoder:
+    """Numpy state → one reused ``sensor_msgs/JointState`` (the caller publishes it)."""
+
+    def __init__(self, joint_names: Sequence[str], frame_id: str = "") -> None:
+        self.msg = JointStateMsg()
+        self.msg.name = list(joint_names)
+        self.msg.header.frame_id = frame_id
+
+    def encode(self, stamp_ns: int, q: FloatArray, v: FloatArray, effort: FloatArray) -> JointStateMsg:
+        """Fill the message: angles (rad), velocities (rad/s), applied torques (N·m)."""
+        msg = self.msg
+        ns_to_stamp(stamp_ns, msg.header.stamp)
+        msg.position = as_double_array(q)
+        msg.velocity = as_double_array(v)
+        msg.effort = as_double_array(effort)
+        return msg
+
+
+class CommandEncoder:
+    """Torques → one reused ``std_msgs/Float64MultiArray`` in the ``joints`` order."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.msg = Float64MultiArray()
+        self._dim = MultiArrayDimension(label=COMMAND_LABEL, size=n, stride=n)
+        self.msg.layout.dim = [self._dim]
+
+    def encode(self, tau: FloatArray, answers_stamp_ns: int | None = None) -> Float64MultiArray:
+        """Fill the message with ``tau`` (N·m), tagged with the stamp of the state it answers."""
+        if answers_stamp_ns is None:
+            self._dim.label = COMMAND_LABEL
+        else:
+            sec, nsec = divmod(int(answers_stamp_ns), _NS)
+            self._dim.label = f"{COMMAND_LABEL}@{sec}.{nsec:09d}"
+        self.msg.data = as_double_array(tau)
+        return self.msg
+
+
+def decode_command(msg: Float64MultiArray, n: int) -> tuple[FloatArray, int | None]:
+    """``(tau, answered_stamp_ns)`` from a command; the stamp is ``None`` when untagged.
+
+    ``tau`` is a read-only view of the message buffer.
+
+    Raises:
+        StateError: wrong length or non-finite entries.
+    """
+    tau = np.frombuffer(msg.data, dtype=np.float64)
+    if tau.shape != (n,):
+        raise StateError(f"effort command has {tau.size} entries, expected {n}")
+    if not np.isfinite(tau).all():
+        raise StateError(f"effort command has non-finite entries: {tau.tolist()}")
+    return tau, command_stamp_ns(msg)
+
+
+def command_stamp_ns(msg: Float64MultiArray) -> int | None:
+    """The answered-state stamp (ns) carried in the layout label, or ``None``."""
+    dims = msg.layout.dim
+    if not dims:
+        return None
+    label = dims[0].label
+    at = label.find("@")
+    if at < 0:
+        return None
+    sec, _, nsec = label[at + 1 :].partition(".")
+    try:
+        return int(sec) * _NS + int(nsec)
+    except ValueError:
+        return None

@@ -1,0 +1,274 @@
+"""ROS parameters → validated configuration objects (no rclpy needed here).
+
+The nodes read every parameter they were given (``automatically_declare_parameters_from_overrides``)
+into a flat ``{name: value}`` mapping and hand it to :func:`controller_node_config` or
+:func:`sim_node_config`. Unknown names fail with a :class:`ConfigError` that lists the valid
+ones, so a typo in ``config/gen3_controllers.yaml`` stops the node at start instead of being
+ignored.
+
+Controller gains live in a section named after the controller: ``computed_torque.kp`` is passed
+to :func:`~torque_ctrl_ros.core.controllers.create_controller` as ``{"kp": ...}``. Sections of
+the other registered controllers may stay in the file (one file configures every choice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.controllers import CONTROLLERS
+from ..core.errors import ConfigError
+from ..core.safety import WatchdogConfig
+from ..core.validation import FloatArray, as_positive_float, as_vector, check_choice
+from ..paths import data_path
+
+#: Parameters every rclpy node may carry; never reported as unknown.
+ROS_PARAMETERS = ("use_sim_time", "start_type_description_service")
+EXECUTORS = ("events", "single_threaded")
+RELIABILITIES = ("reliable", "best_effort")
+
+
+def _reject_unknown(node: str, params: Mapping[str, Any], known: set[str], prefixes: tuple[str, ...] = ()) -> None:
+    unknown = sorted(
+        k
+        for k in params
+        if k not in known
+        and k not in ROS_PARAMETERS
+        and not k.startswith("qos_overrides.")
+        and not k.startswith(prefixes or ("\0",))
+    )
+    if unknown:
+        raise ConfigError(f"{node}: unknown parameter(s) {unknown}; valid are {sorted(known)}")
+
+
+def _str(node: str, params: Mapping[str, Any], key: str, default: str) -> str:
+    value = params.get(key, default)
+    if not isinstance(value, str):
+        raise ConfigError(f"{node}.{key}: expected a string, got {value!r}")
+    return value
+
+
+def _names(node: str, params: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = params.get(key, [])
+    if value is None or value == "" or (isinstance(value, (list, tuple)) and len(value) == 0):
+        return ()
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{node}.{key}: expected a list of joint names, got {value!r}")
+    if len(set(value)) != len(value):
+        raise ConfigError(f"{node}.{key}: duplicate names in {list(value)}")
+    return tuple(value)
+
+
+def _bool(node: str, params: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = params.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{node}.{key}: expected true or false, got {value!r}")
+    return value
+
+
+def _int(node: str, params: Mapping[str, Any], key: str, default: int, minimum: int) -> int:
+    value = params.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{node}.{key}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """Parameter arrays arrive as ``array.array`` or lists; controllers expect plain lists."""
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        return list(value)
+    return value
+
+
+@dataclass(frozen=True)
+class CommonConfig:
+    """Settings both nodes share.
+
+    Attributes:
+        qos_depth: history depth of the control topics (>= 10: shallower queues drop messages).
+        reliability: ``reliable`` or ``best_effort`` for /joint_states and the commands.
+        executor: ``events`` (rclpy's EventsExecutor, lowest latency) or ``single_threaded``.
+        diagnostics_period: wall-clock period (s) of /diagnostics.
+        stats_file: where to write a JSON summary at exit ("" = nowhere).
+    """
+
+    qos_depth: int = 10
+    reliability: str = "reliable"
+    executor: str = "events"
+    diagnostics_period: float = 1.0
+    stats_file: str = ""
+
+
+_COMMON_KEYS = {"qos_depth", "reliability", "executor", "diagnostics_period", "stats_file"}
+
+
+def _common(node: str, params: Mapping[str, Any]) -> CommonConfig:
+    return CommonConfig(
+        qos_depth=_int(node, params, "qos_depth", 10, 1),
+        reliability=check_choice(f"{node}.reliability", params.get("reliability", "reliable"), RELIABILITIES),
+        executor=check_choice(f"{node}.executor", params.get("executor", "events"), EXECUTORS),
+        diagnostics_period=as_positive_float(f"{node}.diagnostics_period", params.get("diagnostics_period", 1.0)),
+        stats_file=_str(node, params, "stats_file", ""),
+    )
+
+
+@dataclass(frozen=True)
+class ControllerNodeConfig:
+    """Everything the controller node needs, validated.
+
+    Attributes:
+        controller: a key of :data:`~torque_ctrl_ros.core.controllers.CONTROLLERS`.
+        controller_params: that controller's section (``<controller>.<key>`` without the prefix).
+        joints: command order (empty: the model's joint order).
+        robot_description: URDF document; wins over ``model_file`` when not empty.
+        model_file: URDF or MJCF path used when ``robot_description`` is empty.
+        watchdog: staleness / fallback settings.
+        fallback_damping: ``K_d`` (N·m·s/rad) of the safe command ``g(q) − K_d·q̇``; scalar or per joint.
+        common: shared settings.
+    """
+
+    controller: str
+    controller_params: dict[str, Any]
+    joints: tuple[str, ...]
+    robot_description: str
+    model_file: str
+    watchdog: WatchdogConfig
+    fallback_damping: Any
+    common: CommonConfig = field(default_factory=CommonConfig)
+
+    def damping_vector(self, n: int) -> FloatArray:
+        """``fallback_damping`` as ``n`` values ``>= 0``."""
+        return as_vector("controller_node.fallback_damping", self.fallback_damping, n, broadcast_scalar=True, min_value=0.0)
+
+
+CONTROLLER_NODE_KEYS = {
+    "controller",
+    "joints",
+    "robot_description",
+    "model_file",
+    "watchdog.max_age",
+    "watchdog.max_future",
+    "watchdog.fallback_duration",
+    "watchdog.auto_recover",
+    "fallback_damping",
+} | _COMMON_KEYS
+
+
+def controller_node_config(params: Mapping[str, Any], node: str = "controller_node") -> ControllerNodeConfig:
+    """Validate the controller node's parameters (flat names, dots for sections)."""
+    controller = check_choice(f"{node}.controller", params.get("controller", "gravity_comp"), sorted(CONTROLLERS))
+    sections = tuple(f"{name}." for name in CONTROLLERS)
+    _reject_unknown(node, params, CONTROLLER_NODE_KEYS, sections)
+    prefix = f"{controller}."
+    section = {k[len(prefix) :]: _plain(v) for k, v in params.items() if k.startswith(prefix)}
+    model_file = _str(node, params, "model_file", "")
+    description = _str(node, params, "robot_description", "")
+    if not description and not model_file:
+        model_file = str(data_path("urdf", "gen3.urdf"))
+    if not description and not Path(model_file).is_file():
+        raise ConfigError(f"{node}.model_file: {model_file!r} does not exist (and robot_description is empty)")
+    damping = _plain(params.get("fallback_damping", 1.0))
+    try:
+        np.asarray(damping, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{node}.fallback_damping: expected a number or a list, got {damping!r}") from None
+    return ControllerNodeConfig(
+        controller=controller,
+        controller_params=section,
+        joints=_names(node, params, "joints"),
+        robot_description=description,
+        model_file=model_file,
+        watchdog=WatchdogConfig.create(
+            max_age=params.get("watchdog.max_age", 0.02),
+            max_future=params.get("watchdog.max_future", 1.0),
+            fallback_duration=params.get("watchdog.fallback_duration", 0.5),
+            auto_recover=_bool(node, params, "watchdog.auto_recover", True),
+        ),
+        fallback_damping=damping,
+        common=_common(node, params),
+    )
+
+
+MODES = ("realtime", "lockstep")
+SAFE_TORQUES = ("damping", "zero")
+
+
+@dataclass(frozen=True)
+class SimNodeConfig:
+    """Everything the simulation node needs, validated.
+
+    Attributes:
+        mjcf: MJCF scene path.
+        keyframe: initial keyframe ("" = the model's default pose).
+        mode: ``realtime`` (wall-clock paced, zero-order hold) or ``lockstep`` (waits for the answer).
+        joints: joint order of /joint_states and of the commands (empty: the plant's order).
+        command_timeout: realtime: wall time (s) without a valid command before the safe torque.
+        lockstep_timeout: lockstep: wall time (s) waiting for the answer before the safe torque.
+        wait_for_controller: hold the first state (republishing it) until a command answers it.
+        safe_torque: ``damping`` (``−K_d·q̇``) or ``zero``, applied when no valid command is at hand.
+        safe_damping: ``K_d`` (N·m·s/rad) of the damping safe torque; scalar or per joint.
+        duration: simulated seconds to run (0: until stopped).
+        record_file: ``.npz`` with t, q, v, tau of every step, written at exit ("" = none).
+        common: shared settings.
+    """
+
+    mjcf: str
+    keyframe: str
+    mode: str
+    joints: tuple[str, ...]
+    command_timeout: float
+    lockstep_timeout: float
+    wait_for_controller: bool
+    safe_torque: str
+    safe_damping: Any
+    duration: float
+    record_file: str
+    common: CommonConfig = field(default_factory=CommonConfig)
+
+    def damping_vector(self, n: int) -> FloatArray:
+        """``safe_damping`` as ``n`` values ``>= 0`` (zeros for ``safe_torque: zero``)."""
+        if self.safe_torque == "zero":
+            return np.zeros(n)
+        return as_vector("sim_node.safe_damping", self.safe_damping, n, broadcast_scalar=True, min_value=0.0)
+
+
+SIM_NODE_KEYS = {
+    "mjcf",
+    "keyframe",
+    "mode",
+    "joints",
+    "command_timeout",
+    "lockstep_timeout",
+    "wait_for_controller",
+    "safe_torque",
+    "safe_damping",
+    "duration",
+    "record_file",
+} | _COMMON_KEYS
+
+
+def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNodeConfig:
+    """Validate the simulation node's parameters."""
+    _reject_unknown(node, params, SIM_NODE_KEYS)
+    mjcf = _str(node, params, "mjcf", "") or str(data_path("mjcf", "scene.xml"))
+    if not Path(mjcf).is_file():
+        raise ConfigError(f"{node}.mjcf: {mjcf!r} does not exist")
+    damping = _plain(params.get("safe_damping", 1.0))
+    return SimNodeConfig(
+        mjcf=mjcf,
+        keyframe=_str(node, params, "keyframe", "home"),
+        mode=check_choice(f"{node}.mode", params.get("mode", "realtime"), MODES),
+        joints=_names(node, params, "joints"),
+        command_timeout=as_positive_float(f"{node}.command_timeout", params.get("command_timeout", 0.05)),
+        lockstep_timeout=as_positive_float(f"{node}.lockstep_timeout", params.get("lockstep_timeout", 1.0)),
+        wait_for_controller=_bool(node, params, "wait_for_controller", True),
+        safe_torque=check_choice(f"{node}.safe_torque", params.get("safe_torque", "damping"), SAFE_TORQUES),
+        safe_damping=damping,
+        duration=as_positive_float(f"{node}.duration", params.get("duration", 0.0), allow_zero=True),
+        record_file=_str(node, params, "record_file", ""),
+        common=_common(node, params),
+    )

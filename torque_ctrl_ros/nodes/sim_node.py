@@ -1,0 +1,304 @@
+"""Simulation node: the MuJoCo Gen3 as an effort-controlled arm on ROS topics.
+
+Topics:
+    /clock (rosgraph_msgs/Clock, out): simulated time, every step.
+    /joint_states (sensor_msgs/JointState, out): every step; effort = torque actually applied (N·m).
+    /effort_controller/commands (std_msgs/Float64MultiArray, in): one torque per joint, ``joints`` order.
+    /diagnostics (out): step rate, real-time factor, state→command latency, late / missing /
+        rejected commands, whether the safe torque is applied.
+
+Modes:
+    realtime: paced by the wall clock; the latest valid command is held (zero-order hold). A step
+        whose state was not answered before the next tick counts as late; no valid command for
+        ``command_timeout`` s means the safe torque.
+    lockstep: publish state k, wait for the command that answers it (matched by the stamp the
+        controller echoes, see conversions.py), then step. Results do not depend on machine load.
+
+Invalid commands (wrong length, NaN/inf) are rejected with a throttled error; until a valid one
+arrives the plant gets the safe torque (``−K_d·q̇`` or zero), reported on /diagnostics.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sensor_msgs.msg import JointState as JointStateMsg
+from std_msgs.msg import Float64MultiArray
+
+from ..core.errors import StateError
+from ..sim.plant import MujocoPlant
+from .common import (
+    CLOCK_TOPIC,
+    COMMAND_TOPIC,
+    DIAGNOSTICS_TOPIC,
+    STATE_TOPIC,
+    TimingLog,
+    control_qos,
+    make_executor,
+    parameters_of,
+    percentiles_ms,
+    run_node,
+    status,
+    write_json,
+)
+from .conversions import JointStateEncoder, command_stamp_ns, decode_command, ns_to_stamp
+from .params import sim_node_config
+
+NODE_NAME = "sim_node"
+_RING = 4096  # publish times kept for latency matching (steps)
+_RESYNC_S = 0.05  # realtime: further behind than this, restart the pacing instead of catching up
+
+
+class SimNode:
+    """Steps a :class:`MujocoPlant` and exchanges states and commands over DDS."""
+
+    def __init__(self, node_name: str = NODE_NAME) -> None:
+        self.node = node = Node(
+            node_name, allow_undeclared_parameters=True, automatically_declare_parameters_from_overrides=True
+        )
+        cfg = self.config = sim_node_config(parameters_of(node), node_name)
+        self.plant = plant = MujocoPlant(cfg.mjcf, cfg.joints or None)
+        plant.reset(cfg.keyframe or None)
+        self.n = plant.n
+        self.safe_damping = cfg.damping_vector(self.n)
+        self.dt_ns = round(plant.timestep * 1e9)
+        self.t0_ns = round(plant.time * 1e9)
+        self.k = 0
+        self.max_steps = round(cfg.duration * 1e9 / self.dt_ns) if cfg.duration > 0 else 0
+
+        qos = control_qos(cfg.common)
+        self.clock_pub = node.create_publisher(ClockMsg, CLOCK_TOPIC, 10)
+        self.state_pub = node.create_publisher(JointStateMsg, STATE_TOPIC, qos)
+        self.command_sub = node.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, qos)
+        self.diag_pub = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self.encoder = JointStateEncoder(plant.joint_names)
+        self.clock_msg = ClockMsg()
+
+        # Command state, written by the callback and read by the loop (same thread).
+        self.command = np.zeros(self.n)
+        self.have_command = False  # a valid command is held
+        self.command_wall = -np.inf  # when the held command arrived (monotonic s)
+        self.answered = False  # the current state k has been answered (validly or not)
+        self.answer_valid = False
+        self.published_wall = np.full(_RING, np.nan)
+        self.published_stamp = np.full(_RING, -1, dtype=np.int64)
+
+        self.latency = TimingLog()
+        self.commands_received = 0
+        self.rejected = 0
+        self.late = 0  # realtime: steps taken before the current state was answered
+        self.missing = 0  # steps taken on the safe torque for lack of a valid command
+        self.stale_answers = 0  # lockstep: commands answering an earlier state (ignored)
+        self.overruns = 0
+        self.safe_active = False
+        self.last_reject = ""
+        self.started_wall = time.monotonic()
+        self.loop_start_wall = self.started_wall
+        self._diag_next = self.started_wall + cfg.common.diagnostics_period
+        self._diag_window = (self.started_wall, 0, 0.0)
+        self._record: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.executor = make_executor(cfg.common.executor)
+        self.executor.add_node(node)
+        node.get_logger().info(
+            f"{cfg.mode} simulation of {cfg.mjcf} from keyframe {cfg.keyframe!r}, {self.n} joints "
+            f"{list(plant.joint_names)}, step {plant.timestep * 1e3:g} ms, torque mode {plant.torque_mode}"
+        )
+
+    # ---------------------------------------------------------------- commands
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        now = time.monotonic()
+        self.commands_received += 1
+        stamp = command_stamp_ns(msg)
+        current = self.t0_ns + self.k * self.dt_ns
+        if stamp is not None:
+            self._record_latency(stamp, now)
+        answers_current = stamp is None or stamp == current
+        if self.config.mode == "lockstep" and not answers_current:
+            self.stale_answers += 1
+            return
+        try:
+            tau, _ = decode_command(msg, self.n)
+        except StateError as exc:
+            self.rejected += 1
+            self.last_reject = str(exc)
+            self.have_command = False
+            self.node.get_logger().error(f"command rejected: {exc}", throttle_duration_sec=1.0)
+            if answers_current:
+                self.answered, self.answer_valid = True, False
+            return
+        np.copyto(self.command, tau)
+        self.have_command = True
+        self.command_wall = now
+        if answers_current:
+            self.answered, self.answer_valid = True, True
+
+    def _record_latency(self, stamp: int, now: float) -> None:
+        k = (stamp - self.t0_ns) // self.dt_ns
+        slot = k % _RING
+        if 0 <= k <= self.k and self.published_stamp[slot] == stamp:
+            self.latency.add(now - self.published_wall[slot])
+            self.published_stamp[slot] = -1  # count each state's first answer only
+
+    # ---------------------------------------------------------------- stepping
+    def _publish_state(self) -> None:
+        stamp = self.t0_ns + self.k * self.dt_ns
+        ns_to_stamp(stamp, self.clock_msg.clock)
+        self.clock_pub.publish(self.clock_msg)
+        plant = self.plant
+        tau = plant.tau_applied if self.k else np.zeros(self.n)
+        q, v = plant.q, plant.v
+        if self.config.record_file and len(self._record) == self.k:  # state 0 may be republished
+            self._record.append((stamp, q, v, tau))
+        slot = self.k % _RING
+        self.published_stamp[slot] = stamp
+        self.published_wall[slot] = time.monotonic()
+        self.state_pub.publish(self.encoder.encode(stamp, q, v, tau))
+        self.answered = self.answer_valid = False
+
+    def _step(self, use_command: bool) -> None:
+        plant = self.plant
+        if use_command:
+            plant.set_torque(self.command)
+            self.safe_active = False
+        else:
+            plant.set_torque(-self.safe_damping * plant.v)
+            self.missing += 1
+            self.safe_active = True
+        plant.step()
+        self.k += 1
+
+    def _spin_until(self, deadline: float, until_answered: bool) -> None:
+        while not (until_answered and self.answered):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.0:
+                return
+            self.executor.spin_once(timeout_sec=remaining)
+
+    def _wait_for_controller(self) -> None:
+        """Hold state 0, republishing it, until a command answers it."""
+        last_note = time.monotonic()
+        while not self.answered:
+            self._publish_state()
+            self._spin_until(time.monotonic() + 0.1, until_answered=True)
+            if time.monotonic() - last_note > 5.0:
+                last_note = time.monotonic()
+                self.node.get_logger().info(f"waiting for a controller on {COMMAND_TOPIC}")
+            self._maybe_diagnostics(waiting=True)
+
+    def run(self) -> None:
+        """The simulation loop (returns after ``duration`` or raises on shutdown)."""
+        cfg = self.config
+        if cfg.wait_for_controller:
+            self._wait_for_controller()
+        else:
+            self._publish_state()
+        self.loop_start_wall = time.monotonic()
+        dt = self.dt_ns * 1e-9
+        next_tick = time.monotonic() + dt
+        while self.max_steps == 0 or self.k < self.max_steps:
+            if cfg.mode == "lockstep":
+                self._spin_until(time.monotonic() + cfg.lockstep_timeout, until_answered=True)
+                self._step(self.answered and self.answer_valid)
+            else:
+                self._spin_until(next_tick, until_answered=False)
+                if not self.answered:
+                    self.late += 1
+                fresh = time.monotonic() - self.command_wall <= cfg.command_timeout
+                self._step(self.have_command and fresh)
+                next_tick += dt
+                if time.monotonic() - next_tick > _RESYNC_S:
+                    self.overruns += 1
+                    next_tick = time.monotonic() + dt
+            self._publish_state()
+            self._maybe_diagnostics()
+        # Let the answer to the last state arrive before closing.
+        self._spin_until(time.monotonic() + 0.05, until_answered=True)
+
+    # ---------------------------------------------------------------- reporting
+    def _maybe_diagnostics(self, waiting: bool = False) -> None:
+        now = time.monotonic()
+        if now < self._diag_next:
+            return
+        self._diag_next = now + self.config.common.diagnostics_period
+        t_start, k0, sim0 = self._diag_window
+        span = max(now - t_start, 1e-9)
+        sim_now = self.k * self.dt_ns * 1e-9
+        self._diag_window = (now, self.k, sim_now)
+        values: dict[str, Any] = {
+            "mode": self.config.mode,
+            "waiting_for_controller": waiting,
+            "sim_time_s": sim_now,
+            "step_rate_hz": (self.k - k0) / span,
+            "realtime_factor": (sim_now - sim0) / span,
+            "steps": self.k,
+            "commands_received": self.commands_received,
+            "rejected_commands": self.rejected,
+            "late_steps": self.late,
+            "missing_command_steps": self.missing,
+            "stale_answers": self.stale_answers,
+            "overruns": self.overruns,
+            "safe_torque_active": self.safe_active,
+            "last_rejected": self.last_reject,
+            **{f"latency_{k}": v for k, v in percentiles_ms(self.latency.window()).items()},
+        }
+        if self.safe_active:
+            level, message = DiagnosticStatus.ERROR, f"safe torque ({self.config.safe_torque}): no valid command"
+        elif waiting:
+            level, message = DiagnosticStatus.WARN, "waiting for a controller"
+        else:
+            level, message = DiagnosticStatus.OK, "ok"
+        array = DiagnosticArray()
+        ns_to_stamp(self.t0_ns + self.k * self.dt_ns, array.header.stamp)
+        array.status = [status(f"{self.node.get_name()}: simulation", "mujoco_gen3", level, message, values)]
+        self.diag_pub.publish(array)
+
+    def summary(self) -> dict[str, Any]:
+        """Whole-run figures (written to ``stats_file`` at exit)."""
+        wall = max(time.monotonic() - self.loop_start_wall, 1e-9)
+        sim = self.k * self.dt_ns * 1e-9
+        return {
+            "node": self.node.get_name(),
+            "mode": self.config.mode,
+            "steps": self.k,
+            "sim_time_s": sim,
+            "wall_time_s": wall,
+            "step_rate_hz": self.k / wall,
+            "realtime_factor": sim / wall,
+            "commands_received": self.commands_received,
+            "rejected_commands": self.rejected,
+            "late_steps": self.late,
+            "missing_command_steps": self.missing,
+            "stale_answers": self.stale_answers,
+            "overruns": self.overruns,
+            "latency": {**percentiles_ms(self.latency.everything()), "count": self.latency.count},
+        }
+
+    def close(self) -> None:
+        """Stop spinning, write the summary and the record, destroy the node."""
+        self.executor.shutdown()
+        write_json(self.config.common.stats_file, self.summary())
+        if self.config.record_file and self._record:
+            t, q, v, tau = zip(*self._record, strict=True)
+            np.savez(
+                self.config.record_file,
+                t=np.array(t, dtype=np.int64) * 1e-9,
+                q=np.array(q),
+                v=np.array(v),
+                tau=np.array(tau),
+                joint_names=np.array(self.plant.joint_names),
+            )
+        self.node.destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point of the ``sim_node`` executable."""
+    return run_node(SimNode, NODE_NAME, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
