@@ -1,0 +1,226 @@
+"""Helpers for the tests over real DDS: node subprocesses, an in-process probe node, domain ids.
+
+Every test gets its own ``ROS_DOMAIN_ID`` (claimed with a lock file, so parallel pytest runs on
+the same machine never share one) and discovery limited to localhost. Node processes are
+always stopped at teardown (SIGINT, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "config" / "gen3_controllers.yaml"
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # before any rclpy context exists
+
+try:
+    import rclpy  # noqa: F401
+
+    HAVE_RCLPY = True
+except ImportError:  # pragma: no cover - the project venv has rclpy
+    HAVE_RCLPY = False
+
+requires_rclpy = pytest.mark.skipif(not HAVE_RCLPY, reason="rclpy is not importable")
+
+_DOMAIN_DIR = Path(tempfile.gettempdir()) / "torque_ctrl_ros_domains"
+_DOMAINS = range(10, 101)  # ids below 102 keep Fast DDS ports in range on Linux
+
+
+class DomainLease:
+    """A ROS domain id held exclusively (across processes) until :meth:`release`."""
+
+    def __init__(self) -> None:
+        _DOMAIN_DIR.mkdir(exist_ok=True)
+        start = (os.getpid() * 7 + int(time.monotonic() * 1000)) % len(_DOMAINS)
+        for i in range(len(_DOMAINS)):
+            domain = _DOMAINS[(start + i) % len(_DOMAINS)]
+            fd = os.open(_DOMAIN_DIR / f"{domain}.lock", os.O_CREAT | os.O_RDWR, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self.domain, self._fd = domain, fd
+            return
+        raise RuntimeError("no free ROS domain id")
+
+    def release(self) -> None:
+        """Give the id back."""
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+
+
+def ros_env(domain: int) -> dict[str, str]:
+    """Environment of a node process: its domain, localhost discovery, the package importable."""
+    env = dict(os.environ)
+    env["ROS_DOMAIN_ID"] = str(domain)
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("AMENT_PREFIX_PATH", sys.prefix)
+    env["OMP_NUM_THREADS"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def ros_arg(value: Any) -> str:
+    """A Python value as a ``-p name:=value`` YAML literal."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(ros_arg(v) for v in value) + "]"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+class NodeProcess:
+    """``python -m torque_ctrl_ros.nodes.<module>`` with the project config plus overrides."""
+
+    def __init__(self, module: str, domain: int, log_dir: Path, params: dict[str, Any] | None = None) -> None:
+        self.module = module
+        self.log_path = log_dir / f"{module}.log"
+        cmd = [sys.executable, "-m", f"torque_ctrl_ros.nodes.{module}", "--ros-args", "--params-file", str(CONFIG)]
+        for key, value in (params or {}).items():
+            cmd += ["-p", f"{key}:={ros_arg(value)}"]
+        self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, env=ros_env(domain), cwd=ROOT, start_new_session=True
+        )
+
+    def alive(self) -> bool:
+        """Still running."""
+        return self.proc.poll() is None
+
+    def wait(self, timeout: float) -> int:
+        """Exit status; raises ``subprocess.TimeoutExpired`` after ``timeout`` s."""
+        return self.proc.wait(timeout)
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGINT, then SIGKILL after ``timeout`` s; returns the exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self._log.close()
+        return self.proc.returncode
+
+    def log(self) -> str:
+        """Everything the process printed so far."""
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+
+class Probe:
+    """An rclpy node in the test process, spun in a background thread on its own context."""
+
+    def __init__(self, domain: int, name: str = "test_probe") -> None:
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.node import Node
+
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = Node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.lock = threading.Lock()
+        self._stop = False
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop and self.context.ok():
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def collect(self, msg_type: Any, topic: str, depth: int = 100) -> list[tuple[float, Any]]:
+        """Subscribe; returns the list the ``(monotonic time, message)`` pairs are appended to."""
+        store: list[tuple[float, Any]] = []
+
+        def on_msg(msg: Any) -> None:
+            with self.lock:
+                store.append((time.monotonic(), msg))
+
+        self.node.create_subscription(msg_type, topic, on_msg, depth)
+        return store
+
+    def publisher(self, msg_type: Any, topic: str, depth: int = 10) -> Any:
+        """A publisher on ``topic``."""
+        return self.node.create_publisher(msg_type, topic, depth)
+
+    def close(self) -> None:
+        """Stop the thread, then the executor, then the context (in that order)."""
+        self._stop = True
+        self._thread.join(5)
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, period: float = 0.02) -> Any:
+    """Poll ``predicate`` until truthy; fail the test with ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(period)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def diagnostic_values(store: list[tuple[float, Any]], name_part: str) -> dict[str, str]:
+    """Values of the latest status whose name contains ``name_part`` (empty if none yet)."""
+    for _, array in reversed(list(store)):
+        for st in array.status:
+            if name_part in st.name:
+                return {kv.key: kv.value for kv in st.values} | {"_level": st.level, "_message": st.message}
+    return {}
+
+
+@pytest.fixture
+def ros_domain() -> Iterator[int]:
+    """A domain id exclusive to this test."""
+    lease = DomainLease()
+    try:
+        yield lease.domain
+    finally:
+        lease.release()
+
+
+@pytest.fixture
+def launch(ros_domain: int, tmp_path: Path) -> Iterator[Callable[..., NodeProcess]]:
+    """Factory starting node processes on the test's domain; all are stopped at teardown."""
+    started: list[NodeProcess] = []
+
+    def start(module: str, **params: Any) -> NodeProcess:
+        proc = NodeProcess(module, ros_domain, tmp_path, params)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in reversed(started):
+        proc.stop()
+
+
+@pytest.fixture
+def probe(ros_domain: int) -> Iterator[Probe]:
+    """A probe node on the test's domain."""
+    p = Probe(ros_domain)
+    try:
+        yield p
+    finally:
+        p.close()
