@@ -185,14 +185,14 @@ class Watchdog:
             return RejectReason.NON_FINITE, "joint state has non-finite position or velocity"
         if not math.isfinite(stamp):
             return RejectReason.INCONSISTENT, f"joint state stamp {stamp} is not finite"
+        age = now - stamp
+        if age > self.config.max_age:
+            return RejectReason.STALE, f"joint state is {age * 1e3:.1f} ms old (max {self.config.max_age * 1e3:.1f} ms)"
         if self.has_good and stamp < self.last_good.stamp:
             return (
                 RejectReason.INCONSISTENT,
                 f"joint state stamp {stamp:.6f} s is older than the last accepted {self.last_good.stamp:.6f} s",
             )
-        age = now - stamp
-        if age > self.config.max_age:
-            return RejectReason.STALE, f"joint state is {age * 1e3:.1f} ms old (max {self.config.max_age * 1e3:.1f} ms)"
         if -age > self.config.max_future:
             return RejectReason.INCONSISTENT, f"joint state stamped {-age:.3f} s in the future"
         return None
