@@ -1,0 +1,129 @@
+"""Message conversions (bit-exact, by name) and parameter validation; no DDS traffic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
+
+from builtin_interfaces.msg import Time  # noqa: E402
+from sensor_msgs.msg import JointState as JointStateMsg  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+
+from torque_ctrl_ros.core.errors import ConfigError, StateError  # noqa: E402
+from torque_ctrl_ros.nodes.conversions import (  # noqa: E402
+    CommandEncoder,
+    JointStateDecoder,
+    JointStateEncoder,
+    command_stamp_ns,
+    decode_command,
+    ns_to_stamp,
+    stamp_to_ns,
+)
+from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config  # noqa: E402
+
+NAMES = ["joint_1", "joint_2", "joint_3"]
+
+
+def test_joint_state_round_trip_is_bit_exact_and_by_name() -> None:
+    rng = np.random.default_rng(0)
+    q, v, e = rng.normal(size=(3, 3))
+    msg = JointStateEncoder(NAMES[::-1]).encode(1_234_567_890_123, q[::-1], v[::-1], e[::-1])
+    assert stamp_to_ns(msg.header.stamp) == 1_234_567_890_123
+    msg.name.append("gripper")  # extra joints are ignored
+    msg.position.append(9.0)
+    msg.velocity.append(9.0)
+    msg.effort.append(9.0)
+    dec = JointStateDecoder(NAMES)
+    q2, v2 = dec.decode(msg)
+    assert q2.tobytes() == q.tobytes() and v2.tobytes() == v.tobytes()
+    assert dec.decode_effort(msg).tobytes() == e.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("names", "pos", "vel", "match"),
+    [
+        (NAMES[:2], [0, 0], [0, 0], "lacks joint"),
+        (NAMES, [0, 0], [0, 0, 0], "position: 2 entries"),
+        (NAMES, [0, 0, 0], [], "velocities are required"),
+    ],
+)
+def test_joint_state_decoder_refuses_inconsistent_messages(names, pos, vel, match) -> None:
+    msg = JointStateMsg(name=names, position=[float(x) for x in pos], velocity=[float(x) for x in vel])
+    with pytest.raises(StateError, match=match):
+        JointStateDecoder(NAMES).decode(msg)
+
+
+def test_command_carries_the_answered_stamp() -> None:
+    enc = CommandEncoder(3)
+    tau = np.array([1.0, -2.5, 1e-300])
+    msg = enc.encode(tau, answers_stamp_ns=5_000_000_007)
+    out, stamp = decode_command(msg, 3)
+    assert out.tobytes() == tau.tobytes() and stamp == 5_000_000_007
+    assert msg.layout.dim[0].size == 3
+    assert command_stamp_ns(enc.encode(tau)) is None
+    assert command_stamp_ns(Float64MultiArray(data=[1.0])) is None
+    with pytest.raises(StateError, match="2 entries, expected 3"):
+        decode_command(Float64MultiArray(data=[1.0, 2.0]), 3)
+    with pytest.raises(StateError, match="non-finite"):
+        decode_command(Float64MultiArray(data=[1.0, float("nan"), 0.0]), 3)
+
+
+def test_stamp_conversion() -> None:
+    t = ns_to_stamp(3 * 10**9 + 17)
+    assert (t.sec, t.nanosec) == (3, 17)
+    assert stamp_to_ns(Time(sec=2, nanosec=999_999_999)) == 2_999_999_999
+
+
+def test_controller_params_sections_and_errors() -> None:
+    cfg = controller_node_config(
+        {"controller": "computed_torque", "computed_torque.kp": 50.0, "gravity_comp.damping": 1.0, "use_sim_time": True}
+    )
+    assert cfg.controller_params == {"kp": 50.0}
+    assert cfg.model_file.endswith("gen3.urdf")
+    with pytest.raises(ConfigError, match="expected one of"):
+        controller_node_config({"controller": "nope"})
+    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) \['watchdog.max_agee'\]"):
+        controller_node_config({"watchdog.max_agee": 0.1})
+    with pytest.raises(ConfigError, match="max_age"):
+        controller_node_config({"watchdog.max_age": -1.0})
+    with pytest.raises(ConfigError, match="does not exist"):
+        controller_node_config({"model_file": "/nonexistent.urdf"})
+    with pytest.raises(ConfigError, match="executor"):
+        controller_node_config({"executor": "multi_threaded"})
+
+
+def test_sim_params_defaults_and_errors() -> None:
+    cfg = sim_node_config({})
+    assert cfg.mode == "realtime" and cfg.keyframe == "home" and cfg.mjcf.endswith("scene.xml")
+    assert cfg.damping_vector(7).tolist() == [1.0] * 7
+    assert not sim_node_config({"safe_torque": "zero"}).damping_vector(7).any()
+    with pytest.raises(ConfigError, match="mode"):
+        sim_node_config({"mode": "fast"})
+    with pytest.raises(ConfigError, match="unknown"):
+        sim_node_config({"modee": "lockstep"})
+    with pytest.raises(ConfigError, match="true or false"):
+        sim_node_config({"wait_for_controller": "yes"})
+
+
+def test_the_shipped_config_validates() -> None:
+    import yaml
+
+    from torque_ctrl_ros.paths import data_path
+
+    doc = yaml.safe_load(data_path("config", "gen3_controllers.yaml").read_text())
+
+    def flat(d: dict, prefix: str = "") -> dict:
+        out = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                out |= flat(v, f"{prefix}{k}.")
+            else:
+                out[f"{prefix}{k}"] = v
+        return out
+
+    sim_node_config(flat(doc["sim_node"]["ros__parameters"]))
+    for name in ("gravity_comp", "computed_torque"):
+        params = flat(doc["controller_node"]["ros__parameters"]) | {"controller": name}
+        controller_node_config(params)

@@ -1,0 +1,93 @@
+"""Watchdog state machine and joint-name mapping (pure core, no ROS)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from torque_ctrl_ros.core.errors import ConfigError, StateError
+from torque_ctrl_ros.core.safety import Action, JointNameMap, RejectReason, Watchdog, WatchdogConfig, WatchdogState
+
+NAMES = ("a", "b", "c")
+
+
+def test_name_map_any_order_extras_ignored_and_cached() -> None:
+    m = JointNameMap(NAMES)
+    idx = m.indices(["x", "c", "a", "b"])
+    assert idx.tolist() == [2, 3, 1]
+    assert m.indices(("x", "c", "a", "b")) is idx  # cached per name tuple
+    out = np.empty(3)
+    m.take(["c", "extra", "a", "b"], np.array([3.0, 99.0, 1.0, 2.0]), out)
+    assert out.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_name_map_errors_name_the_missing_joints() -> None:
+    m = JointNameMap(NAMES)
+    with pytest.raises(StateError, match=r"\['b'\]"):
+        m.indices(["a", "c"])
+    with pytest.raises(StateError, match="2 entries for 3 names"):
+        m.take(["a", "b", "c"], np.zeros(2), np.empty(3))
+    with pytest.raises(ConfigError, match="duplicate"):
+        JointNameMap(["a", "a"])
+
+
+def _good(wd: Watchdog, t: float) -> Action:
+    q, v = np.zeros(3), np.ones(3)
+    assert wd.check(q, v, t, t) is None
+    return wd.accept(q, v, t)
+
+
+def test_watchdog_classifies_bad_states() -> None:
+    wd = Watchdog(3, WatchdogConfig.create(max_age=0.02))
+    q, v = np.zeros(3), np.zeros(3)
+    assert wd.check(np.array([0, np.nan, 0]), v, 0.0, 0.0)[0] is RejectReason.NON_FINITE
+    assert wd.check(q, np.array([0, 0, np.inf]), 0.0, 0.0)[0] is RejectReason.NON_FINITE
+    assert wd.check(q, v, 1.0, 1.021)[0] is RejectReason.STALE
+    assert wd.check(q, v, 1.0, 1.019) is None
+    assert wd.check(q, v, 3.0, 1.0)[0] is RejectReason.INCONSISTENT  # 2 s in the future
+    _good(wd, 1.0)
+    assert wd.check(q, v, 0.99, 1.0)[0] is RejectReason.INCONSISTENT  # time went back
+
+
+def test_watchdog_falls_back_for_a_bounded_time_then_stops_and_recovers() -> None:
+    wd = Watchdog(3, WatchdogConfig.create(fallback_duration=0.5))
+    assert wd.state is WatchdogState.WAITING
+    assert wd.reject(RejectReason.NON_FINITE, "nan", 0.0) is Action.NONE  # nothing good to fall back on
+    assert _good(wd, 1.0) is Action.COMPUTE and wd.state is WatchdogState.OK
+    assert wd.reject(RejectReason.STALE, "old", 1.1) is Action.FALLBACK
+    assert wd.state is WatchdogState.FALLBACK
+    assert wd.last_good.stamp == 1.0 and wd.last_good.v.tolist() == [1, 1, 1]
+    assert wd.reject(RejectReason.STALE, "old", 1.6) is Action.FALLBACK  # 0.5 s: still inside
+    assert wd.reject(RejectReason.STALE, "old", 1.61) is Action.NONE
+    assert wd.state is WatchdogState.STOPPED
+    assert wd.reject(RejectReason.NON_FINITE, "nan", 1.7) is Action.NONE
+    assert wd.rejected[RejectReason.STALE] == 3 and wd.rejected_total == 5
+    assert _good(wd, 2.0) is Action.COMPUTE and wd.state is WatchdogState.OK
+
+
+def test_watchdog_without_auto_recover_stays_stopped() -> None:
+    wd = Watchdog(3, WatchdogConfig.create(fallback_duration=0.0, auto_recover=False))
+    _good(wd, 0.0)
+    wd.reject(RejectReason.STALE, "old", 0.1)
+    wd.reject(RejectReason.STALE, "old", 0.2)
+    assert wd.state is WatchdogState.STOPPED
+    assert wd.accept(np.zeros(3), np.zeros(3), 0.3) is Action.NONE
+
+
+def test_watchdog_reports_a_silent_stream() -> None:
+    wd = Watchdog(3, WatchdogConfig.create(max_age=0.02, fallback_duration=0.5))
+    _good(wd, 0.0)
+    wd.silence(0.01, 0.01)
+    assert wd.state is WatchdogState.OK
+    wd.silence(0.1, 0.1)
+    assert wd.state is WatchdogState.FALLBACK and "no joint state" in wd.last_message
+    wd.silence(0.6, 0.6)
+    assert wd.state is WatchdogState.STOPPED
+
+
+@pytest.mark.parametrize("kwargs", [{"max_age": 0.0}, {"max_age": math.nan}, {"fallback_duration": -1.0}])
+def test_watchdog_config_rejects_bad_values(kwargs: dict) -> None:
+    with pytest.raises(ConfigError):
+        WatchdogConfig.create(**kwargs)

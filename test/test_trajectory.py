@@ -1,0 +1,93 @@
+"""Joint trajectory interpolation (pure core)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from torque_ctrl_ros.core.errors import TargetError
+from torque_ctrl_ros.core.trajectory import JointTrajectory
+
+RNG = np.random.default_rng(3)
+T = [0.5, 1.0, 2.0]
+P = RNG.normal(size=(3, 2))
+V = RNG.normal(size=(3, 2))
+A = RNG.normal(size=(3, 2))
+START = (np.zeros(2), np.array([0.3, -0.2]))
+
+
+def _cases() -> list[JointTrajectory]:
+    return [
+        JointTrajectory(T, P, V, A, start=START),
+        JointTrajectory(T, P, V, start=START),
+        JointTrajectory(T, P, start=START),
+        JointTrajectory(T, P),
+    ]
+
+
+@pytest.mark.parametrize("traj", _cases(), ids=["quintic", "cubic", "positions-only", "no-start"])
+def test_passes_through_waypoints_with_consistent_derivatives(traj: JointTrajectory) -> None:
+    for i, t in enumerate(traj.times):
+        q, qd, qdd = traj.sample(float(t))
+        if i < len(traj.times) - 1:
+            assert np.allclose(q, traj.positions[i], atol=1e-12)
+            assert np.allclose(qd, traj.velocities[i], atol=1e-9)
+            if traj.accelerations is not None:
+                assert np.allclose(qdd, traj.accelerations[i], atol=1e-9)
+    h = 1e-6
+    for t in np.linspace(traj.times[0] + 0.013, traj.duration - 0.013, 29):
+        if np.abs(traj.times - t).min() < 1e-4:  # cubic accelerations jump at the waypoints
+            continue
+        q, qd, qdd = traj.sample(t)
+        qp, qdp, _ = traj.sample(t + h)
+        qm, qdm, _ = traj.sample(t - h)
+        assert np.allclose((qp - qm) / (2 * h), qd, atol=1e-6)
+        assert np.allclose((qdp - qdm) / (2 * h), qdd, atol=1e-3)
+
+
+def test_velocity_is_continuous_across_waypoints() -> None:
+    for traj in _cases():
+        for t in traj.times[1:-1]:
+            assert np.allclose(traj.sample(t - 1e-9)[1], traj.sample(t + 1e-9)[1], atol=1e-6)
+
+
+def test_starts_from_the_given_state_and_holds_the_end() -> None:
+    traj = JointTrajectory(T, P, V, A, start=START)
+    q, qd, qdd = traj.sample(0.0)
+    assert np.allclose(q, START[0]) and np.allclose(qd, START[1]) and np.allclose(qdd, 0.0)
+    q, qd, qdd = traj.sample(5.0)
+    assert np.array_equal(q, P[-1]) and not qd.any() and not qdd.any()
+    late = JointTrajectory(T, P)  # no start: hold the first point before it, at rest
+    q, qd, _ = late.sample(0.1)
+    assert np.array_equal(q, P[0]) and not qd.any()
+
+
+def test_positions_only_does_not_overshoot_where_the_path_turns() -> None:
+    traj = JointTrajectory([1.0, 2.0, 3.0], [[0.0], [1.0], [0.0]], start=(np.zeros(1), None))
+    assert traj.velocities[1, 0] == 0.0
+    samples = np.array([traj.sample(t)[0][0] for t in np.linspace(0, 3, 301)])
+    assert samples.max() <= 1.0 + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("times", "positions", "match"),
+    [
+        ([], np.zeros((0, 2)), "at least one point"),
+        ([1.0, 1.0], np.zeros((2, 2)), "strictly increasing"),
+        ([-1.0], np.zeros((1, 2)), ">= 0"),
+        ([1.0], [[0.0, np.nan]], "non-finite"),
+        ([1.0, 2.0], np.zeros((1, 2)), "shape"),
+    ],
+)
+def test_rejects_malformed_trajectories(times: list, positions: object, match: str) -> None:
+    with pytest.raises(TargetError, match=match):
+        JointTrajectory(times, positions)
+
+
+def test_from_points_uses_velocities_only_when_every_point_has_them() -> None:
+    pts = [(1.0, [0.0], [1.0], None), (2.0, [1.0], None, None)]
+    assert JointTrajectory.from_points(pts, 1).kind == "cubic"
+    pts = [(1.0, [0.0], [1.0], [0.0]), (2.0, [1.0], [0.0], [0.0])]
+    assert JointTrajectory.from_points(pts, 1).kind == "quintic"
+    with pytest.raises(TargetError, match="2 positions"):
+        JointTrajectory.from_points([(1.0, [0.0], None, None)], 2)
