@@ -7,12 +7,10 @@ always stopped at teardown (SIGINT, then SIGKILL).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,46 +19,20 @@ from typing import Any
 
 import pytest
 
+from torque_ctrl_ros.nodes.domain import DomainLease
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "config" / "gen3_controllers.yaml"
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # before any rclpy context exists
 
 try:
-    import rclpy  # noqa: F401
+    import rclpy
 
     HAVE_RCLPY = True
 except ImportError:  # pragma: no cover - the project venv has rclpy
     HAVE_RCLPY = False
 
 requires_rclpy = pytest.mark.skipif(not HAVE_RCLPY, reason="rclpy is not importable")
-
-_DOMAIN_DIR = Path(tempfile.gettempdir()) / "torque_ctrl_ros_domains"
-_DOMAINS = range(10, 101)  # ids below 102 keep Fast DDS ports in range on Linux
-
-
-class DomainLease:
-    """A ROS domain id held exclusively (across processes) until :meth:`release`."""
-
-    def __init__(self) -> None:
-        _DOMAIN_DIR.mkdir(exist_ok=True)
-        start = (os.getpid() * 7 + int(time.monotonic() * 1000)) % len(_DOMAINS)
-        for i in range(len(_DOMAINS)):
-            domain = _DOMAINS[(start + i) % len(_DOMAINS)]
-            fd = os.open(_DOMAIN_DIR / f"{domain}.lock", os.O_CREAT | os.O_RDWR, 0o666)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                continue
-            self.domain, self._fd = domain, fd
-            return
-        raise RuntimeError("no free ROS domain id")
-
-    def release(self) -> None:
-        """Give the id back."""
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
-        os.close(self._fd)
-
 
 def ros_env(domain: int) -> dict[str, str]:
     """Environment of a node process: its domain, localhost discovery, the package importable."""
@@ -94,7 +66,7 @@ class NodeProcess:
         cmd = [sys.executable, "-m", f"torque_ctrl_ros.nodes.{module}", "--ros-args", "--params-file", str(CONFIG)]
         for key, value in (params or {}).items():
             cmd += ["-p", f"{key}:={ros_arg(value)}"]
-        self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in stop()
+        self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, env=ros_env(domain), cwd=ROOT, start_new_session=True
         )

@@ -1,0 +1,294 @@
+"""``make sim``: the simulated Gen3 under a controller, headless, as separate ROS 2 nodes.
+
+Starts ``controller_node`` and ``sim_node`` as two processes with ``config/gen3_controllers.yaml``
+(the file the launch files use), on a ROS domain of their own (``ROS_DOMAIN_ID`` if set), with
+discovery limited to localhost. A monitor node in this process shows a live status line and,
+for joint-space controllers with a trajectory input, sends a trajectory so the tracking error
+means something. Stops after ``--duration`` simulated seconds or on Ctrl-C, then prints a summary.
+
+    python -m torque_ctrl_ros.run_sim --controller computed_torque --mode realtime --duration 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .core.controllers import CONTROLLERS
+from .core.trajectory import JointTrajectory
+from .paths import data_path
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def child_env(domain: int) -> dict[str, str]:
+    """Environment of the node processes."""
+    env = dict(os.environ)
+    env["ROS_DOMAIN_ID"] = str(domain)
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
+    # ament_index finds message packages under the venv prefix (the wheels set only LD_LIBRARY_PATH).
+    prefixes = [p for p in env.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    if sys.prefix not in prefixes:
+        prefixes.append(sys.prefix)
+    env["AMENT_PREFIX_PATH"] = os.pathsep.join(prefixes)
+    env.setdefault("OMP_NUM_THREADS", "1")  # BLAS threads would fight the two nodes for 2 cores
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def start_node(module: str, params_file: Path, overrides: dict[str, str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """``python -m torque_ctrl_ros.nodes.<module> --ros-args --params-file ... -p k:=v``."""
+    cmd = [sys.executable, "-m", f"torque_ctrl_ros.nodes.{module}", "--ros-args", "--params-file", str(params_file)]
+    for key, value in overrides.items():
+        cmd += ["-p", f"{key}:={value}"]
+    # Own session: Ctrl-C reaches only this runner, which then stops the nodes in order.
+    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10.0) -> int:
+    """SIGINT (the nodes write their summaries), then SIGKILL."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+def demo_trajectory(q0: np.ndarray, duration: float, start: float) -> list[tuple[float, np.ndarray]]:
+    """Waypoints (s from ``start``, rad): joints 1, 2, 4, 6 swing ±0.3 rad, one waypoint a second."""
+    pattern = np.zeros_like(q0)
+    pattern[[0, 1, 3, 5]] = [0.3, 0.2, 0.3, 0.3]
+    points, sign, t = [], 1.0, 1.0
+    while t < max(duration - start - 0.5, 1.0):
+        points.append((t, q0 + sign * pattern))
+        sign, t = -sign, t + 1.0
+    points.append((t, q0.copy()))
+    return points
+
+
+class Monitor:
+    """The runner's node: status line, tracking error, the demo trajectory."""
+
+    def __init__(self, domain: int, controller: str, duration: float) -> None:
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.node import Node
+        from sensor_msgs.msg import JointState as JointStateMsg
+        from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+
+        self.rclpy = rclpy
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=domain, signal_handler_options=rclpy.SignalHandlerOptions.NO)
+        self.node = Node("run_sim_monitor", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.node.create_subscription(JointStateMsg, "/joint_states", self._on_state, 100)
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 20)
+        self.traj_pub = self.node.create_publisher(TrajectoryMsg, "/controller_node/joint_trajectory", 10)
+        self.controller = controller
+        self.duration = duration
+        self.sends_trajectory = controller == "computed_torque"
+        self.diag: dict[str, dict[str, str]] = {}
+        self.q0: np.ndarray | None = None
+        self.reference: JointTrajectory | None = None
+        self.t0 = 0.0
+        self.names: list[str] = []
+        self.errors: list[float] = []
+        self.sim_time = 0.0
+
+    def _on_diag(self, msg: Any) -> None:
+        for st in msg.status:
+            key = "sim" if "simulation" in st.name else "ctrl" if "controller" in st.name else None
+            if key:
+                self.diag[key] = {kv.key: kv.value for kv in st.values} | {"_message": st.message}
+
+    def _on_state(self, msg: Any) -> None:
+        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        q = np.asarray(msg.position, dtype=np.float64)
+        if self.q0 is None:
+            self.q0, self.names = q.copy(), list(msg.name)
+            if self.sends_trajectory:
+                self._send_trajectory(t)
+        self.sim_time = t
+        if self.reference is not None:
+            q_ref = self.reference.sample(t - self.t0)[0]
+        else:
+            q_ref = self.q0
+        # Joint angle error the short way round (continuous joints wrap).
+        err = np.mod(q_ref - q + np.pi, 2 * np.pi) - np.pi
+        self.errors.append(float(np.abs(err).max()))
+
+    def _send_trajectory(self, t_now: float) -> None:
+        from builtin_interfaces.msg import Duration
+        from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+        from trajectory_msgs.msg import JointTrajectoryPoint
+
+        assert self.q0 is not None
+        start = t_now + 0.5  # explicit start time: the monitor knows exactly what is tracked
+        points = demo_trajectory(self.q0, self.duration, start)
+        msg = TrajectoryMsg(joint_names=self.names)
+        sec, nsec = divmod(round(start * 1e9), 1_000_000_000)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
+        for tp, q in points:
+            s, ns = divmod(round(tp * 1e9), 1_000_000_000)
+            msg.points.append(JointTrajectoryPoint(positions=q.tolist(), time_from_start=Duration(sec=s, nanosec=ns)))
+        self.traj_pub.publish(msg)
+        self.t0 = sec + nsec * 1e-9
+        self.reference = JointTrajectory.from_points(
+            [(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, np.array(p.positions), None, None) for p in msg.points],
+            len(self.names),
+            start=(self.q0, None),
+        )
+
+    def spin(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=max(0.0, min(0.02, end - time.monotonic())))
+
+    def status_line(self) -> str:
+        sim, ctrl = self.diag.get("sim", {}), self.diag.get("ctrl", {})
+        err = self.errors[-1] if self.errors else float("nan")
+        return (
+            f"t={self.sim_time:6.2f} s | rate {float(sim.get('step_rate_hz', 'nan')):6.1f} Hz"
+            f" | latency p50 {float(sim.get('latency_p50_ms', 'nan')):.2f} ms p99 {float(sim.get('latency_p99_ms', 'nan')):.2f} ms"
+            f" | tracking {err:.1e} rad | watchdog {ctrl.get('watchdog_state', '?')}"
+            f" | late {sim.get('late_steps', '?')} rejected {sim.get('rejected_commands', '?')}"
+        )
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.rclpy.shutdown(context=self.context)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; exit status 0 when both nodes ran and ended cleanly."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--controller", default="computed_torque", choices=sorted(CONTROLLERS))
+    parser.add_argument("--mode", default="realtime", choices=["realtime", "lockstep"])
+    parser.add_argument("--duration", type=float, default=10.0, help="simulated seconds (0: until Ctrl-C)")
+    parser.add_argument("--params-file", type=Path, default=None, help="default: config/gen3_controllers.yaml")
+    parser.add_argument("--out", type=Path, default=None, help="folder for logs and stats (default: a temp folder)")
+    args = parser.parse_args(argv)
+
+    from .nodes.domain import DomainLease
+
+    lease = None
+    if "ROS_DOMAIN_ID" in os.environ:
+        domain = int(os.environ["ROS_DOMAIN_ID"])
+    else:
+        lease = DomainLease()
+        domain = lease.domain
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    params_file = args.params_file or data_path("config", "gen3_controllers.yaml")
+    out = args.out or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_sim_"))
+    out.mkdir(parents=True, exist_ok=True)
+    env = child_env(domain)
+    print(
+        f"make sim: controller={args.controller} mode={args.mode} duration={args.duration:g} s "
+        f"ROS_DOMAIN_ID={domain} config={params_file}\nlogs and stats: {out}",
+        flush=True,
+    )
+    ctrl = start_node(
+        "controller_node",
+        params_file,
+        {"controller": args.controller, "stats_file": str(out / "controller.json")},
+        env,
+        out / "controller_node.log",
+    )
+    sim = start_node(
+        "sim_node",
+        params_file,
+        {"mode": args.mode, "duration": repr(float(args.duration)), "stats_file": str(out / "sim.json")},
+        env,
+        out / "sim_node.log",
+    )
+    monitor = Monitor(domain, args.controller, args.duration)
+    interrupted = False
+    tty = sys.stdout.isatty()
+    last_print = 0.0
+    try:
+        while sim.poll() is None:
+            monitor.spin(0.1)
+            if ctrl.poll() is not None:
+                print("\ncontroller_node exited early; see its log", file=sys.stderr)
+                break
+            if time.monotonic() - last_print > (0.25 if tty else 2.0):
+                last_print = time.monotonic()
+                print(("\r" if tty else "") + monitor.status_line(), end="" if tty else "\n", flush=True)
+        monitor.spin(0.2)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        rc_sim = stop(sim)
+        rc_ctrl = stop(ctrl)
+        errors = np.array(monitor.errors)
+        monitor.close()
+        if lease is not None:
+            lease.release()
+    print()
+    for name, rc in (("sim_node", rc_sim), ("controller_node", rc_ctrl)):
+        if rc not in (0, -signal.SIGINT):
+            print(f"{name} exited with status {rc}; last lines of its log:", file=sys.stderr)
+            print("\n".join((out / f"{name}.log").read_text().splitlines()[-15:]), file=sys.stderr)
+    print_summary(out, errors, args, interrupted)
+    ok = rc_sim in (0, -signal.SIGINT) and rc_ctrl in (0, -signal.SIGINT)
+    return 0 if ok else 1
+
+
+def print_summary(out: Path, errors: np.ndarray, args: argparse.Namespace, interrupted: bool) -> None:
+    """The summary table: tracking error, latency percentiles, late / rejected counts."""
+    def load(name: str) -> dict[str, Any]:
+        path = out / name
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    sim, ctrl = load("sim.json"), load("controller.json")
+    lat = sim.get("latency", {})
+    comp = ctrl.get("compute", {})
+    lines = [
+        f"summary ({'interrupted' if interrupted else 'done'}): {args.controller}, {args.mode}",
+        f"  simulated        {sim.get('sim_time_s', float('nan')):.3f} s in {sim.get('wall_time_s', float('nan')):.2f} s wall"
+        f" ({sim.get('step_rate_hz', float('nan')):.1f} steps/s, {sim.get('realtime_factor', float('nan')):.2f}x real time)",
+    ]
+    if errors.size:
+        what = "trajectory" if args.controller == "computed_torque" else "initial pose"
+        lines.append(
+            f"  tracking error   vs {what}: max {errors.max():.2e} rad, RMS {np.sqrt(np.mean(errors**2)):.2e} rad,"
+            f" final {errors[-1]:.2e} rad ({errors.size} states)"
+        )
+
+    def ms(d: dict[str, Any], k: str) -> str:
+        v = d.get(k)
+        return "n/a" if v is None else f"{v:.3f}"
+
+    lines += [
+        f"  latency (ms)     state->command p50 {ms(lat, 'p50_ms')}  p90 {ms(lat, 'p90_ms')}  p99 {ms(lat, 'p99_ms')}"
+        f"  max {ms(lat, 'max_ms')}",
+        f"  compute (ms)     p50 {ms(comp, 'p50_ms')}  p99 {ms(comp, 'p99_ms')}",
+        f"  commands         received {sim.get('commands_received', '?')}, late steps {sim.get('late_steps', '?')},"
+        f" steps on safe torque {sim.get('missing_command_steps', '?')}, rejected {sim.get('rejected_commands', '?')}",
+        f"  controller       watchdog {ctrl.get('watchdog_state', '?')}, refused states {ctrl.get('rejected', '?')},"
+        f" fallback commands {ctrl.get('fallback_commands', '?')}, saturated {ctrl.get('saturated_commands', '?')}",
+        f"  logs             {out}",
+    ]
+    print("\n".join(lines), flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
