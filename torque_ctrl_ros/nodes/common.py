@@ -5,7 +5,9 @@ from __future__ import annotations
 import array
 import json
 import math
+import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..core.errors import TorqueCtrlError
 from .params import CommonConfig
+
+#: Set by SIGINT / SIGTERM (see :func:`run_node`); the nodes' loops end when it is set.
+STOP = threading.Event()
 
 STATE_TOPIC = "/joint_states"
 COMMAND_TOPIC = "/effort_controller/commands"
@@ -117,12 +122,17 @@ def write_json(path: str, data: Mapping[str, Any]) -> None:
 
 
 def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = None) -> int:
-    """Init rclpy, build the node object, run it until Ctrl-C / shutdown, clean up.
+    """Init rclpy, build the node object, run it until SIGINT / SIGTERM / shutdown, clean up.
 
-    ``build()`` returns an object with ``run()`` (blocks) and ``close()``. Configuration errors
+    ``build()`` returns an object with ``run()`` (blocks until :data:`STOP` is set or the work is
+    done) and ``close()``. Configuration errors
     are printed as one line and give exit status 2 instead of a traceback.
     """
-    rclpy.init(args=args if args is not None else sys.argv)
+    # Our own handlers only set STOP: rclpy's would raise KeyboardInterrupt inside whatever
+    # callback is running (a half-handled state) or shut the context down under the executor.
+    rclpy.init(args=args if args is not None else sys.argv, signal_handler_options=rclpy.SignalHandlerOptions.NO)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: STOP.set())
     runner = None
     code = 0
     try:

@@ -34,6 +34,7 @@ from .common import (
     COMMAND_TOPIC,
     DIAGNOSTICS_TOPIC,
     STATE_TOPIC,
+    STOP,
     TimingLog,
     control_qos,
     make_executor,
@@ -234,7 +235,7 @@ class ControllerNode:
         callbacks nor returned on SIGTERM here, while its ``spin_once`` works.
         """
         context = self.node.context
-        while context.ok():
+        while context.ok() and not STOP.is_set():
             self.executor.spin_once(timeout_sec=0.1)
 
     def close(self) -> None:

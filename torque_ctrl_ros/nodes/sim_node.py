@@ -37,6 +37,7 @@ from .common import (
     COMMAND_TOPIC,
     DIAGNOSTICS_TOPIC,
     STATE_TOPIC,
+    STOP,
     TimingLog,
     control_qos,
     make_executor,
@@ -173,7 +174,7 @@ class SimNode:
         self.k += 1
 
     def _spin_until(self, deadline: float, until_answered: bool) -> None:
-        while not (until_answered and self.answered):
+        while not (until_answered and self.answered) and not STOP.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0.0:
                 return
@@ -182,7 +183,7 @@ class SimNode:
     def _wait_for_controller(self) -> None:
         """Hold state 0, republishing it, until a command answers it."""
         last_note = time.monotonic()
-        while not self.answered:
+        while not self.answered and not STOP.is_set():
             self._publish_state()
             self._spin_until(time.monotonic() + 0.1, until_answered=True)
             if time.monotonic() - last_note > 5.0:
@@ -200,7 +201,7 @@ class SimNode:
         self.loop_start_wall = time.monotonic()
         dt = self.dt_ns * 1e-9
         next_tick = time.monotonic() + dt
-        while self.max_steps == 0 or self.k < self.max_steps:
+        while (self.max_steps == 0 or self.k < self.max_steps) and not STOP.is_set():
             if cfg.mode == "lockstep":
                 self._spin_until(time.monotonic() + cfg.lockstep_timeout, until_answered=True)
                 self._step(self.answered and self.answer_valid)
@@ -216,6 +217,8 @@ class SimNode:
                     next_tick = time.monotonic() + dt
             self._publish_state()
             self._maybe_diagnostics()
+        if STOP.is_set():
+            return
         # Let the answer to the last state arrive before closing.
         self._spin_until(time.monotonic() + 0.05, until_answered=True)
 

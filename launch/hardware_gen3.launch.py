@@ -1,0 +1,76 @@
+"""Torque control of a real Kinova Gen3: ``ros2 launch torque_ctrl_ros hardware_gen3.launch.py``.
+
+This starts only the controller node (the same one the simulation uses). It needs a driver,
+started separately, that
+
+* publishes ``/joint_states`` (``sensor_msgs/JointState``: position, velocity, effort, stamped
+  with the time of measurement) at 1 kHz, and
+* applies ``/effort_controller/commands`` (``std_msgs/Float64MultiArray``, N*m, in the order of
+  the ``joints`` parameter) as joint torques.
+
+No such driver ships with this package, and Kinova provides none: Kinova's ros2_kortex hardware
+interface exports an effort interface but refuses to switch to it (it has no torque mode). On
+the Gen3, torque control needs low-level servoing: 1 kHz cyclic UDP, every actuator switched to
+torque mode, the measured position fed back in each command frame, and no gravity compensation by
+the robot (the command is the full joint torque, which is what these controllers send). The
+reported command-to-measurement delay is 3-5 ms. ros2_control's forward command controller for
+effort consumes this same topic, so a hardware interface with a working torque mode plugs in
+unchanged. Until such a driver is running, this launch file starts a controller that waits.
+
+Arguments:
+    controller   gravity_comp | computed_torque | ...
+    params_file  controller_node parameters (default: config/gen3_controllers.yaml)
+    max_age      watchdog: joint states older than this (s) are refused (wall clock here)
+
+The controller runs on the wall clock (``use_sim_time`` false), so the driver's stamps must be
+in the same clock as this machine's.
+"""
+
+from pathlib import Path
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, LogInfo
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+PACKAGE = "torque_ctrl_ros"
+
+
+def generate_launch_description() -> LaunchDescription:
+    share = Path(get_package_share_directory(PACKAGE))
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "controller", default_value="gravity_comp", description="controller_node's controller"
+            ),
+            DeclareLaunchArgument(
+                "params_file",
+                default_value=str(share / "config" / "gen3_controllers.yaml"),
+                description="controller_node parameters",
+            ),
+            DeclareLaunchArgument(
+                "max_age", default_value="0.02", description="watchdog: oldest usable joint state (s)"
+            ),
+            LogInfo(
+                msg="hardware_gen3: starting controller_node only; a Gen3 torque-mode driver publishing "
+                "/joint_states and consuming /effort_controller/commands must run separately "
+                "(ros2_kortex has no torque mode)."
+            ),
+            Node(
+                package=PACKAGE,
+                executable="controller_node",
+                name="controller_node",
+                output="screen",
+                parameters=[
+                    LaunchConfiguration("params_file"),
+                    {
+                        "controller": LaunchConfiguration("controller"),
+                        "use_sim_time": False,
+                        "watchdog.max_age": ParameterValue(LaunchConfiguration("max_age"), value_type=float),
+                    },
+                ],
+            ),
+        ]
+    )

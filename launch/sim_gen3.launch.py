@@ -1,0 +1,81 @@
+"""Simulated Kinova Gen3 under a torque controller: ``ros2 launch torque_ctrl_ros sim_gen3.launch.py``.
+
+Arguments:
+    controller   gravity_comp | computed_torque | ... (any controller the package registers)
+    mode         realtime (wall-clock paced, 1 kHz) | lockstep (steps when the command arrives)
+    rviz         true: robot_state_publisher (urdf/gen3.urdf) and rviz2 (config/gen3.rviz)
+    params_file  the parameter file of both nodes (default: config/gen3_controllers.yaml)
+
+Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``); ``controller`` and
+``mode`` override the values in it. ``make sim`` runs the same two nodes from the same file
+without ``ros2 launch``.
+"""
+
+from pathlib import Path
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+PACKAGE = "torque_ctrl_ros"
+
+
+def generate_launch_description() -> LaunchDescription:
+    share = Path(get_package_share_directory(PACKAGE))
+    urdf = (share / "urdf" / "gen3.urdf").read_text()
+    params_file = LaunchConfiguration("params_file")
+    use_rviz = IfCondition(LaunchConfiguration("rviz"))
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                "controller", default_value="computed_torque", description="controller_node's controller"
+            ),
+            DeclareLaunchArgument(
+                "mode", default_value="realtime", choices=["realtime", "lockstep"], description="simulation pacing"
+            ),
+            DeclareLaunchArgument(
+                "rviz", default_value="false", choices=["true", "false"], description="start rviz2"
+            ),
+            DeclareLaunchArgument(
+                "params_file",
+                default_value=str(share / "config" / "gen3_controllers.yaml"),
+                description="parameters of sim_node and controller_node",
+            ),
+            Node(
+                package=PACKAGE,
+                executable="sim_node",
+                name="sim_node",
+                output="screen",
+                parameters=[params_file, {"mode": LaunchConfiguration("mode")}],
+            ),
+            Node(
+                package=PACKAGE,
+                executable="controller_node",
+                name="controller_node",
+                output="screen",
+                parameters=[
+                    params_file,
+                    {"controller": LaunchConfiguration("controller"), "use_sim_time": True},
+                ],
+            ),
+            Node(
+                package="robot_state_publisher",
+                executable="robot_state_publisher",
+                output="screen",
+                condition=use_rviz,
+                parameters=[{"robot_description": ParameterValue(urdf, value_type=str), "use_sim_time": True}],
+            ),
+            Node(
+                package="rviz2",
+                executable="rviz2",
+                output="screen",
+                condition=use_rviz,
+                arguments=["-d", str(share / "config" / "gen3.rviz")],
+                parameters=[{"use_sim_time": True}],
+            ),
+        ]
+    )
