@@ -29,11 +29,12 @@ in the same clock as this machine's.
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
+
+from launch import LaunchDescription
 
 PACKAGE = "torque_ctrl_ros"
 

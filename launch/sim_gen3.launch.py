@@ -14,12 +14,13 @@ without ``ros2 launch``.
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
+
+from launch import LaunchDescription
 
 PACKAGE = "torque_ctrl_ros"
 
@@ -35,7 +36,10 @@ def generate_launch_description() -> LaunchDescription:
                 "controller", default_value="computed_torque", description="controller_node's controller"
             ),
             DeclareLaunchArgument(
-                "mode", default_value="realtime", choices=["realtime", "lockstep"], description="simulation pacing"
+                "mode",
+                default_value="realtime",
+                choices=["realtime", "lockstep"],
+                description="simulation pacing",
             ),
             DeclareLaunchArgument(
                 "rviz", default_value="false", choices=["true", "false"], description="start rviz2"
@@ -67,7 +71,9 @@ def generate_launch_description() -> LaunchDescription:
                 executable="robot_state_publisher",
                 output="screen",
                 condition=use_rviz,
-                parameters=[{"robot_description": ParameterValue(urdf, value_type=str), "use_sim_time": True}],
+                parameters=[
+                    {"robot_description": ParameterValue(urdf, value_type=str), "use_sim_time": True}
+                ],
             ),
             Node(
                 package="rviz2",

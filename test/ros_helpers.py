@@ -34,6 +34,7 @@ except ImportError:  # pragma: no cover - the project venv has rclpy
 
 requires_rclpy = pytest.mark.skipif(not HAVE_RCLPY, reason="rclpy is not importable")
 
+
 def ros_env(domain: int) -> dict[str, str]:
     """Environment of a node process: its domain, localhost discovery, the package importable."""
     env = dict(os.environ)
@@ -63,12 +64,24 @@ class NodeProcess:
     def __init__(self, module: str, domain: int, log_dir: Path, params: dict[str, Any] | None = None) -> None:
         self.module = module
         self.log_path = log_dir / f"{module}.log"
-        cmd = [sys.executable, "-m", f"torque_ctrl_ros.nodes.{module}", "--ros-args", "--params-file", str(CONFIG)]
+        cmd = [
+            sys.executable,
+            "-m",
+            f"torque_ctrl_ros.nodes.{module}",
+            "--ros-args",
+            "--params-file",
+            str(CONFIG),
+        ]
         for key, value in (params or {}).items():
             cmd += ["-p", f"{key}:={ros_arg(value)}"]
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, env=ros_env(domain), cwd=ROOT, start_new_session=True
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=ros_env(domain),
+            cwd=ROOT,
+            start_new_session=True,
         )
 
     def alive(self) -> bool:

@@ -7,12 +7,12 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
 
-from builtin_interfaces.msg import Time  # noqa: E402
-from sensor_msgs.msg import JointState as JointStateMsg  # noqa: E402
-from std_msgs.msg import Float64MultiArray  # noqa: E402
+from builtin_interfaces.msg import Time
+from sensor_msgs.msg import JointState as JointStateMsg
+from std_msgs.msg import Float64MultiArray
 
-from torque_ctrl_ros.core.errors import ConfigError, StateError  # noqa: E402
-from torque_ctrl_ros.nodes.conversions import (  # noqa: E402
+from torque_ctrl_ros.core.errors import ConfigError, StateError
+from torque_ctrl_ros.nodes.conversions import (
     CommandEncoder,
     JointStateDecoder,
     JointStateEncoder,
@@ -21,7 +21,7 @@ from torque_ctrl_ros.nodes.conversions import (  # noqa: E402
     ns_to_stamp,
     stamp_to_ns,
 )
-from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config  # noqa: E402
+from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
 
 NAMES = ["joint_1", "joint_2", "joint_3"]
 
@@ -78,7 +78,12 @@ def test_stamp_conversion() -> None:
 
 def test_controller_params_sections_and_errors() -> None:
     cfg = controller_node_config(
-        {"controller": "computed_torque", "computed_torque.kp": 50.0, "gravity_comp.damping": 1.0, "use_sim_time": True}
+        {
+            "controller": "computed_torque",
+            "computed_torque.kp": 50.0,
+            "gravity_comp.damping": 1.0,
+            "use_sim_time": True,
+        }
     )
     assert cfg.controller_params == {"kp": 50.0}
     assert cfg.model_file.endswith("gen3.urdf")

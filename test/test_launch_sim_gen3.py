@@ -20,15 +20,15 @@ pytest.importorskip(
 )
 pytest.importorskip("launch_ros", reason="launch_ros is not installed (ROS 2 apt/colcon only, not on PyPI)")
 
-import launch_testing  # noqa: E402
-import launch_testing.actions  # noqa: E402
-import launch_testing.asserts  # noqa: E402
-from ament_index_python.packages import get_package_share_directory  # noqa: E402
-from launch import LaunchDescription  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
+import launch_testing
+import launch_testing.actions
+import launch_testing.asserts
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 
-from torque_ctrl_ros.nodes.domain import DomainLease  # noqa: E402
+from launch import LaunchDescription
+from torque_ctrl_ros.nodes.domain import DomainLease
 
 # A domain of our own for the launched nodes (they inherit this environment) and the checks below.
 _LEASE = DomainLease()  # held until the process exits
@@ -37,7 +37,7 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
 
 @pytest.mark.launch_test
-def generate_test_description():  # noqa: ANN201 - launch_testing's entry point
+def generate_test_description():
     launch_file = os.path.join(get_package_share_directory("torque_ctrl_ros"), "launch", "sim_gen3.launch.py")
     sim = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(launch_file),
@@ -99,5 +99,5 @@ class TestSimGen3Runs(unittest.TestCase):
 class TestSimGen3Shutdown(unittest.TestCase):
     """After the launch is shut down (SIGINT): both nodes exited cleanly."""
 
-    def test_exit_codes(self, proc_info) -> None:  # noqa: ANN001 - launch_testing fixture
+    def test_exit_codes(self, proc_info) -> None:
         launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2])

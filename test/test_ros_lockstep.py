@@ -30,7 +30,9 @@ KP = 100.0
 KD = 20.0
 
 
-def core_loop(controller_name: str, params: dict[str, Any], steps: int, reference_at: Any = None) -> dict[str, np.ndarray]:
+def core_loop(
+    controller_name: str, params: dict[str, Any], steps: int, reference_at: Any = None
+) -> dict[str, np.ndarray]:
     """The pure-core closed loop: same plant, keyframe, controller and step count as the nodes.
 
     ``reference_at(k, state)`` gives the reference for step k (``None``: the controller's hold).
@@ -57,7 +59,13 @@ def core_loop(controller_name: str, params: dict[str, Any], steps: int, referenc
     return {"q": q, "v": v}
 
 
-def run_lockstep(launch: Any, tmp_path: Path, controller: str, duration: float, before_sim: Any = None) -> dict[str, Any]:
+def run_lockstep(
+    launch: Any,  # noqa: F811 - the fixture, passed on
+    tmp_path: Path,
+    controller: str,
+    duration: float,
+    before_sim: Any = None,
+) -> dict[str, Any]:
     """Controller node + lockstep sim for ``duration`` simulated s; returns the record and stats."""
     ctrl = launch("controller_node", controller=controller, diagnostics_period=0.2)
     if before_sim is not None:
@@ -87,7 +95,7 @@ def tool_position(robot: RobotModel, q: np.ndarray) -> np.ndarray:
     return robot.frame_placement(q, TOOL).translation.copy()
 
 
-def test_gravity_comp_lockstep_matches_the_core_loop(launch: Any, tmp_path: Path) -> None:
+def test_gravity_comp_lockstep_matches_the_core_loop(launch: Any, tmp_path: Path) -> None:  # noqa: F811 - pytest fixtures
     steps = 3000
     out = run_lockstep(launch, tmp_path, "gravity_comp", steps * 1e-3)
     rec = out["record"]
@@ -97,7 +105,10 @@ def test_gravity_comp_lockstep_matches_the_core_loop(launch: Any, tmp_path: Path
     dv = np.abs(rec["v"] - expected["v"]).max()
     robot = RobotModel.from_urdf_file(URDF)
     drift_mm = 1e3 * np.linalg.norm(tool_position(robot, rec["q"][-1]) - tool_position(robot, rec["q"][0]))
-    print(f"gravity comp over DDS vs core loop: |dq| {dq:.1e} rad, |dv| {dv:.1e} rad/s; tool drift {drift_mm:.2e} mm")
+    print(
+        f"gravity comp over DDS vs core loop: |dq| {dq:.1e} rad, |dv| {dv:.1e} rad/s; tool drift "
+        f"{drift_mm:.2e} mm"
+    )
     assert dq <= 1e-9 and dv <= 1e-9
     assert drift_mm < 0.01
 
@@ -113,7 +124,7 @@ def _discrete_error(e0: float, steps: int, h: float = 1e-3) -> np.ndarray:
     return out
 
 
-def test_computed_torque_to_a_joint_target(launch: Any, probe: Probe, tmp_path: Path) -> None:
+def test_computed_torque_to_a_joint_target(launch: Any, probe: Probe, tmp_path: Path) -> None:  # noqa: F811 - pytest fixtures
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState as JointStateMsg
 
@@ -130,7 +141,9 @@ def test_computed_torque_to_a_joint_target(launch: Any, probe: Probe, tmp_path: 
         msg = JointStateMsg(name=names[::-1], position=q_target[::-1].tolist())  # any order
         pub.publish(msg)
         wait_until(
-            lambda: diagnostic_values(diags, "controller").get("targets_received") == "1", 10, "the target to arrive"
+            lambda: diagnostic_values(diags, "controller").get("targets_received") == "1",
+            10,
+            "the target to arrive",
         )
 
     out = run_lockstep(launch, tmp_path, "computed_torque", steps * 1e-3, send_target)
@@ -151,7 +164,7 @@ def test_computed_torque_to_a_joint_target(launch: Any, probe: Probe, tmp_path: 
     assert np.abs(errors[-1]).max() < 1e-3 * offset * 10
 
 
-def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp_path: Path) -> None:
+def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp_path: Path) -> None:  # noqa: F811 - pytest fixtures
     from builtin_interfaces.msg import Duration
     from diagnostic_msgs.msg import DiagnosticArray
     from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
@@ -167,7 +180,9 @@ def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp
     for t, q in waypoints:
         sec = int(t)
         msg.points.append(
-            JointTrajectoryPoint(positions=q.tolist(), time_from_start=Duration(sec=sec, nanosec=round((t - sec) * 1e9)))
+            JointTrajectoryPoint(
+                positions=q.tolist(), time_from_start=Duration(sec=sec, nanosec=round((t - sec) * 1e9))
+            )
         )
     diags = probe.collect(DiagnosticArray, "/diagnostics")
     pub = probe.publisher(TrajectoryMsg, "/controller_node/joint_trajectory")
@@ -176,14 +191,17 @@ def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp
         wait_until(lambda: pub.get_subscription_count() > 0, 30, "the controller's ~/joint_trajectory")
         pub.publish(msg)
         wait_until(
-            lambda: diagnostic_values(diags, "controller").get("targets_received") == "1", 10, "the trajectory to arrive"
+            lambda: diagnostic_values(diags, "controller").get("targets_received") == "1",
+            10,
+            "the trajectory to arrive",
         )
 
     out = run_lockstep(launch, tmp_path, "computed_torque", steps * 1e-3, send)
     rec = out["record"]
     # The node times the trajectory from the first state's stamp and starts it at the measured q0.
     points = [
-        (p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, np.array(p.positions), None, None) for p in msg.points
+        (p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, np.array(p.positions), None, None)
+        for p in msg.points
     ]
     traj = JointTrajectory.from_points(points, 7, start=(q0, None))
 
@@ -196,7 +214,10 @@ def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp
     robot = RobotModel.from_urdf_file(URDF)
     tracking = np.abs(robot.difference(q_ref, rec["q"])).max()
     dev_core = np.abs(rec["q"] - expected["q"]).max()
-    print(f"computed torque along a trajectory: max tracking error {tracking:.2e} rad; vs core loop {dev_core:.1e} rad")
+    print(
+        f"computed torque along a trajectory: max tracking error {tracking:.2e} rad; vs core loop "
+        f"{dev_core:.1e} rad"
+    )
     assert dev_core <= 1e-9
     # Exact model, started on the path: the error stays at the discretisation level.
     assert tracking < 1e-3

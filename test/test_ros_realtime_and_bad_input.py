@@ -23,7 +23,7 @@ HOME = np.array([0, 0.26179939, 3.14159265, -2.26892803, 0, 0.95993109, 1.570796
 
 
 @pytest.mark.slow
-def test_realtime_1khz_for_5_s(launch: Any, tmp_path: Path) -> None:
+def test_realtime_1khz_for_5_s(launch: Any, tmp_path: Path) -> None:  # noqa: F811 - pytest fixtures
     ctrl = launch("controller_node", controller="computed_torque", stats_file=str(tmp_path / "ctrl.json"))
     sim = launch("sim_node", mode="realtime", duration=5.0, stats_file=str(tmp_path / "sim.json"))
     assert sim.wait(timeout=60) == 0, sim.log()
@@ -34,8 +34,10 @@ def test_realtime_1khz_for_5_s(launch: Any, tmp_path: Path) -> None:
     lat = stats["latency"]
     print(
         f"realtime 5 s: {stats['steps']} steps, {stats['step_rate_hz']:.1f} Hz; state->command latency "
-        f"p50 {lat['p50_ms']:.3f} ms, p90 {lat['p90_ms']:.3f} ms, p99 {lat['p99_ms']:.3f} ms, max {lat['max_ms']:.2f} ms; "
-        f"late {stats['late_steps']}, missing {stats['missing_command_steps']}, rejected {stats['rejected_commands']}, "
+        f"p50 {lat['p50_ms']:.3f} ms, p90 {lat['p90_ms']:.3f} ms, p99 {lat['p99_ms']:.3f} ms, max "
+        f"{lat['max_ms']:.2f} ms; "
+        f"late {stats['late_steps']}, missing {stats['missing_command_steps']}, rejected "
+        f"{stats['rejected_commands']}, "
         f"overruns {stats['overruns']}; controller compute p50 {cstats['compute']['p50_ms'] * 1e3:.0f} us, "
         f"refused states {cstats['rejected']}"
     )
@@ -54,7 +56,7 @@ def _state(stamp: Any, names: list[str], q: np.ndarray, v: np.ndarray) -> Any:
     return msg
 
 
-def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe: Probe) -> None:
+def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe: Probe) -> None:  # noqa: F811 - pytest fixtures
     """NaN, short, mis-named and stale states: safe command on the last good state, then stop."""
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState as JointStateMsg
@@ -94,25 +96,35 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
     old = lambda s: _state(type(s)(sec=s.sec - 1, nanosec=s.nanosec), NAMES, q_good + 0.3, v_good)  # noqa: E731
     bad_makers = {
         "nan": lambda s: _state(s, NAMES, np.where(np.arange(7) == 2, np.nan, q_good + 0.3), v_good),
-        "short": lambda s: JointStateMsg(header=_state(s, NAMES, q_good, v_good).header, name=NAMES,
-                                         position=(q_good + 0.3)[:6].tolist(), velocity=v_good.tolist()),
+        "short": lambda s: JointStateMsg(
+            header=_state(s, NAMES, q_good, v_good).header,
+            name=NAMES,
+            position=(q_good + 0.3)[:6].tolist(),
+            velocity=v_good.tolist(),
+        ),
         "misnamed": lambda s: _state(s, [*NAMES[:2], "joint_x", *NAMES[3:]], q_good + 0.3, v_good),
         "stale": old,
     }
     safe = robot.gravity(q_good) - damping * v_good
     for phase, make in bad_makers.items():
         send(f"good-{phase}", good, 0.2)
-        wait_until(lambda: diagnostic_values(diags, "controller").get("watchdog_state") == "ok", 10, "watchdog ok")
+        wait_until(
+            lambda: diagnostic_values(diags, "controller").get("watchdog_state") == "ok", 10, "watchdog ok"
+        )
         send(phase, make, fallback_s + 0.4)
         wait_until(
-            lambda: diagnostic_values(diags, "controller").get("watchdog_state") == "stopped", 10, f"stop after {phase}"
+            lambda: diagnostic_values(diags, "controller").get("watchdog_state") == "stopped",
+            10,
+            f"stop after {phase}",
         )
         assert ctrl.alive(), ctrl.log()
     t_end = time.monotonic()
     send("good-end", good, 0.4)
     with probe.lock:
         during = [a for t, a in diags if t > t_end + 0.15 and t < time.monotonic()]
-    states_seen = [kv.value for a in during for st in a.status for kv in st.values if kv.key == "watchdog_state"]
+    states_seen = [
+        kv.value for a in during for st in a.status for kv in st.values if kv.key == "watchdog_state"
+    ]
     assert "ok" in states_seen, states_seen  # recovered on good states
     time.sleep(0.2)  # after the stream ends the watchdog reports the silence
     values = diagnostic_values(diags, "controller")
@@ -139,14 +151,16 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
     )
 
 
-def test_wrong_commands_to_the_sim_are_rejected(launch: Any, probe: Probe) -> None:
+def test_wrong_commands_to_the_sim_are_rejected(launch: Any, probe: Probe) -> None:  # noqa: F811 - pytest fixtures
     """Wrong length and NaN commands: no crash, the safe torque applies, /diagnostics says so."""
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState as JointStateMsg
     from std_msgs.msg import Float64MultiArray
 
     damping = 1.0
-    sim = launch("sim_node", mode="realtime", wait_for_controller=False, safe_damping=damping, diagnostics_period=0.1)
+    sim = launch(
+        "sim_node", mode="realtime", wait_for_controller=False, safe_damping=damping, diagnostics_period=0.1
+    )
     states = probe.collect(JointStateMsg, "/joint_states", depth=1000)
     diags = probe.collect(DiagnosticArray, "/diagnostics")
     pub = probe.publisher(Float64MultiArray, "/effort_controller/commands")
@@ -157,7 +171,9 @@ def test_wrong_commands_to_the_sim_are_rejected(launch: Any, probe: Probe) -> No
             time.sleep(0.005)
     time.sleep(0.3)
     values = wait_until(
-        lambda: (d := diagnostic_values(diags, "simulation")) and int(d["rejected_commands"]) >= 60 and d, 10, "rejections"
+        lambda: (d := diagnostic_values(diags, "simulation")) and int(d["rejected_commands"]) >= 60 and d,
+        10,
+        "rejections",
     )
     assert sim.alive(), sim.log()
     assert values["safe_torque_active"] == "True"

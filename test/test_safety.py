@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from torque_ctrl_ros.core.errors import ConfigError, StateError
-from torque_ctrl_ros.core.safety import Action, JointNameMap, RejectReason, Watchdog, WatchdogConfig, WatchdogState
+from torque_ctrl_ros.core.safety import (
+    Action,
+    JointNameMap,
+    RejectReason,
+    Watchdog,
+    WatchdogConfig,
+    WatchdogState,
+)
 
 NAMES = ("a", "b", "c")
 

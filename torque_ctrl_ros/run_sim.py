@@ -47,13 +47,24 @@ def child_env(domain: int) -> dict[str, str]:
     return env
 
 
-def start_node(module: str, params_file: Path, overrides: dict[str, str], env: dict[str, str], log: Path) -> subprocess.Popen:
+def start_node(
+    module: str, params_file: Path, overrides: dict[str, str], env: dict[str, str], log: Path
+) -> subprocess.Popen:
     """``python -m torque_ctrl_ros.nodes.<module> --ros-args --params-file ... -p k:=v``."""
-    cmd = [sys.executable, "-m", f"torque_ctrl_ros.nodes.{module}", "--ros-args", "--params-file", str(params_file)]
+    cmd = [
+        sys.executable,
+        "-m",
+        f"torque_ctrl_ros.nodes.{module}",
+        "--ros-args",
+        "--params-file",
+        str(params_file),
+    ]
     for key, value in overrides.items():
         cmd += ["-p", f"{key}:={value}"]
     # Own session: Ctrl-C reaches only this runner, which then stops the nodes in order.
-    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> int:
@@ -94,7 +105,9 @@ class Monitor:
 
         self.rclpy = rclpy
         self.context = Context()
-        rclpy.init(context=self.context, domain_id=domain, signal_handler_options=rclpy.SignalHandlerOptions.NO)
+        rclpy.init(
+            context=self.context, domain_id=domain, signal_handler_options=rclpy.SignalHandlerOptions.NO
+        )
         self.node = Node("run_sim_monitor", context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
@@ -147,11 +160,16 @@ class Monitor:
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
         for tp, q in points:
             s, ns = divmod(round(tp * 1e9), 1_000_000_000)
-            msg.points.append(JointTrajectoryPoint(positions=q.tolist(), time_from_start=Duration(sec=s, nanosec=ns)))
+            msg.points.append(
+                JointTrajectoryPoint(positions=q.tolist(), time_from_start=Duration(sec=s, nanosec=ns))
+            )
         self.traj_pub.publish(msg)
         self.t0 = sec + nsec * 1e-9
         self.reference = JointTrajectory.from_points(
-            [(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, np.array(p.positions), None, None) for p in msg.points],
+            [
+                (p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, np.array(p.positions), None, None)
+                for p in msg.points
+            ],
             len(self.names),
             start=(self.q0, None),
         )
@@ -166,7 +184,8 @@ class Monitor:
         err = self.errors[-1] if self.errors else float("nan")
         return (
             f"t={self.sim_time:6.2f} s | rate {float(sim.get('step_rate_hz', 'nan')):6.1f} Hz"
-            f" | latency p50 {float(sim.get('latency_p50_ms', 'nan')):.2f} ms p99 {float(sim.get('latency_p99_ms', 'nan')):.2f} ms"
+            f" | latency p50 {float(sim.get('latency_p50_ms', 'nan')):.2f} ms p99 "
+            f"{float(sim.get('latency_p99_ms', 'nan')):.2f} ms"
             f" | tracking {err:.1e} rad | watchdog {ctrl.get('watchdog_state', '?')}"
             f" | late {sim.get('late_steps', '?')} rejected {sim.get('rejected_commands', '?')}"
         )
@@ -183,8 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--controller", default="computed_torque", choices=sorted(CONTROLLERS))
     parser.add_argument("--mode", default="realtime", choices=["realtime", "lockstep"])
     parser.add_argument("--duration", type=float, default=10.0, help="simulated seconds (0: until Ctrl-C)")
-    parser.add_argument("--params-file", type=Path, default=None, help="default: config/gen3_controllers.yaml")
-    parser.add_argument("--out", type=Path, default=None, help="folder for logs and stats (default: a temp folder)")
+    parser.add_argument(
+        "--params-file", type=Path, default=None, help="default: config/gen3_controllers.yaml"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="folder for logs and stats (default: a temp folder)"
+    )
     args = parser.parse_args(argv)
 
     from .nodes.domain import DomainLease
@@ -254,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_summary(out: Path, errors: np.ndarray, args: argparse.Namespace, interrupted: bool) -> None:
     """The summary table: tracking error, latency percentiles, late / rejected counts."""
+
     def load(name: str) -> dict[str, Any]:
         path = out / name
         return json.loads(path.read_text()) if path.is_file() else {}
@@ -263,13 +287,16 @@ def print_summary(out: Path, errors: np.ndarray, args: argparse.Namespace, inter
     comp = ctrl.get("compute", {})
     lines = [
         f"summary ({'interrupted' if interrupted else 'done'}): {args.controller}, {args.mode}",
-        f"  simulated        {sim.get('sim_time_s', float('nan')):.3f} s in {sim.get('wall_time_s', float('nan')):.2f} s wall"
-        f" ({sim.get('step_rate_hz', float('nan')):.1f} steps/s, {sim.get('realtime_factor', float('nan')):.2f}x real time)",
+        f"  simulated        {sim.get('sim_time_s', float('nan')):.3f} s in "
+        f"{sim.get('wall_time_s', float('nan')):.2f} s wall"
+        f" ({sim.get('step_rate_hz', float('nan')):.1f} steps/s, "
+        f"{sim.get('realtime_factor', float('nan')):.2f}x real time)",
     ]
     if errors.size:
         what = "trajectory" if args.controller == "computed_torque" else "initial pose"
         lines.append(
-            f"  tracking error   vs {what}: max {errors.max():.2e} rad, RMS {np.sqrt(np.mean(errors**2)):.2e} rad,"
+            f"  tracking error   vs {what}: max {errors.max():.2e} rad, RMS "
+            f"{np.sqrt(np.mean(errors**2)):.2e} rad,"
             f" final {errors[-1]:.2e} rad ({errors.size} states)"
         )
 
@@ -278,13 +305,18 @@ def print_summary(out: Path, errors: np.ndarray, args: argparse.Namespace, inter
         return "n/a" if v is None else f"{v:.3f}"
 
     lines += [
-        f"  latency (ms)     state->command p50 {ms(lat, 'p50_ms')}  p90 {ms(lat, 'p90_ms')}  p99 {ms(lat, 'p99_ms')}"
+        f"  latency (ms)     state->command p50 {ms(lat, 'p50_ms')}  p90 {ms(lat, 'p90_ms')}  p99 "
+        f"{ms(lat, 'p99_ms')}"
         f"  max {ms(lat, 'max_ms')}",
         f"  compute (ms)     p50 {ms(comp, 'p50_ms')}  p99 {ms(comp, 'p99_ms')}",
-        f"  commands         received {sim.get('commands_received', '?')}, late steps {sim.get('late_steps', '?')},"
-        f" steps on safe torque {sim.get('missing_command_steps', '?')}, rejected {sim.get('rejected_commands', '?')}",
-        f"  controller       watchdog {ctrl.get('watchdog_state', '?')}, refused states {ctrl.get('rejected', '?')},"
-        f" fallback commands {ctrl.get('fallback_commands', '?')}, saturated {ctrl.get('saturated_commands', '?')}",
+        f"  commands         received {sim.get('commands_received', '?')}, late steps "
+        f"{sim.get('late_steps', '?')},"
+        f" steps on safe torque {sim.get('missing_command_steps', '?')}, rejected "
+        f"{sim.get('rejected_commands', '?')}",
+        f"  controller       watchdog {ctrl.get('watchdog_state', '?')}, refused states "
+        f"{ctrl.get('rejected', '?')},"
+        f" fallback commands {ctrl.get('fallback_commands', '?')}, saturated "
+        f"{ctrl.get('saturated_commands', '?')}",
         f"  logs             {out}",
     ]
     print("\n".join(lines), flush=True)

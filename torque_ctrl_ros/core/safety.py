@@ -62,14 +62,13 @@ class JointNameMap:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        position = {}
+        position: dict[str, int] = {}
         for i, name in enumerate(key):
             position.setdefault(name, i)
         missing = [n for n in self.joint_names if n not in position]
         if missing:
             raise StateError(
-                f"joint state lacks joint(s) {missing}; expected {list(self.joint_names)}, "
-                f"got {list(key)}"
+                f"joint state lacks joint(s) {missing}; expected {list(self.joint_names)}, got {list(key)}"
             )
         idx = np.array([position[n] for n in self.joint_names], dtype=np.intp)
         if len(self._cache) >= 64:  # a stream with ever-changing names must not grow memory
@@ -77,7 +76,9 @@ class JointNameMap:
         self._cache[key] = idx
         return idx
 
-    def take(self, names: Sequence[str], values: FloatArray, out: FloatArray, field: str = "values") -> FloatArray:
+    def take(
+        self, names: Sequence[str], values: FloatArray, out: FloatArray, field: str = "values"
+    ) -> FloatArray:
         """Write ``values`` (one per entry of ``names``) into ``out`` in target order.
 
         Raises:
@@ -176,7 +177,9 @@ class Watchdog:
         self.rejected: dict[RejectReason, int] = dict.fromkeys(RejectReason, 0)
         self.transitions = 0
 
-    def check(self, q: FloatArray, v: FloatArray, stamp: float, now: float) -> tuple[RejectReason, str] | None:
+    def check(
+        self, q: FloatArray, v: FloatArray, stamp: float, now: float
+    ) -> tuple[RejectReason, str] | None:
         """Reason (and message) to refuse the state, or ``None`` if it is usable.
 
         ``q``, ``v`` are already in controller order; ``stamp`` and ``now`` in s.
@@ -187,11 +190,15 @@ class Watchdog:
             return RejectReason.INCONSISTENT, f"joint state stamp {stamp} is not finite"
         age = now - stamp
         if age > self.config.max_age:
-            return RejectReason.STALE, f"joint state is {age * 1e3:.1f} ms old (max {self.config.max_age * 1e3:.1f} ms)"
+            return (
+                RejectReason.STALE,
+                f"joint state is {age * 1e3:.1f} ms old (max {self.config.max_age * 1e3:.1f} ms)",
+            )
         if self.has_good and stamp < self.last_good.stamp:
             return (
                 RejectReason.INCONSISTENT,
-                f"joint state stamp {stamp:.6f} s is older than the last accepted {self.last_good.stamp:.6f} s",
+                f"joint state stamp {stamp:.6f} s is older than the last accepted "
+                f"{self.last_good.stamp:.6f} s",
             )
         if -age > self.config.max_future:
             return RejectReason.INCONSISTENT, f"joint state stamped {-age:.3f} s in the future"

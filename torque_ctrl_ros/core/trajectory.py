@@ -146,7 +146,9 @@ class JointTrajectory:
         return q, qd / T, qdd / (T * T)
 
     @classmethod
-    def from_points(cls, points: Sequence[Any], n: int, start: tuple[ArrayLike, ArrayLike | None] | None = None) -> JointTrajectory:
+    def from_points(
+        cls, points: Sequence[Any], n: int, start: tuple[ArrayLike, ArrayLike | None] | None = None
+    ) -> JointTrajectory:
         """Build from ``(t, positions, velocities|None, accelerations|None)`` tuples of ``n`` joints.
 
         Velocities (accelerations) are used only if every point has them.

@@ -39,7 +39,9 @@ def parameters_of(node: Node) -> dict[str, Any]:
 
 def control_qos(common: CommonConfig) -> QoSProfile:
     """QoS of /joint_states and the commands: keep-last ``qos_depth`` (>= 10 loses nothing here)."""
-    reliability = ReliabilityPolicy.RELIABLE if common.reliability == "reliable" else ReliabilityPolicy.BEST_EFFORT
+    reliability = (
+        ReliabilityPolicy.RELIABLE if common.reliability == "reliable" else ReliabilityPolicy.BEST_EFFORT
+    )
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=common.qos_depth, reliability=reliability)
 
 
@@ -87,10 +89,17 @@ def percentiles_ms(samples: np.ndarray) -> dict[str, float]:
     if samples.size == 0:
         return {"p50_ms": math.nan, "p90_ms": math.nan, "p99_ms": math.nan, "max_ms": math.nan}
     p50, p90, p99 = np.percentile(samples, [50, 90, 99])
-    return {"p50_ms": p50 * 1e3, "p90_ms": p90 * 1e3, "p99_ms": p99 * 1e3, "max_ms": float(samples.max()) * 1e3}
+    return {
+        "p50_ms": p50 * 1e3,
+        "p90_ms": p90 * 1e3,
+        "p99_ms": p99 * 1e3,
+        "max_ms": float(samples.max()) * 1e3,
+    }
 
 
-def status(name: str, hardware_id: str, level: bytes, message: str, values: Mapping[str, Any]) -> DiagnosticStatus:
+def status(
+    name: str, hardware_id: str, level: bytes, message: str, values: Mapping[str, Any]
+) -> DiagnosticStatus:
     """A ``DiagnosticStatus`` with its values formatted as strings."""
     out = DiagnosticStatus(name=name, hardware_id=hardware_id, level=level, message=message)
     out.values = [KeyValue(key=k, value=_fmt(v)) for k, v in values.items()]
@@ -130,7 +139,9 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
     """
     # Our own handlers only set STOP: rclpy's would raise KeyboardInterrupt inside whatever
     # callback is running (a half-handled state) or shut the context down under the executor.
-    rclpy.init(args=args if args is not None else sys.argv, signal_handler_options=rclpy.SignalHandlerOptions.NO)
+    rclpy.init(
+        args=args if args is not None else sys.argv, signal_handler_options=rclpy.SignalHandlerOptions.NO
+    )
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: STOP.set())
     runner = None

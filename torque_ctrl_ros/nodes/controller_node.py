@@ -18,7 +18,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -204,7 +203,15 @@ class ControllerNode:
             message = f"{wd.state.value}: {wd.last_message}"
         array = DiagnosticArray()
         array.header.stamp = self.node.get_clock().now().to_msg()
-        array.status = [status(f"{self.node.get_name()}: controller", self.config.controller, _LEVEL[wd.state], message, values)]
+        array.status = [
+            status(
+                f"{self.node.get_name()}: controller",
+                self.config.controller,
+                _LEVEL[wd.state],
+                message,
+                values,
+            )
+        ]
         self.diag_publisher.publish(array)
 
     def summary(self) -> dict[str, Any]:

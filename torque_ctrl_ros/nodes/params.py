@@ -32,7 +32,9 @@ EXECUTORS = ("events", "single_threaded")
 RELIABILITIES = ("reliable", "best_effort")
 
 
-def _reject_unknown(node: str, params: Mapping[str, Any], known: set[str], prefixes: tuple[str, ...] = ()) -> None:
+def _reject_unknown(
+    node: str, params: Mapping[str, Any], known: set[str], prefixes: tuple[str, ...] = ()
+) -> None:
     unknown = sorted(
         k
         for k in params
@@ -111,7 +113,9 @@ def _common(node: str, params: Mapping[str, Any]) -> CommonConfig:
         qos_depth=_int(node, params, "qos_depth", 10, 1),
         reliability=check_choice(f"{node}.reliability", params.get("reliability", "reliable"), RELIABILITIES),
         executor=check_choice(f"{node}.executor", params.get("executor", "events"), EXECUTORS),
-        diagnostics_period=as_positive_float(f"{node}.diagnostics_period", params.get("diagnostics_period", 1.0)),
+        diagnostics_period=as_positive_float(
+            f"{node}.diagnostics_period", params.get("diagnostics_period", 1.0)
+        ),
         stats_file=_str(node, params, "stats_file", ""),
     )
 
@@ -142,7 +146,9 @@ class ControllerNodeConfig:
 
     def damping_vector(self, n: int) -> FloatArray:
         """``fallback_damping`` as ``n`` values ``>= 0``."""
-        return as_vector("controller_node.fallback_damping", self.fallback_damping, n, broadcast_scalar=True, min_value=0.0)
+        return as_vector(
+            "controller_node.fallback_damping", self.fallback_damping, n, broadcast_scalar=True, min_value=0.0
+        )
 
 
 CONTROLLER_NODE_KEYS = {
@@ -160,7 +166,9 @@ CONTROLLER_NODE_KEYS = {
 
 def controller_node_config(params: Mapping[str, Any], node: str = "controller_node") -> ControllerNodeConfig:
     """Validate the controller node's parameters (flat names, dots for sections)."""
-    controller = check_choice(f"{node}.controller", params.get("controller", "gravity_comp"), sorted(CONTROLLERS))
+    controller = check_choice(
+        f"{node}.controller", params.get("controller", "gravity_comp"), sorted(CONTROLLERS)
+    )
     sections = tuple(f"{name}." for name in CONTROLLERS)
     _reject_unknown(node, params, CONTROLLER_NODE_KEYS, sections)
     prefix = f"{controller}."
@@ -170,7 +178,9 @@ def controller_node_config(params: Mapping[str, Any], node: str = "controller_no
     if not description and not model_file:
         model_file = str(data_path("urdf", "gen3.urdf"))
     if not description and not Path(model_file).is_file():
-        raise ConfigError(f"{node}.model_file: {model_file!r} does not exist (and robot_description is empty)")
+        raise ConfigError(
+            f"{node}.model_file: {model_file!r} does not exist (and robot_description is empty)"
+        )
     damping = _plain(params.get("fallback_damping", 1.0))
     try:
         np.asarray(damping, dtype=np.float64)

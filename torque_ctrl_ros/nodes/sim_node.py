@@ -250,7 +250,10 @@ class SimNode:
             **{f"latency_{k}": v for k, v in percentiles_ms(self.latency.window()).items()},
         }
         if self.safe_active:
-            level, message = DiagnosticStatus.ERROR, f"safe torque ({self.config.safe_torque}): no valid command"
+            level, message = (
+                DiagnosticStatus.ERROR,
+                f"safe torque ({self.config.safe_torque}): no valid command",
+            )
         elif waiting:
             level, message = DiagnosticStatus.WARN, "waiting for a controller"
         else:

@@ -61,12 +61,16 @@ class TargetSource(ABC):
     def reference(self, state: JointState) -> Any:
         """The reference for ``state`` (controller joint order; ``state.stamp`` in s)."""
 
-    def reset(self) -> None:
+    def reset(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Forget the active target (after the watchdog stopped): hold where the arm is next."""
 
     def diagnostics(self) -> dict[str, Any]:
         """Values for /diagnostics."""
-        return {"targets_received": self.received, "targets_rejected": self.rejected, "target": self.describe()}
+        return {
+            "targets_received": self.received,
+            "targets_rejected": self.rejected,
+            "target": self.describe(),
+        }
 
     def describe(self) -> str:
         """One word on what is tracked."""
@@ -185,12 +189,16 @@ class JointTargetSource(TargetSource):
             for k, p in enumerate(msg.points):
                 pos = np.asarray(p.positions, dtype=np.float64)
                 if pos.size != len(msg.joint_names):
-                    raise TargetError(f"trajectory point {k}: {pos.size} positions for {len(msg.joint_names)} joints")
+                    raise TargetError(
+                        f"trajectory point {k}: {pos.size} positions for {len(msg.joint_names)} joints"
+                    )
                 vel = np.asarray(p.velocities, dtype=np.float64)
                 acc = np.asarray(p.accelerations, dtype=np.float64)
                 for name, arr in (("velocities", vel), ("accelerations", acc)):
                     if arr.size not in (0, len(msg.joint_names)):
-                        raise TargetError(f"trajectory point {k}: {arr.size} {name} for {len(msg.joint_names)} joints")
+                        raise TargetError(
+                            f"trajectory point {k}: {arr.size} {name} for {len(msg.joint_names)} joints"
+                        )
                 t = p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
                 points.append((t, pos[idx], vel[idx] if vel.size else None, acc[idx] if acc.size else None))
                 self._check_limits(pos[idx], f"trajectory point {k}")
