@@ -141,7 +141,11 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
         # ... and only for the bounded fallback window, then nothing.
         assert len(taus) < n_sent * (fallback_s + 0.1) / (fallback_s + 0.4), (phase, len(taus), n_sent)
     good_taus = [tau for p, tau in answered if p and p.startswith("good")]
-    assert max(np.abs(t - robot.gravity(q_good)).max() for t in good_taus) < 1e-9
+    computed = [np.abs(t - robot.gravity(q_good)).max() < 1e-9 for t in good_taus]
+    # A good state delayed past max_age on this loaded machine is refused as stale: it then gets
+    # the safe command, which is also built from good data.
+    assert all(c or np.abs(t - safe).max() < 1e-12 for c, t in zip(computed, good_taus, strict=True))
+    assert sum(computed) > 0.9 * len(good_taus)
     for key in ("rejected_non_finite", "rejected_inconsistent", "rejected_stale"):
         assert int(values[key]) > 0, key
     print(
