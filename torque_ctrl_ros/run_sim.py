@@ -154,7 +154,8 @@ class Monitor:
 
         assert self.q0 is not None
         start = t_now + 0.5  # explicit start time: the monitor knows exactly what is tracked
-        points = demo_trajectory(self.q0, self.duration, start)
+        # Until Ctrl-C (duration 0): a minute of motion, then hold.
+        points = demo_trajectory(self.q0, self.duration if self.duration > 0 else 60.0, start)
         msg = TrajectoryMsg(joint_names=self.names)
         sec, nsec = divmod(round(start * 1e9), 1_000_000_000)
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
