@@ -1,0 +1,59 @@
+"""Timing helpers: per-call durations → median / p99 / max in microseconds."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+
+def summarize_us(durations_ns: np.ndarray) -> dict[str, float]:
+    """Median, p95, p99 and max of durations given in ns, returned in µs."""
+    us = np.asarray(durations_ns, dtype=np.float64) / 1e3
+    return {
+        "median_us": float(np.median(us)),
+        "p95_us": float(np.percentile(us, 95)),
+        "p99_us": float(np.percentile(us, 99)),
+        "max_us": float(us.max()),
+        "samples": int(us.size),
+    }
+
+
+def time_calls(fn: Callable[[int], object], count: int, warmup: int = 50) -> np.ndarray:
+    """Call ``fn(i)`` for ``i`` in ``range(count)`` and return each call's duration (ns)."""
+    for i in range(min(warmup, count)):
+        fn(i)
+    out = np.empty(count, dtype=np.int64)
+    clock = time.perf_counter_ns
+    for i in range(count):
+        t0 = clock()
+        fn(i)
+        out[i] = clock() - t0
+    return out
+
+
+def machine_description() -> dict[str, object]:
+    """What the figures were measured on."""
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (float("nan"),) * 3
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "load_average_1_5_15": list(load),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
