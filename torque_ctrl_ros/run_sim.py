@@ -79,6 +79,140 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0) -> int:
     return proc.returncode
 
 
+def param_literal(value: Any) -> str:
+    """A Python value as the YAML literal of a ``-p name:=value`` override."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(param_literal(v) for v in value) + "]"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+class NodePair:
+    """``controller_node`` and ``sim_node`` as two processes on one ROS domain.
+
+    Both read ``params_file`` (default ``config/gen3_controllers.yaml``) plus overrides. Logs go to
+    ``out/<node>.log``; each node writes its whole-run summary to ``out/sim.json`` or
+    ``out/controller.json`` at exit. As a context manager, both processes are stopped (SIGINT,
+    then SIGKILL) on exit. ``make sim`` and the DDS benchmark (:mod:`torque_ctrl_ros.bench.dds`)
+    both start their nodes here.
+    """
+
+    NAMES = ("sim_node", "controller_node")
+
+    def __init__(
+        self,
+        domain: int,
+        out: Path,
+        controller: str,
+        mode: str = "realtime",
+        duration: float = 10.0,
+        params_file: Path | None = None,
+        controller_params: dict[str, Any] | None = None,
+        sim_params: dict[str, Any] | None = None,
+    ) -> None:
+        self.domain = domain
+        self.out = out
+        self.controller = controller
+        self.mode = mode
+        self.duration = duration
+        self.params_file = params_file or data_path("config", "gen3_controllers.yaml")
+        self.controller_params = controller_params or {}
+        self.sim_params = sim_params or {}
+        self.sim: subprocess.Popen | None = None
+        self.ctrl: subprocess.Popen | None = None
+        self.returncodes: tuple[int | None, int | None] = (None, None)
+
+    def start(self) -> None:
+        """Start the controller, then the simulator (which holds state 0 until the controller answers)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        env = child_env(self.domain)
+        ctrl = {
+            "controller": self.controller,
+            "stats_file": str(self.out / "controller.json"),
+            **{k: param_literal(v) for k, v in self.controller_params.items()},
+        }
+        sim = {
+            "mode": self.mode,
+            "duration": repr(float(self.duration)),
+            "stats_file": str(self.out / "sim.json"),
+            **{k: param_literal(v) for k, v in self.sim_params.items()},
+        }
+        out = self.out
+        self.ctrl = start_node("controller_node", self.params_file, ctrl, env, out / "controller_node.log")
+        self.sim = start_node("sim_node", self.params_file, sim, env, out / "sim_node.log")
+
+    def sim_running(self) -> bool:
+        """The simulator has not exited yet."""
+        return self.sim is not None and self.sim.poll() is None
+
+    def controller_exited(self) -> bool:
+        """The controller exited (it should outlive the simulator)."""
+        return self.ctrl is not None and self.ctrl.poll() is not None
+
+    def wait(self, timeout: float, poll: float = 0.1) -> bool:
+        """Until the simulator ends (True), or the controller dies or ``timeout`` s pass (False)."""
+        end = time.monotonic() + timeout
+        while self.sim_running() and not self.controller_exited() and time.monotonic() < end:
+            time.sleep(poll)
+        return not self.sim_running()
+
+    def stop(self) -> tuple[int | None, int | None]:
+        """Stop the simulator, then the controller; returns their exit statuses."""
+        rc_sim = stop(self.sim) if self.sim is not None else None
+        rc_ctrl = stop(self.ctrl) if self.ctrl is not None else None
+        self.returncodes = (rc_sim, rc_ctrl)
+        return self.returncodes
+
+    def clean_exit(self) -> bool:
+        """Both nodes ended normally (status 0, or stopped by SIGINT)."""
+        return all(rc in (0, -signal.SIGINT) for rc in self.returncodes)
+
+    def stats(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The nodes' summaries ``(sim, controller)`` (empty dicts where not written)."""
+
+        def load(name: str) -> dict[str, Any]:
+            path = self.out / name
+            return json.loads(path.read_text()) if path.is_file() else {}
+
+        return load("sim.json"), load("controller.json")
+
+    def log_tail(self, name: str, lines: int = 15) -> str:
+        """The last lines of ``sim_node``'s or ``controller_node``'s log."""
+        path = self.out / f"{name}.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.is_file() else ""
+
+    def __enter__(self) -> NodePair:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Domain:
+    """``ROS_DOMAIN_ID`` if set, else an exclusive :class:`DomainLease` (see :meth:`release`)."""
+
+    def __init__(self) -> None:
+        from .nodes.domain import DomainLease
+
+        self.lease: DomainLease | None = None
+        if "ROS_DOMAIN_ID" in os.environ:
+            self.id = int(os.environ["ROS_DOMAIN_ID"])
+        else:
+            self.lease = DomainLease()
+            self.id = self.lease.domain
+        os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+    def release(self) -> None:
+        """Give a leased id back."""
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
+
+
 def demo_trajectory(q0: np.ndarray, duration: float, start: float) -> list[tuple[float, np.ndarray]]:
     """Waypoints (s from ``start``, rad): joints 1, 2, 4, 6 swing ±0.3 rad, one waypoint a second."""
     pattern = np.zeros_like(q0)
@@ -211,46 +345,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from .nodes.domain import DomainLease
-
-    lease = None
-    if "ROS_DOMAIN_ID" in os.environ:
-        domain = int(os.environ["ROS_DOMAIN_ID"])
-    else:
-        lease = DomainLease()
-        domain = lease.domain
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    params_file = args.params_file or data_path("config", "gen3_controllers.yaml")
+    domain = Domain()
     out = args.out or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_sim_"))
-    out.mkdir(parents=True, exist_ok=True)
-    env = child_env(domain)
+    pair = NodePair(domain.id, out, args.controller, args.mode, args.duration, args.params_file)
     print(
         f"make sim: controller={args.controller} mode={args.mode} duration={args.duration:g} s "
-        f"ROS_DOMAIN_ID={domain} config={params_file}\nlogs and stats: {out}",
+        f"ROS_DOMAIN_ID={domain.id} config={pair.params_file}\nlogs and stats: {out}",
         flush=True,
     )
-    ctrl = start_node(
-        "controller_node",
-        params_file,
-        {"controller": args.controller, "stats_file": str(out / "controller.json")},
-        env,
-        out / "controller_node.log",
-    )
-    sim = start_node(
-        "sim_node",
-        params_file,
-        {"mode": args.mode, "duration": repr(float(args.duration)), "stats_file": str(out / "sim.json")},
-        env,
-        out / "sim_node.log",
-    )
-    monitor = Monitor(domain, args.controller, args.duration)
+    pair.start()
+    monitor = Monitor(domain.id, args.controller, args.duration)
     interrupted = False
     tty = sys.stdout.isatty()
     last_print = 0.0
     try:
-        while sim.poll() is None:
+        while pair.sim_running():
             monitor.spin(0.1)
-            if ctrl.poll() is not None:
+            if pair.controller_exited():
                 print("\ncontroller_node exited early; see its log", file=sys.stderr)
                 break
             if time.monotonic() - last_print > (0.25 if tty else 2.0):
@@ -260,30 +371,23 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        rc_sim = stop(sim)
-        rc_ctrl = stop(ctrl)
+        pair.stop()
         errors = np.array(monitor.errors)
         monitor.close()
-        if lease is not None:
-            lease.release()
+        domain.release()
     print()
-    for name, rc in (("sim_node", rc_sim), ("controller_node", rc_ctrl)):
+    for name, rc in zip(NodePair.NAMES, pair.returncodes, strict=True):
         if rc not in (0, -signal.SIGINT):
             print(f"{name} exited with status {rc}; last lines of its log:", file=sys.stderr)
-            print("\n".join((out / f"{name}.log").read_text().splitlines()[-15:]), file=sys.stderr)
-    print_summary(out, errors, args, interrupted)
-    ok = rc_sim in (0, -signal.SIGINT) and rc_ctrl in (0, -signal.SIGINT)
-    return 0 if ok else 1
+            print(pair.log_tail(name), file=sys.stderr)
+    print_summary(pair, errors, args, interrupted)
+    return 0 if pair.clean_exit() else 1
 
 
-def print_summary(out: Path, errors: np.ndarray, args: argparse.Namespace, interrupted: bool) -> None:
+def print_summary(pair: NodePair, errors: np.ndarray, args: argparse.Namespace, interrupted: bool) -> None:
     """The summary table: tracking error, latency percentiles, late / rejected counts."""
-
-    def load(name: str) -> dict[str, Any]:
-        path = out / name
-        return json.loads(path.read_text()) if path.is_file() else {}
-
-    sim, ctrl = load("sim.json"), load("controller.json")
+    sim, ctrl = pair.stats()
+    out = pair.out
     lat = sim.get("latency", {})
     comp = ctrl.get("compute", {})
     lines = [
