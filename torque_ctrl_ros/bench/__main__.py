@@ -1,0 +1,377 @@
+"""``make bench`` / ``python -m torque_ctrl_ros.bench``: the performance figures of issue 6.
+
+Sections (``--sections``, default all):
+
+- ``compute``: controller compute per step vs the floor (bare ``pin.rnea``; bare warm ProxSuite
+  solves for the QP controllers), over states along a simulated motion;
+- ``conversions``: ROS message ↔ numpy conversions per step;
+- ``dds``: closed loop at 1 kHz realtime, simulator and controller as two processes;
+- ``lockstep``: simulated seconds per wall-clock second, two processes, lockstep.
+
+Prints a table with each target of issue 6 marked PASS / FAIL next to its figure, and writes
+everything (machine description included) as JSON to ``--out``.
+
+    python -m torque_ctrl_ros.bench [--quick] [--out bench_results/bench.json]
+        [--sections compute,conversions,dds,lockstep] [--controllers qpid,hqpid] [--dds-seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .configs import BENCH_CONFIGS
+from .stats import machine_description
+
+SECTIONS = ("compute", "conversions", "dds", "lockstep")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target of issue 6 checked against its figure.
+
+    Attributes:
+        section: benchmark section the figure comes from.
+        subject: controller (or ``-``).
+        what: the quantity, with its unit.
+        figure: measured value.
+        limit: the target, e.g. ``<= 0.5``.
+        passed: the figure meets the limit (False for a missing / NaN figure).
+    """
+
+    section: str
+    subject: str
+    what: str
+    figure: float
+    limit: str
+    passed: bool
+
+
+def _check(section: str, subject: str, what: str, figure: Any, op: str, bound: float) -> Target:
+    value = float("nan") if figure is None else float(figure)
+    ok = math.isfinite(value) and {"<=": value <= bound, ">=": value >= bound, "<": value < bound}[op]
+    return Target(section, subject, what, value, f"{op} {bound:g}", bool(ok))
+
+
+#: Compute targets: controller → (max ratio to one bare rnea, max median µs, max ratio to QP floor).
+COMPUTE_TARGETS: dict[str, tuple[float | None, float | None, float | None]] = {
+    "gravity_comp": (15.0, None, None),
+    "computed_torque": (15.0, None, None),
+    "achd_rnea": (40.0, None, None),
+    "qpid": (None, 100.0, 3.0),
+    "hqpid": (None, 200.0, 3.0),
+}
+
+
+def targets(results: dict[str, Any]) -> list[Target]:
+    """Every target of issue 6 whose section ran, with its figure."""
+    out: list[Target] = []
+    compute = results.get("compute", {}).get("controllers", {})
+    for name, fig in compute.items():
+        ratio_rnea, max_us, ratio_qp = COMPUTE_TARGETS.get(name, (None, None, None))
+        if ratio_rnea is not None:
+            out.append(
+                _check("compute", name, "median / bare rnea", fig["ratio_to_rnea_median"], "<=", ratio_rnea)
+            )
+        if max_us is not None:
+            out.append(_check("compute", name, "median (µs)", fig["median_us"], "<=", max_us))
+        if ratio_qp is not None:
+            out.append(
+                _check(
+                    "compute", name, "median / bare warm QP", fig.get("ratio_to_qp_median"), "<=", ratio_qp
+                )
+            )
+    for name, fig in results.get("dds", {}).get("controllers", {}).items():
+        out += [
+            _check("dds", name, "commands lost", fig["commands_lost"], "<=", 0),
+            _check("dds", name, "latency median (ms)", fig["latency_ms"]["p50_ms"], "<=", 0.5),
+            _check("dds", name, "latency p99 (ms)", fig["latency_ms"]["p99_ms"], "<=", 2.0),
+            _check("dds", name, "steps without a fresh command (%)", fig["late_percent"], "<", 0.5),
+        ]
+    lock = results.get("lockstep", {}).get("controllers", {})
+    if "computed_torque" in lock:
+        out.append(
+            _check(
+                "lockstep",
+                "computed_torque",
+                "simulated s per wall s",
+                lock["computed_torque"]["realtime_factor"],
+                ">=",
+                4.0,
+            )
+        )
+    return out
+
+
+# -------------------------------------------------------------------- table
+def _f(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return "nan" if not math.isfinite(value) else f"{value:.{digits}g}"
+    return str(value)
+
+
+def _table(header: list[str], rows: Iterable[list[str]]) -> str:
+    rows = [header, *rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_report(results: dict[str, Any]) -> str:
+    """The human-readable tables of ``results`` (what :func:`main` prints)."""
+    parts: list[str] = []
+    m = results["machine"]
+    parts.append(
+        f"torque_ctrl_ros benchmark, {results['date']}, {m['cpu']} ({m['cores']} cores), "
+        f"load {' '.join(f'{x:.2f}' for x in m['load_average_1_5_15'])}, Python {m['python']}, "
+        f"commit {results.get('git', {}).get('commit', '?')}"
+    )
+    verdict: dict[tuple[str, str], list[Target]] = {}
+    for t in results.get("targets_list", []):
+        verdict.setdefault((t.section, t.subject), []).append(t)
+
+    def marks(section: str, subject: str) -> str:
+        ts = verdict.get((section, subject), [])
+        return " ".join(f"{t.what} {_f(t.figure)} {t.limit}: {'PASS' if t.passed else 'FAIL'}" for t in ts)
+
+    if "compute" in results:
+        c = results["compute"]
+        floor = c["floor_rnea"]
+        parts.append(
+            f"\nController compute per step ({c['states']} states along a simulated motion); "
+            f"floor: bare pin.rnea median {floor['median_us']:.2f} µs, p99 {floor['p99_us']:.2f} µs"
+        )
+        rows = []
+        for name, fig in c["controllers"].items():
+            qp = fig.get("floor_qp")
+            rows.append(
+                [
+                    name,
+                    _f(fig["median_us"]),
+                    _f(fig["p99_us"]),
+                    _f(fig["ratio_to_rnea_median"]),
+                    _f(qp["median_us"]) if qp else "-",
+                    _f(fig.get("ratio_to_qp_median")) if qp else "-",
+                    marks("compute", name),
+                ]
+            )
+        parts.append(
+            _table(["controller", "median µs", "p99 µs", "× rnea", "QP floor µs", "× QP", "targets"], rows)
+        )
+    if "conversions" in results:
+        conv = results["conversions"]
+        parts.append("\nMessage conversions per step")
+        parts.append(
+            _table(
+                ["conversion", "median µs", "p99 µs"],
+                [[k, _f(v["median_us"]), _f(v["p99_us"])] for k, v in conv.items() if isinstance(v, dict)],
+            )
+        )
+    if "dds" in results:
+        d = results["dds"]
+        parts.append(
+            f"\nClosed loop over DDS, 1 kHz realtime, two processes, {d['seconds']:g} s per controller"
+        )
+        rows = []
+        for name, fig in d["controllers"].items():
+            lat = fig["latency_ms"]
+            rows.append(
+                [
+                    name,
+                    _f(fig["step_rate_hz"], 5),
+                    _f(lat["p50_ms"]),
+                    _f(lat["p99_ms"]),
+                    _f(lat["max_ms"]),
+                    _f(fig["commands_lost"]),
+                    _f(fig["late_steps"]),
+                    _f(fig["late_percent"]),
+                    _f(fig["safe_torque_steps"]),
+                    _f(fig["controller_compute_ms"]["p50_ms"] * 1e3),
+                ]
+            )
+        parts.append(
+            _table(
+                [
+                    "controller",
+                    "rate Hz",
+                    "lat p50 ms",
+                    "p99 ms",
+                    "max ms",
+                    "lost",
+                    "late",
+                    "late %",
+                    "safe-torque steps",
+                    "node compute p50 µs",
+                ],
+                rows,
+            )
+        )
+        parts += [f"  {name}: {marks('dds', name)}" for name in d["controllers"]]
+    if "lockstep" in results:
+        lk = results["lockstep"]
+        parts.append(f"\nLockstep throughput, two processes, {lk['seconds']:g} simulated s per controller")
+        parts.append(
+            _table(
+                ["controller", "sim s / wall s", "steps/s", "lat p50 ms", "targets"],
+                [
+                    [
+                        name,
+                        _f(fig["realtime_factor"]),
+                        _f(fig["step_rate_hz"], 4),
+                        _f(fig["latency_ms"]["p50_ms"]),
+                        marks("lockstep", name),
+                    ]
+                    for name, fig in lk["controllers"].items()
+                ],
+            )
+        )
+    ts = results.get("targets_list", [])
+    if ts:
+        passed = sum(t.passed for t in ts)
+        parts.append(f"\nTargets of issue 6: {passed}/{len(ts)} PASS")
+        parts += [
+            f"  {'PASS' if t.passed else 'FAIL'}  {t.section:<9} {t.subject:<16} {t.what}: "
+            f"{_f(t.figure)} (target {t.limit})"
+            for t in ts
+        ]
+    return "\n".join(parts)
+
+
+# -------------------------------------------------------------------- main
+def _git() -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {"commit": commit, "dirty": dirty}
+
+
+def _json_clean(x: Any) -> Any:
+    """NaN / inf as null (strict JSON)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_clean(v) for v in x]
+    return x
+
+
+def run_sections(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the selected sections; returns the results (``targets_list`` holds :class:`Target` s)."""
+    controllers = {name: BENCH_CONFIGS[name] for name in args.controllers}
+    results: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine_description(),
+        "git": _git(),
+        "settings": {
+            "quick": args.quick,
+            "sections": list(args.sections),
+            "controllers": controllers,
+            "states": args.states,
+            "dds_seconds": args.dds_seconds,
+            "lockstep_seconds": args.lockstep_seconds,
+        },
+    }
+    logs = args.out.parent / "logs" if args.out else None
+    for section in args.sections:
+        t0 = time.monotonic()
+        log(f"[bench] {section} ...")
+        if section == "compute":
+            from . import compute
+
+            results["compute"] = compute.run(controllers, args.states)
+        elif section == "conversions":
+            from . import conversions
+
+            results["conversions"] = conversions.run(args.states)
+        elif section in ("dds", "lockstep"):
+            from . import dds
+
+            mode, seconds = (
+                ("realtime", args.dds_seconds) if section == "dds" else ("lockstep", args.lockstep_seconds)
+            )
+            results[section] = dds.run(controllers, mode, seconds, logs, args.params_file)
+        results.setdefault("section_wall_s", {})[section] = time.monotonic() - t0
+    results["targets_list"] = targets(results)
+    return results
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command line → settings (``--quick`` shrinks every count and duration)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="small counts and short runs (well under a minute)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("bench_results/bench.json"), help="JSON results")
+    parser.add_argument(
+        "--sections", default=",".join(SECTIONS), help=f"comma-separated of {','.join(SECTIONS)}"
+    )
+    parser.add_argument("--controllers", default=",".join(BENCH_CONFIGS), help="comma-separated")
+    parser.add_argument("--states", type=int, default=None, help="compute/conversion samples (10000)")
+    parser.add_argument("--dds-seconds", type=float, default=None, help="realtime run per controller (20)")
+    parser.add_argument("--lockstep-seconds", type=float, default=None, help="simulated s per controller (5)")
+    parser.add_argument(
+        "--params-file",
+        type=Path,
+        default=None,
+        help="node parameters (default config/gen3_controllers.yaml)",
+    )
+    args = parser.parse_args(argv)
+    args.sections = [s for s in args.sections.split(",") if s]
+    args.controllers = [c for c in args.controllers.split(",") if c]
+    for s in args.sections:
+        if s not in SECTIONS:
+            parser.error(f"unknown section {s!r}; choose from {', '.join(SECTIONS)}")
+    for c in args.controllers:
+        if c not in BENCH_CONFIGS:
+            parser.error(f"unknown controller {c!r}; choose from {', '.join(BENCH_CONFIGS)}")
+    quick = args.quick
+    args.states = args.states or (1000 if quick else 10_000)
+    args.dds_seconds = args.dds_seconds or (2.0 if quick else 20.0)
+    args.lockstep_seconds = args.lockstep_seconds or (1.0 if quick else 5.0)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run, print the tables, write the JSON; exit status 0 even when targets fail (it is a report)."""
+    args = parse_args(argv)
+    results = run_sections(args, log=lambda s: print(s, file=sys.stderr, flush=True))
+    print(format_report(results), flush=True)
+    data = {k: v for k, v in results.items() if k != "targets_list"}
+    data["targets"] = [asdict(t) for t in results["targets_list"]]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(_json_clean(data), indent=2))
+    print(f"\nresults: {args.out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,120 @@
+"""Closed loop over DDS: ``sim_node`` and ``controller_node`` as two processes, per controller.
+
+Two runs per controller, both started by :class:`torque_ctrl_ros.run_sim.NodePair` (the same code
+``make sim`` uses), on a ROS domain of their own, with no third process listening:
+
+- **realtime** (1 kHz, wall-clock paced): achieved step rate; state→command latency (the
+  simulator's wall time from publishing state k to receiving the command that answers it)
+  median / p99 / max; commands lost (published by the controller, never received by the
+  simulator); steps *late* (the step was taken before the current state had been answered, so
+  the plant ran that millisecond on the previous command); steps on the safe torque.
+- **lockstep**: the simulator waits for each answer, so the loop runs as fast as the two
+  processes and DDS allow: simulated seconds per wall-clock second.
+
+Figures come from the summaries the nodes write at exit (``stats_file``), i.e. the very
+numbers ``make sim`` prints and /diagnostics shows.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..run_sim import Domain, NodePair
+
+_NAN = float("nan")
+#: Wall-clock margin (s) for node start-up (imports, model loading, discovery) and shutdown.
+_START_MARGIN_S = 60.0
+
+
+def _section_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Controller parameters as ``<controller>.<key>`` overrides of the node's parameter file."""
+    return {f"{name}.{key}": value for key, value in params.items()}
+
+
+def closed_loop(
+    name: str,
+    params: Mapping[str, Any],
+    mode: str,
+    seconds: float,
+    out: Path,
+    domain: int,
+    params_file: Path | None = None,
+) -> dict[str, Any]:
+    """Run ``name`` for ``seconds`` simulated seconds in ``mode``; figures from both nodes' summaries.
+
+    Wall-clock limit: ``seconds`` (realtime) plus a start-up margin; a lockstep run that crawls
+    is stopped at the same limit (the figures then say how far it got).
+    """
+    pair = NodePair(
+        domain,
+        out,
+        name,
+        mode,
+        seconds,
+        params_file=params_file,
+        controller_params=_section_params(name, params),
+    )
+    with pair:
+        finished = pair.wait(seconds * (1.0 if mode == "realtime" else 4.0) + _START_MARGIN_S)
+    sim, ctrl = pair.stats()
+    steps = int(sim.get("steps", 0))
+    latency = sim.get("latency", {})
+    compute = ctrl.get("compute", {})
+    published = ctrl.get("commands_published")
+    received = sim.get("commands_received")
+    # The controller answers each state once; commands it published that never reached the
+    # simulator are lost. Its answer to the very last state may still be in flight when the
+    # simulator exits (it waits 50 ms for it), hence the clip at one.
+    lost = max(0, published - received - 1) if published is not None and received is not None else -1
+    late = int(sim.get("late_steps", 0))
+    return {
+        "mode": mode,
+        "finished": finished,
+        "clean_exit": pair.clean_exit(),
+        "sim_time_s": sim.get("sim_time_s", _NAN),
+        "wall_time_s": sim.get("wall_time_s", _NAN),
+        "steps": steps,
+        "step_rate_hz": sim.get("step_rate_hz", _NAN),
+        "realtime_factor": sim.get("realtime_factor", _NAN),
+        "latency_ms": {k: _num(latency.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")},
+        "answered_states": latency.get("count", 0),
+        "commands_published": published,
+        "commands_received": received,
+        "commands_lost": lost,
+        "late_steps": late,
+        "late_percent": 100.0 * late / steps if steps else _NAN,
+        "safe_torque_steps": sim.get("missing_command_steps"),
+        "overruns": sim.get("overruns"),
+        "rejected_commands": sim.get("rejected_commands"),
+        "controller_compute_ms": {k: _num(compute.get(k)) for k in ("p50_ms", "p99_ms", "max_ms")},
+        "fallback_commands": ctrl.get("fallback_commands"),
+        "watchdog_state": ctrl.get("watchdog_state"),
+        "logs": str(out),
+    }
+
+
+def _num(value: Any) -> float:
+    return _NAN if value is None else float(value)
+
+
+def run(
+    controllers: Mapping[str, Mapping[str, Any]],
+    mode: str,
+    seconds: float,
+    out_dir: Path | None = None,
+    params_file: Path | None = None,
+) -> dict[str, Any]:
+    """:func:`closed_loop` for each ``name → params`` in ``mode``; logs under ``out_dir/<mode>/<name>``."""
+    out_dir = out_dir or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_bench_"))
+    domain = Domain()
+    try:
+        results = {
+            name: closed_loop(name, params, mode, seconds, out_dir / mode / name, domain.id, params_file)
+            for name, params in controllers.items()
+        }
+    finally:
+        domain.release()
+    return {"mode": mode, "seconds": seconds, "controllers": results}
