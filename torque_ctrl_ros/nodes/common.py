@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import gc
 import json
 import math
 import signal
@@ -148,6 +149,13 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
     code = 0
     try:
         runner = build()
+        # Start-up leaves ~10^5 long-lived objects (rclpy, pinocchio, mujoco, numpy); a full
+        # collection walking them stalled the controller for 20-28 ms mid-run (measured with
+        # gc.callbacks), i.e. 20+ consecutive late steps at 1 kHz. Freezing them moves them out
+        # of the collector's reach: full collections then see only what the loop allocates.
+        # Measured (computed_torque, 8 s realtime): late steps 4.5 % -> 1.0 %, p99 2.4 -> 0.8 ms.
+        gc.collect()
+        gc.freeze()
         runner.run()
     except (TorqueCtrlError, ParameterException, ValueError) as exc:
         # ValueError: rclpy refuses a parameter file value (e.g. an empty list) before we see it.
