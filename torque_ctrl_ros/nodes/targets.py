@@ -15,6 +15,17 @@ call, at the time of that joint state's stamp. The reference therefore depends o
 stream (deterministic in lockstep), never on when a callback happened to run.
 
 Controllers without a registered source hold ``controller.hold_reference`` of the first state.
+
+Registered here:
+
+* ``gravity_comp``: none.
+* ``computed_torque``: ``~/joint_target`` (JointState), ``~/joint_trajectory`` (JointTrajectory).
+* ``achd_rnea``: ``~/target_pose`` (PoseStamped in the model's base frame).
+* ``qpid``, ``hqpid``: ``~/<task>/target`` (PoseStamped, base frame) per Cartesian task and
+  ``~/joint_target`` (JointState, by name) for the posture task(s).
+
+Every message is validated in its callback: a refused one is counted in ``targets_rejected``,
+logged (throttled) and leaves the active target unchanged.
 """
 
 from __future__ import annotations
@@ -24,17 +35,20 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from geometry_msgs.msg import PoseStamped
+from rclpy.exceptions import InvalidTopicNameException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState as JointStateMsg
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
-from ..core.controllers import Controller
-from ..core.errors import StateError, TargetError
+from ..core.controllers import Controller, PoseReference
+from ..core.errors import ConfigError, StateError, TargetError
+from ..core.robot import RobotModel
 from ..core.safety import JointNameMap
 from ..core.trajectory import JointTrajectory
 from ..core.types import JointReference, JointState
-from ..core.validation import FloatArray
+from ..core.validation import FloatArray, as_vector
 from .conversions import stamp_to_ns
 
 TARGET_QOS = QoSProfile(depth=10)
@@ -70,6 +84,7 @@ class TargetSource(ABC):
             "targets_received": self.received,
             "targets_rejected": self.rejected,
             "target": self.describe(),
+            "target_last_error": self.last_error,
         }
 
     def describe(self) -> str:
@@ -80,6 +95,72 @@ class TargetSource(ABC):
         self.rejected += 1
         self.last_error = message
         self.node.get_logger().error(f"target rejected: {message}", throttle_duration_sec=1.0)
+
+
+def check_joint_limits(robot: RobotModel, q: FloatArray, what: str) -> None:
+    """Raise :class:`TargetError` naming the joints of ``q`` outside the model's position limits."""
+    bad = (q < robot.position_lower) | (q > robot.position_upper)
+    if bad.any():
+        names = [robot.joint_names[i] for i in np.flatnonzero(bad)]
+        raise TargetError(f"{what}: outside the position limits at {names}")
+
+
+def base_frame(robot: RobotModel) -> str:
+    """Name of the model's root body frame (``base_link`` for the Gen3): the frame of pose targets.
+
+    That is the first frame attached to the universe joint after the universe frame itself.
+    """
+    frames = robot.model.frames
+    for k in range(1, len(frames)):
+        if frames[k].parentJoint == 0:
+            return str(frames[k].name)
+    return str(frames[0].name)
+
+
+def check_frame(msg: PoseStamped, expected: str, what: str) -> None:
+    """Refuse a pose whose ``header.frame_id`` is not ``expected`` (no TF lookup here)."""
+    if msg.header.frame_id != expected:
+        raise TargetError(f"{what}: header.frame_id must be {expected!r}, got {msg.header.frame_id!r}")
+
+
+def pose_position(msg: PoseStamped, what: str) -> FloatArray:
+    """The position of ``msg`` (m), finite, or :class:`TargetError`."""
+    p = msg.pose.position
+    return as_vector(f"{what} position", (p.x, p.y, p.z), 3, error=TargetError)
+
+
+def pose_reference(msg: PoseStamped, what: str) -> PoseReference:
+    """``msg`` as a validated :class:`PoseReference` (unit-norm quaternion required)."""
+    o = msg.pose.orientation
+    try:
+        return PoseReference.from_position_quaternion(pose_position(msg, what), (o.x, o.y, o.z, o.w))
+    except TargetError as exc:
+        raise TargetError(f"{what}: {exc}") from None
+
+
+def pose_rotation(msg: PoseStamped, what: str) -> FloatArray:
+    """The orientation of ``msg`` as a rotation matrix (unit-norm quaternion required)."""
+    o = msg.pose.orientation
+    try:
+        return PoseReference.from_position_quaternion(np.zeros(3), (o.x, o.y, o.z, o.w)).rotation
+    except TargetError as exc:
+        raise TargetError(f"{what}: {exc}") from None
+
+
+def joint_positions(
+    robot: RobotModel, names_map: JointNameMap, msg: JointStateMsg, what: str
+) -> tuple[FloatArray, FloatArray | None]:
+    """Positions (and velocities if given) of ``msg`` in model order, finite and within limits."""
+    q = np.empty(robot.n)
+    names_map.take(msg.name, np.asarray(msg.position, dtype=np.float64), q, "position")
+    v = None
+    if len(msg.velocity):
+        v = np.empty(robot.n)
+        names_map.take(msg.name, np.asarray(msg.velocity, dtype=np.float64), v, "velocity")
+    if not np.isfinite(q).all() or (v is not None and not np.isfinite(v).all()):
+        raise TargetError(f"{what}: non-finite entries")
+    check_joint_limits(robot, q, what)
+    return q, v
 
 
 TargetFactory = Callable[[Node, Controller[Any]], TargetSource]
@@ -156,10 +237,7 @@ class JointTargetSource(TargetSource):
 
     # ---------------------------------------------------------------- callbacks
     def _check_limits(self, q: FloatArray, what: str) -> None:
-        bad = (q < self.robot.position_lower) | (q > self.robot.position_upper)
-        if bad.any():
-            names = [self.robot.joint_names[i] for i in np.flatnonzero(bad)]
-            raise TargetError(f"{what}: outside the position limits at {names}")
+        check_joint_limits(self.robot, q, what)
 
     def _on_joint_target(self, msg: JointStateMsg) -> None:
         try:
@@ -255,3 +333,141 @@ class JointTargetSource(TargetSource):
 
     def describe(self) -> str:
         return self._mode
+
+
+@register_target_source("achd_rnea")
+class PoseTargetSource(TargetSource):
+    """``~/target_pose`` (PoseStamped): the tool pose in the model's base frame, held until replaced.
+
+    ``header.frame_id`` must name the base frame (no TF here); the quaternion must be near unit
+    norm (an all-zero default orientation is refused) and every number finite.
+    """
+
+    def __init__(self, node: Node, controller: Controller[Any]) -> None:
+        super().__init__(node, controller)
+        self.frame = base_frame(controller.robot)
+        self._pending: PoseReference | None = None
+        self._active: PoseReference | None = None
+        self._mode = "hold"
+        node.create_subscription(PoseStamped, "~/target_pose", self._on_pose, TARGET_QOS)
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        try:
+            check_frame(msg, self.frame, "target pose")
+            ref = pose_reference(msg, "target pose")
+        except TargetError as exc:
+            self._refuse(str(exc))
+            return
+        self.received += 1
+        self._pending = ref
+
+    def reference(self, state: JointState) -> PoseReference:
+        if self._pending is not None:
+            self._active, self._pending, self._mode = self._pending, None, "target_pose"
+        if self._active is None:
+            self._active = self.controller.hold_reference(state)
+        return self._active
+
+    def reset(self) -> None:
+        self._active = None
+        self._mode = "hold"
+
+    def describe(self) -> str:
+        return self._mode
+
+
+@register_target_source("qpid", "hqpid")
+class TaskTargetSource(TargetSource):
+    """One target topic per task of a QP controller; every task holds its start value until then.
+
+    * ``~/<task>/target`` (PoseStamped, base frame) for each ``pose``, ``position`` or
+      ``orientation`` task: a pose task takes the whole pose, a position task only the position
+      (the orientation is ignored, so a default all-zero quaternion is fine), an orientation task
+      only the orientation.
+    * ``~/joint_target`` (JointState by name: positions, optional velocities) for every
+      ``posture`` task; positions outside the joint limits are refused.
+
+    The reference is one ``{task: target}`` mapping, rebuilt only when a target changes (the
+    tasks skip revalidating target objects they have already seen).
+    """
+
+    CARTESIAN = ("pose", "position", "orientation")
+
+    def __init__(self, node: Node, controller: Controller[Any]) -> None:
+        super().__init__(node, controller)
+        robot = controller.robot
+        self.robot = robot
+        self.frame = base_frame(robot)
+        self.map = JointNameMap(robot.joint_names)
+        ctrl: Any = controller  # a QPID / HQPID: task_names, task(name).kind
+        self.kinds = {name: ctrl.task(name).kind for name in ctrl.task_names}
+        self.posture_tasks = tuple(n for n, k in self.kinds.items() if k == "posture")
+        self._pending: dict[str, Any] = {}
+        self._reference: dict[str, Any] | None = None
+        self._targeted: set[str] = set()
+        self.topics: dict[str, str] = {}
+        for name, kind in self.kinds.items():
+            if kind not in self.CARTESIAN:
+                continue
+            topic = f"~/{name}/target"
+            try:
+                node.create_subscription(
+                    PoseStamped, topic, lambda msg, task=name: self._on_pose(task, msg), TARGET_QOS
+                )
+            except InvalidTopicNameException as exc:
+                raise ConfigError(
+                    f"{controller.name}.tasks: task name {name!r} is not a valid topic name: {exc}"
+                ) from None
+            self.topics[name] = topic
+        if self.posture_tasks:
+            node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
+            self.topics.update({name: "~/joint_target" for name in self.posture_tasks})
+
+    def _on_pose(self, task: str, msg: PoseStamped) -> None:
+        what = f"{task} target"
+        try:
+            check_frame(msg, self.frame, what)
+            kind = self.kinds[task]
+            target: Any
+            if kind == "position":
+                target = pose_position(msg, what)
+            elif kind == "orientation":
+                target = pose_rotation(msg, what)
+            else:
+                target = pose_reference(msg, what).se3
+        except TargetError as exc:
+            self._refuse(str(exc))
+            return
+        self.received += 1
+        self._pending[task] = target
+
+    def _on_joint_target(self, msg: JointStateMsg) -> None:
+        try:
+            q, v = joint_positions(self.robot, self.map, msg, "joint target")
+        except (StateError, TargetError) as exc:
+            self._refuse(str(exc))
+            return
+        self.received += 1
+        target = q if v is None else JointReference(q, v)
+        for name in self.posture_tasks:
+            self._pending[name] = target
+
+    def reference(self, state: JointState) -> dict[str, Any]:
+        if self._reference is None:
+            self._reference = dict(self.controller.hold_reference(state))
+        if self._pending:
+            # A new mapping: the controller sees a different object, the unchanged targets stay
+            # the same objects and are not revalidated.
+            self._reference = {**self._reference, **self._pending}
+            self._targeted.update(self._pending)
+            self._pending = {}
+        return self._reference
+
+    def reset(self) -> None:
+        self._reference = None
+        self._targeted.clear()
+
+    def describe(self) -> str:
+        if not self._targeted:
+            return "hold"
+        return ",".join(n for n in self.kinds if n in self._targeted)
