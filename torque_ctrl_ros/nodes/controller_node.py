@@ -94,6 +94,9 @@ class ControllerNode:
         self.states = 0
         self.commands = 0
         self.fallback_commands = 0
+        self.controller_fallbacks = 0  # steps the controller itself answered with its safe torque
+        self._controller_fallbacks_reported = 0
+        self.last_fallback_info: dict[str, float] = {}
         self.saturated_commands = 0
         self.last_saturated: tuple[str, ...] = ()
         self.last_info: dict[str, float] = {}
@@ -155,6 +158,9 @@ class ControllerNode:
             self.saturated_commands += 1
             self.last_saturated = out.saturated_joints
         self.last_info = out.info
+        if out.info.get("fallback"):
+            self.controller_fallbacks += 1
+            self.last_fallback_info = out.info
         self.publisher.publish(self.encoder.encode(out.tau[self.command_index], stamp_ns))
         self.commands += 1
 
@@ -188,6 +194,7 @@ class ControllerNode:
             "states_received": self.states,
             "commands_published": self.commands,
             "fallback_commands": self.fallback_commands,
+            "controller_fallbacks": self.controller_fallbacks,
             "rejected_total": wd.rejected_total,
             **{f"rejected_{r.value}": c for r, c in wd.rejected.items()},
             "seconds_since_last_state": silent,
@@ -201,13 +208,22 @@ class ControllerNode:
         message = wd.state.value if wd.state is not WatchdogState.OK else "ok"
         if wd.state in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
             message = f"{wd.state.value}: {wd.last_message}"
+        level = _LEVEL[wd.state]
+        new_fallbacks = self.controller_fallbacks - self._controller_fallbacks_reported
+        self._controller_fallbacks_reported = self.controller_fallbacks
+        if new_fallbacks and level == DiagnosticStatus.OK:
+            # The command was the controller's safe torque (e.g. a failed QP): valid, but no tracking.
+            level = DiagnosticStatus.WARN
+            message = f"controller fallback on {new_fallbacks} step(s) since the last report: " + ", ".join(
+                f"{k} {v:.3g}" for k, v in self.last_fallback_info.items() if k.startswith("qp_")
+            )
         array = DiagnosticArray()
         array.header.stamp = self.node.get_clock().now().to_msg()
         array.status = [
             status(
                 f"{self.node.get_name()}: controller",
                 self.config.controller,
-                _LEVEL[wd.state],
+                level,
                 message,
                 values,
             )
@@ -224,6 +240,7 @@ class ControllerNode:
             "states_received": self.states,
             "commands_published": self.commands,
             "fallback_commands": self.fallback_commands,
+            "controller_fallbacks": self.controller_fallbacks,
             "saturated_commands": self.saturated_commands,
             "watchdog_state": wd.state.value,
             "watchdog_transitions": wd.transitions,
