@@ -209,3 +209,56 @@ def probe(ros_domain: int) -> Iterator[Probe]:
         yield p
     finally:
         p.close()
+
+
+def diagnostic_samples(store: list[tuple[float, Any]], name_part: str) -> list[dict[str, Any]]:
+    """Values of every status so far whose name contains ``name_part``, oldest first."""
+    out = []
+    for _, array in list(store):
+        for st in array.status:
+            if name_part in st.name:
+                out.append(
+                    {kv.key: kv.value for kv in st.values} | {"_level": st.level, "_message": st.message}
+                )
+    return out
+
+
+def run_lockstep_pair(
+    launch: Callable[..., NodeProcess],
+    tmp_path: Path,
+    duration: float,
+    before_sim: Callable[[], None] | None = None,
+    **controller_params: Any,
+) -> dict[str, Any]:
+    """Controller node (``controller_params`` over the config) + lockstep sim for ``duration`` s.
+
+    ``before_sim()`` runs once the controller process is started, before the simulator (send
+    targets there: they are pending when the first state arrives). Returns the simulator's
+    record (t, q, v, tau per step) and summary; fails on a missing or rejected command.
+    """
+    import json
+
+    import numpy as np
+
+    ctrl = launch("controller_node", diagnostics_period=0.2, **controller_params)
+    if before_sim is not None:
+        before_sim()
+    sim = launch(
+        "sim_node",
+        mode="lockstep",
+        duration=duration,
+        record_file=str(tmp_path / "record.npz"),
+        stats_file=str(tmp_path / "sim.json"),
+    )
+    rc = sim.wait(timeout=120)
+    assert rc == 0, sim.log()
+    assert ctrl.alive(), ctrl.log()
+    record = dict(np.load(tmp_path / "record.npz"))
+    stats = json.loads((tmp_path / "sim.json").read_text())
+    print(
+        f"lockstep {controller_params.get('controller')}: {stats['steps']} steps in "
+        f"{stats['wall_time_s']:.2f} s ({stats['step_rate_hz']:.0f} Hz), round trip p50 "
+        f"{stats['latency']['p50_ms']:.2f} ms p99 {stats['latency']['p99_ms']:.2f} ms"
+    )
+    assert stats["missing_command_steps"] == 0 and stats["rejected_commands"] == 0
+    return {"record": record, "stats": stats}
