@@ -4,8 +4,9 @@ Topics:
     /joint_states (sensor_msgs/JointState, in): joints matched by name (any order, extras ignored).
     /effort_controller/commands (std_msgs/Float64MultiArray, out): torques (N·m) in ``joints`` order.
     ~/joint_target, ~/joint_trajectory, ...: targets, depending on the controller (see targets.py).
-    /diagnostics (diagnostic_msgs/DiagnosticArray, out): rate, state age, compute time, saturation,
-        watchdog state and rejected counts.
+    /diagnostics (diagnostic_msgs/DiagnosticArray, out): rate, state age, compute time, callback
+        time (state in → command out), deadline misses (callbacks longer than the state period),
+        saturation, watchdog state and rejected counts.
 
 Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`.
 
@@ -101,6 +102,10 @@ class ControllerNode:
         self.last_saturated: tuple[str, ...] = ()
         self.last_info: dict[str, float] = {}
         self.compute_time = TimingLog()
+        self.callback_time = TimingLog()  # state received → command published (s)
+        self.deadline_misses = 0  # callbacks longer than the state period
+        self._period_s = float("inf")
+        self._last_stamp_ns = 0
         self.state_age = TimingLog()
         self._last_state_wall = time.monotonic()
         self._last_state_now = 0.0
@@ -114,6 +119,7 @@ class ControllerNode:
 
     # ---------------------------------------------------------------- hot path
     def _on_state(self, msg: JointStateMsg) -> None:
+        t_in = time.perf_counter()
         now = self.node.get_clock().now().nanoseconds * 1e-9
         self.states += 1
         self._last_state_wall = time.monotonic()
@@ -163,6 +169,18 @@ class ControllerNode:
             self.last_fallback_info = out.info
         self.publisher.publish(self.encoder.encode(out.tau[self.command_index], stamp_ns))
         self.commands += 1
+        self._time_callback(time.perf_counter() - t_in, stamp_ns)
+
+    def _time_callback(self, seconds: float, stamp_ns: int) -> None:
+        """Record the whole state→command path (s); count it as a deadline miss when longer than
+        the state period (the stamp step of the incoming states, e.g. 1 ms at 1 kHz)."""
+        self.callback_time.add(seconds)
+        step = stamp_ns - self._last_stamp_ns
+        if 0 < step < 1_000_000_000:
+            self._period_s = step * 1e-9
+        self._last_stamp_ns = stamp_ns
+        if seconds > self._period_s:
+            self.deadline_misses += 1
 
     def _log_transition(self, previous: WatchdogState) -> None:
         wd = self.watchdog
@@ -201,6 +219,8 @@ class ControllerNode:
             "saturated_commands": self.saturated_commands,
             "last_saturated_joints": ",".join(self.last_saturated),
             **{f"compute_{k}": v for k, v in percentiles_ms(self.compute_time.window()).items()},
+            **{f"callback_{k}": v for k, v in percentiles_ms(self.callback_time.window()).items()},
+            "deadline_misses": self.deadline_misses,
             **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
             **{f"info_{k}": v for k, v in self.last_info.items()},
             **self.target.diagnostics(),
@@ -248,6 +268,8 @@ class ControllerNode:
             "targets_received": self.target.received,
             "targets_rejected": self.target.rejected,
             "compute": percentiles_ms(self.compute_time.everything()),
+            "callback": percentiles_ms(self.callback_time.everything()),
+            "deadline_misses": self.deadline_misses,
             "state_age": percentiles_ms(self.state_age.everything()),
         }
 
