@@ -331,7 +331,14 @@ def test_a_failing_qp_is_reported_as_a_warning(launch: Any, probe: Probe, tmp_pa
     from diagnostic_msgs.msg import DiagnosticArray
 
     diags = probe.collect(DiagnosticArray, "/diagnostics")
-    out = run_lockstep_pair(launch, tmp_path, 0.3, None, controller="qpid", **{"qpid.solver.max_iter": 1})
+
+    def discovered() -> None:  # the probe must hear the controller before the short run starts
+        wait_until(lambda: diagnostic_values(diags, "controller"), 30, "the controller's /diagnostics")
+
+    # 1 s: several reports while it runs (the first one after it is the watchdog's silence error).
+    out = run_lockstep_pair(
+        launch, tmp_path, 1.0, discovered, controller="qpid", **{"qpid.solver.max_iter": 1}
+    )
     rec = out["record"]
     warn = wait_until(
         lambda: [s for s in diagnostic_samples(diags, "controller") if s["_level"] == b"\x01"],
