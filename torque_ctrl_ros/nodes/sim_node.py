@@ -4,8 +4,9 @@ Topics:
     /clock (rosgraph_msgs/Clock, out): simulated time, every step.
     /joint_states (sensor_msgs/JointState, out): every step; effort = torque actually applied (N·m).
     /effort_controller/commands (std_msgs/Float64MultiArray, in): one torque per joint, ``joints`` order.
-    /diagnostics (out): step rate, real-time factor, state→command latency, late / missing /
-        rejected commands, whether the safe torque is applied.
+    /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
+        time per step (physics + publishing), late / missing / rejected commands, overruns, whether
+        the safe torque is applied.
 
 Modes:
     realtime: paced by the wall clock; the latest valid command is held (zero-order hold). A step
@@ -90,6 +91,7 @@ class SimNode:
         self.published_stamp = np.full(_RING, -1, dtype=np.int64)
 
         self.latency = TimingLog()
+        self.step_time = TimingLog()  # the simulator's own work per step: physics + publishing (s)
         self.commands_received = 0
         self.rejected = 0
         self.late = 0  # realtime: steps taken before the current state was answered
@@ -201,12 +203,15 @@ class SimNode:
         self.loop_start_wall = time.monotonic()
         dt = self.dt_ns * 1e-9
         next_tick = time.monotonic() + dt
+        clock = time.perf_counter
         while (self.max_steps == 0 or self.k < self.max_steps) and not STOP.is_set():
             if cfg.mode == "lockstep":
                 self._spin_until(time.monotonic() + cfg.lockstep_timeout, until_answered=True)
+                t_work = clock()
                 self._step(self.answered and self.answer_valid)
             else:
                 self._spin_until(next_tick, until_answered=False)
+                t_work = clock()
                 if not self.answered:
                     self.late += 1
                 fresh = time.monotonic() - self.command_wall <= cfg.command_timeout
@@ -216,6 +221,7 @@ class SimNode:
                     self.overruns += 1
                     next_tick = time.monotonic() + dt
             self._publish_state()
+            self.step_time.add(clock() - t_work)
             self._maybe_diagnostics()
         if STOP.is_set():
             return
@@ -248,6 +254,7 @@ class SimNode:
             "safe_torque_active": self.safe_active,
             "last_rejected": self.last_reject,
             **{f"latency_{k}": v for k, v in percentiles_ms(self.latency.window()).items()},
+            **{f"step_time_{k}": v for k, v in percentiles_ms(self.step_time.window()).items()},
         }
         if self.safe_active:
             level, message = (
@@ -282,6 +289,7 @@ class SimNode:
             "stale_answers": self.stale_answers,
             "overruns": self.overruns,
             "latency": {**percentiles_ms(self.latency.everything()), "count": self.latency.count},
+            "step_time": percentiles_ms(self.step_time.everything()),
         }
 
     def close(self) -> None:
