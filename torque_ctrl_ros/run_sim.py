@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +48,38 @@ def child_env(domain: int) -> dict[str, str]:
     return env
 
 
+def fifo_policy(priority: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` putting the child under ``SCHED_FIFO`` at ``priority`` (None for 0).
+
+    Real-time scheduling is what a 1 kHz loop on Linux needs to keep its wake-ups on time while
+    other processes use the CPUs (ros2_control runs its loop at SCHED_FIFO 50). The child's DDS
+    threads inherit the policy. Without the privilege (root, CAP_SYS_NICE or an ``rtprio`` limit)
+    the child runs under the normal policy; :meth:`NodePair.scheduling` tells which one it got.
+    """
+    if priority <= 0:
+        return None
+
+    def set_policy() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        except OSError:
+            pass  # not permitted: stay on the normal policy
+
+    return set_policy
+
+
 def start_node(
-    module: str, params_file: Path, overrides: dict[str, str], env: dict[str, str], log: Path
+    module: str,
+    params_file: Path,
+    overrides: dict[str, str],
+    env: dict[str, str],
+    log: Path,
+    rt_priority: int = 0,
 ) -> subprocess.Popen:
-    """``python -m torque_ctrl_ros.nodes.<module> --ros-args --params-file ... -p k:=v``."""
+    """``python -m torque_ctrl_ros.nodes.<module> --ros-args --params-file ... -p k:=v``.
+
+    ``rt_priority`` > 0: run it under ``SCHED_FIFO`` at that priority when permitted.
+    """
     cmd = [
         sys.executable,
         "-m",
@@ -63,7 +92,12 @@ def start_node(
         cmd += ["-p", f"{key}:={value}"]
     # Own session: Ctrl-C reaches only this runner, which then stops the nodes in order.
     return subprocess.Popen(
-        cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+        cmd,
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=fifo_policy(rt_priority),
     )
 
 
@@ -112,6 +146,7 @@ class NodePair:
         params_file: Path | None = None,
         controller_params: dict[str, Any] | None = None,
         sim_params: dict[str, Any] | None = None,
+        rt_priority: int = 0,
     ) -> None:
         self.domain = domain
         self.out = out
@@ -121,6 +156,7 @@ class NodePair:
         self.params_file = params_file or data_path("config", "gen3_controllers.yaml")
         self.controller_params = controller_params or {}
         self.sim_params = sim_params or {}
+        self.rt_priority = rt_priority
         self.sim: subprocess.Popen | None = None
         self.ctrl: subprocess.Popen | None = None
         self.returncodes: tuple[int | None, int | None] = (None, None)
@@ -141,8 +177,22 @@ class NodePair:
             **{k: param_literal(v) for k, v in self.sim_params.items()},
         }
         out = self.out
-        self.ctrl = start_node("controller_node", self.params_file, ctrl, env, out / "controller_node.log")
-        self.sim = start_node("sim_node", self.params_file, sim, env, out / "sim_node.log")
+        prio = self.rt_priority
+        self.ctrl = start_node(
+            "controller_node", self.params_file, ctrl, env, out / "controller_node.log", prio
+        )
+        self.sim = start_node("sim_node", self.params_file, sim, env, out / "sim_node.log", prio)
+
+    def scheduling(self) -> dict[str, str]:
+        """The scheduling policy each running node got (``fifo:<priority>`` or ``normal``)."""
+        out: dict[str, str] = {}
+        for name, proc in zip(self.NAMES, (self.sim, self.ctrl), strict=True):
+            try:
+                fifo = proc is not None and os.sched_getscheduler(proc.pid) == os.SCHED_FIFO
+                out[name] = f"fifo:{os.sched_getparam(proc.pid).sched_priority}" if fifo else "normal"
+            except OSError:
+                out[name] = "unknown (not running)"
+        return out
 
     def sim_running(self) -> bool:
         """The simulator has not exited yet."""
@@ -343,17 +393,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=None, help="folder for logs and stats (default: a temp folder)"
     )
+    parser.add_argument(
+        "--rt-priority",
+        type=int,
+        default=0,
+        help="run both nodes under SCHED_FIFO at this priority when permitted (0: normal scheduling)",
+    )
     args = parser.parse_args(argv)
 
     domain = Domain()
     out = args.out or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_sim_"))
-    pair = NodePair(domain.id, out, args.controller, args.mode, args.duration, args.params_file)
+    pair = NodePair(
+        domain.id,
+        out,
+        args.controller,
+        args.mode,
+        args.duration,
+        args.params_file,
+        rt_priority=args.rt_priority,
+    )
     print(
         f"make sim: controller={args.controller} mode={args.mode} duration={args.duration:g} s "
         f"ROS_DOMAIN_ID={domain.id} config={pair.params_file}\nlogs and stats: {out}",
         flush=True,
     )
     pair.start()
+    if args.rt_priority > 0:
+        print(f"scheduling: {pair.scheduling()}", flush=True)
     monitor = Monitor(domain.id, args.controller, args.duration)
     interrupted = False
     tty = sys.stdout.isatty()

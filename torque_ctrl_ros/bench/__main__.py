@@ -184,8 +184,10 @@ def format_report(results: dict[str, Any]) -> str:
         )
     if "dds" in results:
         d = results["dds"]
+        sched = sorted({v for fig in d["controllers"].values() for v in fig["scheduling"].values()})
         parts.append(
-            f"\nClosed loop over DDS, 1 kHz realtime, two processes, {d['seconds']:g} s per controller"
+            f"\nClosed loop over DDS, 1 kHz realtime, two processes, {d['seconds']:g} s per controller, "
+            f"scheduling {'/'.join(sched)}"
         )
         rows = []
         for name, fig in d["controllers"].items():
@@ -298,6 +300,7 @@ def run_sections(args: argparse.Namespace, log: Callable[[str], None] = print) -
             "states": args.states,
             "dds_seconds": args.dds_seconds,
             "lockstep_seconds": args.lockstep_seconds,
+            "rt_priority": args.rt_priority,
         },
     }
     logs = args.out.parent / "logs" if args.out else None
@@ -318,7 +321,7 @@ def run_sections(args: argparse.Namespace, log: Callable[[str], None] = print) -
             mode, seconds = (
                 ("realtime", args.dds_seconds) if section == "dds" else ("lockstep", args.lockstep_seconds)
             )
-            results[section] = dds.run(controllers, mode, seconds, logs, args.params_file)
+            results[section] = dds.run(controllers, mode, seconds, logs, args.params_file, args.rt_priority)
         results.setdefault("section_wall_s", {})[section] = time.monotonic() - t0
     results["targets_list"] = targets(results)
     return results
@@ -338,6 +341,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--states", type=int, default=None, help="compute/conversion samples (10000)")
     parser.add_argument("--dds-seconds", type=float, default=None, help="realtime run per controller (20)")
     parser.add_argument("--lockstep-seconds", type=float, default=None, help="simulated s per controller (5)")
+    parser.add_argument(
+        "--rt-priority",
+        type=int,
+        default=20,
+        help="SCHED_FIFO priority of the node processes when permitted (0: normal scheduling); "
+        "the JSON records what each process got",
+    )
     parser.add_argument(
         "--params-file",
         type=Path,

@@ -42,6 +42,7 @@ def closed_loop(
     out: Path,
     domain: int,
     params_file: Path | None = None,
+    rt_priority: int = 0,
 ) -> dict[str, Any]:
     """Run ``name`` for ``seconds`` simulated seconds in ``mode``; figures from both nodes' summaries.
 
@@ -56,8 +57,10 @@ def closed_loop(
         seconds,
         params_file=params_file,
         controller_params=_section_params(name, params),
+        rt_priority=rt_priority,
     )
     with pair:
+        scheduling = pair.scheduling()
         finished = pair.wait(seconds * (1.0 if mode == "realtime" else 4.0) + _START_MARGIN_S)
     sim, ctrl = pair.stats()
     steps = int(sim.get("steps", 0))
@@ -74,6 +77,7 @@ def closed_loop(
         "mode": mode,
         "finished": finished,
         "clean_exit": pair.clean_exit(),
+        "scheduling": scheduling,
         "sim_time_s": sim.get("sim_time_s", _NAN),
         "wall_time_s": sim.get("wall_time_s", _NAN),
         "steps": steps,
@@ -106,15 +110,18 @@ def run(
     seconds: float,
     out_dir: Path | None = None,
     params_file: Path | None = None,
+    rt_priority: int = 0,
 ) -> dict[str, Any]:
     """:func:`closed_loop` for each ``name → params`` in ``mode``; logs under ``out_dir/<mode>/<name>``."""
     out_dir = out_dir or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_bench_"))
     domain = Domain()
     try:
         results = {
-            name: closed_loop(name, params, mode, seconds, out_dir / mode / name, domain.id, params_file)
+            name: closed_loop(
+                name, params, mode, seconds, out_dir / mode / name, domain.id, params_file, rt_priority
+            )
             for name, params in controllers.items()
         }
     finally:
         domain.release()
-    return {"mode": mode, "seconds": seconds, "controllers": results}
+    return {"mode": mode, "seconds": seconds, "rt_priority": rt_priority, "controllers": results}
