@@ -127,11 +127,12 @@ def param_literal(value: Any) -> str:
 class NodePair:
     """``controller_node`` and ``sim_node`` as two processes on one ROS domain.
 
-    Both read ``params_file`` (default ``config/gen3_controllers.yaml``) plus overrides. Logs go to
-    ``out/<node>.log``; each node writes its whole-run summary to ``out/sim.json`` or
+    Both read ``params_file`` (default ``config/gen3_controllers.yaml``) plus overrides. Logs go
+    to ``out/<node>.log``; each node writes its whole-run summary to ``out/sim.json`` or
     ``out/controller.json`` at exit. As a context manager, both processes are stopped (SIGINT,
-    then SIGKILL) on exit. ``make sim`` and the DDS benchmark (:mod:`torque_ctrl_ros.bench.dds`)
-    both start their nodes here.
+    then SIGKILL) on exit. With ``composed``, both nodes run in one process instead
+    (:mod:`torque_ctrl_ros.nodes.composed`, log ``out/sim_node.log``). ``make sim`` and the DDS
+    benchmark (:mod:`torque_ctrl_ros.bench.dds`) both start their nodes here.
     """
 
     NAMES = ("sim_node", "controller_node")
@@ -147,6 +148,7 @@ class NodePair:
         controller_params: dict[str, Any] | None = None,
         sim_params: dict[str, Any] | None = None,
         rt_priority: int = 0,
+        composed: bool = False,
     ) -> None:
         self.domain = domain
         self.out = out
@@ -157,6 +159,7 @@ class NodePair:
         self.controller_params = controller_params or {}
         self.sim_params = sim_params or {}
         self.rt_priority = rt_priority
+        self.composed = composed
         self.sim: subprocess.Popen | None = None
         self.ctrl: subprocess.Popen | None = None
         self.returncodes: tuple[int | None, int | None] = (None, None)
@@ -178,6 +181,12 @@ class NodePair:
         }
         out = self.out
         prio = self.rt_priority
+        if self.composed:
+            # One process (torque_ctrl_ros.nodes.composed): overrides scoped by node name.
+            both = {f"controller_node:{k}": v for k, v in ctrl.items()}
+            both |= {f"sim_node:{k}": v for k, v in sim.items()}
+            self.sim = start_node("composed", self.params_file, both, env, out / "sim_node.log", prio)
+            return
         self.ctrl = start_node(
             "controller_node", self.params_file, ctrl, env, out / "controller_node.log", prio
         )
@@ -186,7 +195,7 @@ class NodePair:
     def scheduling(self) -> dict[str, str]:
         """The scheduling policy each running node got (``fifo:<priority>`` or ``normal``)."""
         out: dict[str, str] = {}
-        for name, proc in zip(self.NAMES, (self.sim, self.ctrl), strict=True):
+        for name, proc in zip(self.NAMES, (self.sim, self.ctrl or self.sim), strict=True):
             try:
                 fifo = proc is not None and os.sched_getscheduler(proc.pid) == os.SCHED_FIFO
                 out[name] = f"fifo:{os.sched_getparam(proc.pid).sched_priority}" if fifo else "normal"
@@ -218,7 +227,8 @@ class NodePair:
 
     def clean_exit(self) -> bool:
         """Both nodes ended normally (status 0, or stopped by SIGINT)."""
-        return all(rc in (0, -signal.SIGINT) for rc in self.returncodes)
+        started = [rc for rc, proc in zip(self.returncodes, (self.sim, self.ctrl), strict=True) if proc]
+        return bool(started) and all(rc in (0, -signal.SIGINT) for rc in started)
 
     def stats(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The nodes' summaries ``(sim, controller)`` (empty dicts where not written)."""

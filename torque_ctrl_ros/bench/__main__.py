@@ -6,7 +6,8 @@ Sections (``--sections``, default all):
   solves for the QP controllers), over states along a simulated motion;
 - ``conversions``: ROS message ↔ numpy conversions per step;
 - ``dds``: closed loop at 1 kHz realtime, simulator and controller as two processes;
-- ``lockstep``: simulated seconds per wall-clock second, two processes, lockstep.
+- ``lockstep``: simulated seconds per wall-clock second, two processes, lockstep;
+- ``lockstep_composed``: the same with both nodes in one process (a component container).
 
 Prints a table with each target of issue 6 marked PASS / FAIL next to its figure, and writes
 everything (machine description included) as JSON to ``--out``.
@@ -32,7 +33,7 @@ from typing import Any
 from .configs import BENCH_CONFIGS
 from .stats import machine_description
 
-SECTIONS = ("compute", "conversions", "dds", "lockstep")
+SECTIONS = ("compute", "conversions", "dds", "lockstep", "lockstep_composed")
 
 
 @dataclass(frozen=True)
@@ -97,18 +98,19 @@ def targets(results: dict[str, Any]) -> list[Target]:
             _check("dds", name, "latency p99 (ms)", fig["latency_ms"]["p99_ms"], "<=", 2.0),
             _check("dds", name, "steps without a fresh command (%)", fig["late_percent"], "<", 0.5),
         ]
-    lock = results.get("lockstep", {}).get("controllers", {})
-    if "computed_torque" in lock:
-        out.append(
-            _check(
-                "lockstep",
-                "computed_torque",
-                "simulated s per wall s",
-                lock["computed_torque"]["realtime_factor"],
-                ">=",
-                4.0,
+    for section in ("lockstep", "lockstep_composed"):
+        lock = results.get(section, {}).get("controllers", {})
+        if "computed_torque" in lock:
+            out.append(
+                _check(
+                    section,
+                    "computed_torque",
+                    "simulated s per wall s",
+                    lock["computed_torque"]["realtime_factor"],
+                    ">=",
+                    4.0,
+                )
             )
-        )
     return out
 
 
@@ -224,9 +226,12 @@ def format_report(results: dict[str, Any]) -> str:
             )
         )
         parts += [f"  {name}: {marks('dds', name)}" for name in d["controllers"]]
-    if "lockstep" in results:
-        lk = results["lockstep"]
-        parts.append(f"\nLockstep throughput, two processes, {lk['seconds']:g} simulated s per controller")
+    for section in ("lockstep", "lockstep_composed"):
+        if section not in results:
+            continue
+        lk = results[section]
+        how = "two processes" if lk["processes"] == 2 else "one process (composed)"
+        parts.append(f"\nLockstep throughput, {how}, {lk['seconds']:g} simulated s per controller")
         parts.append(
             _table(
                 ["controller", "sim s / wall s", "steps/s", "lat p50 ms", "targets"],
@@ -236,7 +241,7 @@ def format_report(results: dict[str, Any]) -> str:
                         _f(fig["realtime_factor"]),
                         _f(fig["step_rate_hz"], 4),
                         _f(fig["latency_ms"]["p50_ms"]),
-                        marks("lockstep", name),
+                        marks(section, name),
                     ]
                     for name, fig in lk["controllers"].items()
                 ],
@@ -247,7 +252,7 @@ def format_report(results: dict[str, Any]) -> str:
         passed = sum(t.passed for t in ts)
         parts.append(f"\nTargets of issue 6: {passed}/{len(ts)} PASS")
         parts += [
-            f"  {'PASS' if t.passed else 'FAIL'}  {t.section:<9} {t.subject:<16} {t.what}: "
+            f"  {'PASS' if t.passed else 'FAIL'}  {t.section:<17} {t.subject:<16} {t.what}: "
             f"{_f(t.figure)} (target {t.limit})"
             for t in ts
         ]
@@ -315,13 +320,16 @@ def run_sections(args: argparse.Namespace, log: Callable[[str], None] = print) -
             from . import conversions
 
             results["conversions"] = conversions.run(args.states)
-        elif section in ("dds", "lockstep"):
+        else:
             from . import dds
 
             mode, seconds = (
                 ("realtime", args.dds_seconds) if section == "dds" else ("lockstep", args.lockstep_seconds)
             )
-            results[section] = dds.run(controllers, mode, seconds, logs, args.params_file, args.rt_priority)
+            composed = section == "lockstep_composed"
+            results[section] = dds.run(
+                controllers, mode, seconds, logs, args.params_file, args.rt_priority, composed
+            )
         results.setdefault("section_wall_s", {})[section] = time.monotonic() - t0
     results["targets_list"] = targets(results)
     return results

@@ -11,6 +11,9 @@ Two runs per controller, both started by :class:`torque_ctrl_ros.run_sim.NodePai
 - **lockstep**: the simulator waits for each answer, so the loop runs as fast as the two
   processes and DDS allow: simulated seconds per wall-clock second.
 
+With ``composed``, both nodes run in one process on one executor
+(:mod:`torque_ctrl_ros.nodes.composed`, what a component container does).
+
 Figures come from the summaries the nodes write at exit (``stats_file``), i.e. the very
 numbers ``make sim`` prints and /diagnostics shows.
 """
@@ -43,6 +46,7 @@ def closed_loop(
     domain: int,
     params_file: Path | None = None,
     rt_priority: int = 0,
+    composed: bool = False,
 ) -> dict[str, Any]:
     """Run ``name`` for ``seconds`` simulated seconds in ``mode``; figures from both nodes' summaries.
 
@@ -58,6 +62,7 @@ def closed_loop(
         params_file=params_file,
         controller_params=_section_params(name, params),
         rt_priority=rt_priority,
+        composed=composed,
     )
     with pair:
         scheduling = pair.scheduling()
@@ -111,6 +116,7 @@ def run(
     out_dir: Path | None = None,
     params_file: Path | None = None,
     rt_priority: int = 0,
+    composed: bool = False,
 ) -> dict[str, Any]:
     """:func:`closed_loop` for each ``name → params`` in ``mode``; logs under ``out_dir/<mode>/<name>``."""
     out_dir = out_dir or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_bench_"))
@@ -118,10 +124,24 @@ def run(
     try:
         results = {
             name: closed_loop(
-                name, params, mode, seconds, out_dir / mode / name, domain.id, params_file, rt_priority
+                name,
+                params,
+                mode,
+                seconds,
+                out_dir / f"{mode}{'_composed' if composed else ''}" / name,
+                domain.id,
+                params_file,
+                rt_priority,
+                composed,
             )
             for name, params in controllers.items()
         }
     finally:
         domain.release()
-    return {"mode": mode, "seconds": seconds, "rt_priority": rt_priority, "controllers": results}
+    return {
+        "mode": mode,
+        "processes": 1 if composed else 2,
+        "seconds": seconds,
+        "rt_priority": rt_priority,
+        "controllers": results,
+    }
