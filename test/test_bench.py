@@ -113,6 +113,7 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
     assert all(_finite(fig["latency_ms"][k]) for k in ("p50_ms", "p99_ms", "max_ms"))
     assert all(_finite(fig["controller_compute_ms"][k]) for k in ("p50_ms", "p99_ms"))
     assert fig["commands_lost"] >= 0 and fig["late_steps"] >= 0 and fig["answered_states"] > 0
+    assert fig["unanswered_states"] >= 0
     assert set(fig["scheduling"]) == {"sim_node", "controller_node"}
 
     for section, processes in (("lockstep", 2), ("lockstep_composed", 1)):

@@ -90,6 +90,9 @@ def closed_loop(
         "realtime_factor": sim.get("realtime_factor", _NAN),
         "latency_ms": {k: _num(latency.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")},
         "answered_states": latency.get("count", 0),
+        # States 0..steps were published; those never answered (dropped on the way to the
+        # controller, e.g. a keep-last queue overrun while it stalled, or refused by it).
+        "unanswered_states": max(0, steps + 1 - int(latency.get("count", 0))) if steps else -1,
         "commands_published": published,
         "commands_received": received,
         "commands_lost": lost,
