@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from torque_ctrl_ros.nodes.domain import DomainLease
+from torque_ctrl_ros.run_sim import param_literal
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "config" / "gen3_controllers.yaml"
@@ -47,17 +48,6 @@ def ros_env(domain: int) -> dict[str, str]:
     return env
 
 
-def ros_arg(value: Any) -> str:
-    """A Python value as a ``-p name:=value`` YAML literal."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(ros_arg(v) for v in value) + "]"
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
 class NodeProcess:
     """``python -m torque_ctrl_ros.nodes.<module>`` with the project config plus overrides."""
 
@@ -73,7 +63,7 @@ class NodeProcess:
             str(CONFIG),
         ]
         for key, value in (params or {}).items():
-            cmd += ["-p", f"{key}:={ros_arg(value)}"]
+            cmd += ["-p", f"{key}:={param_literal(value)}"]
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             cmd,

@@ -7,13 +7,21 @@ controller in one process) to rounding: DDS is invisible to the result.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from ros_helpers import Probe, diagnostic_values, launch, probe, requires_rclpy, ros_domain, wait_until  # noqa: F401
+from ros_helpers import (  # noqa: F401
+    Probe,
+    diagnostic_values,
+    launch,
+    probe,
+    requires_rclpy,
+    ros_domain,
+    run_lockstep_pair,
+    wait_until,
+)
 
 from torque_ctrl_ros.core import JointReference, JointState, RobotModel
 from torque_ctrl_ros.core.controllers import create_controller
@@ -67,28 +75,7 @@ def run_lockstep(
     before_sim: Any = None,
 ) -> dict[str, Any]:
     """Controller node + lockstep sim for ``duration`` simulated s; returns the record and stats."""
-    ctrl = launch("controller_node", controller=controller, diagnostics_period=0.2)
-    if before_sim is not None:
-        before_sim()
-    sim = launch(
-        "sim_node",
-        mode="lockstep",
-        duration=duration,
-        record_file=str(tmp_path / "record.npz"),
-        stats_file=str(tmp_path / "sim.json"),
-    )
-    rc = sim.wait(timeout=120)
-    assert rc == 0, sim.log()
-    assert ctrl.alive(), ctrl.log()
-    record = dict(np.load(tmp_path / "record.npz"))
-    stats = json.loads((tmp_path / "sim.json").read_text())
-    print(
-        f"lockstep {controller}: {stats['steps']} steps in {stats['wall_time_s']:.2f} s "
-        f"({stats['step_rate_hz']:.0f} Hz, {stats['realtime_factor']:.2f}x real time), "
-        f"round trip p50 {stats['latency']['p50_ms']:.2f} ms p99 {stats['latency']['p99_ms']:.2f} ms"
-    )
-    assert stats["missing_command_steps"] == 0 and stats["rejected_commands"] == 0
-    return {"record": record, "stats": stats}
+    return run_lockstep_pair(launch, tmp_path, duration, before_sim, controller=controller)
 
 
 def tool_position(robot: RobotModel, q: np.ndarray) -> np.ndarray:
