@@ -12,6 +12,7 @@ from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
 from torque_ctrl_ros.core.errors import ConfigError, StateError
+from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 from torque_ctrl_ros.nodes.conversions import (
     CommandEncoder,
     JointStateDecoder,
@@ -102,7 +103,7 @@ def test_controller_params_sections_and_errors() -> None:
 def test_sim_params_defaults_and_errors() -> None:
     cfg = sim_node_config({})
     assert cfg.mode == "realtime" and cfg.keyframe == "home" and cfg.mjcf.endswith("scene.xml")
-    assert cfg.damping_vector(7).tolist() == [1.0] * 7
+    assert cfg.damping_vector(7).tolist() == list(DEFAULT_DAMPING)
     assert not sim_node_config({"safe_torque": "zero"}).damping_vector(7).any()
     with pytest.raises(ConfigError, match="mode"):
         sim_node_config({"mode": "fast"})

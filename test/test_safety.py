@@ -7,8 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.errors import ConfigError, StateError
 from torque_ctrl_ros.core.safety import (
+    DEFAULT_DAMPING,
     Action,
     JointNameMap,
     RejectReason,
@@ -98,3 +100,70 @@ def test_watchdog_reports_a_silent_stream() -> None:
 def test_watchdog_config_rejects_bad_values(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         WatchdogConfig.create(**kwargs)
+
+
+def _yaml_dampings() -> dict[str, np.ndarray]:
+    import yaml
+
+    from torque_ctrl_ros.paths import data_path
+
+    doc = yaml.safe_load(data_path("config", "gen3_controllers.yaml").read_text())
+    sim, ctrl = doc["sim_node"]["ros__parameters"], doc["controller_node"]["ros__parameters"]
+    out = {"DEFAULT_DAMPING": np.array(DEFAULT_DAMPING)}
+    out["sim_node.safe_damping"] = np.array(sim["safe_damping"], dtype=float)
+    out["controller_node.fallback_damping"] = np.array(ctrl["fallback_damping"], dtype=float)
+    for section in ("qpid", "hqpid"):
+        out[f"{section}.fallback_damping"] = np.array(ctrl[section]["fallback_damping"], dtype=float)
+    return out
+
+
+def _max_damping_eigenvalue(robot: RobotModel, damping: np.ndarray, h: float, n_states: int) -> float:
+    """``max λ(h·M⁻¹·K_d)`` over random configurations within the joint limits."""
+    rng = np.random.default_rng(3)
+    lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
+    hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
+    worst = 0.0
+    for _ in range(n_states):
+        M = robot.mass_matrix(rng.uniform(lo, hi))
+        worst = max(worst, float(np.linalg.eigvals(h * np.linalg.solve(M, np.diag(damping))).real.max()))
+    return worst
+
+
+def test_safe_damping_defaults_are_stable_at_1khz(robot: RobotModel) -> None:
+    """Damping applied once per ms decays the velocity only if ``λ(h·M⁻¹·K_d) < 2`` everywhere.
+
+    The defaults and every damping in the shipped YAML keep it below 1 (no oscillation); the old
+    scalar 2.0 is shown to break it, so the check can fail.
+    """
+    h = 1e-3
+    for name, damping in _yaml_dampings().items():
+        assert damping.shape == (robot.n,), name
+        worst = _max_damping_eigenvalue(robot, damping, h, 300)
+        assert worst < 1.0, (name, worst)
+    assert _max_damping_eigenvalue(robot, np.full(robot.n, 2.0), h, 50) > 2.0
+
+
+def test_fallback_torque_brings_the_simulated_arm_to_rest(robot: RobotModel, scene_path) -> None:
+    """``g(q) − K_d·q̇`` with the defaults, applied each ms in MuJoCo: the kinetic energy
+    ``½·q̇ᵀM q̇`` only decreases (``dE/dt = −q̇ᵀK_d q̇``). With the old scalar 2.0 the wrist
+    chatters instead (bounded only by the actuators' torque limits) and the energy does not decay."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    def energies(damping: np.ndarray) -> np.ndarray:
+        plant = MujocoPlant(scene_path)
+        plant.reset("home")
+        plant.set_state(plant.q, np.full(plant.n, 0.3))
+        out = []
+        for _ in range(1000):
+            plant.set_torque(robot.gravity(plant.q) - damping * plant.v)
+            plant.step()
+            v = plant.v
+            out.append(0.5 * v @ robot.mass_matrix(plant.q) @ v)
+        return np.array(out)
+
+    energy = energies(np.array(DEFAULT_DAMPING))
+    assert np.all(np.diff(energy) <= 1e-9 * energy[0]), np.diff(energy).max()
+    assert energy[-1] < 0.1 * energy[0], energy[-1] / energy[0]
+    unstable = energies(np.full(robot.n, 2.0))
+    assert np.diff(unstable).max() > 1e-3 * unstable[0]
+    assert unstable[-1] > 0.1 * unstable[0]

@@ -32,6 +32,17 @@ from numpy.typing import NDArray
 from .errors import ConfigError, StateError
 from .validation import FloatArray, as_positive_float
 
+DEFAULT_DAMPING: tuple[float, ...] = (2.0, 2.0, 0.5, 1.0, 0.2, 0.2, 0.2)
+"""Per-joint ``K_d`` (N·m·s/rad) of the safe torques ``g − K_d·q̇`` and ``−K_d·q̇``: Gen3, 1 kHz.
+
+A damping torque applied once per period ``h`` is explicit: the velocity follows
+``q̇⁺ = (I − h·M⁻¹·K_d)·q̇``, which only decays while every eigenvalue of ``h·M⁻¹·K_d``
+stays below 2 (below 1: without oscillation). The wrist's inertia is ~7e-4 kg·m², so one
+scalar for all joints cannot work: ``K_d = 1`` gives eigenvalues up to 3.4 and ``K_d = 2`` up
+to 7 (unstable). These values keep the largest eigenvalue at ~0.9 over the joint space
+(checked in ``test/test_safety.py``). Another robot must set its own.
+"""
+
 
 class JointNameMap:
     """Reorder per-joint message arrays into a fixed joint order.

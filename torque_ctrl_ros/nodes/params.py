@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.controllers import CONTROLLERS
 from ..core.errors import ConfigError
-from ..core.safety import WatchdogConfig
+from ..core.safety import DEFAULT_DAMPING, WatchdogConfig
 from ..core.validation import FloatArray, as_positive_float, as_vector, check_choice
 from ..paths import data_path
 
@@ -181,7 +181,7 @@ def controller_node_config(params: Mapping[str, Any], node: str = "controller_no
         raise ConfigError(
             f"{node}.model_file: {model_file!r} does not exist (and robot_description is empty)"
         )
-    damping = _plain(params.get("fallback_damping", 1.0))
+    damping = _plain(params.get("fallback_damping", list(DEFAULT_DAMPING)))
     try:
         np.asarray(damping, dtype=np.float64)
     except (TypeError, ValueError):
@@ -267,7 +267,7 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
     mjcf = _str(node, params, "mjcf", "") or str(data_path("mjcf", "scene.xml"))
     if not Path(mjcf).is_file():
         raise ConfigError(f"{node}.mjcf: {mjcf!r} does not exist")
-    damping = _plain(params.get("safe_damping", 1.0))
+    damping = _plain(params.get("safe_damping", list(DEFAULT_DAMPING)))
     return SimNodeConfig(
         mjcf=mjcf,
         keyframe=_str(node, params, "keyframe", "home"),

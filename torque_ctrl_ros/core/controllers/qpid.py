@@ -59,6 +59,7 @@ from ..qp.constraints import (
 from ..qp.problem import DenseQP, ProblemData, Solution, SolveStatus, bare_warm_solve_times, snapshot
 from ..qp.tasks import TASK_TYPES, KinematicsState, Task
 from ..robot import RobotModel
+from ..safety import DEFAULT_DAMPING
 from ..types import JointState
 from ..validation import FloatArray, as_positive_float, as_vector, check_choice
 from .base import Controller
@@ -138,7 +139,7 @@ class QPIDConfig:
     joint_velocity_limit: BarrierConfig = BarrierConfig(alpha=50.0)
     self_collision: CollisionConfig = CollisionConfig()
     singularity: SingularityConfig = SingularityConfig()
-    fallback_damping: FloatArray = field(default_factory=lambda: np.array([2.0]))
+    fallback_damping: FloatArray = field(default_factory=lambda: np.array(DEFAULT_DAMPING))
     eps_abs: float = 1e-9
     max_iter: int = 50
 
@@ -161,7 +162,7 @@ class QPIDConfig:
             acceleration_weight: 1.0e-4         # W2, scalar or per joint
             velocity_weight: 0.0                # W3, scalar or per joint
             slack_weight: 100.0
-            fallback_damping: 2.0               # N·m·s/rad, scalar or per joint
+            fallback_damping: [2, 2, 0.5, 1, 0.2, 0.2, 0.2]  # N·m·s/rad, scalar or per joint
             joint_position_limit.{enabled, alpha, soft}
             joint_velocity_limit.{enabled, alpha, soft}
             self_collision.{enabled, alpha, soft, d_safe, model, filter}
@@ -249,7 +250,7 @@ class QPIDConfig:
         ws = as_positive_float(f"{section}.slack_weight", kw.pop("slack_weight", base.slack_weight))
         damping = as_vector(
             f"{section}.fallback_damping",
-            kw.pop("fallback_damping", 2.0),
+            kw.pop("fallback_damping", DEFAULT_DAMPING),
             n,
             broadcast_scalar=True,
             min_value=0.0,
