@@ -130,16 +130,24 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
     values = diagnostic_values(diags, "controller")
     assert values["watchdog_state"] in ("fallback", "stopped")
     with probe.lock:
-        answered = [(sent.get(command_stamp_ns(m)), np.array(m.data)) for _, m in commands]
+        answer_stamps = [command_stamp_ns(m) for _, m in commands]
+        answered = [
+            (sent.get(s), np.array(m.data)) for s, (_, m) in zip(answer_stamps, commands, strict=True)
+        ]
     assert all(p is not None for p, _ in answered)
     for phase in bad_makers:
         taus = [tau for p, tau in answered if p == phase]
-        n_sent = sum(1 for p in sent.values() if p == phase)
         # Every command answering a bad state is the safe command on the last good state...
         assert taus, f"no fallback command during {phase}"
         assert max(np.abs(t - safe).max() for t in taus) < 1e-12, phase
-        # ... and only for the bounded fallback window, then nothing.
-        assert len(taus) < n_sent * (fallback_s + 0.1) / (fallback_s + 0.4), (phase, len(taus), n_sent)
+        # ... and only within the fallback window, then nothing. Judged on the stamps (the
+        # sender's wall clock, which the controller also runs on here) rather than on counts, so
+        # a loaded machine that sends unevenly cannot fail it: 0.1 s is left for delivery.
+        stamps = [s for s, p in sent.items() if p == phase]
+        answered_stamps = [s for s, (p, _) in zip(answer_stamps, answered, strict=True) if p == phase]
+        window = (max(answered_stamps) - min(stamps)) * 1e-9
+        assert window < fallback_s + 0.1, (phase, window)
+        assert max(stamps) - max(answered_stamps) > 0.1e9, phase  # the rest went unanswered
     good_taus = [tau for p, tau in answered if p and p.startswith("good")]
     computed = [np.abs(t - robot.gravity(q_good)).max() < 1e-9 for t in good_taus]
     # A good state delayed past max_age on this loaded machine is refused as stale: it then gets
