@@ -40,7 +40,7 @@ def _run(plant: MujocoPlant, controller, reference, steps: int) -> np.ndarray:
 def test_gravity_compensation_holds_home_for_5_s(robot: RobotModel, plant: MujocoPlant) -> None:
     start, _ = plant.site_pose(TOOL)
     controller = GravityCompensation(robot)
-    steps = int(round(5.0 / plant.timestep))
+    steps = round(5.0 / plant.timestep)
     _run(plant, controller, None, steps)
     end, _ = plant.site_pose(TOOL)
     drift_mm = 1e3 * np.linalg.norm(end - start)
@@ -94,7 +94,7 @@ def test_computed_torque_step_follows_the_analytic_second_order_response(
     step = 0.1
     q_ref = plant.q.copy()
     q_ref[joint] += step
-    steps = int(round(2.0 / plant.timestep))
+    steps = round(2.0 / plant.timestep)
     qs = _run(plant, controller, JointReference(q_ref), steps)
     errors = robot.difference(np.broadcast_to(q_ref, qs.shape), qs)
     times = np.arange(steps + 1) * plant.timestep

@@ -27,7 +27,9 @@ CONTROLLERS: dict[str, type[Controller[Any]]] = {
 }
 
 
-def create_controller(name: str, robot: RobotModel, params: Mapping[str, Any] | None = None) -> Controller[Any]:
+def create_controller(
+    name: str, robot: RobotModel, params: Mapping[str, Any] | None = None
+) -> Controller[Any]:
     """Build controller ``name`` from its parameter section; errors list the valid names."""
     if name not in CONTROLLERS:
         raise ConfigError(f"controller: unknown {name!r}; valid controllers are {sorted(CONTROLLERS)}")
