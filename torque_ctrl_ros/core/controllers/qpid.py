@@ -1,23 +1,32 @@
 """QP inverse dynamics with control-barrier-function safety: ``qpid`` and ``hqpid``.
 
-Decision variable ``z = [q̈ (n); τ (n); s (n_s)]``, one slack per soft barrier group.
-Each control step solves (per priority level for ``hqpid``)::
+Level 0 (``qpid``: the only level) solves over ``z = [q̈ (n); τ (n); s (n_s)]``, one slack
+per soft barrier group::
 
     min  Σ_i ‖ẍᵈ_i − J_i·q̈ − J̇_i·q̇‖²_{W1,i} + ‖q̈‖²_{W2} + ‖Δt·q̈ + q̇‖²_{W3} + w_s·1ᵀs
     s.t. M(q)·q̈ + nle(q, q̇) = τ                      ([M −I 0]·z = −nle)
-         J_eq·q̈ = a_eq                               (hqpid, levels > 0: freeze higher levels)
          C_b·q̈ + E·s ≥ l_b                          (barriers, see qp.constraints)
-         −τ_max ≤ τ ≤ τ_max,  0 ≤ s (≤ s*_{k−1} on levels > 0)
+         −τ_max ≤ τ ≤ τ_max,  0 ≤ s
 
 In QP standard form ``½·zᵀ·H·z + gᵀ·z`` the ``q̈`` block of ``H`` is
 ``2·Σ J_iᵀ·W1_i·J_i + 2·W2 + 2·Δt²·W3`` and the ``q̈`` part of ``g`` is
-``−2·Σ J_iᵀ·W1_i·(ẍᵈ_i − J̇_i·q̇) + 2·Δt·W3·q̇``; ``g_s = w_s``.
+``−2·Σ J_iᵀ·W1_i·(ẍᵈ_i − J̇_i·q̇) + 2·Δt·W3·q̇``; ``g_s = w_s``. (Substituting
+``τ = M·q̈ + nle`` would halve the variables; measured along the benchmark motion it saves
+~5 µs of median solve time but the torque-limit rows ``M·q̈`` triple the p99 iterations,
+so ``τ`` stays a variable with plain bounds.)
 
-``hqpid`` solves one QP per level ``k`` (tasks with ``level == k``); level ``k`` adds
-``J_j·q̈ = J_j·q̈*_{k−1}`` for every task ``j`` of the levels above, so the task
-accelerations ``J_j·q̈ + J̇_j·q̇`` found there cannot change, and may not use more barrier
-slack than the level above did. Every level keeps the dynamics, the torque bounds and all
-barriers. ``qpid`` puts every task in one QP (their ``level`` is ignored).
+``qpid`` puts every task in that one QP (their ``level`` is ignored). ``hqpid`` puts the
+tasks with ``level == 0`` there, then solves each level ``k > 0`` over what the levels above
+left free: ``q̈ = q̈*_{k−1} + Z_k·u``, where the columns of ``Z_k`` (n × r_k) are an
+orthonormal basis of the null space of the stacked Jacobians of every task above
+(``r_k = n −`` their rows, from an SVD). Level ``k`` minimises its tasks' cost (plus the
+regularisation) over ``u`` subject to every barrier, with the slack level 0 used kept, and
+the torque limits ``|M·q̈ + nle| ≤ τ_max``; the task accelerations of the levels above cannot
+change (``J_j·Z_k = 0``) and ``u = 0`` is always feasible. A level with ``r_k = 0`` has nothing
+left to decide and is skipped. These QPs are small (``r_k`` variables, no equality rows);
+an earlier version kept ``[q̈; τ; s]`` on every level and froze the tasks above with equality
+rows, which made degenerate problems needing hundreds of iterations. The torque sent is
+``τ = M·q̈ + nle`` for the final ``q̈``.
 
 Each level owns one :class:`~torque_ctrl_ros.core.qp.problem.DenseQP`, initialised once
 and then updated in place and warm-started.
@@ -70,6 +79,8 @@ QPReference = Mapping[str, Any]
 _TASK_KEYS = {"type", "frame", "kp", "kd", "weight", "level"}
 # Rows within this distance of their bound count as active in diagnostics.
 _ACTIVE_TOL = 1e-6
+# The gufunc behind numpy.linalg.svd(full_matrices=True) without the wrapper's checks.
+_svd_full: Any = getattr(getattr(np.linalg, "_umath_linalg", None), "svd_f", np.linalg.svd)
 
 
 # ----------------------------------------------------------------------------- config
@@ -326,7 +337,12 @@ def _collision_path(name: str) -> Path:
 
 # ------------------------------------------------------------------------ QP levels
 class _Level:
-    """One priority level: its tasks, the frozen tasks above it and its persistent QP."""
+    """One priority level: its tasks, the tasks above it and its persistent QP.
+
+    Level 0 solves over ``z = [q̈; τ; s]`` (dynamics as equality rows; barrier, torque and
+    slack rows). A level ``k > 0`` solves over ``u`` in ``q̈ = q̈*_{k−1} + Z·u``; its rows are
+    ``C_b·Z`` and ``M·Z``. ``qp`` is ``None`` when the levels above leave no freedom.
+    """
 
     def __init__(
         self,
@@ -343,14 +359,22 @@ class _Level:
         self.index = index
         self.tasks = tasks
         self.frozen = frozen
-        self.n_frozen = sum(t.dim for t in frozen)
-        nz = 2 * n + n_s
-        n_eq = n + self.n_frozen
-        n_in = n_b + n + n_s
-        self.qp = DenseQP(nz, n_eq, n_in, eps_abs=eps_abs, max_iter=max_iter)
-        qp = self.qp
+        n_frozen = sum(t.dim for t in frozen)
+        self.nz = 2 * n + n_s if index == 0 else max(n - n_frozen, 0)
+        self.J_frozen = np.zeros((n_frozen, n))
+        self.Z = np.zeros((n, self.nz))
+        self.qp: DenseQP | None = None
+        if self.nz == 0:
+            return
+        if index > 0:
+            qp = self.qp = DenseQP(
+                self.nz, 0, n_b + n, eps_abs=eps_abs, max_iter=max_iter, reset_proximal=False
+            )
+            qp.u[:n_b] = np.inf
+            return
+        qp = self.qp = DenseQP(self.nz, n, n_b + n + n_s, eps_abs=eps_abs, max_iter=max_iter)
         # Constant parts, filled once.
-        qp.A[:n, n : 2 * n] = -np.eye(n)
+        qp.A[:, n : 2 * n] = -np.eye(n)
         for start, stop, s_col in soft_rows:
             qp.C[start:stop, 2 * n + s_col] = 1.0
         qp.C[n_b : n_b + n, n : 2 * n] = np.eye(n)
@@ -359,8 +383,6 @@ class _Level:
         qp.u[:n_b] = np.inf
         qp.l[n_b + n :] = 0.0
         qp.u[n_b + n :] = np.inf
-        qp.g[2 * n :] = 0.0
-        self.solution: Solution | None = None
 
 
 class _QPController(Controller[QPReference]):
@@ -414,7 +436,9 @@ class _QPController(Controller[QPReference]):
 
         # Stacked barrier rows, computed once per step and copied into every level.
         self.n_b = sum(b.rows for b in self.barriers)
-        self._Cb = np.zeros((self.n_b, n))
+        # [C_b; M]: the barrier rows, and below them M, which lower levels multiply alike.
+        self._CbM = np.zeros((self.n_b + n, n))
+        self._Cb = self._CbM[: self.n_b]
         self._lb = np.zeros(self.n_b)
         self._barrier_rows: list[tuple[int, int]] = []
         soft_rows: list[tuple[int, int, int]] = []
@@ -428,16 +452,19 @@ class _QPController(Controller[QPReference]):
                 soft_rows.append((row, row + b.rows, len(soft_rows)))
             row += b.rows
         self.n_s = len(soft_rows)
-        self.nz = 2 * n + self.n_s
-        # For the diagnostics, vectorised over all barrier rows: each row's slack (its
-        # group's, 0 for hard groups) and the first row of each group.
-        self._row_slack_col = np.zeros(self.n_b, dtype=np.intp)
+        # Each barrier row's slack (its group's, 0 for hard groups): E·s = s[row_slack]·row_soft.
+        self._row_slack = np.zeros(self.n_b, dtype=np.intp)
         self._row_soft = np.zeros(self.n_b)
         for start, stop, s_col in soft_rows:
-            self._row_slack_col[start:stop] = 2 * n + s_col
+            self._row_slack[start:stop] = s_col
             self._row_soft[start:stop] = 1.0
+        # For the diagnostics: the first row of each group, each group's slack, the keys.
         self._group_starts = np.array([r0 for r0, _ in self._barrier_rows], dtype=np.intp)
-        self._group_slack = [2 * n + self._slack_of[b.name] if b.soft else -1 for b in self.barriers]
+        self._group_slack = [self._slack_of[b.name] if b.soft else -1 for b in self.barriers]
+        self._barrier_keys = [
+            (f"slack.{b.name}", f"active.{b.name}", f"margin.{b.name}") for b in self.barriers
+        ]
+        self._error_keys = [(f"error.{t.name}", t) for t in self.tasks]
 
         # Levels.
         if self.hierarchical:
@@ -452,23 +479,35 @@ class _QPController(Controller[QPReference]):
                 _Level(k, group, list(frozen), n, self.n_b, soft_rows, self.n_s, c.eps_abs, c.max_iter)
             )
             frozen.extend(group)
-        tau_max = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, np.inf)
-        for lv in self.levels:
-            lv.qp.l[self.n_b : self.n_b + n] = -tau_max
-            lv.qp.u[self.n_b : self.n_b + n] = tau_max
-            lv.qp.g[2 * n :] = c.slack_weight
+        self._tau_max = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, np.inf)
+        top = self.levels[0].qp
+        assert top is not None  # level 0 always has q̈ to decide
+        top.l[self.n_b : self.n_b + n] = -self._tau_max
+        top.u[self.n_b : self.n_b + n] = self._tau_max
+        top.g[2 * n :] = c.slack_weight
 
-        # Per-task cost contributions (filled per step) and the regularisation.
+        # Per-task cost contributions (filled per step: 2·JᵀW·J and 2·JᵀW·(ẍᵈ − J̇·q̇)) and
+        # the regularisation.
         self._task_H = {t.name: np.zeros((n, n)) for t in self.tasks}
         self._task_g = {t.name: np.zeros(n) for t in self.tasks}
         self._WJ = {t.name: np.zeros((t.dim, n)) for t in self.tasks}
         self._res = {t.name: np.zeros(t.dim) for t in self.tasks}
+        self._2w = {t.name: 2.0 * t.weight[:, None] for t in self.tasks}
         self._H_reg = np.diag(2.0 * c.acceleration_weight + 2.0 * c.dt**2 * c.velocity_weight)
         self._g_reg_gain = 2.0 * c.dt * c.velocity_weight
-        self._qdd_prev = np.zeros(n)
-        self._s_prev = np.zeros(self.n_s)
-        self._z = np.zeros(self.nz)
-        self._tmp_rows = np.zeros(self.n_b)
+        # Per-step work arrays: the level cost in q̈, the solution so far, row offsets.
+        self._Hq = np.zeros((n, n))
+        self._gq = np.zeros(n)
+        self._qdd = np.zeros(n)
+        self._s = np.zeros(self.n_s)
+        self._tol = 10.0 * c.eps_abs
+        self._rows_b = np.zeros(self.n_b)
+        self._rows = np.zeros(self.n_b + n)
+        self._lo = np.zeros(self.n_b + n)
+        self._hi = np.full(self.n_b + n, np.inf)
+        self._lo_tau = -self._tau_max - self._tol
+        self._hi_tau = self._tau_max + self._tol
+        self._HZ = np.zeros((n, n))
         self.last_solutions: list[Solution] = []
 
     # --------------------------------------------------------------- construction
@@ -500,7 +539,8 @@ class _QPController(Controller[QPReference]):
     def reset(self) -> None:
         """Cold-start every QP and restart the gradient filter (e.g. after a state jump)."""
         for lv in self.levels:
-            lv.qp.reset()
+            if lv.qp is not None:
+                lv.qp.reset()
         if self.collision_barrier is not None:
             self.collision_barrier.reset()
 
@@ -528,7 +568,7 @@ class _QPController(Controller[QPReference]):
         for t in self.tasks:
             t.update(kin)
             WJ = self._WJ[t.name]
-            np.multiply(t.J, t.weight[:, None], out=WJ)
+            np.multiply(t.J, self._2w[t.name], out=WJ)
             np.matmul(t.J.T, WJ, out=self._task_H[t.name])
             res = self._res[t.name]
             np.subtract(t.desired, t.drift, out=res)
@@ -536,28 +576,56 @@ class _QPController(Controller[QPReference]):
         for b in self.barriers:
             b.update(kin)
 
-    def _fill_level(self, lv: _Level, prev_qdd: FloatArray | None, prev_s: FloatArray | None) -> None:
-        n, kin, qp, nb = self.robot.n, self.kin, lv.qp, self.n_b
-        Hq = qp.H[:n, :n]
+    def _level_cost(self, lv: _Level) -> None:
+        """``Hq``, ``gq``: the cost of ``lv``'s tasks and the regularisation, in ``q̈``."""
+        Hq, gq = self._Hq, self._gq
         np.copyto(Hq, self._H_reg)
-        gq = qp.g[:n]
-        np.multiply(self._g_reg_gain, kin.v, out=gq)
+        np.multiply(self._g_reg_gain, self.kin.v, out=gq)
         for t in lv.tasks:
-            Hq += 2.0 * self._task_H[t.name]
-            gq -= 2.0 * self._task_g[t.name]
-        qp.A[:n, :n] = kin.M
-        np.negative(kin.nle, out=qp.b[:n])
-        row = n
-        for t in lv.frozen:
-            assert prev_qdd is not None  # levels > 0 always follow a solved level
-            qp.A[row : row + t.dim, :n] = t.J
-            np.matmul(t.J, prev_qdd, out=qp.b[row : row + t.dim])
-            row += t.dim
+            Hq += self._task_H[t.name]
+            gq -= self._task_g[t.name]
+
+    def _fill_top(self, lv: _Level, qp: DenseQP) -> None:
+        """Level 0 over ``z = [q̈; τ; s]``."""
+        n, kin, nb = self.robot.n, self.kin, self.n_b
+        self._level_cost(lv)
+        qp.H[:n, :n] = self._Hq
+        qp.g[:n] = self._gq
+        qp.A[:, :n] = kin.M
+        np.negative(kin.nle, out=qp.b)
         qp.C[:nb, :n] = self._Cb
         qp.l[:nb] = self._lb
-        if prev_s is not None:
-            # A lower level may not use more barrier slack than the level above did.
-            np.add(prev_s, 10.0 * self.config.eps_abs, out=qp.u[nb + n :])
+
+    def _fill_lower(self, lv: _Level, qp: DenseQP) -> None:
+        """Level ``k > 0`` over ``u``, ``q̈ = q̈*_{k−1} + Z·u``, slack fixed at level 0's."""
+        n, kin, nb, tol = self.robot.n, self.kin, self.n_b, self._tol
+        row = 0
+        for t in lv.frozen:
+            lv.J_frozen[row : row + t.dim] = t.J
+            row += t.dim
+        # The last r right-singular vectors span a subspace of the null space of J_frozen
+        # (all of it when J_frozen has full row rank), so J_frozen·Z = 0 to rounding.
+        np.copyto(lv.Z, _svd_full(lv.J_frozen)[2][n - lv.nz :].T)
+        Z, qdd = lv.Z, self._qdd
+        self._level_cost(lv)
+        HZ = self._HZ[:, : lv.nz]
+        np.matmul(self._Hq, Z, out=HZ)
+        np.matmul(Z.T, HZ, out=qp.H)
+        self._gq += self._Hq @ qdd
+        np.matmul(self._gq, Z, out=qp.g)
+        # Rows [C_b; M]·Z·u against their bounds less [C_b; M]·q̈*, with the solver's tolerance
+        # as room: barriers ≥ l_b − E·s*₀, torque −τ_max − nle ≤ M·q̈ ≤ τ_max − nle.
+        CbM, lo, hi, rows = self._CbM, self._lo, self._hi, self._rows
+        CbM[nb:] = kin.M
+        np.matmul(CbM, Z, out=qp.C)
+        np.matmul(CbM, qdd, out=rows)
+        np.subtract(self._lb, tol, out=lo[:nb])
+        if self.n_s:
+            lo[:nb] -= self._s[self._row_slack] * self._row_soft
+        np.subtract(self._lo_tau, kin.nle, out=lo[nb:])
+        np.subtract(self._hi_tau, kin.nle, out=hi[nb:])
+        np.subtract(lo, rows, out=qp.l)
+        np.subtract(hi, rows, out=qp.u)
 
     def torque(
         self, q: FloatArray, v: FloatArray, reference: QPReference
@@ -568,67 +636,73 @@ class _QPController(Controller[QPReference]):
         n = self.robot.n
         info: dict[str, float] = {}
         sols: list[Solution] = []
-        prev_qdd: FloatArray | None = None
-        prev_s: FloatArray | None = None
         failed_level = -1
+        levels_solved = 0
         status = SolveStatus.SOLVED
         for lv in self.levels:
-            self._fill_level(lv, prev_qdd, prev_s)
-            sol = lv.qp.solve()
+            qp = lv.qp
+            if qp is None:  # nothing left to decide: the level above's q̈ stands
+                levels_solved += 1
+                continue
+            if lv.index == 0:
+                self._fill_top(lv, qp)
+            else:
+                self._fill_lower(lv, qp)
+            sol = qp.solve()
             sols.append(sol)
             if not sol.ok:
                 failed_level, status = lv.index, sol.status
                 # The failed level's iterate says nothing; start it cold next step.
-                lv.qp.reset()
+                qp.reset()
                 break
-            np.copyto(self._z, sol.x)
-            prev_qdd = self._qdd_prev
-            np.copyto(prev_qdd, sol.x[:n])
-            prev_s = self._s_prev
-            np.copyto(prev_s, sol.x[2 * n :])
+            levels_solved += 1
+            if lv.index == 0:
+                np.copyto(self._qdd, sol.x[:n])
+                np.copyto(self._s, sol.x[2 * n :])
+            else:
+                self._qdd += lv.Z @ sol.x
         self.last_solutions = sols
         fallback = failed_level == 0
         if fallback:
             tau = self.robot.gravity(q) - self.config.fallback_damping * v
         else:
-            tau = self._z[n : 2 * n].copy()
+            tau = self.kin.M @ self._qdd + self.kin.nle
         info["qp_status"] = float(status.value)
         info["qp_iterations"] = float(sum(s.iterations for s in sols))
-        info["qp_primal_residual"] = float(max(s.primal_residual for s in sols))
-        info["qp_dual_residual"] = float(max(s.dual_residual for s in sols))
+        info["qp_primal_residual"] = max(s.primal_residual for s in sols)
+        info["qp_dual_residual"] = max(s.dual_residual for s in sols)
         info["qp_solve_time_us"] = 1e6 * sum(s.solve_time for s in sols)
         info["fallback"] = 1.0 if fallback else 0.0
         info["failed_level"] = float(failed_level)
-        info["levels_solved"] = float(len(sols) - (1 if failed_level >= 0 else 0))
+        info["levels_solved"] = float(levels_solved)
         self._barrier_info(info, fallback)
-        for t in self.tasks:
-            info[f"error.{t.name}"] = t.error_norm()
+        for key, t in self._error_keys:
+            info[key] = t.error_norm()
         info["step_time_us"] = 1e6 * (time.perf_counter() - t0)
         return tau, info
 
     def _barrier_info(self, info: dict[str, float], fallback: bool) -> None:
         """``slack.*``, ``active.*``, ``margin.*`` per barrier group and their totals.
 
-        A row is active when ``C_b·q̈ + s − l_b ≤ 1e-6``; all rows are evaluated in one
+        A row is active when ``C_b·q̈ + E·s − l_b ≤ 1e-6``; all rows are evaluated in one
         vectorised pass and counted per group with ``np.add.reduceat``.
         """
-        n = self.robot.n
-        z = self._z
         if not fallback and self.n_b:
-            resid = self._tmp_rows
-            np.matmul(self._Cb, z[:n], out=resid)
+            resid = self._rows_b
+            np.matmul(self._Cb, self._qdd, out=resid)
             if self.n_s:
-                resid += z[self._row_slack_col] * self._row_soft
+                resid += self._s[self._row_slack] * self._row_soft
             resid -= self._lb
             active_counts = np.add.reduceat(resid <= _ACTIVE_TOL, self._group_starts, dtype=np.intp).tolist()
-            slacks = [float(z[c]) if c >= 0 else 0.0 for c in self._group_slack]
+            slack = self._s.tolist()
+            slacks = [slack[c] if c >= 0 else 0.0 for c in self._group_slack]
         else:
             active_counts = [0] * len(self.barriers)
             slacks = [0.0] * len(self.barriers)
-        for b, s, active in zip(self.barriers, slacks, active_counts, strict=True):
-            info[f"slack.{b.name}"] = s
-            info[f"active.{b.name}"] = float(active)
-            info[f"margin.{b.name}"] = float(b.margin)
+        for b, keys, s, active in zip(self.barriers, self._barrier_keys, slacks, active_counts, strict=True):
+            info[keys[0]] = s
+            info[keys[1]] = float(active)
+            info[keys[2]] = float(b.margin)
         info["active_constraints"] = float(sum(active_counts))
         info["slack_total"] = float(sum(slacks))
         if self.collision_barrier is not None:
@@ -651,28 +725,31 @@ class _QPController(Controller[QPReference]):
         from ...bench.stats import summarize_us  # benchmark helper; keeps core free of it otherwise
 
         reference = self.hold_reference(JointState(qs[0], vs[0]))
-        recorded: list[list[ProblemData]] = [[] for _ in self.levels]
+        qps = [lv.qp for lv in self.levels if lv.qp is not None]
+        recorded: list[list[ProblemData]] = [[] for _ in qps]
         for q, v in zip(qs, vs, strict=True):
             self.compute(JointState(q, v), reference)
-            for lv, problems in zip(self.levels, recorded, strict=True):
-                problems.append(snapshot(lv.qp))
+            for qp, problems in zip(qps, recorded, strict=True):
+                problems.append(snapshot(qp))
         self.reset()
         c = self.config
         total = np.zeros(len(qs), dtype=np.int64)
-        for problems in recorded:
-            total += bare_warm_solve_times(problems, eps_abs=c.eps_abs, max_iter=c.max_iter)
+        for qp, problems in zip(qps, recorded, strict=True):
+            total += bare_warm_solve_times(
+                problems, eps_abs=c.eps_abs, max_iter=c.max_iter, reset_proximal=qp.reset_proximal
+            )
         return summarize_us(total)
 
     # ------------------------------------------------------------------ helpers
     @property
     def joint_acceleration(self) -> FloatArray:
         """``q̈`` (rad/s²) of the last solution used (meaningless after a fallback)."""
-        return self._z[: self.robot.n]
+        return self._qdd
 
     @property
     def slack(self) -> FloatArray:
-        """Barrier slacks of the last solution used."""
-        return self._z[2 * self.robot.n :]
+        """Barrier slacks of the last solution used (level 0's)."""
+        return self._s
 
 
 class QPID(_QPController):

@@ -12,15 +12,23 @@ preconditioner); every later one passes the refilled arrays to ``update`` and
 warm-starts from the previous primal-dual solution, so a control step costs one
 update and a few iterations, with no allocation of the problem matrices.
 
+Proximal parameters (``reset_proximal``, default on): a warm solve restarts from the
+solver's default proximal parameters (``rho``, ``mu_eq``, ``mu_in``). ProxQP adapts ``mu``
+within a solve and, left alone, a warm start inherits the last values; along a closed loop
+they drift to values that suit the previous problem and not the next. Measured on the
+benchmark motion (2 000 steps, the QP controllers' level 0): qpid / hqpid 4 / 26 median
+iterations and 1 / 21 failed warm solves inherited, 2 / 2 and none reset (median warm
+solve 31 → 23 µs and 101 → 24 µs). The small null-space QPs of hqpid's lower levels
+behave the other way round (p99 12 → 38 iterations when reset), so they keep them.
+
 Iteration cap and retry: ``max_iter`` caps the solver's outer (proximal / BCL)
 iterations of one attempt (default 50, ~15–20 µs each on these problem sizes). A warm
 attempt that fails is retried once from a cold start: ``init`` rebuilds the
-preconditioner for the current matrices and resets the proximal parameters. A warm
-start keeps the preconditioner of the first problem and the proximal parameters of the
-previous solve; along a closed loop whose active set changed a lot both can go stale and
-a warm solve then needs hundreds of iterations (seen: up to 379, 7 ms) where a cold one
-needs ~40. An infeasible problem is therefore reported after at most ``2·max_iter``
-outer iterations (~1.5–2 ms) instead of running for ~15 ms.
+preconditioner for the current matrices. A warm start keeps the preconditioner of the
+first problem; along a closed loop whose active set changed a lot it can go stale and a
+warm solve then needs many iterations where a cold one needs ~40. An infeasible problem is
+therefore reported after at most ``2·max_iter`` outer iterations (~1.5–2 ms) instead of
+running for ~15 ms.
 """
 
 from __future__ import annotations
@@ -119,9 +127,20 @@ class DenseQP:
         eps_abs: absolute tolerance on primal and dual residuals.
         max_iter: cap on the outer iterations of one attempt (see the module docs: a failed
             warm attempt is retried cold once); reaching it is reported as a failure.
+        reset_proximal: start each warm solve from the default proximal parameters (see
+            the module docs) instead of the previous solve's.
     """
 
-    def __init__(self, n: int, n_eq: int, n_in: int, *, eps_abs: float = 1e-9, max_iter: int = 50) -> None:
+    def __init__(
+        self,
+        n: int,
+        n_eq: int,
+        n_in: int,
+        *,
+        eps_abs: float = 1e-9,
+        max_iter: int = 50,
+        reset_proximal: bool = True,
+    ) -> None:
         if n <= 0 or n_eq < 0 or n_in < 0:
             raise ConfigError(f"DenseQP: invalid sizes n={n}, n_eq={n_eq}, n_in={n_in}")
         if not (np.isfinite(eps_abs) and eps_abs > 0.0):
@@ -144,6 +163,15 @@ class DenseQP:
         self._qp.settings.max_iter = int(max_iter)
         self._qp.settings.max_iter_in = _MAX_ITER_IN
         self._qp.settings.verbose = False
+        settings = self._qp.settings
+        self.reset_proximal = bool(reset_proximal)
+        self._proximal: dict[str, float] = {}
+        if reset_proximal:
+            self._proximal = {
+                "rho": settings.default_rho,
+                "mu_eq": settings.default_mu_eq,
+                "mu_in": settings.default_mu_in,
+            }
         self._initialised = False
         self._last_ok = False
         self._x_buf = np.zeros(n)
@@ -168,7 +196,7 @@ class DenseQP:
         retried = False
         if warm:
             qp.settings.initial_guess = _WARM
-            qp.update(self.H, self.g, self.A, self.b, self.C, self._l, self._u)
+            qp.update(self.H, self.g, self.A, self.b, self.C, self._l, self._u, **self._proximal)
             qp.solve()
             info = qp.results.info
             iterations = int(info.iter)
@@ -225,7 +253,9 @@ def snapshot(qp: DenseQP) -> ProblemData:
     return (qp.H.copy(), qp.g.copy(), qp.A.copy(), qp.b.copy(), qp.C.copy(), qp._l.copy(), qp._u.copy())
 
 
-def bare_warm_solve_times(problems: list[ProblemData], *, eps_abs: float, max_iter: int) -> np.ndarray:
+def bare_warm_solve_times(
+    problems: list[ProblemData], *, eps_abs: float, max_iter: int, reset_proximal: bool = True
+) -> np.ndarray:
     """Wall time (ns) of a bare ProxSuite ``update`` + ``solve`` of each problem, warm-started.
 
     The floor a :class:`DenseQP` is measured against: one ProxSuite dense solver with the
@@ -248,11 +278,19 @@ def bare_warm_solve_times(problems: list[ProblemData], *, eps_abs: float, max_it
     qp.init(H, g, A, b, C, lo, hi)
     qp.solve()
     qp.settings.initial_guess = _WARM
+    settings = qp.settings
+    proximal: dict[str, float] = {}
+    if reset_proximal:  # as DenseQP does
+        proximal = {
+            "rho": settings.default_rho,
+            "mu_eq": settings.default_mu_eq,
+            "mu_in": settings.default_mu_in,
+        }
     out = np.empty(len(problems), dtype=np.int64)
     clock = time.perf_counter_ns
     for k, (H, g, A, b, C, lo, hi) in enumerate(problems):
         t0 = clock()
-        qp.update(H, g, A, b, C, lo, hi)
+        qp.update(H, g, A, b, C, lo, hi, **proximal)
         qp.solve()
         if qp.results.info.status != _SOLVED:
             qp.settings.initial_guess = _COLD
