@@ -21,6 +21,9 @@ Arguments:
     controller   gravity_comp | computed_torque | ...
     params_file  controller_node parameters (default: config/gen3_controllers.yaml)
     max_age      watchdog: joint states older than this (s) are refused (wall clock here)
+    rt_priority  SCHED_FIFO priority of the controller process (default 20; 0: normal
+                 scheduling). Needs the privilege (e.g. ``@realtime - rtprio 98`` in
+                 /etc/security/limits.conf); without it the node logs that it runs normally.
 
 The controller runs on the wall clock (``use_sim_time`` false), so the driver's stamps must be
 in the same clock as this machine's.
@@ -54,6 +57,9 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "max_age", default_value="0.02", description="watchdog: oldest usable joint state (s)"
             ),
+            DeclareLaunchArgument(
+                "rt_priority", default_value="20", description="SCHED_FIFO priority, 0: normal scheduling"
+            ),
             LogInfo(
                 msg="hardware_gen3: starting controller_node only; a Gen3 torque-mode driver publishing "
                 "/joint_states and consuming /effort_controller/commands must run separately "
@@ -64,6 +70,7 @@ def generate_launch_description() -> LaunchDescription:
                 executable="controller_node",
                 name="controller_node",
                 output="screen",
+                additional_env={"TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority")},
                 parameters=[
                     LaunchConfiguration("params_file"),
                     {

@@ -5,6 +5,9 @@ Arguments:
     mode         realtime (wall-clock paced, 1 kHz) | lockstep (steps when the command arrives)
     rviz         true: robot_state_publisher (urdf/gen3.urdf) and rviz2 (config/gen3.rviz)
     params_file  the parameter file of both nodes (default: config/gen3_controllers.yaml)
+    rt_priority  SCHED_FIFO priority of both node processes (default 0: normal scheduling; 20
+                 is what the benchmark measures with). Needs the privilege; without it the
+                 nodes log that they run normally.
 
 Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``); ``controller`` and
 ``mode`` override the values in it. ``make sim`` runs the same two nodes from the same file
@@ -30,6 +33,8 @@ def generate_launch_description() -> LaunchDescription:
     urdf = (share / "urdf" / "gen3.urdf").read_text()
     params_file = LaunchConfiguration("params_file")
     use_rviz = IfCondition(LaunchConfiguration("rviz"))
+    # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
+    realtime = {"TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority")}
     return LaunchDescription(
         [
             DeclareLaunchArgument(
@@ -49,11 +54,15 @@ def generate_launch_description() -> LaunchDescription:
                 default_value=str(share / "config" / "gen3_controllers.yaml"),
                 description="parameters of sim_node and controller_node",
             ),
+            DeclareLaunchArgument(
+                "rt_priority", default_value="0", description="SCHED_FIFO priority, 0: normal scheduling"
+            ),
             Node(
                 package=PACKAGE,
                 executable="sim_node",
                 name="sim_node",
                 output="screen",
+                additional_env=realtime,
                 parameters=[params_file, {"mode": LaunchConfiguration("mode")}],
             ),
             Node(
@@ -61,6 +70,7 @@ def generate_launch_description() -> LaunchDescription:
                 executable="controller_node",
                 name="controller_node",
                 output="screen",
+                additional_env=realtime,
                 parameters=[
                     params_file,
                     {"controller": LaunchConfiguration("controller"), "use_sim_time": True},

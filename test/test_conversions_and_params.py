@@ -133,3 +133,27 @@ def test_the_shipped_config_validates() -> None:
     for name in ("gravity_comp", "computed_torque"):
         params = flat(doc["controller_node"]["ros__parameters"]) | {"controller": name}
         controller_node_config(params)
+
+
+def test_realtime_request_from_the_environment() -> None:
+    """``$TORQUE_CTRL_RT_PRIORITY``: validated; the policy reported is the one the process got."""
+    import subprocess
+    import sys
+
+    from torque_ctrl_ros.nodes.scheduling import RT_PRIORITY_ENV, request_realtime
+
+    assert request_realtime({}) == "normal"
+    assert request_realtime({RT_PRIORITY_ENV: "0"}) == "normal"
+    for bad in ("abc", "-1", "100", "2.5"):
+        with pytest.raises(ConfigError, match=RT_PRIORITY_ENV):
+            request_realtime({RT_PRIORITY_ENV: bad})
+    # In a child process: the policy would otherwise stick to the test runner.
+    code = (
+        "import os; from torque_ctrl_ros.nodes.scheduling import request_realtime as r; "
+        f"got = r({{'{RT_PRIORITY_ENV}': '20'}}); "
+        "print(got, os.sched_getscheduler(0) == os.SCHED_FIFO)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    got, fifo = out.rsplit(" ", 1)
+    assert (got == "fifo:20") == (fifo.strip() == "True"), out
+    assert got == "fifo:20" or got.startswith("normal (SCHED_FIFO 20 not permitted"), out

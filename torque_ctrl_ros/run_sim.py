@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import numpy as np
 
 from .core.controllers import CONTROLLERS
 from .core.trajectory import JointTrajectory
+from .nodes.scheduling import RT_PRIORITY_ENV
 from .paths import data_path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -48,26 +48,6 @@ def child_env(domain: int) -> dict[str, str]:
     return env
 
 
-def fifo_policy(priority: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` putting the child under ``SCHED_FIFO`` at ``priority`` (None for 0).
-
-    Real-time scheduling is what a 1 kHz loop on Linux needs to keep its wake-ups on time while
-    other processes use the CPUs (ros2_control runs its loop at SCHED_FIFO 50). The child's DDS
-    threads inherit the policy. Without the privilege (root, CAP_SYS_NICE or an ``rtprio`` limit)
-    the child runs under the normal policy; :meth:`NodePair.scheduling` tells which one it got.
-    """
-    if priority <= 0:
-        return None
-
-    def set_policy() -> None:
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-        except OSError:
-            pass  # not permitted: stay on the normal policy
-
-    return set_policy
-
-
 def start_node(
     module: str,
     params_file: Path,
@@ -78,7 +58,8 @@ def start_node(
 ) -> subprocess.Popen:
     """``python -m torque_ctrl_ros.nodes.<module> --ros-args --params-file ... -p k:=v``.
 
-    ``rt_priority`` > 0: run it under ``SCHED_FIFO`` at that priority when permitted.
+    ``rt_priority`` > 0: the node asks for ``SCHED_FIFO`` at that priority (through
+    ``$TORQUE_CTRL_RT_PRIORITY``, see :func:`.nodes.common.request_realtime`).
     """
     cmd = [
         sys.executable,
@@ -93,11 +74,10 @@ def start_node(
     # Own session: Ctrl-C reaches only this runner, which then stops the nodes in order.
     return subprocess.Popen(
         cmd,
-        env=env,
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=fifo_policy(rt_priority),
+        env={**env, RT_PRIORITY_ENV: str(rt_priority)},
     )
 
 

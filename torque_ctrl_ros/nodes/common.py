@@ -21,8 +21,9 @@ from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedE
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..core.errors import TorqueCtrlError
+from ..core.errors import ConfigError, TorqueCtrlError
 from .params import CommonConfig
+from .scheduling import request_realtime
 
 #: Set by SIGINT / SIGTERM (see :func:`run_node`); the nodes' loops end when it is set.
 STOP = threading.Event()
@@ -150,6 +151,13 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
     done) and ``close()``. Configuration errors
     are printed as one line and give exit status 2 instead of a traceback.
     """
+    try:
+        scheduling = request_realtime()
+    except ConfigError as exc:
+        print(f"[{node_name}] error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    if scheduling != "normal":
+        print(f"[{node_name}] scheduling: {scheduling}", file=sys.stderr, flush=True)
     # Our own handlers only set STOP: rclpy's would raise KeyboardInterrupt inside whatever
     # callback is running (a half-handled state) or shut the context down under the executor.
     rclpy.init(
