@@ -343,7 +343,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--quick", action="store_true", help="small counts and short runs (well under a minute)"
     )
-    parser.add_argument("--out", type=Path, default=Path("bench_results/bench.json"), help="JSON results")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("bench_results/bench.json"),
+        help="JSON results (file, or folder for bench.json)",
+    )
     parser.add_argument(
         "--sections", default=",".join(SECTIONS), help=f"comma-separated of {','.join(SECTIONS)}"
     )
@@ -377,6 +382,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.states = args.states or (1000 if quick else 10_000)
     args.dds_seconds = args.dds_seconds or (2.0 if quick else 20.0)
     args.lockstep_seconds = args.lockstep_seconds or (1.0 if quick else 5.0)
+    if args.out.is_dir():  # checked before running, not after minutes of measurements
+        args.out = args.out / "bench.json"
     return args
 
 
