@@ -7,6 +7,7 @@ what was received, so a wrong YAML value is found without reading code.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,6 +62,18 @@ def as_vector(
     if strictly_positive and (arr <= 0.0).any():
         raise error(f"{field}: expected every entry > 0, got {_describe(arr.tolist())}")
     return arr
+
+
+def all_finite(x: FloatArray) -> bool:
+    """``True`` if every entry of the float64 array ``x`` is finite (no NaN, no ±inf).
+
+    Per control step this is one dot product: ``x·x`` is finite exactly when every entry is,
+    unless finite entries beyond ~1e154 overflow it (numpy then warns), which the elementwise
+    test settles. ``np.isfinite(x).all()`` costs ~1 µs of call overhead, the dot product ~0.3 µs.
+    """
+    if x.ndim == 1 and math.isfinite(x.dot(x)):
+        return True
+    return bool(np.isfinite(x).all())
 
 
 def as_positive_float(field: str, value: Any, *, allow_zero: bool = False) -> float:
