@@ -18,7 +18,7 @@ from ..errors import ConfigError, SolverError
 from ..robot import RobotModel
 from ..saturation import TorqueLimiter
 from ..types import ControlOutput, JointState
-from ..validation import FloatArray
+from ..validation import FloatArray, all_finite
 
 RefT = TypeVar("RefT")
 
@@ -61,8 +61,9 @@ class Controller(ABC, Generic[RefT]):
         """
         q, v = self.robot.check_state(state.q, state.v)
         tau, info = self.torque(q, v, reference)
-        if not np.all(np.isfinite(tau)):
-            raise SolverError(f"{self.name}: non-finite torque {np.asarray(tau).tolist()}")
+        tau = np.asarray(tau, dtype=np.float64)
+        if not all_finite(tau):
+            raise SolverError(f"{self.name}: non-finite torque {tau.tolist()}")
         return self.limiter.apply(tau, info)
 
     def safe_torque(self, q: FloatArray, v: FloatArray, damping: FloatArray) -> ControlOutput:
