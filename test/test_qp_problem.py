@@ -1,0 +1,59 @@
+"""The QP wrapper's closed-form path for one-variable problems (hqpid's null-space levels)."""
+
+from __future__ import annotations
+
+import numpy as np
+import qpsolvers
+
+from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
+
+
+def _scalar(h: float, g: float, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> DenseQP:
+    qp = DenseQP(1, 0, len(c))
+    qp.H[0, 0], qp.g[0] = h, g
+    qp.C[:, 0], qp.l[:], qp.u[:] = c, lo, hi
+    return qp
+
+
+def test_one_variable_qp_matches_quadprog() -> None:
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    active = 0
+    for _ in range(500):
+        m = int(rng.integers(1, 12))
+        c = rng.normal(size=m) * 10.0 ** rng.uniform(-6, 2, m)
+        c[rng.random(m) < 0.1] = 0.0
+        x0 = rng.normal()  # a feasible point, so the problem is feasible
+        lo = c * x0 - rng.uniform(0, 2, m)
+        hi = c * x0 + rng.uniform(0, 2, m)
+        lo[rng.random(m) < 0.3] = -np.inf
+        hi[rng.random(m) < 0.3] = np.inf
+        h, g = float(rng.uniform(1e-3, 10)), float(rng.normal() * 10)
+        sol = _scalar(h, g, c, lo, hi).solve()
+        assert sol.ok and sol.iterations == 0
+        G = np.concatenate([-c[np.isfinite(lo)], c[np.isfinite(hi)]])[:, None]
+        b = np.concatenate([-lo[np.isfinite(lo)], hi[np.isfinite(hi)]])
+        ref = qpsolvers.solve_qp(
+            np.array([[h]]), np.array([g]), G if len(b) else None, b if len(b) else None, solver="quadprog"
+        )
+        assert ref is not None
+        worst = max(worst, abs(sol.x[0] - ref[0]) / max(1.0, abs(ref[0])))
+        active += int(abs(sol.x[0] + g / h) > 1e-12)
+        # KKT: h·x + g + c·z = 0 with the one multiplier reported.
+        assert abs(h * sol.x[0] + g + c @ sol.z) < 1e-9 * max(1.0, abs(g))
+    assert worst < 1e-9, worst
+    assert active > 100  # the constraints mattered in many of them
+
+
+def test_one_variable_qp_failures_are_reported() -> None:
+    one = np.array([1.0])
+    infeasible = _scalar(1.0, 0.0, np.array([1.0, 1.0]), np.array([1.0, -np.inf]), np.array([np.inf, 0.0]))
+    sol = infeasible.solve()
+    assert sol.status is SolveStatus.PRIMAL_INFEASIBLE and not sol.ok and sol.primal_residual >= 1.0
+    zero_row = _scalar(1.0, 0.0, np.array([0.0]), one, np.array([2.0]))  # 0·x ≥ 1
+    assert zero_row.solve().status is SolveStatus.PRIMAL_INFEASIBLE
+    assert _scalar(1.0, np.nan, one, -one, one).solve().status is SolveStatus.NON_FINITE
+    linear = _scalar(0.0, 2.0, one, -3 * one, one).solve()  # min 2x on [-3, 1]
+    assert linear.ok and linear.x[0] == -3.0
+    unbounded = _scalar(0.0, 2.0, one, -np.inf * one, one).solve()
+    assert unbounded.status is SolveStatus.DUAL_INFEASIBLE
