@@ -363,6 +363,7 @@ class _Level:
         self.nz = 2 * n + n_s if index == 0 else max(n - n_frozen, 0)
         self.J_frozen = np.zeros((n_frozen, n))
         self.Z = np.zeros((n, self.nz))
+        self.HZ = np.zeros((n, self.nz))  # H·Z, a work array
         self.qp: DenseQP | None = None
         if self.nz == 0:
             return
@@ -507,7 +508,6 @@ class _QPController(Controller[QPReference]):
         self._hi = np.full(self.n_b + n, np.inf)
         self._lo_tau = -self._tau_max - self._tol
         self._hi_tau = self._tau_max + self._tol
-        self._HZ = np.zeros((n, n))
         self.last_solutions: list[Solution] = []
 
     # --------------------------------------------------------------- construction
@@ -569,10 +569,10 @@ class _QPController(Controller[QPReference]):
             t.update(kin)
             WJ = self._WJ[t.name]
             np.multiply(t.J, self._2w[t.name], out=WJ)
-            np.matmul(t.J.T, WJ, out=self._task_H[t.name])
+            t.J.T.dot(WJ, out=self._task_H[t.name])
             res = self._res[t.name]
             np.subtract(t.desired, t.drift, out=res)
-            np.matmul(res, WJ, out=self._task_g[t.name])
+            res.dot(WJ, out=self._task_g[t.name])
         for b in self.barriers:
             b.update(kin)
 
@@ -608,17 +608,16 @@ class _QPController(Controller[QPReference]):
         np.copyto(lv.Z, _svd_full(lv.J_frozen)[2][n - lv.nz :].T)
         Z, qdd = lv.Z, self._qdd
         self._level_cost(lv)
-        HZ = self._HZ[:, : lv.nz]
-        np.matmul(self._Hq, Z, out=HZ)
-        np.matmul(Z.T, HZ, out=qp.H)
-        self._gq += self._Hq @ qdd
-        np.matmul(self._gq, Z, out=qp.g)
+        self._Hq.dot(Z, out=lv.HZ)
+        Z.T.dot(lv.HZ, out=qp.H)
+        self._gq += self._Hq.dot(qdd)
+        self._gq.dot(Z, out=qp.g)
         # Rows [C_b; M]·Z·u against their bounds less [C_b; M]·q̈*, with the solver's tolerance
         # as room: barriers ≥ l_b − E·s*₀, torque −τ_max − nle ≤ M·q̈ ≤ τ_max − nle.
         CbM, lo, hi, rows = self._CbM, self._lo, self._hi, self._rows
         CbM[nb:] = kin.M
-        np.matmul(CbM, Z, out=qp.C)
-        np.matmul(CbM, qdd, out=rows)
+        CbM.dot(Z, out=qp.C)
+        CbM.dot(qdd, out=rows)
         np.subtract(self._lb, tol, out=lo[:nb])
         if self.n_s:
             lo[:nb] -= self._s[self._row_slack] * self._row_soft
@@ -660,13 +659,14 @@ class _QPController(Controller[QPReference]):
                 np.copyto(self._qdd, sol.x[:n])
                 np.copyto(self._s, sol.x[2 * n :])
             else:
-                self._qdd += lv.Z @ sol.x
+                self._qdd += lv.Z.dot(sol.x)
         self.last_solutions = sols
         fallback = failed_level == 0
         if fallback:
             tau = self.robot.gravity(q) - self.config.fallback_damping * v
         else:
-            tau = self.kin.M @ self._qdd + self.kin.nle
+            tau = self.kin.M.dot(self._qdd)
+            tau += self.kin.nle
         info["qp_status"] = float(status.value)
         info["qp_iterations"] = float(sum(s.iterations for s in sols))
         info["qp_primal_residual"] = max(s.primal_residual for s in sols)
@@ -689,7 +689,7 @@ class _QPController(Controller[QPReference]):
         """
         if not fallback and self.n_b:
             resid = self._rows_b
-            np.matmul(self._Cb, self._qdd, out=resid)
+            self._Cb.dot(self._qdd, out=resid)
             if self.n_s:
                 resid += self._s[self._row_slack] * self._row_soft
             resid -= self._lb
