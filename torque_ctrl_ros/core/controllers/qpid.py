@@ -633,7 +633,6 @@ class _QPController(Controller[QPReference]):
         t0 = time.perf_counter()
         self.prepare(q, v, reference)
         n = self.robot.n
-        info: dict[str, float] = {}
         sols: list[Solution] = []
         failed_level = -1
         levels_solved = 0
@@ -667,14 +666,22 @@ class _QPController(Controller[QPReference]):
         else:
             tau = self.kin.M.dot(self._qdd)
             tau += self.kin.nle
-        info["qp_status"] = float(status.value)
-        info["qp_iterations"] = float(sum(s.iterations for s in sols))
-        info["qp_primal_residual"] = max(s.primal_residual for s in sols)
-        info["qp_dual_residual"] = max(s.dual_residual for s in sols)
-        info["qp_solve_time_us"] = 1e6 * sum(s.solve_time for s in sols)
-        info["fallback"] = 1.0 if fallback else 0.0
-        info["failed_level"] = float(failed_level)
-        info["levels_solved"] = float(levels_solved)
+        iterations, primal, dual, solve_time = 0, 0.0, 0.0, 0.0
+        for sol in sols:
+            iterations += sol.iterations
+            primal = max(primal, sol.primal_residual)
+            dual = max(dual, sol.dual_residual)
+            solve_time += sol.solve_time
+        info: dict[str, float] = {
+            "qp_status": float(status.value),
+            "qp_iterations": float(iterations),
+            "qp_primal_residual": primal,
+            "qp_dual_residual": dual,
+            "qp_solve_time_us": 1e6 * solve_time,
+            "fallback": 1.0 if fallback else 0.0,
+            "failed_level": float(failed_level),
+            "levels_solved": float(levels_solved),
+        }
         self._barrier_info(info, fallback)
         for key, t in self._error_keys:
             info[key] = t.error_norm()
