@@ -214,8 +214,6 @@ def _motion_cross_tensor() -> FloatArray:
 
 
 _T = _motion_cross_tensor()
-#: ``m ×ₘ x`` for columns: ``_CROSS @ (m[:, None, :] * x[None, :, :]).reshape(36, n)``.
-_CROSS = np.ascontiguousarray(_T.reshape(6, 36))
 #: The dual contraction: ``F_a = Σ_kb T[k, a, b]·y_k·x_b``, so that ``y·(m ×ₘ x) = m·F``:
 #: ``_DUAL @ (y[:, None, :] * x[None, :, :]).reshape(36, n)``.
 _DUAL = np.ascontiguousarray(_T.transpose(1, 0, 2).reshape(6, 36))
@@ -236,20 +234,26 @@ class SingularityBarrier(Barrier):
         ∇w·q̈ + s ≥ −q̇ᵀ·∇²w·q̇ − 2α·∇w·q̇ − α²·(w − w_min)
 
     Everything is analytic, from the spatial (world) Jacobian ``J`` of the frame's joint,
-    whose column ``c`` is joint ``c``'s axis: with ``A = J·Jᵀ``, ``X = A⁻¹·J``,
-    ``V_c = Σ_{i≤c} J_i·q̇_i`` (velocity of body ``c``) and ``×ₘ`` the motion cross product,
+    whose column ``c`` is joint ``c``'s axis, and its time derivative ``J̇`` (Pinocchio's
+    ``J̇_c = V_c ×ₘ J_c``, ``V_c = Σ_{i≤c} J_i·q̇_i`` the velocity of body ``c`` and ``×ₘ``
+    the motion cross product; ``pinocchio.computeAllTerms`` in :class:`KinematicsState`
+    fills both). With ``A = J·Jᵀ``, ``X = A⁻¹·J``, ``F_c`` the 6-vector with
+    ``m·F_c = X_c·(m ×ₘ J_c)`` for every ``m`` (``F̃_c`` the same with ``J̇_c``) and the
+    suffix sums ``S_i = Σ_{c≥i} F_c``, ``S̃_i = Σ_{c≥i} F̃_c``:
 
     - gradient: ``∂J_c/∂q_i = J_i ×ₘ J_c`` for ``i < c`` (0 otherwise), so
-      ``∂w/∂q_i = w·tr(A⁻¹·∂_iJ·Jᵀ) = w·Σ_{c>i} X_c·(J_i ×ₘ J_c)``;
-    - velocities of the axes: ``J̇_c = V_c ×ₘ J_c``; with ``Y = A⁻¹·J̇`` and
-      ``τ = tr(A⁻¹·J̇·Jᵀ) = Σ Y∘J``, ``ẇ = w·τ`` (``= ∇w·q̇``);
-    - at ``q̈ = 0``: ``J̈_c = a_c ×ₘ J_c + V_c ×ₘ J̇_c`` with ``a_c = Σ_{i≤c} J̇_i·q̇_i``,
-      and the curvature ``q̇ᵀ·∇²w·q̇ = ẅ|_{q̈=0} = w·(τ² + τ̇)`` with
-      ``τ̇ = Σ X∘J̈ + Σ Y∘J̇ − tr(K·K) − tr(L·K)``, ``K = Y·Jᵀ``, ``L = X·J̇ᵀ``
-      (from ``d(A⁻¹)/dt = −A⁻¹·Ȧ·A⁻¹``, ``Ȧ = J̇·Jᵀ + J·J̇ᵀ``).
+      ``∂w/∂q_i = w·tr(A⁻¹·∂_iJ·Jᵀ) = w·Σ_{c>i} X_c·(J_i ×ₘ J_c) = w·J_i·S_i`` (the
+      ``c = i`` term of ``S_i`` adds nothing: ``J_i ×ₘ J_i = 0``);
+    - rate: ``ẇ = ∇w·q̇ = w·τ`` with ``τ = tr(A⁻¹·J̇·Jᵀ)``;
+    - curvature at ``q̈ = 0``: ``q̇ᵀ·∇²w·q̇ = ẅ = w·(τ² + τ̇)`` with
+      ``τ̇ = tr(A⁻¹·J̈·Jᵀ) + tr(A⁻¹·D) − tr(A⁻¹·Ȧ·A⁻¹·B)``, ``B = J̇·Jᵀ``, ``D = J̇·J̇ᵀ``,
+      ``Ȧ = B + Bᵀ`` (from ``d(A⁻¹)/dt = −A⁻¹·Ȧ·A⁻¹``). ``J̈_c = a_c ×ₘ J_c + V_c ×ₘ J̇_c``
+      with ``a_c = Σ_{i≤c} J̇_i·q̇_i``, so that, swapping the sums,
+      ``tr(A⁻¹·J̈·Jᵀ) = Σ_c (a_c·F_c + V_c·F̃_c) = Σ_i q̇_i·(J̇_i·S_i + J_i·S̃_i)``.
 
-    The cross products of all columns at once are contractions with a constant tensor
-    (see ``_CROSS``), a few numpy calls per step; no second kinematics pass.
+    ``F`` and ``F̃`` of all columns are one contraction with a constant tensor (``_DUAL``),
+    the suffix sums one product with a triangular matrix, and ``A``, ``B``, ``D`` blocks of
+    one Gram matrix: about twenty numpy calls per step, no second kinematics pass.
     ``margin`` is ``w − w_min``.
     """
 
@@ -273,10 +277,32 @@ class SingularityBarrier(Barrier):
         self.value = 0.0
         self.rate = 0.0
         self.curvature = 0.0
-        # [J | J̇] side by side, so A⁻¹ multiplies both in one product.
-        self._JJd = np.zeros((6, 2 * n))
-        # S = F @ _SUFFIX sums the columns c > i into column i (strictly upper-triangular ones).
-        self._suffix = np.tril(np.ones((n, n)), -1)
+        # Preallocated buffers and fixed views of them: a numpy call costs ~1 µs whatever its
+        # size, so the update is a short list of calls with ``out`` arguments.
+        # [J; J̇] stacked (2 × 6 × n); its Gram matrix G (12 × 12) holds A, Bᵀ, B and D.
+        self._JJd = np.zeros((2, 6, n))
+        self._JJd12 = self._JJd.reshape(12, n)
+        self._G = np.zeros((12, 12))
+        G = self._G
+        self._A, self._Bt, self._B, self._D = G[:6, :6], G[:6, 6:], G[6:, :6], G[6:, 6:]
+        self._Adot = np.zeros((6, 6))
+        self._AiAdot = np.zeros((6, 6))
+        self._BtAi = np.zeros((6, 6))
+        self._X = np.zeros((6, n))
+        # P[k, b, h, c] = X[k, c]·[J | J̇][b, h, c]: the outer products of both contractions.
+        self._X4 = self._X.reshape(6, 1, 1, n)
+        self._JJd4 = self._JJd.transpose(1, 0, 2)[None]
+        self._P = np.zeros((6, 6, 2, n))
+        self._P36 = self._P.reshape(36, 2 * n)
+        self._FF = np.zeros((6, 2 * n))  # [F | F̃]
+        self._FF12 = self._FF.reshape(12, n)
+        self._SS = np.zeros((12, n))  # [S | S̃] (6 × 2n) as 12 rows of n
+        self._S = self._SS.reshape(6, 2, n)[:, 0]
+        # [J̇·diag(q̇) | J·diag(q̇)], laid out like [S | S̃].
+        self._JdJ = self._JJd[::-1].transpose(1, 0, 2)
+        self._JdJv = np.zeros((6, 2, n))
+        # S = F @ _suffix sums the columns c ≥ i into column i (lower-triangular ones).
+        self._suffix = np.tril(np.ones((n, n)))
 
     @staticmethod
     def manipulability_and_gradient(J: FloatArray) -> tuple[float, FloatArray]:
@@ -292,13 +318,12 @@ class SingularityBarrier(Barrier):
         return w, w * (J * S).sum(axis=0)
 
     def update(self, kin: KinematicsState) -> None:
-        n = self.robot.n
-        v = kin.v
-        JJd = self._JJd
-        J = JJd[:, :n]
-        Jd = JJd[:, n:]
-        J[:] = pin.getJointJacobian(kin.model, kin.data, self.joint, pin.WORLD)
-        det = float(_det(J @ J.T))
+        model, data, v = kin.model, kin.data, kin.v
+        J, Jd = self._JJd
+        J[:] = pin.getJointJacobian(model, data, self.joint, pin.WORLD)
+        Jd[:] = pin.getJointJacobianTimeVariation(model, data, self.joint, pin.WORLD)
+        self._JJd12.dot(self._JJd12.T, self._G)
+        det = float(_det(self._A))
         if not det > 1e-30:
             # At (or numerically at) the singularity: no direction to push along.
             w = 0.0
@@ -306,21 +331,20 @@ class SingularityBarrier(Barrier):
             self.rate = self.curvature = 0.0
         else:
             w = math.sqrt(det)
-            V = (J * v).cumsum(axis=1)  # V_c = Σ_{i≤c} J_i q̇_i
-            np.matmul(_CROSS, (V[:, None, :] * J[None, :, :]).reshape(36, n), out=Jd)  # J̇_c = V_c ×ₘ J_c
-            Z = _inv(J @ J.T) @ JJd
-            X = Z[:, :n]
-            Y = Z[:, n:]
-            # Gradient: F_c with J_i·F_c = X_c·(J_i ×ₘ J_c); ∂w/∂q_i = w·J_i·Σ_{c>i} F_c.
-            F = _DUAL @ (X[:, None, :] * J[None, :, :]).reshape(36, n)
-            np.multiply((J * (F @ self._suffix)).sum(axis=0), w, out=self.gradient)
-            # Curvature ẅ at q̈ = 0 (formulas in the class docs).
-            a = (Jd * v).cumsum(axis=1)  # a_c = Σ_{i≤c} J̇_i q̇_i
-            Jdd = _CROSS @ (a[:, None, :] * J[None, :, :] + V[:, None, :] * Jd[None, :, :]).reshape(36, n)
-            K = Y @ J.T
-            KL = K + X @ Jd.T
-            tau = float(np.vdot(Y, J))
-            tau_dot = float(np.vdot(X, Jdd)) + float(np.vdot(Y, Jd)) - float(np.vdot(KL, K.T))
+            Ai = _inv(self._A)
+            Ai.dot(J, self._X)
+            np.multiply(self._X4, self._JJd4, self._P)
+            _DUAL.dot(self._P36, self._FF)
+            self._FF12.dot(self._suffix, self._SS)
+            g = J.T.dot(self._S).diagonal()  # g_i = J_i·S_i = (∂w/∂q_i)/w
+            np.multiply(g, w, self.gradient)
+            tau = float(g.dot(v))
+            np.multiply(self._JdJ, v, self._JdJv)
+            trace_X_Jdd = float(np.vdot(self._JdJv, self._SS))  # Σ_i q̇_i·(J̇_i·S_i + J_i·S̃_i)
+            np.add(self._B, self._Bt, self._Adot)
+            # tr(P·Q) = ⟨P, Qᵀ⟩ with P = A⁻¹·Ȧ, Q = A⁻¹·B (A⁻¹ symmetric)
+            trace_AiAdotAiB = float(np.vdot(Ai.dot(self._Adot, self._AiAdot), self._Bt.dot(Ai, self._BtAi)))
+            tau_dot = trace_X_Jdd + float(np.vdot(Ai, self._D)) - trace_AiAdotAiB
             self.rate = w * tau
             self.curvature = w * (tau * tau + tau_dot)
         self.value = w
