@@ -133,10 +133,10 @@ def _capsule_placement(start: FloatArray, end: FloatArray) -> tuple[pin.SE3, flo
 class SelfCollisionModel:
     """Capsules on the robot's links and the minimum distance between non-adjacent ones.
 
-    Call :meth:`update` after the robot's kinematics (joint placements, velocities,
-    bias accelerations and world joint Jacobians in ``robot.data``, e.g. after
-    ``pinocchio.computeAllTerms``) to fill :attr:`distance`, :attr:`gradient`,
-    :attr:`drift` and :attr:`closest_pair`.
+    Call :meth:`update` after the robot's kinematics (joint placements and world joint
+    Jacobians in ``robot.data``, and their time variation ``data.dJ`` for the drift, e.g.
+    after ``pinocchio.computeAllTerms``) to fill :attr:`distance`, :attr:`gradient`,
+    :attr:`drift`, :attr:`closest_pair`, :attr:`witness` and :attr:`normal`.
 
     Raises:
         ConfigError: a link of the spec is not a frame of the model (the message lists
@@ -194,8 +194,25 @@ class SelfCollisionModel:
         self.geom_data = pin.GeometryData(self.geom_model)
         for req in self.geom_data.distanceRequests:
             req.enable_signed_distance = True
-        self._joint_of = [int(o.parentJoint) for o in self.geom_model.geometryObjects]
         n = robot.n
+        joint_of = [int(o.parentJoint) for o in self.geom_model.geometryObjects]
+        # Per pair: which columns of the world Jacobians move link b and link a (1 = a joint
+        # between the base and the link), as a (1, 2, 1, n) array that masks [J; J̇].
+        self._pair_masks: list[FloatArray] = []
+        for pair in self.geom_model.collisionPairs:
+            mask = np.zeros((2, n))
+            for row, geom in enumerate((pair.second, pair.first)):
+                for joint in list(model.supports[joint_of[geom]])[1:]:  # without the universe
+                    first = model.joints[joint].idx_v
+                    mask[row, first : first + model.joints[joint].nv] = 1.0
+            self._pair_masks.append(mask.reshape(1, 2, 1, n))
+        # The result objects stay in place in geom_data; a list indexes faster.
+        self._results = list(self.geom_data.distanceResults)
+        self._JJd = np.zeros((2, 1, 6, n))  # [J; J̇] of the whole model
+        self._masked = np.zeros((2, 2, 6, n))  # [J; J̇] × [link b, link a] × 6 × n
+        self._J_ba = self._masked[0].reshape(12, n)
+        self._Jd_ba = self._masked[1].reshape(12, n)
+        self._rows = np.zeros(12)
         self.distance = np.inf
         self.gradient = np.zeros(n)
         self.drift = 0.0
@@ -217,90 +234,82 @@ class SelfCollisionModel:
         """Number of link-capsule pairs checked."""
         return len(self.pair_links)
 
-    def update(self) -> float:
+    def update(self, v: FloatArray | None = None) -> float:
         """Distances of all pairs; gradient and drift of the smallest. Returns ``d_min`` (m).
 
-        The 3-vector algebra of the two witness points runs on Python floats: a numpy call
-        costs ~1 µs whatever its size, a float cross product ~0.2 µs.
+        Args:
+            v: joint velocities ``q̇`` (rad/s) of the kinematics pass, for the drift; ``None``
+                computes the distance and gradient only (``drift = 0``).
+
+        With the witness points ``p`` and the world Jacobian ``J_j`` of the link's joint
+        (columns of the joints that do not move the link set to 0), the material point's
+        velocity is ``[n̂; p × n̂]ᵀ·J_j·q̇`` along ``n̂``, and its classical acceleration at
+        ``q̈ = 0`` is ``a + α × p + ω × v_p`` with ``(a, α) = J̇_j·q̇`` the spatial bias
+        acceleration and ``(v, ω) = J_j·q̇`` the spatial velocity at the world origin,
+        ``v_p = v + ω × p``; and ``n̂·(α × p) = α·(p × n̂)``. So, with the signed rows
+        ``r_b = [n̂; p₂ × n̂]``, ``r_a = −[n̂; p₁ × n̂]``::
+
+            ∇d    = r_b·J_b + r_a·J_a
+            drift = (r_b·J̇_b + r_a·J̇_a)·q̇ + n̂·(ω_b × v_p₂) − n̂·(ω_a × v_p₁)
+
+        Both links' masked ``[J; J̇]`` come from one product with the pair's column masks; the
+        3-vector algebra runs on Python floats (a numpy call costs ~1 µs whatever its size).
         """
         model, data = self.robot.model, self.robot.data
         pin.updateGeometryPlacements(model, data, self.geom_model, self.geom_data)
         # Returns the index of the pair with the smallest distance.
         k = int(pin.computeDistances(self.geom_model, self.geom_data))
-        res = self.geom_data.distanceResults[k]
-        pair = self.geom_model.collisionPairs[k]
+        res = self._results[k]
         self.distance = float(res.min_distance)
         self.closest_pair = self.pair_links[k]
-        p1 = np.array(res.getNearestPoint1())
-        p2 = np.array(res.getNearestPoint2())
+        p1 = res.getNearestPoint1()  # fresh arrays, not views into res
+        p2 = res.getNearestPoint2()
+        x1, y1, z1 = p1.tolist()
+        x2, y2, z2 = p2.tolist()
         nx, ny, nz = res.normal.tolist()
         norm = math.sqrt(nx * nx + ny * ny + nz * nz)
         if norm < 1e-12:
-            nx, ny, nz = (p2 - p1).tolist()
+            nx, ny, nz = x2 - x1, y2 - y1, z2 - z1
             norm = math.sqrt(nx * nx + ny * ny + nz * nz)
         if norm > 1e-12:
             nx, ny, nz = nx / norm, ny / norm, nz / norm
         else:
             nx = ny = nz = 0.0
-        normal = (nx, ny, nz)
-        self.normal = np.array(normal)
+        self.normal = np.array((nx, ny, nz))
         self.witness = (p1, p2)
-        j1, j2 = self._joint_of[pair.first], self._joint_of[pair.second]
-        grad = self.gradient
-        grad[:] = 0.0
-        drift = 0.0
-        for joint, p, sign in ((j2, p2, 1.0), (j1, p1, -1.0)):
-            if joint == 0:
-                continue  # the base: no Jacobian, no acceleration
-            row, acc = self._point_terms(model, data, joint, p.tolist(), normal)
-            J = pin.getJointJacobian(model, data, joint, pin.WORLD)
-            if sign > 0.0:
-                grad += row @ J
-            else:
-                grad -= row @ J
-            drift += sign * acc
-        self.drift = drift
-        return self.distance
-
-    @staticmethod
-    def _point_terms(
-        model: pin.Model,
-        data: pin.Data,
-        joint: int,
-        p: list[float],
-        normal: tuple[float, float, float],
-    ) -> tuple[FloatArray, float]:
-        """Row ``r`` (6,) with ``n̂ᵀ·J_p = r·J`` for the world Jacobian ``J``, and ``n̂ᵀ·J̇_p·q̇``.
-
-        The material point at ``p`` of the body moves with ``v_p = v + ω × p`` (spatial
-        velocity ``(v, ω)`` at the world origin), so ``n̂ᵀ·J_p = [n̂; p × n̂]ᵀ·J``. Its
-        classical acceleration at ``q̈ = 0`` is ``a + α × p + ω × v_p`` (``(a, α)`` the spatial
-        bias acceleration), and ``n̂·(α × p) = α·(p × n̂)``.
-        """
-        nx, ny, nz = normal
-        px, py, pz = p
-        mx, my, mz = py * nz - pz * ny, pz * nx - px * nz, px * ny - py * nx  # p × n̂
-        row = np.array((nx, ny, nz, mx, my, mz))
-        # Spatial velocity and bias acceleration of the body, world axes, at the world origin.
-        oMi = data.oMi[joint]
-        vel = oMi.act(data.v[joint])
-        acc = oMi.act(data.a[joint])
-        vx, vy, vz = vel.linear.tolist()
-        wx, wy, wz = vel.angular.tolist()
-        ax, ay, az = acc.linear.tolist()
-        bx, by, bz = acc.angular.tolist()
-        # v_p = v + ω × p
-        ux, uy, uz = vx + wy * pz - wz * py, vy + wz * px - wx * pz, vz + wx * py - wy * px
-        # n̂·(a + α × p + ω × v_p)
-        drift = (
-            nx * ax
-            + ny * ay
-            + nz * az
-            + bx * mx
-            + by * my
-            + bz * mz
-            + nx * (wy * uz - wz * uy)
-            + ny * (wz * ux - wx * uz)
-            + nz * (wx * uy - wy * ux)
+        JJd = self._JJd
+        JJd[0, 0] = data.J
+        JJd[1, 0] = data.dJ
+        np.multiply(JJd, self._pair_masks[k], self._masked)
+        rows = self._rows
+        # r_b = [n̂; p₂ × n̂], r_a = −[n̂; p₁ × n̂]
+        rows[:] = (
+            nx,
+            ny,
+            nz,
+            y2 * nz - z2 * ny,
+            z2 * nx - x2 * nz,
+            x2 * ny - y2 * nx,
+            -nx,
+            -ny,
+            -nz,
+            z1 * ny - y1 * nz,
+            x1 * nz - z1 * nx,
+            y1 * nx - x1 * ny,
         )
-        return row, drift
+        rows.dot(self._J_ba, self.gradient)
+        if v is None:
+            self.drift = 0.0
+            return self.distance
+        # Spatial velocities (v, ω) of link b and link a at the world origin.
+        vx2, vy2, vz2, wx2, wy2, wz2, vx1, vy1, vz1, wx1, wy1, wz1 = self._J_ba.dot(v).tolist()
+        # v_p = v + ω × p
+        ux2, uy2, uz2 = vx2 + wy2 * z2 - wz2 * y2, vy2 + wz2 * x2 - wx2 * z2, vz2 + wx2 * y2 - wy2 * x2
+        ux1, uy1, uz1 = vx1 + wy1 * z1 - wz1 * y1, vy1 + wz1 * x1 - wx1 * z1, vz1 + wx1 * y1 - wy1 * x1
+        self.drift = (
+            float(rows.dot(self._Jd_ba).dot(v))
+            + nx * (wy2 * uz2 - wz2 * uy2 - wy1 * uz1 + wz1 * uy1)
+            + ny * (wz2 * ux2 - wx2 * uz2 - wz1 * ux1 + wx1 * uz1)
+            + nz * (wx2 * uy2 - wy2 * ux2 - wx1 * uy1 + wy1 * ux1)
+        )
+        return self.distance

@@ -185,7 +185,7 @@ class SelfCollisionBarrier(Barrier):
 
     def update(self, kin: KinematicsState) -> None:
         col = self.collision
-        d = col.update()
+        d = col.update(kin.v)
         if self._fresh:
             self.gradient[:] = col.gradient
             self._fresh = False
