@@ -151,3 +151,39 @@ def test_self_collision_terms_match_coal_and_finite_differences(robot: RobotMode
         col.update()
         np.testing.assert_array_equal(col.gradient, gradient)
         assert col.drift == 0.0
+
+
+def test_joint_limit_rows_match_their_formulas(robot: RobotModel) -> None:
+    """Joint position / velocity barrier rows written out joint by joint (the code stacks them)."""
+    from torque_ctrl_ros.core.qp.constraints import JointPositionBarrier, JointVelocityBarrier
+
+    kin = KinematicsState(robot)
+    pos = JointPositionBarrier(robot, alpha=10.0)
+    vel = JointVelocityBarrier(robot, alpha=50.0)
+    for b in (pos, vel):
+        b.bind(np.zeros((b.rows, robot.n)), np.zeros(b.rows))
+    rng = np.random.default_rng(11)
+    lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
+    hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
+    for _ in range(50):
+        q = rng.uniform(lo, hi)
+        v = rng.uniform(-1, 1, robot.n) * robot.velocity_limit
+        kin.update(q, v)
+        pos.update(kin)
+        vel.update(kin)
+        a = 10.0
+        for r, j in enumerate(pos.index):
+            k = len(pos.index)
+            assert pos.C[r, j] == 1.0 and pos.C[k + r, j] == -1.0
+            assert math.isclose(pos.lower[r], -2 * a * v[j] - a * a * (q[j] - robot.position_lower[j]))
+            assert math.isclose(pos.lower[k + r], 2 * a * v[j] - a * a * (robot.position_upper[j] - q[j]))
+        h_pos = [q[j] - robot.position_lower[j] for j in pos.index] + [
+            robot.position_upper[j] - q[j] for j in pos.index
+        ]
+        assert math.isclose(pos.margin, min(h_pos))
+        k = len(vel.index)
+        vmax = robot.velocity_limit
+        np.testing.assert_allclose(vel.lower[:k], -50.0 * (v + vmax)[vel.index])
+        np.testing.assert_allclose(vel.lower[k:], -50.0 * (vmax - v)[vel.index])
+        assert np.array_equal(np.abs(vel.C).sum(axis=1), np.ones(2 * k))
+        assert math.isclose(vel.margin, float(np.min(np.concatenate([v + vmax, vmax - v]))))

@@ -72,7 +72,26 @@ def _alpha(field: str, value: float) -> float:
     return as_positive_float(field, value)
 
 
-class JointPositionBarrier(Barrier):
+class _JointRowsBarrier(Barrier):
+    """Rows ``±q̈_j + s ≥ l`` for joints ``index``: first all ``+``, then all ``−`` (``C = σ·e_j``).
+
+    Per step the subclasses gather ``q`` / ``q̇`` of those joints twice (``[x; x]``, one
+    fancy index) and work on all ``2k`` rows at once with the row signs ``σ``. (Small arrays:
+    a numpy call costs ~0.5 µs whatever it does, ``ndarray.min`` ~1.2 µs, ``min(list)`` 0.5.)
+    """
+
+    def __init__(self, index: np.ndarray, *, soft: bool) -> None:
+        super().__init__(2 * len(index), soft=soft)
+        self.index = index
+        self._joint_of_row = np.concatenate([index, index])
+        self._sign = np.concatenate([np.ones(len(index)), -np.ones(len(index))])
+        self._x2 = np.zeros(self.rows)  # work array
+
+    def _bound(self) -> None:
+        self.C[np.arange(self.rows), self._joint_of_row] = self._sign
+
+
+class JointPositionBarrier(_JointRowsBarrier):
     """Second-order barrier on the joint position limits (bounded joints only).
 
     With ``h₋ = q − q_min`` and ``h₊ = q_max − q`` (rad)::
@@ -80,35 +99,34 @@ class JointPositionBarrier(Barrier):
          q̈ + s ≥ −2α·q̇ − α²·(q − q_min)
         −q̈ + s ≥  2α·q̇ − α²·(q_max − q)
 
-    Continuous joints have no rows. ``margin`` is the smallest ``h`` (rad).
+    i.e. ``σ·q̈ + s ≥ −2α·σ·q̇ − α²·h`` with ``h = σ·q − [q_min; −q_max]``. Continuous joints
+    have no rows. ``margin`` is the smallest ``h`` (rad).
     """
 
     name = "joint_position"
 
     def __init__(self, robot: RobotModel, alpha: float, *, soft: bool = True) -> None:
-        self.index = np.flatnonzero(np.isfinite(robot.position_lower) & np.isfinite(robot.position_upper))
-        super().__init__(2 * len(self.index), soft=soft)
+        index = np.flatnonzero(np.isfinite(robot.position_lower) & np.isfinite(robot.position_upper))
+        super().__init__(index, soft=soft)
         self.alpha = _alpha("joint_position_limit.alpha", alpha)
-        self.q_min = robot.position_lower[self.index].copy()
-        self.q_max = robot.position_upper[self.index].copy()
-
-    def _bound(self) -> None:
-        k = len(self.index)
-        self.C[np.arange(k), self.index] = 1.0
-        self.C[k + np.arange(k), self.index] = -1.0
+        self.q_min = robot.position_lower[index].copy()
+        self.q_max = robot.position_upper[index].copy()
+        self._offset = np.concatenate([self.q_min, -self.q_max])
+        self._damping = -2.0 * self.alpha * self._sign
 
     def update(self, kin: KinematicsState) -> None:
-        k, a = len(self.index), self.alpha
-        q = kin.q[self.index]
-        v = kin.v[self.index]
-        h_lo = q - self.q_min
-        h_hi = self.q_max - q
-        self.lower[:k] = -2.0 * a * v - a * a * h_lo
-        self.lower[k:] = 2.0 * a * v - a * a * h_hi
-        self.margin = float(min(h_lo.min(), h_hi.min())) if k else math.inf
+        if not self.rows:
+            return
+        h = kin.q[self._joint_of_row]
+        h *= self._sign
+        h -= self._offset
+        np.multiply(kin.v[self._joint_of_row], self._damping, out=self.lower)
+        np.multiply(h, self.alpha * self.alpha, out=self._x2)
+        self.lower -= self._x2
+        self.margin = min(h.tolist())
 
 
-class JointVelocityBarrier(Barrier):
+class JointVelocityBarrier(_JointRowsBarrier):
     """First-order barrier on the joint velocity limits (joints with a finite limit).
 
     With ``h₋ = q̇ + q̇_max`` and ``h₊ = q̇_max − q̇`` (rad/s)::
@@ -116,31 +134,28 @@ class JointVelocityBarrier(Barrier):
          q̈ + s ≥ −α·(q̇ + q̇_max)
         −q̈ + s ≥ −α·(q̇_max − q̇)
 
-    In discrete time (step ``Δt``, ``α·Δt ≤ 1``) ``h`` shrinks at most by the factor
-    ``1 − α·Δt`` per step and never changes sign. ``margin`` is the smallest ``h`` (rad/s).
+    i.e. ``σ·q̈ + s ≥ −α·h`` with ``h = σ·q̇ + [q̇_max; q̇_max]``. In discrete time (step
+    ``Δt``, ``α·Δt ≤ 1``) ``h`` shrinks at most by the factor ``1 − α·Δt`` per step and never
+    changes sign. ``margin`` is the smallest ``h`` (rad/s).
     """
 
     name = "joint_velocity"
 
     def __init__(self, robot: RobotModel, alpha: float, *, soft: bool = True) -> None:
-        self.index = np.flatnonzero(np.isfinite(robot.velocity_limit))
-        super().__init__(2 * len(self.index), soft=soft)
+        index = np.flatnonzero(np.isfinite(robot.velocity_limit))
+        super().__init__(index, soft=soft)
         self.alpha = _alpha("joint_velocity_limit.alpha", alpha)
-        self.v_max = robot.velocity_limit[self.index].copy()
-
-    def _bound(self) -> None:
-        k = len(self.index)
-        self.C[np.arange(k), self.index] = 1.0
-        self.C[k + np.arange(k), self.index] = -1.0
+        self.v_max = robot.velocity_limit[index].copy()
+        self._offset = np.concatenate([self.v_max, self.v_max])
 
     def update(self, kin: KinematicsState) -> None:
-        k, a = len(self.index), self.alpha
-        v = kin.v[self.index]
-        h_lo = v + self.v_max
-        h_hi = self.v_max - v
-        self.lower[:k] = -a * h_lo
-        self.lower[k:] = -a * h_hi
-        self.margin = float(min(h_lo.min(), h_hi.min())) if k else math.inf
+        if not self.rows:
+            return
+        h = kin.v[self._joint_of_row]
+        h *= self._sign
+        h += self._offset
+        np.multiply(h, -self.alpha, out=self.lower)
+        self.margin = min(h.tolist())
 
 
 class SelfCollisionBarrier(Barrier):
