@@ -51,7 +51,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -336,6 +336,17 @@ def _collision_path(name: str) -> Path:
 
 
 # ------------------------------------------------------------------------ QP levels
+class _TaskTerms(NamedTuple):
+    """A task's share of a level's cost, refilled every step (see :meth:`_QPController.prepare`)."""
+
+    task: Task
+    w2: FloatArray  # 2·W as a column (dim × 1)
+    WJ: FloatArray  # 2·W·J (dim × n)
+    res: FloatArray  # ẍᵈ − J̇·q̇ (dim)
+    H: FloatArray  # 2·JᵀW·J (n × n)
+    g: FloatArray  # 2·JᵀW·(ẍᵈ − J̇·q̇) (n)
+
+
 class _Level:
     """One priority level: its tasks, the tasks above it and its persistent QP.
 
@@ -358,6 +369,7 @@ class _Level:
     ) -> None:
         self.index = index
         self.tasks = tasks
+        self.terms: list[_TaskTerms] = []  # the tasks' cost terms, set by the controller
         self.frozen = frozen
         n_frozen = sum(t.dim for t in frozen)
         self.nz = 2 * n + n_s if index == 0 else max(n - n_frozen, 0)
@@ -487,13 +499,22 @@ class _QPController(Controller[QPReference]):
         top.u[self.n_b : self.n_b + n] = self._tau_max
         top.g[2 * n :] = c.slack_weight
 
-        # Per-task cost contributions (filled per step: 2·JᵀW·J and 2·JᵀW·(ẍᵈ − J̇·q̇)) and
-        # the regularisation.
-        self._task_H = {t.name: np.zeros((n, n)) for t in self.tasks}
-        self._task_g = {t.name: np.zeros(n) for t in self.tasks}
-        self._WJ = {t.name: np.zeros((t.dim, n)) for t in self.tasks}
-        self._res = {t.name: np.zeros(t.dim) for t in self.tasks}
-        self._2w = {t.name: 2.0 * t.weight[:, None] for t in self.tasks}
+        # Per task, filled per step: its cost terms 2·JᵀW·J and 2·JᵀW·(ẍᵈ − J̇·q̇), with the
+        # work arrays W·J and ẍᵈ − J̇·q̇ (a tuple per task: no dict lookups on the hot path).
+        self._terms = {
+            t.name: _TaskTerms(
+                t,
+                2.0 * t.weight[:, None],
+                np.zeros((t.dim, n)),
+                np.zeros(t.dim),
+                np.zeros((n, n)),
+                np.zeros(n),
+            )
+            for t in self.tasks
+        }
+        self._term_list = list(self._terms.values())
+        for lv in self.levels:
+            lv.terms = [self._terms[t.name] for t in lv.tasks]
         self._H_reg = np.diag(2.0 * c.acceleration_weight + 2.0 * c.dt**2 * c.velocity_weight)
         self._g_reg_gain = 2.0 * c.dt * c.velocity_weight
         # Per-step work arrays: the level cost in q̈, the solution so far, row offsets.
@@ -565,14 +586,12 @@ class _QPController(Controller[QPReference]):
         self._set_reference(reference)
         kin = self.kin
         kin.update(q, v)
-        for t in self.tasks:
+        for t, w2, WJ, res, H, g in self._term_list:
             t.update(kin)
-            WJ = self._WJ[t.name]
-            np.multiply(t.J, self._2w[t.name], out=WJ)
-            t.J.T.dot(WJ, out=self._task_H[t.name])
-            res = self._res[t.name]
+            np.multiply(t.J, w2, out=WJ)
+            t.J.T.dot(WJ, out=H)
             np.subtract(t.desired, t.drift, out=res)
-            res.dot(WJ, out=self._task_g[t.name])
+            res.dot(WJ, out=g)
         for b in self.barriers:
             b.update(kin)
 
@@ -581,9 +600,9 @@ class _QPController(Controller[QPReference]):
         Hq, gq = self._Hq, self._gq
         np.copyto(Hq, self._H_reg)
         np.multiply(self._g_reg_gain, self.kin.v, out=gq)
-        for t in lv.tasks:
-            Hq += self._task_H[t.name]
-            gq -= self._task_g[t.name]
+        for terms in lv.terms:
+            Hq += terms.H
+            gq -= terms.g
 
     def _fill_top(self, lv: _Level, qp: DenseQP) -> None:
         """Level 0 over ``z = [q̈; τ; s]``."""
