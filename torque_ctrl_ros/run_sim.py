@@ -173,15 +173,12 @@ class NodePair:
         self.sim = start_node("sim_node", self.params_file, sim, env, out / "sim_node.log", prio)
 
     def scheduling(self) -> dict[str, str]:
-        """The scheduling policy each running node got (``fifo:<priority>`` or ``normal``)."""
-        out: dict[str, str] = {}
-        for name, proc in zip(self.NAMES, (self.sim, self.ctrl or self.sim), strict=True):
-            try:
-                fifo = proc is not None and os.sched_getscheduler(proc.pid) == os.SCHED_FIFO
-                out[name] = f"fifo:{os.sched_getparam(proc.pid).sched_priority}" if fifo else "normal"
-            except OSError:
-                out[name] = "unknown (not running)"
-        return out
+        """The scheduling policy each node ran under (``fifo:<priority>`` or ``normal``), as
+        its summary reports it (so only after the run; ``unknown`` where none was written)."""
+        return {
+            name: stats.get("scheduling", "unknown")
+            for name, stats in zip(self.NAMES, self.stats(), strict=True)
+        }
 
     def sim_running(self) -> bool:
         """The simulator has not exited yet."""
@@ -408,8 +405,6 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     pair.start()
-    if args.rt_priority > 0:
-        print(f"scheduling: {pair.scheduling()}", flush=True)
     monitor = Monitor(domain.id, args.controller, args.duration)
     interrupted = False
     tty = sys.stdout.isatty()
@@ -452,6 +447,7 @@ def print_summary(pair: NodePair, errors: np.ndarray, args: argparse.Namespace, 
         f"{sim.get('wall_time_s', float('nan')):.2f} s wall"
         f" ({sim.get('step_rate_hz', float('nan')):.1f} steps/s, "
         f"{sim.get('realtime_factor', float('nan')):.2f}x real time)",
+        "  scheduling       " + ", ".join(f"{k} {v}" for k, v in pair.scheduling().items()),
     ]
     if errors.size:
         what = "trajectory" if args.controller == "computed_torque" else "initial pose"

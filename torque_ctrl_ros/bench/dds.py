@@ -65,7 +65,6 @@ def closed_loop(
         composed=composed,
     )
     with pair:
-        scheduling = pair.scheduling()
         finished = pair.wait(seconds * (1.0 if mode == "realtime" else 4.0) + _START_MARGIN_S)
     sim, ctrl = pair.stats()
     steps = int(sim.get("steps", 0))
@@ -82,7 +81,7 @@ def closed_loop(
         "mode": mode,
         "finished": finished,
         "clean_exit": pair.clean_exit(),
-        "scheduling": scheduling,
+        "scheduling": pair.scheduling(),
         "sim_time_s": sim.get("sim_time_s", _NAN),
         "wall_time_s": sim.get("wall_time_s", _NAN),
         "steps": steps,

@@ -46,6 +46,7 @@ from .common import (
 )
 from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
 from .params import controller_node_config
+from .scheduling import current_policy
 from .targets import create_target_source
 
 NODE_NAME = "controller_node"
@@ -255,6 +256,7 @@ class ControllerNode:
         wd = self.watchdog
         return {
             "node": self.node.get_name(),
+            "scheduling": current_policy(),
             "controller": self.config.controller,
             "wall_time_s": time.monotonic() - self._started,
             "states_received": self.states,

@@ -50,6 +50,7 @@ from .common import (
 )
 from .conversions import JointStateEncoder, command_stamp_ns, decode_command, ns_to_stamp
 from .params import sim_node_config
+from .scheduling import current_policy
 
 NODE_NAME = "sim_node"
 _RING = 4096  # publish times kept for latency matching (steps)
@@ -276,6 +277,7 @@ class SimNode:
         sim = self.k * self.dt_ns * 1e-9
         return {
             "node": self.node.get_name(),
+            "scheduling": current_policy(),
             "mode": self.config.mode,
             "steps": self.k,
             "sim_time_s": sim,
