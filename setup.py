@@ -29,6 +29,7 @@ setup(
         "console_scripts": [
             f"sim_node = {PACKAGE}.nodes.sim_node:main",
             f"controller_node = {PACKAGE}.nodes.controller_node:main",
+            f"sim_and_controller = {PACKAGE}.nodes.composed:main",
         ],
     },
 )
