@@ -319,19 +319,6 @@ class SingularityBarrier(Barrier):
         # S = F @ _suffix sums the columns c ≥ i into column i (lower-triangular ones).
         self._suffix = np.tril(np.ones((n, n)))
 
-    @staticmethod
-    def manipulability_and_gradient(J: FloatArray) -> tuple[float, FloatArray]:
-        """``w`` and ``∇w`` (n,) from a spatial world Jacobian ``J`` (6 × n, linear rows first)."""
-        n = J.shape[1]
-        det = float(_det(J @ J.T))
-        if not det > 1e-30:
-            return 0.0, np.zeros(n)
-        w = math.sqrt(det)
-        X = np.linalg.solve(J @ J.T, J)
-        F = _DUAL @ (X[:, None, :] * J[None, :, :]).reshape(36, n)
-        S = F @ np.tril(np.ones((n, n)), -1)  # S_i = Σ_{c>i} F_c
-        return w, w * (J * S).sum(axis=0)
-
     def update(self, kin: KinematicsState) -> None:
         model, data, v = kin.model, kin.data, kin.v
         J, Jd = self._JJd
