@@ -302,6 +302,42 @@ def test_hierarchy_keeps_level_0(robot: RobotModel) -> None:
     assert e_q[-1] > 10 * max(e_h[-1], 1e-4) and e_q[-1] > 5e-3  # weighting visibly degrades level 0
 
 
+def test_three_levels_keep_every_level_above(robot: RobotModel) -> None:
+    """Position (level 0), orientation (1), posture (2): each level's task acceleration stands.
+
+    Level 1 has 4 free directions (a ProxSuite QP), level 2 one (the closed-form path).
+    """
+    params = {
+        "tasks": ["pos", "ori", "posture"],
+        **{"pos.type": "position", "pos.frame": TOOL, "pos.level": 0},
+        **{"ori.type": "orientation", "ori.frame": TOOL, "ori.level": 1},
+        **{"posture.type": "posture", "posture.kp": 10.0, "posture.level": 2},
+    }
+    c = HQPID.from_params(robot, params)
+    assert [lv.nz for lv in c.levels[1:]] == [4, 1]
+    ref = c.hold_reference(JointState(HOME, np.zeros(7)))
+    ref["pos"] = ref["pos"] + np.array([0.05, -0.03, 0.04])
+    ref["ori"] = ref["ori"] @ pin.exp3(np.array([0.2, -0.1, 0.15]))
+    ref["posture"] = HOME + 0.3
+    worst = [0.0, 0.0]
+
+    def step(k: int, plant: MujocoPlant, out: Any) -> None:
+        assert out.info["levels_solved"] == 3.0 and out.info["fallback"] == 0.0
+        sols = c.last_solutions
+        qdd0 = sols[0].x[: robot.n]
+        qdd1 = qdd0 + c.levels[1].Z @ sols[1].x
+        J0, J1 = c.task("pos").J, c.task("ori").J
+        worst[0] = max(worst[0], float(np.abs(J0 @ (c.joint_acceleration - qdd0)).max()))
+        worst[1] = max(worst[1], float(np.abs(J1 @ (c.joint_acceleration - qdd1)).max()))
+
+    plant = _run(c, ref, 1.5, on_step=step)
+    pose = robot.frame_placement(plant.q, TOOL)
+    print(f"\n[hierarchy, 3 levels] max |J_k·(q̈ − q̈*_k)|: level 0 {worst[0]:.1e}, level 1 {worst[1]:.1e}")
+    assert max(worst) <= 1e-6
+    assert np.linalg.norm(pose.translation - ref["pos"]) < 1e-3
+    assert np.linalg.norm(pin.log3(ref["ori"].T @ pose.rotation)) < 1e-3
+
+
 # --------------------------------------------------------------------------- (6)
 def test_cartesian_move_with_orientation_held(robot: RobotModel) -> None:
     params = _params(**{"tool.type": "pose", "tool.level": 0, "posture.level": 1})

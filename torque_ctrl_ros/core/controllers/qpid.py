@@ -527,8 +527,6 @@ class _QPController(Controller[QPReference]):
         self._rows = np.zeros(self.n_b + n)
         self._lo = np.zeros(self.n_b + n)
         self._hi = np.full(self.n_b + n, np.inf)
-        self._lo_tau = -self._tau_max - self._tol
-        self._hi_tau = self._tau_max + self._tol
         self.last_solutions: list[Solution] = []
 
     # --------------------------------------------------------------- construction
@@ -631,19 +629,26 @@ class _QPController(Controller[QPReference]):
         Z.T.dot(lv.HZ, out=qp.H)
         self._gq += self._Hq.dot(qdd)
         self._gq.dot(Z, out=qp.g)
-        # Rows [C_b; M]·Z·u against their bounds less [C_b; M]·q̈*, with the solver's tolerance
-        # as room: barriers ≥ l_b − E·s*₀, torque −τ_max − nle ≤ M·q̈ ≤ τ_max − nle.
+        # Rows [C_b; M]·Z·u against their bounds less [C_b; M]·q̈*: barriers ≥ l_b − E·s*₀,
+        # torque −τ_max − nle ≤ M·q̈ ≤ τ_max − nle. A bound the level above met only to within
+        # the solver's tolerance stays where that level left it (else rounding that used up the
+        # tolerance at one level makes u = 0 infeasible at the next), and every level gets the
+        # tolerance as room again.
         CbM, lo, hi, rows = self._CbM, self._lo, self._hi, self._rows
         CbM[nb:] = kin.M
         CbM.dot(Z, out=qp.C)
         CbM.dot(qdd, out=rows)
-        np.subtract(self._lb, tol, out=lo[:nb])
+        np.copyto(lo[:nb], self._lb)
         if self.n_s:
             lo[:nb] -= self._s[self._row_slack] * self._row_soft
-        np.subtract(self._lo_tau, kin.nle, out=lo[nb:])
-        np.subtract(self._hi_tau, kin.nle, out=hi[nb:])
+        np.subtract(-self._tau_max, kin.nle, out=lo[nb:])
+        np.subtract(self._tau_max, kin.nle, out=hi[nb:])
+        np.minimum(lo, rows, out=lo)
+        np.maximum(hi, rows, out=hi)
         np.subtract(lo, rows, out=qp.l)
+        qp.l -= tol
         np.subtract(hi, rows, out=qp.u)
+        qp.u += tol
 
     def torque(
         self, q: FloatArray, v: FloatArray, reference: QPReference
