@@ -522,6 +522,7 @@ class _QPController(Controller[QPReference]):
         self._gq = np.zeros(n)
         self._qdd = np.zeros(n)
         self._s = np.zeros(self.n_s)
+        self._Es = np.zeros(self.n_b)  # E·s: each barrier row's share of level 0's slack
         self._tol = 10.0 * c.eps_abs
         self._rows_b = np.zeros(self.n_b)
         self._rows = np.zeros(self.n_b + n)
@@ -640,7 +641,7 @@ class _QPController(Controller[QPReference]):
         CbM.dot(qdd, out=rows)
         np.copyto(lo[:nb], self._lb)
         if self.n_s:
-            lo[:nb] -= self._s[self._row_slack] * self._row_soft
+            lo[:nb] -= self._Es
         np.subtract(-self._tau_max, kin.nle, out=lo[nb:])
         np.subtract(self._tau_max, kin.nle, out=hi[nb:])
         np.minimum(lo, rows, out=lo)
@@ -681,6 +682,8 @@ class _QPController(Controller[QPReference]):
             if lv.index == 0:
                 np.copyto(self._qdd, sol.x[:n])
                 np.copyto(self._s, sol.x[2 * n :])
+                if self.n_s:
+                    np.multiply(self._s[self._row_slack], self._row_soft, out=self._Es)
             else:
                 self._qdd += lv.Z.dot(sol.x)
         self.last_solutions = sols
@@ -722,7 +725,7 @@ class _QPController(Controller[QPReference]):
             resid = self._rows_b
             self._Cb.dot(self._qdd, out=resid)
             if self.n_s:
-                resid += self._s[self._row_slack] * self._row_soft
+                resid += self._Es
             resid -= self._lb
             active_counts = np.add.reduceat(resid <= _ACTIVE_TOL, self._group_starts, dtype=np.intp).tolist()
             slack = self._s.tolist()
