@@ -36,6 +36,23 @@ except ImportError:  # pragma: no cover - the project venv has rclpy
 requires_rclpy = pytest.mark.skipif(not HAVE_RCLPY, reason="rclpy is not importable")
 
 
+def shipped_parameters(node: str) -> dict[str, Any]:
+    """``node``'s ``ros__parameters`` in ``config/gen3_controllers.yaml``, with nested sections
+    flattened to dotted names as rclpy does (``watchdog.max_age``, ``qpid.tool.kp``)."""
+    import yaml
+
+    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                out |= flat(v, f"{prefix}{k}.")
+            else:
+                out[f"{prefix}{k}"] = v
+        return out
+
+    return flat(yaml.safe_load(CONFIG.read_text())[node]["ros__parameters"])
+
+
 def ros_env(domain: int) -> dict[str, str]:
     """Environment of a node process: its domain, localhost discovery, the package importable."""
     env = dict(os.environ)

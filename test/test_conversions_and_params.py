@@ -114,25 +114,11 @@ def test_sim_params_defaults_and_errors() -> None:
 
 
 def test_the_shipped_config_validates() -> None:
-    import yaml
+    from ros_helpers import shipped_parameters
 
-    from torque_ctrl_ros.paths import data_path
-
-    doc = yaml.safe_load(data_path("config", "gen3_controllers.yaml").read_text())
-
-    def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
-        for k, v in d.items():
-            if isinstance(v, dict):
-                out |= flat(v, f"{prefix}{k}.")
-            else:
-                out[f"{prefix}{k}"] = v
-        return out
-
-    sim_node_config(flat(doc["sim_node"]["ros__parameters"]))
+    sim_node_config(shipped_parameters("sim_node"))
     for name in ("gravity_comp", "computed_torque"):
-        params = flat(doc["controller_node"]["ros__parameters"]) | {"controller": name}
-        controller_node_config(params)
+        controller_node_config(shipped_parameters("controller_node") | {"controller": name})
 
 
 def test_realtime_request_from_the_environment() -> None:

@@ -17,9 +17,7 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 import pytest
-import yaml
 from ros_helpers import (  # noqa: F401 - fixtures
-    CONFIG,
     Probe,
     diagnostic_samples,
     diagnostic_values,
@@ -28,6 +26,7 @@ from ros_helpers import (  # noqa: F401 - fixtures
     requires_rclpy,
     ros_domain,
     run_lockstep_pair,
+    shipped_parameters,
     wait_until,
 )
 
@@ -46,18 +45,7 @@ BASE = "base_link"
 # ----------------------------------------------------------------------------- helpers
 def shipped_section(controller: str) -> dict[str, Any]:
     """The controller's parameters as the node gets them from ``config/gen3_controllers.yaml``."""
-    doc = yaml.safe_load(CONFIG.read_text())
-
-    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k, v in d.items():
-            if isinstance(v, dict):
-                out |= flat(v, f"{prefix}{k}.")
-            else:
-                out[f"{prefix}{k}"] = v
-        return out
-
-    params = flat(doc["controller_node"]["ros__parameters"]) | {"controller": controller}
+    params = shipped_parameters("controller_node") | {"controller": controller}
     return controller_node_config(params).controller_params
 
 
