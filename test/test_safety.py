@@ -103,17 +103,13 @@ def test_watchdog_config_rejects_bad_values(kwargs: dict) -> None:
 
 
 def _yaml_dampings() -> dict[str, np.ndarray]:
-    import yaml
+    from ros_helpers import shipped_parameters
 
-    from torque_ctrl_ros.paths import data_path
-
-    doc = yaml.safe_load(data_path("config", "gen3_controllers.yaml").read_text())
-    sim, ctrl = doc["sim_node"]["ros__parameters"], doc["controller_node"]["ros__parameters"]
-    out = {"DEFAULT_DAMPING": np.array(DEFAULT_DAMPING)}
+    sim, ctrl = shipped_parameters("sim_node"), shipped_parameters("controller_node")
+    keys = ("fallback_damping", "qpid.fallback_damping", "hqpid.fallback_damping")
+    out = {f"controller_node.{k}": np.array(ctrl[k], dtype=float) for k in keys}
     out["sim_node.safe_damping"] = np.array(sim["safe_damping"], dtype=float)
-    out["controller_node.fallback_damping"] = np.array(ctrl["fallback_damping"], dtype=float)
-    for section in ("qpid", "hqpid"):
-        out[f"{section}.fallback_damping"] = np.array(ctrl[section]["fallback_damping"], dtype=float)
+    out["DEFAULT_DAMPING"] = np.array(DEFAULT_DAMPING)
     return out
 
 
