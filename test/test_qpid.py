@@ -93,7 +93,6 @@ class _Monitor:
         self.d_min = np.inf
         self.w_min = np.inf
         self.fallbacks = 0
-        self.slack = 0.0
 
     def __call__(self, k: int, plant: MujocoPlant, out: Any) -> None:
         r = self.robot
@@ -112,7 +111,6 @@ class _Monitor:
         J = r.frame_jacobian(q, TOOL)
         self.w_min = min(self.w_min, float(np.sqrt(max(np.linalg.det(J @ J.T), 0.0))))
         self.fallbacks += int(out.info["fallback"])
-        self.slack = max(self.slack, out.info["slack_total"])
 
 
 # --------------------------------------------------------------------------- (1)
@@ -162,7 +160,10 @@ def test_random_steps_match_independent_solver(robot: RobotModel) -> None:
         worst_dyn = max(worst_dyn, float(np.abs(kin.M @ qdd + kin.nle - tau).max()))
         z_ref = _independent_solve(controller.levels[0].qp, kin.M, kin.nle, n)
         worst_diff = max(worst_diff, float(np.abs(z_ref[: 2 * n] - np.concatenate([qdd, tau])).max()))
-        active_seen += int(info["active_constraints"] > 0)
+        diag = controller.diagnostics()  # on demand, for the step just taken
+        assert diag["margin.joint_velocity"] == pytest.approx(float(np.min(robot.velocity_limit - np.abs(v))))
+        assert diag["slack_total"] >= -1e-8 and diag["manipulability"] > 0.0  # s ≥ 0 to the tolerance
+        active_seen += int(diag["active_constraints"] > 0)
     print(
         f"\n[qp] 120 random states: dynamics residual max {worst_dyn:.2e} N·m, "
         f"|z_proxsuite − z_quadprog| max {worst_diff:.2e}, states with active barriers {active_seen}"
@@ -274,7 +275,7 @@ def test_hierarchy_keeps_level_0(robot: RobotModel) -> None:
         def step(
             k: int, plant: MujocoPlant, out: Any, c: QPID = c, errs: list[float] = errs, kind: str = kind
         ) -> None:
-            errs.append(out.info["error.tool"])
+            errs.append(c.diagnostics()["error.tool"])
             if kind == "hqpid":
                 J0 = c.task("tool").J
                 top = c.last_solutions[0].x[: robot.n]

@@ -102,6 +102,7 @@ class ControllerNode:
         self.saturated_commands = 0
         self.last_saturated: tuple[str, ...] = ()
         self.last_info: dict[str, float] = {}
+        self._last_computed = False  # whether the last command came from the controller
         self.compute_time = TimingLog()
         self.callback_time = TimingLog()  # state received → command published (s)
         self.deadline_misses = 0  # callbacks longer than the state period
@@ -165,6 +166,7 @@ class ControllerNode:
             self.saturated_commands += 1
             self.last_saturated = out.saturated_joints
         self.last_info = out.info
+        self._last_computed = action is Action.COMPUTE
         if out.info.get("fallback"):
             self.controller_fallbacks += 1
             self.last_fallback_info = out.info
@@ -204,6 +206,8 @@ class ControllerNode:
         span = max(now_wall - t_start, 1e-9)
         self._window_start = (now_wall, self.states, self.commands)
         wd = self.watchdog
+        # The controller's costlier diagnostics of the same step, computed only now.
+        details = self.controller.diagnostics() if self._last_computed else {}
         values: dict[str, Any] = {
             "controller": self.config.controller,
             "watchdog_state": wd.state.value,
@@ -224,6 +228,7 @@ class ControllerNode:
             "deadline_misses": self.deadline_misses,
             **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
             **{f"info_{k}": v for k, v in self.last_info.items()},
+            **{f"info_{k}": v for k, v in details.items()},
             **self.target.diagnostics(),
         }
         message = wd.state.value if wd.state is not WatchdogState.OK else "ok"

@@ -51,6 +51,14 @@ class Controller(ABC, Generic[RefT]):
     def torque(self, q: FloatArray, v: FloatArray, reference: RefT) -> tuple[FloatArray, dict[str, float]]:
         """Unsaturated joint torque (N·m) and scalar diagnostics for a validated state."""
 
+    def diagnostics(self) -> dict[str, float]:
+        """Diagnostics of the last :meth:`compute` that are too costly to produce every step.
+
+        ``ControlOutput.info`` carries what every step needs (status, fallback, timings); a
+        node asks for these only when it publishes ``/diagnostics``. None by default.
+        """
+        return {}
+
     def compute(self, state: JointState, reference: RefT) -> ControlOutput:
         """Torque command for ``state`` tracking ``reference``, saturated to the effort limits.
 
