@@ -83,8 +83,8 @@ class Solution:
     """Result of one :meth:`DenseQP.solve`.
 
     Attributes:
-        x: primal solution (a view of a buffer owned by the problem, overwritten by the
-            next solve: copy it to keep it).
+        x: primal solution: a view of the solver's buffer, overwritten by the next solve (copy
+            it to keep it) and the next warm start (do not write to it).
         y: multipliers of ``A·x = b``; z: multipliers of ``l ≤ C·x ≤ u`` (same ownership).
         status: outcome; only :attr:`SolveStatus.SOLVED` with finite ``x`` is usable.
         iterations: solver iterations of this solve.
@@ -153,10 +153,13 @@ class DenseQP:
         self.A = np.zeros((n_eq, n))
         self.b = np.zeros(n_eq)
         self.C = np.zeros((n_in, n))
-        self.l = np.full(n_in, -np.inf)
-        self.u = np.full(n_in, np.inf)
-        self._l = np.empty(n_in)
-        self._u = np.empty(n_in)
+        # l and u as the rows of one array, so that clipping both is two ufunc calls.
+        self._lu = np.empty((2, n_in))
+        self.l, self.u = self._lu
+        self.l[:] = -np.inf
+        self.u[:] = np.inf
+        self._lu_clipped = np.empty((2, n_in))
+        self._l, self._u = self._lu_clipped
         self._qp = proxqp.dense.QP(n, n_eq, n_in)
         self._qp.settings.eps_abs = float(eps_abs)
         self._qp.settings.eps_rel = 0.0
@@ -188,16 +191,14 @@ class DenseQP:
         if self.n == 1 and self.n_eq == 0:
             return self._solve_scalar()
         # ±inf → ±1e20 for the solver (two ufunc calls; np.clip's wrapper costs more).
-        np.maximum(self.l, -_INF, out=self._l)
-        np.minimum(self._l, _INF, out=self._l)
-        np.maximum(self.u, -_INF, out=self._u)
-        np.minimum(self._u, _INF, out=self._u)
+        np.maximum(self._lu, -_INF, out=self._lu_clipped)
+        np.minimum(self._lu_clipped, _INF, out=self._lu_clipped)
         qp = self._qp
         t0 = time.perf_counter()
         warm = self._initialised and self._last_ok
         retried = False
         if warm:
-            qp.settings.initial_guess = _WARM
+            # The solver is set to warm-start (see _init_and_solve).
             qp.update(self.H, self.g, self.A, self.b, self.C, self._l, self._u, **self._proximal)
             qp.solve()
             info = qp.results.info
@@ -216,19 +217,17 @@ class DenseQP:
         res = qp.results
         info = res.info
         status = _STATUS.get(info.status, SolveStatus.NOT_RUN)
-        np.copyto(self._x_buf, res.x)
-        np.copyto(self._y_buf, res.y)
-        np.copyto(self._z_buf, res.z)
-        # x·x and z·z are finite iff every entry is (or one exceeds ~1e154: no usable solution).
-        if status is SolveStatus.SOLVED and not math.isfinite(
-            float(self._x_buf @ self._x_buf) + float(self._z_buf @ self._z_buf)
-        ):
+        # Views of the solver's own result vectors (allocated once, overwritten by every solve
+        # and read as the warm start of the next): no copies.
+        x = res.x
+        # x·x is finite iff every entry is (or one exceeds ~1e154: no usable solution either).
+        if status is SolveStatus.SOLVED and not math.isfinite(float(x.dot(x))):
             status = SolveStatus.NON_FINITE
         self._last_ok = status is SolveStatus.SOLVED
         return Solution(
-            x=self._x_buf,
-            y=self._y_buf,
-            z=self._z_buf,
+            x=x,
+            y=res.y,
+            z=res.z,
             status=status,
             iterations=iterations,
             primal_residual=float(info.pri_res),
@@ -307,6 +306,7 @@ class DenseQP:
         qp.init(self.H, self.g, self.A, self.b, self.C, self._l, self._u)
         self._initialised = True
         qp.solve()
+        qp.settings.initial_guess = _WARM  # for every later solve until the next cold one
 
 
 #: One problem as the solver sees it: ``(H, g, A, b, C, l, u)`` with bounds clipped to ±1e20.
