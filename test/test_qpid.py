@@ -441,6 +441,18 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
         nested.compute(state, {"other": None})
     with pytest.raises(TargetError, match="SE3"):
         nested.compute(state, {"tool": [1.0, 2.0, 3.0]})
+    two = QPID.from_params(robot, _params())
+    good = two.hold_reference(state)
+    for bad, names in (
+        ({"tool": good["tool"]}, r"missing \['posture'\], unknown \[\]"),
+        ({"tool": good["tool"], "postur": good["posture"]}, r"missing \['posture'\], unknown \['postur'\]"),
+        ({**good, "extra": 1.0}, r"missing \[\], unknown \['extra'\]"),
+    ):
+        with pytest.raises(TargetError, match=names):
+            two.compute(state, bad)
+    with pytest.raises(TargetError, match="mapping"):
+        two.compute(state, [good["tool"], good["posture"]])  # type: ignore[arg-type]
+    assert two.compute(state, good).info["fallback"] == 0.0  # a good reference after bad ones
 
 
 def test_timing_summary() -> None:

@@ -79,6 +79,7 @@ from .base import Controller
 QPReference = Mapping[str, Any]
 
 _TASK_KEYS = {"type", "frame", "kp", "kd", "weight", "level"}
+_MISSING = object()
 # Rows within this distance of their bound count as active in diagnostics.
 _ACTIVE_TOL = 1e-6
 # The gufunc behind numpy.linalg.svd(full_matrices=True) without the wrapper's checks.
@@ -514,7 +515,12 @@ class _QPController(Controller[QPReference]):
             )
             for t in self.tasks
         }
-        self._term_list = list(self._terms.values())
+        for t, w2, WJ, _, H, _ in self._terms.values():
+            if t.constant_jacobian:
+                np.multiply(t.J, w2, out=WJ)
+                t.J.T.dot(WJ, out=H)
+        # The terms refilled every step: the cost matrices of constant-Jacobian tasks are fixed.
+        self._term_list = [(terms, not terms.task.constant_jacobian) for terms in self._terms.values()]
         for lv in self.levels:
             lv.terms = [self._terms[t.name] for t in lv.tasks]
         self._H_reg = np.diag(2.0 * c.acceleration_weight + 2.0 * c.dt**2 * c.velocity_weight)
@@ -573,25 +579,32 @@ class _QPController(Controller[QPReference]):
             raise TargetError(
                 f"{self.name}: expected a mapping task name → target, got {type(reference).__name__}"
             )
-        if len(reference) != len(self.tasks) or any(name not in reference for name in self._task_by_name):
-            missing = [n for n in self._task_by_name if n not in reference]
-            unknown = [n for n in reference if n not in self._task_by_name]
-            raise TargetError(
-                f"{self.name}: reference must give a target for every task; missing {missing}, "
-                f"unknown {unknown}; tasks are {list(self.task_names)}"
-            )
-        for t in self.tasks:
-            t.set_target(reference[t.name])
+        # As many entries as tasks and one for each task: exactly the tasks' names.
+        if len(reference) == len(self.tasks):
+            for t in self.tasks:
+                target = reference.get(t.name, _MISSING)
+                if target is _MISSING:
+                    break
+                t.set_target(target)
+            else:
+                return
+        missing = [n for n in self._task_by_name if n not in reference]
+        unknown = [n for n in reference if n not in self._task_by_name]
+        raise TargetError(
+            f"{self.name}: reference must give a target for every task; missing {missing}, "
+            f"unknown {unknown}; tasks are {list(self.task_names)}"
+        )
 
     def prepare(self, q: FloatArray, v: FloatArray, reference: QPReference) -> None:
         """Kinematics, tasks and barriers for one state (the first half of :meth:`torque`)."""
         self._set_reference(reference)
         kin = self.kin
         kin.update(q, v)
-        for t, w2, WJ, res, H, g in self._term_list:
+        for (t, w2, WJ, res, H, g), varying in self._term_list:
             t.update(kin)
-            np.multiply(t.J, w2, out=WJ)
-            t.J.T.dot(WJ, out=H)
+            if varying:
+                np.multiply(t.J, w2, out=WJ)
+                t.J.T.dot(WJ, out=H)
             np.subtract(t.desired, t.drift, out=res)
             res.dot(WJ, out=g)
         for b in self.barriers:

@@ -105,6 +105,8 @@ class Task(ABC):
 
     kind: ClassVar[str] = ""
     axis_names: ClassVar[tuple[str, ...]] = ()
+    #: ``J`` never changes (set once in ``__init__``): the controller forms ``JᵀW·J`` once.
+    constant_jacobian: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -343,6 +345,7 @@ class JointPostureTask(Task):
     """
 
     kind = "posture"
+    constant_jacobian = True
 
     def __init__(self, name: str, robot: RobotModel, **kwargs: Any) -> None:
         super().__init__(name, robot, robot.n, **kwargs)
