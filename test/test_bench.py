@@ -17,6 +17,7 @@ from ros_helpers import requires_rclpy
 
 from torque_ctrl_ros.bench.__main__ import main, parse_args, targets
 from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
+from torque_ctrl_ros.bench.stats import time_interleaved
 
 TIMING_KEYS = ("median_us", "p95_us", "p99_us", "max_us")
 
@@ -31,6 +32,17 @@ def _run(tmp_path: Path, *argv: str) -> dict[str, Any]:
     return json.loads(out.read_text())
 
 
+def test_floors_are_timed_interleaved_with_the_controller() -> None:
+    """Blocks alternate between the calls; each call still sees its indices in order."""
+    seen: list[tuple[str, int]] = []
+    calls = {name: (lambda i, name=name: seen.append((name, i))) for name in ("compute", "rnea", "qp")}
+    times = time_interleaved(calls, 7, block=3, warmup=2)
+    warm = [(name, i) for name in calls for i in range(2)]
+    timed = [(name, i) for start in (0, 3, 6) for name in calls for i in range(start, min(start + 3, 7))]
+    assert seen == warm + timed
+    assert all(len(t) == 7 and (t >= 0).all() for t in times.values())
+
+
 def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = _run(tmp_path, "--sections", "compute,conversions", "--states", "40")
     for key in ("date", "machine", "settings", "targets", "compute", "conversions"):
@@ -39,16 +51,17 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
 
     compute = data["compute"]
     assert compute["states"] == 40
-    assert all(_finite(compute["floor_rnea"][k]) for k in TIMING_KEYS)
     assert set(compute["controllers"]) == set(BENCH_CONFIGS)
     for name, fig in compute["controllers"].items():
         assert all(_finite(fig[k]) for k in TIMING_KEYS), name
-        assert _finite(fig["ratio_to_rnea_median"]), name
-        assert fig["samples"] == 40
+        assert all(_finite(fig["floor_rnea"][k]) for k in TIMING_KEYS), name
+        assert fig["ratio_to_rnea_median"] == pytest.approx(fig["median_us"] / fig["floor_rnea"]["median_us"])
+        assert fig["samples"] == fig["floor_rnea"]["samples"] == 40
     for name in ("qpid", "hqpid"):  # the QP floor: bare warm ProxSuite solves of the same QPs
         fig = compute["controllers"][name]
         assert all(_finite(fig["floor_qp"][k]) for k in TIMING_KEYS), name
-        assert _finite(fig["ratio_to_qp_median"]), name
+        assert fig["ratio_to_qp_median"] == pytest.approx(fig["median_us"] / fig["floor_qp"]["median_us"])
+        assert fig["floor_qp"]["samples"] == 40
 
     for name in ("joint_state_to_arrays", "arrays_to_joint_state", "arrays_to_command", "command_to_arrays"):
         assert all(_finite(data["conversions"][name][k]) for k in TIMING_KEYS), name

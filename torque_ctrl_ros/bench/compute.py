@@ -2,9 +2,9 @@
 
 States come from a realistic trajectory: the simulated Gen3 tracking a smooth joint-space
 motion under computed torque, so the controllers see the velocities and configurations
-they would see in use. The floor is a bare ``pinocchio.rnea`` call at the same states
-(and, for QP controllers, a bare warm ProxSuite solve of the same size, when the controller
-exposes its QP).
+they would see in use. The floors are a bare ``pinocchio.rnea`` call at the same states and,
+for the QP controllers, bare warm ProxSuite solves of the QPs they build, each timed in
+blocks interleaved with the controller (see :func:`run`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..core import JointReference, JointState, RobotModel
 from ..core.controllers import ComputedTorque, ComputedTorqueConfig, Controller, create_controller
 from ..paths import data_path
 from ..sim.plant import MujocoPlant
-from .stats import summarize_us, time_calls
+from .stats import summarize_us, time_interleaved
 
 
 def realistic_states(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -48,40 +48,39 @@ def realistic_states(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
     return qs, vs
 
 
-def rnea_floor(robot: RobotModel, qs: np.ndarray, vs: np.ndarray) -> dict[str, float]:
-    """A bare ``pin.rnea`` on preconverted configurations: the cheapest dynamics call."""
-    q_pin = np.array([robot.configuration(q).copy() for q in qs])
-    a = np.zeros(robot.n)
-    model, data = robot.model, robot.data
-    return summarize_us(time_calls(lambda i: pin.rnea(model, data, q_pin[i], vs[i], a), len(qs)))
-
-
-def controller_compute(
-    controller: Controller[Any],
-    reference_for: Callable[[JointState], Any],
-    qs: np.ndarray,
-    vs: np.ndarray,
-) -> dict[str, float]:
-    """Time ``controller.compute`` (validation + torque + saturation) at each state."""
-    states = [JointState(q, v) for q, v in zip(qs, vs, strict=True)]
-    reference = reference_for(states[0])
-    return summarize_us(time_calls(lambda i: controller.compute(states[i], reference), len(states)))
-
-
 def run(controllers: Mapping[str, Mapping[str, Any]], count: int = 10_000, seed: int = 0) -> dict[str, Any]:
-    """Benchmark each ``name → params`` controller; returns floor, per-controller figures and ratios."""
+    """Benchmark each ``name → params`` controller next to its floors; figures and ratios.
+
+    Per controller, three calls are timed at every state, interleaved in blocks
+    (:func:`.stats.time_interleaved`): ``controller.compute`` (validation + torque +
+    saturation, the reference held at the first state), a bare ``pin.rnea`` on preconverted
+    configurations (the cheapest dynamics call), and for the QP controllers bare warm
+    ProxSuite solves of the very QPs the controller builds (``qp_replay``). Ratios are of
+    medians taken over the same stretch of time.
+    """
     robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
     qs, vs = realistic_states(count, seed)
-    floor = rnea_floor(robot, qs, vs)
-    results: dict[str, Any] = {"states": count, "floor_rnea": floor, "controllers": {}}
+    q_pin = np.array([robot.configuration(q).copy() for q in qs])
+    zero = np.zeros(robot.n)
+    model, data = robot.model, robot.data
+    states = [JointState(q, v) for q, v in zip(qs, vs, strict=True)]
+    results: dict[str, Any] = {"states": count, "controllers": {}}
     for name, params in controllers.items():
-        controller = create_controller(name, robot, params)
-        figures = controller_compute(controller, controller.hold_reference, qs, vs)
-        figures["ratio_to_rnea_median"] = figures["median_us"] / floor["median_us"]
-        qp_floor = getattr(controller, "benchmark_qp_floor", None)
-        if callable(qp_floor):
-            solve = qp_floor(qs, vs)
-            figures["floor_qp"] = solve
-            figures["ratio_to_qp_median"] = figures["median_us"] / solve["median_us"]
+        controller: Controller[Any] = create_controller(name, robot, params)
+        reference = controller.hold_reference(states[0])
+        calls: dict[str, Callable[[int], object]] = {
+            "compute": lambda i, c=controller, r=reference: c.compute(states[i], r),
+            "rnea": lambda i: pin.rnea(model, data, q_pin[i], vs[i], zero),
+        }
+        qp_replay = getattr(controller, "qp_replay", None)
+        if callable(qp_replay):
+            calls["qp"] = qp_replay(qs, vs)  # also cold-starts the controller again
+        times = time_interleaved(calls, count)
+        figures = summarize_us(times["compute"])
+        figures["floor_rnea"] = summarize_us(times["rnea"])
+        figures["ratio_to_rnea_median"] = figures["median_us"] / figures["floor_rnea"]["median_us"]
+        if "qp" in times:
+            figures["floor_qp"] = summarize_us(times["qp"])
+            figures["ratio_to_qp_median"] = figures["median_us"] / figures["floor_qp"]["median_us"]
         results["controllers"][name] = figures
     return results

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -32,6 +32,34 @@ def time_calls(fn: Callable[[int], object], count: int, warmup: int = 50) -> np.
         t0 = clock()
         fn(i)
         out[i] = clock() - t0
+    return out
+
+
+def time_interleaved(
+    calls: Mapping[str, Callable[[int], object]], count: int, *, block: int = 250, warmup: int = 50
+) -> dict[str, np.ndarray]:
+    """Durations (ns) of ``fn(i)`` for ``i`` in ``range(count)``, for every ``fn``, in alternating blocks.
+
+    Block ``b`` of every call runs before block ``b + 1`` of any (``a(0…249)``,
+    ``b(0…249)``, ``a(250…499)``, …): each still sees its indices in order (a controller's
+    warm start carries over from one block to the next), and all of them share the host's
+    fast and slow phases, so their ratios do not depend on when in the run each one was
+    measured. On this shared 2-core VM the speed of the same code drifts by up to 1.7× within
+    minutes; timed one after the other, a ratio to a floor measured earlier moved with it.
+    """
+    for fn in calls.values():
+        for i in range(min(warmup, count)):
+            fn(i)
+    out = {name: np.empty(count, dtype=np.int64) for name in calls}
+    clock = time.perf_counter_ns
+    for start in range(0, count, block):
+        stop = min(start + block, count)
+        for name, fn in calls.items():
+            durations = out[name]
+            for i in range(start, stop):
+                t0 = clock()
+                fn(i)
+                durations[i] = clock() - t0
     return out
 
 

@@ -50,7 +50,7 @@ step) and a node publishes them a few times per second, so they are not computed
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -67,7 +67,7 @@ from ..qp.constraints import (
     SelfCollisionBarrier,
     SingularityBarrier,
 )
-from ..qp.problem import DenseQP, ProblemData, Solution, SolveStatus, bare_warm_solve_times, snapshot
+from ..qp.problem import DenseQP, ProblemData, Solution, SolveStatus, WarmReplay, snapshot
 from ..qp.tasks import TASK_TYPES, KinematicsState, Task
 from ..robot import RobotModel
 from ..safety import DEFAULT_DAMPING
@@ -764,19 +764,17 @@ class _QPController(Controller[QPReference]):
         return info
 
     # ---------------------------------------------------------------- benchmark
-    def benchmark_qp_floor(self, qs: FloatArray, vs: FloatArray) -> dict[str, float]:
-        """Median / p99 (µs) of a bare warm ProxSuite solve of this controller's QP(s).
+    def qp_replay(self, qs: FloatArray, vs: FloatArray) -> Callable[[int], None]:
+        """The QP floor of issue 6: ``solve(k)`` = bare warm solves of this controller's QP(s) at state ``k``.
 
-        The floor of issue 6 for the QP controllers: the controller runs through the
-        states ``(qs[k], vs[k])`` holding the reference at the first one (as the compute
-        benchmark does), each level's problem is recorded as passed to the solver, and
-        a bare ProxSuite solver per level, same settings, then times ``update`` + warm
-        ``solve`` of every recorded problem (:func:`..qp.problem.bare_warm_solve_times`).
-        Per step the levels' times add up (``hqpid`` solves one QP per level). The
-        controller is cold-started again afterwards.
+        The controller runs once through the states ``(qs[k], vs[k])`` holding the reference
+        at the first one (as the compute benchmark does) and every level's problem is
+        recorded as it was passed to the solver; one :class:`~..qp.problem.WarmReplay` per
+        level then re-solves them in order (``hqpid``: one QP per level, both in one call).
+        The controller is cold-started again afterwards, so a benchmark that steps it
+        through the same states meets the same problems. No timing here: the caller times
+        the calls (``bench.compute``).
         """
-        from ...bench.stats import summarize_us  # benchmark helper; keeps core free of it otherwise
-
         reference = self.hold_reference(JointState(qs[0], vs[0]))
         qps = [lv.qp for lv in self.levels if lv.qp is not None]
         recorded: list[list[ProblemData]] = [[] for _ in qps]
@@ -786,12 +784,16 @@ class _QPController(Controller[QPReference]):
                 problems.append(snapshot(qp))
         self.reset()
         c = self.config
-        total = np.zeros(len(qs), dtype=np.int64)
-        for qp, problems in zip(qps, recorded, strict=True):
-            total += bare_warm_solve_times(
-                problems, eps_abs=c.eps_abs, max_iter=c.max_iter, reset_proximal=qp.reset_proximal
-            )
-        return summarize_us(total)
+        replays = [
+            WarmReplay(problems, eps_abs=c.eps_abs, max_iter=c.max_iter, reset_proximal=qp.reset_proximal)
+            for qp, problems in zip(qps, recorded, strict=True)
+        ]
+
+        def solve(k: int) -> None:
+            for replay in replays:
+                replay(k)
+
+        return solve
 
     # ------------------------------------------------------------------ helpers
     @property

@@ -318,59 +318,61 @@ def snapshot(qp: DenseQP) -> ProblemData:
     return (qp.H.copy(), qp.g.copy(), qp.A.copy(), qp.b.copy(), qp.C.copy(), qp._l.copy(), qp._u.copy())
 
 
-def bare_warm_solve_times(
-    problems: list[ProblemData], *, eps_abs: float, max_iter: int, reset_proximal: bool = True
-) -> np.ndarray:
-    """Wall time (ns) of a bare ProxSuite ``update`` + ``solve`` of each problem, warm-started.
+class WarmReplay:
+    """Bare ProxSuite solves of recorded problems, in order: the floor a :class:`DenseQP` is measured against.
 
-    The floor a :class:`DenseQP` is measured against: one ProxSuite dense solver with the
-    same settings, initialised on ``problems[0]`` (not timed), then for every problem
-    ``update`` with the new matrices and ``solve`` from the previous result: no bound
-    clipping, result copies or diagnostics. Like :meth:`DenseQP.solve`, a failed warm
-    solve is redone from a cold ``init`` (timed): without that, a warm start from a
-    failed iterate keeps failing and the "floor" would be slower than the real solve.
-    Durations are those of ``problems``, in order.
+    ``replay(k)`` passes problem ``k``'s matrices to ``update`` and runs ``solve`` warm-started
+    from the previous result, with the same settings as the :class:`DenseQP` that recorded
+    them: no bound clipping, result views or diagnostics. The solver is initialised on
+    ``problems[0]`` here (not part of any call). Call it with ``k = 0, 1, 2, …`` (each solve
+    starts from the one before). Like :meth:`DenseQP.solve`, a failed warm solve is redone
+    from a cold ``init``: without that, a warm start from a failed iterate keeps failing and
+    the "floor" would be slower than the real solve. One-variable problems without equality
+    rows are replayed through :meth:`DenseQP.solve`'s closed form, which is their solve.
     """
-    if not problems:
-        return np.zeros(0, dtype=np.int64)
-    H, g, A, b, C, lo, hi = problems[0]
-    clock = time.perf_counter_ns
-    if H.shape[0] == 1 and A.shape[0] == 0:
-        # One variable: the closed form DenseQP uses is the solve (see DenseQP._solve_scalar).
-        scalar = DenseQP(1, 0, C.shape[0])
-        times = np.empty(len(problems), dtype=np.int64)
-        for k, (H, g, _, _, C, lo, hi) in enumerate(problems):
+
+    def __init__(
+        self, problems: list[ProblemData], *, eps_abs: float, max_iter: int, reset_proximal: bool = True
+    ) -> None:
+        if not problems:
+            raise ValueError("WarmReplay: no problems to replay")
+        self.problems = problems
+        H, g, A, b, C, lo, hi = problems[0]
+        self._scalar: DenseQP | None = None
+        if H.shape[0] == 1 and A.shape[0] == 0:
+            self._scalar = DenseQP(1, 0, C.shape[0])
+            return
+        qp = self._qp = proxqp.dense.QP(H.shape[0], A.shape[0], C.shape[0])
+        qp.settings.eps_abs = float(eps_abs)
+        qp.settings.eps_rel = 0.0
+        qp.settings.max_iter = int(max_iter)
+        qp.settings.max_iter_in = _MAX_ITER_IN
+        qp.settings.verbose = False
+        qp.init(H, g, A, b, C, lo, hi)
+        qp.solve()
+        qp.settings.initial_guess = _WARM
+        settings = qp.settings
+        self._proximal: dict[str, float] = {}
+        if reset_proximal:  # as DenseQP does
+            self._proximal = {
+                "rho": settings.default_rho,
+                "mu_eq": settings.default_mu_eq,
+                "mu_in": settings.default_mu_in,
+            }
+
+    def __call__(self, k: int) -> None:
+        """Solve problem ``k`` warm from the previous call's result."""
+        H, g, A, b, C, lo, hi = self.problems[k]
+        if self._scalar is not None:
+            scalar = self._scalar
             scalar.H[:], scalar.g[:], scalar.C[:], scalar.l[:], scalar.u[:] = H, g, C, lo, hi
-            t0 = clock()
             scalar.solve()
-            times[k] = clock() - t0
-        return times
-    qp = proxqp.dense.QP(H.shape[0], A.shape[0], C.shape[0])
-    qp.settings.eps_abs = float(eps_abs)
-    qp.settings.eps_rel = 0.0
-    qp.settings.max_iter = int(max_iter)
-    qp.settings.max_iter_in = _MAX_ITER_IN
-    qp.settings.verbose = False
-    qp.init(H, g, A, b, C, lo, hi)
-    qp.solve()
-    qp.settings.initial_guess = _WARM
-    settings = qp.settings
-    proximal: dict[str, float] = {}
-    if reset_proximal:  # as DenseQP does
-        proximal = {
-            "rho": settings.default_rho,
-            "mu_eq": settings.default_mu_eq,
-            "mu_in": settings.default_mu_in,
-        }
-    out = np.empty(len(problems), dtype=np.int64)
-    for k, (H, g, A, b, C, lo, hi) in enumerate(problems):
-        t0 = clock()
-        qp.update(H, g, A, b, C, lo, hi, **proximal)
+            return
+        qp = self._qp
+        qp.update(H, g, A, b, C, lo, hi, **self._proximal)
         qp.solve()
         if qp.results.info.status != _SOLVED:
             qp.settings.initial_guess = _COLD
             qp.init(H, g, A, b, C, lo, hi)
             qp.solve()
             qp.settings.initial_guess = _WARM
-        out[k] = clock() - t0
-    return out
