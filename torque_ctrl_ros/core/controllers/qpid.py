@@ -610,9 +610,8 @@ class _QPController(Controller[QPReference]):
         for b in self.barriers:
             b.update(kin)
 
-    def _level_cost(self, lv: _Level) -> None:
-        """``Hq``, ``gq``: the cost of ``lv``'s tasks and the regularisation, in ``q̈``."""
-        Hq, gq = self._Hq, self._gq
+    def _level_cost(self, lv: _Level, Hq: FloatArray, gq: FloatArray) -> None:
+        """``Hq``, ``gq`` (outputs): the cost of ``lv``'s tasks and the regularisation, in ``q̈``."""
         np.copyto(Hq, self._H_reg)
         np.multiply(self._g_reg_gain, self.kin.v, out=gq)
         for terms in lv.terms:
@@ -622,9 +621,7 @@ class _QPController(Controller[QPReference]):
     def _fill_top(self, lv: _Level, qp: DenseQP) -> None:
         """Level 0 over ``z = [q̈; τ; s]``."""
         n, kin, nb = self.robot.n, self.kin, self.n_b
-        self._level_cost(lv)
-        qp.H[:n, :n] = self._Hq
-        qp.g[:n] = self._gq
+        self._level_cost(lv, qp.H[:n, :n], qp.g[:n])
         qp.A[:, :n] = kin.M
         np.negative(kin.nle, out=qp.b)
         qp.C[:nb, :n] = self._Cb
@@ -641,7 +638,7 @@ class _QPController(Controller[QPReference]):
         # (all of it when J_frozen has full row rank), so J_frozen·Z = 0 to rounding.
         np.copyto(lv.Z, _svd_full(lv.J_frozen)[2][n - lv.nz :].T)
         Z, qdd = lv.Z, self._qdd
-        self._level_cost(lv)
+        self._level_cost(lv, self._Hq, self._gq)
         self._Hq.dot(Z, out=lv.HZ)
         Z.T.dot(lv.HZ, out=qp.H)
         self._gq += self._Hq.dot(qdd)
@@ -698,7 +695,7 @@ class _QPController(Controller[QPReference]):
             if lv.index == 0:
                 np.copyto(self._qdd, sol.x[:n])
                 np.copyto(self._s, sol.x[2 * n :])
-                if self.n_s:
+                if self.n_s and len(self.levels) > 1:  # E·s, for the lower levels' barrier bounds
                     np.multiply(self._s[self._row_slack], self._row_soft, out=self._Es)
             else:
                 self._qdd += lv.Z.dot(sol.x)
@@ -741,6 +738,7 @@ class _QPController(Controller[QPReference]):
             resid = self._rows_b
             self._Cb.dot(self._qdd, out=resid)
             if self.n_s:
+                np.multiply(self._s[self._row_slack], self._row_soft, out=self._Es)
                 resid += self._Es
             resid -= self._lb
             active_counts = np.add.reduceat(resid <= _ACTIVE_TOL, self._group_starts, dtype=np.intp).tolist()
