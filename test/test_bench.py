@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from ros_helpers import requires_rclpy
 
 from torque_ctrl_ros.bench.__main__ import main, parse_args, targets
 from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
-from torque_ctrl_ros.bench.stats import time_interleaved
+from torque_ctrl_ros.bench.stats import time_calls_paced, time_interleaved
 
 TIMING_KEYS = ("median_us", "p95_us", "p99_us", "max_us")
 
@@ -43,6 +44,15 @@ def test_floors_are_timed_interleaved_with_the_controller() -> None:
     assert all(len(t) == 7 and (t >= 0).all() for t in times.values())
 
 
+def test_paced_calls_idle_between_calls() -> None:
+    """One call per period on a fixed grid: call k starts no earlier than k periods in."""
+    starts: list[float] = []
+    t_before = time.perf_counter()
+    durations = time_calls_paced(lambda i: starts.append(time.perf_counter()), 6, period_s=0.002, warmup=0)
+    assert len(durations) == 6 and (durations >= 0).all()
+    assert all(start >= t_before + k * 0.002 for k, start in enumerate(starts))
+
+
 def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = _run(tmp_path, "--sections", "compute,conversions", "--states", "40")
     for key in ("date", "machine", "settings", "targets", "compute", "conversions"):
@@ -56,7 +66,8 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
         assert all(_finite(fig[k]) for k in TIMING_KEYS), name
         assert all(_finite(fig["floor_rnea"][k]) for k in TIMING_KEYS), name
         assert fig["ratio_to_rnea_median"] == pytest.approx(fig["median_us"] / fig["floor_rnea"]["median_us"])
-        assert fig["samples"] == fig["floor_rnea"]["samples"] == 40
+        assert fig["samples"] == fig["floor_rnea"]["samples"] == fig["paced_1khz"]["samples"] == 40
+        assert all(_finite(fig["paced_1khz"][k]) for k in TIMING_KEYS), name
     for name in ("qpid", "hqpid"):  # the QP floor: bare warm ProxSuite solves of the same QPs
         fig = compute["controllers"][name]
         assert all(_finite(fig["floor_qp"][k]) for k in TIMING_KEYS), name

@@ -19,7 +19,7 @@ from ..core import JointReference, JointState, RobotModel
 from ..core.controllers import ComputedTorque, ComputedTorqueConfig, Controller, create_controller
 from ..paths import data_path
 from ..sim.plant import MujocoPlant
-from .stats import summarize_us, time_interleaved
+from .stats import summarize_us, time_calls_paced, time_interleaved
 
 
 def realistic_states(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +48,9 @@ def realistic_states(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
     return qs, vs
 
 
-def run(controllers: Mapping[str, Mapping[str, Any]], count: int = 10_000, seed: int = 0) -> dict[str, Any]:
+def run(
+    controllers: Mapping[str, Mapping[str, Any]], count: int = 10_000, seed: int = 0, paced: int = 2_000
+) -> dict[str, Any]:
     """Benchmark each ``name → params`` controller next to its floors; figures and ratios.
 
     Per controller, three calls are timed at every state, interleaved in blocks
@@ -56,7 +58,9 @@ def run(controllers: Mapping[str, Mapping[str, Any]], count: int = 10_000, seed:
     saturation, the reference held at the first state), a bare ``pin.rnea`` on preconverted
     configurations (the cheapest dynamics call), and for the QP controllers bare warm
     ProxSuite solves of the very QPs the controller builds (``qp_replay``). Ratios are of
-    medians taken over the same stretch of time.
+    medians taken over the same stretch of time. Then a fresh controller is timed over the
+    first ``paced`` states at one call per millisecond (``paced_1khz``,
+    :func:`.stats.time_calls_paced`).
     """
     robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
     qs, vs = realistic_states(count, seed)
@@ -82,5 +86,11 @@ def run(controllers: Mapping[str, Mapping[str, Any]], count: int = 10_000, seed:
         if "qp" in times:
             figures["floor_qp"] = summarize_us(times["qp"])
             figures["ratio_to_qp_median"] = figures["median_us"] / figures["floor_qp"]["median_us"]
+        # The same calls once per millisecond, idle in between: the compute a 1 kHz node sees.
+        fresh: Controller[Any] = create_controller(name, robot, params)
+        held = fresh.hold_reference(states[0])
+        figures["paced_1khz"] = summarize_us(
+            time_calls_paced(lambda i, c=fresh, r=held: c.compute(states[i], r), min(count, paced))
+        )
         results["controllers"][name] = figures
     return results
