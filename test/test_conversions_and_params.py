@@ -111,6 +111,9 @@ def test_sim_params_defaults_and_errors() -> None:
         sim_node_config({"modee": "lockstep"})
     with pytest.raises(ConfigError, match="true or false"):
         sim_node_config({"wait_for_controller": "yes"})
+    assert cfg.command_queue_depth == 100 and cfg.common.qos_depth == 10
+    with pytest.raises(ConfigError, match="command_queue_depth: expected an integer >= 1"):
+        sim_node_config({"command_queue_depth": 0})
 
 
 def test_the_shipped_config_validates() -> None:

@@ -39,12 +39,14 @@ def parameters_of(node: Node) -> dict[str, Any]:
     return {name: param.value for name, param in node.get_parameters_by_prefix("").items()}
 
 
-def control_qos(common: CommonConfig) -> QoSProfile:
-    """QoS of /joint_states and the commands: keep-last ``qos_depth`` (>= 10 loses nothing here)."""
+def control_qos(common: CommonConfig, depth: int | None = None) -> QoSProfile:
+    """QoS of /joint_states and the commands: keep-last ``depth`` (default ``qos_depth``, >= 10)."""
     reliability = (
         ReliabilityPolicy.RELIABLE if common.reliability == "reliable" else ReliabilityPolicy.BEST_EFFORT
     )
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=common.qos_depth, reliability=reliability)
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST, depth=depth or common.qos_depth, reliability=reliability
+    )
 
 
 def make_executor(kind: str) -> Executor:

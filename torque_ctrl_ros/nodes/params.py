@@ -223,6 +223,11 @@ class SimNodeConfig:
         safe_damping: ``K_d`` (N·m·s/rad) of the damping safe torque; scalar or per joint.
         duration: simulated seconds to run (0: until stopped).
         record_file: ``.npz`` with t, q, v, tau of every step, written at exit ("" = none).
+        command_queue_depth: history depth of the command subscription. Taking a command costs
+            microseconds, so a deep queue is free and keeps every command through a stall of the
+            simulator (after one it catches up with the wall clock and the answers arrive in a
+            burst: with 10, 5 × 30 ms stalls lost 2–17 commands). The controller's state queue
+            stays at ``qos_depth``: after a stall it should not work through stale states.
         common: shared settings.
     """
 
@@ -237,6 +242,7 @@ class SimNodeConfig:
     safe_damping: Any
     duration: float
     record_file: str
+    command_queue_depth: int = 100
     common: CommonConfig = field(default_factory=CommonConfig)
 
     def damping_vector(self, n: int) -> FloatArray:
@@ -258,6 +264,7 @@ SIM_NODE_KEYS = {
     "safe_damping",
     "duration",
     "record_file",
+    "command_queue_depth",
 } | _COMMON_KEYS
 
 
@@ -280,5 +287,6 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
         safe_damping=damping,
         duration=as_positive_float(f"{node}.duration", params.get("duration", 0.0), allow_zero=True),
         record_file=_str(node, params, "record_file", ""),
+        command_queue_depth=_int(node, params, "command_queue_depth", 100, 1),
         common=_common(node, params),
     )

@@ -77,7 +77,12 @@ class SimNode:
         qos = control_qos(cfg.common)
         self.clock_pub = node.create_publisher(ClockMsg, CLOCK_TOPIC, 10)
         self.state_pub = node.create_publisher(JointStateMsg, STATE_TOPIC, qos)
-        self.command_sub = node.create_subscription(Float64MultiArray, COMMAND_TOPIC, self._on_command, qos)
+        self.command_sub = node.create_subscription(
+            Float64MultiArray,
+            COMMAND_TOPIC,
+            self._on_command,
+            control_qos(cfg.common, cfg.command_queue_depth),
+        )
         self.diag_pub = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self.encoder = JointStateEncoder(plant.joint_names)
         self.clock_msg = ClockMsg()
@@ -177,6 +182,16 @@ class SimNode:
         self.k += 1
 
     def _spin_until(self, deadline: float, until_answered: bool) -> None:
+        """Run callbacks until ``deadline`` (monotonic s) or, with ``until_answered``, until the
+        current state is answered.
+
+        Already past the deadline (the realtime loop catching up after a stall), it still takes
+        one waiting message without blocking. Otherwise no command would be taken during the
+        catch-up steps, and more than ``qos_depth`` of them queued up would be dropped.
+        """
+        if deadline <= time.monotonic():
+            self.executor.spin_once(timeout_sec=0.0)
+            return
         while not (until_answered and self.answered) and not STOP.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0.0:
