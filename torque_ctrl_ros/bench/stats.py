@@ -24,15 +24,7 @@ def summarize_us(durations_ns: np.ndarray) -> dict[str, float]:
 
 def time_calls(fn: Callable[[int], object], count: int, warmup: int = 50) -> np.ndarray:
     """Call ``fn(i)`` for ``i`` in ``range(count)`` and return each call's duration (ns)."""
-    for i in range(min(warmup, count)):
-        fn(i)
-    out = np.empty(count, dtype=np.int64)
-    clock = time.perf_counter_ns
-    for i in range(count):
-        t0 = clock()
-        fn(i)
-        out[i] = clock() - t0
-    return out
+    return time_interleaved({"fn": fn}, count, block=max(count, 1), warmup=warmup)["fn"]
 
 
 def time_interleaved(

@@ -187,7 +187,7 @@ class SimNode:
 
         Already past the deadline (the realtime loop catching up after a stall), it still takes
         one waiting message without blocking. Otherwise no command would be taken during the
-        catch-up steps, and more than ``qos_depth`` of them queued up would be dropped.
+        catch-up steps, and beyond ``command_queue_depth`` queued ones would be dropped.
         """
         if deadline <= time.monotonic():
             self.executor.spin_once(timeout_sec=0.0)

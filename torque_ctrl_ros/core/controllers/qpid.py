@@ -695,8 +695,8 @@ class _QPController(Controller[QPReference]):
             if lv.index == 0:
                 np.copyto(self._qdd, sol.x[:n])
                 np.copyto(self._s, sol.x[2 * n :])
-                if self.n_s and len(self.levels) > 1:  # E·s, for the lower levels' barrier bounds
-                    np.multiply(self._s[self._row_slack], self._row_soft, out=self._Es)
+                if len(self.levels) > 1:  # E·s, for the lower levels' barrier bounds
+                    self._update_slack_rows()
             else:
                 self._qdd += lv.Z.dot(sol.x)
         self.last_solutions = sols
@@ -726,6 +726,11 @@ class _QPController(Controller[QPReference]):
         info["step_time_us"] = 1e6 * (time.perf_counter() - t0)
         return tau, info
 
+    def _update_slack_rows(self) -> None:
+        """``E·s``: each barrier row's share of level 0's slack (0 on hard rows)."""
+        if self.n_s:
+            np.multiply(self._s[self._row_slack], self._row_soft, out=self._Es)
+
     def diagnostics(self) -> dict[str, float]:
         """Barrier and task diagnostics of the last step (see the module docstring).
 
@@ -737,9 +742,8 @@ class _QPController(Controller[QPReference]):
         if not self._last_fallback and self.n_b:
             resid = self._rows_b
             self._Cb.dot(self._qdd, out=resid)
-            if self.n_s:
-                np.multiply(self._s[self._row_slack], self._row_soft, out=self._Es)
-                resid += self._Es
+            self._update_slack_rows()
+            resid += self._Es
             resid -= self._lb
             active_counts = np.add.reduceat(resid <= _ACTIVE_TOL, self._group_starts, dtype=np.intp).tolist()
             slack = self._s.tolist()
