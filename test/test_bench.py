@@ -13,11 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from ros_helpers import requires_rclpy
 
 from torque_ctrl_ros.bench.__main__ import main, parse_args, targets
 from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
+from torque_ctrl_ros.bench.host import summarize, timer_lateness
 from torque_ctrl_ros.bench.stats import time_calls_paced, time_interleaved
 
 TIMING_KEYS = ("median_us", "p95_us", "p99_us", "max_us")
@@ -51,6 +53,21 @@ def test_paced_calls_idle_between_calls() -> None:
     durations = time_calls_paced(lambda i: starts.append(time.perf_counter()), 6, period_s=0.002, warmup=0)
     assert len(durations) == 6 and (durations >= 0).all()
     assert all(start >= t_before + k * 0.002 for k, start in enumerate(starts))
+
+
+def test_host_timer_summary_counts_ticks_past_the_threshold() -> None:
+    lateness = np.array([10e-6, 20e-6, 0.6e-3, 30e-6, 2e-3, 1.0e-3, 0.4e-3, 50e-6])
+    s = summarize(lateness, threshold_s=0.5e-3)
+    assert s["ticks"] == 8 and s["late_percent"] == pytest.approx(100 * 3 / 8)
+    assert s["max_us"] == pytest.approx(2000.0) and s["p50_us"] == pytest.approx(225.0)
+
+
+def test_host_timer_loop_keeps_its_grid() -> None:
+    """Ticks on a fixed grid: the loop takes at least count·period, lateness is never negative."""
+    t0 = time.monotonic()
+    lateness = timer_lateness(0.02, period_s=0.002)
+    assert lateness.shape == (10,) and (lateness >= 0.0).all()
+    assert time.monotonic() - t0 >= 0.02
 
 
 def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -128,6 +145,8 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
         "1",
         "--lockstep-seconds",
         "0.5",
+        "--host-seconds",
+        "0.2",
     )
     fig = data["dds"]["controllers"]["computed_torque"]
     assert fig["finished"] and fig["clean_exit"], fig["logs"]
@@ -139,6 +158,9 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
     assert fig["commands_lost"] >= 0 and fig["late_steps"] >= 0 and fig["answered_states"] > 0
     assert fig["unanswered_states"] >= 0
     assert set(fig["scheduling"]) == {"sim_node", "controller_node"}
+    host = fig["host_timer"]  # measured before the run, same scheduling
+    assert host["ticks"] == 200 and all(_finite(host[k]) for k in ("p50_us", "p99_us", "late_percent"))
+    assert host["scheduling"] == fig["scheduling"]["sim_node"]
 
     for section, processes in (("lockstep", 2), ("lockstep_composed", 1)):
         lock = data[section]

@@ -5,7 +5,8 @@ Sections (``--sections``, default all):
 - ``compute``: controller compute per step vs the floor (bare ``pin.rnea``; bare warm ProxSuite
   solves for the QP controllers), over states along a simulated motion;
 - ``conversions``: ROS message ↔ numpy conversions per step;
-- ``dds``: closed loop at 1 kHz realtime, simulator and controller as two processes;
+- ``dds``: closed loop at 1 kHz realtime, simulator and controller as two processes, each run
+  preceded by the host's timer floor (:mod:`.host`: how late a bare 1 kHz sleep loop wakes);
 - ``lockstep``: simulated seconds per wall-clock second, two processes, lockstep;
 - ``lockstep_composed``: the same with both nodes in one process (a component container).
 
@@ -14,6 +15,7 @@ everything (machine description included) as JSON to ``--out``.
 
     python -m torque_ctrl_ros.bench [--quick] [--out bench_results/bench.json]
         [--sections compute,conversions,dds,lockstep] [--controllers qpid,hqpid] [--dds-seconds 20]
+        [--host-seconds 3]
 """
 
 from __future__ import annotations
@@ -204,7 +206,8 @@ def format_report(results: dict[str, Any]) -> str:
         sched = sorted({v for fig in d["controllers"].values() for v in fig["scheduling"].values()})
         parts.append(
             f"\nClosed loop over DDS, 1 kHz realtime, two processes, {d['seconds']:g} s per controller, "
-            f"scheduling {'/'.join(sched)}"
+            f"scheduling {'/'.join(sched)}; host late % = share of 1 ms ticks a bare sleep loop (no ROS, "
+            "same scheduling) woke > 0.5 ms late, measured just before each run"
         )
         rows = []
         for name, fig in d["controllers"].items():
@@ -220,6 +223,7 @@ def format_report(results: dict[str, Any]) -> str:
                     _f(fig["unanswered_states"]),
                     _f(fig["late_steps"]),
                     _f(fig["late_percent"]),
+                    _f(fig.get("host_timer", {}).get("late_percent")),
                     _f(fig["safe_torque_steps"]),
                     _f(fig["controller_compute_ms"]["p50_ms"] * 1e3),
                 ]
@@ -236,6 +240,7 @@ def format_report(results: dict[str, Any]) -> str:
                     "unanswered",
                     "late",
                     "late %",
+                    "host late %",
                     "safe-torque steps",
                     "node compute p50 µs",
                 ],
@@ -322,6 +327,7 @@ def run_sections(args: argparse.Namespace, log: Callable[[str], None] = print) -
             "states": args.states,
             "dds_seconds": args.dds_seconds,
             "lockstep_seconds": args.lockstep_seconds,
+            "host_seconds": args.host_seconds,
             "rt_priority": args.rt_priority,
         },
     }
@@ -345,7 +351,14 @@ def run_sections(args: argparse.Namespace, log: Callable[[str], None] = print) -
             )
             composed = section == "lockstep_composed"
             results[section] = dds.run(
-                controllers, mode, seconds, logs, args.params_file, args.rt_priority, composed
+                controllers,
+                mode,
+                seconds,
+                logs,
+                args.params_file,
+                args.rt_priority,
+                composed,
+                host_seconds=args.host_seconds if section == "dds" else 0.0,
             )
         results.setdefault("section_wall_s", {})[section] = time.monotonic() - t0
     results["targets_list"] = targets(results)
@@ -372,6 +385,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dds-seconds", type=float, default=None, help="realtime run per controller (20)")
     parser.add_argument("--lockstep-seconds", type=float, default=None, help="simulated s per controller (5)")
     parser.add_argument(
+        "--host-seconds", type=float, default=None, help="host timer floor before each DDS run (3; 0: skip)"
+    )
+    parser.add_argument(
         "--rt-priority",
         type=int,
         default=20,
@@ -397,6 +413,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.states = args.states or (1000 if quick else 10_000)
     args.dds_seconds = args.dds_seconds or (2.0 if quick else 20.0)
     args.lockstep_seconds = args.lockstep_seconds or (1.0 if quick else 5.0)
+    if args.host_seconds is None:
+        args.host_seconds = 0.5 if quick else 3.0
     if args.out.is_dir():  # checked before running, not after minutes of measurements
         args.out = args.out / "bench.json"
     return args

@@ -14,6 +14,10 @@ Two runs per controller, both started by :class:`torque_ctrl_ros.run_sim.NodePai
 With ``composed``, both nodes run in one process on one executor
 (:mod:`torque_ctrl_ros.nodes.composed`, what a component container does).
 
+Before each realtime run, :mod:`.host` times a bare 1 kHz sleep loop under the same scheduling
+(``host_timer``): the share of ticks the host itself woke late, the floor under the run's late
+steps.
+
 Figures come from the summaries the nodes write at exit (``stats_file``), i.e. the very
 numbers ``make sim`` prints and /diagnostics shows.
 """
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..run_sim import Domain, NodePair
+from . import host
 
 _NAN = float("nan")
 #: Wall-clock margin (s) for node start-up (imports, model loading, discovery) and shutdown.
@@ -119,13 +124,23 @@ def run(
     params_file: Path | None = None,
     rt_priority: int = 0,
     composed: bool = False,
+    host_seconds: float = 0.0,
 ) -> dict[str, Any]:
-    """:func:`closed_loop` for each ``name → params`` in ``mode``; logs under ``out_dir/<mode>/<name>``."""
+    """:func:`closed_loop` for each ``name → params`` in ``mode``; logs under ``out_dir/<mode>/<name>``.
+
+    With ``host_seconds > 0`` (realtime only), the host's timer floor
+    (:func:`.host.measure`, same scheduling) is measured right before each run and kept
+    under the run's ``host_timer``.
+    """
     out_dir = out_dir or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_bench_"))
     domain = Domain()
+    results: dict[str, Any] = {}
     try:
-        results = {
-            name: closed_loop(
+        for name, params in controllers.items():
+            floor = (
+                host.measure(host_seconds, rt_priority) if mode == "realtime" and host_seconds > 0 else None
+            )
+            results[name] = closed_loop(
                 name,
                 params,
                 mode,
@@ -136,8 +151,8 @@ def run(
                 rt_priority,
                 composed,
             )
-            for name, params in controllers.items()
-        }
+            if floor is not None:
+                results[name]["host_timer"] = floor
     finally:
         domain.release()
     return {

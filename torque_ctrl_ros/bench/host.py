@@ -1,0 +1,95 @@
+"""The host's own timing floor: how late a bare 1 kHz timer loop wakes up, no ROS, no compute.
+
+A closed-loop step over DDS needs several threads in two processes to wake on time within one
+millisecond. When the host itself (here a VM sharing 2 vCPUs) delays a wake-up, the step can be
+late whatever the controller does. This loop measures that delay alone, with the scheduling
+the nodes get, right before each controller's DDS run, so that the run's late steps can be read
+against what the host allowed in the same minutes::
+
+    tick_k = t_0 + k·T;   sleep until tick_k;   lateness_k = clock() − tick_k
+
+After a stall of ``D`` the loop does not skip ticks (like the simulator, it catches up), so a
+stall shows as ``≈ D/T`` consecutive late ticks, as it shows as late steps in the closed loop.
+
+Run alone: ``python -m torque_ctrl_ros.bench.host --seconds 3`` (``$TORQUE_CTRL_RT_PRIORITY``
+selects ``SCHED_FIFO`` as for the nodes) prints the summary as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from ..nodes.scheduling import RT_PRIORITY_ENV, current_policy, request_realtime
+
+#: Wake-ups later than this (s) leave a 1 kHz step less than the ~0.5 ms that the simulator's
+#: own work, the DDS round trip and a controller's compute need: such a step is likely late.
+LATE_THRESHOLD_S = 0.5e-3
+
+
+def timer_lateness(seconds: float, period_s: float = 1e-3) -> np.ndarray:
+    """Lateness (s, ≥ 0 up to clock resolution) of each tick of a periodic sleep loop."""
+    count = max(1, round(seconds / period_s))
+    out = np.empty(count)
+    clock = time.monotonic
+    tick = clock()
+    for k in range(count):
+        tick += period_s
+        rest = tick - clock()
+        if rest > 0.0:
+            time.sleep(rest)
+        out[k] = clock() - tick
+    return out
+
+
+def summarize(lateness_s: np.ndarray, threshold_s: float = LATE_THRESHOLD_S) -> dict[str, float]:
+    """Median / p99 / max lateness (µs) and the share of ticks later than ``threshold_s`` (%)."""
+    us = 1e6 * np.asarray(lateness_s, dtype=np.float64)
+    return {
+        "p50_us": float(np.median(us)),
+        "p99_us": float(np.percentile(us, 99)),
+        "max_us": float(us.max()),
+        "late_percent": float(100.0 * np.mean(us > 1e6 * threshold_s)),
+        "threshold_ms": 1e3 * threshold_s,
+        "ticks": int(us.size),
+    }
+
+
+def measure(seconds: float, rt_priority: int = 0, period_s: float = 1e-3) -> dict[str, Any]:
+    """Run the loop in a fresh process under ``SCHED_FIFO`` ``rt_priority`` (when permitted).
+
+    A child process, so that the benchmark's own process keeps its scheduling. Returns
+    :func:`summarize`'s fields plus ``scheduling`` (what the child got), or ``{"error": …}``
+    when the child fails.
+    """
+    env = {**os.environ, RT_PRIORITY_ENV: str(rt_priority)}
+    cmd = [sys.executable, "-m", __name__, "--seconds", str(seconds), "--period", str(period_s)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 60.0, check=False)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]}
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: measure in this process and print the summary as JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--period", type=float, default=1e-3, help="tick period (s)")
+    args = parser.parse_args(argv)
+    request_realtime()
+    summary: dict[str, Any] = summarize(timer_lateness(args.seconds, args.period))
+    summary["scheduling"] = current_policy()
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
