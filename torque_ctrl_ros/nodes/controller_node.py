@@ -19,9 +19,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
@@ -48,6 +50,7 @@ from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
 from .params import controller_node_config
 from .scheduling import current_policy
 from .targets import create_target_source
+from .wire import CommandWire, JointStateWire
 
 NODE_NAME = "controller_node"
 _LEVEL = {
@@ -84,11 +87,21 @@ class ControllerNode:
         self.watchdog = Watchdog(robot.n, cfg.watchdog)
         self.decoder = JointStateDecoder(robot.joint_names)
         self.encoder = CommandEncoder(robot.n)
+        # States in and commands out as CDR bytes when both codecs pass their self-check.
+        self.state_wire = JointStateWire(robot.joint_names)
+        self.command_wire = CommandWire(robot.n)
+        wire_ok = self.state_wire.available and self.command_wire.available
+        self.serialized = cfg.common.serialized_io and wire_ok
+        if cfg.common.serialized_io and not wire_ok:
+            node.get_logger().warning("serialized_io: the CDR codecs failed their self-check; using messages")
         self.target = create_target_source(cfg.controller, node, self.controller)
 
         qos = control_qos(cfg.common)
         self.publisher = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, qos)
-        node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state, qos)
+        if self.serialized:
+            node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_bytes, qos, raw=True)
+        else:
+            node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state, qos)
         self.diag_publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         node.create_timer(cfg.common.diagnostics_period, self._publish_diagnostics, clock=self._steady)
@@ -120,20 +133,44 @@ class ControllerNode:
         )
 
     # ---------------------------------------------------------------- hot path
-    def _on_state(self, msg: JointStateMsg) -> None:
+    def _on_state_bytes(self, raw: bytes) -> None:
+        """A serialized state: read in place when laid out as the simulator sends it, else
+        deserialized by rclpy (names in another order, extra joints, a malformed message)."""
         t_in = time.perf_counter()
+        fast = self.state_wire.decode(raw)
+        if fast is None:
+            self._on_state(deserialize_message(raw, JointStateMsg), t_in)
+        else:
+            self._handle_state(t_in, *fast)
+
+    def _on_state(self, msg: JointStateMsg, t_in: float | None = None) -> None:
+        t_in = time.perf_counter() if t_in is None else t_in
+        stamp_ns = stamp_to_ns(msg.header.stamp)
+        try:
+            q, v = self.decoder.decode(msg)
+        except StateError as exc:
+            self._handle_state(t_in, stamp_ns, None, None, exc)
+        else:
+            self._handle_state(t_in, stamp_ns, q, v)
+
+    def _handle_state(
+        self,
+        t_in: float,
+        stamp_ns: int,
+        q: np.ndarray | None,
+        v: np.ndarray | None,
+        error: StateError | None = None,
+    ) -> None:
+        """Watchdog, controller, command: the path of every state (``error``: it could not be read)."""
         now = self.node.get_clock().now().nanoseconds * 1e-9
         self.states += 1
         self._last_state_wall = time.monotonic()
         self._last_state_now = now
-        stamp_ns = stamp_to_ns(msg.header.stamp)
         stamp = stamp_ns * 1e-9
         wd = self.watchdog
         previous = wd.state
-        try:
-            q, v = self.decoder.decode(msg)
-        except StateError as exc:
-            action = wd.reject(RejectReason.INCONSISTENT, str(exc), now)
+        if error is not None or q is None or v is None:
+            action = wd.reject(RejectReason.INCONSISTENT, str(error), now)
         else:
             refused = wd.check(q, v, stamp, now)
             action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp)
@@ -170,7 +207,11 @@ class ControllerNode:
         if out.info.get("fallback"):
             self.controller_fallbacks += 1
             self.last_fallback_info = out.info
-        self.publisher.publish(self.encoder.encode(out.tau[self.command_index], stamp_ns))
+        tau = out.tau[self.command_index]
+        if self.serialized:
+            self.publisher.publish(self.command_wire.encode(tau, stamp_ns))
+        else:
+            self.publisher.publish(self.encoder.encode(tau, stamp_ns))
         self.commands += 1
         self._time_callback(time.perf_counter() - t_in, stamp_ns)
 
@@ -226,6 +267,7 @@ class ControllerNode:
             **{f"compute_{k}": v for k, v in percentiles_ms(self.compute_time.window()).items()},
             **{f"callback_{k}": v for k, v in percentiles_ms(self.callback_time.window()).items()},
             "deadline_misses": self.deadline_misses,
+            "serialized_io": self.serialized,
             **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
             **{f"info_{k}": v for k, v in self.last_info.items()},
             **{f"info_{k}": v for k, v in details.items()},
@@ -262,6 +304,7 @@ class ControllerNode:
         return {
             "node": self.node.get_name(),
             "scheduling": current_policy(),
+            "serialized_io": self.serialized,
             "controller": self.config.controller,
             "wall_time_s": time.monotonic() - self._started,
             "states_received": self.states,

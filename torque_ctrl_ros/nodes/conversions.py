@@ -134,20 +134,30 @@ def decode_command(msg: Float64MultiArray, n: int) -> tuple[FloatArray, int | No
     Raises:
         StateError: wrong length or non-finite entries.
     """
-    tau = np.frombuffer(msg.data, dtype=np.float64)
+    return check_command(np.frombuffer(msg.data, dtype=np.float64), n), command_stamp_ns(msg)
+
+
+def check_command(tau: FloatArray, n: int) -> FloatArray:
+    """``tau`` itself if it holds ``n`` finite torques.
+
+    Raises:
+        StateError: wrong length or non-finite entries.
+    """
     if tau.shape != (n,):
         raise StateError(f"effort command has {tau.size} entries, expected {n}")
     if not np.isfinite(tau).all():
         raise StateError(f"effort command has non-finite entries: {tau.tolist()}")
-    return tau, command_stamp_ns(msg)
+    return tau
 
 
 def command_stamp_ns(msg: Float64MultiArray) -> int | None:
     """The answered-state stamp (ns) carried in the layout label, or ``None``."""
     dims = msg.layout.dim
-    if not dims:
-        return None
-    label = dims[0].label
+    return label_stamp_ns(dims[0].label) if dims else None
+
+
+def label_stamp_ns(label: str) -> int | None:
+    """The answered-state stamp (ns) in a ``joints@<sec>.<nanosec>`` label, or ``None``."""
     at = label.find("@")
     if at < 0:
         return None

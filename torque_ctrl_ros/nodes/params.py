@@ -96,6 +96,9 @@ class CommonConfig:
         executor: ``events`` (rclpy's EventsExecutor, lowest latency) or ``single_threaded``.
         diagnostics_period: wall-clock period (s) of /diagnostics.
         stats_file: where to write a JSON summary at exit ("" = nowhere).
+        serialized_io: exchange the per-step messages (states, commands, clock) as CDR bytes
+            (:mod:`.wire`) instead of Python messages; the topics and types are the same. Falls
+            back to messages when the codecs' self-check fails.
     """
 
     qos_depth: int = 10
@@ -103,9 +106,10 @@ class CommonConfig:
     executor: str = "events"
     diagnostics_period: float = 1.0
     stats_file: str = ""
+    serialized_io: bool = True
 
 
-_COMMON_KEYS = {"qos_depth", "reliability", "executor", "diagnostics_period", "stats_file"}
+_COMMON_KEYS = {"qos_depth", "reliability", "executor", "diagnostics_period", "stats_file", "serialized_io"}
 
 
 def _common(node: str, params: Mapping[str, Any]) -> CommonConfig:
@@ -117,6 +121,7 @@ def _common(node: str, params: Mapping[str, Any]) -> CommonConfig:
             f"{node}.diagnostics_period", params.get("diagnostics_period", 1.0)
         ),
         stats_file=_str(node, params, "stats_file", ""),
+        serialized_io=_bool(node, params, "serialized_io", True),
     )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
@@ -48,9 +49,10 @@ from .common import (
     status,
     write_json,
 )
-from .conversions import JointStateEncoder, command_stamp_ns, decode_command, ns_to_stamp
+from .conversions import JointStateEncoder, check_command, command_stamp_ns, ns_to_stamp
 from .params import sim_node_config
 from .scheduling import current_policy
+from .wire import ClockWire, CommandWire, JointStateWire
 
 NODE_NAME = "sim_node"
 _RING = 4096  # publish times kept for latency matching (steps)
@@ -74,18 +76,28 @@ class SimNode:
         self.k = 0
         self.max_steps = round(cfg.duration * 1e9 / self.dt_ns) if cfg.duration > 0 else 0
 
+        # States, clock and commands as CDR bytes when the codecs pass their self-check.
+        self.encoder = JointStateEncoder(plant.joint_names)
+        self.clock_msg = ClockMsg()
+        self.state_wire = JointStateWire(plant.joint_names)
+        self.clock_wire = ClockWire()
+        self.command_wire = CommandWire(self.n)
+        wire_ok = self.state_wire.available and self.clock_wire.available and self.command_wire.available
+        self.serialized = cfg.common.serialized_io and wire_ok
+        if cfg.common.serialized_io and not wire_ok:
+            node.get_logger().warning("serialized_io: the CDR codecs failed their self-check; using messages")
+
         qos = control_qos(cfg.common)
         self.clock_pub = node.create_publisher(ClockMsg, CLOCK_TOPIC, 10)
         self.state_pub = node.create_publisher(JointStateMsg, STATE_TOPIC, qos)
         self.command_sub = node.create_subscription(
             Float64MultiArray,
             COMMAND_TOPIC,
-            self._on_command,
+            self._on_command_bytes if self.serialized else self._on_command,
             control_qos(cfg.common, cfg.command_queue_depth),
+            raw=self.serialized,
         )
         self.diag_pub = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
-        self.encoder = JointStateEncoder(plant.joint_names)
-        self.clock_msg = ClockMsg()
 
         # Command state, written by the callback and read by the loop (same thread).
         self.command = np.zeros(self.n)
@@ -119,10 +131,21 @@ class SimNode:
         )
 
     # ---------------------------------------------------------------- commands
+    def _on_command_bytes(self, raw: bytes) -> None:
+        """A serialized command: read in place, or deserialized by rclpy if not little-endian CDR."""
+        fast = self.command_wire.decode(raw)
+        if fast is None:
+            self._on_command(deserialize_message(raw, Float64MultiArray))
+        else:
+            self._take_command(fast[0], fast[1])
+
     def _on_command(self, msg: Float64MultiArray) -> None:
+        self._take_command(np.frombuffer(msg.data, dtype=np.float64), command_stamp_ns(msg))
+
+    def _take_command(self, data: np.ndarray, stamp: int | None) -> None:
+        """Hold ``data`` (N·m) as the command if valid; ``stamp``: the state it answers, if tagged."""
         now = time.monotonic()
         self.commands_received += 1
-        stamp = command_stamp_ns(msg)
         current = self.t0_ns + self.k * self.dt_ns
         if stamp is not None:
             self._record_latency(stamp, now)
@@ -131,7 +154,7 @@ class SimNode:
             self.stale_answers += 1
             return
         try:
-            tau, _ = decode_command(msg, self.n)
+            tau = check_command(data, self.n)
         except StateError as exc:
             self.rejected += 1
             self.last_reject = str(exc)
@@ -156,8 +179,11 @@ class SimNode:
     # ---------------------------------------------------------------- stepping
     def _publish_state(self) -> None:
         stamp = self.t0_ns + self.k * self.dt_ns
-        ns_to_stamp(stamp, self.clock_msg.clock)
-        self.clock_pub.publish(self.clock_msg)
+        if self.serialized:
+            self.clock_pub.publish(self.clock_wire.encode(stamp))
+        else:
+            ns_to_stamp(stamp, self.clock_msg.clock)
+            self.clock_pub.publish(self.clock_msg)
         plant = self.plant
         tau = plant.tau_applied if self.k else np.zeros(self.n)
         q, v = plant.q, plant.v
@@ -166,7 +192,10 @@ class SimNode:
         slot = self.k % _RING
         self.published_stamp[slot] = stamp
         self.published_wall[slot] = time.monotonic()
-        self.state_pub.publish(self.encoder.encode(stamp, q, v, tau))
+        if self.serialized:
+            self.state_pub.publish(self.state_wire.encode(stamp, q, v, tau))
+        else:
+            self.state_pub.publish(self.encoder.encode(stamp, q, v, tau))
         self.answered = self.answer_valid = False
 
     def _step(self, use_command: bool) -> None:
@@ -293,6 +322,7 @@ class SimNode:
         return {
             "node": self.node.get_name(),
             "scheduling": current_policy(),
+            "serialized_io": self.serialized,
             "mode": self.config.mode,
             "steps": self.k,
             "sim_time_s": sim,
