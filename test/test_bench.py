@@ -91,8 +91,18 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
         assert fig["ratio_to_qp_median"] == pytest.approx(fig["median_us"] / fig["floor_qp"]["median_us"])
         assert fig["floor_qp"]["samples"] == 40
 
-    for name in ("joint_state_to_arrays", "arrays_to_joint_state", "arrays_to_command", "command_to_arrays"):
-        assert all(_finite(data["conversions"][name][k]) for k in TIMING_KEYS), name
+    conversions = data["conversions"]
+    for node_side in (
+        "joint_state_bytes_to",
+        "arrays_to_joint_state",
+        "command_bytes_to",
+        "arrays_to_command",
+    ):
+        rows = [k for k in conversions if k.startswith(node_side)]
+        assert len(rows) == 2, rows  # the CDR codec and the rclpy message path
+    for name, fig in conversions.items():
+        assert all(_finite(fig[k]) for k in TIMING_KEYS) and fig["samples"] == 40, name
+        assert all(_finite(fig["paced_1khz"][k]) for k in TIMING_KEYS) and fig["paced_1khz"]["samples"] == 10
 
     # Every compute target is evaluated, with a finite figure and a verdict.
     checked = {(t["subject"], t["what"]) for t in data["targets"] if t["section"] == "compute"}

@@ -25,9 +25,22 @@ HOME = np.array([0, 0.26179939, 3.14159265, -2.26892803, 0, 0.95993109, 1.570796
 
 
 @pytest.mark.slow
-def test_realtime_1khz_for_5_s(launch: Any, tmp_path: Path) -> None:  # noqa: F811 - pytest fixtures
-    ctrl = launch("controller_node", controller="computed_torque", stats_file=str(tmp_path / "ctrl.json"))
-    sim = launch("sim_node", mode="realtime", duration=5.0, stats_file=str(tmp_path / "sim.json"))
+@pytest.mark.parametrize("serialized_io", [True, False], ids=["cdr-bytes", "messages"])
+def test_realtime_1khz_for_5_s(launch: Any, tmp_path: Path, serialized_io: bool) -> None:  # noqa: F811 - pytest fixtures
+    """Both message paths (CDR bytes, the default, and rclpy messages) keep the loop at 1 kHz."""
+    ctrl = launch(
+        "controller_node",
+        controller="computed_torque",
+        stats_file=str(tmp_path / "ctrl.json"),
+        serialized_io=serialized_io,
+    )
+    sim = launch(
+        "sim_node",
+        mode="realtime",
+        duration=5.0,
+        stats_file=str(tmp_path / "sim.json"),
+        serialized_io=serialized_io,
+    )
     assert sim.wait(timeout=60) == 0, sim.log()
     assert ctrl.alive(), ctrl.log()
     ctrl.stop()
@@ -43,6 +56,7 @@ def test_realtime_1khz_for_5_s(launch: Any, tmp_path: Path) -> None:  # noqa: F8
         f"overruns {stats['overruns']}; controller compute p50 {cstats['compute']['p50_ms'] * 1e3:.0f} us, "
         f"refused states {cstats['rejected']}"
     )
+    assert stats["serialized_io"] is serialized_io and cstats["serialized_io"] is serialized_io
     assert stats["steps"] == 5000
     assert stats["rejected_commands"] == 0
     assert lat["count"] > 0.9 * stats["steps"]

@@ -4,7 +4,7 @@ Sections (``--sections``, default all):
 
 - ``compute``: controller compute per step vs the floor (bare ``pin.rnea``; bare warm ProxSuite
   solves for the QP controllers), over states along a simulated motion;
-- ``conversions``: ROS message ↔ numpy conversions per step;
+- ``conversions``: ROS message ↔ numpy conversions per step, CDR codecs and rclpy messages;
 - ``dds``: closed loop at 1 kHz realtime, simulator and controller as two processes, each run
   preceded by the host's timer floor (:mod:`.host`: how late a bare 1 kHz sleep loop wakes);
 - ``lockstep``: simulated seconds per wall-clock second, two processes, lockstep;
@@ -194,11 +194,17 @@ def format_report(results: dict[str, Any]) -> str:
         )
     if "conversions" in results:
         conv = results["conversions"]
-        parts.append("\nMessage conversions per step")
+        parts.append(
+            "\nMessage conversions per step: *_bytes = CDR codecs (serialized_io: true, the default), "
+            "*_message* = rclpy messages with rclpy's (de)serialization"
+        )
         parts.append(
             _table(
-                ["conversion", "median µs", "p99 µs"],
-                [[k, _f(v["median_us"]), _f(v["p99_us"])] for k, v in conv.items() if isinstance(v, dict)],
+                ["conversion", "median µs", "p99 µs", "1 kHz paced µs"],
+                [
+                    [k, _f(v["median_us"]), _f(v["p99_us"]), _f(v["paced_1khz"]["median_us"])]
+                    for k, v in conv.items()
+                ],
             )
         )
     if "dds" in results:

@@ -1,0 +1,152 @@
+"""CDR codecs of the per-step messages (nodes/wire.py) against rclpy's own serialization; no DDS traffic.
+
+Every check goes both ways: our bytes deserialized by rclpy, and rclpy's bytes decoded by us,
+including with the padding bytes (undefined in CDR) filled with garbage, as they arrive from
+real publishers. Layouts the fast path does not take must come back as ``None`` (the nodes then
+deserialize with rclpy), never as wrong numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
+
+from rclpy.serialization import deserialize_message, serialize_message
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sensor_msgs.msg import JointState as JointStateMsg
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+from torque_ctrl_ros.nodes.conversions import (
+    CommandEncoder,
+    JointStateEncoder,
+    command_stamp_ns,
+    stamp_to_ns,
+)
+from torque_ctrl_ros.nodes.wire import ClockWire, CommandWire, JointStateWire
+
+GEN3 = [f"joint_{i}" for i in range(1, 8)]
+# Names and frame ids whose lengths leave padding between the strings and before the doubles.
+ODD = ["a", "bb", "ccc", "dddd", "shoulder_lift", "x"]
+NS = 1_000_000_000
+
+
+def _padding_positions(raw: bytes, msg_type: type) -> list[int]:
+    """Bytes of ``raw`` that rclpy ignores: changing one leaves the message as it was."""
+    reference = deserialize_message(raw, msg_type)
+    out = []
+    for i in range(4, len(raw)):
+        mutated = bytearray(raw)
+        mutated[i] ^= 0xA5
+        try:
+            if deserialize_message(bytes(mutated), msg_type) == reference:
+                out.append(i)
+        except Exception:  # a length field: not padding
+            pass
+    return out
+
+
+def _with_garbage_padding(raw: bytes, msg_type: type) -> bytes:
+    mutated = bytearray(raw)
+    for i in _padding_positions(raw, msg_type):
+        mutated[i] = 0xEE
+    assert deserialize_message(bytes(mutated), msg_type) == deserialize_message(raw, msg_type)
+    return bytes(mutated)
+
+
+@pytest.mark.parametrize(("names", "frame_id"), [(GEN3, ""), (GEN3, "base_link"), (ODD, "w"), (ODD, "")])
+def test_joint_state_bytes_match_rclpy_both_ways(names: list[str], frame_id: str) -> None:
+    wire = JointStateWire(names, frame_id)
+    assert wire.available
+    n = len(names)
+    rng = np.random.default_rng(n + len(frame_id))
+    for stamp in (0, 17 * NS + 5, 1_700_000_000 * NS + 999_999_999):
+        q, v, e = rng.normal(size=(3, n))
+        msg = deserialize_message(wire.encode(stamp, q, v, e), JointStateMsg)
+        assert stamp_to_ns(msg.header.stamp) == stamp and msg.header.frame_id == frame_id
+        assert list(msg.name) == names
+        for got, want in ((msg.position, q), (msg.velocity, v), (msg.effort, e)):
+            assert np.array_equal(np.frombuffer(got, dtype=np.float64), want)  # bit-exact
+
+        # rclpy's bytes, from a publisher with any frame id, padding full of garbage.
+        for their_frame in ("", "f", "base_link", "tool_frame_x"):
+            raw = serialize_message(JointStateEncoder(names, their_frame).encode(stamp, q, v, e))
+            decoded = wire.decode(_with_garbage_padding(raw, JointStateMsg))
+            assert decoded is not None, their_frame
+            assert decoded[0] == stamp
+            assert np.array_equal(decoded[1], q) and np.array_equal(decoded[2], v)
+
+
+def test_joint_state_layouts_the_fast_path_does_not_take() -> None:
+    wire = JointStateWire(GEN3)
+    q, v = np.arange(7.0), -np.arange(7.0)
+
+    def raw(**fields: object) -> bytes:
+        msg = JointStateEncoder(GEN3).encode(5, q, v, q)
+        for key, value in fields.items():
+            setattr(msg, key, value)
+        return serialize_message(msg)
+
+    assert wire.decode(raw()) is not None
+    assert wire.decode(raw(name=list(reversed(GEN3)))) is None  # another order: rclpy maps by name
+    assert wire.decode(raw(name=[*GEN3, "gripper"], position=[*q, 0.0], velocity=[*v, 0.0])) is None
+    assert wire.decode(raw(name=[*GEN3[:2], "joint_x", *GEN3[3:]])) is None  # misnamed
+    assert wire.decode(raw(position=q[:6].tolist())) is None  # short
+    assert wire.decode(raw(velocity=[])) is None  # no velocities
+    good = raw()
+    assert len(good) == 300  # 4 + stamp 8 + frame 8 + names 88 + 3 × (count 4 + pad 4 + 56)
+    for cut in (2, 10, 40, 150, 200, 235):  # truncated within what the decoder reads
+        assert wire.decode(good[:cut]) is None, cut
+    assert wire.decode(b"\x00\x00" + good[2:]) is None  # big-endian CDR: rclpy's job
+    # Effort may be empty: the controller does not read it.
+    decoded = wire.decode(raw(effort=[]))
+    assert decoded is not None and np.array_equal(decoded[1], q)
+
+
+def test_joint_state_non_finite_values_pass_through_for_the_watchdog() -> None:
+    wire = JointStateWire(GEN3)
+    q = np.where(np.arange(7) == 3, np.nan, 0.1)
+    decoded = wire.decode(serialize_message(JointStateEncoder(GEN3).encode(1, q, q, q)))
+    assert decoded is not None and np.isnan(decoded[1][3])  # the caller refuses it, as before
+
+
+@pytest.mark.parametrize("stamp", [None, 0, 999_999_999, 7 * NS, 1_700_000_123 * NS + 42])
+def test_command_bytes_match_rclpy_both_ways(stamp: int | None) -> None:
+    n = 7
+    wire = CommandWire(n)
+    assert wire.available
+    tau = np.random.default_rng(1).normal(size=n) * 30.0
+    msg = deserialize_message(wire.encode(tau, stamp), Float64MultiArray)
+    assert np.array_equal(np.frombuffer(msg.data, dtype=np.float64), tau)
+    assert command_stamp_ns(msg) == stamp
+    assert (msg.layout.dim[0].size, msg.layout.dim[0].stride, msg.layout.data_offset) == (n, n, 0)
+
+    raw = serialize_message(CommandEncoder(n).encode(-tau, stamp))
+    decoded = wire.decode(_with_garbage_padding(raw, Float64MultiArray))
+    assert decoded is not None
+    assert np.array_equal(decoded[0], -tau) and decoded[1] == stamp
+
+
+def test_command_decode_reads_any_float64_multiarray() -> None:
+    """Any well-formed command decodes (length and finiteness are the caller's checks)."""
+    plain = Float64MultiArray(data=[1.0, 2.0, 3.0])
+    tau, stamp = CommandWire.decode(serialize_message(plain)) or (None, None)
+    assert tau is not None and tau.tolist() == [1.0, 2.0, 3.0] and stamp is None
+    dims = [MultiArrayDimension(label="joints@3.000000004", size=2, stride=2), MultiArrayDimension(label="x")]
+    two = Float64MultiArray(data=[np.nan, 5.0])
+    two.layout.dim = dims
+    tau, stamp = CommandWire.decode(serialize_message(two)) or (None, None)
+    assert tau is not None and np.isnan(tau[0]) and tau[1] == 5.0 and stamp == 3 * NS + 4
+    empty = CommandWire.decode(serialize_message(Float64MultiArray()))
+    assert empty is not None and empty[0].size == 0
+    raw = serialize_message(CommandEncoder(7).encode(np.ones(7), 5))
+    assert CommandWire.decode(raw[: len(raw) - 8]) is None
+    assert CommandWire.decode(b"\x00\x00" + raw[2:]) is None
+
+
+def test_clock_bytes() -> None:
+    wire = ClockWire()
+    assert wire.available
+    for stamp in (0, 1, 123 * NS + 456):
+        assert stamp_to_ns(deserialize_message(wire.encode(stamp), ClockMsg).clock) == stamp
