@@ -146,3 +146,15 @@ def test_realtime_request_from_the_environment() -> None:
     got, fifo = out.rsplit(" ", 1)
     assert (got == "fifo:20") == (fifo.strip() == "True"), out
     assert got == "fifo:20" or got.startswith("normal (SCHED_FIFO 20 not permitted"), out
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 100, 2000])
+def test_diagnostic_percentiles_match_numpy(size: int) -> None:
+    from torque_ctrl_ros.nodes.common import percentiles_ms
+
+    samples = np.random.default_rng(size).exponential(1e-3, size)
+    got = percentiles_ms(samples)
+    want = np.percentile(samples, [50, 90, 99]) * 1e3
+    assert [got["p50_ms"], got["p90_ms"], got["p99_ms"]] == pytest.approx(want.tolist(), rel=1e-12)
+    assert got["max_ms"] == samples.max() * 1e3
+    assert all(np.isnan(v) for v in percentiles_ms(np.zeros(0)).values())
