@@ -1,8 +1,11 @@
 """Simulation node: the MuJoCo Gen3 as an effort-controlled arm on ROS topics.
 
 Topics:
-    /clock (rosgraph_msgs/Clock, out): simulated time, every step.
     /joint_states (sensor_msgs/JointState, out): every step; effort = torque actually applied (N·m).
+    /clock (rosgraph_msgs/Clock, out): simulated time, every step, right after the state: the state
+        is what the controller waits for (fewer late steps than with /clock first: docs/performance.md). A
+        controller on sim time therefore reads each state one step ahead of its clock (state age
+        ≈ −1 ms, within the watchdog's ``max_future``); references follow the state stamps.
     /effort_controller/commands (std_msgs/Float64MultiArray, in): one torque per joint, ``joints`` order.
     /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
         time per step (physics + publishing), late / missing / rejected commands, overruns, whether
@@ -179,11 +182,6 @@ class SimNode:
     # ---------------------------------------------------------------- stepping
     def _publish_state(self) -> None:
         stamp = self.t0_ns + self.k * self.dt_ns
-        if self.serialized:
-            self.clock_pub.publish(self.clock_wire.encode(stamp))
-        else:
-            ns_to_stamp(stamp, self.clock_msg.clock)
-            self.clock_pub.publish(self.clock_msg)
         plant = self.plant
         tau = plant.tau_applied if self.k else np.zeros(self.n)
         q, v = plant.q, plant.v
@@ -196,6 +194,12 @@ class SimNode:
             self.state_pub.publish(self.state_wire.encode(stamp, q, v, tau))
         else:
             self.state_pub.publish(self.encoder.encode(stamp, q, v, tau))
+        # /clock after the state, off the controller's critical path (see the module docstring).
+        if self.serialized:
+            self.clock_pub.publish(self.clock_wire.encode(stamp))
+        else:
+            ns_to_stamp(stamp, self.clock_msg.clock)
+            self.clock_pub.publish(self.clock_msg)
         self.answered = self.answer_valid = False
 
     def _step(self, use_command: bool) -> None:
