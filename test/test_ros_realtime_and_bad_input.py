@@ -57,6 +57,8 @@ def test_realtime_1khz_for_5_s(launch: Any, tmp_path: Path, serialized_io: bool)
         f"refused states {cstats['rejected']}"
     )
     assert stats["serialized_io"] is serialized_io and cstats["serialized_io"] is serialized_io
+    # The simulator's states and the controller's commands all take the CDR fast path.
+    assert cstats["states_via_rclpy"] == 0 and stats["commands_via_rclpy"] == 0
     assert stats["steps"] == 5000
     assert stats["rejected_commands"] == 0
     assert lat["count"] > 0.9 * stats["steps"]
@@ -215,6 +217,9 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
     assert sum(computed) > 0.9 * len(good_taus)
     for key in ("rejected_non_finite", "rejected_inconsistent", "rejected_stale"):
         assert int(values[key]) > 0, key
+    # The good, NaN and stale states take the CDR fast path; the short and misnamed ones, another
+    # layout, go through rclpy's deserialization and its by-name decoder.
+    assert 0 < int(values["states_via_rclpy"]) < int(values["states_received"]) / 2
     print(
         "bad states refused: "
         + ", ".join(f"{k[9:]} {values[k]}" for k in values if k.startswith("rejected_"))

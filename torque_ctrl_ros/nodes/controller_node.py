@@ -6,7 +6,8 @@ Topics:
     ~/joint_target, ~/joint_trajectory, ...: targets, depending on the controller (see targets.py).
     /diagnostics (diagnostic_msgs/DiagnosticArray, out): rate, state age, compute time, callback
         time (state in → command out), deadline misses (callbacks longer than the state period),
-        saturation, watchdog state and rejected counts.
+        saturation, watchdog state and rejected counts, states read through rclpy rather than the
+        CDR fast path (``serialized_io``, see wire.py).
 
 Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`.
 
@@ -110,6 +111,7 @@ class ControllerNode:
         self._diagnostics_due = False
 
         self.states = 0
+        self.states_via_rclpy = 0  # serialized states the CDR codec left to rclpy
         self.commands = 0
         self.fallback_commands = 0
         self.controller_fallbacks = 0  # steps the controller itself answered with its safe torque
@@ -142,6 +144,12 @@ class ControllerNode:
         t_in = time.perf_counter()
         fast = self.state_wire.decode(raw)
         if fast is None:
+            if not self.states_via_rclpy:
+                self.node.get_logger().info(
+                    "joint states arrive in another layout than the simulator's (joint order, extra "
+                    "joints, ...): read through rclpy"
+                )
+            self.states_via_rclpy += 1
             self._on_state(deserialize_message(raw, JointStateMsg), t_in)
         else:
             self._handle_state(t_in, *fast)
@@ -274,6 +282,7 @@ class ControllerNode:
             "state_rate_hz": (self.states - states0) / span,
             "command_rate_hz": (self.commands - commands0) / span,
             "states_received": self.states,
+            "states_via_rclpy": self.states_via_rclpy,
             "commands_published": self.commands,
             "fallback_commands": self.fallback_commands,
             "controller_fallbacks": self.controller_fallbacks,
@@ -326,6 +335,7 @@ class ControllerNode:
             "controller": self.config.controller,
             "wall_time_s": time.monotonic() - self._started,
             "states_received": self.states,
+            "states_via_rclpy": self.states_via_rclpy,
             "commands_published": self.commands,
             "fallback_commands": self.fallback_commands,
             "controller_fallbacks": self.controller_fallbacks,

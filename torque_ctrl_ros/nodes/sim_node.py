@@ -114,6 +114,7 @@ class SimNode:
         self.latency = TimingLog()
         self.step_time = TimingLog()  # the simulator's own work per step: physics + publishing (s)
         self.commands_received = 0
+        self.commands_via_rclpy = 0  # serialized commands the CDR codec left to rclpy
         self.rejected = 0
         self.late = 0  # realtime: steps taken before the current state was answered
         self.missing = 0  # steps taken on the safe torque for lack of a valid command
@@ -138,6 +139,7 @@ class SimNode:
         """A serialized command: read in place, or deserialized by rclpy if not little-endian CDR."""
         fast = self.command_wire.decode(raw)
         if fast is None:
+            self.commands_via_rclpy += 1
             self._on_command(deserialize_message(raw, Float64MultiArray))
         else:
             self._take_command(fast[0], fast[1])
@@ -300,6 +302,7 @@ class SimNode:
             "realtime_factor": (sim_now - sim0) / span,
             "steps": self.k,
             "commands_received": self.commands_received,
+            "commands_via_rclpy": self.commands_via_rclpy,
             "rejected_commands": self.rejected,
             "late_steps": self.late,
             "missing_command_steps": self.missing,
@@ -339,6 +342,7 @@ class SimNode:
             "step_rate_hz": self.k / wall,
             "realtime_factor": sim / wall,
             "commands_received": self.commands_received,
+            "commands_via_rclpy": self.commands_via_rclpy,
             "rejected_commands": self.rejected,
             "late_steps": self.late,
             "missing_command_steps": self.missing,
