@@ -63,10 +63,10 @@ def _aligned(offset: int, size: int) -> int:
     return _HEADER + rel + (-rel) % size
 
 
-def _string(text: str, offset: int) -> tuple[bytes, int]:
-    """The CDR string at ``offset`` (already 4-aligned): ``(length + bytes + NUL, end offset)``."""
+def _string(text: str) -> bytes:
+    """A CDR string (to be placed 4-aligned): ``uint32`` length with the NUL, bytes, NUL."""
     data = text.encode() + b"\0"
-    return _U32.pack(len(data)) + data, offset + 4 + len(data)
+    return _U32.pack(len(data)) + data
 
 
 class JointStateWire:
@@ -82,10 +82,7 @@ class JointStateWire:
         self.n = n = len(self.names)
         self.frame_id = frame_id
         # Encoder layout: header, stamp, frame_id, names, then three double arrays.
-        buf = bytearray(CDR_LE + bytes(8))
-        frame, _ = _string(frame_id, len(buf))
-        buf += frame
-        self._offsets: list[int] = []
+        buf = bytearray(CDR_LE + bytes(8)) + _string(frame_id)
         names_start = _aligned(len(buf), 4)
         buf += bytes(names_start - len(buf))
         # The name section as (offset from its start, bytes) chunks without the padding between
@@ -95,8 +92,8 @@ class JointStateWire:
         for name in self.names:
             pad = (-len(section)) % 4
             section += bytes(pad)
-            data, _ = _string(name, 0)
-            if pad == 0 and self._name_chunks:
+            data = _string(name)
+            if pad == 0:
                 start, chunk = self._name_chunks[-1]
                 self._name_chunks[-1] = (start, chunk + data)
             else:
@@ -104,6 +101,7 @@ class JointStateWire:
             section += data
         self._names_len = len(section)
         buf += section
+        self._offsets: list[int] = []
         for _ in range(3):
             count_at = _aligned(len(buf), 4)
             buf += bytes(count_at - len(buf)) + _U32.pack(n)
