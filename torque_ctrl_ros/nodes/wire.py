@@ -161,7 +161,8 @@ class JointStateWire:
     # ------------------------------------------------------------------ check
     def _check(self) -> bool:
         n = self.n
-        q, v, e = np.arange(n) + 0.25, -np.arange(n) - 0.5, np.arange(n) * 1e-3 + 3.0
+        k = np.arange(n, dtype=np.float64)
+        q, v, e = np.add(k, 0.25), np.subtract(-0.5, k), np.add(k * 1e-3, 3.0)
         stamp = 1_234 * _NS + 567_891
         try:
             msg = deserialize_message(self.encode(stamp, q, v, e), JointStateMsg)
@@ -243,7 +244,7 @@ class CommandWire:
 
     def _check(self) -> bool:
         n = self.n
-        tau = np.arange(n) * 0.5 - 1.0
+        tau = np.multiply(np.arange(n, dtype=np.float64), 0.5) - 1.0
         try:
             ok = True
             for stamp in (None, 0, 7 * _NS + 5, 123_456 * _NS + 999_999_999):
