@@ -2,10 +2,11 @@
 
 Topics:
     /joint_states (sensor_msgs/JointState, out): every step; effort = torque actually applied (N·m).
-    /clock (rosgraph_msgs/Clock, out): simulated time, every step, right after the state: the state
-        is what the controller waits for (fewer late steps than with /clock first: docs/performance.md). A
-        controller on sim time therefore reads each state one step ahead of its clock (state age
-        ≈ −1 ms, within the watchdog's ``max_future``); references follow the state stamps.
+    /clock (rosgraph_msgs/Clock, out): simulated time, every step, right after the state, which is
+        what the controller waits for (fewer late steps than with /clock first, see
+        docs/performance.md). A controller on sim time therefore reads each state one step ahead
+        of its clock (state age ≈ −1 ms, within the watchdog's ``max_future``); references follow
+        the state stamps.
     /effort_controller/commands (std_msgs/Float64MultiArray, in): one torque per joint, ``joints`` order.
     /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
         time per step (physics + publishing), late / missing / rejected commands, overruns, whether
