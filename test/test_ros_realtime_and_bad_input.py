@@ -227,6 +227,49 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
     )
 
 
+def test_states_in_a_drivers_layout_are_read_by_name(launch: Any, probe: Probe) -> None:  # noqa: F811 - pytest fixtures
+    """Joint states with another joint order and extra joints (a real arm's driver): the first
+    goes through rclpy, the layout is then read in place; every command is the one for the
+    joints picked by name."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState as JointStateMsg
+    from std_msgs.msg import Float64MultiArray
+
+    from torque_ctrl_ros.nodes.conversions import command_stamp_ns, stamp_to_ns
+
+    launch(
+        "controller_node",
+        controller="gravity_comp",
+        use_sim_time=False,
+        diagnostics_period=0.1,
+        **{"gravity_comp.damping": 0.0},
+    )
+    commands = probe.collect(Float64MultiArray, "/effort_controller/commands", depth=1000)
+    diags = probe.collect(DiagnosticArray, "/diagnostics")
+    pub = probe.publisher(JointStateMsg, "/joint_states", depth=100)
+    wait_until(lambda: pub.get_subscription_count() > 0 and len(diags) > 0, 30, "the controller node")
+    robot = RobotModel.from_urdf_file(URDF)
+    names = ["finger", *reversed(NAMES[3:]), "camera_tilt", *reversed(NAMES[:3])]
+    order = [names.index(j) for j in NAMES]
+    rng = np.random.default_rng(3)
+    sent: dict[int, np.ndarray] = {}  # stamp (ns) -> q in model order
+    for _ in range(60):
+        q_msg = rng.uniform(-1.0, 1.0, len(names))
+        msg = _state(probe.node.get_clock().now().to_msg(), names, q_msg, np.zeros(len(names)))
+        sent[stamp_to_ns(msg.header.stamp)] = q_msg[order]
+        pub.publish(msg)
+        time.sleep(0.01)
+    wait_until(lambda: len(commands) >= 55, 10, "the commands")
+    time.sleep(0.3)
+    with probe.lock:
+        answered = [(command_stamp_ns(m), np.array(m.data)) for _, m in commands]
+    errors = [np.abs(tau - robot.gravity(sent[s])).max() for s, tau in answered if s in sent]
+    assert len(errors) >= 55 and max(errors) < 1e-9
+    values = diagnostic_values(diags, "controller")
+    assert int(values["states_via_rclpy"]) == 1, values["states_via_rclpy"]  # the first only
+    assert int(values["states_received"]) >= 55
+
+
 def test_wrong_commands_to_the_sim_are_rejected(launch: Any, probe: Probe) -> None:  # noqa: F811 - pytest fixtures
     """Wrong length and NaN commands: no crash, the safe torque applies, /diagnostics says so."""
     from diagnostic_msgs.msg import DiagnosticArray

@@ -20,6 +20,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from torque_ctrl_ros.nodes.conversions import (
     CommandEncoder,
+    JointStateDecoder,
     JointStateEncoder,
     command_stamp_ns,
     stamp_to_ns,
@@ -89,7 +90,7 @@ def test_joint_state_layouts_the_fast_path_does_not_take() -> None:
         return serialize_message(msg)
 
     assert wire.decode(raw()) is not None
-    assert wire.decode(raw(name=list(reversed(GEN3)))) is None  # another order: rclpy maps by name
+    assert wire.decode(raw(name=list(reversed(GEN3)))) is None  # another order: until learned
     assert wire.decode(raw(name=[*GEN3, "gripper"], position=[*q, 0.0], velocity=[*v, 0.0])) is None
     assert wire.decode(raw(name=[*GEN3[:2], "joint_x", *GEN3[3:]])) is None  # misnamed
     assert wire.decode(raw(position=q[:6].tolist())) is None  # short
@@ -102,6 +103,43 @@ def test_joint_state_layouts_the_fast_path_does_not_take() -> None:
     # Effort may be empty: the controller does not read it.
     decoded = wire.decode(raw(effort=[]))
     assert decoded is not None and np.array_equal(decoded[1], q)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        list(reversed(GEN3)),  # another order
+        ["gripper", *GEN3[4:], "wrist_cam_tilt", *GEN3[:4]],  # extra joints anywhere, odd lengths
+    ],
+)
+def test_a_learned_layout_is_read_by_name(names: list[str]) -> None:
+    """A driver's layout (order, extra joints) is adopted once rclpy has read it, then decoded
+    in place into our joint order exactly as the by-name decoder reads it."""
+    wire = JointStateWire(GEN3)
+    decoder = JointStateDecoder(GEN3)
+    rng = np.random.default_rng(len(names))
+    q, v = rng.normal(size=(2, len(names)))
+    raw = serialize_message(JointStateEncoder(names, "base").encode(42, q, v, q))
+    assert wire.decode(raw) is None  # not the expected layout yet
+    assert wire.learn(names) and not wire.learn(names)  # adopted once
+    for stamp in (43, 7 * NS):
+        q, v = rng.normal(size=(2, len(names)))
+        msg = JointStateEncoder(names, "base_link_x").encode(stamp, q, v, q)
+        want_q, want_v = (a.copy() for a in decoder.decode(msg))
+        decoded = wire.decode(_with_garbage_padding(serialize_message(msg), JointStateMsg))
+        assert decoded is not None and decoded[0] == stamp
+        assert np.array_equal(decoded[1], want_q) and np.array_equal(decoded[2], want_v)
+    # The simulator's own layout is now the unexpected one, until learned back.
+    own = serialize_message(JointStateEncoder(GEN3).encode(1, q[:7], v[:7], q[:7]))
+    assert wire.decode(own) is None
+    assert wire.learn(GEN3) and wire.decode(own) is not None
+
+
+def test_layouts_without_every_joint_once_are_not_learned() -> None:
+    wire = JointStateWire(GEN3)
+    assert not wire.learn(GEN3[:6])  # a joint missing
+    assert not wire.learn([*GEN3, "joint_1"])  # a joint twice
+    assert not wire.learn(GEN3)  # already the expected layout
 
 
 def test_joint_state_non_finite_values_pass_through_for_the_watchdog() -> None:

@@ -139,30 +139,30 @@ class ControllerNode:
 
     # ---------------------------------------------------------------- hot path
     def _on_state_bytes(self, raw: bytes) -> None:
-        """A serialized state: read in place when laid out as the simulator sends it, else
-        deserialized by rclpy (names in another order, extra joints, a malformed message)."""
+        """A serialized state: read in place when laid out as expected, else deserialized by
+        rclpy and read by name; a layout rclpy read well is expected from then on (a publisher
+        keeps its joint order and extra joints)."""
         t_in = time.perf_counter()
         fast = self.state_wire.decode(raw)
-        if fast is None:
-            if not self.states_via_rclpy:
-                self.node.get_logger().info(
-                    "joint states arrive in another layout than the simulator's (joint order, extra "
-                    "joints, ...): read through rclpy"
-                )
-            self.states_via_rclpy += 1
-            self._on_state(deserialize_message(raw, JointStateMsg), t_in)
-        else:
+        if fast is not None:
             self._handle_state(t_in, *fast)
+            return
+        self.states_via_rclpy += 1
+        msg = deserialize_message(raw, JointStateMsg)
+        if self._on_state(msg, t_in) and self.state_wire.learn(msg.name):
+            self.node.get_logger().info(f"joint states named {list(msg.name)}: read in place from now on")
 
-    def _on_state(self, msg: JointStateMsg, t_in: float | None = None) -> None:
+    def _on_state(self, msg: JointStateMsg, t_in: float | None = None) -> bool:
+        """A joint state message; returns whether it could be read (names, lengths)."""
         t_in = time.perf_counter() if t_in is None else t_in
         stamp_ns = stamp_to_ns(msg.header.stamp)
         try:
             q, v = self.decoder.decode(msg)
         except StateError as exc:
             self._handle_state(t_in, stamp_ns, None, None, exc)
-        else:
-            self._handle_state(t_in, stamp_ns, q, v)
+            return False
+        self._handle_state(t_in, stamp_ns, q, v)
+        return True
 
     def _handle_state(
         self,

@@ -21,10 +21,12 @@ Safety:
   by rclpy must decode to the probe. :attr:`available` says whether both held; the nodes use
   the message path otherwise (another RMW, another encoding);
 - decoders take only the layout they expect (little-endian header; for joint states the
-  expected joint names in the expected order with ``n`` positions and velocities) and return
+  expected joint names, in one expected order, with as many positions and velocities) and return
   ``None`` for anything else, so that the caller deserializes with rclpy and handles the message
-  as before: names in another order or extra joints (e.g. a real arm's driver) still work, and
-  bad messages get the same errors.
+  as before: names in another order or extra joints still work, and bad messages get the same
+  errors. A joint state layout that rclpy read well and that names every joint once can be
+  adopted (:meth:`JointStateWire.learn`): a real arm's driver, whose joint order and extra joints
+  differ from the simulator's, then takes the fast path from its second message on.
 """
 
 from __future__ import annotations
@@ -72,35 +74,22 @@ def _string(text: str) -> bytes:
 class JointStateWire:
     """``sensor_msgs/JointState`` with fixed joint names, as CDR bytes.
 
-    :meth:`encode` fills a preallocated buffer (stamp and three arrays of ``n`` doubles) and
-    returns its bytes; :meth:`decode` reads stamp, ``q`` (rad) and ``q̇`` (rad/s) of a message
-    whose ``name`` is exactly ``joint_names`` (with ``n`` positions and velocities), else ``None``.
+    :meth:`encode` fills a preallocated buffer (stamp and three arrays of ``n`` doubles, in
+    ``joint_names`` order) and returns its bytes. :meth:`decode` reads stamp, ``q`` (rad) and
+    ``q̇`` (rad/s), in ``joint_names`` order, of a message laid out as expected: its ``name`` is
+    ``joint_names`` at first, or the names adopted by :meth:`learn` (any order, extra joints),
+    with one position and one velocity per name; else ``None``.
     """
 
     def __init__(self, joint_names: Sequence[str], frame_id: str = "") -> None:
         self.names = tuple(joint_names)
         self.n = n = len(self.names)
+        self._learned = list(self.names)
         self.frame_id = frame_id
         # Encoder layout: header, stamp, frame_id, names, then three double arrays.
         buf = bytearray(CDR_LE + bytes(8)) + _string(frame_id)
-        names_start = _aligned(len(buf), 4)
-        buf += bytes(names_start - len(buf))
-        # The name section as (offset from its start, bytes) chunks without the padding between
-        # strings, whose bytes are undefined in received messages.
-        section = bytearray(_U32.pack(n))
-        self._name_chunks: list[tuple[int, bytes]] = [(0, _U32.pack(n))]
-        for name in self.names:
-            pad = (-len(section)) % 4
-            section += bytes(pad)
-            data = _string(name)
-            if pad == 0:
-                start, chunk = self._name_chunks[-1]
-                self._name_chunks[-1] = (start, chunk + data)
-            else:
-                self._name_chunks.append((len(section), data))
-            section += data
-        self._names_len = len(section)
-        buf += section
+        buf += bytes(_aligned(len(buf), 4) - len(buf))
+        buf += self._expect(self.names)
         self._offsets: list[int] = []
         for _ in range(3):
             count_at = _aligned(len(buf), 4)
@@ -113,6 +102,45 @@ class JointStateWire:
         self.q = np.zeros(n)
         self.v = np.zeros(n)
         self.available = self._check()
+
+    def _expect(self, names: Sequence[str]) -> bytes:
+        """Decode messages named ``names`` (which hold every joint of ours once); returns their
+        name section (count and strings, as it starts 4-aligned)."""
+        # The section as (offset from its start, bytes) chunks, without the padding between
+        # strings: its bytes are undefined in received messages.
+        section = bytearray(_U32.pack(len(names)))
+        chunks: list[tuple[int, bytes]] = [(0, _U32.pack(len(names)))]
+        for name in names:
+            pad = (-len(section)) % 4
+            section += bytes(pad)
+            data = _string(name)
+            if pad == 0:
+                start, chunk = chunks[-1]
+                chunks[-1] = (start, chunk + data)
+            else:
+                chunks.append((len(section), data))
+            section += data
+        self._name_chunks = chunks
+        self._names_len = len(section)
+        self._count = len(names)
+        # Where each of our joints sits in the message (None: the same order, no extra joints).
+        order = [list(names).index(j) for j in self.names]
+        self._index = None if order == list(range(len(names))) else np.array(order, dtype=np.intp)
+        return bytes(section)
+
+    def learn(self, names: Sequence[str]) -> bool:
+        """Decode messages with this ``name`` list from now on, if it holds each of our joints
+        exactly once (other names are skipped); returns whether the expected layout changed.
+
+        For a caller that had to deserialize a message with rclpy and read it without error: a
+        publisher keeps its layout, so the following messages take the fast path.
+        """
+        names = list(names)
+        if names == self._learned or len(set(names)) != len(names) or not set(self.names) <= set(names):
+            return False
+        self._expect(names)
+        self._learned = names
+        return True
 
     # ------------------------------------------------------------------ encode
     def encode(self, stamp_ns: int, q: FloatArray, v: FloatArray, effort: FloatArray) -> bytes:
@@ -142,18 +170,21 @@ class JointStateWire:
                 at = names_at + start
                 if raw[at : at + len(chunk)] != chunk:
                     return None
-            n = self.n
+            count, index = self._count, self._index
             at = names_at + self._names_len
-            out = (self.q, self.v)
-            for k in range(2):
+            for out in (self.q, self.v):
                 at = _aligned(at, 4)
-                if _U32.unpack_from(raw, at)[0] != n:
+                if _U32.unpack_from(raw, at)[0] != count:
                     return None
                 at = _aligned(at + 4, 8)
-                if len(raw) < at + 8 * n:
+                if len(raw) < at + 8 * count:
                     return None
-                out[k][:] = np.frombuffer(raw, dtype=np.float64, count=n, offset=at)
-                at += 8 * n
+                values = np.frombuffer(raw, dtype=np.float64, count=count, offset=at)
+                if index is None:
+                    out[:] = values
+                else:
+                    values.take(index, out=out)
+                at += 8 * count
         except struct.error:  # shorter than its own header says
             return None
         return sec * _NS + nsec, self.q, self.v
