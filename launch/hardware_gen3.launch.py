@@ -24,6 +24,9 @@ Arguments:
     rt_priority  SCHED_FIFO priority of the controller process (default 20; 0: normal
                  scheduling). Needs the privilege (e.g. ``@realtime - rtprio 98`` in
                  /etc/security/limits.conf); without it the node logs that it runs normally.
+    controller_cpus
+                 CPUs to pin the controller process to, e.g. 3 (default "": any CPU); on a
+                 control PC, one kept free of other work (``isolcpus``).
 
 The controller runs on the wall clock (``use_sim_time`` false), so the driver's stamps must be
 in the same clock as this machine's.
@@ -60,6 +63,9 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "rt_priority", default_value="20", description="SCHED_FIFO priority, 0: normal scheduling"
             ),
+            DeclareLaunchArgument(
+                "controller_cpus", default_value="", description='CPUs of controller_node, "": any'
+            ),
             LogInfo(
                 msg="hardware_gen3: starting controller_node only; a Gen3 torque-mode driver publishing "
                 "/joint_states and consuming /effort_controller/commands must run separately "
@@ -70,7 +76,10 @@ def generate_launch_description() -> LaunchDescription:
                 executable="controller_node",
                 name="controller_node",
                 output="screen",
-                additional_env={"TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority")},
+                additional_env={
+                    "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
+                    "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
+                },
                 parameters=[
                     LaunchConfiguration("params_file"),
                     {

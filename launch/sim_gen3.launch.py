@@ -8,6 +8,9 @@ Arguments:
     rt_priority  SCHED_FIFO priority of both node processes (default 0: normal scheduling; 20
                  is what the benchmark measures with). Needs the privilege; without it the
                  nodes log that they run normally.
+    sim_cpus, controller_cpus
+                 CPUs to pin each node process to, e.g. 0 and 1 (default "": any CPU). One CPU
+                 each is what the benchmark measures with (see docs/performance.md).
 
 Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``); ``controller`` and
 ``mode`` override the values in it. ``make sim`` runs the same two nodes from the same file
@@ -35,6 +38,8 @@ def generate_launch_description() -> LaunchDescription:
     use_rviz = IfCondition(LaunchConfiguration("rviz"))
     # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
     realtime = {"TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority")}
+    sim_env = {**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("sim_cpus")}
+    controller_env = {**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus")}
     return LaunchDescription(
         [
             DeclareLaunchArgument(
@@ -57,12 +62,16 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "rt_priority", default_value="0", description="SCHED_FIFO priority, 0: normal scheduling"
             ),
+            DeclareLaunchArgument("sim_cpus", default_value="", description='CPUs of sim_node, "": any'),
+            DeclareLaunchArgument(
+                "controller_cpus", default_value="", description='CPUs of controller_node, "": any'
+            ),
             Node(
                 package=PACKAGE,
                 executable="sim_node",
                 name="sim_node",
                 output="screen",
-                additional_env=realtime,
+                additional_env=sim_env,
                 parameters=[params_file, {"mode": LaunchConfiguration("mode")}],
             ),
             Node(
@@ -70,7 +79,7 @@ def generate_launch_description() -> LaunchDescription:
                 executable="controller_node",
                 name="controller_node",
                 output="screen",
-                additional_env=realtime,
+                additional_env=controller_env,
                 parameters=[
                     params_file,
                     {"controller": LaunchConfiguration("controller"), "use_sim_time": True},

@@ -168,6 +168,10 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
     assert fig["commands_lost"] >= 0 and fig["late_steps"] >= 0 and fig["answered_states"] > 0
     assert fig["unanswered_states"] >= 0
     assert set(fig["scheduling"]) == {"sim_node", "controller_node"}
+    cpus = data["settings"]["cpus"]  # --cpus auto: one CPU each where there are two
+    if cpus["sim_node"]:
+        assert fig["scheduling"]["sim_node"].endswith(f"cpus:{cpus['sim_node']}")
+        assert fig["scheduling"]["controller_node"].endswith(f"cpus:{cpus['controller_node']}")
     host = fig["host_timer"]  # measured before the run, same scheduling
     assert host["ticks"] == 200 and all(_finite(host[k]) for k in ("p50_us", "p99_us", "late_percent"))
     assert host["scheduling"] == fig["scheduling"]["sim_node"]

@@ -158,3 +158,41 @@ def test_diagnostic_percentiles_match_numpy(size: int) -> None:
     assert [got["p50_ms"], got["p90_ms"], got["p99_ms"]] == pytest.approx(want.tolist(), rel=1e-12)
     assert got["max_ms"] == samples.max() * 1e3
     assert all(np.isnan(v) for v in percentiles_ms(np.zeros(0)).values())
+
+
+def test_cpu_pinning_from_the_environment() -> None:
+    """``$TORQUE_CTRL_CPUS`` and the runners' ``--cpus``: validated; the mask is the one asked for."""
+    import os
+    import subprocess
+    import sys
+
+    from torque_ctrl_ros.nodes.scheduling import CPUS_ENV, Placement, parse_cpus, request_cpus
+
+    assert parse_cpus("") == frozenset() and parse_cpus("1") == {1}
+    assert parse_cpus("0,2") == {0, 2} and parse_cpus("2-4, 7") == {2, 3, 4, 7}
+    for bad in ("x", "3-1", "-1", "1.5", "1-"):
+        with pytest.raises(ConfigError, match=CPUS_ENV):
+            parse_cpus(bad)
+    assert request_cpus({}) == "" and request_cpus({CPUS_ENV: ""}) == ""
+    allowed = sorted(os.sched_getaffinity(0))
+    with pytest.raises(ConfigError, match="not available"):
+        request_cpus({CPUS_ENV: str(max(allowed) + 1)})
+    # In a child process: the mask would otherwise stick to the test runner.
+    code = (
+        "import os; from torque_ctrl_ros.nodes.scheduling import request_cpus as r; "
+        f"got = r({{'{CPUS_ENV}': '{allowed[-1]}'}}); "
+        "print(got, sorted(os.sched_getaffinity(0)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == f"cpus:{allowed[-1]} [{allowed[-1]}]", out
+
+    assert Placement.from_spec(20, "none") == Placement(20)
+    assert Placement.from_spec(0, "0-1:2") == Placement(0, "0-1", "2")
+    auto = Placement.from_spec(20, "auto")
+    expected = (str(allowed[0]), str(allowed[1])) if len(allowed) > 1 else ("", "")
+    assert (auto.sim_cpus, auto.controller_cpus) == expected
+    assert auto.env("controller_node")[CPUS_ENV] == auto.controller_cpus
+    assert auto.env("composed")[CPUS_ENV] == auto.sim_cpus
+    for bad in ("0", "0:", ":1", "a:b", "fast"):
+        with pytest.raises(ConfigError):
+            Placement.from_spec(0, bad)

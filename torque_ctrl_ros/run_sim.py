@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from .core.controllers import CONTROLLERS
+from .core.errors import ConfigError
 from .core.trajectory import JointTrajectory
-from .nodes.scheduling import RT_PRIORITY_ENV
+from .nodes.scheduling import UNPLACED, Placement
 from .paths import data_path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -54,12 +55,12 @@ def start_node(
     overrides: dict[str, str],
     env: dict[str, str],
     log: Path,
-    rt_priority: int = 0,
+    placement: Placement = UNPLACED,
 ) -> subprocess.Popen:
     """``python -m torque_ctrl_ros.nodes.<module> --ros-args --params-file ... -p k:=v``.
 
-    ``rt_priority`` > 0: the node asks for ``SCHED_FIFO`` at that priority (through
-    ``$TORQUE_CTRL_RT_PRIORITY``, see :func:`.nodes.common.request_realtime`).
+    ``placement``: the node asks for ``SCHED_FIFO`` and its CPUs itself (through
+    ``$TORQUE_CTRL_RT_PRIORITY`` and ``$TORQUE_CTRL_CPUS``, see :mod:`.nodes.scheduling`).
     """
     cmd = [
         sys.executable,
@@ -77,7 +78,7 @@ def start_node(
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        env={**env, RT_PRIORITY_ENV: str(rt_priority)},
+        env={**env, **placement.env(module)},
     )
 
 
@@ -127,7 +128,7 @@ class NodePair:
         params_file: Path | None = None,
         controller_params: dict[str, Any] | None = None,
         sim_params: dict[str, Any] | None = None,
-        rt_priority: int = 0,
+        placement: Placement = UNPLACED,
         composed: bool = False,
     ) -> None:
         self.domain = domain
@@ -138,7 +139,7 @@ class NodePair:
         self.params_file = params_file or data_path("config", "gen3_controllers.yaml")
         self.controller_params = controller_params or {}
         self.sim_params = sim_params or {}
-        self.rt_priority = rt_priority
+        self.placement = placement
         self.composed = composed
         self.sim: subprocess.Popen | None = None
         self.ctrl: subprocess.Popen | None = None
@@ -160,17 +161,17 @@ class NodePair:
             **{k: param_literal(v) for k, v in self.sim_params.items()},
         }
         out = self.out
-        prio = self.rt_priority
+        place = self.placement
         if self.composed:
             # One process (torque_ctrl_ros.nodes.composed): overrides scoped by node name.
             both = {f"controller_node:{k}": v for k, v in ctrl.items()}
             both |= {f"sim_node:{k}": v for k, v in sim.items()}
-            self.sim = start_node("composed", self.params_file, both, env, out / "sim_node.log", prio)
+            self.sim = start_node("composed", self.params_file, both, env, out / "sim_node.log", place)
             return
         self.ctrl = start_node(
-            "controller_node", self.params_file, ctrl, env, out / "controller_node.log", prio
+            "controller_node", self.params_file, ctrl, env, out / "controller_node.log", place
         )
-        self.sim = start_node("sim_node", self.params_file, sim, env, out / "sim_node.log", prio)
+        self.sim = start_node("sim_node", self.params_file, sim, env, out / "sim_node.log", place)
 
     def scheduling(self) -> dict[str, str]:
         """The scheduling policy each node ran under (``fifo:<priority>`` or ``normal``), as
@@ -386,7 +387,17 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="run both nodes under SCHED_FIFO at this priority when permitted (0: normal scheduling)",
     )
+    parser.add_argument(
+        "--cpus",
+        default="none",
+        help="pin the nodes: none, auto (simulator and controller on one CPU each) or SIM:CONTROLLER "
+        "CPU lists such as 0:1",
+    )
     args = parser.parse_args(argv)
+    try:
+        placement = Placement.from_spec(args.rt_priority, args.cpus)
+    except ConfigError as exc:
+        parser.error(str(exc))
 
     domain = Domain()
     out = args.out or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_sim_"))
@@ -397,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         args.mode,
         args.duration,
         args.params_file,
-        rt_priority=args.rt_priority,
+        placement=placement,
     )
     print(
         f"make sim: controller={args.controller} mode={args.mode} duration={args.duration:g} s "

@@ -15,7 +15,7 @@ everything (machine description included) as JSON to ``--out``.
 
     python -m torque_ctrl_ros.bench [--quick] [--out bench_results/bench.json]
         [--sections compute,conversions,dds,lockstep] [--controllers qpid,hqpid] [--dds-seconds 20]
-        [--host-seconds 3]
+        [--host-seconds 3] [--rt-priority 20] [--cpus auto]
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import ConfigError
+from ..nodes.scheduling import Placement
 from .configs import BENCH_CONFIGS
 from .stats import machine_description
 
@@ -335,6 +337,7 @@ def run_sections(args: argparse.Namespace, log: Callable[[str], None] = print) -
             "lockstep_seconds": args.lockstep_seconds,
             "host_seconds": args.host_seconds,
             "rt_priority": args.rt_priority,
+            "cpus": {"sim_node": args.placement.sim_cpus, "controller_node": args.placement.controller_cpus},
         },
     }
     logs = args.out.parent / "logs" if args.out else None
@@ -362,7 +365,7 @@ def run_sections(args: argparse.Namespace, log: Callable[[str], None] = print) -
                 seconds,
                 logs,
                 args.params_file,
-                args.rt_priority,
+                args.placement,
                 composed,
                 host_seconds=args.host_seconds if section == "dds" else 0.0,
             )
@@ -401,6 +404,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "the JSON records what each process got",
     )
     parser.add_argument(
+        "--cpus",
+        default="auto",
+        help="pin the node processes: auto (simulator and controller on one CPU each, the default), "
+        "none, or SIM:CONTROLLER CPU lists such as 0:1",
+    )
+    parser.add_argument(
         "--params-file",
         type=Path,
         default=None,
@@ -421,6 +430,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.lockstep_seconds = args.lockstep_seconds or (1.0 if quick else 5.0)
     if args.host_seconds is None:
         args.host_seconds = 0.5 if quick else 3.0
+    try:
+        args.placement = Placement.from_spec(args.rt_priority, args.cpus)
+    except ConfigError as exc:
+        parser.error(str(exc))
     if args.out.is_dir():  # checked before running, not after minutes of measurements
         args.out = args.out / "bench.json"
     return args

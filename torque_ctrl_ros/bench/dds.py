@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..nodes.scheduling import UNPLACED, Placement
 from ..run_sim import Domain, NodePair
 from . import host
 
@@ -50,7 +51,7 @@ def closed_loop(
     out: Path,
     domain: int,
     params_file: Path | None = None,
-    rt_priority: int = 0,
+    placement: Placement = UNPLACED,
     composed: bool = False,
 ) -> dict[str, Any]:
     """Run ``name`` for ``seconds`` simulated seconds in ``mode``; figures from both nodes' summaries.
@@ -66,7 +67,7 @@ def closed_loop(
         seconds,
         params_file=params_file,
         controller_params=_section_params(name, params),
-        rt_priority=rt_priority,
+        placement=placement,
         composed=composed,
     )
     with pair:
@@ -122,14 +123,14 @@ def run(
     seconds: float,
     out_dir: Path | None = None,
     params_file: Path | None = None,
-    rt_priority: int = 0,
+    placement: Placement = UNPLACED,
     composed: bool = False,
     host_seconds: float = 0.0,
 ) -> dict[str, Any]:
     """:func:`closed_loop` for each ``name → params`` in ``mode``; logs under ``out_dir/<mode>/<name>``.
 
     With ``host_seconds > 0`` (realtime only), the host's timer floor
-    (:func:`.host.measure`, same scheduling) is measured right before each run and kept
+    (:func:`.host.measure`, the simulator's scheduling) is measured right before each run and kept
     under the run's ``host_timer``.
     """
     out_dir = out_dir or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_bench_"))
@@ -137,9 +138,7 @@ def run(
     results: dict[str, Any] = {}
     try:
         for name, params in controllers.items():
-            floor = (
-                host.measure(host_seconds, rt_priority) if mode == "realtime" and host_seconds > 0 else None
-            )
+            floor = host.measure(host_seconds, placement) if mode == "realtime" and host_seconds > 0 else None
             results[name] = closed_loop(
                 name,
                 params,
@@ -148,7 +147,7 @@ def run(
                 out_dir / f"{mode}{'_composed' if composed else ''}" / name,
                 domain.id,
                 params_file,
-                rt_priority,
+                placement,
                 composed,
             )
             if floor is not None:
@@ -159,6 +158,7 @@ def run(
         "mode": mode,
         "processes": 1 if composed else 2,
         "seconds": seconds,
-        "rt_priority": rt_priority,
+        "rt_priority": placement.rt_priority,
+        "cpus": {"sim_node": placement.sim_cpus, "controller_node": placement.controller_cpus},
         "controllers": results,
     }

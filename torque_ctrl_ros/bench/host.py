@@ -12,7 +12,7 @@ After a stall of ``D`` the loop does not skip ticks (like the simulator, it catc
 stall shows as ``≈ D/T`` consecutive late ticks, as it shows as late steps in the closed loop.
 
 Run alone: ``python -m torque_ctrl_ros.bench.host --seconds 3`` (``$TORQUE_CTRL_RT_PRIORITY``
-selects ``SCHED_FIFO`` as for the nodes) prints the summary as JSON.
+and ``$TORQUE_CTRL_CPUS`` place it as they place the nodes) prints the summary as JSON.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..nodes.scheduling import RT_PRIORITY_ENV, current_policy, request_realtime
+from ..nodes.scheduling import UNPLACED, Placement, current_policy, request_cpus, request_realtime
 
 #: Wake-ups later than this (s) leave a 1 kHz step less than the ~0.5 ms that the simulator's
 #: own work, the DDS round trip and a controller's compute need: such a step is likely late.
@@ -62,14 +62,14 @@ def summarize(lateness_s: np.ndarray, threshold_s: float = LATE_THRESHOLD_S) -> 
     }
 
 
-def measure(seconds: float, rt_priority: int = 0, period_s: float = 1e-3) -> dict[str, Any]:
-    """Run the loop in a fresh process under ``SCHED_FIFO`` ``rt_priority`` (when permitted).
+def measure(seconds: float, placement: Placement = UNPLACED, period_s: float = 1e-3) -> dict[str, Any]:
+    """Run the loop in a fresh process placed as the simulator (``SCHED_FIFO`` when permitted, its CPUs).
 
     A child process, so that the benchmark's own process keeps its scheduling. Returns
     :func:`summarize`'s fields plus ``scheduling`` (what the child got), or ``{"error": …}``
     when the child fails.
     """
-    env = {**os.environ, RT_PRIORITY_ENV: str(rt_priority)}
+    env = {**os.environ, **placement.env("sim_node")}
     cmd = [sys.executable, "-m", __name__, "--seconds", str(seconds), "--period", str(period_s)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 60.0, check=False)
     if proc.returncode != 0:
@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--period", type=float, default=1e-3, help="tick period (s)")
     args = parser.parse_args(argv)
     request_realtime()
+    request_cpus()
     summary: dict[str, Any] = summarize(timer_lateness(args.seconds, args.period))
     summary["scheduling"] = current_policy()
     print(json.dumps(summary))

@@ -23,7 +23,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..core.errors import ConfigError, TorqueCtrlError
 from .params import CommonConfig
-from .scheduling import request_realtime
+from .scheduling import request_cpus, request_realtime
 
 #: Set by SIGINT / SIGTERM (see :func:`run_node`); the nodes' loops end when it is set.
 STOP = threading.Event()
@@ -164,11 +164,12 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
     """
     try:
         scheduling = request_realtime()
+        pinned = request_cpus()
     except ConfigError as exc:
         print(f"[{node_name}] error: {exc}", file=sys.stderr, flush=True)
         return 2
-    if scheduling != "normal":
-        print(f"[{node_name}] scheduling: {scheduling}", file=sys.stderr, flush=True)
+    if scheduling != "normal" or pinned:
+        print(f"[{node_name}] scheduling: {scheduling} {pinned}".rstrip(), file=sys.stderr, flush=True)
     # Our own handlers only set STOP: rclpy's would raise KeyboardInterrupt inside whatever
     # callback is running (a half-handled state) or shut the context down under the executor.
     rclpy.init(
