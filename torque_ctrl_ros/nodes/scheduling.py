@@ -89,10 +89,10 @@ def request_cpus(env: Mapping[str, str] = os.environ) -> str:
 
     The simulator and the controller wake each other up to twice per step; a wake-up that has to
     reach another, idle CPU is the slow part of the round trip on a VM, and the scheduler moving
-    the processes around adds more. Pinned to one CPU each (measured here, 10 s runs, three
-    alternating pairs: lockstep computed torque 2.72–2.81× → 4.18×, realtime qpid / hqpid
-    latency median −80 to −100 µs, see docs/performance.md). Threads started later (DDS) inherit
-    the mask.
+    the processes around adds more. Pinned to one CPU each (measured here, three alternating
+    pairs: lockstep computed torque 2.40–2.85× → 3.58–4.38×, realtime latency median of gravity
+    compensation −75 to −145 µs, of qpid −20 to −80 µs; see docs/performance.md). Threads
+    started later (DDS) inherit the mask.
 
     Returns:
         ``""`` (not pinned) or ``"cpus:<list>"``.
