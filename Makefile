@@ -1,5 +1,6 @@
 # Two commands set up everything on a fresh machine with Python 3.11:
-#   make sim    the simulated Gen3 under a controller (CONTROLLER=..., DURATION=... seconds)
+#   make sim    the simulated Gen3 under a controller (CONTROLLER=..., DURATION=... seconds,
+#               PIN=auto to pin the two nodes to one CPU each)
 #   make test   the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -9,6 +10,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt setup.py | md5sum | cut
 CONTROLLER ?= computed_torque
 MODE ?= realtime
 DURATION ?= 10
+PIN ?= none
 PYTEST_ARGS ?=
 # 7x7 matrices never gain from BLAS threads; idle BLAS threads spinning next to a 1 kHz loop
 # on 2 cores cost far more than they give.
@@ -29,7 +31,7 @@ test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 sim: $(STAMP)
-	$(PY) -m torque_ctrl_ros.run_sim --controller $(CONTROLLER) --mode $(MODE) --duration $(DURATION)
+	$(PY) -m torque_ctrl_ros.run_sim --controller $(CONTROLLER) --mode $(MODE) --duration $(DURATION) --cpus $(PIN)
 
 bench: $(STAMP)
 	$(PY) -m torque_ctrl_ros.bench

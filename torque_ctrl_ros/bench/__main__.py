@@ -215,7 +215,7 @@ def format_report(results: dict[str, Any]) -> str:
         parts.append(
             f"\nClosed loop over DDS, 1 kHz realtime, two processes, {d['seconds']:g} s per controller, "
             f"scheduling {'/'.join(sched)}; host late % = share of 1 ms ticks a bare sleep loop (no ROS, "
-            "same scheduling) woke > 0.5 ms late, measured just before each run"
+            "placed like the simulator) woke > 0.5 ms late, measured just before each run"
         )
         rows = []
         for name, fig in d["controllers"].items():

@@ -63,11 +63,11 @@ def _all_threads(apply: Callable[[int], None]) -> None:
             pass  # a thread that ended meanwhile
 
 
-def parse_cpus(text: str) -> frozenset[int]:
+def parse_cpus(text: str, field: str = CPUS_ENV) -> frozenset[int]:
     """CPU numbers from a list like ``"1"``, ``"0,2"`` or ``"2-3,5"`` (empty: none).
 
     Raises:
-        ConfigError: not such a list.
+        ConfigError: not such a list (the message names ``field``).
     """
     cpus: set[int] = set()
     for part in text.replace(" ", "").split(","):
@@ -79,7 +79,7 @@ def parse_cpus(text: str) -> frozenset[int]:
         except ValueError:
             lo, hi = -1, -2
         if not 0 <= lo <= hi:
-            raise ConfigError(f"{CPUS_ENV}: expected CPU numbers like 1, 0,2 or 2-3, got {text!r}")
+            raise ConfigError(f"{field}: expected CPU numbers like 1, 0,2 or 2-3, got {text!r}")
         cpus.update(range(lo, hi + 1))
     return frozenset(cpus)
 
@@ -110,6 +110,10 @@ def request_cpus(env: Mapping[str, str] = os.environ) -> str:
             f"this process may use {sorted(allowed)}"
         )
     _all_threads(lambda tid: os.sched_setaffinity(tid, cpus))
+    return _cpu_list(cpus)
+
+
+def _cpu_list(cpus: frozenset[int] | set[int]) -> str:
     return "cpus:" + ",".join(map(str, sorted(cpus)))
 
 
@@ -121,7 +125,7 @@ def current_policy() -> str:
         policy = f"fifo:{os.sched_getparam(0).sched_priority}"
     cpus = os.sched_getaffinity(0)
     if len(cpus) < (os.cpu_count() or len(cpus)):
-        policy += " cpus:" + ",".join(map(str, sorted(cpus)))
+        policy += " " + _cpu_list(cpus)
     return policy
 
 
@@ -157,7 +161,7 @@ class Placement:
                 return cls(rt_priority)
             return cls(rt_priority, str(allowed[0]), str(allowed[1]))
         sim, colon, ctrl = spec.partition(":")
-        if not colon or not parse_cpus(sim) or not parse_cpus(ctrl):
+        if not colon or not parse_cpus(sim, "cpus") or not parse_cpus(ctrl, "cpus"):
             raise ConfigError(
                 f"cpus: expected none, auto or SIM:CONTROLLER CPU lists (e.g. 0:1), got {cpus!r}"
             )
