@@ -117,27 +117,37 @@ def _state(stamp: Any, names: list[str], q: np.ndarray, v: np.ndarray) -> Any:
     return msg
 
 
-def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe: Probe) -> None:  # noqa: F811 - pytest fixtures
-    """NaN, short, mis-named and stale states: safe command on the last good state, then stop."""
+def _gravity_controller_with_probe(start: Any, watcher: Probe, **params: Any) -> tuple[Any, list, list, Any]:
+    """A gravity-compensation controller on the wall clock, fed and watched by ``watcher``:
+    ``(node, commands, diagnostics, joint state publisher)`` once it is up."""
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState as JointStateMsg
     from std_msgs.msg import Float64MultiArray
 
-    from torque_ctrl_ros.nodes.conversions import command_stamp_ns, stamp_to_ns
-
-    fallback_s, damping = 0.3, 2.0
-    ctrl = launch(
+    ctrl = start(
         "controller_node",
         controller="gravity_comp",
         use_sim_time=False,
-        fallback_damping=damping,
         diagnostics_period=0.1,
-        **{"watchdog.fallback_duration": fallback_s, "gravity_comp.damping": 0.0},
+        **{"gravity_comp.damping": 0.0, **params},
     )
-    commands = probe.collect(Float64MultiArray, "/effort_controller/commands", depth=1000)
-    diags = probe.collect(DiagnosticArray, "/diagnostics")
-    pub = probe.publisher(JointStateMsg, "/joint_states", depth=100)
+    commands = watcher.collect(Float64MultiArray, "/effort_controller/commands", depth=1000)
+    diags = watcher.collect(DiagnosticArray, "/diagnostics")
+    pub = watcher.publisher(JointStateMsg, "/joint_states", depth=100)
     wait_until(lambda: pub.get_subscription_count() > 0 and len(diags) > 0, 30, "the controller node")
+    return ctrl, commands, diags, pub
+
+
+def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe: Probe) -> None:  # noqa: F811 - pytest fixtures
+    """NaN, short, mis-named and stale states: safe command on the last good state, then stop."""
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    from torque_ctrl_ros.nodes.conversions import command_stamp_ns, stamp_to_ns
+
+    fallback_s, damping = 0.3, 2.0
+    ctrl, commands, diags, pub = _gravity_controller_with_probe(
+        launch, probe, fallback_damping=damping, **{"watchdog.fallback_duration": fallback_s}
+    )
     robot = RobotModel.from_urdf_file(URDF)
     clock = probe.node.get_clock()
     sent: dict[int, str] = {}  # stamp (ns) -> phase
@@ -231,23 +241,10 @@ def test_states_in_a_drivers_layout_are_read_by_name(launch: Any, probe: Probe) 
     """Joint states with another joint order and extra joints (a real arm's driver): the first
     goes through rclpy, the layout is then read in place; every command is the one for the
     joints picked by name."""
-    from diagnostic_msgs.msg import DiagnosticArray
-    from sensor_msgs.msg import JointState as JointStateMsg
-    from std_msgs.msg import Float64MultiArray
 
     from torque_ctrl_ros.nodes.conversions import command_stamp_ns, stamp_to_ns
 
-    launch(
-        "controller_node",
-        controller="gravity_comp",
-        use_sim_time=False,
-        diagnostics_period=0.1,
-        **{"gravity_comp.damping": 0.0},
-    )
-    commands = probe.collect(Float64MultiArray, "/effort_controller/commands", depth=1000)
-    diags = probe.collect(DiagnosticArray, "/diagnostics")
-    pub = probe.publisher(JointStateMsg, "/joint_states", depth=100)
-    wait_until(lambda: pub.get_subscription_count() > 0 and len(diags) > 0, 30, "the controller node")
+    _, commands, diags, pub = _gravity_controller_with_probe(launch, probe)
     robot = RobotModel.from_urdf_file(URDF)
     names = ["finger", *reversed(NAMES[3:]), "camera_tilt", *reversed(NAMES[:3])]
     order = [names.index(j) for j in NAMES]
