@@ -3,15 +3,20 @@
 Sections (``--sections``, default all):
 
 - ``compute``: controller compute per step vs the floor (bare ``pin.rnea``; bare warm ProxSuite
-  solves for the QP controllers), over states along a simulated motion;
+  solves for the QP controllers), over states along a simulated motion; the QP controllers'
+  step part by part (:func:`.compute.qp_step_parts`);
 - ``conversions``: ROS message ↔ numpy conversions per step, CDR codecs and rclpy messages;
 - ``dds``: closed loop at 1 kHz realtime, simulator and controller as two processes, each run
   preceded by the host's timer floor (:mod:`.host`: how late a bare 1 kHz sleep loop wakes);
+  where each controller's state→command latency goes (:func:`.dds.step_parts`);
 - ``lockstep``: simulated seconds per wall-clock second, two processes, lockstep;
 - ``lockstep_composed``: the same with both nodes in one process (a component container).
 
 Prints a table with each target of issue 6 marked PASS / FAIL next to its figure, and writes
-everything (machine description included) as JSON to ``--out``.
+everything (machine description included) as JSON to ``--out``. Issue 6 lets QPID and HQPID
+meet their DDS targets another way, by a report that "says precisely which part of the step
+costs what": a failed one is then marked as met that way when every part of their step was
+measured, and counted apart from the PASSes.
 
     python -m torque_ctrl_ros.bench [--quick] [--out bench_results/bench.json]
         [--sections compute,conversions,dds,lockstep] [--controllers qpid,hqpid] [--dds-seconds 20]
@@ -28,7 +33,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +56,8 @@ class Target:
         figure: measured value.
         limit: the target, e.g. ``<= 0.5``.
         passed: the figure meets the limit (False for a missing / NaN figure).
+        alternative: for a failed target that issue 6 lets be met another way, that way when
+            this run meets it (QPID / HQPID over DDS: the report breaks their step down), else "".
     """
 
     section: str
@@ -59,6 +66,7 @@ class Target:
     figure: float
     limit: str
     passed: bool
+    alternative: str = ""
 
 
 def _check(section: str, subject: str, what: str, figure: Any, op: str, bound: float) -> Target:
@@ -75,6 +83,18 @@ COMPUTE_TARGETS: dict[str, tuple[float | None, float | None, float | None]] = {
     "qpid": (None, 100.0, 3.0),
     "hqpid": (None, 200.0, 3.0),
 }
+
+
+#: The controllers whose DDS targets may be met by a breakdown of their step instead.
+QP_CONTROLLERS = ("qpid", "hqpid")
+BREAKDOWN = "step broken down in the report"
+#: The parts of a step over DDS, in the order of the report (see :func:`.dds.step_parts`).
+STEP_COLUMNS = ("state_out", "hops", "state_in", "compute", "prepare", "qp_solve", "command_out", "callback")
+
+
+def _broken_down(parts: dict[str, Any]) -> bool:
+    """Every part of a QP controller's step was measured (finite p50s)."""
+    return all(math.isfinite(parts.get(k, {}).get("p50_ms", math.nan)) for k in STEP_COLUMNS)
 
 
 def targets(results: dict[str, Any]) -> list[Target]:
@@ -96,12 +116,17 @@ def targets(results: dict[str, Any]) -> list[Target]:
                 )
             )
     for name, fig in results.get("dds", {}).get("controllers", {}).items():
-        out += [
+        checks = [
             _check("dds", name, "commands lost", fig["commands_lost"], "<=", 0),
             _check("dds", name, "latency median (ms)", fig["latency_ms"]["p50_ms"], "<=", 0.5),
             _check("dds", name, "latency p99 (ms)", fig["latency_ms"]["p99_ms"], "<=", 2.0),
             _check("dds", name, "steps without a fresh command (%)", fig["late_percent"], "<", 0.5),
         ]
+        # Issue 6: "QPID/HQPID reach the same or the report says precisely which part of the
+        # step costs what".
+        if name in QP_CONTROLLERS and _broken_down(fig.get("step_parts_ms", {})):
+            checks = [t if t.passed else replace(t, alternative=BREAKDOWN) for t in checks]
+        out += checks
     for section in ("lockstep", "lockstep_composed"):
         lock = results.get(section, {}).get("controllers", {})
         if "computed_torque" in lock:
@@ -125,6 +150,14 @@ def _f(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return "nan" if not math.isfinite(value) else f"{value:.{digits}g}"
     return str(value)
+
+
+def _p50_p99(figures: dict[str, float] | None) -> str:
+    """``p50 / p99`` (ms), ``p50`` alone when there is no p99, ``-`` when absent."""
+    if not figures:
+        return "-"
+    p99 = figures.get("p99_ms", math.nan)
+    return _f(figures["p50_ms"], 2) + ("" if math.isnan(p99) else f" / {_f(p99, 2)}")
 
 
 def _table(header: list[str], rows: Iterable[list[str]]) -> str:
@@ -153,7 +186,11 @@ def format_report(results: dict[str, Any]) -> str:
 
     def marks(section: str, subject: str) -> str:
         ts = verdict.get((section, subject), [])
-        return " ".join(f"{t.what} {_f(t.figure)} {t.limit}: {'PASS' if t.passed else 'FAIL'}" for t in ts)
+        return " ".join(
+            f"{t.what} {_f(t.figure)} {t.limit}: "
+            + ("PASS" if t.passed else "FAIL (broken down)" if t.alternative else "FAIL")
+            for t in ts
+        )
 
     if "compute" in results:
         c = results["compute"]
@@ -194,6 +231,21 @@ def format_report(results: dict[str, Any]) -> str:
                 rows,
             )
         )
+        qp_parts = {name: fig["parts_us"] for name, fig in c["controllers"].items() if "parts_us" in fig}
+        if qp_parts:
+            parts.append(
+                "\nQP controllers' step by part, medians µs (back to back, along the same motion): compute = "
+                "state check + step + saturation; step = prepare + QP solve + fill & rest, timed inside the "
+                "step; prepare's parts timed one by one in its order on a second instance (their sum leaves "
+                "out the tasks' cost terms and the reference); QP solve = every level's update + solve"
+            )
+            columns = list(dict.fromkeys(k for fig in qp_parts.values() for k in fig))
+            parts.append(
+                _table(
+                    ["controller", *columns],
+                    [[name, *(_f(fig.get(k)) for k in columns)] for name, fig in qp_parts.items()],
+                )
+            )
     if "conversions" in results:
         conv = results["conversions"]
         parts.append(
@@ -256,6 +308,19 @@ def format_report(results: dict[str, Any]) -> str:
             )
         )
         parts += [f"  {name}: {marks('dds', name)}" for name in d["controllers"]]
+        parts.append(
+            "\nWhere the state→command latency goes, p50 / p99 ms per part: the simulator publishes the "
+            "state (state out); the controller reads it (state in), computes (compute; the QP controllers' "
+            "prepare = kinematics, tasks, barriers, and QP solve = updates + solves), publishes the command "
+            "(command out); callback = state in … command out; hops = latency p50 − state out p50 − "
+            "callback p50 (transport both ways: DDS, wake-ups, dispatch)"
+        )
+        rows = []
+        for name, fig in d["controllers"].items():
+            step = fig.get("step_parts_ms", {})
+            lat = fig["latency_ms"]
+            rows.append([name, _p50_p99(lat), *(_p50_p99(step.get(c)) for c in STEP_COLUMNS)])
+        parts.append(_table(["controller", "latency", *(c.replace("_", " ") for c in STEP_COLUMNS)], rows))
     for section in ("lockstep", "lockstep_composed"):
         if section not in results:
             continue
@@ -280,10 +345,18 @@ def format_report(results: dict[str, Any]) -> str:
     ts = results.get("targets_list", [])
     if ts:
         passed = sum(t.passed for t in ts)
-        parts.append(f"\nTargets of issue 6: {passed}/{len(ts)} PASS")
+        alternative = sum(bool(t.alternative) for t in ts)
+        parts.append(
+            f"\nTargets of issue 6: {passed}/{len(ts)} PASS"
+            + (
+                f"; {alternative} more failed but met the way issue 6 allows instead ({BREAKDOWN})"
+                if alternative
+                else ""
+            )
+        )
         parts += [
             f"  {'PASS' if t.passed else 'FAIL'}  {t.section:<17} {t.subject:<16} {t.what}: "
-            f"{_f(t.figure)} (target {t.limit})"
+            f"{_f(t.figure)} (target {t.limit})" + (f"; instead: {t.alternative}" if t.alternative else "")
             for t in ts
         ]
     return "\n".join(parts)

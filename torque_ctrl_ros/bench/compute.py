@@ -9,6 +9,7 @@ blocks interleaved with the controller (see :func:`run`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -86,6 +87,8 @@ def run(
         if "qp" in times:
             figures["floor_qp"] = summarize_us(times["qp"])
             figures["ratio_to_qp_median"] = figures["median_us"] / figures["floor_qp"]["median_us"]
+        if "qp" in times:
+            figures["parts_us"] = qp_step_parts(name, params, robot, states[: min(count, paced)])
         # The same calls once per millisecond, idle in between: the compute a 1 kHz node sees.
         fresh: Controller[Any] = create_controller(name, robot, params)
         held = fresh.hold_reference(states[0])
@@ -94,3 +97,46 @@ def run(
         )
         results["controllers"][name] = figures
     return results
+
+
+def qp_step_parts(
+    name: str, params: Mapping[str, Any], robot: RobotModel, states: list[JointState]
+) -> dict[str, float]:
+    """Medians (µs) of the parts of a QP controller's step, back to back over ``states``.
+
+    From the step itself (its ``info``): ``prepare`` (kinematics, tasks, barriers),
+    ``qp_solve`` (every level's update and solve), ``step`` (the whole ``torque`` call) and
+    ``fill_and_rest = step − prepare − qp_solve`` per step (the QP matrices, hqpid's null
+    spaces, the torque ``M·q̈ + nle``, the ``info``); ``compute`` adds the state check and the
+    saturation around the step. The parts of ``prepare`` are timed one by one, in its order,
+    on a second instance of the controller, right after the first one's step at each state:
+    ``kinematics``, ``task.<name>``, ``barrier.<name>`` (their sum leaves out the tasks' cost
+    terms and the reference, ~4 µs).
+    """
+    clock = time.perf_counter_ns
+    controller: Any = create_controller(name, robot, params)
+    reference = controller.hold_reference(states[0])
+    second: Any = create_controller(name, robot, params)
+    kin = second.kin
+    updates = [(f"task.{t.name}", t.update) for t in second.tasks]
+    updates += [(f"barrier.{b.name}", b.update) for b in second.barriers]
+    in_step = {"prepare": "prepare_time_us", "qp_solve": "qp_solve_time_us", "step": "step_time_us"}
+    order = ["compute", "step", "prepare", "kinematics", *(part for part, _ in updates), "qp_solve"]
+    samples: dict[str, list[float]] = {part: [] for part in [*order, "fill_and_rest"]}
+    for state in states:
+        t0 = clock()
+        info = controller.compute(state, reference).info
+        samples["compute"].append((clock() - t0) / 1e3)
+        for part, key in in_step.items():
+            samples[part].append(info[key])
+        samples["fill_and_rest"].append(
+            info["step_time_us"] - info["prepare_time_us"] - info["qp_solve_time_us"]
+        )
+        t0 = clock()
+        kin.update(state.q, state.v)
+        samples["kinematics"].append((clock() - t0) / 1e3)
+        for part, update in updates:
+            t0 = clock()
+            update(kin)
+            samples[part].append((clock() - t0) / 1e3)
+    return {part: float(np.median(values)) for part, values in samples.items()}

@@ -123,6 +123,7 @@ class ControllerNode:
         self._last_computed = False  # whether the last command came from the controller
         self.compute_time = TimingLog()
         self.callback_time = TimingLog()  # state received → command published (s)
+        self.parts = StepParts()  # the callback of computed steps, part by part
         self.deadline_misses = 0  # callbacks longer than the state period
         self._period_s = float("inf")
         self._last_stamp_ns = 0
@@ -187,6 +188,7 @@ class ControllerNode:
             action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp)
 
         out: ControlOutput | None = None
+        t0 = t_computed = 0.0  # set when the controller is called
         if action is Action.COMPUTE:
             if previous is WatchdogState.STOPPED:
                 self.target.reset()
@@ -197,7 +199,8 @@ class ControllerNode:
                 out = self.controller.compute(state, self.target.reference(state))
             except TorqueCtrlError as exc:
                 action = wd.reject(RejectReason.CONTROLLER_ERROR, f"{type(exc).__name__}: {exc}", now)
-            self.compute_time.add(time.perf_counter() - t0)
+            t_computed = time.perf_counter()
+            self.compute_time.add(t_computed - t0)
         if action is Action.FALLBACK:
             out = self.controller.safe_torque(wd.last_good.q, wd.last_good.v, self.damping)
             self.fallback_commands += 1
@@ -224,7 +227,10 @@ class ControllerNode:
         else:
             self.publisher.publish(self.encoder.encode(tau, stamp_ns))
         self.commands += 1
-        self._time_callback(time.perf_counter() - t_in, stamp_ns)
+        t_out = time.perf_counter()
+        self._time_callback(t_out - t_in, stamp_ns)
+        if self._last_computed:
+            self.parts.add(t0 - t_in, t_out - t_computed, out.info)
         if self._diagnostics_due:
             self._diagnostics_due = False
             self._publish_diagnostics()
@@ -347,6 +353,7 @@ class ControllerNode:
             "targets_rejected": self.target.rejected,
             "compute": percentiles_ms(self.compute_time.everything()),
             "callback": percentiles_ms(self.callback_time.everything()),
+            "callback_parts": self.parts.summary(),
             "deadline_misses": self.deadline_misses,
             "state_age": percentiles_ms(self.state_age.everything()),
         }
@@ -367,6 +374,43 @@ class ControllerNode:
         self.executor.shutdown()
         write_json(self.config.common.stats_file, self.summary())
         self.node.destroy_node()
+
+
+#: The compute parts a controller may report in its ``info``: (summary name, key in µs).
+INFO_PARTS = (("prepare", "prepare_time_us"), ("qp_solve", "qp_solve_time_us"))
+
+
+class StepParts:
+    """Where the callback of a computed step goes (s), for the summary and the benchmark.
+
+    ``state_in``: callback start → controller called (reading the state, the watchdog);
+    ``command_out``: controller returned → command published (encoding, ``publish``); in
+    between the controller's compute (:attr:`ControllerNode.compute_time`), of which the
+    parts a controller reports in its ``info`` (:data:`INFO_PARTS`: the QP controllers'
+    kinematics, tasks and barriers, and their QP updates and solves).
+    """
+
+    def __init__(self) -> None:
+        self.state_in = TimingLog()
+        self.command_out = TimingLog()
+        self.info: dict[str, TimingLog] = {}
+
+    def add(self, state_in: float, command_out: float, info: dict[str, float]) -> None:
+        """One computed step: ``state_in`` and ``command_out`` (s), the compute parts in ``info``."""
+        self.state_in.add(state_in)
+        self.command_out.add(command_out)
+        for name, key in INFO_PARTS:
+            us = info.get(key)
+            if us is not None:
+                log = self.info.get(name)
+                if log is None:
+                    log = self.info[name] = TimingLog()
+                log.add(us * 1e-6)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        """Percentiles (ms) of every part recorded."""
+        logs = {"state_in": self.state_in, "command_out": self.command_out, **self.info}
+        return {name: percentiles_ms(log.everything()) for name, log in logs.items()}
 
 
 def main(args: list[str] | None = None) -> int:

@@ -114,6 +114,7 @@ class SimNode:
 
         self.latency = TimingLog()
         self.step_time = TimingLog()  # the simulator's own work per step: physics + publishing (s)
+        self.state_out = TimingLog()  # encoding and publishing a state: where its latency starts (s)
         self.commands_received = 0
         self.commands_via_rclpy = 0  # serialized commands the CDR codec left to rclpy
         self.rejected = 0
@@ -192,11 +193,12 @@ class SimNode:
             self._record.append((stamp, q, v, tau))
         slot = self.k % _RING
         self.published_stamp[slot] = stamp
-        self.published_wall[slot] = time.monotonic()
+        self.published_wall[slot] = t_out = time.monotonic()
         if self.serialized:
             self.state_pub.publish(self.state_wire.encode(stamp, q, v, tau))
         else:
             self.state_pub.publish(self.encoder.encode(stamp, q, v, tau))
+        self.state_out.add(time.monotonic() - t_out)
         # /clock after the state, off the controller's critical path (see the module docstring).
         if self.serialized:
             self.clock_pub.publish(self.clock_wire.encode(stamp))
@@ -351,6 +353,7 @@ class SimNode:
             "overruns": self.overruns,
             "latency": {**percentiles_ms(self.latency.everything()), "count": self.latency.count},
             "step_time": percentiles_ms(self.step_time.everything()),
+            "state_out": percentiles_ms(self.state_out.everything()),
         }
 
     def close(self) -> None:

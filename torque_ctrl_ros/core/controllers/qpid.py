@@ -38,7 +38,8 @@ constraint) and ``info["failed_level"]`` names it.
 
 Diagnostics (all floats). Every step's ``info``: ``qp_status`` (:class:`SolveStatus` of
 the first failed level, else 0), ``qp_iterations`` (sum over levels), ``qp_primal_residual``,
-``qp_dual_residual`` (max over levels), ``qp_solve_time_us`` (sum), ``step_time_us``,
+``qp_dual_residual`` (max over levels), ``qp_solve_time_us`` (sum: update + solve),
+``prepare_time_us`` (kinematics, tasks, barriers: :meth:`~_QPController.prepare`), ``step_time_us``,
 ``fallback`` (0/1), ``failed_level`` (−1 if none), ``levels_solved``. On demand,
 :meth:`~_QPController.diagnostics` for the last step: ``slack_total``, ``slack.<group>``,
 ``active_constraints``, ``active.<group>`` (rows at their bound), ``margin.<group>``
@@ -670,6 +671,7 @@ class _QPController(Controller[QPReference]):
         """QP torque (N·m) and diagnostics; the fallback torque if level 0 cannot be solved."""
         t0 = time.perf_counter()
         self.prepare(q, v, reference)
+        t_prepared = time.perf_counter()
         n = self.robot.n
         sols: list[Solution] = []
         failed_level = -1
@@ -718,6 +720,7 @@ class _QPController(Controller[QPReference]):
             "qp_primal_residual": primal,
             "qp_dual_residual": dual,
             "qp_solve_time_us": 1e6 * solve_time,
+            "prepare_time_us": 1e6 * (t_prepared - t0),
             "fallback": 1.0 if fallback else 0.0,
             "failed_level": float(failed_level),
             "levels_solved": float(levels_solved),
