@@ -309,6 +309,9 @@ def test_qp_controllers_take_task_targets_and_report(
     assert diag["_level"] == b"\x00" and diag["info_fallback"] == "0" and diag["info_qp_status"] == "0"
     for key in ("info_qp_iterations", "info_qp_solve_time_us", "info_active_constraints", "info_slack_total"):
         assert math.isfinite(float(diag[key])), key
+    # The callback's parts, live: the QP controllers also time their prepare and QP solve.
+    for part in ("state_in", "prepare", "qp_solve", "command_out"):
+        assert 0.0 < float(diag[f"{part}_p50_ms"]) <= float(diag[f"{part}_max_ms"]), part
 
 
 @pytest.mark.ros

@@ -89,6 +89,7 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
         60,
         "the simulation to run",
     )
+    assert float(diagnostic_values(diags, "sim_node")["state_out_p50_ms"]) > 0.0  # publishing a state
     for _ in range(5):
         os.kill(sim.proc.pid, signal.SIGSTOP)
         time.sleep(0.03)

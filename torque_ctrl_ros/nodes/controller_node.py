@@ -5,9 +5,10 @@ Topics:
     /effort_controller/commands (std_msgs/Float64MultiArray, out): torques (N·m) in ``joints`` order.
     ~/joint_target, ~/joint_trajectory, ...: targets, depending on the controller (see targets.py).
     /diagnostics (diagnostic_msgs/DiagnosticArray, out): rate, state age, compute time, callback
-        time (state in → command out), deadline misses (callbacks longer than the state period),
-        saturation, watchdog state and rejected counts, states read through rclpy rather than the
-        CDR fast path (``serialized_io``, see wire.py).
+        time (state in → command out) and its parts (``state_in``, ``command_out``, the QP
+        controllers' ``prepare`` and ``qp_solve``), deadline misses (callbacks longer than the
+        state period), saturation, watchdog state and rejected counts, states read through rclpy
+        rather than the CDR fast path (``serialized_io``, see wire.py).
 
 Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`.
 
@@ -299,6 +300,7 @@ class ControllerNode:
             "last_saturated_joints": ",".join(self.last_saturated),
             **{f"compute_{k}": v for k, v in percentiles_ms(self.compute_time.window()).items()},
             **{f"callback_{k}": v for k, v in percentiles_ms(self.callback_time.window()).items()},
+            **self.parts.diagnostics(),
             "deadline_misses": self.deadline_misses,
             "serialized_io": self.serialized,
             **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
@@ -407,10 +409,20 @@ class StepParts:
                     log = self.info[name] = TimingLog()
                 log.add(us * 1e-6)
 
+    def _logs(self) -> dict[str, TimingLog]:
+        return {"state_in": self.state_in, "command_out": self.command_out, **self.info}
+
     def summary(self) -> dict[str, dict[str, float]]:
-        """Percentiles (ms) of every part recorded."""
-        logs = {"state_in": self.state_in, "command_out": self.command_out, **self.info}
-        return {name: percentiles_ms(log.everything()) for name, log in logs.items()}
+        """Percentiles (ms) of every part recorded, over the whole run."""
+        return {name: percentiles_ms(log.everything()) for name, log in self._logs().items()}
+
+    def diagnostics(self) -> dict[str, float]:
+        """``<part>_p50_ms`` … ``<part>_max_ms`` over the latest steps, for /diagnostics."""
+        return {
+            f"{name}_{k}": v
+            for name, log in self._logs().items()
+            for k, v in percentiles_ms(log.window()).items()
+        }
 
 
 def main(args: list[str] | None = None) -> int:

@@ -9,8 +9,8 @@ Topics:
         the state stamps.
     /effort_controller/commands (std_msgs/Float64MultiArray, in): one torque per joint, ``joints`` order.
     /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
-        time per step (physics + publishing), late / missing / rejected commands, overruns, whether
-        the safe torque is applied.
+        time per step (physics + publishing) and publishing the state (``state_out``), late /
+        missing / rejected commands, overruns, whether the safe torque is applied.
 
 Modes:
     realtime: paced by the wall clock; the latest valid command is held (zero-order hold). A step
@@ -315,6 +315,7 @@ class SimNode:
             "last_rejected": self.last_reject,
             **{f"latency_{k}": v for k, v in percentiles_ms(self.latency.window()).items()},
             **{f"step_time_{k}": v for k, v in percentiles_ms(self.step_time.window()).items()},
+            **{f"state_out_{k}": v for k, v in percentiles_ms(self.state_out.window()).items()},
         }
         if self.safe_active:
             level, message = (
