@@ -19,9 +19,9 @@ from ros_helpers import requires_rclpy
 
 from torque_ctrl_ros.bench.__main__ import STEP_COLUMNS, main, parse_args, targets
 from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
-from torque_ctrl_ros.bench.dds import step_parts
 from torque_ctrl_ros.bench.host import summarize, timer_lateness
 from torque_ctrl_ros.bench.stats import time_calls_paced, time_interleaved
+from torque_ctrl_ros.run_sim import step_parts
 
 TIMING_KEYS = ("median_us", "p95_us", "p99_us", "max_us")
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,50 @@ def param_literal(value: Any) -> str:
     if isinstance(value, float):
         return repr(value)
     return str(value)
+
+
+#: Parts of a step on the state→command path, in order: (name, node, key in its summary).
+STEP_PARTS = (
+    ("state_out", "sim", "state_out"),
+    ("state_in", "controller", "callback_parts.state_in"),
+    ("compute", "controller", "compute"),
+    ("prepare", "controller", "callback_parts.prepare"),
+    ("qp_solve", "controller", "callback_parts.qp_solve"),
+    ("command_out", "controller", "callback_parts.command_out"),
+    ("callback", "controller", "callback"),
+)
+
+
+def step_parts(sim: Mapping[str, Any], ctrl: Mapping[str, Any]) -> dict[str, Any]:
+    """Where the state→command latency goes: p50 / p99 (ms) of each part, from both summaries.
+
+    The simulator encodes and publishes the state (``state_out``); the controller's callback
+    (``callback``) reads it (``state_in``), computes (``compute``; the QP controllers report
+    ``prepare``: kinematics, tasks, barriers, and ``qp_solve``: QP updates and solves) and
+    publishes the command (``command_out``). ``hops`` is what the latency median leaves to
+    the transport both ways (DDS delivery, wake-ups and executor dispatch in both processes):
+    ``latency p50 − state_out p50 − callback p50``, a difference of medians, not a median.
+    Parts a controller does not report are absent.
+    """
+    nodes = {"sim": sim, "controller": ctrl}
+    parts: dict[str, Any] = {}
+    for name, node, key in STEP_PARTS:
+        figures: Any = nodes[node]
+        for k in key.split("."):
+            figures = figures.get(k, {}) if isinstance(figures, Mapping) else {}
+        if figures:
+            parts[name] = {k: _ms_or_nan(figures.get(k)) for k in ("p50_ms", "p99_ms")}
+    latency = _ms_or_nan(sim.get("latency", {}).get("p50_ms"))
+    if "state_out" in parts and "callback" in parts:
+        parts["hops"] = {
+            "p50_ms": latency - parts["state_out"]["p50_ms"] - parts["callback"]["p50_ms"],
+            "p99_ms": math.nan,
+        }
+    return parts
+
+
+def _ms_or_nan(value: Any) -> float:
+    return math.nan if value is None else float(value)
 
 
 class NodePair:
@@ -447,11 +493,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_summary(pair: NodePair, errors: np.ndarray, args: argparse.Namespace, interrupted: bool) -> None:
-    """The summary table: tracking error, latency percentiles, late / rejected counts."""
+    """The summary table: tracking error, latency percentiles and parts, late / rejected counts."""
     sim, ctrl = pair.stats()
     out = pair.out
     lat = sim.get("latency", {})
     comp = ctrl.get("compute", {})
+    parts = step_parts(sim, ctrl)
     lines = [
         f"summary ({'interrupted' if interrupted else 'done'}): {args.controller}, {args.mode}",
         f"  simulated        {sim.get('sim_time_s', float('nan')):.3f} s in "
@@ -477,6 +524,8 @@ def print_summary(pair: NodePair, errors: np.ndarray, args: argparse.Namespace, 
         f"{ms(lat, 'p99_ms')}"
         f"  max {ms(lat, 'max_ms')}",
         f"  compute (ms)     p50 {ms(comp, 'p50_ms')}  p99 {ms(comp, 'p99_ms')}",
+        "  step (ms, p50)   "
+        + "  ".join(f"{name.replace('_', ' ')} {part['p50_ms']:.3f}" for name, part in parts.items()),
         f"  commands         received {sim.get('commands_received', '?')}, late steps "
         f"{sim.get('late_steps', '?')},"
         f" steps on safe torque {sim.get('missing_command_steps', '?')}, rejected "

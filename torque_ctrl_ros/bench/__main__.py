@@ -8,7 +8,7 @@ Sections (``--sections``, default all):
 - ``conversions``: ROS message ↔ numpy conversions per step, CDR codecs and rclpy messages;
 - ``dds``: closed loop at 1 kHz realtime, simulator and controller as two processes, each run
   preceded by the host's timer floor (:mod:`.host`: how late a bare 1 kHz sleep loop wakes);
-  where each controller's state→command latency goes (:func:`.dds.step_parts`);
+  where each controller's state→command latency goes (:func:`torque_ctrl_ros.run_sim.step_parts`);
 - ``lockstep``: simulated seconds per wall-clock second, two processes, lockstep;
 - ``lockstep_composed``: the same with both nodes in one process (a component container).
 
@@ -88,7 +88,7 @@ COMPUTE_TARGETS: dict[str, tuple[float | None, float | None, float | None]] = {
 #: The controllers whose DDS targets may be met by a breakdown of their step instead.
 QP_CONTROLLERS = ("qpid", "hqpid")
 BREAKDOWN = "step broken down in the report"
-#: The parts of a step over DDS, in the order of the report (see :func:`.dds.step_parts`).
+#: The parts of a step over DDS, in the order of the report (see ``run_sim.step_parts``).
 STEP_COLUMNS = ("state_out", "hops", "state_in", "compute", "prepare", "qp_solve", "command_out", "callback")
 
 

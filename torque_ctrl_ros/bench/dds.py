@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..nodes.scheduling import UNPLACED, Placement
-from ..run_sim import Domain, NodePair
+from ..run_sim import Domain, NodePair, step_parts
 from . import host
 
 _NAN = float("nan")
@@ -112,46 +112,6 @@ def closed_loop(
         "watchdog_state": ctrl.get("watchdog_state"),
         "logs": str(out),
     }
-
-
-#: Parts of a step on the state→command path, in order: (name, node, key in its summary).
-STEP_PARTS = (
-    ("state_out", "sim", "state_out"),
-    ("state_in", "controller", "callback_parts.state_in"),
-    ("compute", "controller", "compute"),
-    ("prepare", "controller", "callback_parts.prepare"),
-    ("qp_solve", "controller", "callback_parts.qp_solve"),
-    ("command_out", "controller", "callback_parts.command_out"),
-    ("callback", "controller", "callback"),
-)
-
-
-def step_parts(sim: Mapping[str, Any], ctrl: Mapping[str, Any]) -> dict[str, Any]:
-    """Where the state→command latency goes: p50 / p99 (ms) of each part, from both summaries.
-
-    The simulator encodes and publishes the state (``state_out``); the controller's callback
-    (``callback``) reads it (``state_in``), computes (``compute``; the QP controllers report
-    ``prepare``: kinematics, tasks, barriers, and ``qp_solve``: QP updates and solves) and
-    publishes the command (``command_out``). ``hops`` is what the latency median leaves to
-    the transport both ways (DDS delivery, wake-ups and executor dispatch in both processes):
-    ``latency p50 − state_out p50 − callback p50``, a difference of medians, not a median.
-    Parts a controller does not report are absent.
-    """
-    nodes = {"sim": sim, "controller": ctrl}
-    parts: dict[str, Any] = {}
-    for name, node, key in STEP_PARTS:
-        figures: Any = nodes[node]
-        for k in key.split("."):
-            figures = figures.get(k, {}) if isinstance(figures, Mapping) else {}
-        if figures:
-            parts[name] = {k: _num(figures.get(k)) for k in ("p50_ms", "p99_ms")}
-    latency = _num(sim.get("latency", {}).get("p50_ms"))
-    if "state_out" in parts and "callback" in parts:
-        parts["hops"] = {
-            "p50_ms": latency - parts["state_out"]["p50_ms"] - parts["callback"]["p50_ms"],
-            "p99_ms": _NAN,
-        }
-    return parts
 
 
 def _num(value: Any) -> float:
