@@ -70,31 +70,32 @@ def run(
     model, data = robot.model, robot.data
     states = [JointState(q, v) for q, v in zip(qs, vs, strict=True)]
     results: dict[str, Any] = {"states": count, "controllers": {}}
+
+    def stepper(controller: Controller[Any]) -> Callable[[int], object]:
+        """``controller.compute`` at state ``i``, the reference held at the first state."""
+        reference = controller.hold_reference(states[0])
+        return lambda i: controller.compute(states[i], reference)
+
+    def rnea(i: int) -> object:
+        return pin.rnea(model, data, q_pin[i], vs[i], zero)
+
     for name, params in controllers.items():
         controller: Controller[Any] = create_controller(name, robot, params)
-        reference = controller.hold_reference(states[0])
-        calls: dict[str, Callable[[int], object]] = {
-            "compute": lambda i, c=controller, r=reference: c.compute(states[i], r),
-            "rnea": lambda i: pin.rnea(model, data, q_pin[i], vs[i], zero),
-        }
+        calls = {"compute": stepper(controller), "rnea": rnea}
         qp_replay = getattr(controller, "qp_replay", None)
         if callable(qp_replay):
             calls["qp"] = qp_replay(qs, vs)  # also cold-starts the controller again
         times = time_interleaved(calls, count)
-        figures = summarize_us(times["compute"])
+        figures: dict[str, Any] = dict(summarize_us(times["compute"]))
         figures["floor_rnea"] = summarize_us(times["rnea"])
         figures["ratio_to_rnea_median"] = figures["median_us"] / figures["floor_rnea"]["median_us"]
         if "qp" in times:
             figures["floor_qp"] = summarize_us(times["qp"])
             figures["ratio_to_qp_median"] = figures["median_us"] / figures["floor_qp"]["median_us"]
-        if "qp" in times:
             figures["parts_us"] = qp_step_parts(name, params, robot, states[: min(count, paced)])
         # The same calls once per millisecond, idle in between: the compute a 1 kHz node sees.
-        fresh: Controller[Any] = create_controller(name, robot, params)
-        held = fresh.hold_reference(states[0])
-        figures["paced_1khz"] = summarize_us(
-            time_calls_paced(lambda i, c=fresh, r=held: c.compute(states[i], r), min(count, paced))
-        )
+        fresh = stepper(create_controller(name, robot, params))
+        figures["paced_1khz"] = summarize_us(time_calls_paced(fresh, min(count, paced)))
         results["controllers"][name] = figures
     return results
 

@@ -105,7 +105,7 @@ class ControllerNode:
         if self.serialized:
             node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_bytes, qos, raw=True)
         else:
-            node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state, qos)
+            node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_message, qos)
         self.diag_publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         node.create_timer(cfg.common.diagnostics_period, self._on_diagnostics_timer, clock=self._steady)
@@ -154,9 +154,13 @@ class ControllerNode:
         if self._on_state(msg, t_in) and self.state_wire.learn(msg.name):
             self.node.get_logger().info(f"joint states named {list(msg.name)}: read in place from now on")
 
-    def _on_state(self, msg: JointStateMsg, t_in: float | None = None) -> bool:
-        """A joint state message; returns whether it could be read (names, lengths)."""
-        t_in = time.perf_counter() if t_in is None else t_in
+    def _on_state_message(self, msg: JointStateMsg) -> None:
+        """A joint state message (``serialized_io: false``)."""
+        self._on_state(msg, time.perf_counter())
+
+    def _on_state(self, msg: JointStateMsg, t_in: float) -> bool:
+        """A joint state message received at ``t_in`` (``perf_counter`` s); returns whether it
+        could be read (names, lengths)."""
         stamp_ns = stamp_to_ns(msg.header.stamp)
         try:
             q, v = self.decoder.decode(msg)
