@@ -39,6 +39,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..nodes.scheduling import Placement
+from ..run_sim import STEP_PARTS
 from .configs import BENCH_CONFIGS
 from .stats import machine_description
 
@@ -88,8 +89,9 @@ COMPUTE_TARGETS: dict[str, tuple[float | None, float | None, float | None]] = {
 #: The controllers whose DDS targets may be met by a breakdown of their step instead.
 QP_CONTROLLERS = ("qpid", "hqpid")
 BREAKDOWN = "step broken down in the report"
-#: The parts of a step over DDS, in the order of the report (see ``run_sim.step_parts``).
-STEP_COLUMNS = ("state_out", "hops", "state_in", "compute", "prepare", "qp_solve", "command_out", "callback")
+#: The parts of a step over DDS in the order of the report: the transport (``hops``) right after
+#: the state leaves the simulator (see :func:`torque_ctrl_ros.run_sim.step_parts`).
+STEP_COLUMNS = (STEP_PARTS[0][0], "hops", *(name for name, _, _ in STEP_PARTS[1:]))
 
 
 def _broken_down(parts: dict[str, Any]) -> bool:
