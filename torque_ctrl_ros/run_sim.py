@@ -137,8 +137,8 @@ def step_parts(sim: Mapping[str, Any], ctrl: Mapping[str, Any]) -> dict[str, Any
         for k in key.split("."):
             figures = figures.get(k, {}) if isinstance(figures, Mapping) else {}
         if figures:
-            parts[name] = {k: _ms_or_nan(figures.get(k)) for k in ("p50_ms", "p99_ms")}
-    latency = _ms_or_nan(sim.get("latency", {}).get("p50_ms"))
+            parts[name] = {k: float_or_nan(figures.get(k)) for k in ("p50_ms", "p99_ms")}
+    latency = float_or_nan(sim.get("latency", {}).get("p50_ms"))
     if "state_out" in parts and "callback" in parts:
         parts["hops"] = {
             "p50_ms": latency - parts["state_out"]["p50_ms"] - parts["callback"]["p50_ms"],
@@ -147,7 +147,8 @@ def step_parts(sim: Mapping[str, Any], ctrl: Mapping[str, Any]) -> dict[str, Any
     return parts
 
 
-def _ms_or_nan(value: Any) -> float:
+def float_or_nan(value: Any) -> float:
+    """A summary figure as a float, NaN where a node did not write it (``None``)."""
     return math.nan if value is None else float(value)
 
 

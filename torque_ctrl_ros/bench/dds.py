@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..nodes.scheduling import UNPLACED, Placement
-from ..run_sim import Domain, NodePair, step_parts
+from ..run_sim import Domain, NodePair, float_or_nan, step_parts
 from . import host
 
 _NAN = float("nan")
@@ -93,7 +93,7 @@ def closed_loop(
         "steps": steps,
         "step_rate_hz": sim.get("step_rate_hz", _NAN),
         "realtime_factor": sim.get("realtime_factor", _NAN),
-        "latency_ms": {k: _num(latency.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")},
+        "latency_ms": {k: float_or_nan(latency.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")},
         "answered_states": latency.get("count", 0),
         # States 0..steps were published; those never answered (dropped on the way to the
         # controller, e.g. a keep-last queue overrun while it stalled, or refused by it).
@@ -106,16 +106,12 @@ def closed_loop(
         "safe_torque_steps": sim.get("missing_command_steps"),
         "overruns": sim.get("overruns"),
         "rejected_commands": sim.get("rejected_commands"),
-        "controller_compute_ms": {k: _num(compute.get(k)) for k in ("p50_ms", "p99_ms", "max_ms")},
+        "controller_compute_ms": {k: float_or_nan(compute.get(k)) for k in ("p50_ms", "p99_ms", "max_ms")},
         "step_parts_ms": step_parts(sim, ctrl),
         "fallback_commands": ctrl.get("fallback_commands"),
         "watchdog_state": ctrl.get("watchdog_state"),
         "logs": str(out),
     }
-
-
-def _num(value: Any) -> float:
-    return _NAN if value is None else float(value)
 
 
 def run(
