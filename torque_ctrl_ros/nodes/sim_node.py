@@ -304,13 +304,7 @@ class SimNode:
             "step_rate_hz": (self.k - k0) / span,
             "realtime_factor": (sim_now - sim0) / span,
             "steps": self.k,
-            "commands_received": self.commands_received,
-            "commands_via_rclpy": self.commands_via_rclpy,
-            "rejected_commands": self.rejected,
-            "late_steps": self.late,
-            "missing_command_steps": self.missing,
-            "stale_answers": self.stale_answers,
-            "overruns": self.overruns,
+            **self._counts(),
             "safe_torque_active": self.safe_active,
             "last_rejected": self.last_reject,
             **{f"latency_{k}": v for k, v in percentiles_ms(self.latency.window()).items()},
@@ -331,6 +325,18 @@ class SimNode:
         array.status = [status(f"{self.node.get_name()}: simulation", "mujoco_gen3", level, message, values)]
         self.diag_pub.publish(array)
 
+    def _counts(self) -> dict[str, int]:
+        """Event counters since start, in both ``/diagnostics`` and the summary."""
+        return {
+            "commands_received": self.commands_received,
+            "commands_via_rclpy": self.commands_via_rclpy,
+            "rejected_commands": self.rejected,
+            "late_steps": self.late,
+            "missing_command_steps": self.missing,
+            "stale_answers": self.stale_answers,
+            "overruns": self.overruns,
+        }
+
     def summary(self) -> dict[str, Any]:
         """Whole-run figures (written to ``stats_file`` at exit)."""
         wall = max(time.monotonic() - self.loop_start_wall, 1e-9)
@@ -345,13 +351,7 @@ class SimNode:
             "wall_time_s": wall,
             "step_rate_hz": self.k / wall,
             "realtime_factor": sim / wall,
-            "commands_received": self.commands_received,
-            "commands_via_rclpy": self.commands_via_rclpy,
-            "rejected_commands": self.rejected,
-            "late_steps": self.late,
-            "missing_command_steps": self.missing,
-            "stale_answers": self.stale_answers,
-            "overruns": self.overruns,
+            **self._counts(),
             "latency": {**percentiles_ms(self.latency.everything()), "count": self.latency.count},
             "step_time": percentiles_ms(self.step_time.everything()),
             "state_out": percentiles_ms(self.state_out.everything()),
