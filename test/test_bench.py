@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from ros_helpers import requires_rclpy
 
-from torque_ctrl_ros.bench.__main__ import STEP_COLUMNS, main, parse_args, targets
+from torque_ctrl_ros.bench.__main__ import STEP_COLUMNS, format_report, main, parse_args, targets
 from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
 from torque_ctrl_ros.bench.host import summarize, timer_lateness
-from torque_ctrl_ros.bench.stats import time_calls_paced, time_interleaved
+from torque_ctrl_ros.bench.stats import machine_description, time_calls_paced, time_interleaved
 from torque_ctrl_ros.run_sim import step_parts
 
 TIMING_KEYS = ("median_us", "p95_us", "p99_us", "max_us")
@@ -156,6 +156,23 @@ def test_qp_controllers_may_meet_dds_targets_by_breaking_their_step_down() -> No
     assert verdict["qpid", lost].passed and not verdict["qpid", lost].alternative
     assert not verdict["hqpid", median].alternative and not verdict["hqpid", late].alternative
     assert not verdict["achd_rnea", median].alternative and not verdict["achd_rnea", late].alternative
+
+
+def test_failed_late_steps_carry_the_host_timer_floor() -> None:
+    """A failed late-step target says how late the host's bare timer was just before the run;
+    a passed one, or one without that measurement, says nothing more."""
+    slow = {**_dds_figures(2.0, {}), "host_timer": {"late_percent": 1.5}}
+    quiet = {**_dds_figures(0.1, {}), "host_timer": {"late_percent": 1.5}}
+    unmeasured = _dds_figures(2.0, {})
+    runs = {"gravity_comp": slow, "computed_torque": quiet, "achd_rnea": unmeasured}
+    results = {"dds": {"controllers": runs}}
+    late = {t.subject: t for t in targets(results) if t.what == "steps without a fresh command (%)"}
+    assert not late["gravity_comp"].passed and "1.5 %" in late["gravity_comp"].context
+    assert late["computed_torque"].passed and not late["computed_torque"].context
+    assert not late["achd_rnea"].passed and not late["achd_rnea"].context
+    listed = list(late.values())
+    report = format_report({"machine": machine_description(), "date": "-", "targets_list": listed})
+    assert "host's bare 1 kHz timer late on 1.5 % of ticks" in report
 
 
 def test_step_parts_come_from_both_nodes_summaries() -> None:
