@@ -266,6 +266,9 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
     assert all(_finite(fig["controller_compute_ms"][k]) for k in ("p50_ms", "p99_ms"))
     assert fig["commands_lost"] >= 0 and fig["late_steps"] >= 0 and fig["answered_states"] > 0
     assert fig["unanswered_states"] >= 0
+    # Late steps come in runs: at least one step per run, no run longer than all of them.
+    runs, longest = fig["late_bursts"], fig["longest_late_burst"]
+    assert runs <= fig["late_steps"] <= runs * longest and (runs == 0) == (fig["late_steps"] == 0)
     step = fig["step_parts_ms"]  # computed torque reports no compute parts of its own
     assert set(step) == {"state_out", "hops", "state_in", "compute", "command_out", "callback"}
     assert all(_finite(v) and v > 0 for k, part in step.items() for v in part.values() if k != "hops")

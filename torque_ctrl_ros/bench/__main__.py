@@ -278,7 +278,8 @@ def format_report(results: dict[str, Any]) -> str:
         parts.append(
             f"\nClosed loop over DDS, 1 kHz realtime, two processes, {d['seconds']:g} s per controller, "
             f"scheduling {'/'.join(sched)}; host late % = share of 1 ms ticks a bare sleep loop (no ROS, "
-            "placed like the simulator) woke > 0.5 ms late, measured just before each run"
+            "placed like the simulator) woke > 0.5 ms late, measured just before each run; late runs / "
+            "longest = runs of consecutive late steps and the longest (a stall makes one long run)"
         )
         rows = []
         for name, fig in d["controllers"].items():
@@ -293,6 +294,7 @@ def format_report(results: dict[str, Any]) -> str:
                     _f(fig["commands_lost"]),
                     _f(fig["unanswered_states"]),
                     _f(fig["late_steps"]),
+                    f"{_f(fig.get('late_bursts'))} / {_f(fig.get('longest_late_burst'))}",
                     _f(fig["late_percent"]),
                     _f(fig.get("host_timer", {}).get("late_percent")),
                     _f(fig["safe_torque_steps"]),
@@ -310,6 +312,7 @@ def format_report(results: dict[str, Any]) -> str:
                     "lost",
                     "unanswered",
                     "late",
+                    "late runs / longest",
                     "late %",
                     "host late %",
                     "safe-torque steps",

@@ -9,8 +9,9 @@ Topics:
         the state stamps.
     /effort_controller/commands (std_msgs/Float64MultiArray, in): one torque per joint, ``joints`` order.
     /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
-        time per step (physics + publishing) and publishing the state (``state_out``), late /
-        missing / rejected commands, overruns, whether the safe torque is applied.
+        time per step (physics + publishing) and publishing the state (``state_out``), late
+        steps (with the runs they came in: ``late_bursts``, ``longest_late_burst``), missing /
+        rejected commands, overruns, whether the safe torque is applied.
 
 Modes:
     realtime: paced by the wall clock; the latest valid command is held (zero-order hold). A step
@@ -119,6 +120,11 @@ class SimNode:
         self.commands_via_rclpy = 0  # serialized commands the CDR codec left to rclpy
         self.rejected = 0
         self.late = 0  # realtime: steps taken before the current state was answered
+        # Runs of consecutive late steps: a stall of either process makes one long run, a step
+        # that is merely slow makes runs of one.
+        self.late_bursts = 0
+        self.longest_late_burst = 0
+        self._late_run = 0
         self.missing = 0  # steps taken on the safe torque for lack of a valid command
         self.stale_answers = 0  # lockstep: commands answering an earlier state (ignored)
         self.overruns = 0
@@ -270,8 +276,14 @@ class SimNode:
                 self._maybe_diagnostics()
                 self._spin_until(next_tick, until_answered=False)
                 t_work = clock()
-                if not self.answered:
+                if self.answered:
+                    self._late_run = 0
+                else:
                     self.late += 1
+                    self._late_run += 1
+                    if self._late_run == 1:
+                        self.late_bursts += 1
+                    self.longest_late_burst = max(self.longest_late_burst, self._late_run)
                 fresh = time.monotonic() - self.command_wall <= cfg.command_timeout
                 self._step(self.have_command and fresh)
                 next_tick += dt
@@ -332,6 +344,8 @@ class SimNode:
             "commands_via_rclpy": self.commands_via_rclpy,
             "rejected_commands": self.rejected,
             "late_steps": self.late,
+            "late_bursts": self.late_bursts,
+            "longest_late_burst": self.longest_late_burst,
             "missing_command_steps": self.missing,
             "stale_answers": self.stale_answers,
             "overruns": self.overruns,
