@@ -279,7 +279,7 @@ def format_report(results: dict[str, Any]) -> str:
             f"\nClosed loop over DDS, 1 kHz realtime, two processes, {d['seconds']:g} s per controller, "
             f"scheduling {'/'.join(sched)}; host late % = share of 1 ms ticks a bare sleep loop (no ROS, "
             "placed like the simulator) woke > 0.5 ms late, measured just before each run; late runs / "
-            "longest = runs of consecutive late steps and the longest (a stall makes one long run)"
+            "longest = runs of consecutive late steps and the longest (most steps on one held command)"
         )
         rows = []
         for name, fig in d["controllers"].items():

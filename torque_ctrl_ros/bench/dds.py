@@ -103,7 +103,7 @@ def closed_loop(
         "commands_lost": lost,
         "late_steps": late,
         "late_percent": 100.0 * late / steps if steps else _NAN,
-        # Runs of consecutive late steps: few long ones are stalls, many of one are slow steps.
+        # Runs of consecutive late steps, and the most steps the plant ran on one held command.
         "late_bursts": sim.get("late_bursts"),
         "longest_late_burst": sim.get("longest_late_burst"),
         "safe_torque_steps": sim.get("missing_command_steps"),

@@ -120,8 +120,9 @@ class SimNode:
         self.commands_via_rclpy = 0  # serialized commands the CDR codec left to rclpy
         self.rejected = 0
         self.late = 0  # realtime: steps taken before the current state was answered
-        # Runs of consecutive late steps: a stall of either process makes one long run, a step
-        # that is merely slow makes runs of one.
+        # Runs of consecutive late steps: the longest is the most steps the plant ran on one held
+        # command (a controller stall makes one run; the catch-up after a simulator stall, which
+        # takes answers as they come, several short ones).
         self.late_bursts = 0
         self.longest_late_burst = 0
         self._late_run = 0
