@@ -160,6 +160,20 @@ def test_diagnostic_percentiles_match_numpy(size: int) -> None:
     assert all(np.isnan(v) for v in percentiles_ms(np.zeros(0)).values())
 
 
+def test_runs_of_consecutive_events() -> None:
+    """The simulator's late-step runs: count, number of runs and the longest, from a known stream."""
+    from torque_ctrl_ros.nodes.common import Runs
+
+    runs = Runs()
+    for flag in "0110111001000111":
+        runs.add(flag == "1")
+    assert (runs.count, runs.runs, runs.longest) == (9, 4, 3)
+    empty = Runs()
+    for _ in range(5):
+        empty.add(False)
+    assert (empty.count, empty.runs, empty.longest) == (0, 0, 0)
+
+
 def test_cpu_pinning_from_the_environment() -> None:
     """``$TORQUE_CTRL_CPUS`` and the runners' ``--cpus``: validated; the mask is the one asked for."""
     import os

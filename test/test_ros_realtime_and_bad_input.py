@@ -72,8 +72,7 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
     up with the wall clock afterwards, taking the commands waiting for it on the way, and its
     command queue (``command_queue_depth``) holds the burst of answers. With a queue of
     ``qos_depth`` (10) 2–17 commands were lost here, and when the catch-up steps took no
-    command at all, 5–17. Then the controller stops for 50 ms: the simulator keeps its clock and
-    every tick of the stall is late, one run of consecutive late steps."""
+    command at all, 5–17."""
     from diagnostic_msgs.msg import DiagnosticArray
 
     diags = probe.collect(DiagnosticArray, "/diagnostics")
@@ -96,16 +95,13 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
         time.sleep(0.03)
         os.kill(sim.proc.pid, signal.SIGCONT)
         time.sleep(0.3)
-    os.kill(ctrl.proc.pid, signal.SIGSTOP)
-    time.sleep(0.05)
-    os.kill(ctrl.proc.pid, signal.SIGCONT)
     assert sim.wait(timeout=60) == 0, sim.log()
     ctrl.stop()
     stats = json.loads((tmp_path / "sim.json").read_text())
     cstats = json.loads((tmp_path / "ctrl.json").read_text())
     published, received = cstats["commands_published"], stats["commands_received"]
     print(
-        f"5 × 30 ms simulator stalls, one 50 ms controller stall: {stats['steps']} steps, "
+        f"5 × 30 ms simulator stalls: {stats['steps']} steps, "
         f"late {stats['late_steps']} in "
         f"{stats['late_bursts']} runs (longest {stats['longest_late_burst']}), "
         f"overruns {stats['overruns']}; commands published {published}, received {received}; "
@@ -113,9 +109,9 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
     )
     assert stats["steps"] == 5000 and stats["overruns"] == 0  # caught up each time, no restart
     assert stats["late_steps"] >= 5 * 25  # the stalls happened: each left ~30 steps unanswered
-    # The catch-up after a simulator stall takes answers as they come, so its late steps come in
-    # short runs; the controller's stall leaves the simulator ticking unanswered for ≥ 50 ticks.
-    assert 1 <= stats["late_bursts"] <= stats["late_steps"] and stats["longest_late_burst"] >= 40
+    # The catch-up after a stall takes answers as they come: its late steps come in short runs.
+    runs, longest = stats["late_bursts"], stats["longest_late_burst"]
+    assert 1 <= runs <= stats["late_steps"] <= runs * longest
     assert received >= published - 1  # the answer to the very last state may be in flight
 
 

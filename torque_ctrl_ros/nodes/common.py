@@ -88,6 +88,32 @@ class TimingLog:
         return np.frombuffer(self._all, dtype=np.float64) if self._all is not None else self.window()
 
 
+class Runs:
+    """Runs of consecutive events in a per-step stream: how many steps, how many runs, the longest.
+
+    The simulator feeds it one flag per step (late or not): ``longest`` is then the most steps
+    the plant ran on one held command.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.runs = 0
+        self.longest = 0
+        self._current = 0
+
+    def add(self, event: bool) -> None:
+        """One step: ``event`` extends the current run (or starts one), else ends it."""
+        if not event:
+            self._current = 0
+            return
+        self.count += 1
+        self._current += 1
+        if self._current == 1:
+            self.runs += 1
+        if self._current > self.longest:
+            self.longest = self._current
+
+
 def percentiles_ms(samples: np.ndarray) -> dict[str, float]:
     """Median, p90, p99, max of ``samples`` (s), in ms (NaN when empty).
 

@@ -45,6 +45,7 @@ from .common import (
     DIAGNOSTICS_TOPIC,
     STATE_TOPIC,
     STOP,
+    Runs,
     TimingLog,
     control_qos,
     make_executor,
@@ -119,13 +120,10 @@ class SimNode:
         self.commands_received = 0
         self.commands_via_rclpy = 0  # serialized commands the CDR codec left to rclpy
         self.rejected = 0
-        self.late = 0  # realtime: steps taken before the current state was answered
-        # Runs of consecutive late steps: the longest is the most steps the plant ran on one held
-        # command (a controller stall makes one run; the catch-up after a simulator stall, which
-        # takes answers as they come, several short ones).
-        self.late_bursts = 0
-        self.longest_late_burst = 0
-        self._late_run = 0
+        # realtime: steps taken before the current state was answered, and their runs (a
+        # controller stall makes one; the catch-up after a simulator stall, which takes answers
+        # as they come, several short ones).
+        self.late = Runs()
         self.missing = 0  # steps taken on the safe torque for lack of a valid command
         self.stale_answers = 0  # lockstep: commands answering an earlier state (ignored)
         self.overruns = 0
@@ -277,14 +275,7 @@ class SimNode:
                 self._maybe_diagnostics()
                 self._spin_until(next_tick, until_answered=False)
                 t_work = clock()
-                if self.answered:
-                    self._late_run = 0
-                else:
-                    self.late += 1
-                    self._late_run += 1
-                    if self._late_run == 1:
-                        self.late_bursts += 1
-                    self.longest_late_burst = max(self.longest_late_burst, self._late_run)
+                self.late.add(not self.answered)
                 fresh = time.monotonic() - self.command_wall <= cfg.command_timeout
                 self._step(self.have_command and fresh)
                 next_tick += dt
@@ -344,9 +335,9 @@ class SimNode:
             "commands_received": self.commands_received,
             "commands_via_rclpy": self.commands_via_rclpy,
             "rejected_commands": self.rejected,
-            "late_steps": self.late,
-            "late_bursts": self.late_bursts,
-            "longest_late_burst": self.longest_late_burst,
+            "late_steps": self.late.count,
+            "late_bursts": self.late.runs,
+            "longest_late_burst": self.late.longest,
             "missing_command_steps": self.missing,
             "stale_answers": self.stale_answers,
             "overruns": self.overruns,
