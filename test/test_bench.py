@@ -267,7 +267,7 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
     assert fig["commands_lost"] >= 0 and fig["late_steps"] >= 0 and fig["answered_states"] > 0
     assert fig["unanswered_states"] >= 0
     # Late steps come in runs: at least one step per run, no run longer than all of them.
-    runs, longest = fig["late_bursts"], fig["longest_late_burst"]
+    runs, longest = fig["late_runs"], fig["longest_late_run"]
     assert runs <= fig["late_steps"] <= runs * longest and (runs == 0) == (fig["late_steps"] == 0)
     step = fig["step_parts_ms"]  # computed torque reports no compute parts of its own
     assert set(step) == {"state_out", "hops", "state_in", "compute", "command_out", "callback"}

@@ -103,14 +103,14 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
     print(
         f"5 × 30 ms simulator stalls: {stats['steps']} steps, "
         f"late {stats['late_steps']} in "
-        f"{stats['late_bursts']} runs (longest {stats['longest_late_burst']}), "
+        f"{stats['late_runs']} runs (longest {stats['longest_late_run']}), "
         f"overruns {stats['overruns']}; commands published {published}, received {received}; "
         f"states answered {cstats['states_received']}"
     )
     assert stats["steps"] == 5000 and stats["overruns"] == 0  # caught up each time, no restart
     assert stats["late_steps"] >= 5 * 25  # the stalls happened: each left ~30 steps unanswered
     # The catch-up after a stall takes answers as they come: its late steps come in short runs.
-    runs, longest = stats["late_bursts"], stats["longest_late_burst"]
+    runs, longest = stats["late_runs"], stats["longest_late_run"]
     assert 1 <= runs <= stats["late_steps"] <= runs * longest
     assert received >= published - 1  # the answer to the very last state may be in flight
 

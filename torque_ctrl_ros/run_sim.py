@@ -528,8 +528,8 @@ def print_summary(pair: NodePair, errors: np.ndarray, args: argparse.Namespace, 
         "  step (ms, p50)   "
         + "  ".join(f"{name.replace('_', ' ')} {part['p50_ms']:.3f}" for name, part in parts.items()),
         f"  commands         received {sim.get('commands_received', '?')}, late steps "
-        f"{sim.get('late_steps', '?')} (in {sim.get('late_bursts', '?')} runs, longest "
-        f"{sim.get('longest_late_burst', '?')}),"
+        f"{sim.get('late_steps', '?')} (in {sim.get('late_runs', '?')} runs, longest "
+        f"{sim.get('longest_late_run', '?')}),"
         f" steps on safe torque {sim.get('missing_command_steps', '?')}, rejected "
         f"{sim.get('rejected_commands', '?')}",
         f"  controller       watchdog {ctrl.get('watchdog_state', '?')}, refused states "

@@ -294,7 +294,7 @@ def format_report(results: dict[str, Any]) -> str:
                     _f(fig["commands_lost"]),
                     _f(fig["unanswered_states"]),
                     _f(fig["late_steps"]),
-                    f"{_f(fig.get('late_bursts'))} / {_f(fig.get('longest_late_burst'))}",
+                    f"{_f(fig.get('late_runs'))} / {_f(fig.get('longest_late_run'))}",
                     _f(fig["late_percent"]),
                     _f(fig.get("host_timer", {}).get("late_percent")),
                     _f(fig["safe_torque_steps"]),

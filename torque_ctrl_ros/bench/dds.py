@@ -104,8 +104,8 @@ def closed_loop(
         "late_steps": late,
         "late_percent": 100.0 * late / steps if steps else _NAN,
         # Runs of consecutive late steps, and the most steps the plant ran on one held command.
-        "late_bursts": sim.get("late_bursts"),
-        "longest_late_burst": sim.get("longest_late_burst"),
+        "late_runs": sim.get("late_runs"),
+        "longest_late_run": sim.get("longest_late_run"),
         "safe_torque_steps": sim.get("missing_command_steps"),
         "overruns": sim.get("overruns"),
         "rejected_commands": sim.get("rejected_commands"),

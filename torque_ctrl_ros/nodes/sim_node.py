@@ -10,7 +10,7 @@ Topics:
     /effort_controller/commands (std_msgs/Float64MultiArray, in): one torque per joint, ``joints`` order.
     /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
         time per step (physics + publishing) and publishing the state (``state_out``), late
-        steps (with the runs they came in: ``late_bursts``, ``longest_late_burst``), missing /
+        steps (with the runs they came in: ``late_runs``, ``longest_late_run``), missing /
         rejected commands, overruns, whether the safe torque is applied.
 
 Modes:
@@ -336,8 +336,8 @@ class SimNode:
             "commands_via_rclpy": self.commands_via_rclpy,
             "rejected_commands": self.rejected,
             "late_steps": self.late.count,
-            "late_bursts": self.late.runs,
-            "longest_late_burst": self.late.longest,
+            "late_runs": self.late.runs,
+            "longest_late_run": self.late.longest,
             "missing_command_steps": self.missing,
             "stale_answers": self.stale_answers,
             "overruns": self.overruns,
