@@ -292,20 +292,14 @@ class ControllerNode:
             "watchdog_reason": wd.last_message,
             "state_rate_hz": (self.states - states0) / span,
             "command_rate_hz": (self.commands - commands0) / span,
-            "states_received": self.states,
-            "states_via_rclpy": self.states_via_rclpy,
-            "commands_published": self.commands,
-            "fallback_commands": self.fallback_commands,
-            "controller_fallbacks": self.controller_fallbacks,
+            **self._counts(),
             "rejected_total": wd.rejected_total,
             **{f"rejected_{r.value}": c for r, c in wd.rejected.items()},
             "seconds_since_last_state": silent,
-            "saturated_commands": self.saturated_commands,
             "last_saturated_joints": ",".join(self.last_saturated),
             **{f"compute_{k}": v for k, v in percentiles_ms(self.compute_time.window()).items()},
             **{f"callback_{k}": v for k, v in percentiles_ms(self.callback_time.window()).items()},
             **self.parts.diagnostics(),
-            "deadline_misses": self.deadline_misses,
             "serialized_io": self.serialized,
             **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
             **{f"info_{k}": v for k, v in self.last_info.items()},
@@ -337,6 +331,18 @@ class ControllerNode:
         ]
         self.diag_publisher.publish(array)
 
+    def _counts(self) -> dict[str, int]:
+        """Event counters since start, in both ``/diagnostics`` and the summary."""
+        return {
+            "states_received": self.states,
+            "states_via_rclpy": self.states_via_rclpy,
+            "commands_published": self.commands,
+            "fallback_commands": self.fallback_commands,
+            "controller_fallbacks": self.controller_fallbacks,
+            "saturated_commands": self.saturated_commands,
+            "deadline_misses": self.deadline_misses,
+        }
+
     def summary(self) -> dict[str, Any]:
         """Whole-run figures (written to ``stats_file`` at exit)."""
         wd = self.watchdog
@@ -346,12 +352,7 @@ class ControllerNode:
             "serialized_io": self.serialized,
             "controller": self.config.controller,
             "wall_time_s": time.monotonic() - self._started,
-            "states_received": self.states,
-            "states_via_rclpy": self.states_via_rclpy,
-            "commands_published": self.commands,
-            "fallback_commands": self.fallback_commands,
-            "controller_fallbacks": self.controller_fallbacks,
-            "saturated_commands": self.saturated_commands,
+            **self._counts(),
             "watchdog_state": wd.state.value,
             "watchdog_transitions": wd.transitions,
             "rejected": {r.value: c for r, c in wd.rejected.items()},
@@ -360,7 +361,6 @@ class ControllerNode:
             "compute": percentiles_ms(self.compute_time.everything()),
             "callback": percentiles_ms(self.callback_time.everything()),
             "callback_parts": self.parts.summary(),
-            "deadline_misses": self.deadline_misses,
             "state_age": percentiles_ms(self.state_age.everything()),
         }
 
