@@ -22,8 +22,8 @@ pytestmark = [pytest.mark.ros, requires_rclpy]
 ROOT = Path(__file__).resolve().parent.parent
 URDF = ROOT / "urdf" / "gen3.urdf"
 NAMES = [f"joint_{i}" for i in range(1, 8)]
-# A run of late steps this long (1 ms each) is no simulator stall: it is Fast DDS's shared-memory
-# listener waking on its 333 ms fallback poll (see test_simulator_stalls_lose_no_command).
+# A run of late steps this long (1 ms each) is not one of the test's 30 ms stalls; it matches Fast
+# DDS's shared-memory listener sleeping out its 333 ms fallback poll (see the stall test below).
 _SHM_FALLBACK_STEPS = 250
 HOME = np.array([0, 0.26179939, 3.14159265, -2.26892803, 0, 0.95993109, 1.57079633])
 
@@ -130,8 +130,8 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
         assert lost <= 0
     else:
         warnings.warn(
-            f"the transport held the simulator's commands for {longest} ms (Fast DDS shared-memory "
-            f"fallback poll); {lost} stale commands overflowed its queue",
+            f"no command reached the simulator for {longest} steps (1 ms each; Fast DDS's 333 ms "
+            f"shared-memory fallback poll?); {lost} stale commands overflowed its queue",
             stacklevel=1,
         )
         assert lost <= longest
