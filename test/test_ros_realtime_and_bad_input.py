@@ -22,8 +22,9 @@ pytestmark = [pytest.mark.ros, requires_rclpy]
 ROOT = Path(__file__).resolve().parent.parent
 URDF = ROOT / "urdf" / "gen3.urdf"
 NAMES = [f"joint_{i}" for i in range(1, 8)]
-# A run of late steps this long (1 ms each) is not one of the test's 30 ms stalls; it matches Fast
-# DDS's shared-memory listener sleeping out its 333 ms fallback poll (see the stall test below).
+# A run of late steps this long (1 ms each) is not one of the test's 30 ms stalls: Fast DDS's
+# shared-memory listener sleeping out its 333 ms fallback poll, or an overloaded host (see the
+# stall test below).
 _SHM_FALLBACK_STEPS = 250
 HOME = np.array([0, 0.26179939, 3.14159265, -2.26892803, 0, 0.95993109, 1.57079633])
 
@@ -78,13 +79,15 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
     ``qos_depth`` (10) 2–17 commands were lost here, and when the catch-up steps took no
     command at all, 5–17.
 
-    Sometimes (4 of 20 runs in twenty minutes of a slow host, none in 58 after) no command
+    Sometimes (4 of 20 runs in twenty minutes of a slow host, none in 70 after) no command
     reached the simulator for a third of a second after a stop, and 133–245 were lost: this
     fits its Fast DDS shared-memory listener missing a wake-up and sleeping out its fallback
     poll (``healthy_check_timeout_ms / 3`` = 333 ms by default), after which the answers
     arrive at once and the 100-deep queue keeps the newest. Such a run shows one long run of
-    late steps (337–369 in those four, ≤ 58 in all the others) and is checked for what it can
-    still show: no more commands lost than that run has steps. See
+    late steps (337–369 in those four, ≤ 83 in the 86 others on an idle host; a controller
+    falling behind on an overloaded host makes one too: 355 steps, nothing lost, next to
+    ``make sim``) and is checked for what it can still show: no more commands lost than that
+    run has steps. See
     docs/performance.md, "A stopped process can miss a wake-up for a third of a second"."""
     from diagnostic_msgs.msg import DiagnosticArray
 
@@ -130,8 +133,8 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
         assert lost <= 0
     else:
         warnings.warn(
-            f"no command reached the simulator for {longest} steps (1 ms each; Fast DDS's 333 ms "
-            f"shared-memory fallback poll?); {lost} stale commands overflowed its queue",
+            f"{longest} steps in a row without a fresh command (a 333 ms Fast DDS shared-memory "
+            f"fallback poll, or an overloaded host); {max(lost, 0)} commands lost",
             stacklevel=1,
         )
         assert lost <= longest
