@@ -84,7 +84,7 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
     fits its Fast DDS shared-memory listener missing a wake-up and sleeping out its fallback
     poll (``healthy_check_timeout_ms / 3`` = 333 ms by default), after which the answers
     arrive at once and the 100-deep queue keeps the newest. Such a run shows one long run of
-    late steps (337–369 in those four, ≤ 83 in the 86 others on an idle host; a controller
+    late steps (337–369 in those four, ≤ 83 in the 86 others with no other load; a controller
     falling behind on an overloaded host makes one too: 355 steps, nothing lost, next to
     ``make sim``) and is checked for what it can still show: no more commands lost than that
     run has steps. See
