@@ -87,8 +87,8 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
     late steps (337–369 in those four, ≤ 83 in the 86 others with no other load; a controller
     falling behind on an overloaded host makes one too: 355 steps, nothing lost, next to
     ``make sim``) and is checked for what it can still show: no more commands lost than that
-    run has steps. See
-    docs/performance.md, "A stopped process can miss a wake-up for a third of a second"."""
+    run has steps. See docs/performance.md, "A stopped process can miss a wake-up for a third
+    of a second"."""
     from diagnostic_msgs.msg import DiagnosticArray
 
     diags = probe.collect(DiagnosticArray, "/diagnostics")
