@@ -19,7 +19,7 @@ from ros_helpers import requires_rclpy
 
 from torque_ctrl_ros.bench.__main__ import STEP_COLUMNS, format_report, main, parse_args, targets
 from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
-from torque_ctrl_ros.bench.host import summarize, timer_lateness
+from torque_ctrl_ros.bench.host import cpu_ticks, steal_between, summarize, timer_lateness
 from torque_ctrl_ros.bench.stats import machine_description, time_calls_paced, time_interleaved
 from torque_ctrl_ros.run_sim import step_parts
 
@@ -69,6 +69,30 @@ def test_host_timer_loop_keeps_its_grid() -> None:
     lateness = timer_lateness(0.02, period_s=0.002)
     assert lateness.shape == (10,) and (lateness >= 0.0).all()
     assert time.monotonic() - t0 >= 0.02
+
+
+_STAT_BEFORE = """cpu  100 0 50 800 5 0 1 4 0 0
+cpu0 60 0 30 400 3 0 1 3 0 0
+cpu1 40 0 20 400 2 0 0 1 0 0
+intr 12345 0 0
+ctxt 999
+"""
+_STAT_AFTER = """cpu  150 0 60 1000 5 0 1 24 7 0
+cpu0 90 0 35 500 3 0 1 18 7 0
+cpu1 60 0 25 500 2 0 0 6 0 0
+intr 23456 0 0
+"""
+
+
+def test_steal_counters_are_read_per_cpu_and_differenced() -> None:
+    """``/proc/stat``: steal is the 8th column, the total counts the first eight (guest time is
+    already in user); other lines and short ones are ignored."""
+    before, after = cpu_ticks(_STAT_BEFORE), cpu_ticks(_STAT_AFTER)
+    assert before == {"cpu": (4, 960), "cpu0": (3, 497), "cpu1": (1, 463)}
+    steal = steal_between(before, after, tick_s=0.01)
+    assert steal["steal_ms"] == pytest.approx({"cpu": 200.0, "cpu0": 150.0, "cpu1": 50.0})
+    assert steal["percent"] == pytest.approx(100.0 * 20 / (1240 - 960)) and steal["tick_ms"] == 10.0
+    assert steal_between({}, after) == {} and cpu_ticks("cpu 1 2 3\n") == {}
 
 
 def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,20 +183,23 @@ def test_qp_controllers_may_meet_dds_targets_by_breaking_their_step_down() -> No
 
 
 def test_failed_late_steps_carry_the_host_timer_floor() -> None:
-    """A failed late-step target says how late the host's bare timer was just before the run;
-    a passed one, or one without that measurement, says nothing more."""
-    slow = {**_dds_figures(2.0, {}), "host_timer": {"late_percent": 1.5}}
-    quiet = {**_dds_figures(0.1, {}), "host_timer": {"late_percent": 1.5}}
+    """A failed late-step target says how late the host's bare timer was just before the run and
+    how much CPU time the hypervisor took during it; a passed one, or one without those
+    measurements, says nothing more."""
+    host = {"host_timer": {"late_percent": 1.5}, "host_steal": {"steal_ms": {"cpu": 120.0, "cpu0": 80.0}}}
+    slow = {**_dds_figures(2.0, {}), **host}
+    quiet = {**_dds_figures(0.1, {}), **host}
     unmeasured = _dds_figures(2.0, {})
     runs = {"gravity_comp": slow, "computed_torque": quiet, "achd_rnea": unmeasured}
     results = {"dds": {"controllers": runs}}
     late = {t.subject: t for t in targets(results) if t.what == "steps without a fresh command (%)"}
     assert not late["gravity_comp"].passed and "1.5 %" in late["gravity_comp"].context
+    assert "took 120 ms" in late["gravity_comp"].context
     assert late["computed_torque"].passed and not late["computed_torque"].context
     assert not late["achd_rnea"].passed and not late["achd_rnea"].context
     listed = list(late.values())
     report = format_report({"machine": machine_description(), "date": "-", "targets_list": listed})
-    assert "host's bare 1 kHz timer late on 1.5 % of ticks" in report
+    assert "host's bare 1 kHz timer late on 1.5 % of ticks; hypervisor took 120 ms of CPU time" in report
 
 
 def test_step_parts_come_from_both_nodes_summaries() -> None:
@@ -280,6 +307,10 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
     host = fig["host_timer"]  # measured before the run, same scheduling
     assert host["ticks"] == 200 and all(_finite(host[k]) for k in ("p50_us", "p99_us", "late_percent"))
     assert host["scheduling"] == fig["scheduling"]["sim_node"]
+    if cpu_ticks():  # Linux: the hypervisor's share during the run, for every CPU and all of them
+        steal = fig["host_steal"]
+        assert set(steal["steal_ms"]) == set(cpu_ticks()) and 0.0 <= steal["percent"] <= 100.0
+        assert all(_finite(v) and v >= 0.0 for v in steal["steal_ms"].values())
 
     for section, processes in (("lockstep", 2), ("lockstep_composed", 1)):
         lock = data[section]
@@ -288,6 +319,7 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
         assert run["finished"] and run["clean_exit"], run["logs"]
         assert run["steps"] == 500 and _finite(run["realtime_factor"]) and run["realtime_factor"] > 0
         assert run["late_steps"] == 0  # lockstep waits for every answer
+        assert run["host_steal"] or not cpu_ticks()
 
     sections = {t["section"] for t in data["targets"]}
     assert {"dds", "lockstep", "lockstep_composed"} <= sections

@@ -97,6 +97,12 @@ BREAKDOWN = "step broken down in the report"
 STEP_COLUMNS = (STEP_PARTS[0][0], "hops", *(name for name, _, _ in STEP_PARTS[1:]))
 
 
+def _steal_ms(fig: dict[str, Any]) -> float | None:
+    """CPU time (ms, all CPUs) the hypervisor took during a closed-loop run; None if not measured."""
+    value = fig.get("host_steal", {}).get("steal_ms", {}).get("cpu")
+    return None if value is None else float(value)
+
+
 def _broken_down(parts: dict[str, Any]) -> bool:
     """Every part of a QP controller's step was measured (finite p50s)."""
     return all(math.isfinite(parts.get(k, {}).get("p50_ms", math.nan)) for k in STEP_COLUMNS)
@@ -123,10 +129,17 @@ def targets(results: dict[str, Any]) -> list[Target]:
     for name, fig in results.get("dds", {}).get("controllers", {}).items():
         late = _check("dds", name, "steps without a fresh command (%)", fig["late_percent"], "<", 0.5)
         host_late = fig.get("host_timer", {}).get("late_percent")
-        if not late.passed and host_late is not None:
+        steal = _steal_ms(fig)
+        if not late.passed:
             # How often the host woke a bare sleep loop placed like the simulator > 0.5 ms late just
-            # before: a simulator woken that late leaves the controller under half its 1 ms.
-            late = replace(late, context=f"host's bare 1 kHz timer late on {_f(float(host_late))} % of ticks")
+            # before (a simulator woken that late leaves the controller under half its 1 ms), and
+            # how much CPU time the hypervisor took during the run itself.
+            context = []
+            if host_late is not None:
+                context.append(f"host's bare 1 kHz timer late on {_f(float(host_late))} % of ticks")
+            if steal is not None:
+                context.append(f"hypervisor took {_f(steal)} ms of CPU time during the run")
+            late = replace(late, context="; ".join(context))
         checks = [
             _check("dds", name, "commands lost", fig["commands_lost"], "<=", 0),
             _check("dds", name, "latency median (ms)", fig["latency_ms"]["p50_ms"], "<=", 0.5),
@@ -278,8 +291,10 @@ def format_report(results: dict[str, Any]) -> str:
         parts.append(
             f"\nClosed loop over DDS, 1 kHz realtime, two processes, {d['seconds']:g} s per controller, "
             f"scheduling {'/'.join(sched)}; host late % = share of 1 ms ticks a bare sleep loop (no ROS, "
-            "placed like the simulator) woke > 0.5 ms late, measured just before each run; late runs / "
-            "longest = runs of consecutive late steps and the longest (most steps on one held command)"
+            "placed like the simulator) woke > 0.5 ms late, measured just before each run; steal ms = CPU "
+            "time the hypervisor took from this VM during the run (all CPUs, /proc/stat, 10 ms ticks); "
+            "late runs / longest = runs of consecutive late steps and the longest (most steps on one "
+            "held command)"
         )
         rows = []
         for name, fig in d["controllers"].items():
@@ -297,6 +312,7 @@ def format_report(results: dict[str, Any]) -> str:
                     f"{_f(fig.get('late_runs'))} / {_f(fig.get('longest_late_run'))}",
                     _f(fig["late_percent"]),
                     _f(fig.get("host_timer", {}).get("late_percent")),
+                    _f(_steal_ms(fig)),
                     _f(fig["safe_torque_steps"]),
                     _f(fig["controller_compute_ms"]["p50_ms"] * 1e3),
                 ]
@@ -315,6 +331,7 @@ def format_report(results: dict[str, Any]) -> str:
                     "late runs / longest",
                     "late %",
                     "host late %",
+                    "steal ms",
                     "safe-torque steps",
                     "node compute p50 µs",
                 ],
@@ -340,16 +357,20 @@ def format_report(results: dict[str, Any]) -> str:
             continue
         lk = results[section]
         how = "two processes" if lk["processes"] == 2 else "one process (composed)"
-        parts.append(f"\nLockstep throughput, {how}, {lk['seconds']:g} simulated s per controller")
+        parts.append(
+            f"\nLockstep throughput, {how}, {lk['seconds']:g} simulated s per controller; steal ms = CPU "
+            "time the hypervisor took from this VM during the run"
+        )
         parts.append(
             _table(
-                ["controller", "sim s / wall s", "steps/s", "lat p50 ms", "targets"],
+                ["controller", "sim s / wall s", "steps/s", "lat p50 ms", "steal ms", "targets"],
                 [
                     [
                         name,
                         _f(fig["realtime_factor"]),
                         _f(fig["step_rate_hz"], 4),
                         _f(fig["latency_ms"]["p50_ms"]),
+                        _f(_steal_ms(fig)),
                         marks(section, name),
                     ]
                     for name, fig in lk["controllers"].items()

@@ -16,7 +16,9 @@ With ``composed``, both nodes run in one process on one executor
 
 Before each realtime run, :mod:`.host` times a bare 1 kHz sleep loop under the same scheduling
 (``host_timer``): the share of ticks the host itself woke late, the floor under the run's late
-steps.
+steps. Around every run, realtime and lockstep, the guest's steal counters (``host_steal``,
+:func:`.host.steal_between`) say how much CPU time the hypervisor took while it ran, start-up and
+shutdown of the nodes included.
 
 Figures come from the summaries the nodes write at exit (``stats_file``), i.e. the very
 numbers ``make sim`` prints and /diagnostics shows.
@@ -131,7 +133,7 @@ def run(
 
     With ``host_seconds > 0`` (realtime only), the host's timer floor
     (:func:`.host.measure`, the simulator's scheduling) is measured right before each run and kept
-    under the run's ``host_timer``.
+    under the run's ``host_timer``. Every run gets ``host_steal``.
     """
     out_dir = out_dir or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_bench_"))
     domain = Domain()
@@ -139,6 +141,7 @@ def run(
     try:
         for name, params in controllers.items():
             floor = host.measure(host_seconds, placement) if mode == "realtime" and host_seconds > 0 else None
+            ticks = host.cpu_ticks()
             results[name] = closed_loop(
                 name,
                 params,
@@ -150,6 +153,7 @@ def run(
                 placement,
                 composed,
             )
+            results[name]["host_steal"] = host.steal_between(ticks, host.cpu_ticks())
             if floor is not None:
                 results[name]["host_timer"] = floor
     finally:

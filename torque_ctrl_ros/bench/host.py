@@ -11,6 +11,11 @@ against what the host allowed in the same minutes::
 After a stall of ``D`` the loop does not skip ticks (like the simulator, it catches up), so a
 stall shows as ``≈ D/T`` consecutive late ticks, as it shows as late steps in the closed loop.
 
+The loop runs before a closed-loop run, not during it. What the hypervisor took during the run
+itself comes from the guest kernel's *steal* counters (``/proc/stat``: time a CPU of this VM was
+ready to run but the host ran something else): :func:`cpu_ticks` before and after,
+:func:`steal_between` for the difference, in ms of CPU time per CPU.
+
 Run alone: ``python -m torque_ctrl_ros.bench.host --seconds 3`` (``$TORQUE_CTRL_RT_PRIORITY``
 and ``$TORQUE_CTRL_CPUS`` place it as they place the nodes) prints the summary as JSON.
 """
@@ -23,6 +28,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,6 +65,55 @@ def summarize(lateness_s: np.ndarray, threshold_s: float = LATE_THRESHOLD_S) -> 
         "late_percent": float(100.0 * np.mean(us > 1e6 * threshold_s)),
         "threshold_ms": 1e3 * threshold_s,
         "ticks": int(us.size),
+    }
+
+
+#: ``/proc/stat``'s per-CPU columns up to ``steal``, in clock ticks (``guest`` and ``guest_nice``
+#: follow and are already counted in ``user`` and ``nice``).
+_STAT_COLUMNS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_ticks(stat_text: str | None = None) -> dict[str, tuple[int, int]]:
+    """``{cpu: (steal, total)}`` clock ticks since boot, ``cpu`` being ``cpu`` (all) or ``cpuN``.
+
+    Read from ``/proc/stat`` unless ``stat_text`` is given; ``{}`` where it cannot be read or
+    has no steal column (not Linux, or a kernel without it).
+    """
+    if stat_text is None:
+        try:
+            stat_text = Path("/proc/stat").read_text()
+        except OSError:
+            return {}
+    out: dict[str, tuple[int, int]] = {}
+    for line in stat_text.splitlines():
+        fields = line.split()
+        if not fields or not fields[0].startswith("cpu") or len(fields) <= len(_STAT_COLUMNS):
+            continue
+        ticks = [int(f) for f in fields[1 : 1 + len(_STAT_COLUMNS)]]
+        out[fields[0]] = (ticks[-1], sum(ticks))
+    return out
+
+
+def steal_between(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]], tick_s: float | None = None
+) -> dict[str, Any]:
+    """CPU time the hypervisor took between two :func:`cpu_ticks` readings.
+
+    ``steal_ms`` per CPU (and ``cpu``: all of them together) is ``Δsteal · tick``; ``percent`` is
+    ``Δsteal / Δtotal`` over all CPUs (%). The counters tick at ``tick_s`` (``1/SC_CLK_TCK``,
+    10 ms on Linux), so a figure below a few ticks is only a hint. ``{}`` when either reading is
+    empty.
+    """
+    if "cpu" not in before or "cpu" not in after:
+        return {}
+    if tick_s is None:
+        tick_s = 1.0 / os.sysconf("SC_CLK_TCK")
+    steal_ms = {cpu: 1e3 * tick_s * (after[cpu][0] - before[cpu][0]) for cpu in after if cpu in before}
+    d_steal, d_total = (after["cpu"][i] - before["cpu"][i] for i in (0, 1))
+    return {
+        "steal_ms": steal_ms,
+        "percent": 100.0 * d_steal / d_total if d_total > 0 else float("nan"),
+        "tick_ms": 1e3 * tick_s,
     }
 
 
