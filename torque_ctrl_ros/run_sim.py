@@ -20,12 +20,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .bench.host import cpu_ticks, steal_between
 from .core.controllers import CONTROLLERS
 from .core.errors import ConfigError
 from .core.trajectory import JointTrajectory
@@ -192,8 +193,14 @@ class NodePair:
         self.ctrl: subprocess.Popen | None = None
         self.returncodes: tuple[int | None, int | None] = (None, None)
 
-    def start(self) -> None:
-        """Start the controller, then the simulator (which holds state 0 until the controller answers)."""
+    def start(self, before_controller: Callable[[], object] | None = None) -> None:
+        """Start the simulator, then the controller.
+
+        The simulator holds state 0 (republished every 0.1 s) until the controller answers it,
+        so the run starts only once both are up and have found each other.
+        ``before_controller`` is called in between (``make sim``: until its monitor sees the
+        simulator's states, so that it watches the run from its first step).
+        """
         self.out.mkdir(parents=True, exist_ok=True)
         env = child_env(self.domain)
         ctrl = {
@@ -215,10 +222,12 @@ class NodePair:
             both |= {f"sim_node:{k}": v for k, v in sim.items()}
             self.sim = start_node("composed", self.params_file, both, env, out / "sim_node.log", place)
             return
+        self.sim = start_node("sim_node", self.params_file, sim, env, out / "sim_node.log", place)
+        if before_controller is not None:
+            before_controller()
         self.ctrl = start_node(
             "controller_node", self.params_file, ctrl, env, out / "controller_node.log", place
         )
-        self.sim = start_node("sim_node", self.params_file, sim, env, out / "sim_node.log", place)
 
     def scheduling(self) -> dict[str, str]:
         """The scheduling policy each node ran under (``fifo:<priority>`` or ``normal``), as
@@ -340,6 +349,7 @@ class Monitor:
         self.q0: np.ndarray | None = None
         self.reference: JointTrajectory | None = None
         self.t0 = 0.0
+        self.sent_at = math.nan  # simulated time (s) of the state that triggered the trajectory
         self.names: list[str] = []
         self.errors: list[float] = []
         self.sim_time = 0.0
@@ -355,8 +365,10 @@ class Monitor:
         q = np.asarray(msg.position, dtype=np.float64)
         if self.q0 is None:
             self.q0, self.names = q.copy(), list(msg.name)
-            if self.sends_trajectory:
-                self._send_trajectory(t)
+        # Only once the controller's subscription is matched: the topic is volatile, a trajectory
+        # sent before discovery completes would be lost. Until then the controller holds q0.
+        if self.sends_trajectory and self.reference is None and self.traj_pub.get_subscription_count():
+            self._send_trajectory(t)
         self.sim_time = t
         if self.reference is not None:
             q_ref = self.reference.sample(t - self.t0)[0]
@@ -384,6 +396,7 @@ class Monitor:
                 JointTrajectoryPoint(positions=q.tolist(), time_from_start=Duration(sec=s, nanosec=ns))
             )
         self.traj_pub.publish(msg)
+        self.sent_at = t_now
         self.t0 = sec + nsec * 1e-9
         self.reference = JointTrajectory.from_points(
             [
@@ -393,6 +406,13 @@ class Monitor:
             len(self.names),
             start=(self.q0, None),
         )
+
+    def wait_for_state(self, timeout: float) -> bool:
+        """Spin until the first joint state arrives (True) or ``timeout`` s pass (False)."""
+        end = time.monotonic() + timeout
+        while self.q0 is None and time.monotonic() < end:
+            self.spin(0.05)
+        return self.q0 is not None
 
     def spin(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -462,8 +482,12 @@ def main(argv: list[str] | None = None) -> int:
         f"ROS_DOMAIN_ID={domain.id} config={pair.params_file}\nlogs and stats: {out}",
         flush=True,
     )
-    pair.start()
     monitor = Monitor(domain.id, args.controller, args.duration)
+    ticks = cpu_ticks()
+    # The controller is started once the monitor has the simulator's state 0: discovery between
+    # two participants can take ~3 s when a first exchange is missed (seen under load: no state
+    # reached a monitor started alongside the nodes for a whole 3 s run).
+    pair.start(before_controller=lambda: monitor.wait_for_state(timeout=15.0))
     interrupted = False
     tty = sys.stdout.isatty()
     last_print = 0.0
@@ -480,8 +504,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        steal = steal_between(ticks, cpu_ticks())
         pair.stop()
         errors = np.array(monitor.errors)
+        tracked = (
+            f"trajectory (sent at t = {monitor.sent_at:.2f} s, the initial pose before)"
+            if monitor.reference is not None
+            else "initial pose"
+        )
         monitor.close()
         domain.release()
     print()
@@ -489,12 +519,42 @@ def main(argv: list[str] | None = None) -> int:
         if rc not in (0, -signal.SIGINT):
             print(f"{name} exited with status {rc}; last lines of its log:", file=sys.stderr)
             print(pair.log_tail(name), file=sys.stderr)
-    print_summary(pair, errors, args, interrupted)
+    print_summary(pair, (tracked, errors), args, interrupted, steal)
     return 0 if pair.clean_exit() else 1
 
 
-def print_summary(pair: NodePair, errors: np.ndarray, args: argparse.Namespace, interrupted: bool) -> None:
-    """The summary table: tracking error, latency percentiles and parts, late / rejected counts."""
+def watchdog_summary(ctrl: Mapping[str, Any]) -> str:
+    """The controller's watchdog over a run, from its summary (``?`` where none was written).
+
+    At the end of every run the simulator's states stop, and after ``max_age`` the watchdog
+    goes to FALLBACK (then STOPPED) for lack of a state: that is said as such, apart from a
+    trip during the run. It is the only trip when no state was refused, the last reason is a
+    stale stream and the watchdog went no further than WAITING → OK → FALLBACK → STOPPED.
+    """
+    state = ctrl.get("watchdog_state", "?")
+    reason = ctrl.get("watchdog_reason") or ""
+    refused = sum(ctrl.get("rejected", {}).values())
+    if (
+        state in ("fallback", "stopped")
+        and ctrl.get("watchdog_reason_kind") == "stale"
+        and refused == 0
+        and ctrl.get("watchdog_transitions", 99) <= 3
+    ):
+        return f"ok until the states ended, then {state} ({reason})"
+    return state if state in ("ok", "?") or not reason else f"{state} ({reason})"
+
+
+def print_summary(
+    pair: NodePair,
+    tracking: tuple[str, np.ndarray],
+    args: argparse.Namespace,
+    interrupted: bool,
+    steal: dict[str, Any],
+) -> None:
+    """The summary table: tracking error (``tracking``: what was tracked, the error per state, rad),
+    latency percentiles and parts, late / rejected counts, and the CPU time the hypervisor took
+    during the run (``steal``, :func:`.bench.host.steal_between`)."""
+    what, errors = tracking
     sim, ctrl = pair.stats()
     out = pair.out
     lat = sim.get("latency", {})
@@ -508,8 +568,12 @@ def print_summary(pair: NodePair, errors: np.ndarray, args: argparse.Namespace, 
         f"{sim.get('realtime_factor', float('nan')):.2f}x real time)",
         "  scheduling       " + ", ".join(f"{k} {v}" for k, v in pair.scheduling().items()),
     ]
+    if steal:
+        lines.append(
+            f"  host             the hypervisor took {steal['steal_ms']['cpu']:.0f} ms of CPU time from this "
+            "machine during the run (steal; 0 on a machine of its own)"
+        )
     if errors.size:
-        what = "trajectory" if args.controller == "computed_torque" else "initial pose"
         lines.append(
             f"  tracking error   vs {what}: max {errors.max():.2e} rad, RMS "
             f"{np.sqrt(np.mean(errors**2)):.2e} rad,"
@@ -532,7 +596,7 @@ def print_summary(pair: NodePair, errors: np.ndarray, args: argparse.Namespace, 
         f"{sim.get('longest_late_run', '?')}),"
         f" steps on safe torque {sim.get('missing_command_steps', '?')}, rejected "
         f"{sim.get('rejected_commands', '?')}",
-        f"  controller       watchdog {ctrl.get('watchdog_state', '?')}, refused states "
+        f"  controller       watchdog {watchdog_summary(ctrl)}, refused states "
         f"{ctrl.get('rejected', '?')},"
         f" fallback commands {ctrl.get('fallback_commands', '?')}, saturated "
         f"{ctrl.get('saturated_commands', '?')}",

@@ -355,6 +355,8 @@ class ControllerNode:
             **self._counts(),
             "watchdog_state": wd.state.value,
             "watchdog_transitions": wd.transitions,
+            "watchdog_reason": wd.last_message,
+            "watchdog_reason_kind": None if wd.last_reason is None else wd.last_reason.value,
             "rejected": {r.value: c for r, c in wd.rejected.items()},
             "targets_received": self.target.received,
             "targets_rejected": self.target.rejected,

@@ -1,0 +1,102 @@
+"""``make sim``, the README's main command: the runner starts both nodes, sends the demo
+trajectory, tracks it and prints its summary.
+
+The runner (:mod:`torque_ctrl_ros.run_sim`) is run as ``make sim`` runs it, for a short
+realtime run with computed torque, on a domain of its own. Speed is not asserted: the figures
+must be there and the arm must have followed the trajectory the runner sent.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ros_helpers import requires_rclpy, ros_domain, ros_env  # noqa: F401 - ros_domain is a fixture
+
+from torque_ctrl_ros.bench.host import cpu_ticks
+from torque_ctrl_ros.run_sim import watchdog_summary
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow, requires_rclpy]
+
+#: The runner sends the demo trajectory once the controller's subscription is matched; it starts
+#: 0.5 s later and swings four joints out by up to 0.3 rad at +1 s and back at +2 s. Discovery
+#: can take ~3 s when a first exchange is missed, hence the length.
+DURATION_S = 6.0
+
+
+def _figure(pattern: str, text: str) -> float:
+    match = re.search(pattern, text)
+    assert match, f"{pattern!r} not in the summary:\n{text}"
+    return float(match.group(1))
+
+
+def test_make_sim_tracks_the_demo_trajectory_and_prints_its_summary(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
+    cmd = [
+        sys.executable,
+        "-m",
+        "torque_ctrl_ros.run_sim",
+        "--controller",
+        "computed_torque",
+        "--mode",
+        "realtime",
+        "--duration",
+        str(DURATION_S),
+        "--out",
+        str(tmp_path),
+    ]
+    proc = subprocess.run(
+        cmd, env=ros_env(ros_domain), capture_output=True, text=True, timeout=120, check=False
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    summary = out[out.index("summary (done): computed_torque, realtime") :]
+
+    assert _figure(r"simulated\s+([\d.]+) s", summary) == pytest.approx(DURATION_S)
+    # The trajectory was sent early enough for its whole swing to be in the run, and followed:
+    # the swing is 0.3 rad, computed torque tracks it to ~1e-4 rad (a controller that ignored it
+    # would be off by 0.3 rad).
+    assert _figure(r"vs trajectory \(sent at t = ([\d.]+) s", summary) <= DURATION_S - 2.5, summary
+    assert _figure(r"tracking error\s+vs trajectory.*: max (\S+) rad", summary) < 0.02
+    steps = round(DURATION_S * 1000)
+    assert _figure(r"commands\s+received (\d+)", summary) >= 0.9 * steps
+    assert _figure(r"rejected (\d+)", summary) == 0
+    # The watchdog never tripped during the run (its end, when the states stop, is said apart).
+    assert re.search(r"watchdog ok(,| until the states ended)", summary), summary
+    assert "fallback commands 0," in summary and "'stale': 0, 'non_finite': 0" in summary
+    for part in ("state out", "state in", "compute", "command out", "callback", "hops"):
+        assert re.search(rf"{part} [\d.]+", summary), part
+    if cpu_ticks():
+        assert _figure(r"the hypervisor took (\d+) ms", summary) >= 0
+    # Both nodes wrote their whole-run summaries next to their logs.
+    assert {"sim.json", "controller.json", "sim_node.log", "controller_node.log"} <= {
+        p.name for p in tmp_path.iterdir()
+    }
+
+
+def test_the_watchdog_line_tells_the_end_of_the_run_from_a_trip_during_it() -> None:
+    end = {
+        "watchdog_state": "fallback",
+        "watchdog_transitions": 2,  # waiting → ok → fallback
+        "watchdog_reason": "no joint state for 391 ms",
+        "watchdog_reason_kind": "stale",
+        "rejected": {"stale": 0, "non_finite": 0},
+    }
+    assert watchdog_summary(end) == "ok until the states ended, then fallback (no joint state for 391 ms)"
+    stopped = {**end, "watchdog_state": "stopped", "watchdog_transitions": 3}
+    assert watchdog_summary(stopped).startswith("ok until the states ended, then stopped")
+    # A refused state, or a trip and a recovery before the end, is no clean end.
+    non_finite = "joint state has non-finite position or velocity"
+    refused = {
+        **end,
+        "rejected": {"stale": 0, "non_finite": 4},
+        "watchdog_reason": non_finite,
+        "watchdog_reason_kind": "non_finite",
+    }
+    assert watchdog_summary(refused) == f"fallback ({non_finite})"
+    tripped = {**end, "watchdog_transitions": 4}
+    assert watchdog_summary(tripped) == "fallback (no joint state for 391 ms)"
+    assert watchdog_summary({**end, "watchdog_state": "ok", "watchdog_transitions": 3}) == "ok"
+    assert watchdog_summary({}) == "?"
