@@ -1,10 +1,12 @@
 """``make sim``: the simulated Gen3 under a controller, headless, as separate ROS 2 nodes.
 
-Starts ``controller_node`` and ``sim_node`` as two processes with ``config/gen3_controllers.yaml``
+Starts ``sim_node`` and ``controller_node`` as two processes with ``config/gen3_controllers.yaml``
 (the file the launch files use), on a ROS domain of their own (``ROS_DOMAIN_ID`` if set), with
 discovery limited to localhost. A monitor node in this process shows a live status line and,
 for joint-space controllers with a trajectory input, sends a trajectory so the tracking error
-means something. Stops after ``--duration`` simulated seconds or on Ctrl-C, then prints a summary.
+means something; the controller is started once the monitor receives the simulator's state 0,
+so that the monitor sees the whole run. Stops after ``--duration`` simulated seconds or on
+Ctrl-C, then prints a summary.
 
     python -m torque_ctrl_ros.run_sim --controller computed_torque --mode realtime --duration 10
 """
