@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow, requires_rclpy]
 
 #: The runner sends the demo trajectory once the controller's subscription is matched; it starts
 #: 0.5 s later and swings four joints out by up to 0.3 rad at +1 s and back at +2 s. Discovery
-#: can take ~3 s when a first exchange is missed, hence the length.
+#: sometimes takes ~3 s here, hence the length.
 DURATION_S = 6.0
 
 

@@ -487,8 +487,8 @@ def main(argv: list[str] | None = None) -> int:
     monitor = Monitor(domain.id, args.controller, args.duration)
     ticks = cpu_ticks()
     # The controller is started once the monitor has the simulator's state 0: discovery between
-    # two participants can take ~3 s when a first exchange is missed (seen under load: no state
-    # reached a monitor started alongside the nodes for a whole 3 s run).
+    # two participants sometimes takes ~3 s here (seen under load: no state reached a monitor
+    # started alongside the nodes for a whole 3 s run).
     pair.start(before_controller=lambda: monitor.wait_for_state(timeout=15.0))
     interrupted = False
     tty = sys.stdout.isatty()
