@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from ros_helpers import Probe, diagnostic_values, launch, probe, requires_rclpy, ros_domain, wait_until  # noqa: F401
 
+from torque_ctrl_ros.bench.host import cpu_ticks, steal_between
 from torque_ctrl_ros.core import RobotModel
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
@@ -26,6 +27,10 @@ NAMES = [f"joint_{i}" for i in range(1, 8)]
 # shared-memory listener sleeping out its 333 ms fallback poll, or an overloaded host (see the
 # stall test below).
 _SHM_FALLBACK_STEPS = 250
+# Share of the CPU time (%) the hypervisor took during the stall test beyond which the host
+# itself stalls the simulator past its 50 ms resync (normally 0–0.5 % here; 12–18 % in the
+# minutes when it did, with a third to two thirds of the steps late).
+_OVERLOADED_HOST_STEAL_PERCENT = 5.0
 HOME = np.array([0, 0.26179939, 3.14159265, -2.26892803, 0, 0.95993109, 1.57079633])
 
 
@@ -88,10 +93,17 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
     falling behind on an overloaded host makes one too: 355 steps, nothing lost, next to
     ``make sim``) and is checked for what it can still show: no more commands lost than that
     run has steps. See docs/performance.md, "A stopped process can miss a wake-up for a third
-    of a second"."""
+    of a second".
+
+    When the hypervisor takes a large share of the CPU time during the test (measured, steal
+    ≥ ``_OVERLOADED_HOST_STEAL_PERCENT``), the host itself stalls the simulator, past its 50 ms
+    resync and long enough for answers to be lost (seen at 31 % steal: 27 overruns, 93 of
+    ~4 900 commands lost). That is reported as a warning and checked with the same bound as a
+    long late run."""
     from diagnostic_msgs.msg import DiagnosticArray
 
     diags = probe.collect(DiagnosticArray, "/diagnostics")
+    ticks = cpu_ticks()
     ctrl = launch("controller_node", controller="computed_torque", stats_file=str(tmp_path / "ctrl.json"))
     sim = launch(
         "sim_node",
@@ -113,6 +125,7 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
         time.sleep(0.3)
     assert sim.wait(timeout=60) == 0, sim.log()
     ctrl.stop()
+    steal = steal_between(ticks, cpu_ticks()).get("percent", 0.0)
     stats = json.loads((tmp_path / "sim.json").read_text())
     cstats = json.loads((tmp_path / "ctrl.json").read_text())
     published, received = cstats["commands_published"], stats["commands_received"]
@@ -121,23 +134,33 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
         f"late {stats['late_steps']} in "
         f"{stats['late_runs']} runs (longest {stats['longest_late_run']}), "
         f"overruns {stats['overruns']}; commands published {published}, received {received}; "
-        f"states answered {cstats['states_received']}"
+        f"states answered {cstats['states_received']}; the hypervisor took {steal:.1f} % of the CPU time"
     )
-    assert stats["steps"] == 5000 and stats["overruns"] == 0  # caught up each time, no restart
+    assert stats["steps"] == 5000
     assert stats["late_steps"] >= 5 * 25  # the stalls happened: each left ~30 steps unanswered
     # The catch-up after a stall takes answers as they come: its late steps come in short runs.
     runs, longest = stats["late_runs"], stats["longest_late_run"]
     assert 1 <= runs <= stats["late_steps"] <= runs * longest
     lost = published - 1 - received  # the answer to the very last state may be in flight
-    if longest < _SHM_FALLBACK_STEPS:
-        assert lost <= 0
-    else:
+    if steal >= _OVERLOADED_HOST_STEAL_PERCENT:
+        # The host stalls the simulator itself, longer and more often than the test does.
+        warnings.warn(
+            f"the hypervisor took {steal:.1f} % of the CPU time: the simulator fell > 50 ms behind "
+            f"{stats['overruns']} times, {longest} steps in a row went without a fresh command, "
+            f"{max(lost, 0)} commands lost",
+            stacklevel=1,
+        )
+        assert lost <= longest
+    elif longest >= _SHM_FALLBACK_STEPS:
         warnings.warn(
             f"{longest} steps in a row without a fresh command (a 333 ms Fast DDS shared-memory "
             f"fallback poll, or an overloaded host); {max(lost, 0)} commands lost",
             stacklevel=1,
         )
-        assert lost <= longest
+        assert stats["overruns"] == 0 and lost <= longest
+    else:
+        assert stats["overruns"] == 0  # caught up after each stall, no restart
+        assert lost <= 0
 
 
 def _state(stamp: Any, names: list[str], q: np.ndarray, v: np.ndarray) -> Any:
