@@ -31,6 +31,7 @@ import numpy as np
 from .bench.host import cpu_ticks, steal_between
 from .core.controllers import CONTROLLERS
 from .core.errors import ConfigError
+from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
 from .nodes.scheduling import UNPLACED, Placement
 from .paths import data_path
@@ -525,6 +526,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if pair.clean_exit() else 1
 
 
+#: WAITING → OK → FALLBACK → STOPPED: the most transitions a run that tripped only at its end makes.
+_END_OF_RUN_TRANSITIONS = 3
+
+
 def watchdog_summary(ctrl: Mapping[str, Any]) -> str:
     """The controller's watchdog over a run, from its summary (``?`` where none was written).
 
@@ -537,13 +542,13 @@ def watchdog_summary(ctrl: Mapping[str, Any]) -> str:
     reason = ctrl.get("watchdog_reason") or ""
     refused = sum(ctrl.get("rejected", {}).values())
     if (
-        state in ("fallback", "stopped")
-        and ctrl.get("watchdog_reason_kind") == "stale"
+        state in (WatchdogState.FALLBACK.value, WatchdogState.STOPPED.value)
+        and ctrl.get("watchdog_reason_kind") == RejectReason.STALE.value
         and refused == 0
-        and ctrl.get("watchdog_transitions", 99) <= 3
+        and ctrl.get("watchdog_transitions", math.inf) <= _END_OF_RUN_TRANSITIONS
     ):
         return f"ok until the states ended, then {state} ({reason})"
-    return state if state in ("ok", "?") or not reason else f"{state} ({reason})"
+    return state if state in (WatchdogState.OK.value, "?") or not reason else f"{state} ({reason})"
 
 
 def print_summary(
