@@ -100,3 +100,39 @@ def test_the_watchdog_line_tells_the_end_of_the_run_from_a_trip_during_it() -> N
     assert watchdog_summary(tripped) == "fallback (no joint state for 391 ms)"
     assert watchdog_summary({**end, "watchdog_state": "ok", "watchdog_transitions": 3}) == "ok"
     assert watchdog_summary({}) == "?"
+
+
+def test_the_monitor_reads_states_from_their_bytes_in_the_first_states_joint_order(
+    ros_domain: int,  # noqa: F811 - pytest fixture
+) -> None:
+    import numpy as np
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    from torque_ctrl_ros.run_sim import Monitor
+
+    def state(names: list[str], q: list[float], sec: int) -> bytes:
+        msg = JointStateMsg(name=names, position=q, velocity=[0.0] * len(q), effort=[0.0] * len(q))
+        msg.header.stamp.sec = sec
+        return serialize_message(msg)
+
+    names = [f"joint_{k}" for k in range(1, 8)]
+    q = [0.1 * k for k in range(1, 8)]
+    monitor = Monitor(ros_domain, "gravity_comp", 1.0)
+    try:
+        # The first state goes through rclpy and sets the joint order and the byte decoder...
+        t, q_read = monitor._read_state(state(names, q, 3))
+        assert (t, q_read.tolist()) == (3.0, q)
+        assert monitor.names == names and monitor._wire is not None
+        # ...which reads the following ones: their values, not the first state's.
+        q2 = [-x for x in q]
+        t, q_read = monitor._read_state(state(names, q2, 4))
+        assert (t, q_read.tolist()) == (4.0, q2)
+        # A state in another layout (here the joints reversed) is still read in the first order.
+        t, q_read = monitor._read_state(state(names[::-1], q[::-1], 5))
+        assert (t, q_read.tolist()) == (5.0, q)
+        # A joint missing from it reads as NaN rather than as another joint's angle.
+        t, q_read = monitor._read_state(state(names[:6], q[:6], 6))
+        assert q_read.tolist()[:6] == q[:6] and np.isnan(q_read[6])
+    finally:
+        monitor.close()

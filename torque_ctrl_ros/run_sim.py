@@ -329,10 +329,12 @@ class Monitor:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.node import Node
         from sensor_msgs.msg import JointState as JointStateMsg
         from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+
+        from .nodes.common import make_executor
+        from .nodes.wire import JointStateWire
 
         self.rclpy = rclpy
         self.context = Context()
@@ -340,9 +342,16 @@ class Monitor:
             context=self.context, domain_id=domain, signal_handler_options=rclpy.SignalHandlerOptions.NO
         )
         self.node = Node("run_sim_monitor", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
+        # The monitor takes every state (1 kHz, ~2–3 kHz in lockstep) on the CPUs the two nodes
+        # need, so it reads them as the controller does: EventsExecutor, bytes decoded by the
+        # node's codec. With the SingleThreadedExecutor and rclpy's messages it took a third of
+        # a CPU at 1 kHz (see the README's make sim section).
+        self.executor = make_executor("events", self.context)
         self.executor.add_node(self.node)
-        self.node.create_subscription(JointStateMsg, "/joint_states", self._on_state, 100)
+        self.node.create_subscription(JointStateMsg, "/joint_states", self._on_state, 100, raw=True)
+        self._state_msg = JointStateMsg
+        self._state_wire = JointStateWire
+        self._wire: JointStateWire | None = None  # set from the first state's joint names
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 20)
         self.traj_pub = self.node.create_publisher(TrajectoryMsg, "/controller_node/joint_trajectory", 10)
         self.controller = controller
@@ -363,11 +372,26 @@ class Monitor:
             if key:
                 self.diag[key] = {kv.key: kv.value for kv in st.values} | {"_message": st.message}
 
-    def _on_state(self, msg: Any) -> None:
-        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        q = np.asarray(msg.position, dtype=np.float64)
+    def _read_state(self, raw: bytes) -> tuple[float, np.ndarray]:
+        """Stamp (s) and joint angles (rad) of a serialized JointState, in the first state's order."""
+        decoded = self._wire.decode(raw) if self._wire is not None else None
+        if decoded is not None:
+            return decoded[0] * 1e-9, decoded[1]
+        from rclpy.serialization import deserialize_message
+
+        msg = deserialize_message(raw, self._state_msg)
+        if not self.names:
+            self.names = list(msg.name)
+            wire = self._state_wire(self.names)
+            self._wire = wire if wire.available else None
+        position = dict(zip(msg.name, msg.position, strict=False))
+        q = np.array([position.get(name, math.nan) for name in self.names])
+        return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, q
+
+    def _on_state(self, raw: bytes) -> None:
+        t, q = self._read_state(raw)
         if self.q0 is None:
-            self.q0, self.names = q.copy(), list(msg.name)
+            self.q0 = q.copy()
         # Only once the controller's subscription is matched: the topic is volatile, a trajectory
         # sent before discovery completes would be lost. Until then the controller holds q0.
         if self.sends_trajectory and self.reference is None and self.traj_pub.get_subscription_count():

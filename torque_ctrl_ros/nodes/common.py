@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.context import Context
 from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -49,13 +50,16 @@ def control_qos(common: CommonConfig, depth: int | None = None) -> QoSProfile:
     )
 
 
-def make_executor(kind: str) -> Executor:
-    """``events``: rclpy's EventsExecutor (about 2× lower round trip); else SingleThreadedExecutor."""
+def make_executor(kind: str, context: Context | None = None) -> Executor:
+    """``events``: rclpy's EventsExecutor (about 2× lower round trip); else SingleThreadedExecutor.
+
+    ``context``: the rclpy context to serve (default: the global one).
+    """
     if kind == "events":
         from rclpy.experimental import EventsExecutor
 
-        return EventsExecutor()
-    return SingleThreadedExecutor()
+        return EventsExecutor(context=context)
+    return SingleThreadedExecutor(context=context)
 
 
 class TimingLog:
