@@ -45,6 +45,19 @@ def test_passes_through_waypoints_with_consistent_derivatives(traj: JointTraject
         assert np.allclose((qdp - qdm) / (2 * h), qdd, atol=1e-3)
 
 
+@pytest.mark.parametrize("traj", _cases(), ids=["quintic", "cubic", "positions-only", "no-start"])
+def test_each_segment_ends_on_the_next_waypoint(traj: JointTrajectory) -> None:
+    # Just before each waypoint the segment that ends there meets its position and velocity
+    # (and acceleration for quintics): the endpoint conditions that define the interpolant.
+    eps = 1e-9
+    for i in range(1, len(traj.times)):
+        q, qd, qdd = traj.sample(float(traj.times[i]) - eps)
+        assert np.allclose(q, traj.positions[i], atol=1e-7)
+        assert np.allclose(qd, traj.velocities[i], atol=1e-6)
+        if traj.accelerations is not None:
+            assert np.allclose(qdd, traj.accelerations[i], atol=1e-5)
+
+
 def test_velocity_is_continuous_across_waypoints() -> None:
     for traj in _cases():
         for t in traj.times[1:-1]:
