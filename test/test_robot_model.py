@@ -100,3 +100,22 @@ def test_dynamics_helpers_are_consistent(robot: RobotModel) -> None:
     j0 = robot.frame_jacobian(q, frame)
     j1 = robot.frame_jacobian(q + v * dt, frame)
     np.testing.assert_allclose(robot.frame_bias_acceleration(q, v, frame), (j1 - j0) / dt @ v, atol=1e-4)
+
+
+def test_the_mjcf_description_gives_the_urdf_model_in_joint_angles(robot: RobotModel, scene_path) -> None:
+    # Pinocchio stores a URDF continuous joint as (cos q, sin q) but an MJCF hinge without a
+    # range as q itself: both must take joint angles, give the same dynamics and wrap alike.
+    mjcf = RobotModel.from_file(scene_path.parent / "gen3.xml")
+    assert mjcf.model.nq == 7 and mjcf.joint_names == robot.joint_names
+    assert mjcf.continuous.tolist() == robot.continuous.tolist()
+    np.testing.assert_allclose(mjcf.position_lower, robot.position_lower)
+    np.testing.assert_allclose(mjcf.position_upper, robot.position_upper)
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        q, v, a = rng.uniform(-4.0, 4.0, robot.n), rng.uniform(-1, 1, robot.n), rng.uniform(-1, 1, robot.n)
+        np.testing.assert_allclose(mjcf.rnea(q, v, a), robot.rnea(q, v, a), atol=1e-9)
+        np.testing.assert_allclose(mjcf.mass_matrix(q), robot.mass_matrix(q), atol=1e-9)
+        q_pin = mjcf.configuration(q).copy()
+        np.testing.assert_allclose(q_pin, q)
+        np.testing.assert_allclose(mjcf.angles(q_pin), q)
+        np.testing.assert_allclose(mjcf.wrap(q), robot.wrap(q))

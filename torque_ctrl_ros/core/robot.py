@@ -70,6 +70,7 @@ class RobotModel:
         names: list[str] = []
         continuous: list[bool] = []
         idx_q: list[int] = []
+        two_slots: list[bool] = []  # stored as (cos q, sin q) rather than q
         for jid in range(1, model.njoints):
             joint = model.joints[jid]
             shortname = joint.shortname()
@@ -86,6 +87,7 @@ class RobotModel:
                 )
             names.append(model.names[jid])
             idx_q.append(joint.idx_q)
+            two_slots.append(joint.nq == 2)
         if model.nv != len(names):
             raise ModelError(f"{source}: expected nv == number of joints, got nv={model.nv}")
         if not names:
@@ -95,14 +97,18 @@ class RobotModel:
         self.continuous = np.array(continuous, dtype=bool)
         idx = np.array(idx_q, dtype=np.intp)
         self._cont_idx = np.flatnonzero(self.continuous)
-        self._rev_idx = np.flatnonzero(~self.continuous)
-        self._q_cos = idx[self._cont_idx]
-        self._q_sin = idx[self._cont_idx] + 1
-        self._q_rev = idx[self._rev_idx]
+        # How Pinocchio stores each angle: as (cos q, sin q) for its unbounded revolute joints
+        # (a URDF "continuous" joint), as q itself for the others, which include unbounded ones
+        # (an MJCF hinge without a range is a plain revolute joint without limits).
+        self._cs_idx = np.flatnonzero(two_slots)
+        self._angle_idx = np.flatnonzero(~np.array(two_slots, dtype=bool))
+        self._q_cos = idx[self._cs_idx]
+        self._q_sin = idx[self._cs_idx] + 1
+        self._q_angle = idx[self._angle_idx]
         self._q_pin = pin.neutral(model)
         # configuration() runs every control step: when each kind of Pinocchio slot is evenly
         # spaced (the Gen3's are), angles, cosines and sines go straight into views of _q_pin.
-        slots = [_as_slice(i) for i in (self._q_rev, self._q_cos, self._q_sin)]
+        slots = [_as_slice(i) for i in (self._q_angle, self._q_cos, self._q_sin)]
         self._q_pin_views: tuple[FloatArray, FloatArray, FloatArray] | None = (
             (self._q_pin[slots[0]], self._q_pin[slots[1]], self._q_pin[slots[2]])
             if all(isinstance(sl, slice) for sl in slots)
@@ -112,8 +118,9 @@ class RobotModel:
 
         lower = np.full(self.n, -np.inf)
         upper = np.full(self.n, np.inf)
-        lower[self._rev_idx] = model.lowerPositionLimit[self._q_rev]
-        upper[self._rev_idx] = model.upperPositionLimit[self._q_rev]
+        bounded = ~self.continuous
+        lower[bounded] = model.lowerPositionLimit[idx[bounded]]
+        upper[bounded] = model.upperPositionLimit[idx[bounded]]
         self.position_lower: FloatArray = lower
         self.position_upper: FloatArray = upper
         self.velocity_limit: FloatArray = self._limit_or_inf(np.array(model.velocityLimit))
@@ -200,14 +207,14 @@ class RobotModel:
         Returns an internal buffer, overwritten by the next call.
         """
         out = self._q_pin
-        qc = q[self._cont_idx]
+        qc = q[self._cs_idx]
         if self._q_pin_views is not None:
-            rev, cos, sin = self._q_pin_views
-            rev[:] = q[self._rev_idx]
+            angle, cos, sin = self._q_pin_views
+            angle[:] = q[self._angle_idx]
             np.cos(qc, cos)
             np.sin(qc, sin)
         else:
-            out[self._q_rev] = q[self._rev_idx]
+            out[self._q_angle] = q[self._angle_idx]
             out[self._q_cos] = np.cos(qc)
             out[self._q_sin] = np.sin(qc)
         return out
@@ -215,8 +222,8 @@ class RobotModel:
     def angles(self, q_pin: FloatArray) -> FloatArray:
         """Joint angles (rad) from a Pinocchio configuration (inverse of :meth:`configuration`)."""
         q = np.empty(self.n)
-        q[self._rev_idx] = q_pin[self._q_rev]
-        q[self._cont_idx] = np.arctan2(q_pin[self._q_sin], q_pin[self._q_cos])
+        q[self._angle_idx] = q_pin[self._q_angle]
+        q[self._cs_idx] = np.arctan2(q_pin[self._q_sin], q_pin[self._q_cos])
         return q
 
     def wrap(self, q: FloatArray) -> FloatArray:
