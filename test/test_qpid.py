@@ -32,7 +32,8 @@ from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.qp.collision import SelfCollisionModel
 from torque_ctrl_ros.core.qp.constraints import LinearBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
-from torque_ctrl_ros.core.types import JointState
+from torque_ctrl_ros.core.qp.tasks import CartesianTarget
+from torque_ctrl_ros.core.types import JointReference, JointState
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -455,6 +456,37 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     with pytest.raises(TargetError, match="mapping"):
         two.compute(state, [good["tool"], good["posture"]])  # type: ignore[arg-type]
     assert two.compute(state, good).info["fallback"] == 0.0  # a good reference after bad ones
+
+
+def test_refused_targets_change_nothing(robot: RobotModel) -> None:
+    ctrl = QPID.from_params(
+        robot, _params(**{"tool.type": "pose", "tool.kp": [100.0] * 6, "tool.weight": [1.0] * 6})
+    )
+    state = JointState(HOME, np.zeros(7))
+    held = ctrl.hold_reference(state)
+    tau_held = ctrl.compute(state, held).tau
+    # A target 0.3 m away whose velocity is NaN is refused as a whole: neither its pose nor any
+    # other part of it may stay in the task once the caller falls back to the accepted one.
+    moved = held["tool"].copy()
+    moved.translation = moved.translation + np.array([0.3, 0.0, 0.0])
+    bad_velocity = {**held, "tool": CartesianTarget(moved, velocity=[np.nan] * 6)}
+    posture = ctrl.task("posture")
+    bad_posture = {**held, "posture": JointReference(HOME + 0.5, np.full(7, np.nan))}
+    for bad in (bad_velocity, bad_posture):
+        with pytest.raises(TargetError, match="finite"):
+            ctrl.compute(state, bad)
+        np.testing.assert_allclose(ctrl.compute(state, held).tau, tau_held, atol=1e-9)
+        assert ctrl.task("tool").error_norm() < 1e-12 and posture.error_norm() < 1e-12
+    # pin.SE3 holds any 3 × 3 matrix: a pose or orientation target must hold a rotation.
+    R = held["tool"].rotation
+    for rotation in (np.zeros((3, 3)), 2.0 * R, R @ np.diag([1.0, 1.0, -1.0])):
+        with pytest.raises(TargetError, match="not a rotation matrix"):
+            ctrl.compute(state, {**held, "tool": pin.SE3(rotation, held["tool"].translation)})
+    # A position task reads only the translation of an SE3 target.
+    position = QPID.from_params(robot, _params())
+    ref = position.hold_reference(state)
+    scaled = pin.SE3(2.0 * np.eye(3), ref["tool"])
+    assert position.compute(state, {**ref, "tool": scaled}).info["fallback"] == 0.0
 
 
 def test_timing_summary() -> None:

@@ -64,6 +64,27 @@ def as_vector(
     return arr
 
 
+#: Largest ``‖RᵀR − I‖`` (Frobenius norm) accepted for a rotation matrix.
+ROTATION_TOLERANCE = 1e-6
+
+
+def as_rotation(field: str, value: Any, *, error: type[TorqueCtrlError] = ConfigError) -> FloatArray:
+    """Return ``value`` as a new finite 3 × 3 proper rotation matrix or raise ``error``.
+
+    Proper: ``‖RᵀR − I‖ ≤`` :data:`ROTATION_TOLERANCE` and ``det R > 0`` (a reflection or a
+    scaled rotation would give a meaningless orientation error).
+    """
+    try:
+        R = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise error(f"{field}: expected a 3 x 3 rotation matrix, got {_describe(value)}") from None
+    if R.shape != (3, 3) or not np.isfinite(R).all():
+        raise error(f"{field}: expected a finite 3 x 3 rotation matrix, got {_describe(R.tolist())}")
+    if np.linalg.norm(R.T @ R - np.eye(3)) > ROTATION_TOLERANCE or np.linalg.det(R) <= 0.0:
+        raise error(f"{field}: not a rotation matrix: {_describe(R.tolist())}")
+    return R
+
+
 def all_finite(x: FloatArray) -> bool:
     """``True`` if every entry of the float64 array ``x`` is finite (no NaN, no ±inf).
 

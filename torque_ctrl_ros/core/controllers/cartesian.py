@@ -51,11 +51,9 @@ from ..constrained_dynamics import (
 from ..errors import ConfigError, TargetError
 from ..robot import RobotModel
 from ..types import JointState
-from ..validation import FloatArray, as_positive_float, as_vector, check_choice
+from ..validation import FloatArray, as_positive_float, as_rotation, as_vector, check_choice
 from .base import Controller, reject_unknown_keys
 
-#: Largest ``‖RᵀR − I‖`` accepted for a reference rotation matrix.
-ROTATION_TOLERANCE = 1e-6
 POSE_ERRORS = ("decoupled", "se3")
 
 
@@ -126,20 +124,13 @@ def check_pose_reference(reference: PoseReference) -> PoseReference:
     """Return ``reference`` with float arrays of the right shapes, or raise :class:`TargetError`.
 
     Checks: finite numbers, ``position`` (3,), ``rotation`` a proper rotation matrix
-    (``‖RᵀR − I‖ ≤`` :data:`ROTATION_TOLERANCE`, ``det R > 0``), ``twist`` and
-    ``acceleration`` (6,) when given.
+    (:func:`~torque_ctrl_ros.core.validation.as_rotation`), ``twist`` and ``acceleration`` (6,)
+    when given.
     """
     if not isinstance(reference, PoseReference):
         raise TargetError(f"achd_rnea: expected a PoseReference, got {type(reference).__name__}")
     p = as_vector("target position", reference.position, 3, error=TargetError)
-    try:
-        rot = np.array(reference.rotation, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TargetError(f"target rotation: expected a 3 x 3 matrix, got {reference.rotation!r}") from None
-    if rot.shape != (3, 3) or not np.all(np.isfinite(rot)):
-        raise TargetError(f"target rotation: expected a finite 3 x 3 matrix, got {rot.tolist()}")
-    if np.linalg.norm(rot.T @ rot - np.eye(3)) > ROTATION_TOLERANCE or np.linalg.det(rot) <= 0.0:
-        raise TargetError(f"target rotation: not a rotation matrix: {rot.tolist()}")
+    rot = as_rotation("target rotation", reference.rotation, error=TargetError)
     twist = (
         None if reference.twist is None else as_vector("target twist", reference.twist, 6, error=TargetError)
     )

@@ -33,7 +33,7 @@ import pinocchio as pin
 from ..errors import ConfigError, TargetError
 from ..robot import RobotModel
 from ..types import JointReference
-from ..validation import FloatArray, as_vector
+from ..validation import FloatArray, as_rotation, as_vector
 
 _LWA = pin.LOCAL_WORLD_ALIGNED
 
@@ -183,11 +183,11 @@ class Task(ABC):
         return math.sqrt(float(e @ e))
 
     @staticmethod
-    def _optional(field: str, value: Any, size: int, out: FloatArray) -> None:
+    def _optional(field: str, value: Any, size: int) -> FloatArray:
+        """``value`` as a checked ``size``-vector (zeros for ``None``); raises :class:`TargetError`."""
         if value is None:
-            out[:] = 0.0
-        else:
-            out[:] = as_vector(field, value, size, error=TargetError)
+            return np.zeros(size)
+        return as_vector(field, value, size, error=TargetError)
 
 
 class _FrameTask(Task):
@@ -222,20 +222,18 @@ class _FrameTask(Task):
             pose, vel, acc = target.pose, target.velocity, target.acceleration
         else:
             pose, vel, acc = target, None, None
-        self._set_target_pose(self._as_pose(pose))
+        checked_pose = self._as_pose(pose)
         s = self.rows
-        self._optional(
-            f"{self.name} target velocity",
-            None if vel is None else _as6(self.name, vel)[s],
-            self.dim,
-            self._ref_vel,
+        ref_vel = self._optional(
+            f"{self.name} target velocity", None if vel is None else _as6(self.name, vel)[s], self.dim
         )
-        self._optional(
-            f"{self.name} target acceleration",
-            None if acc is None else _as6(self.name, acc)[s],
-            self.dim,
-            self._ref_acc,
+        ref_acc = self._optional(
+            f"{self.name} target acceleration", None if acc is None else _as6(self.name, acc)[s], self.dim
         )
+        # Stored only once every part is valid: a refused target leaves the previous one whole.
+        self._set_target_pose(checked_pose)
+        self._ref_vel[:] = ref_vel
+        self._ref_acc[:] = ref_acc
 
     def _set_target_pose(self, pose: pin.SE3) -> None:
         """Keep ``pose`` (owned by this task) and views of its translation (m) and rotation.
@@ -253,7 +251,12 @@ class _FrameTask(Task):
             raise TargetError(
                 f"{self.name}: expected a pinocchio.SE3 or CartesianTarget, got {type(pose).__name__}"
             )
-        if not (np.isfinite(pose.translation).all() and np.isfinite(pose.rotation).all()):
+        if not np.isfinite(pose.translation).all():
+            raise TargetError(f"{self.name}: target pose has non-finite entries")
+        if self.rows.stop > 3:  # the task reads the rotation (pose, orientation)
+            # pin.SE3 stores any 3 × 3 matrix: a reflection or a scaled rotation would pass unseen.
+            as_rotation(f"{self.name} target rotation", pose.rotation, error=TargetError)
+        elif not np.isfinite(pose.rotation).all():
             raise TargetError(f"{self.name}: target pose has non-finite entries")
         return pose.copy()
 
@@ -325,11 +328,7 @@ class OrientationTask(_FrameTask):
     def _as_pose(self, pose: Any) -> pin.SE3:
         if isinstance(pose, pin.SE3):
             return super()._as_pose(pose)
-        R = np.asarray(pose, dtype=np.float64)
-        if R.shape != (3, 3) or not np.isfinite(R).all():
-            raise TargetError(f"{self.name}: expected a finite 3×3 rotation matrix, got shape {R.shape}")
-        if not np.allclose(R.T @ R, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0.0:
-            raise TargetError(f"{self.name}: target is not a rotation matrix")
+        R = as_rotation(f"{self.name} target rotation", pose, error=TargetError)
         return pin.SE3(R, np.zeros(3))
 
     def hold_target(self, kin: KinematicsState) -> FloatArray:
@@ -362,9 +361,13 @@ class JointPostureTask(Task):
             q, vel, acc = target.q, target.v, target.a
         else:
             q, vel, acc = target, None, None
-        self._target_q[:] = as_vector(f"{self.name} target position", q, n, error=TargetError)
-        self._optional(f"{self.name} target velocity", vel, n, self._ref_vel)
-        self._optional(f"{self.name} target acceleration", acc, n, self._ref_acc)
+        target_q = as_vector(f"{self.name} target position", q, n, error=TargetError)
+        ref_vel = self._optional(f"{self.name} target velocity", vel, n)
+        ref_acc = self._optional(f"{self.name} target acceleration", acc, n)
+        # Stored only once every part is valid (see _FrameTask._set_target).
+        self._target_q[:] = target_q
+        self._ref_vel[:] = ref_vel
+        self._ref_acc[:] = ref_acc
 
     def _compute(self, kin: KinematicsState) -> None:
         self.robot.difference(self._target_q, kin.q, out=self.error)
