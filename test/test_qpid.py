@@ -342,6 +342,32 @@ def test_three_levels_keep_every_level_above(robot: RobotModel) -> None:
     assert np.linalg.norm(pin.log3(ref["ori"].T @ pose.rotation)) < 1e-3
 
 
+def test_hierarchy_ignores_zero_weight_rows(robot: RobotModel) -> None:
+    """A pose task weighted [1, 1, 1, 0, 0, 0] above the posture freezes only its position rows.
+
+    Level 1 then optimises over the same 4-D null space as below a position task, and the
+    joint accelerations of the two controllers agree.
+    """
+    q = HOME + np.array([0.1, 0.2, -0.1, 0.3, 0.2, -0.2, 0.1])
+    state = JointState(q, np.array([0.2, -0.1, 0.3, 0.1, -0.2, 0.1, 0.3]))
+    qdd = {}
+    for kind in ("position", "pose"):
+        extra: dict[str, Any] = {"tool.type": kind, "tool.level": 0, "posture.level": 1}
+        if kind == "pose":
+            extra["tool.weight"] = [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+        c = HQPID.from_params(robot, _params(**extra))
+        assert [lv.nz for lv in c.levels[1:]] == [4]
+        ref = c.hold_reference(state)
+        goal = robot.frame_placement(q, TOOL).translation + np.array([0.05, -0.03, 0.04])
+        ref["tool"] = goal if kind == "position" else pin.SE3(ref["tool"].rotation, goal)
+        ref["posture"] = q + np.array([0.0, 0.0, 0.5, 0.0, 0.5, 0.0, 0.5])
+        out = c.compute(state, ref)
+        assert out.info["levels_solved"] == 2.0 and out.info["fallback"] == 0.0
+        assert c.levels[1].qp is not None and c.levels[1].qp.H.shape == (4, 4)
+        qdd[kind] = c.joint_acceleration.copy()
+    np.testing.assert_allclose(qdd["pose"], qdd["position"], rtol=0.0, atol=1e-6)
+
+
 # --------------------------------------------------------------------------- (6)
 def test_cartesian_move_with_orientation_held(robot: RobotModel) -> None:
     params = _params(**{"tool.type": "pose", "tool.level": 0, "posture.level": 1})

@@ -18,12 +18,14 @@ so ``τ`` stays a variable with plain bounds.)
 ``qpid`` puts every task in that one QP (their ``level`` is ignored). ``hqpid`` puts the
 tasks with ``level == 0`` there, then solves each level ``k > 0`` over what the levels above
 left free: ``q̈ = q̈*_{k−1} + Z_k·u``, where the columns of ``Z_k`` (n × r_k) are an
-orthonormal basis of the null space of the stacked Jacobians of every task above
-(``r_k = n −`` their rows, from an SVD). Level ``k`` minimises its tasks' cost (plus the
-regularisation) over ``u`` subject to every barrier, with the slack level 0 used kept, and
-the torque limits ``|M·q̈ + nle| ≤ τ_max``; the task accelerations of the levels above cannot
-change (``J_j·Z_k = 0``) and ``u = 0`` is always feasible. A level with ``r_k = 0`` has nothing
-left to decide and is skipped. These QPs are small (``r_k`` variables, no equality rows);
+orthonormal basis of the null space of the stacked Jacobian rows with weight > 0 of every
+task above (``r_k = n −`` those rows, from an SVD; a row with weight 0 has no cost, so it
+freezes nothing: a pose task weighted ``[1, 1, 1, 0, 0, 0]`` freezes what a position task
+does). Level ``k`` minimises its tasks' cost (plus the regularisation) over ``u`` subject to
+every barrier, with the slack level 0 used kept, and the torque limits
+``|M·q̈ + nle| ≤ τ_max``; the weighted task accelerations of the levels above cannot change
+(``J_j[w_j > 0]·Z_k = 0``) and ``u = 0`` is always feasible. A level with ``r_k = 0`` has
+nothing left to decide and is skipped. These QPs are small (``r_k`` variables, no equality rows);
 an earlier version kept ``[q̈; τ; s]`` on every level and froze the tasks above with equality
 rows, which made degenerate problems needing hundreds of iterations. The torque sent is
 ``τ = M·q̈ + nle`` for the final ``q̈``.
@@ -57,6 +59,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ...paths import data_path
 from ..errors import ConfigError, TargetError
@@ -357,6 +360,12 @@ class _Level:
     Level 0 solves over ``z = [q̈; τ; s]`` (dynamics as equality rows; barrier, torque and
     slack rows). A level ``k > 0`` solves over ``u`` in ``q̈ = q̈*_{k−1} + Z·u``; its rows are
     ``C_b·Z`` and ``M·Z``. ``qp`` is ``None`` when the levels above leave no freedom.
+
+    ``J_frozen`` stacks the rows with weight > 0 of the tasks above (``frozen``), ``Jᶠ =
+    [J_j[w_j > 0]]_j``, and ``Z`` spans its null space: ``nz = n − rows(Jᶠ)`` (weights are
+    fixed at construction, so are the rows). ``frozen_rows`` holds, per frozen task, its
+    Jacobian buffer, the block of ``J_frozen`` it fills and the indices of its weighted rows
+    (``None`` when every row is weighted: a plain copy).
     """
 
     def __init__(
@@ -375,9 +384,16 @@ class _Level:
         self.tasks = tasks
         self.terms: list[_TaskTerms] = []  # the tasks' cost terms, set by the controller
         self.frozen = frozen
-        n_frozen = sum(t.dim for t in frozen)
+        self.J_frozen = np.zeros((sum(int(np.count_nonzero(t.weight > 0.0)) for t in frozen), n))
+        self.frozen_rows: list[tuple[FloatArray, FloatArray, NDArray[np.intp] | None]] = []
+        row = 0
+        for t in frozen:
+            weighted = np.flatnonzero(t.weight > 0.0)
+            block = self.J_frozen[row : row + weighted.size]
+            self.frozen_rows.append((t.J, block, None if weighted.size == t.dim else weighted))
+            row += weighted.size
+        n_frozen = self.J_frozen.shape[0]
         self.nz = 2 * n + n_s if index == 0 else max(n - n_frozen, 0)
-        self.J_frozen = np.zeros((n_frozen, n))
         self.Z = np.zeros((n, self.nz))
         self.HZ = np.zeros((n, self.nz))  # H·Z, a work array
         self.qp: DenseQP | None = None
@@ -629,12 +645,17 @@ class _QPController(Controller[QPReference]):
         qp.l[:nb] = self._lb
 
     def _fill_lower(self, lv: _Level, qp: DenseQP) -> None:
-        """Level ``k > 0`` over ``u``, ``q̈ = q̈*_{k−1} + Z·u``, slack fixed at level 0's."""
+        """Level ``k > 0`` over ``u``, ``q̈ = q̈*_{k−1} + Z·u``, slack fixed at level 0's.
+
+        ``Z`` spans the null space of ``Jᶠ = [J_j[w_j > 0]]_j``, the weighted rows of the tasks
+        above (see :class:`_Level`).
+        """
         n, kin, nb, tol = self.robot.n, self.kin, self.n_b, self._tol
-        row = 0
-        for t in lv.frozen:
-            lv.J_frozen[row : row + t.dim] = t.J
-            row += t.dim
+        for J, block, weighted in lv.frozen_rows:
+            if weighted is None:
+                np.copyto(block, J)
+            else:
+                J.take(weighted, 0, block)
         # The last r right-singular vectors span a subspace of the null space of J_frozen
         # (all of it when J_frozen has full row rank), so J_frozen·Z = 0 to rounding.
         np.copyto(lv.Z, _svd_full(lv.J_frozen)[2][n - lv.nz :].T)
