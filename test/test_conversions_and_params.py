@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,8 @@ from builtin_interfaces.msg import Time
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
+from torque_ctrl_ros.core import JointState, RobotModel
+from torque_ctrl_ros.core.controllers import ComputedTorque, ComputedTorqueConfig
 from torque_ctrl_ros.core.errors import ConfigError, StateError
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 from torque_ctrl_ros.nodes.conversions import (
@@ -23,6 +27,7 @@ from torque_ctrl_ros.nodes.conversions import (
     stamp_to_ns,
 )
 from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
+from torque_ctrl_ros.nodes.targets import JointTargetSource
 
 NAMES = ["joint_1", "joint_2", "joint_3"]
 
@@ -210,3 +215,43 @@ def test_cpu_pinning_from_the_environment() -> None:
     for bad in ("0", "0:", ":1", "a:b", "fast"):
         with pytest.raises(ConfigError):
             Placement.from_spec(0, bad)
+
+
+class _FakeNode:
+    """Just what a target source uses of a node: subscriptions (kept by topic) and a logger."""
+
+    def __init__(self) -> None:
+        self.callbacks: dict[str, Any] = {}
+
+    def create_subscription(self, _type: Any, topic: str, callback: Any, _qos: Any) -> None:
+        self.callbacks[topic] = callback
+
+    def get_logger(self) -> Any:
+        return self
+
+    def error(self, message: str, **_kwargs: Any) -> None:
+        raise AssertionError(f"unexpected refusal: {message}")
+
+
+def test_joint_trajectory_takes_the_short_way_on_continuous_joints(robot: RobotModel) -> None:
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    node = _FakeNode()
+    source = JointTargetSource(node, ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0)))  # type: ignore[arg-type]
+    assert robot.continuous[0] and not robot.continuous[1]
+    q0 = np.zeros(robot.n)
+    q0[0] = 3.1  # joint_1 turns without end: −3.1 rad is 2π − 6.2 ≈ 0.083 rad away
+    goal = q0.copy()
+    goal[0] = -3.1
+    goal[1] = 0.5  # a bounded joint moves as given
+    point = JointTrajectoryPoint(positions=goal.tolist(), time_from_start=Duration(sec=1))
+    node.callbacks["~/joint_trajectory"](TrajectoryMsg(joint_names=list(robot.joint_names), points=[point]))
+    short = 2.0 * np.pi - 6.2
+    for t in np.linspace(0.0, 1.2, 61):
+        ref = source.reference(JointState(q0, np.zeros(robot.n), float(t)))
+        assert ref.v is not None and abs(ref.v[0]) <= 1.5 * short + 1e-9
+        assert abs(abs(ref.q[0]) - np.pi) <= short
+    assert np.isclose(ref.q[0], 3.1 + short) and np.isclose(ref.q[1], 0.5)
+    assert source.received == 1 and source.rejected == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -90,6 +92,7 @@ def test_positions_only_does_not_overshoot_where_the_path_turns() -> None:
         ([-1.0], np.zeros((1, 2)), ">= 0"),
         ([1.0], [[0.0, np.nan]], "non-finite"),
         ([1.0, 2.0], np.zeros((1, 2)), "shape"),
+        ([0.0, 1.0], [[0.0, 0.0], [0.0]], "one row of joint angles per point"),
     ],
 )
 def test_rejects_malformed_trajectories(times: list, positions: object, match: str) -> None:
@@ -104,3 +107,54 @@ def test_from_points_uses_velocities_only_when_every_point_has_them() -> None:
     assert JointTrajectory.from_points(pts, 1).kind == "quintic"
     with pytest.raises(TargetError, match="2 positions"):
         JointTrajectory.from_points([(1.0, [0.0], None, None)], 2)
+
+
+@pytest.mark.parametrize("t", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("times", [[0.0, 1.0, 2.0], [0.5]], ids=["three-points", "one-point"])
+def test_sample_refuses_a_non_finite_time(times: list[float], t: float) -> None:
+    traj = JointTrajectory(times, np.zeros((len(times), 2)))
+    with pytest.raises(TargetError, match="finite time"):
+        traj.sample(t)
+
+
+CONTINUOUS = np.array([True, False])
+
+
+@pytest.mark.parametrize("with_velocities", [False, True], ids=["positions-only", "cubic"])
+def test_continuous_joints_take_the_short_way_round(with_velocities: bool) -> None:
+    # Joint 0 turns without end: 3.1 → −3.1 rad is 2π − 6.2 ≈ 0.083 rad the short way.
+    # Joint 1 is bounded: the same numbers are a 6.2 rad move.
+    start = (np.array([3.1, 3.1]), np.zeros(2))
+    goal = [-3.1, -3.1]
+    vel = [[0.0, 0.0]] if with_velocities else None
+    traj = JointTrajectory([1.0], [goal], vel, start=start, continuous=CONTINUOUS)
+    short = 2.0 * np.pi - 6.2
+    for t in np.linspace(0.0, 1.5, 151):
+        q, qd, _ = traj.sample(float(t))
+        assert abs(qd[0]) <= 1.5 * short + 1e-9  # the cubic's peak speed on a 1 s segment
+        assert abs(abs(q[0]) - np.pi) <= short  # near ±π throughout
+    assert np.isclose(traj.sample(1.0)[0][0], 3.1 + short)  # −3.1 plus one turn: the same pose
+    assert np.isclose(traj.sample(1.0)[0][1], -3.1)  # the bounded joint is left unwrapped
+    assert np.isclose(traj.sample(0.5)[0][1], 0.0) and np.isclose(traj.sample(0.5)[1][1], -9.3)
+
+
+def test_continuous_waypoints_unwrap_against_the_one_before() -> None:
+    # 3 → −3 → 3 → −3 → −2 rad on a continuous joint: each step but the last is 2π − 6 ≈ 0.28 rad
+    # the short way, alternating; the last is +1 rad from the unwrapped −3, so it keeps that turn.
+    # The bounded joint keeps its numbers bit for bit.
+    p = [[-3.0, 0.1], [3.0, 0.2], [-3.0, 0.3], [-2.0, 0.4]]
+    traj = JointTrajectory([1.0, 2.0, 3.0, 4.0], p, start=(np.array([3.0, 0.0]), None), continuous=CONTINUOUS)
+    step = 2.0 * np.pi - 6.0
+    assert np.allclose(traj.positions[:, 0], [3.0, 3.0 + step, 3.0, 3.0 + step, -2.0 + 2.0 * np.pi])
+    assert np.array_equal(traj.positions[1:, 1], np.array(p)[:, 1])
+    assert np.array_equal(JointTrajectory([1.0], [[0.5, 0.5]], continuous=CONTINUOUS).positions, [[0.5, 0.5]])
+    unwrapped = JointTrajectory.from_points(
+        [(1.0, [-3.1, 0.0], None, None)], 2, start=(np.array([3.1, 0.0]), None), continuous=CONTINUOUS
+    )
+    assert np.isclose(unwrapped.positions[-1, 0], 3.1 + 2.0 * np.pi - 6.2)
+
+
+def test_rejects_a_malformed_continuous_mask() -> None:
+    for mask in ([True], [1, 0], np.zeros((2, 1), dtype=bool)):
+        with pytest.raises(TargetError, match="continuous"):
+            JointTrajectory([1.0], [[0.0, 0.0]], continuous=mask)

@@ -10,11 +10,17 @@ Between two waypoints the interpolant is
 
 Before the first waypoint the first position is held at rest; after the last one the last position is
 held with zero velocity and acceleration.
+
+On joints marked continuous (they turn without end) every waypoint is first unwrapped against the
+one before it (the start state first), ``p[k] ← p[k−1] + wrap(p[k] − p[k−1])`` with
+``wrap(d) = d − 2π·rint(d / 2π)`` (rad), so every segment takes the short way round: going from
+3.1 to −3.1 rad moves +0.083 rad to 3.183 rad, the same pose as −3.1, rather than −6.2 rad.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,6 +55,12 @@ class JointTrajectory:
         accelerations: optional ``m × n`` accelerations (rad/s²); used only with velocities.
         start: optional ``(q, v)`` at time 0, prepended when the first waypoint is later than 0
             (a trajectory normally starts from where the arm is).
+        continuous: optional ``n`` booleans, ``True`` for joints that turn without end
+            (``RobotModel.continuous``). Their waypoints are unwrapped in order so that each
+            differs from the previous one (the start state first) by at most π rad:
+            ``p[k] = p[k−1] + (p[k] − p[k−1]) − 2π·rint((p[k] − p[k−1]) / 2π)``. :attr:`positions`
+            holds the unwrapped angles; they may leave ``[−π, π]`` (an angle plus whole turns is
+            the same pose). Other joints are left as given. ``None``: no joint is continuous.
 
     Raises:
         TargetError: malformed input (the message says which field).
@@ -61,12 +73,21 @@ class JointTrajectory:
         velocities: ArrayLike | None = None,
         accelerations: ArrayLike | None = None,
         start: tuple[ArrayLike, ArrayLike | None] | None = None,
+        continuous: ArrayLike | None = None,
     ) -> None:
-        t = np.array(times, dtype=np.float64).reshape(-1)
+        try:
+            t = np.array(times, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f"trajectory times: expected a sequence of numbers ({exc})") from None
         m = t.size
         if m == 0:
             raise TargetError("trajectory: expected at least one point")
-        pos_arr = np.asarray(positions, dtype=np.float64) if positions is not None else None
+        try:
+            pos_arr = np.asarray(positions, dtype=np.float64) if positions is not None else None
+        except (TypeError, ValueError) as exc:
+            raise TargetError(
+                f"trajectory positions: expected one row of joint angles per point ({exc})"
+            ) from None
         if pos_arr is None or pos_arr.ndim != 2:
             raise TargetError("trajectory positions: expected one row of joint angles per point")
         n = pos_arr.shape[1]
@@ -95,6 +116,18 @@ class JointTrajectory:
             else:
                 # Estimated velocities would ignore the start velocity; keep it for continuity.
                 start_v = v0
+        if continuous is not None:
+            cont = np.asarray(continuous)
+            if cont.shape != (n,) or cont.dtype != np.bool_:
+                raise TargetError(
+                    f"trajectory continuous: expected {n} booleans, got {cont.dtype} of shape {cont.shape}"
+                )
+            if cont.any() and len(t) > 1:
+                # Whole turns to remove, accumulated: the unwrapped p[k−1] differs from the given
+                # one by the turns removed so far. Subtracting whole turns leaves positions that
+                # needed none bit-identical.
+                turns = np.cumsum(np.rint(np.diff(p[:, cont], axis=0) * (0.5 / np.pi)), axis=0)
+                p[1:, cont] -= (2.0 * np.pi) * turns
         self.times = t
         self.positions = p
         self.n = n
@@ -149,7 +182,13 @@ class JointTrajectory:
         return float(self.times[-1])
 
     def sample(self, t: float) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """``(q_ref, q̇_ref, q̈_ref)`` (rad, rad/s, rad/s²) at ``t`` s from the start."""
+        """``(q_ref, q̇_ref, q̈_ref)`` (rad, rad/s, rad/s²) at ``t`` s from the start.
+
+        Raises:
+            TargetError: ``t`` is NaN or infinite.
+        """
+        if not math.isfinite(t):
+            raise TargetError(f"trajectory sample: expected a finite time, got {t}")
         times = self._times
         if t >= times[-1]:
             return self.positions[-1].copy(), np.zeros(self.n), np.zeros(self.n)
@@ -166,11 +205,16 @@ class JointTrajectory:
 
     @classmethod
     def from_points(
-        cls, points: Sequence[Any], n: int, start: tuple[ArrayLike, ArrayLike | None] | None = None
+        cls,
+        points: Sequence[Any],
+        n: int,
+        start: tuple[ArrayLike, ArrayLike | None] | None = None,
+        continuous: ArrayLike | None = None,
     ) -> JointTrajectory:
         """Build from ``(t, positions, velocities|None, accelerations|None)`` tuples of ``n`` joints.
 
-        Velocities (accelerations) are used only if every point has them.
+        Velocities (accelerations) are used only if every point has them. ``start`` and
+        ``continuous`` are passed on to :class:`JointTrajectory`.
         """
         if not points:
             raise TargetError("trajectory: expected at least one point")
@@ -182,7 +226,9 @@ class JointTrajectory:
         acc = [p[3] for p in points]
         has_v = all(x is not None and len(x) > 0 for x in vel)
         has_a = has_v and all(x is not None and len(x) > 0 for x in acc)
-        return cls(times, pos, vel if has_v else None, acc if has_a else None, start=start)
+        return cls(
+            times, pos, vel if has_v else None, acc if has_a else None, start=start, continuous=continuous
+        )
 
 
 #: Power coefficients of the cubic Hermite interpolant: row ``k`` gives ``c_k`` (the factor of

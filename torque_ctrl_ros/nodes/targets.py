@@ -218,7 +218,8 @@ class JointTargetSource(TargetSource):
     A joint target is held until replaced. A trajectory (``header.stamp`` zero: start at the
     next joint state) starts from the current reference when its first point is later than 0;
     after its end the last point is held. An empty trajectory holds the current position.
-    Positions outside the model's joint limits are refused.
+    On continuous joints every segment takes the short way round (the waypoints are unwrapped
+    against the one before, the start first). Positions outside the model's joint limits are refused.
     """
 
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
@@ -309,7 +310,9 @@ class JointTargetSource(TargetSource):
             stamp, points = payload
             q0, v0 = self._current(state)
             try:
-                self._trajectory = JointTrajectory.from_points(points, self.n, start=(q0, v0))
+                self._trajectory = JointTrajectory.from_points(
+                    points, self.n, start=(q0, v0), continuous=self.robot.continuous
+                )
             except TargetError as exc:
                 self._refuse(str(exc))
                 return
