@@ -7,6 +7,8 @@ controller in one process) to rounding: DDS is invisible to the result.
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -209,3 +211,26 @@ def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp
     # Exact model, started on the path: the error stays at the discretisation level.
     assert tracking < 1e-3
     assert np.abs(rec["q"][-1] - q0).max() < 1e-3  # ends at the last waypoint
+
+
+def test_a_stop_request_ends_a_lockstep_wait_at_once(launch: Any, probe: Probe, tmp_path: Path) -> None:  # noqa: F811 - pytest fixtures
+    """SIGINT while the simulator waits (lockstep_timeout 30 s) for a controller that never answers."""
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    sim = launch(
+        "sim_node",
+        mode="lockstep",
+        wait_for_controller=False,
+        lockstep_timeout=30.0,
+        stats_file=str(tmp_path / "sim.json"),
+    )
+    states = probe.collect(JointStateMsg, "/joint_states")
+    wait_until(lambda: len(states) > 0, 30, "the simulator's first state")
+    time.sleep(0.5)  # now inside the 30 s wait for an answer
+    t0 = time.monotonic()
+    rc = sim.stop(timeout=20.0)
+    elapsed = time.monotonic() - t0
+    assert rc == 0, sim.log()
+    # One wait slice (0.1 s) plus the summary and shutdown; before, the whole 30 s.
+    assert elapsed < 5.0, f"took {elapsed:.1f} s to stop"
+    assert json.loads((tmp_path / "sim.json").read_text())["steps"] == 0

@@ -322,6 +322,40 @@ def test_states_in_a_drivers_layout_are_read_by_name(launch: Any, probe: Probe) 
     assert int(values["states_received"]) >= 55
 
 
+#: Serialized messages that rclpy cannot deserialize: a CDR header, then a string or sequence
+#: length of 2³¹ with nothing after it.
+UNREADABLE_STATE = b"\x00\x01\x00\x00" + bytes(8) + b"\xff\xff\xff\x7f"
+UNREADABLE_COMMAND = b"\x00\x01\x00\x00\xff\xff\xff\x7f"
+
+
+def test_unreadable_joint_states_are_refused_not_fatal(launch: Any, probe: Probe) -> None:  # noqa: F811 - pytest fixtures
+    """Bytes that are no JointState: refused like any unreadable state; the node keeps serving."""
+    ctrl, commands, diags, pub = _gravity_controller_with_probe(launch, probe)
+    clock = probe.node.get_clock()
+
+    def good(count: int) -> None:
+        for _ in range(count):
+            pub.publish(_state(clock.now().to_msg(), NAMES, HOME, np.zeros(7)))
+            time.sleep(0.005)
+
+    good(40)
+    wait_until(lambda: len(commands) >= 20, 10, "commands for the good states")
+    for _ in range(20):
+        pub.publish(UNREADABLE_STATE)
+        time.sleep(0.005)
+    answered = len(commands)
+    good(40)
+    wait_until(lambda: len(commands) >= answered + 20, 10, "commands after the unreadable states")
+    values = wait_until(
+        lambda: (d := diagnostic_values(diags, "controller")) and int(d["rejected_inconsistent"]) >= 20 and d,
+        10,
+        "the refusals in /diagnostics",
+    )
+    assert ctrl.alive(), ctrl.log()
+    assert "unreadable joint state message" in ctrl.log()
+    print(f"controller refused {values['rejected_inconsistent']} unreadable states and kept answering")
+
+
 def test_wrong_commands_to_the_sim_are_rejected(launch: Any, probe: Probe) -> None:  # noqa: F811 - pytest fixtures
     """Wrong length and NaN commands: no crash, the safe torque applies, /diagnostics says so."""
     from diagnostic_msgs.msg import DiagnosticArray
@@ -338,13 +372,13 @@ def test_wrong_commands_to_the_sim_are_rejected(launch: Any, probe: Probe) -> No
     diags = probe.collect(DiagnosticArray, "/diagnostics")
     pub = probe.publisher(Float64MultiArray, "/effort_controller/commands")
     wait_until(lambda: pub.get_subscription_count() > 0 and len(states) > 10, 30, "the sim node")
-    for data in ([1.0, 2.0, 3.0], [float("nan")] * 7, [1e3] * 8):
+    for data in ([1.0, 2.0, 3.0], [float("nan")] * 7, [1e3] * 8, UNREADABLE_COMMAND):
         for _ in range(20):
-            pub.publish(Float64MultiArray(data=data))
+            pub.publish(data if isinstance(data, bytes) else Float64MultiArray(data=data))
             time.sleep(0.005)
     time.sleep(0.3)
     values = wait_until(
-        lambda: (d := diagnostic_values(diags, "simulation")) and int(d["rejected_commands"]) >= 60 and d,
+        lambda: (d := diagnostic_values(diags, "simulation")) and int(d["rejected_commands"]) >= 80 and d,
         10,
         "rejections",
     )

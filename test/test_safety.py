@@ -45,7 +45,7 @@ def test_name_map_errors_name_the_missing_joints() -> None:
 def _good(wd: Watchdog, t: float) -> Action:
     q, v = np.zeros(3), np.ones(3)
     assert wd.check(q, v, t, t) is None
-    return wd.accept(q, v, t)
+    return wd.accept(q, v, t, t)
 
 
 def test_watchdog_classifies_bad_states() -> None:
@@ -58,6 +58,22 @@ def test_watchdog_classifies_bad_states() -> None:
     assert wd.check(q, v, 3.0, 1.0)[0] is RejectReason.INCONSISTENT  # 2 s in the future
     _good(wd, 1.0)
     assert wd.check(q, v, 0.99, 1.0)[0] is RejectReason.INCONSISTENT  # time went back
+
+
+def test_watchdog_starts_over_when_the_clock_goes_back_with_the_stamps() -> None:
+    wd = Watchdog(3, WatchdogConfig.create(max_age=0.02))
+    q, v = np.zeros(3), np.zeros(3)
+    _good(wd, 9.4)
+    # An older stamp on a clock that went on: a reordered message, refused.
+    assert wd.check(q, v, 9.39, 9.401)[0] is RejectReason.INCONSISTENT
+    assert wd.clock_resets == 0
+    # The simulator restarted: its states and the clock (sim time) start again from 0.
+    assert wd.check(q, v, 0.001, 0.0015) is None
+    assert wd.accept(q, v, 0.001, 0.0015) is Action.COMPUTE
+    assert wd.clock_resets == 1 and wd.last_good.stamp == 0.001
+    # From then on the new run's order holds again.
+    assert wd.check(q, v, 0.0005, 0.002)[0] is RejectReason.INCONSISTENT
+    assert _good(wd, 0.002) is Action.COMPUTE and wd.clock_resets == 1
 
 
 def test_watchdog_falls_back_for_a_bounded_time_then_stops_and_recovers() -> None:
@@ -82,7 +98,7 @@ def test_watchdog_without_auto_recover_stays_stopped() -> None:
     wd.reject(RejectReason.STALE, "old", 0.1)
     wd.reject(RejectReason.STALE, "old", 0.2)
     assert wd.state is WatchdogState.STOPPED
-    assert wd.accept(np.zeros(3), np.zeros(3), 0.3) is Action.NONE
+    assert wd.accept(np.zeros(3), np.zeros(3), 0.3, 0.3) is Action.NONE
 
 
 def test_watchdog_reports_a_silent_stream() -> None:

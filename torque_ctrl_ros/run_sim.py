@@ -511,14 +511,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     monitor = Monitor(domain.id, args.controller, args.duration)
     ticks = cpu_ticks()
-    # The controller is started once the monitor has the simulator's state 0: discovery between
-    # two participants sometimes takes ~3 s here (seen under load: no state reached a monitor
-    # started alongside the nodes for a whole 3 s run).
-    pair.start(before_controller=lambda: monitor.wait_for_state(timeout=15.0))
     interrupted = False
     tty = sys.stdout.isatty()
     last_print = 0.0
     try:
+        # Inside the try: the nodes run in sessions of their own and do not see a Ctrl-C given
+        # during the start-up wait, so only the finally below stops them then.
+        # The controller is started once the monitor has the simulator's state 0: discovery
+        # between two participants sometimes takes ~3 s here (seen under load: no state reached
+        # a monitor started alongside the nodes for a whole 3 s run).
+        pair.start(before_controller=lambda: monitor.wait_for_state(timeout=15.0))
         while pair.sim_running():
             monitor.spin(0.1)
             if pair.controller_exited():

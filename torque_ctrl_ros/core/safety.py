@@ -187,6 +187,8 @@ class Watchdog:
         self.last_message = ""
         self.rejected: dict[RejectReason, int] = dict.fromkeys(RejectReason, 0)
         self.transitions = 0
+        self.clock_resets = 0  # accepted states stamped before the last good one (see check)
+        self._accepted_at = -math.inf  # the receiver's clock (s) at the last accepted state
 
     def check(
         self, q: FloatArray, v: FloatArray, stamp: float, now: float
@@ -194,6 +196,12 @@ class Watchdog:
         """Reason (and message) to refuse the state, or ``None`` if it is usable.
 
         ``q``, ``v`` are already in controller order; ``stamp`` and ``now`` in s.
+
+        A stamp older than the last accepted one is inconsistent (a reordered or replayed
+        message), unless the receiver's clock went back as well since that state was accepted:
+        a restarted simulator or a looped recording under ``use_sim_time``. The stream then
+        starts over from this state (:meth:`accept` counts it in :attr:`clock_resets`), rather
+        than every state of the new run being refused until its time passes the old one's.
         """
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             return RejectReason.NON_FINITE, "joint state has non-finite position or velocity"
@@ -205,7 +213,7 @@ class Watchdog:
                 RejectReason.STALE,
                 f"joint state is {age * 1e3:.1f} ms old (max {self.config.max_age * 1e3:.1f} ms)",
             )
-        if self.has_good and stamp < self.last_good.stamp:
+        if self.has_good and stamp < self.last_good.stamp and not now < self._accepted_at:
             return (
                 RejectReason.INCONSISTENT,
                 f"joint state stamp {stamp:.6f} s is older than the last accepted "
@@ -215,10 +223,13 @@ class Watchdog:
             return RejectReason.INCONSISTENT, f"joint state stamped {-age:.3f} s in the future"
         return None
 
-    def accept(self, q: FloatArray, v: FloatArray, stamp: float) -> Action:
-        """Record a good state (copied) and return what to do with it."""
+    def accept(self, q: FloatArray, v: FloatArray, stamp: float, now: float) -> Action:
+        """Record a good state (copied) received at ``now`` (s) and return what to do with it."""
         if self.state is WatchdogState.STOPPED and not self.config.auto_recover:
             return Action.NONE
+        if self.has_good and stamp < self.last_good.stamp:  # let through by check(): clock reset
+            self.clock_resets += 1
+        self._accepted_at = now
         np.copyto(self.last_good.q, q)
         np.copyto(self.last_good.v, v)
         self.last_good.stamp = stamp

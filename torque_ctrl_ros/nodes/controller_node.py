@@ -18,6 +18,7 @@ Run: ``controller_node --ros-args --params-file config/gen3_controllers.yaml``
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -150,9 +151,32 @@ class ControllerNode:
             self._handle_state(t_in, *fast)
             return
         self.states_via_rclpy += 1
-        msg = deserialize_message(raw, JointStateMsg)
+        try:
+            msg = deserialize_message(raw, JointStateMsg)
+        except Exception as exc:  # rclpy's RMWError (not importable by a stable name): not a JointState
+            # Refused like any unreadable state (the safe command answers the last good stamp);
+            # raised here it would end the node and leave the arm without commands.
+            unreadable = StateError(f"unreadable joint state message ({len(raw)} bytes): {exc}")
+            self._handle_state(t_in, self._stamp_ns_of_last_good(), None, None, unreadable)
+            return
         if self._on_state(msg, t_in) and self.state_wire.learn(msg.name):
             self.node.get_logger().info(f"joint states named {list(msg.name)}: read in place from now on")
+
+    def _clock_went_back(self, stamp: float) -> None:
+        """A state stamped before the last accepted one arrived with the clock gone back too (a
+        restarted simulator): the target of the previous run is dropped, the arm held where the
+        new run starts."""
+        self.target.reset()
+        self.node.get_logger().warning(
+            f"time went back to {stamp:.3f} s with the joint states (simulator restarted?): "
+            "holding the current pose until a new target arrives"
+        )
+
+    def _stamp_ns_of_last_good(self) -> int:
+        """Stamp (ns) of the last accepted state, 0 before any: what a safe command answers
+        when the refused message carried no readable stamp."""
+        stamp = self.watchdog.last_good.stamp
+        return round(stamp * 1e9) if math.isfinite(stamp) else 0
 
     def _on_state_message(self, msg: JointStateMsg) -> None:
         """A joint state message (``serialized_io: false``)."""
@@ -190,7 +214,10 @@ class ControllerNode:
             action = wd.reject(RejectReason.INCONSISTENT, str(error), now)
         else:
             refused = wd.check(q, v, stamp, now)
-            action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp)
+            resets = wd.clock_resets
+            action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp, now)
+            if wd.clock_resets != resets:
+                self._clock_went_back(stamp)
 
         out: ControlOutput | None = None
         t0 = t_computed = 0.0  # set when the controller is called

@@ -63,6 +63,7 @@ from .wire import ClockWire, CommandWire, JointStateWire
 NODE_NAME = "sim_node"
 _RING = 4096  # publish times kept for latency matching (steps)
 _RESYNC_S = 0.05  # realtime: further behind than this, restart the pacing instead of catching up
+_STOP_POLL_S = 0.1  # longest single wait for messages: how soon a stop request is seen
 
 
 class SimNode:
@@ -145,11 +146,17 @@ class SimNode:
     def _on_command_bytes(self, raw: bytes) -> None:
         """A serialized command: read in place, or deserialized by rclpy if not little-endian CDR."""
         fast = self.command_wire.decode(raw)
-        if fast is None:
-            self.commands_via_rclpy += 1
-            self._on_command(deserialize_message(raw, Float64MultiArray))
-        else:
+        if fast is not None:
             self._take_command(fast[0], fast[1])
+            return
+        self.commands_via_rclpy += 1
+        try:
+            msg = deserialize_message(raw, Float64MultiArray)
+        except Exception as exc:  # rclpy's RMWError (not importable by a stable name)
+            # Refused like an invalid command; raised here it would end the simulation.
+            self._reject_command(f"unreadable command message ({len(raw)} bytes): {exc}", None)
+            return
+        self._on_command(msg)
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         self._take_command(np.frombuffer(msg.data, dtype=np.float64), command_stamp_ns(msg))
@@ -168,18 +175,26 @@ class SimNode:
         try:
             tau = check_command(data, self.n)
         except StateError as exc:
-            self.rejected += 1
-            self.last_reject = str(exc)
-            self.have_command = False
-            self.node.get_logger().error(f"command rejected: {exc}", throttle_duration_sec=1.0)
-            if answers_current:
-                self.answered, self.answer_valid = True, False
+            self._reject_command(str(exc), answers_current)
             return
         np.copyto(self.command, tau)
         self.have_command = True
         self.command_wall = now
         if answers_current:
             self.answered, self.answer_valid = True, True
+
+    def _reject_command(self, reason: str, answers_current: bool | None) -> None:
+        """Count and log a refused command; the plant stops applying the previous one.
+
+        ``answers_current``: whether it answered the current state (``None``: unknown, for a
+        message that could not be read at all, which answers nothing).
+        """
+        self.rejected += 1
+        self.last_reject = reason
+        self.have_command = False
+        self.node.get_logger().error(f"command rejected: {reason}", throttle_duration_sec=1.0)
+        if answers_current:
+            self.answered, self.answer_valid = True, False
 
     def _record_latency(self, stamp: int, now: float) -> None:
         k = (stamp - self.t0_ns) // self.dt_ns
@@ -239,7 +254,9 @@ class SimNode:
             remaining = deadline - time.monotonic()
             if remaining <= 0.0:
                 return
-            self.executor.spin_once(timeout_sec=remaining)
+            # At most _STOP_POLL_S per wait: SIGINT / SIGTERM only set STOP, and a lockstep wait
+            # for an absent controller lasts lockstep_timeout (seconds).
+            self.executor.spin_once(timeout_sec=min(remaining, _STOP_POLL_S))
 
     def _wait_for_controller(self) -> None:
         """Hold state 0, republishing it, until a command answers it."""
@@ -266,6 +283,8 @@ class SimNode:
         while (self.max_steps == 0 or self.k < self.max_steps) and not STOP.is_set():
             if cfg.mode == "lockstep":
                 self._spin_until(time.monotonic() + cfg.lockstep_timeout, until_answered=True)
+                if STOP.is_set():  # stopped while waiting: no step on a command that never came
+                    break
                 t_work = clock()
                 self._step(self.answered and self.answer_valid)
             else:
