@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from torque_ctrl_ros.core import JointState, RobotModel
 from torque_ctrl_ros.core.controllers import ComputedTorque, ComputedTorqueConfig
 from torque_ctrl_ros.core.errors import ConfigError, StateError
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
+from torque_ctrl_ros.nodes.common import write_output
 from torque_ctrl_ros.nodes.conversions import (
     CommandEncoder,
     JointStateDecoder,
@@ -117,8 +119,38 @@ def test_sim_params_defaults_and_errors() -> None:
     with pytest.raises(ConfigError, match="true or false"):
         sim_node_config({"wait_for_controller": "yes"})
     assert cfg.command_queue_depth == 100 and cfg.common.qos_depth == 10
-    with pytest.raises(ConfigError, match="command_queue_depth: expected an integer >= 1"):
+    with pytest.raises(ConfigError, match=r"command_queue_depth: expected an integer in \[1, "):
         sim_node_config({"command_queue_depth": 0})
+
+
+def test_values_that_would_fail_later_are_refused_at_start(tmp_path: Path) -> None:
+    # Each of these used to pass validation and then end the node with a traceback: in rclpy
+    # (an overflowing queue depth or timer period) or at exit, losing the run's outputs.
+    for params, match in (
+        ({"qos_depth": 10**11}, r"qos_depth: expected an integer in \[1, 100000\]"),
+        ({"command_queue_depth": 10**11}, "command_queue_depth"),
+        ({"diagnostics_period": 1.0e12}, "diagnostics_period: expected at most 3600 s"),
+        ({"stats_file": str(tmp_path / "no" / "such" / "s.json")}, "stats_file: folder .* does not exist"),
+        ({"record_file": str(tmp_path / "no" / "r.npz")}, "record_file: folder .* does not exist"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            sim_node_config(params)
+    with pytest.raises(ConfigError, match="stats_file"):
+        controller_node_config({"stats_file": str(tmp_path / "missing" / "c.json")})
+    ok = sim_node_config({"stats_file": str(tmp_path / "s.json"), "record_file": str(tmp_path / "r.npz")})
+    assert ok.common.stats_file.endswith("s.json") and ok.record_file.endswith("r.npz")
+
+
+def test_a_failed_exit_output_is_reported_not_raised(capsys: pytest.CaptureFixture[str]) -> None:
+    done = []
+
+    def fails() -> None:
+        raise PermissionError("read-only file system")
+
+    write_output("stats_file", fails)
+    write_output("record_file", lambda: done.append(True))  # the next output is still written
+    assert done == [True]
+    assert "could not write stats_file: read-only file system" in capsys.readouterr().err
 
 
 def test_the_shipped_config_validates() -> None:

@@ -406,3 +406,10 @@ def test_wrong_commands_to_the_sim_are_rejected(launch: Any, probe: Probe) -> No
             effort, np.clip(-damping * np.array(before.velocity), -limit, limit), atol=1e-9
         )
     print(f"sim rejected {values['rejected_commands']} commands; safe torque active; still running")
+
+
+def test_a_run_shorter_than_half_a_step_is_refused(launch: Any) -> None:  # noqa: F811 - pytest fixtures
+    """duration 0.4 ms rounds to 0 steps, which would mean "run until stopped": refused at start."""
+    sim = launch("sim_node", mode="realtime", wait_for_controller=False, duration=0.0004)
+    assert sim.wait(30.0) == 2, sim.log()
+    assert "duration: 0.0004 s is less than half a step" in sim.log()

@@ -155,6 +155,15 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def write_output(what: str, write: Callable[[], None]) -> None:
+    """Run ``write`` (an exit-time output such as ``stats_file``); report a failure on stderr
+    instead of raising, so that the caller's other outputs and its shutdown still happen."""
+    try:
+        write()
+    except OSError as exc:
+        print(f"could not write {what}: {exc}", file=sys.stderr, flush=True)
+
+
 def write_json(path: str, data: Mapping[str, Any]) -> None:
     """Write ``data`` as JSON (NaN as null) if ``path`` is not empty."""
     if not path:

@@ -48,6 +48,7 @@ from .common import (
     run_node,
     status,
     write_json,
+    write_output,
 )
 from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
 from .params import controller_node_config
@@ -407,7 +408,7 @@ class ControllerNode:
     def close(self) -> None:
         """Stop spinning, write the summary, destroy the node."""
         self.executor.shutdown()
-        write_json(self.config.common.stats_file, self.summary())
+        write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
         self.node.destroy_node()
 
 

@@ -13,6 +13,7 @@ the other registered controllers may stay in the file (one file configures every
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,10 +73,25 @@ def _bool(node: str, params: Mapping[str, Any], key: str, default: bool) -> bool
     return value
 
 
-def _int(node: str, params: Mapping[str, Any], key: str, default: int, minimum: int) -> int:
+def _int(
+    node: str, params: Mapping[str, Any], key: str, default: int, minimum: int, maximum: int = 2**31 - 1
+) -> int:
     value = params.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{node}.{key}: expected an integer >= {minimum}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise ConfigError(f"{node}.{key}: expected an integer in [{minimum}, {maximum}], got {value!r}")
+    return value
+
+
+def _output_file(node: str, params: Mapping[str, Any], key: str) -> str:
+    """A file written at exit ("" = none): checked now, since a bad path found at exit would
+    lose the whole run's output."""
+    value = _str(node, params, key, "")
+    if value:
+        folder = Path(value).parent
+        if not folder.is_dir():
+            raise ConfigError(f"{node}.{key}: folder {str(folder)!r} does not exist")
+        if not os.access(folder, os.W_OK):
+            raise ConfigError(f"{node}.{key}: folder {str(folder)!r} is not writable")
     return value
 
 
@@ -110,17 +126,27 @@ class CommonConfig:
 
 
 _COMMON_KEYS = {"qos_depth", "reliability", "executor", "diagnostics_period", "stats_file", "serialized_io"}
+#: Largest message queue accepted (qos_depth, command_queue_depth): far above any use, and well
+#: inside what the middleware takes (larger values end in an overflow inside rclpy).
+_MAX_QUEUE = 100_000
+#: Longest timer period accepted (s): rclpy's timers overflow somewhere beyond 10⁹ s.
+_MAX_PERIOD_S = 3600.0
+
+
+def _period(node: str, params: Mapping[str, Any], key: str, default: float) -> float:
+    value = as_positive_float(f"{node}.{key}", params.get(key, default))
+    if value > _MAX_PERIOD_S:
+        raise ConfigError(f"{node}.{key}: expected at most {_MAX_PERIOD_S:g} s, got {value!r}")
+    return value
 
 
 def _common(node: str, params: Mapping[str, Any]) -> CommonConfig:
     return CommonConfig(
-        qos_depth=_int(node, params, "qos_depth", 10, 1),
+        qos_depth=_int(node, params, "qos_depth", 10, 1, _MAX_QUEUE),
         reliability=check_choice(f"{node}.reliability", params.get("reliability", "reliable"), RELIABILITIES),
         executor=check_choice(f"{node}.executor", params.get("executor", "events"), EXECUTORS),
-        diagnostics_period=as_positive_float(
-            f"{node}.diagnostics_period", params.get("diagnostics_period", 1.0)
-        ),
-        stats_file=_str(node, params, "stats_file", ""),
+        diagnostics_period=_period(node, params, "diagnostics_period", 1.0),
+        stats_file=_output_file(node, params, "stats_file"),
         serialized_io=_bool(node, params, "serialized_io", True),
     )
 
@@ -291,7 +317,7 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
         safe_torque=check_choice(f"{node}.safe_torque", params.get("safe_torque", "damping"), SAFE_TORQUES),
         safe_damping=damping,
         duration=as_positive_float(f"{node}.duration", params.get("duration", 0.0), allow_zero=True),
-        record_file=_str(node, params, "record_file", ""),
-        command_queue_depth=_int(node, params, "command_queue_depth", 100, 1),
+        record_file=_output_file(node, params, "record_file"),
+        command_queue_depth=_int(node, params, "command_queue_depth", 100, 1, _MAX_QUEUE),
         common=_common(node, params),
     )

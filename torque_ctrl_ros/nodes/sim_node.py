@@ -37,7 +37,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
-from ..core.errors import StateError
+from ..core.errors import ConfigError, StateError
 from ..sim.plant import MujocoPlant
 from .common import (
     CLOCK_TOPIC,
@@ -54,6 +54,7 @@ from .common import (
     run_node,
     status,
     write_json,
+    write_output,
 )
 from .conversions import JointStateEncoder, check_command, command_stamp_ns, ns_to_stamp
 from .params import sim_node_config
@@ -82,6 +83,11 @@ class SimNode:
         self.t0_ns = round(plant.time * 1e9)
         self.k = 0
         self.max_steps = round(cfg.duration * 1e9 / self.dt_ns) if cfg.duration > 0 else 0
+        if cfg.duration > 0 and self.max_steps == 0:  # 0 steps would mean "until stopped"
+            raise ConfigError(
+                f"{node_name}.duration: {cfg.duration!r} s is less than half a step "
+                f"({plant.timestep:g} s); 0 runs until stopped"
+            )
 
         # States, clock and commands as CDR bytes when the codecs pass their self-check.
         self.encoder = JointStateEncoder(plant.joint_names)
@@ -383,20 +389,27 @@ class SimNode:
         }
 
     def close(self) -> None:
-        """Stop spinning, write the summary and the record, destroy the node."""
+        """Stop spinning, write the summary and the record, destroy the node.
+
+        Each output is written on its own: one that fails (a full disk, a folder removed during
+        the run) is reported and does not cost the other one or the node's shutdown.
+        """
         self.executor.shutdown()
-        write_json(self.config.common.stats_file, self.summary())
+        write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
         if self.config.record_file and self._record:
-            t, q, v, tau = zip(*self._record, strict=True)
-            np.savez(
-                self.config.record_file,
-                t=np.array(t, dtype=np.int64) * 1e-9,
-                q=np.array(q),
-                v=np.array(v),
-                tau=np.array(tau),
-                joint_names=np.array(self.plant.joint_names),
-            )
+            write_output("record_file", self._write_record)
         self.node.destroy_node()
+
+    def _write_record(self) -> None:
+        t, q, v, tau = zip(*self._record, strict=True)
+        np.savez(
+            self.config.record_file,
+            t=np.array(t, dtype=np.int64) * 1e-9,
+            q=np.array(q),
+            v=np.array(v),
+            tau=np.array(tau),
+            joint_names=np.array(self.plant.joint_names),
+        )
 
 
 def main(args: list[str] | None = None) -> int:
