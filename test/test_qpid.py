@@ -462,6 +462,9 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
         QPID.from_params(robot, _params(**{"singularity.frame": "nope"}))
     with pytest.raises(ConfigError, match="tasks"):
         QPID.from_params(robot, {})
+    with pytest.raises(ConfigError, match=r"alpha·dt must be <= 1"):
+        QPID.from_params(robot, _params(dt=0.01, **{"joint_velocity_limit.alpha": 150.0}))
+    QPID.from_params(robot, _params(dt=0.01, **{"joint_velocity_limit.alpha": 100.0}))  # exactly 1
     nested = QPID.from_params(
         robot, {"tasks": ["tool"], "tool": {"type": "pose", "frame": TOOL, "kp": [100.0] * 6}}
     )

@@ -283,6 +283,13 @@ class QPIDConfig:
             barriers[group] = _check_barrier(f"{section}.{group}", cfg)
         if kw:
             raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}")
+        jv = barriers["joint_velocity_limit"]
+        if jv.enabled and jv.alpha * dt > 1.0:
+            # The first-order barrier keeps h ≥ 0 in discrete time only while α·Δt ≤ 1.
+            raise ConfigError(
+                f"{section}.joint_velocity_limit.alpha: alpha·dt must be <= 1 for the barrier to hold "
+                f"at each step, got {jv.alpha:g}·{dt:g} = {jv.alpha * dt:g}"
+            )
         for t in tasks:
             check_choice(f"{section}.{t.name}.type", t.type, sorted(TASK_TYPES))
             if t.type == "posture" and t.frame is not None:
