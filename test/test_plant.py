@@ -372,3 +372,41 @@ def test_nulling_survives_control_range(tmp_path: Path) -> None:
     plant.set_torque(np.full(7, 200.0))
     plant.step()
     np.testing.assert_allclose(plant.tau_applied, FORCERANGE, rtol=0, atol=1e-9)
+
+
+_ONE_JOINT = """<mujoco><option integrator="Euler" gravity="0 0 0"/><worldbody><body>
+<inertial pos="0 0 0" mass="1" diaginertia="1 1 1"/><joint name="j" type="hinge" axis="0 0 1" JOINT/>
+</body></worldbody><actuator>ACTUATOR</actuator></mujoco>"""
+
+
+@pytest.mark.parametrize(
+    ("joint", "actuator", "limits"),
+    [
+        # MuJoCo's joint torque is gear·clamp(force, forcerange): with gear −2, [−10, 20].
+        ("", '<motor joint="j" gear="-2" forcerange="-10 5"/>', (-10.0, 20.0)),
+        ("", '<position joint="j" gear="-2" kp="100" kv="10" forcerange="-10 5"/>', (-10.0, 20.0)),
+        # The joint's own actuatorfrcrange bounds whatever drives it.
+        ('actuatorfrcrange="-3 3"', '<motor joint="j"/>', (-3.0, 3.0)),
+        ('actuatorfrcrange="-3 3"', '<position joint="j" kp="100" kv="10"/>', (-3.0, 3.0)),
+        ('actuatorfrcrange="-3 3"', "", (-3.0, 3.0)),
+    ],
+    ids=[
+        "motor-negative-gear",
+        "nulled-negative-gear",
+        "motor-joint-range",
+        "nulled-joint-range",
+        "applied-joint-range",
+    ],
+)
+def test_every_torque_mode_applies_what_the_model_allows(
+    tmp_path: Path, joint: str, actuator: str, limits: tuple[float, float]
+) -> None:
+    path = tmp_path / "one_joint.xml"
+    path.write_text(_ONE_JOINT.replace("JOINT", joint).replace("ACTUATOR", actuator))
+    plant = MujocoPlant(path)
+    for tau, expected in ((15.0, min(15.0, limits[1])), (-15.0, max(-15.0, limits[0]))):
+        plant.reset()
+        plant.set_torque([tau])
+        plant.step()
+        assert plant.tau_applied[0] == pytest.approx(expected, abs=1e-12), plant.joint_modes
+        assert plant.qacc[0] == pytest.approx(expected, abs=1e-9)  # unit inertia, no gravity

@@ -39,13 +39,15 @@ class MujocoPlant:
         force to ``forcerange``, so :attr:`tau_applied` shows the clamped torque. This is an
         exact torque plant: no term other than τ is added, whatever the integrator.
     ``nulled_position`` (one affine actuator, e.g. a Menagerie ``<position kp kv>``)
-        τ_i goes into ``qfrc_applied`` (clamped to the actuator's ``forcerange·|gear|`` when it
-        is force-limited) and, before every step, the actuator is *nulled*: its control is set so
+        τ_i goes into ``qfrc_applied`` (clamped to what the actuator could give,
+        ``gear·forcerange`` when it is force-limited, and to the joint's ``actuatorfrcrange``
+        when that is limited) and, before every step, the actuator is *nulled*: its control is set so
         that its force ``gain·ctrl + b0 + b1·l + b2·l̇`` is zero, which for a position actuator
         (gain = kp, b1 = −kp, b2 = −kv, l = q) is ``ctrl = q + (kv/kp)·q̇``. The plant clears
         ``ctrllimited`` on these actuators because the nulling control may leave ``ctrlrange``.
     ``applied`` (no actuator on the joint)
-        τ_i goes into ``qfrc_applied``, unclamped.
+        τ_i goes into ``qfrc_applied``, clamped only to the joint's ``actuatorfrcrange`` when
+        that is limited.
 
     How far the nulled mode is from an exact torque plant (measured on the Gen3 with Menagerie
     gains kp/kv = 2000/100 on joints 1–4 and 500/50 on 5–7, h = 1 ms, one step from ``home``
@@ -108,6 +110,7 @@ class MujocoPlant:
         joint_ids = [model.joint(name).id for name in names]
         self._qadr = np.array([model.jnt_qposadr[j] for j in joint_ids], dtype=np.intp)
         self._vadr = np.array([model.jnt_dofadr[j] for j in joint_ids], dtype=np.intp)
+        self._joint_ids = np.array(joint_ids, dtype=np.intp)
         self._setup_drives(joint_ids)
 
         self._tau_cmd = np.zeros(len(names))
@@ -173,11 +176,26 @@ class MujocoPlant:
         self._null_gear = model.actuator_gear[null_act, 0].copy()
         self._null_gain = model.actuator_gainprm[null_act, 0].copy()
         self._null_bias = model.actuator_biasprm[null_act, :3].copy()
+        # The joint torque range MuJoCo would give the actuator: gear·clamp(force, forcerange),
+        # signed (a negative gear swaps and mirrors the ends), within the joint's own
+        # actuatorfrcrange when that is limited (MuJoCo clamps the total actuator torque on the
+        # joint to it), so that every torque mode applies what the model allows.
         limited = model.actuator_forcelimited[null_act].astype(bool)
-        span = np.abs(self._null_gear)[:, None] * model.actuator_forcerange[null_act]
-        self._null_low = np.where(limited, np.minimum(span[:, 0], span[:, 1]), -np.inf)
-        self._null_high = np.where(limited, np.maximum(span[:, 0], span[:, 1]), np.inf)
+        span = self._null_gear[:, None] * model.actuator_forcerange[null_act]
+        null_low = np.where(limited, np.minimum(span[:, 0], span[:, 1]), -np.inf)
+        null_high = np.where(limited, np.maximum(span[:, 0], span[:, 1]), np.inf)
+        joint_low, joint_high = self._joint_torque_range(model, self._null_idx)
+        self._null_low = np.maximum(null_low, joint_low)
+        self._null_high = np.minimum(null_high, joint_high)
         self._applied_idx = np.array([i for i, m in enumerate(modes) if m == MODE_APPLIED], dtype=np.intp)
+        self._applied_low, self._applied_high = self._joint_torque_range(model, self._applied_idx)
+
+    def _joint_torque_range(self, model: mujoco.MjModel, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``actuatorfrcrange`` (N·m) of the driven joints ``idx`` (±inf where not limited)."""
+        joints = self._joint_ids[idx]
+        limited = model.jnt_actfrclimited[joints].astype(bool)
+        frc = model.jnt_actfrcrange[joints]
+        return np.where(limited, frc[:, 0], -np.inf), np.where(limited, frc[:, 1], np.inf)
 
     # ------------------------------------------------------------------------------------------
     # Properties
@@ -327,7 +345,8 @@ class MujocoPlant:
             )
             data.qfrc_applied[self._vadr[idx]] = np.clip(tau[idx], self._null_low, self._null_high)
         if self._applied_idx.size:
-            data.qfrc_applied[self._vadr[self._applied_idx]] = tau[self._applied_idx]
+            idx = self._applied_idx
+            data.qfrc_applied[self._vadr[idx]] = np.clip(tau[idx], self._applied_low, self._applied_high)
 
     def step(self, n: int = 1) -> None:
         """Advance ``n`` steps of :attr:`timestep` with the held torque command."""
