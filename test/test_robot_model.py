@@ -52,6 +52,15 @@ def test_unknown_frame_lists_valid_frames(robot: RobotModel) -> None:
     message = str(info.value)
     assert "'gripper'" in message and "end_effector_link" in message and "bracelet_link" in message
     assert isinstance(info.value, TorqueCtrlError)
+    # Indices are checked too: Pinocchio reads past its frame list (zeros, or a crash).
+    q = np.zeros(robot.n)
+    for index in (robot.model.nframes, -1, 10**5):
+        with pytest.raises(FrameNotFoundError, match=f"frame index {index} is not in"):
+            robot.frame_jacobian(q, index)
+    tool = robot.frame_id("end_effector_link")
+    np.testing.assert_array_equal(
+        robot.frame_jacobian(q, np.int64(tool)), robot.frame_jacobian(q, "end_effector_link")
+    )
 
 
 def test_bad_descriptions_raise_model_error(tmp_path) -> None:

@@ -413,3 +413,11 @@ def test_a_run_shorter_than_half_a_step_is_refused(launch: Any) -> None:  # noqa
     sim = launch("sim_node", mode="realtime", wait_for_controller=False, duration=0.0004)
     assert sim.wait(30.0) == 2, sim.log()
     assert "duration: 0.0004 s is less than half a step" in sim.log()
+
+
+def test_a_controller_model_without_effort_limits_is_refused(launch: Any) -> None:  # noqa: F811 - pytest fixtures
+    """The MJCF gives Pinocchio no actuator limits: the commands could not be saturated."""
+    mjcf = str(Path(__file__).resolve().parents[1] / "mjcf" / "gen3.xml")
+    ctrl = launch("controller_node", controller="gravity_comp", model_file=mjcf)
+    assert ctrl.wait(30.0) == 2, ctrl.log()
+    assert "gives no effort limit for joint(s) ['joint_1'" in ctrl.log()

@@ -249,9 +249,18 @@ class RobotModel:
         """All frame names of the model (links, joints, fixed frames)."""
         return self._frame_names
 
-    def frame_id(self, name: str) -> int:
-        """Index of frame ``name``; :class:`FrameNotFoundError` lists the valid names."""
-        if not self.model.existFrame(name):
+    def frame_id(self, name: str | int) -> int:
+        """Index of frame ``name`` (or ``name`` itself when it is a valid index);
+        :class:`FrameNotFoundError` lists the valid names."""
+        if isinstance(name, int | np.integer) and not isinstance(name, bool):
+            # Pinocchio does not check an index: out of range it reads past its frame list.
+            if not 0 <= name < self.model.nframes:
+                raise FrameNotFoundError(
+                    f"frame index {name} is not in {self.source}, which has {self.model.nframes} "
+                    f"frames; valid frames are {list(self._frame_names)}"
+                )
+            return int(name)
+        if not isinstance(name, str) or not self.model.existFrame(name):
             raise FrameNotFoundError(
                 f"frame {name!r} is not in {self.source}; valid frames are {list(self._frame_names)}"
             )
@@ -284,7 +293,7 @@ class RobotModel:
 
     def frame_placement(self, q: FloatArray, frame: str | int) -> pin.SE3:
         """Pose of ``frame`` in the base frame (forward kinematics)."""
-        fid = frame if isinstance(frame, int) else self.frame_id(frame)
+        fid = self.frame_id(frame)
         pin.framesForwardKinematics(self.model, self.data, self.configuration(q))
         return self.data.oMf[fid].copy()
 
@@ -295,7 +304,7 @@ class RobotModel:
         reference: pin.ReferenceFrame = pin.LOCAL_WORLD_ALIGNED,
     ) -> FloatArray:
         """Frame Jacobian ``J`` (6 × n, linear rows first) with ``[ẋ; ω] = J·q̇``."""
-        fid = frame if isinstance(frame, int) else self.frame_id(frame)
+        fid = self.frame_id(frame)
         return np.array(
             pin.computeFrameJacobian(self.model, self.data, self.configuration(q), fid, reference)
         )
@@ -312,7 +321,7 @@ class RobotModel:
         The linear part is the classical (not spatial) acceleration of the frame origin,
         so a point moving on a circle has a centripetal term here.
         """
-        fid = frame if isinstance(frame, int) else self.frame_id(frame)
+        fid = self.frame_id(frame)
         pin.forwardKinematics(self.model, self.data, self.configuration(q), v, np.zeros(self.n))
         acc = pin.getFrameClassicalAcceleration(self.model, self.data, fid, reference)
         return np.array(acc.vector)

@@ -79,6 +79,18 @@ class ControllerNode:
             robot = RobotModel.from_urdf_string(cfg.robot_description)
         else:
             robot = RobotModel.from_file(cfg.model_file)
+        unlimited = [
+            name
+            for name, limit in zip(robot.joint_names, robot.effort_limit, strict=True)
+            if not np.isfinite(limit)
+        ]
+        if unlimited:
+            # Saturation is the last thing applied to every command: without a limit a torque
+            # controller could send anything. (Pinocchio's MJCF reader takes no actuator limits.)
+            raise ConfigError(
+                f"{node_name}: the model ({robot.source}) gives no effort limit for joint(s) {unlimited}; "
+                "use a description with limits, e.g. urdf/gen3.urdf"
+            )
         joints = cfg.joints or robot.joint_names
         if sorted(joints) != sorted(robot.joint_names):
             raise ConfigError(
