@@ -24,7 +24,6 @@ setup(
     maintainer_email="maintainers@torque-ctrl-ros.invalid",
     description="Torque control of a Kinova Gen3 on ROS 2 (MuJoCo, Pinocchio, ProxSuite).",
     license="Apache-2.0",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             f"sim_node = {PACKAGE}.nodes.sim_node:main",

@@ -160,7 +160,8 @@ class ControllerNodeConfig:
         controller_params: that controller's section (``<controller>.<key>`` without the prefix).
         joints: command order (empty: the model's joint order).
         robot_description: URDF document; wins over ``model_file`` when not empty.
-        model_file: URDF or MJCF path used when ``robot_description`` is empty.
+        model_file: URDF or MJCF path used when ``robot_description`` is empty; the model must give
+            every joint an effort limit (Pinocchio reads none from MJCF actuators).
         watchdog: staleness / fallback settings.
         fallback_damping: ``K_d`` (N·m·s/rad) of the safe command ``g(q) − K_d·q̇``; scalar or per joint.
         common: shared settings.
