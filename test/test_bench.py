@@ -19,6 +19,7 @@ from ros_helpers import requires_rclpy
 
 from torque_ctrl_ros.bench.__main__ import STEP_COLUMNS, format_report, main, parse_args, targets
 from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
+from torque_ctrl_ros.bench.dds import summary_figures
 from torque_ctrl_ros.bench.host import cpu_ticks, steal_between, summarize, timer_lateness
 from torque_ctrl_ros.bench.stats import machine_description, time_calls_paced, time_interleaved
 from torque_ctrl_ros.run_sim import step_parts
@@ -178,6 +179,10 @@ def test_qp_controllers_may_meet_dds_targets_by_breaking_their_step_down() -> No
     assert not verdict["qpid", median].passed and verdict["qpid", median].alternative
     assert not verdict["qpid", late].passed and verdict["qpid", late].alternative
     assert verdict["qpid", lost].passed and not verdict["qpid", lost].alternative
+    # A breakdown of a step's cost says nothing about commands that never arrived.
+    losing = {**_dds_figures(2.0, every_part), "commands_lost": 3}
+    lost_verdict = {t.what: t for t in targets({"dds": {"controllers": {"qpid": losing}}})}[lost]
+    assert not lost_verdict.passed and not lost_verdict.alternative
     assert not verdict["hqpid", median].alternative and not verdict["hqpid", late].alternative
     assert not verdict["achd_rnea", median].alternative and not verdict["achd_rnea", late].alternative
 
@@ -238,6 +243,23 @@ def test_missing_figure_is_a_fail_not_a_crash() -> None:
     verdicts = {t.what: t.passed for t in targets(results)}
     assert verdicts["latency median (ms)"] is False
     assert verdicts["latency p99 (ms)"] is True
+
+
+def test_commands_lost_counts_every_missing_command_and_fails_without_summaries() -> None:
+    latency = {"p50_ms": 0.2, "p99_ms": 0.5, "count": 2001}
+    sim = {"steps": 2000, "latency": latency, "commands_received": 2001, "last_state_answered": True}
+    # Every state answered, the last one included: a command published and never received is
+    # lost, not an answer still in flight.
+    assert summary_figures(sim, {"commands_published": 2002})["commands_lost"] == 1
+    assert summary_figures(sim, {"commands_published": 2001})["commands_lost"] == 0
+    # The last state unanswered when the simulator stopped: its answer may have been in flight.
+    in_flight = {**sim, "last_state_answered": False}
+    assert summary_figures(in_flight, {"commands_published": 2002})["commands_lost"] == 0
+    # A node that wrote no summary: no figure, and no PASS.
+    missing = summary_figures({}, {"commands_published": 2001})
+    assert math.isnan(missing["commands_lost"]) and math.isnan(missing["unanswered_states"])
+    verdicts = {t.what: t.passed for t in targets({"dds": {"controllers": {"computed_torque": missing}}})}
+    assert verdicts["commands lost"] is False
 
 
 @requires_rclpy

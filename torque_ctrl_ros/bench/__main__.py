@@ -147,9 +147,13 @@ def targets(results: dict[str, Any]) -> list[Target]:
             late,
         ]
         # Issue 6: "QPID/HQPID reach the same or the report says precisely which part of the
-        # step costs what".
+        # step costs what": that speaks for the timing targets (latency, late steps), not for
+        # lost commands, which no breakdown of a step's cost accounts for.
         if name in QP_CONTROLLERS and _broken_down(fig.get("step_parts_ms", {})):
-            checks = [t if t.passed else replace(t, alternative=BREAKDOWN) for t in checks]
+            checks = [
+                t if t.passed or t.what == "commands lost" else replace(t, alternative=BREAKDOWN)
+                for t in checks
+            ]
         out += checks
     for section in ("lockstep", "lockstep_composed"):
         lock = results.get(section, {}).get("controllers", {})
@@ -293,8 +297,8 @@ def format_report(results: dict[str, Any]) -> str:
             f"scheduling {'/'.join(sched)}; host late % = share of 1 ms ticks a bare sleep loop (no ROS, "
             "placed like the simulator) woke > 0.5 ms late, measured just before each run; steal ms = CPU "
             "time the hypervisor took from this VM during the run (all CPUs, /proc/stat, 10 ms ticks); "
-            "late runs / longest = runs of consecutive late steps and the longest (most steps on one "
-            "held command)"
+            "late runs / longest = runs of consecutive late steps and the longest (most steps in a row "
+            "without a fresh command)"
         )
         rows = []
         for name, fig in d["controllers"].items():

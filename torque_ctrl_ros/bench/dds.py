@@ -75,21 +75,34 @@ def closed_loop(
     with pair:
         finished = pair.wait(seconds * (1.0 if mode == "realtime" else 4.0) + _START_MARGIN_S)
     sim, ctrl = pair.stats()
+    return {
+        "mode": mode,
+        "finished": finished,
+        "clean_exit": pair.clean_exit(),
+        "scheduling": pair.scheduling(),
+        **summary_figures(sim, ctrl),
+        "logs": str(out),
+    }
+
+
+def summary_figures(sim: Mapping[str, Any], ctrl: Mapping[str, Any]) -> dict[str, Any]:
+    """The closed-loop figures from the simulator's and the controller's summaries (NaN where
+    a summary lacks what a figure needs)."""
     steps = int(sim.get("steps", 0))
     latency = sim.get("latency", {})
     compute = ctrl.get("compute", {})
     published = ctrl.get("commands_published")
     received = sim.get("commands_received")
     # The controller answers each state once; commands it published that never reached the
-    # simulator are lost. Its answer to the very last state may still be in flight when the
-    # simulator exits (it waits 50 ms for it), hence the clip at one.
-    lost = max(0, published - received - 1) if published is not None and received is not None else -1
+    # simulator are lost. Its answer to the very last state may still have been in flight when
+    # the simulator exited (it waits 50 ms for it): one command is let off only then. A figure
+    # that is missing (a node wrote no summary) is NaN, which fails its target.
+    lost: float = _NAN
+    if published is not None and received is not None:
+        in_flight = 0 if sim.get("last_state_answered", False) else 1
+        lost = max(0, published - received - in_flight)
     late = int(sim.get("late_steps", 0))
     return {
-        "mode": mode,
-        "finished": finished,
-        "clean_exit": pair.clean_exit(),
-        "scheduling": pair.scheduling(),
         "sim_time_s": sim.get("sim_time_s", _NAN),
         "wall_time_s": sim.get("wall_time_s", _NAN),
         "steps": steps,
@@ -99,13 +112,14 @@ def closed_loop(
         "answered_states": latency.get("count", 0),
         # States 0..steps were published; those never answered (dropped on the way to the
         # controller, e.g. a keep-last queue overrun while it stalled, or refused by it).
-        "unanswered_states": max(0, steps + 1 - int(latency.get("count", 0))) if steps else -1,
+        "unanswered_states": max(0, steps + 1 - int(latency.get("count", 0))) if steps else _NAN,
         "commands_published": published,
         "commands_received": received,
         "commands_lost": lost,
         "late_steps": late,
         "late_percent": 100.0 * late / steps if steps else _NAN,
-        # Runs of consecutive late steps, and the most steps the plant ran on one held command.
+        # Runs of consecutive late steps, and the longest (steps in a row without a fresh
+        # command: the plant ran one more step than that on the command held through it).
         "late_runs": sim.get("late_runs"),
         "longest_late_run": sim.get("longest_late_run"),
         "safe_torque_steps": sim.get("missing_command_steps"),
@@ -115,7 +129,6 @@ def closed_loop(
         "step_parts_ms": step_parts(sim, ctrl),
         "fallback_commands": ctrl.get("fallback_commands"),
         "watchdog_state": ctrl.get("watchdog_state"),
-        "logs": str(out),
     }
 
 

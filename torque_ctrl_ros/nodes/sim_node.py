@@ -383,6 +383,9 @@ class SimNode:
             "step_rate_hz": self.k / wall,
             "realtime_factor": sim / wall,
             **self._counts(),
+            # Whether the last state published got its answer before the node stopped (else
+            # that answer may still have been in flight: the benchmark's "lost" lets it off).
+            "last_state_answered": bool(self.answered),
             "latency": {**percentiles_ms(self.latency.everything()), "count": self.latency.count},
             "step_time": percentiles_ms(self.step_time.everything()),
             "state_out": percentiles_ms(self.state_out.everything()),
