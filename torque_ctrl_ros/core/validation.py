@@ -19,6 +19,16 @@ from .errors import ConfigError, TorqueCtrlError
 FloatArray = NDArray[np.float64]
 
 
+def _numeric(value: Any) -> bool:
+    """Whether ``value`` holds only real numbers (ints or floats): not bools, which numpy
+    would turn into 0 / 1, not strings such as ``"5"``, which it would parse."""
+    try:
+        kind = np.asarray(value).dtype.kind
+    except (TypeError, ValueError, OverflowError):  # ragged nesting, ...
+        return True  # let the conversion report it
+    return kind in "iuf"
+
+
 def _describe(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
@@ -46,6 +56,8 @@ def as_vector(
         strictly_positive: reject entries ``<= 0``.
         allow_inf: accept ``±inf`` entries (never NaN).
     """
+    if not _numeric(value):
+        raise error(f"{field}: expected {size} numbers, got {_describe(value)}")
     try:
         arr = np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -75,6 +87,8 @@ def as_rotation(field: str, value: Any, *, error: type[TorqueCtrlError] = Config
     scaled rotation would give a meaningless orientation error).
     """
     try:
+        if not _numeric(value):
+            raise TypeError("not numbers")
         R = np.array(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise error(f"{field}: expected a 3 x 3 rotation matrix, got {_describe(value)}") from None
@@ -100,8 +114,10 @@ def all_finite(x: FloatArray) -> bool:
 def as_positive_float(field: str, value: Any, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a finite float ``> 0`` (``>= 0`` with ``allow_zero``)."""
     try:
+        if isinstance(value, bool | str | bytes) or not _numeric(value):
+            raise TypeError("not a number")
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ConfigError(f"{field}: expected a number, got {_describe(value)}") from None
     if not np.isfinite(x) or x < 0.0 or (x == 0.0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
