@@ -9,8 +9,10 @@ must be there and the arm must have followed the trajectory the runner sent.
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,53 @@ def test_the_monitor_reads_states_from_their_bytes_in_the_first_states_joint_ord
         assert q_read.tolist()[:6] == q[:6] and np.isnan(q_read[6])
     finally:
         monitor.close()
+
+
+def _runner(domain: int, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "torque_ctrl_ros.run_sim", "--out", str(tmp_path), *args]
+    return subprocess.Popen(
+        cmd, env=ros_env(domain), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def _node_processes(tmp_path: Path) -> list[str]:
+    """Node processes of this run: their parameters name files in its output folder."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile
+            continue
+        text = " ".join(a.decode(errors="replace") for a in args)
+        if str(tmp_path) in text and "torque_ctrl_ros.nodes." in text:
+            found.append(text)
+    return found
+
+
+def test_a_simulator_that_fails_at_start_ends_the_run_at_once(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sim_node:\n  ros__parameters:\n    mode: [\n")
+    t0 = time.monotonic()
+    runner = _runner(ros_domain, tmp_path / "out", "--duration", "1", "--params-file", str(bad))
+    out, _ = runner.communicate(timeout=60)
+    # Before: the runner waited 15 s for a state, started the controller anyway and said "done".
+    assert time.monotonic() - t0 < 10.0, out
+    assert runner.returncode == 1, out
+    assert "sim_node exited with status 2" in out and "Couldn't parse params file" in out
+    assert "controller_node was not started" in out and "summary (failed)" in out
+
+
+def test_sigterm_stops_the_nodes_too(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
+    runner = _runner(ros_domain, tmp_path, "--duration", "0", "--controller", "gravity_comp")
+    assert runner.stdout is not None
+    lines = []
+    for line in runner.stdout:  # until the run is under way (the first status line with a rate)
+        lines.append(line)
+        if re.match(r"t=\s*[\d.]+ s \| rate\s+\d", line):
+            break
+    assert _node_processes(tmp_path), "".join(lines)
+    runner.send_signal(signal.SIGTERM)
+    out, _ = runner.communicate(timeout=60)
+    assert "summary (interrupted)" in out, out
+    # The nodes run in sessions of their own: only the runner can stop them.
+    assert not _node_processes(tmp_path), _node_processes(tmp_path)

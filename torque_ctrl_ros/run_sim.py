@@ -228,6 +228,8 @@ class NodePair:
         self.sim = start_node("sim_node", self.params_file, sim, env, out / "sim_node.log", place)
         if before_controller is not None:
             before_controller()
+        if not self.sim_running():  # it failed at start (its log says why): nothing to control
+            return
         self.ctrl = start_node(
             "controller_node", self.params_file, ctrl, env, out / "controller_node.log", place
         )
@@ -434,10 +436,11 @@ class Monitor:
             start=(self.q0, None),
         )
 
-    def wait_for_state(self, timeout: float) -> bool:
-        """Spin until the first joint state arrives (True) or ``timeout`` s pass (False)."""
+    def wait_for_state(self, timeout: float, alive: Callable[[], bool] = lambda: True) -> bool:
+        """Spin until the first joint state arrives (True), or ``timeout`` s pass or ``alive()``
+        turns false (the simulator exited) first (False)."""
         end = time.monotonic() + timeout
-        while self.q0 is None and time.monotonic() < end:
+        while self.q0 is None and time.monotonic() < end and alive():
             self.spin(0.05)
         return self.q0 is not None
 
@@ -461,6 +464,10 @@ class Monitor:
         self.executor.shutdown()
         self.node.destroy_node()
         self.rclpy.shutdown(context=self.context)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -510,6 +517,10 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     monitor = Monitor(domain.id, args.controller, args.duration)
+    # A closed terminal or a kill stops the run as Ctrl-C does: the nodes run in sessions of
+    # their own and would outlive the runner, on a domain whose lease it would give back.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     ticks = cpu_ticks()
     interrupted = False
     tty = sys.stdout.isatty()
@@ -520,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
         # The controller is started once the monitor has the simulator's state 0: discovery
         # between two participants sometimes takes ~3 s here (seen under load: no state reached
         # a monitor started alongside the nodes for a whole 3 s run).
-        pair.start(before_controller=lambda: monitor.wait_for_state(timeout=15.0))
+        pair.start(before_controller=lambda: monitor.wait_for_state(timeout=15.0, alive=pair.sim_running))
         while pair.sim_running():
             monitor.spin(0.1)
             if pair.controller_exited():
@@ -545,7 +556,9 @@ def main(argv: list[str] | None = None) -> int:
         domain.release()
     print()
     for name, rc in zip(NodePair.NAMES, pair.returncodes, strict=True):
-        if rc not in (0, -signal.SIGINT):
+        if rc is None:
+            print(f"{name} was not started", file=sys.stderr)
+        elif rc not in (0, -signal.SIGINT):
             print(f"{name} exited with status {rc}; last lines of its log:", file=sys.stderr)
             print(pair.log_tail(name), file=sys.stderr)
     print_summary(pair, (tracked, errors), args, interrupted, steal)
@@ -594,7 +607,8 @@ def print_summary(
     comp = ctrl.get("compute", {})
     parts = step_parts(sim, ctrl)
     lines = [
-        f"summary ({'interrupted' if interrupted else 'done'}): {args.controller}, {args.mode}",
+        f"summary ({'interrupted' if interrupted else 'done' if pair.clean_exit() else 'failed'}): "
+        f"{args.controller}, {args.mode}",
         f"  simulated        {sim.get('sim_time_s', float('nan')):.3f} s in "
         f"{sim.get('wall_time_s', float('nan')):.2f} s wall"
         f" ({sim.get('step_rate_hz', float('nan')):.1f} steps/s, "

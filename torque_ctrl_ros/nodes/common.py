@@ -212,9 +212,13 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
         print(f"[{node_name}] scheduling: {scheduling} {pinned}".rstrip(), file=sys.stderr, flush=True)
     # Our own handlers only set STOP: rclpy's would raise KeyboardInterrupt inside whatever
     # callback is running (a half-handled state) or shut the context down under the executor.
-    rclpy.init(
-        args=args if args is not None else sys.argv, signal_handler_options=rclpy.SignalHandlerOptions.NO
-    )
+    try:
+        rclpy.init(
+            args=args if args is not None else sys.argv, signal_handler_options=rclpy.SignalHandlerOptions.NO
+        )
+    except Exception as exc:  # rclpy's RCLError (no stable import), e.g. a bad --params-file
+        print(f"[{node_name}] error: {exc}".rstrip(), file=sys.stderr, flush=True)
+        return 2
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: STOP.set())
     runner = None
