@@ -16,11 +16,13 @@ import math
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 URDF_PATH = ROOT / "urdf" / "gen3.urdf"
@@ -201,6 +203,43 @@ def test_committed_files_match_generator() -> None:
         assert committed == text, (
             f"{relative} is out of date: run `python tools/generate_gen3_description.py`"
         )
+
+
+def _description_yaml() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "config" / "gen3_description.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (
+            lambda d: d["joints"]["joint_2"]["limits"].update(position=[2.24, -2.24]),
+            "expected \\[lower, upper\\]",
+        ),
+        (lambda d: d["joints"]["joint_2"]["limits"].update(effort=0), "limits must be > 0"),
+        (lambda d: d["joints"]["joint_5"]["limits"].update(velocity=-1.2), "limits must be > 0"),
+        (lambda d: d["joints"]["joint_2"]["origin"].update(rpy=["nan", 0, 0]), "finite"),
+        (lambda d: d["poses"]["home"].__setitem__(1, 3.0), "poses.home: joint_2 at 3.0 is outside"),
+        (lambda d: d["links"]["base_link"].update(mass=0), "must be > 0"),
+    ],
+    ids=["swapped-limits", "zero-effort", "negative-velocity", "nan-angle", "pose-outside", "zero-mass"],
+)
+def test_the_generator_refuses_what_makes_no_robot(edit: Any, match: str) -> None:
+    # The URDF and MJCF of such a description still agree (MuJoCo quietly leaves a joint with
+    # swapped limits unlimited), so the equivalence checks above cannot catch it.
+    raw = _description_yaml()
+    GEN.description_from_dict(raw)  # the shipped one passes
+    edit(raw)
+    with pytest.raises(ValueError, match=match):
+        GEN.description_from_dict(raw)
+
+
+def test_the_table_scene_keeps_the_descriptions_poses() -> None:
+    """mjcf/scene_table.xml is written by hand around gen3.xml; its keyframes must not drift."""
+    model = mujoco.MjModel.from_xml_path(str(ROOT / "mjcf" / "scene_table.xml"))
+    poses = GEN.description_from_dict(_description_yaml()).poses
+    for name, q in poses.items():
+        np.testing.assert_allclose(model.key(name).qpos, q, atol=1e-8, err_msg=name)
 
 
 def test_keyframes_start_without_contacts(pair: Pair) -> None:

@@ -135,7 +135,7 @@ def parse_number(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a number, got {value!r}")
     if isinstance(value, (int, float)):
-        return float(value)
+        return _finite(float(value), value)
     if isinstance(value, str):
         match = _PI_EXPR.match(value)
         if match:
@@ -147,10 +147,18 @@ def parse_number(value: Any) -> float:
                 result /= int(divisor)
             return -result if sign == "-" else result
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
             pass
+        else:
+            return _finite(number, value)
     raise ValueError(f"expected a number or a multiple of pi such as 'pi/2', got {value!r}")
+
+
+def _finite(number: float, given: Any) -> float:
+    if not math.isfinite(number):
+        raise ValueError(f"expected a finite number, got {given!r}")
+    return number
 
 
 def _vec(values: Any, size: int, what: str) -> tuple[float, ...]:
@@ -228,7 +236,31 @@ def description_from_dict(raw: Mapping[str, Any]) -> Description:
         colors=colors,
     )
     _check_chain(description)
+    _check_values(description)
     return description
+
+
+def _check_values(description: Description) -> None:
+    """Values the generated files would carry without complaint but which make no robot: a
+    non-positive mass, inertia, radius, speed or torque limit, swapped position limits (MuJoCo
+    would quietly leave such a joint unlimited), a named pose outside the limits."""
+    for link in description.links:
+        inertial = link.inertial
+        if not (inertial.mass > 0 and min(inertial.inertia[:3]) > 0 and link.shape.radius > 0):
+            raise ValueError(f"{link.name}: mass, principal inertias and shape radius must be > 0")
+    for i, joint in enumerate(description.joints):
+        if not (joint.velocity_limit > 0 and joint.effort_limit > 0):
+            raise ValueError(f"{joint.name}: velocity and effort limits must be > 0")
+        if joint.position_limits is None:
+            continue
+        lower, upper = joint.position_limits
+        if not lower < upper:
+            raise ValueError(f"{joint.name}.limits.position: expected [lower, upper], got {[lower, upper]}")
+        for pose, q in description.poses.items():
+            if not lower <= q[i] <= upper:
+                raise ValueError(f"poses.{pose}: {joint.name} at {q[i]} is outside [{lower}, {upper}]")
+    if not description.timestep > 0:
+        raise ValueError(f"simulation.timestep: expected > 0, got {description.timestep}")
 
 
 def _check_chain(description: Description) -> None:
