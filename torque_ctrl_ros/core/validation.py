@@ -20,13 +20,14 @@ FloatArray = NDArray[np.float64]
 
 
 def _numeric(value: Any) -> bool:
-    """Whether ``value`` holds only real numbers (ints or floats): not bools, which numpy
-    would turn into 0 / 1, not strings such as ``"5"``, which it would parse."""
+    """Whether ``value`` holds only real numbers: ints, floats, or strings of them (PyYAML, a
+    YAML 1.1 reader, reads ``1.0e6`` as a string), not bools, which numpy would turn into 0 / 1,
+    nor complex numbers or other objects."""
     try:
         kind = np.asarray(value).dtype.kind
     except (TypeError, ValueError, OverflowError):  # ragged nesting, ...
         return True  # let the conversion report it
-    return kind in "iuf"
+    return kind in "iufU"
 
 
 def _describe(value: Any) -> str:
@@ -114,7 +115,7 @@ def all_finite(x: FloatArray) -> bool:
 def as_positive_float(field: str, value: Any, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a finite float ``> 0`` (``>= 0`` with ``allow_zero``)."""
     try:
-        if isinstance(value, bool | str | bytes) or not _numeric(value):
+        if isinstance(value, bool | bytes) or not _numeric(value):
             raise TypeError("not a number")
         x = float(value)
     except (TypeError, ValueError, OverflowError):
