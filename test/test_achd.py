@@ -198,6 +198,7 @@ def test_hold_home_drift(gen3: RobotModel) -> None:
         f"ACHD→RNEA with τ_ff = 0 (self-motion falls, undamped): {drift_ff0 * 1e3:.2f} mm"
     )
     assert drift <= 1e-4
+    assert drift_ff0 > drift  # the gravity feedforward is what holds the self-motion
     assert drift_ct > 1e-2
 
 
@@ -472,14 +473,15 @@ def test_controller_rejects_bad_targets_and_config(gen3: RobotModel) -> None:
 
 
 def test_never_nan_torque_near_singularity(gen3: RobotModel) -> None:
-    """At and around the stretched singularity the command stays finite (or is refused)."""
+    """At and around the stretched singularity the regularised solve gives a finite command.
+
+    (``Controller.compute`` turns a non-finite torque into ``SolverError``, so the check is that
+    it returns at all: a refusal here would leave the arm without a computed torque.)
+    """
     ctrl = AchdRnea(gen3)
     rng = np.random.default_rng(3)
     ref = PoseReference.from_se3(gen3.frame_placement(np.zeros(gen3.n), TOOL) * pin.exp6(np.full(6, 0.05)))
     for scale in (0.0, 1e-9, 1e-6, 1e-3):
         state = JointState(rng.normal(0.0, scale, gen3.n), rng.normal(0.0, 0.1, gen3.n))
-        try:
-            out = ctrl.compute(state, ref)
-        except SolverError:
-            continue
-        assert np.all(np.isfinite(out.tau))
+        out = ctrl.compute(state, ref)
+        assert np.all(np.isfinite(out.tau)), scale

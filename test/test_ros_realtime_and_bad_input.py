@@ -138,7 +138,9 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
         f"states answered {cstats['states_received']}; the hypervisor took {steal:.1f} % of the CPU time"
     )
     assert stats["steps"] == 5000
-    assert stats["late_steps"] >= 5 * 25  # the stalls happened: each left ~30 steps unanswered
+    # The stalls happened: each leaves up to ~30 steps late (23–32 seen; the catch-up after it
+    # takes the answers that arrive meanwhile, so fewer on a quick host: 117 in 5 stalls once).
+    assert stats["late_steps"] >= 5 * 15 and stats["longest_late_run"] >= 10
     # The catch-up after a stall takes answers as they come: its late steps come in short runs.
     runs, longest = stats["late_runs"], stats["longest_late_run"]
     assert 1 <= runs <= stats["late_steps"] <= runs * longest

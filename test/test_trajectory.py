@@ -60,6 +60,15 @@ def test_each_segment_ends_on_the_next_waypoint(traj: JointTrajectory) -> None:
             assert np.allclose(qdd, traj.accelerations[i], atol=1e-5)
 
 
+def test_estimated_velocities_are_the_three_point_slopes() -> None:
+    # Positions only: inside, the slope of the parabola through a waypoint and its neighbours,
+    # (h₂·s₁ + h₁·s₂) / (h₁ + h₂), with h the interval lengths and s the secant slopes (the
+    # nearer secant weighs more); 0 at both ends. Here h = 0.5, 1 and s = 2, 0.5: 2.25 / 1.5.
+    traj = JointTrajectory([0.5, 1.0, 2.0], [[0.0], [1.0], [1.5]])
+    np.testing.assert_allclose(traj.velocities[:, 0], [0.0, 1.5, 0.0])
+    np.testing.assert_allclose(traj.sample(1.0)[1], [1.5])
+
+
 def test_velocity_is_continuous_across_waypoints() -> None:
     for traj in _cases():
         for t in traj.times[1:-1]:
