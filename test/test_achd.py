@@ -27,7 +27,7 @@ from torque_ctrl_ros.core.controllers.cartesian import (
     PoseReference,
     pose_error,
 )
-from torque_ctrl_ros.core.errors import ConfigError, SolverError, TargetError
+from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.types import JointState
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
