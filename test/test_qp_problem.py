@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import qpsolvers
 
-from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
+from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus, snapshot
 
 
 def _scalar(h: float, g: float, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> DenseQP:
@@ -57,3 +57,66 @@ def test_one_variable_qp_failures_are_reported() -> None:
     assert linear.ok and linear.x[0] == -3.0
     unbounded = _scalar(0.0, 2.0, one, -np.inf * one, one).solve()
     assert unbounded.status is SolveStatus.DUAL_INFEASIBLE
+
+
+def _random_qp(rng: np.random.Generator, n: int = 6, n_eq: int = 2, n_in: int = 5) -> DenseQP:
+    qp = DenseQP(n, n_eq, n_in)
+    L = rng.normal(size=(n, n))
+    qp.H[:] = L @ L.T + n * np.eye(n)
+    qp.g[:] = rng.normal(size=n)
+    qp.A[:] = rng.normal(size=(n_eq, n))
+    qp.b[:] = rng.normal(size=n_eq)
+    qp.C[:] = rng.normal(size=(n_in, n))
+    qp.l[:] = -1.0
+    qp.u[:] = 1.0
+    return qp
+
+
+def test_non_finite_data_is_never_solved() -> None:
+    """Warm-started on data with a NaN, ProxSuite could report SOLVED and hand back the previous
+    solution: such data never reaches it, and the next good problem is solved (cold) right."""
+    rng = np.random.default_rng(7)
+    for name in ("H", "g", "A", "b", "C", "l", "u"):
+        qp = _random_qp(rng)
+        good = qp.solve()
+        assert good.status is SolveStatus.SOLVED
+        x_good = good.x.copy()
+        array = getattr(qp, name)
+        kept = array.flat[1]
+        array.flat[1] = np.nan
+        bad = qp.solve()
+        assert bad.status is SolveStatus.NON_FINITE and not np.isfinite(bad.x).any(), name
+        array.flat[1] = kept
+        again = qp.solve()
+        assert again.status is SolveStatus.SOLVED and not again.warm, name
+        np.testing.assert_allclose(again.x, x_good, atol=1e-7)
+    qp = _random_qp(rng)
+    qp.C[0, 0] = np.inf  # an infinite bound is fine (clipped), an infinite coefficient is not
+    assert qp.solve().status is SolveStatus.NON_FINITE
+
+
+def test_one_variable_edge_cases() -> None:
+    qp = DenseQP(1, 0, 2)
+    qp.H[0, 0], qp.g[0] = 1.0, -5.0  # the objective pushes x up
+    qp.C[:, 0] = [1.0, 1.0]
+    qp.l[:], qp.u[:] = [1.0, -np.inf], [np.inf, 1.0]  # x >= 1 (row 0) and x <= 1 (row 1)
+    sol = qp.solve()
+    # x = 1 from both rows: the multiplier is on the row the objective pushes against, row 1.
+    assert sol.status is SolveStatus.SOLVED and sol.x[0] == 1.0
+    np.testing.assert_allclose(sol.z, [0.0, 4.0])
+    # Ends one rounding apart (3x = 0.3, 7x = 0.7) are one point, not an infeasible problem.
+    qp.C[:, 0] = [3.0, 7.0]
+    qp.l[:], qp.u[:] = [0.3, 0.7], [0.3, 0.7]
+    sol = qp.solve()
+    assert sol.status is SolveStatus.SOLVED and abs(sol.x[0] - 0.1) < 1e-15
+    # Not convex (h < 0): the better end, and the bounds as the solver saw them are recorded.
+    qp.H[0, 0], qp.g[0] = -1.0, 0.1
+    qp.C[:, 0] = [1.0, 0.0]
+    qp.l[:], qp.u[:] = [-1.0, -np.inf], [10.0, np.inf]
+    sol = qp.solve()
+    assert sol.status is SolveStatus.SOLVED and sol.x[0] == 10.0
+    qp.u[0] = np.inf
+    assert qp.solve().status is SolveStatus.DUAL_INFEASIBLE
+    qp.u[0] = 0.5
+    qp.solve()
+    assert snapshot(qp)[5].tolist() == [-1.0, -1e20] and snapshot(qp)[6].tolist() == [0.5, 1e20]

@@ -148,17 +148,23 @@ class DenseQP:
         if int(max_iter) < 1:
             raise ConfigError(f"DenseQP: max_iter must be >= 1, got {max_iter!r}")
         self.n, self.n_eq, self.n_in = n, n_eq, n_in
-        self.H = np.zeros((n, n))
-        self.g = np.zeros(n)
-        self.A = np.zeros((n_eq, n))
-        self.b = np.zeros(n_eq)
-        self.C = np.zeros((n_in, n))
+        self._eps_abs = float(eps_abs)
+        # H, g, A, b, C as views of one buffer: one dot product tells whether all are finite.
+        sizes = np.cumsum([0, n * n, n, n_eq * n, n_eq, n_in * n])
+        self._data = np.zeros(int(sizes[-1]))
+        parts = [self._data[sizes[i] : sizes[i + 1]] for i in range(5)]
+        self.H = parts[0].reshape(n, n)
+        self.g = parts[1]
+        self.A = parts[2].reshape(n_eq, n)
+        self.b = parts[3]
+        self.C = parts[4].reshape(n_in, n)
         # l and u as the rows of one array, so that clipping both is two ufunc calls.
         self._lu = np.empty((2, n_in))
         self.l, self.u = self._lu
         self.l[:] = -np.inf
         self.u[:] = np.inf
-        self._lu_clipped = np.empty((2, n_in))
+        self._lu_clipped = np.zeros((2, n_in))
+        self._lu_flat = self._lu_clipped.reshape(-1)
         self._l, self._u = self._lu_clipped
         self._qp = proxqp.dense.QP(n, n_eq, n_in)
         self._qp.settings.eps_abs = float(eps_abs)
@@ -187,12 +193,24 @@ class DenseQP:
         self._last_ok = False
 
     def solve(self) -> Solution:
-        """Solve the problem as currently filled; never raises on solver failure."""
-        if self.n == 1 and self.n_eq == 0:
-            return self._solve_scalar()
+        """Solve the problem as currently filled; never raises on solver failure.
+
+        Data with a NaN (or an infinite entry outside ``l`` / ``u``) is not passed to the
+        solver: warm-started on it, ProxSuite could report SOLVED and return the previous
+        solution. It gives :attr:`SolveStatus.NON_FINITE` at once, and the next solve is cold.
+        """
         # ±inf → ±1e20 for the solver (two ufunc calls; np.clip's wrapper costs more).
         np.maximum(self._lu, -_INF, out=self._lu_clipped)
         np.minimum(self._lu_clipped, _INF, out=self._lu_clipped)
+        # A sum of squares is finite iff every entry is (or one exceeds ~1e154: garbage too);
+        # clipped bounds are at most 1e20, so only a NaN makes theirs non-finite.
+        if not (
+            math.isfinite(float(self._data.dot(self._data)))
+            and math.isfinite(float(self._lu_flat.dot(self._lu_flat)))
+        ):
+            return self._non_finite()
+        if self.n == 1 and self.n_eq == 0:
+            return self._solve_scalar()
         qp = self._qp
         t0 = time.perf_counter()
         warm = self._initialised and self._last_ok
@@ -237,6 +255,24 @@ class DenseQP:
             retried=retried,
         )
 
+    def _non_finite(self) -> Solution:
+        """The result for data that is not finite: nothing solved, the next solve cold."""
+        self._last_ok = False
+        self._x_buf[:] = math.nan
+        self._y_buf[:] = math.nan
+        self._z_buf[:] = math.nan
+        return Solution(
+            x=self._x_buf,
+            y=self._y_buf,
+            z=self._z_buf,
+            status=SolveStatus.NON_FINITE,
+            iterations=0,
+            primal_residual=math.nan,
+            dual_residual=math.nan,
+            solve_time=0.0,
+            warm=False,
+        )
+
     def _solve_scalar(self) -> Solution:
         """One variable, inequality rows only, in closed form (exact; no iterations).
 
@@ -269,21 +305,31 @@ class DenseQP:
             if b < hi:
                 hi, j_hi = b, j
         status = SolveStatus.SOLVED
-        if not (math.isfinite(h) and math.isfinite(g)) or math.isnan(lo + hi + violation):
-            x, status = math.nan, SolveStatus.NON_FINITE
-        elif lo > hi or violation > 0.0:
+        # Bounds met to within the tolerance count as met: 3·x = 0.3 and 7·x = 0.7 give ends
+        # one rounding apart.
+        tol = self._eps_abs * max(1.0, abs(lo) if lo > -_INF else 1.0, abs(hi) if hi < _INF else 1.0)
+        if 0.0 < lo - hi <= tol:
+            hi = lo
+        if lo > hi or violation > self._eps_abs:
             x, status = min(max(0.0, lo), hi), SolveStatus.PRIMAL_INFEASIBLE
             violation = max(violation, lo - hi)
         elif h > 0.0:
             x = min(max(-g / h, lo), hi)
-        else:
+        elif h == 0.0:
             x = lo if g > 0.0 else hi if g < 0.0 else min(max(0.0, lo), hi)
-        if status is SolveStatus.SOLVED and not abs(x) < _INF:  # unbounded below (h = 0)
-            status = SolveStatus.DUAL_INFEASIBLE
+        else:  # not convex: the better end, if both are finite
+            x = lo if 0.5 * h * lo * lo + g * lo <= 0.5 * h * hi * hi + g * hi else hi
+        if status is SolveStatus.SOLVED and not (lo > -_INF and hi < _INF if h < 0.0 else abs(x) < _INF):
+            status = SolveStatus.DUAL_INFEASIBLE  # unbounded below
         self._y_buf[:] = 0.0
         z = self._z_buf
         z[:] = 0.0
-        j = j_lo if x == lo else j_hi if x == hi else -1
+        # The row whose bound is met; at lo = hi the one the objective pushes against
+        # (the lower end when it would go lower: h·x + g > 0).
+        if x == lo and x == hi:
+            j = j_lo if h * x + g > 0.0 else j_hi
+        else:
+            j = j_lo if x == lo else j_hi if x == hi else -1
         if status is SolveStatus.SOLVED and j >= 0:
             z[j] = -(h * x + g) / self.C[j, 0]
         self._x_buf[0] = x
