@@ -196,7 +196,7 @@ def _gravity_controller_with_probe(start: Any, watcher: Probe, **params: Any) ->
 
 
 def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe: Probe) -> None:  # noqa: F811 - pytest fixtures
-    """NaN, short, mis-named and stale states: safe command on the last good state, then stop."""
+    """NaN, short, mis-named, stale and absurd states: safe command on the last good state, then stop."""
     from sensor_msgs.msg import JointState as JointStateMsg
 
     from torque_ctrl_ros.nodes.conversions import command_stamp_ns, stamp_to_ns
@@ -232,6 +232,8 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
         ),
         "misnamed": lambda s: _state(s, [*NAMES[:2], "joint_x", *NAMES[3:]], q_good + 0.3, v_good),
         "stale": old,
+        # finite, but no arm is there: a position 1e200 rad on a continuous joint
+        "absurd": lambda s: _state(s, NAMES, np.where(np.arange(7) == 0, 1e200, q_good + 0.3), v_good),
     }
     safe = robot.gravity(q_good) - damping * v_good
     for phase, make in bad_makers.items():
@@ -282,7 +284,7 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
     # the safe command, which is also built from good data.
     assert all(c or np.abs(t - safe).max() < 1e-12 for c, t in zip(computed, good_taus, strict=True))
     assert sum(computed) > 0.9 * len(good_taus)
-    for key in ("rejected_non_finite", "rejected_inconsistent", "rejected_stale"):
+    for key in ("rejected_non_finite", "rejected_inconsistent", "rejected_stale", "rejected_out_of_range"):
         assert int(values[key]) > 0, key
     # The good, NaN and stale states take the CDR fast path; the short and misnamed ones, another
     # layout, go through rclpy's deserialization and its by-name decoder.

@@ -11,6 +11,7 @@ from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.errors import ConfigError, StateError
 from torque_ctrl_ros.core.safety import (
     DEFAULT_DAMPING,
+    MAX_ANGLE,
     Action,
     JointNameMap,
     RejectReason,
@@ -58,6 +59,44 @@ def test_watchdog_classifies_bad_states() -> None:
     assert wd.check(q, v, 3.0, 1.0)[0] is RejectReason.INCONSISTENT  # 2 s in the future
     _good(wd, 1.0)
     assert wd.check(q, v, 0.99, 1.0)[0] is RejectReason.INCONSISTENT  # time went back
+
+
+def test_watchdog_refuses_states_no_arm_can_be_in() -> None:
+    """Finite but implausible: far past a position limit, far above a velocity limit."""
+    lower, upper = np.array([-2.0, -np.inf, -1.0]), np.array([2.0, np.inf, 1.0])
+    vmax = np.array([1.0, 2.0, np.inf])
+    wd = Watchdog(3, WatchdogConfig.create(position_margin=0.5, velocity_factor=10.0), (lower, upper), vmax)
+    q, v = np.zeros(3), np.zeros(3)
+    assert wd.check(np.array([2.49, 1e5, -1.49]), np.array([-9.9, 19.9, 1e9]), 0.0, 0.0) is None
+    for bad_q, joint in (([2.51, 0, 0], 0), ([0, 0, -1.51], 2), ([0, 2e6, 0], 1), ([0, -1e200, 0], 1)):
+        reason, message = wd.check(np.array(bad_q, dtype=float), v, 0.0, 0.0)
+        assert reason is RejectReason.OUT_OF_RANGE and f"joint {joint} position" in message, message
+    for bad_v, joint in (([10.1, 0, 0], 0), ([0, -20.1, 0], 1)):
+        reason, message = wd.check(q, np.array(bad_v), 0.0, 0.0)
+        assert reason is RejectReason.OUT_OF_RANGE and f"joint {joint} velocity" in message, message
+    # Non-finite values are named as such, whichever bound they would also break.
+    assert wd.check(np.array([np.inf, 0, 0]), v, 0.0, 0.0)[0] is RejectReason.NON_FINITE
+    assert wd.check(q, np.array([0, 0, np.nan]), 0.0, 0.0)[0] is RejectReason.NON_FINITE
+    # Without limits only finiteness (and |q| <= MAX_ANGLE) is checked.
+    plain = Watchdog(3)
+    assert plain.check(np.full(3, 0.99 * MAX_ANGLE), np.full(3, 1e300), 0.0, 0.0) is None
+    assert plain.check(np.full(3, 1.01 * MAX_ANGLE), v, 0.0, 0.0)[0] is RejectReason.OUT_OF_RANGE
+
+
+def test_watchdog_bounds_for_the_gen3_leave_room_for_real_motion() -> None:
+    from conftest import URDF_PATH
+
+    robot = RobotModel.from_urdf_file(URDF_PATH)
+    limits = (robot.position_lower, robot.position_upper)
+    wd = Watchdog(robot.n, WatchdogConfig(), limits, robot.velocity_limit)
+    bounded = np.isfinite(robot.position_lower)
+    assert bounded.sum() == 3 and np.isfinite(robot.velocity_limit).all()
+    # At a limit, moving at the velocity limit: accepted; 0.6 rad past it, or at 11x: refused.
+    q_at_limit = np.where(bounded, robot.position_upper, 3.0)
+    assert wd.check(q_at_limit, robot.velocity_limit, 0.0, 0.0) is None
+    past = q_at_limit + 0.6 * bounded
+    assert wd.check(past, robot.velocity_limit, 0.0, 0.0)[0] is RejectReason.OUT_OF_RANGE
+    assert wd.check(q_at_limit, 11.0 * robot.velocity_limit, 0.0, 0.0)[0] is RejectReason.OUT_OF_RANGE
 
 
 def test_watchdog_starts_over_when_the_clock_goes_back_with_the_stamps() -> None:
@@ -112,7 +151,18 @@ def test_watchdog_reports_a_silent_stream() -> None:
     assert wd.state is WatchdogState.STOPPED
 
 
-@pytest.mark.parametrize("kwargs", [{"max_age": 0.0}, {"max_age": math.nan}, {"fallback_duration": -1.0}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"max_age": 0.0},
+        {"max_age": math.nan},
+        {"fallback_duration": -1.0},
+        {"position_margin": -0.1},
+        {"position_margin": math.inf},
+        {"velocity_factor": 0.9},
+        {"velocity_factor": "ten"},
+    ],
+)
 def test_watchdog_config_rejects_bad_values(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         WatchdogConfig.create(**kwargs)

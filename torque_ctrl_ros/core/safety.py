@@ -9,6 +9,8 @@ Two pieces:
   computed from it. A state that is stale, non-finite or inconsistent produces no torque
   computed from it; instead the caller sends a safe command (gravity + damping on the last
   good state) for at most ``fallback_duration`` seconds, after which it stops publishing.
+  Given the robot's limits, it also refuses states no arm can be in (a position far past a
+  joint limit, a velocity many times its limit): a sensor or driver fault, not a motion.
 
 State machine (``WatchdogState``)::
 
@@ -31,6 +33,10 @@ from numpy.typing import NDArray
 
 from .errors import ConfigError, StateError
 from .validation import FloatArray, as_positive_float
+
+MAX_ANGLE = 1.0e6
+"""Largest |q| (rad) taken from a joint without position limits: at 1e6 rad a float64 angle
+still resolves 1e-10 rad; far beyond it the reading cannot be a position any more."""
 
 DEFAULT_DAMPING: tuple[float, ...] = (2.0, 2.0, 0.5, 1.0, 0.2, 0.2, 0.2)
 """Per-joint ``K_d`` (N·m·s/rad) of the safe torques ``g − K_d·q̇`` and ``−K_d·q̇``: Gen3, 1 kHz.
@@ -123,6 +129,7 @@ class RejectReason(enum.Enum):
     STALE = "stale"
     NON_FINITE = "non_finite"
     INCONSISTENT = "inconsistent"  # missing joints, lengths that disagree, time going back
+    OUT_OF_RANGE = "out_of_range"  # finite but implausible: far past a position or velocity limit
     CONTROLLER_ERROR = "controller_error"  # the controller raised on a state that looked good
 
 
@@ -135,12 +142,21 @@ class WatchdogConfig:
         max_future: a state stamped more than this (s) ahead of the clock is inconsistent.
         fallback_duration: how long (s) the safe command is sent before stopping.
         auto_recover: resume normal control from STOPPED on the next good state.
+        position_margin: how far (rad) past a bounded joint's position limit a measured
+            position may be before the state is refused.
+        velocity_factor: a measured speed above ``velocity_factor`` × the joint's velocity limit
+            refuses the state.
+
+    The two plausibility bounds are wide on purpose: they catch values no motion produces
+    (1e6 rad, a wrapped encoder count, a unit mix-up), not a controller pushing against a limit.
     """
 
     max_age: float = 0.02
     max_future: float = 1.0
     fallback_duration: float = 0.5
     auto_recover: bool = True
+    position_margin: float = 0.5
+    velocity_factor: float = 10.0
 
     @classmethod
     def create(
@@ -149,13 +165,23 @@ class WatchdogConfig:
         max_future: float = 1.0,
         fallback_duration: float = 0.5,
         auto_recover: bool = True,
+        position_margin: float = 0.5,
+        velocity_factor: float = 10.0,
     ) -> WatchdogConfig:
-        """Validated config (positive finite times)."""
+        """Validated config (positive finite times and bounds; ``velocity_factor >= 1``)."""
+        factor = as_positive_float("watchdog.velocity_factor", velocity_factor)
+        if factor < 1.0:
+            raise ConfigError(
+                f"watchdog.velocity_factor: expected >= 1 (a bound below the velocity limit "
+                f"would refuse allowed motions), got {factor}"
+            )
         return cls(
             as_positive_float("watchdog.max_age", max_age),
             as_positive_float("watchdog.max_future", max_future),
             as_positive_float("watchdog.fallback_duration", fallback_duration, allow_zero=True),
             bool(auto_recover),
+            as_positive_float("watchdog.position_margin", position_margin, allow_zero=True),
+            factor,
         )
 
 
@@ -176,9 +202,37 @@ class Watchdog:
     FALLBACK to STOPPED when bad states stop arriving altogether.
     """
 
-    def __init__(self, n: int, config: WatchdogConfig | None = None) -> None:
+    def __init__(
+        self,
+        n: int,
+        config: WatchdogConfig | None = None,
+        position_limits: tuple[FloatArray, FloatArray] | None = None,
+        velocity_limit: FloatArray | None = None,
+    ) -> None:
+        """``position_limits`` = (lower, upper) (rad) and ``velocity_limit`` (rad/s), ``n`` each,
+        ±inf / inf where a joint has none, turn on the plausibility check (see
+        :class:`WatchdogConfig`); without them only finiteness is checked."""
         self.n = n
         self.config = config or WatchdogConfig()
+        lower, upper = position_limits if position_limits is not None else (None, None)
+        lower = np.full(n, -np.inf) if lower is None else np.array(lower, dtype=np.float64)
+        upper = np.full(n, np.inf) if upper is None else np.array(upper, dtype=np.float64)
+        vmax = np.full(n, np.inf) if velocity_limit is None else np.array(velocity_limit, dtype=np.float64)
+        if not lower.shape == upper.shape == vmax.shape == (n,):
+            raise ConfigError(f"watchdog: expected {n} position and velocity limits")
+        margin = self.config.position_margin
+        bounded = np.isfinite(lower) & np.isfinite(upper)
+        # A joint without limits (continuous) is still refused beyond MAX_ANGLE: past it the
+        # angle has lost its fractional radians, so it is a broken reading, not a position.
+        self.position_min = np.where(bounded, lower - margin, -MAX_ANGLE)
+        self.position_max = np.where(bounded, upper + margin, MAX_ANGLE)
+        # The largest float, not inf, where the model has no limit: |v| <= it still refuses inf.
+        self.speed_max = np.minimum(vmax * self.config.velocity_factor, np.finfo(np.float64).max)
+        # |q - centre| <= half_width and |v| <= speed_max also fail on NaN: one test per array.
+        self._centre = np.where(bounded, 0.5 * (self.position_min + self.position_max), 0.0)
+        self._half_width = np.where(bounded, 0.5 * (self.position_max - self.position_min), MAX_ANGLE)
+        self._buf = np.empty(n)
+        self._ok = np.empty(n, dtype=bool)
         self.state = WatchdogState.WAITING
         self.last_good = LastGood(np.zeros(n), np.zeros(n), -math.inf)
         self.has_good = False
@@ -203,8 +257,8 @@ class Watchdog:
         starts over from this state (:meth:`accept` counts it in :attr:`clock_resets`), rather
         than every state of the new run being refused until its time passes the old one's.
         """
-        if not (np.isfinite(q).all() and np.isfinite(v).all()):
-            return RejectReason.NON_FINITE, "joint state has non-finite position or velocity"
+        if not self._plausible(q, v):
+            return self._implausible(q, v)
         if not math.isfinite(stamp):
             return RejectReason.INCONSISTENT, f"joint state stamp {stamp} is not finite"
         age = now - stamp
@@ -222,6 +276,36 @@ class Watchdog:
         if -age > self.config.max_future:
             return RejectReason.INCONSISTENT, f"joint state stamped {-age:.3f} s in the future"
         return None
+
+    def _plausible(self, q: FloatArray, v: FloatArray) -> bool:
+        """Finite, within ``position_min..max`` and ``|v| <= speed_max`` (every step: no allocation)."""
+        buf, ok = self._buf, self._ok
+        np.subtract(q, self._centre, out=buf)
+        np.abs(buf, out=buf)
+        if not np.less_equal(buf, self._half_width, out=ok).all():
+            return False
+        np.abs(v, out=buf)
+        return bool(np.less_equal(buf, self.speed_max, out=ok).all())
+
+    def _implausible(self, q: FloatArray, v: FloatArray) -> tuple[RejectReason, str]:
+        """The reason and a message naming the first offending joint (off the hot path)."""
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            return RejectReason.NON_FINITE, "joint state has non-finite position or velocity"
+        out_q = np.flatnonzero((q < self.position_min) | (q > self.position_max))
+        if out_q.size:
+            i = int(out_q[0])
+            return (
+                RejectReason.OUT_OF_RANGE,
+                f"joint {i} position {q[i]:.6g} rad is outside the plausible "
+                f"[{self.position_min[i]:.6g}, {self.position_max[i]:.6g}] rad "
+                f"(limits widened by watchdog.position_margin)",
+            )
+        i = int(np.flatnonzero(np.abs(v) > self.speed_max)[0])
+        return (
+            RejectReason.OUT_OF_RANGE,
+            f"joint {i} velocity {v[i]:.6g} rad/s is beyond the plausible {self.speed_max[i]:.6g} rad/s "
+            f"(watchdog.velocity_factor × the velocity limit)",
+        )
 
     def accept(self, q: FloatArray, v: FloatArray, stamp: float, now: float) -> Action:
         """Record a good state (copied) received at ``now`` (s) and return what to do with it."""
@@ -286,6 +370,7 @@ class Watchdog:
 
 
 __all__ = [
+    "MAX_ANGLE",
     "Action",
     "JointNameMap",
     "LastGood",

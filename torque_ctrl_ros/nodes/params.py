@@ -192,6 +192,8 @@ CONTROLLER_NODE_KEYS = {
     "watchdog.max_future",
     "watchdog.fallback_duration",
     "watchdog.auto_recover",
+    "watchdog.position_margin",
+    "watchdog.velocity_factor",
     "fallback_damping",
 } | _COMMON_KEYS
 
@@ -229,6 +231,8 @@ def controller_node_config(params: Mapping[str, Any], node: str = "controller_no
             max_future=params.get("watchdog.max_future", 1.0),
             fallback_duration=params.get("watchdog.fallback_duration", 0.5),
             auto_recover=_bool(node, params, "watchdog.auto_recover", True),
+            position_margin=params.get("watchdog.position_margin", 0.5),
+            velocity_factor=params.get("watchdog.velocity_factor", 10.0),
         ),
         fallback_damping=damping,
         common=_common(node, params),
