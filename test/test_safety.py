@@ -65,13 +65,15 @@ def test_watchdog_refuses_states_no_arm_can_be_in() -> None:
     """Finite but implausible: far past a position limit, far above a velocity limit."""
     lower, upper = np.array([-2.0, -np.inf, -1.0]), np.array([2.0, np.inf, 1.0])
     vmax = np.array([1.0, 2.0, np.inf])
-    wd = Watchdog(3, WatchdogConfig.create(position_margin=0.5, velocity_factor=10.0), (lower, upper), vmax)
+    config = WatchdogConfig.create(position_margin=0.5, velocity_factor=10.0)
+    wd = Watchdog(3, config, (lower, upper), vmax, NAMES)
     q, v = np.zeros(3), np.zeros(3)
     assert wd.check(np.array([2.49, 1e5, -1.49]), np.array([-9.9, 19.9, 1e9]), 0.0, 0.0) is None
-    for bad_q, joint in (([2.51, 0, 0], 0), ([0, 0, -1.51], 2), ([0, 2e6, 0], 1), ([0, -1e200, 0], 1)):
+    bad_positions = (([2.51, 0, 0], "a"), ([0, 0, -1.51], "c"), ([0, 2e6, 0], "b"), ([0, -1e200, 0], "b"))
+    for bad_q, joint in bad_positions:
         reason, message = wd.check(np.array(bad_q, dtype=float), v, 0.0, 0.0)
         assert reason is RejectReason.OUT_OF_RANGE and f"joint {joint} position" in message, message
-    for bad_v, joint in (([10.1, 0, 0], 0), ([0, -20.1, 0], 1)):
+    for bad_v, joint in (([10.1, 0, 0], "a"), ([0, -20.1, 0], "b")):
         reason, message = wd.check(q, np.array(bad_v), 0.0, 0.0)
         assert reason is RejectReason.OUT_OF_RANGE and f"joint {joint} velocity" in message, message
     # Non-finite values are named as such, whichever bound they would also break.
@@ -80,7 +82,10 @@ def test_watchdog_refuses_states_no_arm_can_be_in() -> None:
     # Without limits only finiteness (and |q| <= MAX_ANGLE) is checked.
     plain = Watchdog(3)
     assert plain.check(np.full(3, 0.99 * MAX_ANGLE), np.full(3, 1e300), 0.0, 0.0) is None
-    assert plain.check(np.full(3, 1.01 * MAX_ANGLE), v, 0.0, 0.0)[0] is RejectReason.OUT_OF_RANGE
+    reason, message = plain.check(np.full(3, 1.01 * MAX_ANGLE), v, 0.0, 0.0)
+    assert reason is RejectReason.OUT_OF_RANGE and "joint #0 position" in message, message
+    with pytest.raises(ConfigError, match="2 joint names for 3 joints"):
+        Watchdog(3, joint_names=["a", "b"])
 
 
 def test_watchdog_bounds_for_the_gen3_leave_room_for_real_motion() -> None:

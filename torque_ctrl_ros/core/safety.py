@@ -208,12 +208,17 @@ class Watchdog:
         config: WatchdogConfig | None = None,
         position_limits: tuple[FloatArray, FloatArray] | None = None,
         velocity_limit: FloatArray | None = None,
+        joint_names: Sequence[str] | None = None,
     ) -> None:
         """``position_limits`` = (lower, upper) (rad) and ``velocity_limit`` (rad/s), ``n`` each,
-        ±inf / inf where a joint has none, turn on the plausibility check (see
-        :class:`WatchdogConfig`); without them only finiteness is checked."""
+        ±inf / inf where a joint has none, bound the plausible states (see
+        :class:`WatchdogConfig`); without them, states need only be finite with ``|q| <=``
+        :data:`MAX_ANGLE`. ``joint_names`` (controller order) name the joint in refusals."""
         self.n = n
         self.config = config or WatchdogConfig()
+        self.joint_names = tuple(joint_names) if joint_names is not None else tuple(f"#{i}" for i in range(n))
+        if len(self.joint_names) != n:
+            raise ConfigError(f"watchdog: {len(self.joint_names)} joint names for {n} joints")
         lower, upper = position_limits if position_limits is not None else (None, None)
         lower = np.full(n, -np.inf) if lower is None else np.array(lower, dtype=np.float64)
         upper = np.full(n, np.inf) if upper is None else np.array(upper, dtype=np.float64)
@@ -229,8 +234,8 @@ class Watchdog:
         # The largest float, not inf, where the model has no limit: |v| <= it still refuses inf.
         self.speed_max = np.minimum(vmax * self.config.velocity_factor, np.finfo(np.float64).max)
         # |q - centre| <= half_width and |v| <= speed_max also fail on NaN: one test per array.
-        self._centre = np.where(bounded, 0.5 * (self.position_min + self.position_max), 0.0)
-        self._half_width = np.where(bounded, 0.5 * (self.position_max - self.position_min), MAX_ANGLE)
+        self._centre = 0.5 * (self.position_min + self.position_max)
+        self._half_width = 0.5 * (self.position_max - self.position_min)
         self._buf = np.empty(n)
         self._ok = np.empty(n, dtype=bool)
         self.state = WatchdogState.WAITING
@@ -296,15 +301,15 @@ class Watchdog:
             i = int(out_q[0])
             return (
                 RejectReason.OUT_OF_RANGE,
-                f"joint {i} position {q[i]:.6g} rad is outside the plausible "
+                f"joint {self.joint_names[i]} position {q[i]:.6g} rad is outside the plausible "
                 f"[{self.position_min[i]:.6g}, {self.position_max[i]:.6g}] rad "
                 f"(limits widened by watchdog.position_margin)",
             )
         i = int(np.flatnonzero(np.abs(v) > self.speed_max)[0])
         return (
             RejectReason.OUT_OF_RANGE,
-            f"joint {i} velocity {v[i]:.6g} rad/s is beyond the plausible {self.speed_max[i]:.6g} rad/s "
-            f"(watchdog.velocity_factor × the velocity limit)",
+            f"joint {self.joint_names[i]} velocity {v[i]:.6g} rad/s is beyond the plausible "
+            f"{self.speed_max[i]:.6g} rad/s (watchdog.velocity_factor × the velocity limit)",
         )
 
     def accept(self, q: FloatArray, v: FloatArray, stamp: float, now: float) -> Action:

@@ -102,9 +102,8 @@ class ControllerNode:
         self.controller = create_controller(cfg.controller, robot, cfg.controller_params)
         self.damping = cfg.damping_vector(robot.n)
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
-        self.watchdog = Watchdog(
-            robot.n, cfg.watchdog, (robot.position_lower, robot.position_upper), robot.velocity_limit
-        )
+        limits = (robot.position_lower, robot.position_upper)
+        self.watchdog = Watchdog(robot.n, cfg.watchdog, limits, robot.velocity_limit, robot.joint_names)
         self.decoder = JointStateDecoder(robot.joint_names)
         self.encoder = CommandEncoder(robot.n)
         # States in and commands out as CDR bytes when both codecs pass their self-check.
