@@ -313,7 +313,8 @@ class Domain:
 
 
 def demo_trajectory(q0: np.ndarray, duration: float, start: float) -> list[tuple[float, np.ndarray]]:
-    """Waypoints (s from ``start``, rad): joints 1, 2, 4, 6 swing ±0.3 rad, one waypoint a second."""
+    """Waypoints (s from ``start``, rad): joints 1, 4, 6 swing ±0.3 rad and joint 2 ±0.2 rad,
+    one waypoint a second."""
     pattern = np.zeros_like(q0)
     pattern[[0, 1, 3, 5]] = [0.3, 0.2, 0.3, 0.3]
     points, sign, t = [], 1.0, 1.0

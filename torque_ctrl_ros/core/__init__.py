@@ -1,7 +1,8 @@
 """Pure math for torque control: robot model, controllers, safety. No ROS in here.
 
-Only numpy, pinocchio and proxsuite (and coal through pinocchio) may be imported
-under this package; ``test/test_core_is_ros_free.py`` checks it.
+No ROS, no MuJoCo: besides the standard library, numpy, pinocchio, proxsuite, and for the
+self-collision barrier coal (Pinocchio's collision library) and yaml (its capsule file);
+``test/test_core_is_ros_free.py`` checks the list.
 """
 
 from .errors import (

@@ -243,8 +243,8 @@ class ConstrainedDynamics:
         model, data, fid = self._model, self._data, self.frame_index
         q_pin = self.configuration
         np.copyto(q_pin, self.robot.configuration(q))
-        # Placements, velocities, bias accelerations (q̈ = 0), joint Jacobians, M (upper
-        # triangle), nle and g in one pass.
+        # Placements, velocities, bias accelerations (q̈ = 0), joint Jacobians, M (both
+        # triangles from the Python binding), nle and g in one pass.
         pin.computeAllTerms(model, data, q_pin, v)
         pin.updateFramePlacement(model, data, fid)
         drift = pin.getFrameClassicalAcceleration(model, data, fid, pin.LOCAL_WORLD_ALIGNED).vector

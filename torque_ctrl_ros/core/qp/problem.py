@@ -386,7 +386,7 @@ class WarmReplay:
         H, g, A, b, C, lo, hi = problems[0]
         self._scalar: DenseQP | None = None
         if H.shape[0] == 1 and A.shape[0] == 0:
-            self._scalar = DenseQP(1, 0, C.shape[0])
+            self._scalar = DenseQP(1, 0, C.shape[0], eps_abs=eps_abs, max_iter=max_iter)
             return
         qp = self._qp = proxqp.dense.QP(H.shape[0], A.shape[0], C.shape[0])
         qp.settings.eps_abs = float(eps_abs)

@@ -43,7 +43,7 @@ class KinematicsState:
 
     After :meth:`update`: ``robot.data`` holds joint placements, frame placements,
     joint velocities, the bias accelerations (``q̈ = 0``), the world joint Jacobians,
-    ``M`` (upper triangle) and ``nle``; :attr:`M` is the full symmetric mass matrix
+    ``M`` and ``nle``; :attr:`M` is the full symmetric mass matrix
     (kg·m²) and :attr:`nle` ``= C(q, q̇)·q̇ + g(q)`` (N·m).
     """
 
