@@ -220,10 +220,10 @@ class Watchdog:
         self.joint_names = tuple(joint_names) if joint_names is not None else tuple(f"#{i}" for i in range(n))
         if len(self.joint_names) != n:
             raise ConfigError(f"watchdog: {len(self.joint_names)} joint names for {n} joints")
-        lower, upper = position_limits if position_limits is not None else (None, None)
-        lower = np.full(n, -np.inf) if lower is None else np.array(lower, dtype=np.float64)
-        upper = np.full(n, np.inf) if upper is None else np.array(upper, dtype=np.float64)
-        vmax = np.full(n, np.inf) if velocity_limit is None else np.array(velocity_limit, dtype=np.float64)
+        no_limit = np.full(n, np.inf)
+        lower, upper = (-no_limit, no_limit) if position_limits is None else position_limits
+        lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+        vmax = np.asarray(no_limit if velocity_limit is None else velocity_limit, dtype=np.float64)
         if not lower.shape == upper.shape == vmax.shape == (n,):
             raise ConfigError(f"watchdog: expected {n} position and velocity limits")
         margin = self.config.position_margin
