@@ -140,8 +140,9 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
     assert stats["steps"] == 5000
     # The stalls happened: each leaves up to ~30 steps late (23–32 seen; the catch-up after it
     # takes the answers that arrive meanwhile, so fewer on a quick host: 117 in 5 stalls once).
-    assert stats["late_steps"] >= 5 * 15 and stats["longest_late_run"] >= 10
-    # The catch-up after a stall takes answers as they come: its late steps come in short runs.
+    # The catch-up takes answers as they come, so its late steps come in short runs: the longest
+    # run is no sign of the stalls (9 steps once, 192 late steps in 79 runs).
+    assert stats["late_steps"] >= 5 * 15
     runs, longest = stats["late_runs"], stats["longest_late_run"]
     assert 1 <= runs <= stats["late_steps"] <= runs * longest
     lost = published - 1 - received  # the answer to the very last state may be in flight
