@@ -88,6 +88,17 @@ def test_watchdog_refuses_states_no_arm_can_be_in() -> None:
         Watchdog(3, joint_names=["a", "b"])
 
 
+def test_watchdog_plausible_range_stays_finite_with_a_huge_margin() -> None:
+    """A margin that would overflow the range's width must not let an infinite position through."""
+    lower, upper = np.array([-2.0, -1.7e308]), np.array([2.0, 1.7e308])
+    wd = Watchdog(2, WatchdogConfig.create(position_margin=1e308), (lower, upper))
+    assert np.isfinite(wd.position_min).all() and np.isfinite(wd.position_max).all()
+    assert wd.check(np.array([0.5 * MAX_ANGLE, -0.5 * MAX_ANGLE]), np.zeros(2), 0.0, 0.0) is None
+    for q in ([np.inf, 0.0], [0.0, -np.inf]):
+        assert wd.check(np.array(q), np.zeros(2), 0.0, 0.0)[0] is RejectReason.NON_FINITE
+    assert wd.check(np.array([2 * MAX_ANGLE, 0.0]), np.zeros(2), 0.0, 0.0)[0] is RejectReason.OUT_OF_RANGE
+
+
 def test_watchdog_bounds_for_the_gen3_leave_room_for_real_motion() -> None:
     from conftest import URDF_PATH
 
@@ -118,6 +129,23 @@ def test_watchdog_starts_over_when_the_clock_goes_back_with_the_stamps() -> None
     # From then on the new run's order holds again.
     assert wd.check(q, v, 0.0005, 0.002)[0] is RejectReason.INCONSISTENT
     assert _good(wd, 0.002) is Action.COMPUTE and wd.clock_resets == 1
+
+
+def test_watchdog_one_stamp_from_the_future_does_not_block_the_states_after_it() -> None:
+    """A state stamped 0.9 s ahead (within max_future) is accepted; the correct states after it
+    are refused as older for at most max_age, not until the clock reaches its stamp."""
+    wd = Watchdog(3, WatchdogConfig.create(max_age=0.02, max_future=1.0))
+    q, v = np.zeros(3), np.zeros(3)
+    _good(wd, 100.0)
+    assert wd.check(q, v, 100.9, 100.001) is None
+    wd.accept(q, v, 100.9, 100.001)
+    assert wd.check(q, v, 100.002, 100.002)[0] is RejectReason.INCONSISTENT  # within max_age of it
+    for t in (100.022, 100.5):
+        assert wd.check(q, v, t, t) is None
+        assert wd.accept(q, v, t, t) is Action.COMPUTE
+    assert wd.clock_resets == 0
+    # A reordered message is still refused when the stamps run at most max_age ahead.
+    assert wd.check(q, v, 100.4995, 100.501)[0] is RejectReason.INCONSISTENT
 
 
 def test_watchdog_falls_back_for_a_bounded_time_then_stops_and_recovers() -> None:
@@ -154,6 +182,21 @@ def test_watchdog_reports_a_silent_stream() -> None:
     assert wd.state is WatchdogState.FALLBACK and "no joint state" in wd.last_message
     wd.silence(0.6, 0.6)
     assert wd.state is WatchdogState.STOPPED
+
+
+def test_watchdog_stops_a_silent_stream_when_sim_time_froze() -> None:
+    """Under use_sim_time the clock stops with the simulator: the steady ``silent_for`` ends the
+    fallback window, so the next run's first state gets no safe torque from this run's pose."""
+    wd = Watchdog(3, WatchdogConfig.create(max_age=0.02, fallback_duration=0.5))
+    _good(wd, 10.0)
+    wd.silence(10.0, 0.3)
+    assert wd.state is WatchdogState.FALLBACK
+    wd.silence(10.0, 0.5)
+    assert wd.state is WatchdogState.FALLBACK  # 0.48 s of the window used
+    wd.silence(10.0, 0.53)
+    assert wd.state is WatchdogState.STOPPED
+    refused = wd.check(np.zeros(3), np.zeros(3), 0.0, 10.0)  # restarted simulator, old clock
+    assert refused is not None and wd.reject(*refused, 10.0) is Action.NONE
 
 
 @pytest.mark.parametrize(

@@ -226,12 +226,13 @@ class Watchdog:
         vmax = np.asarray(no_limit if velocity_limit is None else velocity_limit, dtype=np.float64)
         if not lower.shape == upper.shape == vmax.shape == (n,):
             raise ConfigError(f"watchdog: expected {n} position and velocity limits")
-        margin = self.config.position_margin
+        margin = min(self.config.position_margin, 2.0 * MAX_ANGLE)  # more changes nothing below
         bounded = np.isfinite(lower) & np.isfinite(upper)
         # A joint without limits (continuous) is still refused beyond MAX_ANGLE: past it the
         # angle has lost its fractional radians, so it is a broken reading, not a position.
-        self.position_min = np.where(bounded, lower - margin, -MAX_ANGLE)
-        self.position_max = np.where(bounded, upper + margin, MAX_ANGLE)
+        # No range is wider than that, so its width stays finite (it must: |inf − c| ≤ inf).
+        self.position_min = np.where(bounded, np.maximum(lower - margin, -MAX_ANGLE), -MAX_ANGLE)
+        self.position_max = np.where(bounded, np.minimum(upper + margin, MAX_ANGLE), MAX_ANGLE)
         # The largest float, not inf, where the model has no limit: |v| <= it still refuses inf.
         self.speed_max = np.minimum(vmax * self.config.velocity_factor, np.finfo(np.float64).max)
         # |q - centre| <= half_width and |v| <= speed_max also fail on NaN: one test per array.
@@ -249,6 +250,7 @@ class Watchdog:
         self.transitions = 0
         self.clock_resets = 0  # accepted states stamped before the last good one (see check)
         self._accepted_at = -math.inf  # the receiver's clock (s) at the last accepted state
+        self._order_stamp = -math.inf  # what a new stamp must not be older than (see check)
 
     def check(
         self, q: FloatArray, v: FloatArray, stamp: float, now: float
@@ -262,6 +264,9 @@ class Watchdog:
         a restarted simulator or a looped recording under ``use_sim_time``. The stream then
         starts over from this state (:meth:`accept` counts it in :attr:`clock_resets`), rather
         than every state of the new run being refused until its time passes the old one's.
+        For this order an accepted stamp counts as at most ``max_age`` ahead of the clock that
+        received it: one state stamped up to ``max_future`` ahead does not make the correct
+        states after it look old for longer than ``max_age``.
         """
         if not self._plausible(q, v):
             return self._implausible(q, v)
@@ -273,7 +278,7 @@ class Watchdog:
                 RejectReason.STALE,
                 f"joint state is {age * 1e3:.1f} ms old (max {self.config.max_age * 1e3:.1f} ms)",
             )
-        if self.has_good and stamp < self.last_good.stamp and not now < self._accepted_at:
+        if self.has_good and stamp < self._order_stamp and not now < self._accepted_at:
             return (
                 RejectReason.INCONSISTENT,
                 f"joint state stamp {stamp:.6f} s is older than the last accepted "
@@ -317,9 +322,10 @@ class Watchdog:
         """Record a good state (copied) received at ``now`` (s) and return what to do with it."""
         if self.state is WatchdogState.STOPPED and not self.config.auto_recover:
             return Action.NONE
-        if self.has_good and stamp < self.last_good.stamp:  # let through by check(): clock reset
+        if self.has_good and stamp < self._order_stamp:  # let through by check(): clock reset
             self.clock_resets += 1
         self._accepted_at = now
+        self._order_stamp = min(stamp, now + self.config.max_age)
         np.copyto(self.last_good.q, q)
         np.copyto(self.last_good.v, v)
         self.last_good.stamp = stamp
@@ -354,14 +360,21 @@ class Watchdog:
 
         A silent stream counts as stale once ``silent_for > max_age``: the state machine
         goes to FALLBACK (nothing can be published without a state to answer) and then
-        to STOPPED, so the report says what happened.
+        to STOPPED, so the report says what happened. ``silent_for`` comes from a steady
+        clock and ends the fallback window too: under ``use_sim_time`` ``now`` stops with
+        the simulator, and a FALLBACK kept open by a frozen clock would answer the next
+        run's first state with a safe torque computed from this run's last pose.
         """
-        if self.state is WatchdogState.OK and silent_for > self.config.max_age:
+        cfg = self.config
+        if self.state is WatchdogState.OK and silent_for > cfg.max_age:
             self.last_reason = RejectReason.STALE
             self.last_message = f"no joint state for {silent_for * 1e3:.0f} ms"
-            self.fallback_since = now - silent_for + self.config.max_age
+            self.fallback_since = now - silent_for + cfg.max_age
             self._set(WatchdogState.FALLBACK)
-        if self.state is WatchdogState.FALLBACK and now - self.fallback_since > self.config.fallback_duration:
+        if self.state is WatchdogState.FALLBACK and (
+            now - self.fallback_since > cfg.fallback_duration
+            or silent_for - cfg.max_age > cfg.fallback_duration
+        ):
             self._set(WatchdogState.STOPPED)
 
     @property
