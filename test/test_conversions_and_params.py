@@ -130,6 +130,7 @@ def test_values_that_would_fail_later_are_refused_at_start(tmp_path: Path) -> No
         ({"qos_depth": 10**11}, r"qos_depth: expected an integer in \[1, 100000\]"),
         ({"command_queue_depth": 10**11}, "command_queue_depth"),
         ({"diagnostics_period": 1.0e12}, "diagnostics_period: expected at most 3600 s"),
+        ({"duration": 1.0e300}, r"duration: expected at most 1e\+09 s"),  # its step count overflowed
         ({"stats_file": str(tmp_path / "no" / "such" / "s.json")}, "stats_file: folder .* does not exist"),
         ({"record_file": str(tmp_path / "no" / "r.npz")}, "record_file: folder .* does not exist"),
     ):

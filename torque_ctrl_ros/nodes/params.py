@@ -131,12 +131,23 @@ _COMMON_KEYS = {"qos_depth", "reliability", "executor", "diagnostics_period", "s
 _MAX_QUEUE = 100_000
 #: Longest timer period accepted (s): rclpy's timers overflow somewhere beyond 10⁹ s.
 _MAX_PERIOD_S = 3600.0
+#: Longest simulation accepted (s, ~32 years): its step count must stay a finite number.
+_MAX_DURATION_S = 1e9
 
 
 def _period(node: str, params: Mapping[str, Any], key: str, default: float) -> float:
     value = as_positive_float(f"{node}.{key}", params.get(key, default))
     if value > _MAX_PERIOD_S:
         raise ConfigError(f"{node}.{key}: expected at most {_MAX_PERIOD_S:g} s, got {value!r}")
+    return value
+
+
+def _duration(node: str, params: Mapping[str, Any]) -> float:
+    value = as_positive_float(f"{node}.duration", params.get("duration", 0.0), allow_zero=True)
+    if value > _MAX_DURATION_S:
+        raise ConfigError(
+            f"{node}.duration: expected at most {_MAX_DURATION_S:g} s (0: until stopped), got {value!r}"
+        )
     return value
 
 
@@ -321,7 +332,7 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
         wait_for_controller=_bool(node, params, "wait_for_controller", True),
         safe_torque=check_choice(f"{node}.safe_torque", params.get("safe_torque", "damping"), SAFE_TORQUES),
         safe_damping=damping,
-        duration=as_positive_float(f"{node}.duration", params.get("duration", 0.0), allow_zero=True),
+        duration=_duration(node, params),
         record_file=_output_file(node, params, "record_file"),
         command_queue_depth=_int(node, params, "command_queue_depth", 100, 1, _MAX_QUEUE),
         common=_common(node, params),
