@@ -35,6 +35,7 @@ from ..core.errors import ConfigError, StateError, TorqueCtrlError
 from ..core.robot import RobotModel
 from ..core.safety import Action, RejectReason, Watchdog, WatchdogState
 from ..core.types import ControlOutput, JointState
+from ..core.validation import all_finite
 from .common import (
     COMMAND_TOPIC,
     DIAGNOSTICS_TOPIC,
@@ -130,6 +131,7 @@ class ControllerNode:
         self.states_via_rclpy = 0  # serialized states the CDR codec left to rclpy
         self.commands = 0
         self.fallback_commands = 0
+        self.withheld_commands = 0  # non-finite safe torques, not published
         self.controller_fallbacks = 0  # steps the controller itself answered with its safe torque
         self._controller_fallbacks_reported = 0
         self.last_fallback_info: dict[str, float] = {}
@@ -249,7 +251,15 @@ class ControllerNode:
             self.compute_time.add(t_computed - t0)
         if action is Action.FALLBACK:
             out = self.controller.safe_torque(wd.last_good.q, wd.last_good.v, self.damping)
-            self.fallback_commands += 1
+            if all_finite(out.tau):
+                self.fallback_commands += 1
+            else:  # only from a non-finite last good state, which the watchdog refuses: never sent
+                self.withheld_commands += 1
+                self.node.get_logger().error(
+                    f"safe torque {out.tau.tolist()} is not finite: not published",
+                    throttle_duration_sec=1.0,
+                )
+                out = None
         if wd.state is not previous:
             self._log_transition(previous)
         elif action is not Action.COMPUTE and wd.last_message:
@@ -379,6 +389,7 @@ class ControllerNode:
             "states_via_rclpy": self.states_via_rclpy,
             "commands_published": self.commands,
             "fallback_commands": self.fallback_commands,
+            "withheld_commands": self.withheld_commands,
             "controller_fallbacks": self.controller_fallbacks,
             "saturated_commands": self.saturated_commands,
             "deadline_misses": self.deadline_misses,

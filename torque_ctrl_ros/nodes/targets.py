@@ -45,7 +45,7 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 from ..core.controllers import Controller, PoseReference
 from ..core.errors import ConfigError, StateError, TargetError
 from ..core.robot import RobotModel
-from ..core.safety import JointNameMap
+from ..core.safety import MAX_ANGLE, JointNameMap
 from ..core.trajectory import JointTrajectory
 from ..core.types import JointReference, JointState
 from ..core.validation import FloatArray, as_vector
@@ -97,12 +97,23 @@ class TargetSource(ABC):
         self.node.get_logger().error(f"target rejected: {message}", throttle_duration_sec=1.0)
 
 
-def check_joint_limits(robot: RobotModel, q: FloatArray, what: str) -> None:
-    """Raise :class:`TargetError` naming the joints of ``q`` outside the model's position limits."""
-    bad = (q < robot.position_lower) | (q > robot.position_upper)
+def check_joint_limits(robot: RobotModel, q: FloatArray, what: str, v: FloatArray | None = None) -> None:
+    """Raise :class:`TargetError` naming the joints of ``q`` (rad) outside the model's position
+    limits, or of ``v`` (rad/s) above its velocity limits.
+
+    A joint without position limits (continuous) takes ``|q| <= MAX_ANGLE``: beyond, the
+    wrapped error to the target rounds to nothing and the joint would silently lose its
+    stiffness. A target velocity no joint can reach only drives every joint into saturation.
+    """
+    bad = (q < robot.position_lower) | (q > robot.position_upper) | (np.abs(q) > MAX_ANGLE)
     if bad.any():
         names = [robot.joint_names[i] for i in np.flatnonzero(bad)]
         raise TargetError(f"{what}: outside the position limits at {names}")
+    if v is not None:
+        fast = np.abs(v) > robot.velocity_limit
+        if fast.any():
+            names = [robot.joint_names[i] for i in np.flatnonzero(fast)]
+            raise TargetError(f"{what}: velocity above the joint velocity limits at {names}")
 
 
 def base_frame(robot: RobotModel) -> str:
@@ -159,7 +170,7 @@ def joint_positions(
         names_map.take(msg.name, np.asarray(msg.velocity, dtype=np.float64), v, "velocity")
     if not np.isfinite(q).all() or (v is not None and not np.isfinite(v).all()):
         raise TargetError(f"{what}: non-finite entries")
-    check_joint_limits(robot, q, what)
+    check_joint_limits(robot, q, what, v)
     return q, v
 
 
@@ -218,6 +229,8 @@ class JointTargetSource(TargetSource):
     A joint target is held until replaced. A trajectory (``header.stamp`` zero: start at the
     next joint state) starts from the current reference when its first point is later than 0;
     after its end the last point is held. An empty trajectory holds the current position.
+    One stamped before the joint state it takes effect at drops the points already due and
+    reaches the next one from the current reference; one that ended before it is refused.
     On continuous joints every segment takes the short way round (the waypoints are unwrapped
     against the one before, the start first). Positions outside the model's joint limits are refused.
     """
@@ -237,20 +250,9 @@ class JointTargetSource(TargetSource):
         node.create_subscription(JointTrajectoryMsg, "~/joint_trajectory", self._on_trajectory, TARGET_QOS)
 
     # ---------------------------------------------------------------- callbacks
-    def _check_limits(self, q: FloatArray, what: str) -> None:
-        check_joint_limits(self.robot, q, what)
-
     def _on_joint_target(self, msg: JointStateMsg) -> None:
         try:
-            q = np.empty(self.n)
-            self.map.take(msg.name, np.asarray(msg.position, dtype=np.float64), q, "position")
-            v = None
-            if len(msg.velocity):
-                v = np.empty(self.n)
-                self.map.take(msg.name, np.asarray(msg.velocity, dtype=np.float64), v, "velocity")
-            if not np.isfinite(q).all() or (v is not None and not np.isfinite(v).all()):
-                raise TargetError("joint target: non-finite entries")
-            self._check_limits(q, "joint target")
+            q, v = joint_positions(self.robot, self.map, msg, "joint target")
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
             return
@@ -279,8 +281,9 @@ class JointTargetSource(TargetSource):
                             f"trajectory point {k}: {arr.size} {name} for {len(msg.joint_names)} joints"
                         )
                 t = p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
-                points.append((t, pos[idx], vel[idx] if vel.size else None, acc[idx] if acc.size else None))
-                self._check_limits(pos[idx], f"trajectory point {k}")
+                v_k = vel[idx] if vel.size else None
+                points.append((t, pos[idx], v_k, acc[idx] if acc.size else None))
+                check_joint_limits(self.robot, pos[idx], f"trajectory point {k}", v_k)
             JointTrajectory.from_points(points, self.n)  # validate now; the start is added at activation
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
@@ -308,6 +311,20 @@ class JointTargetSource(TargetSource):
             self._fixed, self._trajectory, self._mode = JointReference(np.array(q)), None, "hold"
         else:
             stamp, points = payload
+            t0 = stamp if stamp > 0.0 else state.stamp
+            late = state.stamp - t0
+            if late > 0.0:
+                # Stamped before this state: the points already due are dropped and the rest
+                # keep their times, reached from the current reference (no jump into the middle).
+                end = points[-1][0]
+                points = [(t - late, *rest) for t, *rest in points if t > late]
+                if not points:
+                    self._refuse(
+                        f"trajectory ended {late - end:.3f} s before the joint state it arrived at "
+                        f"(header.stamp {stamp:.3f} s, last point at {end:.3f} s)"
+                    )
+                    return
+                t0 = state.stamp
             q0, v0 = self._current(state)
             try:
                 self._trajectory = JointTrajectory.from_points(
@@ -316,7 +333,7 @@ class JointTargetSource(TargetSource):
             except TargetError as exc:
                 self._refuse(str(exc))
                 return
-            self._t0 = stamp if stamp > 0.0 else state.stamp
+            self._t0 = t0
             self._fixed, self._mode = None, "trajectory"
 
     def reference(self, state: JointState) -> JointReference:
