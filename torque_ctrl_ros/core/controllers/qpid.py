@@ -79,7 +79,9 @@ from ..types import JointState
 from ..validation import FloatArray, as_positive_float, as_vector, check_choice
 from .base import Controller
 
-#: A controller reference: task name → target (see each task class for accepted types).
+#: A controller reference: task name → target (see each task class for accepted types). A task
+#: reads a target object once, when first given it: pass a new object to change a target, not
+#: the same array or SE3 changed in place (it would be skipped as already seen).
 QPReference = Mapping[str, Any]
 
 _TASK_KEYS = {"type", "frame", "kp", "kd", "weight", "level"}

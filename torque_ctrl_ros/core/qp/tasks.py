@@ -146,7 +146,11 @@ class Task(ABC):
 
     # ------------------------------------------------------------------ targets
     def set_target(self, target: Any) -> None:
-        """Validate and store ``target`` (kept until replaced). Raises :class:`TargetError`."""
+        """Validate and store ``target`` (kept until replaced). Raises :class:`TargetError`.
+
+        The object passed last is skipped without being read again (a controller passes the
+        same reference every step): a target changed in place must be passed as a new object.
+        """
         if target is self._target_obj:
             return
         self._set_target(target)
