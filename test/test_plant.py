@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from torque_ctrl_ros.core.errors import FrameNotFoundError, ModelError, StateError
+from torque_ctrl_ros.core.errors import FrameNotFoundError, ModelError, SimulationError, StateError
 from torque_ctrl_ros.sim import MujocoPlant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,6 +207,21 @@ def test_bad_state_raises_state_error(plant: MujocoPlant) -> None:
         plant.set_state(np.zeros(7), [np.nan] * 7)
     with pytest.raises(StateError):
         plant.step(-1)
+
+
+def test_a_diverged_simulation_raises_instead_of_resetting(plant: MujocoPlant) -> None:
+    """The full effort limit held on every joint spins the free wrist up until MuJoCo flags the
+    acceleration (after ~0.17 s). Its automatic reset would go on from the zero pose at t = 0."""
+    plant.reset("home")
+    plant.set_torque(EFFORT)
+    with pytest.raises(SimulationError, match="diverged at t = 0.1[0-9]+ s .*BADQACC"):
+        for _ in range(2000):
+            plant.step()
+    assert 0.1 < plant.time < 0.2  # not reset to 0
+    plant.reset("home")  # a reset by the caller starts over cleanly
+    plant.set_torque(np.zeros(7))
+    plant.step(10)
+    assert plant.time == pytest.approx(0.01)
 
 
 def test_model_errors_list_valid_names(plant: MujocoPlant, tmp_path: Path) -> None:

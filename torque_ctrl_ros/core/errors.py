@@ -35,5 +35,9 @@ class SolverError(TorqueCtrlError):
     """A numerical solve (QP, constrained dynamics) failed or returned non-finite values."""
 
 
+class SimulationError(TorqueCtrlError):
+    """The simulation diverged (non-finite or huge accelerations, velocities or positions)."""
+
+
 class TargetError(TorqueCtrlError, ValueError):
     """A reference or target is malformed: wrong length, non-finite, wrong frame."""

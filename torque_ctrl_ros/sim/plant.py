@@ -16,7 +16,7 @@ import mujoco
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from torque_ctrl_ros.core.errors import FrameNotFoundError, ModelError, StateError
+from torque_ctrl_ros.core.errors import FrameNotFoundError, ModelError, SimulationError, StateError
 
 FloatArray = NDArray[np.float64]
 
@@ -27,6 +27,12 @@ MODE_APPLIED = "applied"
 # Plain ints: `numpy_int in (enum, ...)` is False even when the values are equal.
 _JOINT_TRANSMISSIONS = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
 _SCALAR_JOINTS = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+#: MuJoCo's warnings for a diverged state (it checks positions, velocities and accelerations).
+_DIVERGED = (
+    mujoco.mjtWarning.mjWARN_BADQPOS,
+    mujoco.mjtWarning.mjWARN_BADQVEL,
+    mujoco.mjtWarning.mjWARN_BADQACC,
+)
 
 
 class MujocoPlant:
@@ -72,6 +78,11 @@ class MujocoPlant:
 
     Actuators on joints that are not in :attr:`joint_names`, or with other transmissions
     (tendon, site, ...), are left alone at whatever ``ctrl`` they hold.
+
+    A diverged simulation (MuJoCo flags a non-finite or huge position, velocity or acceleration,
+    e.g. a free wrist spun up by a sustained torque) raises :class:`SimulationError` from
+    :meth:`step`. MuJoCo's own answer, resetting the data to the model's zero pose and time
+    0, is disabled in the plant's model: it would go on from another pose, silently.
     """
 
     def __init__(self, mjcf_path: str | Path, joint_names: Sequence[str] | None = None) -> None:
@@ -90,7 +101,10 @@ class MujocoPlant:
             raise ModelError(f"cannot load MJCF file {path}: {exc}") from exc
         self._path = path
         self._model = model
+        model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
         self._data = mujoco.MjData(model)
+        self._diverged = [self._data.warning[int(w)] for w in _DIVERGED]  # live views
+        self._diverged_seen = 0
 
         scalar_joints = [
             model.joint(j).name for j in range(model.njnt) if int(model.jnt_type[j]) in _SCALAR_JOINTS
@@ -325,6 +339,7 @@ class MujocoPlant:
                     f"unknown keyframe {keyframe!r} in {self._path.name}; valid keyframes: {list(names)}"
                 )
             mujoco.mj_resetDataKeyframe(self._model, self._data, names.index(keyframe))
+        self._diverged_seen = sum(w.number for w in self._diverged)
         self._tau_cmd = np.zeros(self.n)
         self.forward()
 
@@ -356,10 +371,23 @@ class MujocoPlant:
             self._apply_command()  # motor ctrl and qfrc_applied do not depend on the state
             if n:
                 mujoco.mj_step(self._model, self._data, nstep=n)
-            return
-        for _ in range(n):
-            self._apply_command()
-            mujoco.mj_step(self._model, self._data)
+        else:
+            for _ in range(n):
+                self._apply_command()
+                mujoco.mj_step(self._model, self._data)
+        if sum(w.number for w in self._diverged) != self._diverged_seen:
+            self._raise_diverged()
+
+    def _raise_diverged(self) -> None:
+        self._diverged_seen = sum(w.number for w in self._diverged)
+        flagged = [
+            w.name.removeprefix("mjWARN_") for w, s in zip(_DIVERGED, self._diverged, strict=True) if s.number
+        ]
+        raise SimulationError(
+            f"the simulation diverged at t = {self.time:.4f} s (MuJoCo flagged {', '.join(flagged)}); "
+            f"joint velocities {np.round(self.v, 1).tolist()} rad/s, last torque command "
+            f"{self._tau_cmd.tolist()} N·m"
+        )
 
     def forward(self) -> None:
         """Apply the command and run ``mj_forward``: every derived quantity at the current state."""
