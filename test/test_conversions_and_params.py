@@ -30,6 +30,7 @@ from torque_ctrl_ros.nodes.conversions import (
 )
 from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
 from torque_ctrl_ros.nodes.targets import JointTargetSource
+from torque_ctrl_ros.paths import find_share_dir
 
 NAMES = ["joint_1", "joint_2", "joint_3"]
 
@@ -288,3 +289,20 @@ def test_joint_trajectory_takes_the_short_way_on_continuous_joints(robot: RobotM
         assert abs(abs(ref.q[0]) - np.pi) <= short
     assert np.isclose(ref.q[0], 3.1 + short) and np.isclose(ref.q[1], 0.5)
     assert source.received == 1 and source.rejected == 0
+
+
+@pytest.mark.parametrize("site", ["lib/python3.11/site-packages", "target"])
+def test_share_dir_found_from_the_package_location(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, site: str
+) -> None:
+    """An unsourced colcon install (<prefix>/lib/pythonX.Y/site-packages) and a ``pip install
+    --target DIR``: the data next to the running package wins over another install in the environment."""
+    package_dir = tmp_path / site / "torque_ctrl_ros"
+    package_dir.mkdir(parents=True)
+    share = (tmp_path if site.startswith("lib") else tmp_path / site) / "share" / "torque_ctrl_ros"
+    other = tmp_path / "other" / "share" / "torque_ctrl_ros"
+    for d in (share, other):
+        (d / "mjcf").mkdir(parents=True)
+        (d / "package.xml").touch()
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path / "other"))
+    assert find_share_dir(package_dir) == share

@@ -1,7 +1,8 @@
 """Locate the package's data files (URDF, MJCF, config) without ROS.
 
 Works from a source checkout, a ``pip install -e`` (where ``data_files`` are not
-installed) and a colcon/ament install (``<prefix>/share/torque_ctrl_ros``).
+installed), a ``pip install --target DIR`` (``DIR/share/torque_ctrl_ros``) and a colcon/ament
+install (``<prefix>/share/torque_ctrl_ros``), sourced or not.
 """
 
 from __future__ import annotations
@@ -16,21 +17,42 @@ PACKAGE_NAME = "torque_ctrl_ros"
 def share_dir() -> Path:
     """Return the directory holding ``urdf/``, ``mjcf/``, ``config/`` and ``launch/``.
 
-    Order: the source tree next to this package (editable installs and tests), then
-    ``$AMENT_PREFIX_PATH`` entries, then ``sys.prefix`` (a plain ``pip install .``).
+    Looks from this module's own location, see :func:`find_share_dir`.
     """
-    source_root = Path(__file__).resolve().parent.parent
+    return find_share_dir(Path(__file__).resolve().parent)
+
+
+def share_dir_candidates(package_dir: Path) -> list[Path]:
+    """Possible ``share/torque_ctrl_ros`` directories of the package at ``package_dir``, in order.
+
+    ``<p>/share/torque_ctrl_ros`` for ``p`` in: the folder holding the package (``pip install
+    --target p``); ``p`` three levels above it, for ``p/lib/pythonX.Y/site-packages/torque_ctrl_ros``
+    (a colcon install used without sourcing it); each ``$AMENT_PREFIX_PATH`` entry; ``sys.prefix``
+    (a plain ``pip install .``).
+    """
+    site = package_dir.parent
+    # The copies next to the running code come before the environment's, which may be another install.
+    prefixes = [site, *site.parents[2:3]]
+    prefixes += [Path(p) for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    prefixes.append(Path(sys.prefix))
+    return [prefix / "share" / PACKAGE_NAME for prefix in prefixes]
+
+
+def find_share_dir(package_dir: Path) -> Path:
+    """Data directory of the package at ``package_dir``.
+
+    First the source tree next to the package (checkouts, editable installs and tests), then
+    :func:`share_dir_candidates`.
+    """
+    source_root = package_dir.parent
     if (source_root / "mjcf").is_dir() and (source_root / "urdf").is_dir():
         return source_root
-    prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
-    prefixes.append(sys.prefix)
-    for prefix in prefixes:
-        candidate = Path(prefix) / "share" / PACKAGE_NAME
+    for candidate in share_dir_candidates(package_dir):
         if (candidate / "mjcf").is_dir():
             return candidate
     raise FileNotFoundError(
-        f"cannot find the {PACKAGE_NAME} share directory (looked next to the sources, "
-        f"in AMENT_PREFIX_PATH and in {sys.prefix}/share)"
+        f"cannot find the {PACKAGE_NAME} share directory (looked next to the sources of {package_dir}, "
+        f"in share/{PACKAGE_NAME} above them, in AMENT_PREFIX_PATH and in {sys.prefix}/share)"
     )
 
 

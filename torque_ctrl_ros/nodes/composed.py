@@ -11,7 +11,8 @@ measurement); realtime 1 kHz state→command latency p50 0.18 ms instead of ~0.3
 
 Run (node-scoped overrides use ``<node>:<name>:=<value>``)::
 
-    ros2 run torque_ctrl_ros sim_and_controller --ros-args --params-file config/gen3_controllers.yaml \\
+    ros2 run torque_ctrl_ros sim_and_controller --ros-args \\
+        --params-file $(ros2 pkg prefix --share torque_ctrl_ros)/config/gen3_controllers.yaml \\
         -p sim_node:mode:=lockstep -p sim_node:duration:=10.0 -p controller_node:controller:=qpid
 
 (or ``python -m torque_ctrl_ros.nodes.composed`` with the same arguments).
