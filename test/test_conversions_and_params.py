@@ -111,8 +111,14 @@ def test_controller_params_sections_and_errors() -> None:
 def test_sim_params_defaults_and_errors() -> None:
     cfg = sim_node_config({})
     assert cfg.mode == "realtime" and cfg.keyframe == "home" and cfg.mjcf.endswith("scene.xml")
-    assert cfg.damping_vector(7).tolist() == list(DEFAULT_DAMPING)
-    assert not sim_node_config({"safe_torque": "zero"}).damping_vector(7).any()
+    model_joints = [f"joint_{i}" for i in range(1, 8)]
+    assert cfg.damping_vector(model_joints).tolist() == list(DEFAULT_DAMPING)
+    # Per joint, not per position: reordered joints take their own values (joint_7's 0.2 stays
+    # joint_7's; given joint_1's 2.0 it would be unstable at 1 kHz, h·K_d/I ≈ 3 > 2).
+    reordered = cfg.damping_vector(model_joints, model_joints[::-1])
+    assert reordered.tolist() == list(DEFAULT_DAMPING)[::-1]
+    assert cfg.damping_vector(model_joints, ["joint_7", "joint_1"]).tolist() == [0.2, 2.0]
+    assert not sim_node_config({"safe_torque": "zero"}).damping_vector(model_joints).any()
     with pytest.raises(ConfigError, match="mode"):
         sim_node_config({"mode": "fast"})
     with pytest.raises(ConfigError, match="unknown"):

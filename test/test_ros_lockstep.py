@@ -233,3 +233,41 @@ def test_a_stop_request_ends_a_lockstep_wait_at_once(launch: Any, tmp_path: Path
     # One wait slice (0.1 s) plus the summary and shutdown; before, the whole 30 s.
     assert elapsed < 5.0, f"took {elapsed:.1f} s to stop"
     assert json.loads((tmp_path / "sim.json").read_text())["steps"] == 0
+
+
+def test_lockstep_ignores_commands_that_do_not_say_which_state_they_answer(
+    launch: Any,  # noqa: F811 - pytest fixtures
+    probe: Probe,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A controller answering every state with an untagged command (no answered stamp in the
+    layout): taken for the current state, one extra answer shifted every later step by one, so
+    lockstep refuses them and steps on the safe torque, counting them."""
+    from sensor_msgs.msg import JointState as JointStateMsg
+    from std_msgs.msg import Float64MultiArray
+
+    pub = probe.publisher(Float64MultiArray, "/effort_controller/commands", depth=100)
+    states: list[tuple[float, Any]] = []
+
+    def answer(msg: Any) -> None:
+        states.append((time.monotonic(), msg))
+        pub.publish(Float64MultiArray(data=[0.0] * 7))
+
+    probe.node.create_subscription(JointStateMsg, "/joint_states", answer, 100)
+    sim = launch(
+        "sim_node",
+        mode="lockstep",
+        wait_for_controller=False,
+        lockstep_timeout=0.02,
+        duration=0.2,
+        stats_file=str(tmp_path / "sim.json"),
+    )
+    assert sim.wait(timeout=60) == 0, sim.log()
+    stats = json.loads((tmp_path / "sim.json").read_text())
+    print(
+        f"untagged answers to {len(states)} states: {stats['untagged_commands']} ignored, "
+        f"{stats['missing_command_steps']} of {stats['steps']} steps on the safe torque"
+    )
+    assert len(states) >= 20 and stats["untagged_commands"] >= 20
+    assert stats["steps"] == 200 and stats["missing_command_steps"] == 200
+    assert "command without the answered state's stamp" in sim.log()

@@ -14,7 +14,7 @@ the other registered controllers may stay in the file (one file configures every
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,7 +174,8 @@ class ControllerNodeConfig:
         model_file: URDF or MJCF path used when ``robot_description`` is empty; the model must give
             every joint an effort limit (Pinocchio reads none from MJCF actuators).
         watchdog: staleness / fallback settings.
-        fallback_damping: ``K_d`` (N·m·s/rad) of the safe command ``g(q) − K_d·q̇``; scalar or per joint.
+        fallback_damping: ``K_d`` (N·m·s/rad) of the safe command ``g(q) − K_d·q̇``; scalar or per
+            joint in the model's joint order.
         common: shared settings.
     """
 
@@ -267,7 +268,8 @@ class SimNodeConfig:
         lockstep_timeout: lockstep: wall time (s) waiting for the answer before the safe torque.
         wait_for_controller: hold the first state (republishing it) until a command answers it.
         safe_torque: ``damping`` (``−K_d·q̇``) or ``zero``, applied when no valid command is at hand.
-        safe_damping: ``K_d`` (N·m·s/rad) of the damping safe torque; scalar or per joint.
+        safe_damping: ``K_d`` (N·m·s/rad) of the damping safe torque; scalar or per joint in the
+            model's joint order.
         duration: simulated seconds to run (0: until stopped).
         record_file: ``.npz`` with t, q, v, tau of every step, written at exit ("" = none).
         command_queue_depth: history depth of the command subscription. Taking a command costs
@@ -292,11 +294,23 @@ class SimNodeConfig:
     command_queue_depth: int = 100
     common: CommonConfig = field(default_factory=CommonConfig)
 
-    def damping_vector(self, n: int) -> FloatArray:
-        """``safe_damping`` as ``n`` values ``>= 0`` (zeros for ``safe_torque: zero``)."""
+    def damping_vector(self, model_joints: Sequence[str], joints: Sequence[str] | None = None) -> FloatArray:
+        """``safe_damping`` (values ``>= 0``; zeros for ``safe_torque: zero``) for ``joints``.
+
+        A per-joint list is in the order of ``model_joints`` (the MJCF's), whatever order the
+        ``joints`` parameter gives the plant: the values belong to joints, not to positions.
+        """
+        n = len(model_joints)
         if self.safe_torque == "zero":
-            return np.zeros(n)
-        return as_vector("sim_node.safe_damping", self.safe_damping, n, broadcast_scalar=True, min_value=0.0)
+            kd = np.zeros(n)
+        else:
+            kd = as_vector(
+                "sim_node.safe_damping", self.safe_damping, n, broadcast_scalar=True, min_value=0.0
+            )
+        if joints is None:
+            return kd
+        order = list(model_joints)
+        return kd[[order.index(name) for name in joints]]
 
 
 SIM_NODE_KEYS = {

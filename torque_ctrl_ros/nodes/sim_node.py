@@ -19,6 +19,7 @@ Modes:
         ``command_timeout`` s means the safe torque.
     lockstep: publish state k, wait for the command that answers it (matched by the stamp the
         controller echoes, see conversions.py), then step. Results do not depend on machine load.
+        A command without that stamp is ignored (counted in ``untagged_commands``).
 
 Invalid commands (wrong length, NaN/inf) are rejected with a throttled error; until a valid one
 arrives the plant gets the safe torque (``−K_d·q̇`` or zero), reported on /diagnostics.
@@ -78,7 +79,7 @@ class SimNode:
         self.plant = plant = MujocoPlant(cfg.mjcf, cfg.joints or None)
         plant.reset(cfg.keyframe or None)
         self.n = plant.n
-        self.safe_damping = cfg.damping_vector(self.n)
+        self.safe_damping = cfg.damping_vector(plant.model_joint_names, plant.joint_names)
         self.dt_ns = round(plant.timestep * 1e9)
         self.t0_ns = round(plant.time * 1e9)
         self.k = 0
@@ -133,6 +134,7 @@ class SimNode:
         self.late = Runs()
         self.missing = 0  # steps taken on the safe torque for lack of a valid command
         self.stale_answers = 0  # lockstep: commands answering an earlier state (ignored)
+        self.untagged_commands = 0  # lockstep: commands not saying which state they answer (ignored)
         self.overruns = 0
         self.safe_active = False
         self.last_reject = ""
@@ -175,6 +177,16 @@ class SimNode:
         if stamp is not None:
             self._record_latency(stamp, now)
         answers_current = stamp is None or stamp == current
+        if self.config.mode == "lockstep" and stamp is None:
+            # Which state it answers is unknown: taken for the current one, an extra answer
+            # (e.g. to a republished state 0) would shift every later step by one.
+            self.untagged_commands += 1
+            self.node.get_logger().error(
+                "lockstep: command without the answered state's stamp (layout.dim[0].label "
+                "'joints@<sec>.<nanosec>', see conversions.py) ignored",
+                throttle_duration_sec=1.0,
+            )
+            return
         if self.config.mode == "lockstep" and not answers_current:
             self.stale_answers += 1
             return
@@ -365,6 +377,7 @@ class SimNode:
             "longest_late_run": self.late.longest,
             "missing_command_steps": self.missing,
             "stale_answers": self.stale_answers,
+            "untagged_commands": self.untagged_commands,
             "overruns": self.overruns,
         }
 

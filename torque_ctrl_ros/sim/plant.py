@@ -121,6 +121,7 @@ class MujocoPlant:
         if repeated:
             raise ModelError(f"joint name(s) {repeated} given more than once")
         self._joint_names = names
+        self._model_joint_names = tuple(scalar_joints)
         joint_ids = [model.joint(name).id for name in names]
         self._qadr = np.array([model.jnt_qposadr[j] for j in joint_ids], dtype=np.intp)
         self._vadr = np.array([model.jnt_dofadr[j] for j in joint_ids], dtype=np.intp)
@@ -229,6 +230,11 @@ class MujocoPlant:
     def joint_names(self) -> tuple[str, ...]:
         """Driven joints; the order of every joint-space vector of this class."""
         return self._joint_names
+
+    @property
+    def model_joint_names(self) -> tuple[str, ...]:
+        """Every hinge and slide joint in the model's order (the default :attr:`joint_names`)."""
+        return self._model_joint_names
 
     @property
     def n(self) -> int:
