@@ -47,28 +47,22 @@ class MujocoPlant:
     ``nulled_position`` (one affine actuator, e.g. a Menagerie ``<position kp kv>``)
         τ_i goes into ``qfrc_applied`` (clamped to what the actuator could give,
         ``gear·forcerange`` when it is force-limited, and to the joint's ``actuatorfrcrange``
-        when that is limited) and, before every step, the actuator is *nulled*: its control is set so
-        that its force ``gain·ctrl + b0 + b1·l + b2·l̇`` is zero, which for a position actuator
-        (gain = kp, b1 = −kp, b2 = −kv, l = q) is ``ctrl = q + (kv/kp)·q̇``. The plant clears
-        ``ctrllimited`` on these actuators because the nulling control may leave ``ctrlrange``.
+        when that is limited) and the actuator is *nulled* in the plant's own model: its bias
+        ``b0 + b1·l + b2·l̇`` is set to zero and its control held at 0 (``ctrllimited``
+        cleared, in case ``ctrlrange`` excludes 0), so its force and the force's derivatives
+        are zero. An exact torque plant, whatever the integrator.
     ``applied`` (no actuator on the joint)
         τ_i goes into ``qfrc_applied``, clamped only to the joint's ``actuatorfrcrange`` when
         that is limited.
 
-    How far the nulled mode is from an exact torque plant (measured on the Gen3 with Menagerie
-    gains kp/kv = 2000/100 on joints 1–4 and 500/50 on 5–7, h = 1 ms, one step from ``home``
-    with q̇ = 0.3 rad/s under τ = c + M·a, a = 1 rad/s² on every joint; test/test_plant.py):
-
-    * ``Euler``: the actuator force is exactly zero and the velocity after one step equals the
-      motor plant's bit for bit (difference 0; the test allows 1e-9): the nulling is exact.
-    * ``implicitfast``: the actuator force is still zero, but the integrator treats its velocity
-      derivative −kv as implicit damping and steps with (M + h·diag(kv))·q̈ = τ − c. The joints
-      get only part of the commanded acceleration: 0.80, 0.78, 0.68, 0.73 of it on joints 1–4,
-      and −0.13, 0.19, 0.03 on the light wrist joints 5–7 (joint 5 even moves the wrong way,
-      through the coupling in M); the velocity error after one step is 1.13e-3 rad/s for a
-      commanded change of 1e-3 rad/s. The measured step matches that formula to rounding (0).
-      For an exact torque plant use motor actuators (or zero gains, or ``mjDSBL_ACTUATION``);
-      RK4 breaks the nulling entirely (ENVIRONMENT.md).
+    Why the bias and not the control: nulling the force with the control alone (``ctrl = q +
+    (kv/kp)·q̇`` for a position actuator) leaves the force's velocity derivative −kv, which
+    ``implicitfast`` integrates as damping, (M + h·diag(kv))·q̈ = τ − c. On the Gen3 with
+    Menagerie gains (kp/kv = 2000/100 on joints 1–4, 500/50 on 5–7, h = 1 ms) the joints got
+    0.68–0.80 of the commanded acceleration on joints 1–4 and −0.13, 0.19, 0.03 on the wrist
+    (joint 5 moved the wrong way); RK4 broke that nulling entirely. With the bias zeroed the
+    step equals the motor plant's under Euler, implicitfast, implicit and RK4
+    (test/test_plant.py).
 
     Conventions: ``q``, ``v``, ``qacc``, ``tau_applied`` and the torque command are in the order
     of :attr:`joint_names`. After :meth:`step`, ``qacc`` and ``tau_applied`` are the values MuJoCo
@@ -175,9 +169,8 @@ class MujocoPlant:
                 modes.append(MODE_NULLED)
                 null_idx.append(i)
                 null_act.append(a)
-                # The nulling control can leave ctrlrange (e.g. q at a limit plus kv/kp·q̇):
-                # a clamped control would leave a residual actuator force.
-                model.actuator_ctrllimited[a] = 0
+                model.actuator_biasprm[a] = 0.0
+                model.actuator_ctrllimited[a] = 0  # a control clamped into a range without 0 would act
             else:
                 raise ModelError(f"{label} has a bias type the plant cannot null (only none/affine)")
 
@@ -189,8 +182,6 @@ class MujocoPlant:
         self._null_idx = np.array(null_idx, dtype=np.intp)
         self._null_act = np.array(null_act, dtype=np.intp)
         self._null_gear = model.actuator_gear[null_act, 0].copy()
-        self._null_gain = model.actuator_gainprm[null_act, 0].copy()
-        self._null_bias = model.actuator_biasprm[null_act, :3].copy()
         # The joint torque range MuJoCo would give the actuator: gear·clamp(force, forcerange),
         # signed (a negative gear swaps and mirrors the ends), within the joint's own
         # actuatorfrcrange when that is limited (MuJoCo clamps the total actuator torque on the
@@ -218,7 +209,7 @@ class MujocoPlant:
 
     @property
     def model(self) -> mujoco.MjModel:
-        """The raw ``MjModel`` (the plant has cleared ``ctrllimited`` on nulled actuators)."""
+        """The raw ``MjModel`` (the plant has nulled the affine actuators it drives, see above)."""
         return self._model
 
     @property
@@ -350,20 +341,14 @@ class MujocoPlant:
         self.forward()
 
     def _apply_command(self) -> None:
-        """Write the held torque into ctrl / qfrc_applied and null the affine actuators."""
+        """Write the held torque into ctrl / qfrc_applied (and 0 into the nulled actuators' ctrl)."""
         data = self._data
         tau = self._tau_cmd
         if self._motor_idx.size:
             data.ctrl[self._motor_act] = tau[self._motor_idx] / self._motor_scale
         if self._null_idx.size:
             idx = self._null_idx
-            length = self._null_gear * data.qpos[self._qadr[idx]]
-            velocity = self._null_gear * data.qvel[self._vadr[idx]]
-            bias = self._null_bias
-            # gain·ctrl + b0 + b1·l + b2·l̇ = 0
-            data.ctrl[self._null_act] = (
-                -(bias[:, 0] + bias[:, 1] * length + bias[:, 2] * velocity) / self._null_gain
-            )
+            data.ctrl[self._null_act] = 0.0
             data.qfrc_applied[self._vadr[idx]] = np.clip(tau[idx], self._null_low, self._null_high)
         if self._applied_idx.size:
             idx = self._applied_idx
@@ -373,14 +358,9 @@ class MujocoPlant:
         """Advance ``n`` steps of :attr:`timestep` with the held torque command."""
         if n < 0:
             raise StateError(f"step count must be >= 0, got {n}")
-        if not self._null_idx.size:
-            self._apply_command()  # motor ctrl and qfrc_applied do not depend on the state
-            if n:
-                mujoco.mj_step(self._model, self._data, nstep=n)
-        else:
-            for _ in range(n):
-                self._apply_command()
-                mujoco.mj_step(self._model, self._data)
+        self._apply_command()  # ctrl and qfrc_applied do not depend on the state
+        if n:
+            mujoco.mj_step(self._model, self._data, nstep=n)
         if sum(w.number for w in self._diverged) != self._diverged_seen:
             self._raise_diverged()
 
