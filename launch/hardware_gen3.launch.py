@@ -27,6 +27,9 @@ Arguments:
     controller_cpus
                  CPUs to pin the controller process to, e.g. 3 (default "": any CPU); on a
                  control PC, one kept free of other work (``isolcpus``).
+    rviz         true: robot_state_publisher (urdf/gen3.urdf, from the driver's /joint_states)
+                 and rviz2 (config/gen3.rviz). Leave it false if the driver's own launch
+                 already runs a robot_state_publisher.
 
 The controller runs on the wall clock (``use_sim_time`` false), so the driver's stamps must be
 in the same clock as this machine's.
@@ -36,6 +39,7 @@ from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument, LogInfo
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -47,6 +51,8 @@ PACKAGE = "torque_ctrl_ros"
 
 def generate_launch_description() -> LaunchDescription:
     share = Path(get_package_share_directory(PACKAGE))
+    urdf = (share / "urdf" / "gen3.urdf").read_text()
+    use_rviz = IfCondition(LaunchConfiguration("rviz"))
     return LaunchDescription(
         [
             DeclareLaunchArgument(
@@ -65,6 +71,12 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument(
                 "controller_cpus", default_value="", description='CPUs of controller_node, "": any'
+            ),
+            DeclareLaunchArgument(
+                "rviz",
+                default_value="false",
+                choices=["true", "false"],
+                description="start robot_state_publisher and rviz2",
             ),
             LogInfo(
                 msg="hardware_gen3: starting controller_node only; a Gen3 torque-mode driver publishing "
@@ -88,6 +100,20 @@ def generate_launch_description() -> LaunchDescription:
                         "watchdog.max_age": ParameterValue(LaunchConfiguration("max_age"), value_type=float),
                     },
                 ],
+            ),
+            Node(
+                package="robot_state_publisher",
+                executable="robot_state_publisher",
+                output="screen",
+                condition=use_rviz,
+                parameters=[{"robot_description": ParameterValue(urdf, value_type=str)}],
+            ),
+            Node(
+                package="rviz2",
+                executable="rviz2",
+                output="screen",
+                condition=use_rviz,
+                arguments=["-d", str(share / "config" / "gen3.rviz")],
             ),
         ]
     )
