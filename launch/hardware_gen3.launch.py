@@ -27,9 +27,9 @@ Arguments:
     controller_cpus
                  CPUs to pin the controller process to, e.g. 3 (default "": any CPU); on a
                  control PC, one kept free of other work (``isolcpus``).
-    rviz         true: robot_state_publisher (urdf/gen3.urdf, from the driver's /joint_states)
-                 and rviz2 (config/gen3.rviz). Leave it false if the driver's own launch
-                 already runs a robot_state_publisher.
+    rviz         true: robot_state_publisher (on the driver's /joint_states) and rviz2
+                 (view_gen3.launch.py). Leave it false if the driver's own launch already runs
+                 a robot_state_publisher, and start rviz2 alone.
 
 The controller runs on the wall clock (``use_sim_time`` false), so the driver's stamps must be
 in the same clock as this machine's.
@@ -38,8 +38,9 @@ in the same clock as this machine's.
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, LogInfo
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo
 from launch.conditions import IfCondition
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -51,8 +52,6 @@ PACKAGE = "torque_ctrl_ros"
 
 def generate_launch_description() -> LaunchDescription:
     share = Path(get_package_share_directory(PACKAGE))
-    urdf = (share / "urdf" / "gen3.urdf").read_text()
-    use_rviz = IfCondition(LaunchConfiguration("rviz"))
     return LaunchDescription(
         [
             DeclareLaunchArgument(
@@ -101,19 +100,9 @@ def generate_launch_description() -> LaunchDescription:
                     },
                 ],
             ),
-            Node(
-                package="robot_state_publisher",
-                executable="robot_state_publisher",
-                output="screen",
-                condition=use_rviz,
-                parameters=[{"robot_description": ParameterValue(urdf, value_type=str)}],
-            ),
-            Node(
-                package="rviz2",
-                executable="rviz2",
-                output="screen",
-                condition=use_rviz,
-                arguments=["-d", str(share / "config" / "gen3.rviz")],
+            IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
+                condition=IfCondition(LaunchConfiguration("rviz")),
             ),
         ]
     )

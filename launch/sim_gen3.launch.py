@@ -3,7 +3,7 @@
 Arguments:
     controller   gravity_comp | computed_torque | ... (any controller the package registers)
     mode         realtime (wall-clock paced, 1 kHz) | lockstep (steps when the command arrives)
-    rviz         true: robot_state_publisher (urdf/gen3.urdf) and rviz2 (config/gen3.rviz)
+    rviz         true: robot_state_publisher and rviz2 (view_gen3.launch.py)
     params_file  the parameter file of both nodes (default: config/gen3_controllers.yaml)
     rt_priority  SCHED_FIFO priority of both node processes (default 0: normal scheduling; 20
                  is what the benchmark measures with). Needs the privilege; without it the
@@ -20,11 +20,11 @@ without ``ros2 launch``.
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
 from launch.conditions import IfCondition
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 
 from launch import LaunchDescription
 
@@ -33,9 +33,7 @@ PACKAGE = "torque_ctrl_ros"
 
 def generate_launch_description() -> LaunchDescription:
     share = Path(get_package_share_directory(PACKAGE))
-    urdf = (share / "urdf" / "gen3.urdf").read_text()
     params_file = LaunchConfiguration("params_file")
-    use_rviz = IfCondition(LaunchConfiguration("rviz"))
     # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
     realtime = {"TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority")}
     sim_env = {**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("sim_cpus")}
@@ -85,22 +83,10 @@ def generate_launch_description() -> LaunchDescription:
                     {"controller": LaunchConfiguration("controller"), "use_sim_time": True},
                 ],
             ),
-            Node(
-                package="robot_state_publisher",
-                executable="robot_state_publisher",
-                output="screen",
-                condition=use_rviz,
-                parameters=[
-                    {"robot_description": ParameterValue(urdf, value_type=str), "use_sim_time": True}
-                ],
-            ),
-            Node(
-                package="rviz2",
-                executable="rviz2",
-                output="screen",
-                condition=use_rviz,
-                arguments=["-d", str(share / "config" / "gen3.rviz")],
-                parameters=[{"use_sim_time": True}],
+            IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
+                launch_arguments={"use_sim_time": "true"}.items(),
+                condition=IfCondition(LaunchConfiguration("rviz")),
             ),
         ]
     )
