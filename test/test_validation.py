@@ -13,6 +13,9 @@ from torque_ctrl_ros.core.validation import as_positive_float, as_rotation, as_v
     "value",
     [
         [True, False, True],
+        [1, True, 1],  # numpy gives it an int dtype: the bool would be taken as 1
+        [1.0, 2.0, np.True_],
+        [[1.0], [True], [2.0]],
         np.array([1, 0, 1], dtype=bool),
         ["1", "x", "3"],
         "123",

@@ -27,7 +27,14 @@ def _numeric(value: Any) -> bool:
         kind = np.asarray(value).dtype.kind
     except (TypeError, ValueError, OverflowError):  # ragged nesting, ...
         return True  # let the conversion report it
-    return kind in "iufU"
+    return kind in "iufU" and not _has_bool(value)
+
+
+def _has_bool(value: Any) -> bool:
+    """A bool anywhere in nested lists / tuples: numpy gives ``[1.0, True]`` a float dtype."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    return isinstance(value, (list, tuple)) and any(_has_bool(v) for v in value)
 
 
 def _describe(value: Any) -> str:
