@@ -467,9 +467,13 @@ def test_controller_rejects_bad_targets_and_config(gen3: RobotModel) -> None:
         ({"rcond": 2.0}, "rcond"),
         ({"gravity_feedforward": "yes"}, "gravity_feedforward"),
         ({"gains": 1.0}, "unknown parameter"),
+        ({"kp": [100, 100, 100, True, 1, 1]}, "kp"),  # a bool in a list is not 1.0
+        # 6 constrained axes on a frame 4 joints move: regularised on every step, never tracked.
+        ({"frame": "forearm_link"}, "moved by 4 joint"),
     ]:
         with pytest.raises(ConfigError, match=match):
             create_controller("achd_rnea", gen3, params)
+    create_controller("achd_rnea", gen3, {"frame": "forearm_link", "constrained_axes": ["x", "y", "z"]})
 
 
 def test_never_nan_torque_near_singularity(gen3: RobotModel) -> None:

@@ -29,7 +29,7 @@ from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import create_controller
 from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, QPIDConfig
 from torque_ctrl_ros.core.errors import ConfigError, TargetError
-from torque_ctrl_ros.core.qp.collision import SelfCollisionModel
+from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
 from torque_ctrl_ros.core.qp.constraints import LinearBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
 from torque_ctrl_ros.core.qp.tasks import CartesianTarget
@@ -462,6 +462,22 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
         QPID.from_params(robot, _params(**{"singularity.frame": "nope"}))
     with pytest.raises(ConfigError, match="tasks"):
         QPID.from_params(robot, {})
+    # Frames too close to the base for what is asked of them.
+    with pytest.raises(ConfigError, match="'forearm_link' is moved by 4 joint"):
+        QPID.from_params(robot, _params(**{"singularity.frame": "forearm_link"}))
+    QPID.from_params(robot, _params(**{"tool.frame": "base_link"}))  # weighted: a useless task, no harm
+    hier = {"tool.type": "pose", "tool.frame": "forearm_link", "posture.level": 1}
+    with pytest.raises(ConfigError, match="6 weighted rows on frame 'forearm_link', which 4 joint"):
+        HQPID.from_params(robot, _params(**hier))  # the level below would lose 2 DoFs
+    HQPID.from_params(robot, _params(**hier, **{"tool.weight": [1, 1, 1, 1, 0, 0]}))
+    # Solver settings that would give a wrong "solved" torque, or no step in time.
+    for key, value, match in (
+        ("solver.eps_abs", 100.0, "eps_abs: expected at most 0.001"),
+        ("solver.max_iter", 5000, r"max_iter: expected an integer in \[1, 1000\]"),
+        ("solver.max_iter", 2**63, "max_iter"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            QPID.from_params(robot, _params(**{key: value}))
     with pytest.raises(ConfigError, match=r"alpha·dt must be <= 1"):
         QPID.from_params(robot, _params(dt=0.01, **{"joint_velocity_limit.alpha": 150.0}))
     QPID.from_params(robot, _params(dt=0.01, **{"joint_velocity_limit.alpha": 100.0}))  # exactly 1
@@ -485,6 +501,25 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     with pytest.raises(TargetError, match="mapping"):
         two.compute(state, [good["tool"], good["posture"]])  # type: ignore[arg-type]
     assert two.compute(state, good).info["fallback"] == 0.0  # a good reference after bad ones
+
+
+def test_collision_model_errors_are_config_errors(tmp_path: Path) -> None:
+    """What used to escape as TypeError / UnicodeDecodeError, or as an IndexError on the first step."""
+    capsule = {"from": [0, 0, 0], "to": [0, 0, 0.1], "radius": 0.05}
+    good = {"capsules": {"a": [capsule], "b": [capsule]}}
+    assert len(CollisionSpec.from_mapping(good).capsules) == 2
+    for data, match in (
+        ({**good, "exclude_pairs": 5}, "exclude_pairs: expected a list"),
+        ({**good, "exclude_pairs": True}, "exclude_pairs: expected a list"),
+        ({"capsules": {"a": [{**capsule, "to": [0, 0, 1e300]}]}}, "within 10 m"),
+        ({"capsules": {"a": [{**capsule, "radius": 11.0}]}}, "within 10 m"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            CollisionSpec.from_mapping(data)
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("capsules: {caf\xe9: []}".encode("latin-1"))
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        CollisionSpec.from_file(latin1)
 
 
 def test_refused_targets_change_nothing(robot: RobotModel) -> None:

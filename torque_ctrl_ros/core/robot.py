@@ -266,6 +266,13 @@ class RobotModel:
             )
         return int(self.model.getFrameId(name))
 
+    def dofs_moving(self, frame: str | int) -> int:
+        """Number of joint DoFs between the root and ``frame``: the most rows of its Jacobian that
+        can be independent (e.g. 1 for the first link of the Gen3, 7 for its tool)."""
+        model = self.model
+        joint = model.frames[self.frame_id(frame)].parentJoint
+        return sum(int(model.joints[j].nv) for j in list(model.supports[joint])[1:])  # not the universe
+
     def joint_index(self, names: Sequence[str]) -> np.ndarray:
         """Indices (into :attr:`joint_names`) of ``names``; error lists the valid names."""
         missing = [n for n in names if n not in self.joint_names]

@@ -308,6 +308,13 @@ class AchdRnea(Controller[PoseReference]):
         except KeyError as exc:  # FrameNotFoundError: the message lists the valid frames
             raise ConfigError(f"achd_rnea.frame: {exc}") from None
         self.alpha = alpha_from_axes(list(self.config.constrained_axes), error=ConfigError)
+        axes, dofs = len(self.config.constrained_axes), robot.dofs_moving(self.config.frame)
+        if dofs < axes:
+            # The constraint rows are then dependent everywhere: every step would be regularised.
+            raise ConfigError(
+                f"achd_rnea.frame: {self.config.frame!r} is moved by {dofs} joint(s), fewer than the "
+                f"{axes} constrained axes {list(self.config.constrained_axes)}"
+            )
         self._alpha_rows = selection_rows(self.alpha)  # αᵀ·X = X[rows]: axis selection
         mask = self.alpha.sum(axis=1) > 0.0
         self._linear_mask = mask[:3]

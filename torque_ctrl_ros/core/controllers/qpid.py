@@ -86,6 +86,12 @@ QPReference = Mapping[str, Any]
 
 _TASK_KEYS = {"type", "frame", "kp", "kd", "weight", "level"}
 _MISSING = object()
+#: Loosest solver tolerance accepted. At home with a posture step, 1e-3 gave the torques of 1e-9 to
+#: 1e-3 N·m; 100 moved joint 2's by 2 N·m (−8.62 → −6.53), with the QP reported solved.
+_MAX_EPS_ABS = 1e-3
+#: Most solver iterations per attempt accepted: a failing level runs 2·max_iter of them, ~1.5–2 ms
+#: at 50, so already 30–40 ms at this cap (beyond, proxsuite itself refuses values ≥ 2⁶³).
+_MAX_ITER = 1000
 # Rows within this distance of their bound count as active in diagnostics.
 _ACTIVE_TOL = 1e-6
 # The gufunc behind numpy.linalg.svd(full_matrices=True) without the wrapper's checks.
@@ -276,9 +282,21 @@ class QPIDConfig:
             min_value=0.0,
         )
         eps_abs = as_positive_float(f"{section}.solver.eps_abs", kw.pop("eps_abs", base.eps_abs))
+        if eps_abs > _MAX_EPS_ABS:
+            raise ConfigError(
+                f"{section}.solver.eps_abs: expected at most {_MAX_EPS_ABS:g} (the residuals are in "
+                f"rad/s² and N·m: a looser 'solved' answer is a wrong torque), got {eps_abs!r}"
+            )
         max_iter = kw.pop("max_iter", base.max_iter)
-        if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-            raise ConfigError(f"{section}.solver.max_iter: expected an integer >= 1, got {max_iter!r}")
+        if (
+            isinstance(max_iter, bool)
+            or not isinstance(max_iter, int | np.integer)
+            or not 1 <= max_iter <= _MAX_ITER
+        ):
+            raise ConfigError(
+                f"{section}.solver.max_iter: expected an integer in [1, {_MAX_ITER}] (a failing solve "
+                f"runs 2·max_iter iterations, ~1.5–2 ms at 50), got {max_iter!r}"
+            )
         barriers: dict[str, Any] = {}
         for group in ("joint_position_limit", "joint_velocity_limit", "self_collision", "singularity"):
             cfg = kw.pop(group, getattr(base, group))
@@ -514,6 +532,18 @@ class _QPController(Controller[QPReference]):
             groups = [[t for t in self.tasks if t.level == k] for k in range(n_levels)]
         else:
             groups = [list(self.tasks)]
+        for group in groups[:-1]:  # tasks whose rows the levels below keep
+            for t in group:
+                weighted = int(np.count_nonzero(t.weight > 0.0))
+                frame = getattr(t, "frame", None)  # posture tasks have none: n rows on n joints
+                dofs = robot.dofs_moving(frame) if frame is not None else n
+                if weighted > dofs:
+                    # Z assumes independent frozen rows: the levels below would lose the difference.
+                    raise ConfigError(
+                        f"{self.name}.{t.name}: {weighted} weighted rows on frame {frame!r}, which "
+                        f"{dofs} joint(s) move: a level below it would lose {weighted - dofs} DoF(s); "
+                        "weight fewer axes or use a frame further out"
+                    )
         self.levels: list[_Level] = []
         frozen: list[Task] = []
         for k, group in enumerate(groups):

@@ -43,6 +43,9 @@ from ..errors import ConfigError
 from ..robot import RobotModel
 from ..validation import FloatArray, as_positive_float, as_vector
 
+#: Largest capsule coordinate or radius accepted (m): far beyond any link of an arm.
+_MAX_SIZE_M = 10.0
+
 
 @dataclass(frozen=True)
 class Capsule:
@@ -82,16 +85,23 @@ class CollisionSpec:
                 where = f"{source}: capsules.{link}[{k}]"
                 if not isinstance(item, Mapping) or set(item) != {"from", "to", "radius"}:
                     raise ConfigError(f"{where}: expected keys from, to, radius; got {item!r}")
-                capsules.append(
-                    Capsule(
-                        str(link),
-                        as_vector(f"{where}.from", item["from"], 3),
-                        as_vector(f"{where}.to", item["to"], 3),
-                        as_positive_float(f"{where}.radius", item["radius"]),
-                    )
+                capsule = Capsule(
+                    str(link),
+                    as_vector(f"{where}.from", item["from"], 3),
+                    as_vector(f"{where}.to", item["to"], 3),
+                    as_positive_float(f"{where}.radius", item["radius"]),
                 )
+                # 1e300 passed as a number and broke coal's distance query on the first step.
+                if max(np.abs(capsule.start).max(), np.abs(capsule.end).max(), capsule.radius) > _MAX_SIZE_M:
+                    raise ConfigError(f"{where}: coordinates and radius must be within {_MAX_SIZE_M:g} m")
+                capsules.append(capsule)
         pairs: list[tuple[str, str]] = []
-        for pair in data.get("exclude_pairs") or []:
+        excluded = data.get("exclude_pairs") or []
+        if not isinstance(excluded, Sequence) or isinstance(excluded, str):
+            raise ConfigError(
+                f"{source}: exclude_pairs: expected a list of [link_a, link_b], got {excluded!r}"
+            )
+        for pair in excluded:
             if not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2:
                 raise ConfigError(f"{source}: exclude_pairs: expected [link_a, link_b], got {pair!r}")
             pairs.append((str(pair[0]), str(pair[1])))
@@ -106,7 +116,7 @@ class CollisionSpec:
         with path.open() as f:
             try:
                 data = yaml.safe_load(f)
-            except yaml.YAMLError as exc:
+            except (yaml.YAMLError, UnicodeDecodeError) as exc:
                 raise ConfigError(f"{path}: invalid YAML: {exc}") from None
         return cls.from_mapping(data, str(path))
 
