@@ -188,3 +188,37 @@ def test_sigterm_stops_the_nodes_too(ros_domain: int, tmp_path: Path) -> None:  
     assert "summary (interrupted)" in out, out
     # The nodes run in sessions of their own: only the runner can stop them.
     assert not _node_processes(tmp_path), _node_processes(tmp_path)
+
+
+def _start_and_wait_for_the_run(runner: subprocess.Popen[str], tmp_path: Path) -> list[str]:
+    assert runner.stdout is not None
+    lines = []
+    for line in runner.stdout:  # until the run is under way (the first status line with a rate)
+        lines.append(line)
+        if re.match(r"t=\s*[\d.]+ s \| rate\s+\d", line):
+            break
+    assert _node_processes(tmp_path), "".join(lines)
+    return lines
+
+
+def test_a_second_sigterm_while_stopping_still_stops_both_nodes(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
+    runner = _runner(ros_domain, tmp_path, "--duration", "0", "--controller", "gravity_comp")
+    _start_and_wait_for_the_run(runner, tmp_path)
+    runner.send_signal(signal.SIGTERM)
+    time.sleep(0.05)  # inside the stop of the nodes
+    runner.send_signal(signal.SIGTERM)
+    out, _ = runner.communicate(timeout=60)
+    assert "summary (interrupted)" in out, out
+    assert not _node_processes(tmp_path), _node_processes(tmp_path)
+
+
+def test_the_nodes_end_with_a_killed_runner(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
+    """SIGKILL (or Ctrl-\\) leaves the runner no chance to stop the nodes: the kernel tells them."""
+    runner = _runner(ros_domain, tmp_path, "--duration", "0", "--controller", "gravity_comp")
+    _start_and_wait_for_the_run(runner, tmp_path)
+    runner.kill()
+    runner.communicate(timeout=30)
+    deadline = time.monotonic() + 30.0
+    while _node_processes(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _node_processes(tmp_path), _node_processes(tmp_path)

@@ -33,7 +33,7 @@ from .core.controllers import CONTROLLERS
 from .core.errors import ConfigError
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
-from .nodes.scheduling import UNPLACED, Placement
+from .nodes.scheduling import PARENT_ENV, UNPLACED, Placement
 from .paths import data_path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +52,9 @@ def child_env(domain: int) -> dict[str, str]:
     env["AMENT_PREFIX_PATH"] = os.pathsep.join(prefixes)
     env.setdefault("OMP_NUM_THREADS", "1")  # BLAS threads would fight the two nodes for 2 cores
     env["PYTHONUNBUFFERED"] = "1"
+    # The nodes stop when this runner ends, however it ends (the kernel signals them when the
+    # thread that started them exits: start them from the thread that lasts the run).
+    env[PARENT_ENV] = str(os.getpid())
     return env
 
 
@@ -545,6 +548,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        # A second Ctrl-C or SIGTERM here would cut the nodes' stop short and leave one running.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
         steal = steal_between(ticks, cpu_ticks())
         pair.stop()
         errors = np.array(monitor.errors)

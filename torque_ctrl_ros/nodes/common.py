@@ -24,7 +24,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..core.errors import ConfigError, TorqueCtrlError
 from .params import CommonConfig
-from .scheduling import request_cpus, request_realtime
+from .scheduling import request_cpus, request_realtime, stop_with_parent
 
 #: Set by SIGINT / SIGTERM (see :func:`run_node`); the nodes' loops end when it is set.
 STOP = threading.Event()
@@ -221,6 +221,7 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
         return 2
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: STOP.set())
+    stop_with_parent()  # after the handlers: the parent's end sends SIGINT, which sets STOP
     runner = None
     code = 0
     try:

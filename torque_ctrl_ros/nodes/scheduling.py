@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,34 @@ RT_PRIORITY_ENV = "TORQUE_CTRL_RT_PRIORITY"
 #: Environment variable naming the CPUs a node process is pinned to (``"1"``, ``"0,2"``, ``"2-3"``;
 #: unset or empty: any CPU).
 CPUS_ENV = "TORQUE_CTRL_CPUS"
+#: Environment variable with the pid of a parent whose end must stop the node (``make sim``).
+PARENT_ENV = "TORQUE_CTRL_PARENT_PID"
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def stop_with_parent(env: Mapping[str, str] = os.environ) -> bool:
+    """Get SIGINT when the process named in ``$TORQUE_CTRL_PARENT_PID`` ends, however it ends.
+
+    ``make sim`` starts the nodes in sessions of their own (a Ctrl-C reaches only the runner,
+    which then stops them in order); a runner killed by SIGKILL or SIGQUIT would leave them
+    running for good. SIGINT is what the runner sends too: the node writes its summary and
+    exits. Returns whether the request was made (Linux, and the parent still the one named).
+    """
+    try:
+        parent = int(env.get(PARENT_ENV, ""))
+    except ValueError:
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT), 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):  # not Linux
+        return False
+    if os.getppid() != parent:  # it ended before the request: nothing would signal us
+        os.kill(os.getpid(), signal.SIGINT)
+    return True
 
 
 def request_realtime(env: Mapping[str, str] = os.environ) -> str:
