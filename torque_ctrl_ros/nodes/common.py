@@ -8,7 +8,6 @@ import json
 import math
 import signal
 import sys
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,32 @@ from ..core.errors import ConfigError, TorqueCtrlError
 from .params import CommonConfig
 from .scheduling import request_cpus, request_realtime, stop_with_parent
 
+
+class StopFlag:
+    """A flag a signal handler sets: a plain attribute, no lock.
+
+    A ``threading.Event`` deadlocked: Python runs handlers on the main thread between
+    bytecodes, so a signal arriving while that thread was inside the previous handler's
+    ``Event.set`` (holding its lock) ran ``set`` again there, and it waited for itself for
+    good. Seen with a node whose ``make sim`` runner was killed: three SIGINTs, three nested
+    handlers in its stack.
+    """
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def clear(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+
 #: Set by SIGINT / SIGTERM (see :func:`run_node`); the nodes' loops end when it is set.
-STOP = threading.Event()
+STOP = StopFlag()
 
 STATE_TOPIC = "/joint_states"
 COMMAND_TOPIC = "/effort_controller/commands"
