@@ -93,6 +93,23 @@ def test_positions_only_does_not_overshoot_where_the_path_turns() -> None:
     assert samples.max() <= 1.0 + 1e-12
 
 
+def test_positions_only_never_passes_a_waypoint() -> None:
+    """Every segment stays between its two waypoints: a short segment next to a long one made
+    the three-point slope 9.5 rad/s, and the path went up to 3.70 on its way from 1 to 1.1."""
+    cases = [([0.0, 0.1, 2.0], [0.0, 1.0, 1.1]), ([1.0, 2.0, 3.0, 3.2], [0.0, 1.0, 0.8, 0.0])]
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        times = np.cumsum(rng.uniform(0.01, 2.0, 6))
+        cases.append((list(times), list(np.cumsum(rng.uniform(-1.0, 1.0, 6)))))
+    for times, positions in cases:
+        traj = JointTrajectory(times, np.array(positions)[:, None])
+        for k in range(len(times) - 1):
+            segment = np.linspace(times[k], times[k + 1], 101)
+            q = np.array([traj.sample(t)[0][0] for t in segment])
+            low, high = sorted((positions[k], positions[k + 1]))
+            assert low - 1e-12 <= q.min() and q.max() <= high + 1e-12, (times, positions, k)
+
+
 @pytest.mark.parametrize(
     ("times", "positions", "match"),
     [
