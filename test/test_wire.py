@@ -97,7 +97,7 @@ def test_joint_state_layouts_the_fast_path_does_not_take() -> None:
     assert wire.decode(raw(velocity=[])) is None  # no velocities
     good = raw()
     assert len(good) == 300  # 4 + stamp 8 + frame 8 + names 88 + 3 × (count 4 + pad 4 + 56)
-    for cut in (2, 10, 40, 150, 200, 235):  # truncated within what the decoder reads
+    for cut in (2, 10, 40, 150, 200, 235, 240, 292):  # truncated anywhere, efforts included
         assert wire.decode(good[:cut]) is None, cut
     assert wire.decode(b"\x00\x00" + good[2:]) is None  # big-endian CDR: rclpy's job
     # Effort may be empty: the controller does not read it.
@@ -181,6 +181,10 @@ def test_command_decode_reads_any_float64_multiarray() -> None:
     raw = serialize_message(CommandEncoder(7).encode(np.ones(7), 5))
     assert CommandWire.decode(raw[: len(raw) - 8]) is None
     assert CommandWire.decode(b"\x00\x00" + raw[2:]) is None
+    # A label without its NUL: rclpy reads one character more (another stamp), so not ours to read.
+    no_nul = bytearray(raw)
+    no_nul[no_nul.index(b"\0", no_nul.index(b"joints@"))] = ord("9")
+    assert CommandWire.decode(bytes(no_nul)) is None
 
 
 def test_clock_bytes() -> None:

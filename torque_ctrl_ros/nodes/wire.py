@@ -185,6 +185,11 @@ class JointStateWire:
                 else:
                     values.take(index, out=out)
                 at += 8 * count
+            # The efforts are not read, but a message cut short there is no JointState either.
+            at = _aligned(at, 4)
+            (efforts,) = _U32.unpack_from(raw, at)
+            if len(raw) < (_aligned(at + 4, 8) + 8 * efforts if efforts else at + 4):
+                return None
         except struct.error:  # shorter than its own header says
             return None
         return sec * _NS + nsec, self.q, self.v
@@ -261,6 +266,8 @@ class CommandWire:
             for k in range(dims):
                 (length,) = _U32.unpack_from(raw, at)
                 if k == 0:
+                    if length < 1 or raw[at + 3 + length] != 0:  # a CDR string ends in NUL
+                        return None
                     label = raw[at + 4 : at + 3 + length].decode()
                 at = _aligned(at + 4 + length, 4) + 8  # size, stride
             at = _aligned(at, 4) + 4  # data_offset
@@ -269,7 +276,7 @@ class CommandWire:
             if len(raw) < at + 8 * count:
                 return None
             tau = np.frombuffer(raw, dtype=np.float64, count=count, offset=at)
-        except (struct.error, UnicodeDecodeError, ValueError):
+        except (struct.error, IndexError, UnicodeDecodeError, ValueError):
             return None
         return tau, label_stamp_ns(label)
 
