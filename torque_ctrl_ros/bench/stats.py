@@ -28,7 +28,12 @@ def time_calls(fn: Callable[[int], object], count: int, warmup: int = 50) -> np.
 
 
 def time_interleaved(
-    calls: Mapping[str, Callable[[int], object]], count: int, *, block: int = 250, warmup: int = 50
+    calls: Mapping[str, Callable[[int], object]],
+    count: int,
+    *,
+    block: int = 250,
+    warmup: int = 50,
+    after_warmup: Callable[[], object] | None = None,
 ) -> dict[str, np.ndarray]:
     """Durations (ns) of ``fn(i)`` for ``i`` in ``range(count)``, for every ``fn``, in alternating blocks.
 
@@ -38,10 +43,14 @@ def time_interleaved(
     fast and slow phases, so their ratios do not depend on when in the run each one was
     measured. On this shared 2-core VM the speed of the same code drifts by up to 1.7× within
     minutes; timed one after the other, a ratio to a floor measured earlier moved with it.
+    ``after_warmup`` runs between the warm-up and the timed calls (e.g. a controller's reset,
+    so that its timed run meets the problems a cold run meets).
     """
     for fn in calls.values():
         for i in range(min(warmup, count)):
             fn(i)
+    if after_warmup is not None:
+        after_warmup()
     out = {name: np.empty(count, dtype=np.int64) for name in calls}
     clock = time.perf_counter_ns
     for start in range(0, count, block):
