@@ -2,7 +2,8 @@
 
 Arguments:
     controller   gravity_comp | computed_torque | ... (any controller the package registers)
-    mode         realtime (wall-clock paced, 1 kHz) | lockstep (steps when the command arrives)
+    mode         realtime (wall-clock paced, 1 kHz) | lockstep (steps when the command answering
+                 the state, stamped with it, arrives)
     rviz         true: robot_state_publisher and rviz2 (view_gen3.launch.py)
     params_file  the parameter file of both nodes (default: config/gen3_controllers.yaml)
     rt_priority  SCHED_FIFO priority of both node processes (default 0: normal scheduling; 20

@@ -199,8 +199,8 @@ class Watchdog:
     """Classifies joint states and runs the OK / FALLBACK / STOPPED state machine.
 
     Use :meth:`check` to classify a decoded state, then :meth:`accept` or :meth:`reject`;
-    both return the :class:`Action` to take. :meth:`tick` lets a periodic timer move
-    FALLBACK to STOPPED when bad states stop arriving altogether.
+    both return the :class:`Action` to take. :meth:`silence` lets a periodic timer (on a
+    steady clock) move OK → FALLBACK → STOPPED when no states arrive at all.
     """
 
     def __init__(

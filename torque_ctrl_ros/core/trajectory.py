@@ -6,9 +6,11 @@ Between two waypoints the interpolant is
 * cubic Hermite when velocities are given (C¹),
 * cubic Hermite with estimated velocities when only positions are given: zero at the first
   and last point and where the path turns back, inside the time-weighted mean of the adjacent
-  secant slopes, limited to 3× the smaller one (Fritsch–Carlson): every segment is then
-  monotone, so the reference never passes a waypoint (C¹). Without the limit a short segment
-  next to a long one overshot: waypoints 0, 1, 1.1 at 0, 0.1, 2 s went up to 3.70.
+  secant slopes, limited to 3× the smaller one (Fritsch–Carlson): every segment between
+  waypoints is then monotone, so the reference never passes one (C¹). The segment from a
+  moving start state keeps that state's velocity and can still go past its first waypoint.
+  Without the limit a short segment next to a long one overshot: waypoints 0, 1, 1.1 at 0,
+  0.1, 2 s went up to 3.70.
 
 Before the first waypoint the first position is held at rest; after the last one the last position is
 held with zero velocity and acceleration.

@@ -7,8 +7,10 @@ Topics:
     /diagnostics (diagnostic_msgs/DiagnosticArray, out): rate, state age, compute time, callback
         time (state in → command out) and its parts (``state_in``, ``command_out``, the QP
         controllers' ``prepare`` and ``qp_solve``), deadline misses (callbacks longer than the
-        state period), saturation, watchdog state and rejected counts, states read through rclpy
-        rather than the CDR fast path (``serialized_io``, see wire.py).
+        state period), saturation, watchdog state and rejected counts, safe commands sent and
+        withheld as non-finite (``fallback_commands``, ``withheld_commands``), the controller's
+        own fallbacks, states read through rclpy rather than the CDR fast path
+        (``serialized_io``, see wire.py).
 
 Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`.
 

@@ -26,7 +26,8 @@ def stop_with_parent(env: Mapping[str, str] = os.environ) -> bool:
     ``make sim`` starts the nodes in sessions of their own (a Ctrl-C reaches only the runner,
     which then stops them in order); a runner killed by SIGKILL or SIGQUIT would leave them
     running for good. SIGINT is what the runner sends too: the node writes its summary and
-    exits. Returns whether the request was made (Linux, and the parent still the one named).
+    exits. Returns whether the request was made (Linux); if the named parent has already gone,
+    the process sends itself that SIGINT.
     """
     try:
         parent = int(env.get(PARENT_ENV, ""))

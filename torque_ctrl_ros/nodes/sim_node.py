@@ -11,7 +11,9 @@ Topics:
     /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
         time per step (physics + publishing) and publishing the state (``state_out``), late
         steps (with the runs they came in: ``late_runs``, ``longest_late_run``), missing /
-        rejected commands, overruns, whether the safe torque is applied.
+        rejected commands, lockstep answers ignored as stale or untagged (``stale_answers``,
+        ``untagged_commands``), commands read through rclpy, overruns, whether the safe torque
+        is applied.
 
 Modes:
     realtime: paced by the wall clock; the latest valid command is held (zero-order hold). A step
@@ -21,7 +23,7 @@ Modes:
         controller echoes, see conversions.py), then step. Results do not depend on machine load.
         A command without that stamp is ignored (counted in ``untagged_commands``).
 
-Invalid commands (wrong length, NaN/inf) are rejected with a throttled error; until a valid one
+Invalid commands (wrong length, NaN/inf, unreadable bytes) are rejected with a throttled error; until a valid one
 arrives the plant gets the safe torque (``−K_d·q̇`` or zero), reported on /diagnostics.
 """
 

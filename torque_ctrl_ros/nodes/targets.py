@@ -24,8 +24,9 @@ Registered here:
 * ``qpid``, ``hqpid``: ``~/<task>/target`` (PoseStamped, base frame) per Cartesian task and
   ``~/joint_target`` (JointState, by name) for the posture task(s).
 
-Every message is validated in its callback: a refused one is counted in ``targets_rejected``,
-logged (throttled) and leaves the active target unchanged.
+Every message is validated in its callback (a trajectory's timing again when it takes effect): a
+refused one is counted in ``targets_rejected``, logged (throttled) and leaves the active target
+unchanged.
 """
 
 from __future__ import annotations
