@@ -23,8 +23,9 @@ Modes:
         controller echoes, see conversions.py), then step. Results do not depend on machine load.
         A command without that stamp is ignored (counted in ``untagged_commands``).
 
-Invalid commands (wrong length, NaN/inf, unreadable bytes) are rejected with a throttled error; until a valid one
-arrives the plant gets the safe torque (``−K_d·q̇`` or zero), reported on /diagnostics.
+Invalid commands (wrong length, NaN/inf, unreadable bytes) are rejected with a throttled error;
+until a valid one arrives the plant gets the safe torque (``−K_d·q̇`` or zero), reported on
+/diagnostics.
 """
 
 from __future__ import annotations
