@@ -176,13 +176,7 @@ def test_a_simulator_that_fails_at_start_ends_the_run_at_once(ros_domain: int, t
 
 def test_sigterm_stops_the_nodes_too(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
     runner = _runner(ros_domain, tmp_path, "--duration", "0", "--controller", "gravity_comp")
-    assert runner.stdout is not None
-    lines = []
-    for line in runner.stdout:  # until the run is under way (the first status line with a rate)
-        lines.append(line)
-        if re.match(r"t=\s*[\d.]+ s \| rate\s+\d", line):
-            break
-    assert _node_processes(tmp_path), "".join(lines)
+    _start_and_wait_for_the_run(runner, tmp_path)
     runner.send_signal(signal.SIGTERM)
     out, _ = runner.communicate(timeout=60)
     assert "summary (interrupted)" in out, out
