@@ -117,7 +117,11 @@ def test_sim_params_defaults_and_errors() -> None:
     # joint_7's; given joint_1's 2.0 it would be unstable at 1 kHz, h·K_d/I ≈ 3 > 2).
     reordered = cfg.damping_vector(model_joints, model_joints[::-1])
     assert reordered.tolist() == list(DEFAULT_DAMPING)[::-1]
-    assert cfg.damping_vector(model_joints, ["joint_7", "joint_1"]).tolist() == [0.2, 2.0]
+    # A scene with more joints than the arm, or a plant driving some of them: one value per
+    # driven joint, in the model's order of them.
+    assert cfg.damping_vector([*model_joints, "flap"], model_joints[::-1]).tolist() == reordered.tolist()
+    two = sim_node_config({"safe_damping": [2.0, 0.2]})
+    assert two.damping_vector(model_joints, ["joint_7", "joint_1"]).tolist() == [0.2, 2.0]
     assert not sim_node_config({"safe_torque": "zero"}).damping_vector(model_joints).any()
     with pytest.raises(ConfigError, match="mode"):
         sim_node_config({"mode": "fast"})

@@ -268,8 +268,8 @@ class SimNodeConfig:
         lockstep_timeout: lockstep: wall time (s) waiting for the answer before the safe torque.
         wait_for_controller: hold the first state (republishing it) until a command answers it.
         safe_torque: ``damping`` (``−K_d·q̇``) or ``zero``, applied when no valid command is at hand.
-        safe_damping: ``K_d`` (N·m·s/rad) of the damping safe torque; scalar or per joint in the
-            model's joint order.
+        safe_damping: ``K_d`` (N·m·s/rad) of the damping safe torque; scalar or one per driven
+            joint, in the model's order of them.
         duration: simulated seconds to run (0: until stopped).
         record_file: ``.npz`` with t, q, v, tau of every step, written at exit ("" = none).
         command_queue_depth: history depth of the command subscription. Taking a command costs
@@ -295,22 +295,21 @@ class SimNodeConfig:
     common: CommonConfig = field(default_factory=CommonConfig)
 
     def damping_vector(self, model_joints: Sequence[str], joints: Sequence[str] | None = None) -> FloatArray:
-        """``safe_damping`` (values ``>= 0``; zeros for ``safe_torque: zero``) for ``joints``.
+        """``safe_damping`` (values ``>= 0``; zeros for ``safe_torque: zero``) in ``joints`` order.
 
-        A per-joint list is in the order of ``model_joints`` (the MJCF's), whatever order the
-        ``joints`` parameter gives the plant: the values belong to joints, not to positions.
+        A per-joint list gives one value per driven joint (``joints``, default all of
+        ``model_joints``), in the model's order of those joints (joint_1..7 for the Gen3),
+        whatever order ``joints`` gives the plant: the values belong to joints, not to positions.
         """
-        n = len(model_joints)
+        joints = list(model_joints) if joints is None else list(joints)
+        driven = [name for name in model_joints if name in joints]
         if self.safe_torque == "zero":
-            kd = np.zeros(n)
+            kd = np.zeros(len(driven))
         else:
             kd = as_vector(
-                "sim_node.safe_damping", self.safe_damping, n, broadcast_scalar=True, min_value=0.0
+                "sim_node.safe_damping", self.safe_damping, len(driven), broadcast_scalar=True, min_value=0.0
             )
-        if joints is None:
-            return kd
-        order = list(model_joints)
-        return kd[[order.index(name) for name in joints]]
+        return kd[[driven.index(name) for name in joints]]
 
 
 SIM_NODE_KEYS = {
