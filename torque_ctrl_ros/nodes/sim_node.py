@@ -180,18 +180,18 @@ class SimNode:
         if stamp is not None:
             self._record_latency(stamp, now)
         answers_current = stamp is None or stamp == current
-        if self.config.mode == "lockstep" and stamp is None:
-            # Which state it answers is unknown: taken for the current one, an extra answer
-            # (e.g. to a republished state 0) would shift every later step by one.
-            self.untagged_commands += 1
-            self.node.get_logger().error(
-                "lockstep: command without the answered state's stamp (layout.dim[0].label "
-                "'joints@<sec>.<nanosec>', see conversions.py) ignored",
-                throttle_duration_sec=1.0,
-            )
-            return
-        if self.config.mode == "lockstep" and not answers_current:
-            self.stale_answers += 1
+        if self.config.mode == "lockstep" and stamp != current:
+            if stamp is None:
+                # Which state it answers is unknown: taken for the current one, an extra answer
+                # (e.g. to a republished state 0) would shift every later step by one.
+                self.untagged_commands += 1
+                self.node.get_logger().error(
+                    "lockstep: command without the answered state's stamp (layout.dim[0].label "
+                    "'joints@<sec>.<nanosec>', see conversions.py) ignored",
+                    throttle_duration_sec=1.0,
+                )
+            else:
+                self.stale_answers += 1
             return
         try:
             tau = check_command(data, self.n)

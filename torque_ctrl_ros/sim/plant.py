@@ -336,7 +336,7 @@ class MujocoPlant:
                     f"unknown keyframe {keyframe!r} in {self._path.name}; valid keyframes: {list(names)}"
                 )
             mujoco.mj_resetDataKeyframe(self._model, self._data, names.index(keyframe))
-        self._diverged_seen = sum(w.number for w in self._diverged)
+        self._diverged_seen = self._divergence_count()
         self._tau_cmd = np.zeros(self.n)
         self.forward()
 
@@ -361,11 +361,16 @@ class MujocoPlant:
         self._apply_command()  # ctrl and qfrc_applied do not depend on the state
         if n:
             mujoco.mj_step(self._model, self._data, nstep=n)
-        if sum(w.number for w in self._diverged) != self._diverged_seen:
+        count = self._divergence_count()
+        if count != self._diverged_seen:
+            self._diverged_seen = count
             self._raise_diverged()
 
+    def _divergence_count(self) -> int:
+        """How often MuJoCo has flagged a diverged position, velocity or acceleration so far."""
+        return sum(w.number for w in self._diverged)
+
     def _raise_diverged(self) -> None:
-        self._diverged_seen = sum(w.number for w in self._diverged)
         flagged = [
             w.name.removeprefix("mjWARN_") for w, s in zip(_DIVERGED, self._diverged, strict=True) if s.number
         ]

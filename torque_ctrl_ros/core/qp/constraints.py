@@ -284,9 +284,10 @@ class SingularityBarrier(Barrier):
             raise ConfigError(f"singularity.frame: {exc}") from None
         self.frame = frame
         self.joint = int(robot.model.frames[fid].parentJoint)
-        if robot.dofs_moving(fid) < 6:
+        dofs = robot.dofs_moving(fid)
+        if dofs < 6:
             raise ConfigError(
-                f"singularity.frame: {frame!r} is moved by {robot.dofs_moving(fid)} joint(s): its 6-row "
+                f"singularity.frame: {frame!r} is moved by {dofs} joint(s): its 6-row "
                 "Jacobian never has rank 6, so its manipulability is 0 everywhere"
             )
         self.alpha = _alpha("singularity.alpha", alpha)
