@@ -197,6 +197,34 @@ def test_joint_limits_hold_for_10_s(robot: RobotModel) -> None:
     assert plant.q[1] > robot.position_upper[1] - 0.02 and plant.q[5] > robot.position_upper[5] - 0.02
 
 
+def test_a_row_that_needs_slack_loosens_no_other_row(robot: RobotModel) -> None:
+    """Joint 4 starts at 6 rad/s (over its 1.40 limit: its velocity row needs slack); joint 7 at
+    1.20 rad/s under its 1.22 limit is pulled on by the posture task. Joint 7's own row,
+    ``q̈₇ ≤ α·(q̇max₇ − q̇₇)``, must hold: with one slack per group it was loosened by joint 4's
+    (q̈₇ = 81 rad/s², 1.28 rad/s one step later)."""
+    controller = QPID.from_params(
+        robot,
+        {
+            "tasks": ["posture"],
+            "posture.type": "posture",
+            "posture.kp": 400.0,
+            "self_collision.enabled": False,
+            "singularity.enabled": False,
+        },
+    )
+    v = np.zeros(robot.n)
+    v[3], v[6] = 6.0, 1.20
+    target = HOME.copy()
+    target[6] += 1.0
+    out = controller.compute(JointState(HOME.copy(), v), {"posture": target})
+    alpha = controller.config.joint_velocity_limit.alpha
+    own_row = alpha * (robot.velocity_limit[6] - v[6])
+    qdd = controller.joint_acceleration
+    assert out.info["fallback"] == 0.0
+    assert controller.diagnostics()["slack.joint_velocity"] > 1.0  # joint 4's row did need slack
+    assert qdd[6] <= own_row + 1e-6, (qdd[6], own_row)
+
+
 # --------------------------------------------------------------------------- (3)
 @pytest.mark.parametrize("enabled", [True, False])
 def test_self_collision_barrier(robot: RobotModel, enabled: bool) -> None:

@@ -1,10 +1,13 @@
 """Control-barrier-function constraints on the joint acceleration.
 
 Every constraint is a group of rows ``C·q̈ + s ≥ l`` (rad/s² or the barrier's units
-per s²), with one slack ``s ≥ 0`` shared by the group when it is *soft* (the QP pays
-``w_s·s`` for it) and no slack when it is *hard*. A constraint object owns no matrix:
-:meth:`Barrier.bind` hands it views of the stacked rows, which :meth:`Barrier.update`
-refills in place each control step.
+per s²). A *soft* group gives every row a slack ``s ≥ 0`` of its own (the QP pays
+``w_s·s`` for each), except that the two rows of one joint's limits share one (only one of
+them can need it); a *hard* group has none. A row's slack loosens no other row: one slack for
+the whole group would let every joint of it past its limit by what the worst joint needs.
+
+A constraint object owns no matrix: :meth:`Barrier.bind` hands it views of the stacked rows,
+which :meth:`Barrier.update` refills in place each control step.
 
 Barriers, for ``h(q) ≥ 0`` with gain ``α`` (1/s):
 
@@ -23,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pinocchio as pin
+from numpy.typing import NDArray
 
 from ..errors import ConfigError
 from ..robot import RobotModel
@@ -37,7 +41,9 @@ class Barrier(ABC):
     Attributes:
         name: the group's name (used in diagnostics: ``active.<name>``, ``slack.<name>``).
         rows: number of rows.
-        soft: whether the group has a slack variable.
+        soft: whether the group has slack variables.
+        slack_of_row: for each row, which of the group's slacks it takes (``0 … slacks − 1``).
+        slacks: number of slack variables of a soft group.
         margin: the smallest barrier value ``h`` at the last update (units of ``h``).
     """
 
@@ -46,9 +52,15 @@ class Barrier(ABC):
     def __init__(self, rows: int, *, soft: bool = True) -> None:
         self.rows = rows
         self.soft = bool(soft)
+        self.slack_of_row: NDArray[np.intp] = np.arange(rows, dtype=np.intp)
         self.margin = math.inf
         self.C: FloatArray = np.zeros((rows, 0))
         self.lower: FloatArray = np.zeros(rows)
+
+    @property
+    def slacks(self) -> int:
+        """Number of slack variables the group takes when soft."""
+        return int(self.slack_of_row.max()) + 1 if self.rows else 0
 
     def bind(self, C: FloatArray, lower: FloatArray) -> None:
         """Use ``C`` (rows × n) and ``lower`` (rows,) — views into the stacked arrays."""
@@ -84,6 +96,8 @@ class _JointRowsBarrier(Barrier):
         super().__init__(2 * len(index), soft=soft)
         self.index = index
         self._joint_of_row = np.concatenate([index, index])
+        # A joint's lower and upper rows share a slack: only the one it is past can need it.
+        self.slack_of_row = np.concatenate([np.arange(len(index)), np.arange(len(index))]).astype(np.intp)
         self._sign = np.concatenate([np.ones(len(index)), -np.ones(len(index))])
         self._x2 = np.zeros(self.rows)  # work array
 
