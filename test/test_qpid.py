@@ -8,8 +8,9 @@ Stated tolerances:
   dynamics equality 1e-8.
 - Joint limits: positions within the limit + 0.5 % of the joint range, |q̇| ≤ 1.01·q̇_max,
   the QP's own (unsaturated) torque ≤ the effort limit + 1e-6 N·m.
-- Self-collision: d_min ≥ d_safe − 3 mm (the barrier's drift leaves out the normal's
-  rotation and the gradient is filtered, so small dips are expected).
+- Self-collision: d_min ≥ d_safe − 3 mm at a tool kp of 100 (the barrier's drift leaves out
+  the normal's rotation, which takes either sign as the witness points slide, and the
+  gradient is filtered: dips are expected, 4.4 mm at kp 400; see qp/collision.py).
 - Singularity: w ≥ w_min − 1e-4.
 - Hierarchy: |J₀·q̈ − J₀·q̈*₀| ≤ 1e-6 m/s² at every step.
 """
