@@ -38,8 +38,8 @@ and then updated in place and warm-started.
 
 Safe failure: if the level-0 solve fails (infeasible, iteration cap, non-finite), the
 torque is the fallback ``g(q) − K_d·q̇`` and ``info["fallback"] = 1``; if a lower level
-fails, the last successful level's solution is used (it satisfies every hard
-constraint) and ``info["failed_level"]`` names it.
+fails, the solution of the levels above it is used (it satisfies every hard constraint)
+and ``info["failed_level"]`` names the level that failed.
 
 Diagnostics (all floats). Every step's ``info``: ``qp_status`` (:class:`SolveStatus` of
 the first failed level, else 0), ``qp_iterations`` (sum over levels), ``qp_primal_residual``,
