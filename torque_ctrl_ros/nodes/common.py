@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.context import Context
 from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..core.errors import ConfigError, TorqueCtrlError
@@ -61,6 +63,26 @@ DIAGNOSTICS_TOPIC = "/diagnostics"
 def parameters_of(node: Node) -> dict[str, Any]:
     """Every parameter the node holds, as ``{name: python value}``."""
     return {name: param.value for name, param in node.get_parameters_by_prefix("").items()}
+
+
+def refuse_parameter_changes(node: Node) -> None:
+    """From now on, refuse every parameter change (``ros2 param set``, also of a new name).
+
+    The nodes read their configuration once, at start-up: a change accepted later would be
+    reported by ``ros2 param get`` without being in effect. Call it at the end of construction:
+    the start-up overrides and rclpy's own declarations (``use_sim_time``) are in by then. The
+    callback runs before rclpy's others (it is added last), so a refused ``use_sim_time``
+    leaves the clock as it is too.
+    """
+
+    def refuse(parameters: list[Parameter[Any]]) -> SetParametersResult:
+        names = ", ".join(p.name for p in parameters)
+        return SetParametersResult(
+            successful=False,
+            reason=f"parameters are read once at start-up; restart the node to change {names}",
+        )
+
+    node.add_on_set_parameters_callback(refuse)
 
 
 def control_qos(common: CommonConfig, depth: int | None = None) -> QoSProfile:

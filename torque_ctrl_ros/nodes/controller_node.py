@@ -12,7 +12,8 @@ Topics:
         own fallbacks, states read through rclpy rather than the CDR fast path
         (``serialized_io``, see wire.py).
 
-Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`.
+Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`. Read
+once at start-up: later changes (``ros2 param set``) are refused.
 
 Run: ``controller_node --ros-args --params-file config/gen3_controllers.yaml``
 (or ``python -m torque_ctrl_ros.nodes.controller_node ...``).
@@ -48,6 +49,7 @@ from .common import (
     make_executor,
     parameters_of,
     percentiles_ms,
+    refuse_parameter_changes,
     run_node,
     status,
     write_json,
@@ -60,7 +62,7 @@ from .targets import create_target_source
 from .wire import CommandWire, JointStateWire
 
 NODE_NAME = "controller_node"
-#: States closer together than this: /diagnostics wait for the next command (see _on_diagnostics_timer).
+#: States closer together than this (s): /diagnostics wait for the next state (see _on_diagnostics_timer).
 _DEFER_DIAGNOSTICS_S = 0.05
 _LEVEL = {
     WatchdogState.WAITING: DiagnosticStatus.WARN,
@@ -154,6 +156,7 @@ class ControllerNode:
         self._started = time.monotonic()
         self.executor = make_executor(cfg.common.executor)
         self.executor.add_node(node)
+        refuse_parameter_changes(node)
         node.get_logger().info(
             f"controller {cfg.controller!r} on {robot.n} joints {list(self.joints)}; model {robot.source}"
         )
@@ -270,6 +273,10 @@ class ControllerNode:
                 throttle_duration_sec=1.0,
             )
         if out is None:
+            # No command (waiting, stopped, withheld): nothing for deferred /diagnostics to hold up.
+            if self._diagnostics_due:
+                self._diagnostics_due = False
+                self._publish_diagnostics()
             return
         if out.any_saturated:
             self.saturated_commands += 1
@@ -314,7 +321,8 @@ class ControllerNode:
 
     # ---------------------------------------------------------------- reporting
     def _on_diagnostics_timer(self) -> None:
-        """Publish /diagnostics now if no states are coming in, else right after the next command.
+        """Publish /diagnostics now if no states are coming in, else at the end of the next state's
+        handling: right after its command, or right after the watchdog when it sends none.
 
         Building and publishing them takes ~0.3–1 ms here. Fired at an arbitrary moment it held
         up the state arriving meanwhile (a late step in the simulator, up to one per second);
@@ -325,14 +333,20 @@ class ControllerNode:
         else:
             self._publish_diagnostics()
 
-    def _publish_diagnostics(self) -> None:
-        now_wall = time.monotonic()
+    def _check_silence(self, now_wall: float) -> float:
+        """Let the watchdog note how long (s, up to ``now_wall``, monotonic) no state arrived;
+        returns that time."""
         silent = now_wall - self._last_state_wall
         if self.states:
             previous = self.watchdog.state
             self.watchdog.silence(self.node.get_clock().now().nanoseconds * 1e-9, silent)
             if self.watchdog.state is not previous:
                 self._log_transition(previous)
+        return silent
+
+    def _publish_diagnostics(self) -> None:
+        now_wall = time.monotonic()
+        silent = self._check_silence(now_wall)
         t_start, states0, commands0 = self._window_start
         span = max(now_wall - t_start, 1e-9)
         self._window_start = (now_wall, self.states, self.commands)
@@ -432,8 +446,14 @@ class ControllerNode:
             self.executor.spin_once(timeout_sec=0.1)
 
     def close(self) -> None:
-        """Stop spinning, write the summary, destroy the node."""
+        """Stop spinning, write the summary, destroy the node.
+
+        The silence since the last state is accounted for first (nothing is published): the
+        diagnostics timer checks it only once a period, and the states stop at the end of every
+        simulated run, so the summary would otherwise rarely show the watchdog's fallback.
+        """
         self.executor.shutdown()
+        self._check_silence(time.monotonic())
         write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
         self.node.destroy_node()
 

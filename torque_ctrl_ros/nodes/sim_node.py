@@ -26,6 +26,8 @@ Modes:
 Invalid commands (wrong length, NaN/inf, unreadable bytes) are rejected with a throttled error;
 until a valid one arrives the plant gets the safe torque (``−K_d·q̇`` or zero), reported on
 /diagnostics.
+
+Parameters (``config/gen3_controllers.yaml``) are read once at start-up: later changes are refused.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from .common import (
     make_executor,
     parameters_of,
     percentiles_ms,
+    refuse_parameter_changes,
     run_node,
     status,
     write_json,
@@ -148,6 +151,7 @@ class SimNode:
         self._record: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
         self.executor = make_executor(cfg.common.executor)
         self.executor.add_node(node)
+        refuse_parameter_changes(node)
         node.get_logger().info(
             f"{cfg.mode} simulation of {cfg.mjcf} from keyframe {cfg.keyframe!r}, {self.n} joints "
             f"{list(plant.joint_names)}, step {plant.timestep * 1e3:g} ms, torque mode {plant.torque_mode}"

@@ -1,0 +1,249 @@
+"""The nodes in this process, their callbacks called directly: /diagnostics keep coming while the
+watchdog sends no command, parameter changes after start-up are refused, and the summary written
+at exit accounts for the states having stopped. No DDS traffic is needed; the nodes are built on
+their own domain id."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from ros_helpers import CONFIG, requires_rclpy, ros_domain  # noqa: F401
+
+from torque_ctrl_ros.run_sim import param_literal
+
+pytestmark = [pytest.mark.ros, requires_rclpy]
+
+JOINTS = [f"joint_{i}" for i in range(1, 8)]
+
+
+class Recorder:
+    """Stands in for a publisher: keeps what would have been published."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def publish(self, msg: Any) -> None:
+        self.sent.append(msg)
+
+
+class Nodes:
+    """Builds node objects of this package on the shipped YAML; closes what is left at teardown."""
+
+    def __init__(self, domain: int) -> None:
+        self.domain = domain
+        self.open: list[Any] = []
+
+    def make(self, kind: str, **params: Any) -> Any:
+        """``kind``: ``controller``, ``sim`` or ``composed``; ``params``: ``-p`` overrides
+        (``node:name`` for one node only). Commands and /diagnostics go to :class:`Recorder` s."""
+        import rclpy
+
+        from torque_ctrl_ros.nodes.composed import Composed
+        from torque_ctrl_ros.nodes.controller_node import ControllerNode
+        from torque_ctrl_ros.nodes.sim_node import SimNode
+
+        args = ["--ros-args", "--params-file", str(CONFIG)]
+        for key, value in params.items():
+            args += ["-p", f"{key}:={param_literal(value)}"]
+        rclpy.init(args=args, domain_id=self.domain)
+        built = {"controller": ControllerNode, "sim": SimNode, "composed": Composed}[kind]()
+        self.open.append(built)
+        if kind == "controller":
+            built.publisher = Recorder()
+            built.diag_publisher = Recorder()
+        return built
+
+    def close(self, built: Any) -> None:
+        """Close ``built`` now (its summary is written)."""
+        self.open.remove(built)
+        built.close()
+
+
+@pytest.fixture
+def nodes(ros_domain: int) -> Iterator[Nodes]:  # noqa: F811
+    import rclpy
+
+    made = Nodes(ros_domain)
+    yield made
+    for built in reversed(made.open):
+        built.close()
+    if rclpy.ok():
+        rclpy.shutdown()
+
+
+def _now(node: Any) -> float:
+    return node.node.get_clock().now().nanoseconds * 1e-9
+
+
+def _state_msg(q: np.ndarray, stamp: float, names: list[str] | None = None) -> Any:
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    msg = JointStateMsg(name=names or JOINTS, position=q.tolist(), velocity=[0.0] * len(q))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
+    return msg
+
+
+def _latest_status(node: Any) -> Any:
+    return node.diag_publisher.sent[-1].status[0]
+
+
+# ---------------------------------------------------------------- /diagnostics without commands
+def _misnamed(node: Any) -> Any:
+    return _state_msg(np.zeros(7), _now(node), [f"other_{i}" for i in range(1, 8)])
+
+
+def _non_finite(node: Any) -> Any:
+    return _state_msg(np.full(7, np.nan), _now(node))
+
+
+def _good(node: Any) -> Any:
+    return _state_msg(np.zeros(7), _now(node))
+
+
+def _to_waiting(node: Any) -> Callable[[], Any]:
+    """Misnamed states from the start: the watchdog stays WAITING."""
+    node._on_state_message(_misnamed(node))
+    return lambda: _misnamed(node)
+
+
+def _to_stopped_by_bad_states(node: Any) -> Callable[[], Any]:
+    """Non-finite states past ``fallback_duration``: STOPPED, and they keep coming."""
+    node._on_state_message(_good(node))
+    node._on_state_message(_non_finite(node))
+    time.sleep(0.15)
+    node._on_state_message(_non_finite(node))
+    return lambda: _non_finite(node)
+
+
+def _to_stopped_for_good(node: Any) -> Callable[[], Any]:
+    """Stale states past ``fallback_duration`` without ``auto_recover``: good states change nothing."""
+    node._on_state_message(_good(node))
+    node._on_state_message(_state_msg(np.zeros(7), _now(node) - 1.0))
+    time.sleep(0.15)
+    node._on_state_message(_state_msg(np.zeros(7), _now(node) - 1.0))
+    return lambda: _good(node)
+
+
+@pytest.mark.parametrize(
+    ("drive", "expected", "params"),
+    [
+        (_to_waiting, "waiting", {}),
+        (_to_stopped_by_bad_states, "stopped", {}),
+        (_to_stopped_for_good, "stopped", {"watchdog.auto_recover": False}),
+    ],
+    ids=["waiting-misnamed", "stopped-non-finite", "stopped-no-auto-recover"],
+)
+def test_deferred_diagnostics_go_out_when_no_command_follows(
+    nodes: Nodes, drive: Callable[[Any], Callable[[], Any]], expected: str, params: dict[str, Any]
+) -> None:
+    node = nodes.make(
+        "controller",
+        controller="computed_torque",
+        use_sim_time=False,
+        **{"watchdog.fallback_duration": 0.05, **params},
+    )
+    next_state = drive(node)
+    assert node.watchdog.state.value == expected
+    commands = len(node.publisher.sent)
+    for report in range(1, 4):
+        before = len(node.diag_publisher.sent)
+        node._on_state_message(next_state())
+        node._on_diagnostics_timer()  # a state just arrived: deferred to the next one's handling
+        node._on_state_message(next_state())
+        assert len(node.diag_publisher.sent) == before + 1, f"report {report}: no /diagnostics"
+    assert len(node.publisher.sent) == commands  # none of these states got a command
+    values = {kv.key: kv.value for kv in _latest_status(node).values}
+    assert values["watchdog_state"] == expected
+    assert _latest_status(node).message.startswith(expected)
+
+
+def test_diagnostics_keep_their_period_under_a_stream_of_misnamed_states(nodes: Nodes) -> None:
+    """The timer itself, with states every few ms as from a 200 Hz+ driver (generous bounds)."""
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=False, diagnostics_period=0.1)
+    end = time.monotonic() + 2.0
+    while time.monotonic() < end:
+        node._on_state_message(_misnamed(node))
+        node.executor.spin_once(timeout_sec=0.003)
+    assert node.states > 50
+    assert len(node.diag_publisher.sent) >= 4, f"{len(node.diag_publisher.sent)} /diagnostics in 2 s"
+    assert node.publisher.sent == []
+    assert _latest_status(node).message == "waiting"
+
+
+# ---------------------------------------------------------------- parameters
+def _ros_nodes(built: Any) -> list[Any]:
+    if hasattr(built, "sim") and hasattr(built, "controller"):  # Composed
+        return [built.controller.node, built.sim.node]
+    return [built.node]
+
+
+@pytest.mark.parametrize("kind", ["controller", "sim", "composed"])
+def test_parameter_changes_after_start_up_are_refused(nodes: Nodes, kind: str) -> None:
+    from rclpy.parameter import Parameter
+
+    # Start-up overrides, use_sim_time included, still apply.
+    built = nodes.make(
+        kind,
+        **{
+            "controller_node:use_sim_time": True,
+            "controller_node:computed_torque.kp": 50.0,
+            "sim_node:command_timeout": 0.07,
+        },
+    )
+    for node in _ros_nodes(built):
+        name = node.get_name()
+        changed, value = (
+            ("computed_torque.kp", 50.0) if name == "controller_node" else ("command_timeout", 0.07)
+        )
+        assert node.get_parameter(changed).value == value
+        sim_time = name == "controller_node"
+        assert node.get_clock().ros_time_is_active is sim_time
+        assert node.get_parameter("use_sim_time").value is sim_time
+
+        for param in (
+            Parameter(changed, value=-100.0),
+            Parameter("use_sim_time", value=not sim_time),
+            Parameter("not_a_parameter_before", value=1),
+        ):
+            (result,) = node.set_parameters([param])
+            assert not result.successful, f"{name}: {param.name} accepted"
+            assert result.reason == (
+                f"parameters are read once at start-up; restart the node to change {param.name}"
+            )
+        result = node.set_parameters_atomically([Parameter(changed, value=1.0)])
+        assert not result.successful
+        # Nothing changed: the values reported are those in effect.
+        assert node.get_parameter(changed).value == value
+        assert node.get_parameter("use_sim_time").value is sim_time
+        assert node.get_clock().ros_time_is_active is sim_time
+        assert not node.has_parameter("not_a_parameter_before")
+    if kind != "sim":
+        controller = built if kind == "controller" else built.controller
+        assert controller.config.controller_params["kp"] == 50.0
+
+
+# ---------------------------------------------------------------- the summary at exit
+def test_the_summary_shows_the_fallback_when_the_states_stop_before_the_end(
+    nodes: Nodes, tmp_path: Path
+) -> None:
+    stats = tmp_path / "controller.json"
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=False, stats_file=str(stats))
+    for _ in range(3):
+        node._on_state_message(_good(node))
+    assert node.watchdog.state.value == "ok"
+    time.sleep(0.2)  # > max_age (0.02 s): the states have stopped; no timer ran since
+    published = (len(node.publisher.sent), len(node.diag_publisher.sent))
+    nodes.close(node)
+    summary = json.loads(stats.read_text())
+    # fallback, or stopped if this machine took over fallback_duration (0.5 s) to get here
+    assert summary["watchdog_state"] in ("fallback", "stopped"), summary
+    assert summary["watchdog_reason_kind"] == "stale"
+    assert summary["watchdog_reason"].startswith("no joint state for")
+    assert summary["rejected"]["stale"] == 0  # silence, not a refused state
+    assert (len(node.publisher.sent), len(node.diag_publisher.sent)) == published  # nothing published
