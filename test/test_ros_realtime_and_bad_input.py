@@ -18,6 +18,7 @@ from ros_helpers import Probe, diagnostic_values, launch, probe, requires_rclpy,
 
 from torque_ctrl_ros.bench.host import cpu_ticks, steal_between
 from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
 
@@ -202,9 +203,9 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
 
     from torque_ctrl_ros.nodes.conversions import command_stamp_ns, stamp_to_ns
 
-    fallback_s, damping = 0.3, 2.0
+    fallback_s, damping = 0.3, np.array(DEFAULT_DAMPING)
     ctrl, commands, diags, pub = _gravity_controller_with_probe(
-        launch, probe, fallback_damping=damping, **{"watchdog.fallback_duration": fallback_s}
+        launch, probe, fallback_damping=damping.tolist(), **{"watchdog.fallback_duration": fallback_s}
     )
     robot = RobotModel.from_urdf_file(URDF)
     clock = probe.node.get_clock()
@@ -369,9 +370,13 @@ def test_wrong_commands_to_the_sim_are_rejected(launch: Any, probe: Probe) -> No
 
     from torque_ctrl_ros.nodes.conversions import stamp_to_ns
 
-    damping = 1.0
+    damping = np.array(DEFAULT_DAMPING)
     sim = launch(
-        "sim_node", mode="realtime", wait_for_controller=False, safe_damping=damping, diagnostics_period=0.1
+        "sim_node",
+        mode="realtime",
+        wait_for_controller=False,
+        safe_damping=damping.tolist(),
+        diagnostics_period=0.1,
     )
     states = probe.collect(JointStateMsg, "/joint_states", depth=1000)
     diags = probe.collect(DiagnosticArray, "/diagnostics")

@@ -5,7 +5,7 @@ They are the typical settings the acceptance tests use (``test/test_achd.py``,
 (joint position, joint velocity, self-collision, singularity), so the figures are those
 of a realistic configuration rather than of the cheapest one.
 
-- ``gravity_comp``: light joint damping.
+- ``gravity_comp``: the default per-joint damping.
 - ``computed_torque``: ω_n = 10 rad/s, critically damped.
 - ``achd_rnea``: all six tool axes constrained, kp = 100 /s² (the Cartesian step test).
 - ``qpid``: tool pose task (kp = 100 /s²) plus a weak posture task (kp = 10 /s²,
@@ -16,6 +16,8 @@ of a realistic configuration rather than of the cheapest one.
 from __future__ import annotations
 
 from typing import Any
+
+from ..core.safety import DEFAULT_DAMPING
 
 TOOL = "end_effector_link"
 
@@ -41,7 +43,7 @@ _QP_TASKS: dict[str, Any] = {
 
 #: Benchmark configurations: controller name → parameters for ``create_controller``.
 BENCH_CONFIGS: dict[str, dict[str, Any]] = {
-    "gravity_comp": {"damping": 0.5},
+    "gravity_comp": {"damping": list(DEFAULT_DAMPING)},
     "computed_torque": {"kp": 100.0, "kd": 20.0},
     "achd_rnea": {"kp": 100.0},
     "qpid": {**_QP_TASKS, **QP_BARRIERS},

@@ -105,7 +105,7 @@ class ControllerNode:
         self.robot = robot
         self.joints = tuple(joints)
         self.controller = create_controller(cfg.controller, robot, cfg.controller_params)
-        self.damping = cfg.damping_vector(robot.n)
+        self.damping = cfg.damping_vector(robot.n, robot)
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         limits = (robot.position_lower, robot.position_upper)
         self.watchdog = Watchdog(robot.n, cfg.watchdog, limits, robot.velocity_limit, robot.joint_names)

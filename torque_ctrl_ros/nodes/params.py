@@ -17,15 +17,19 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core.controllers import CONTROLLERS
 from ..core.errors import ConfigError
+from ..core.robot import RobotModel
 from ..core.safety import DEFAULT_DAMPING, WatchdogConfig
 from ..core.validation import FloatArray, as_positive_float, as_vector, check_choice
 from ..paths import data_path
+
+if TYPE_CHECKING:
+    from ..sim.plant import MujocoPlant
 
 #: Parameters every rclpy node may carry; never reported as unknown.
 ROS_PARAMETERS = ("use_sim_time", "start_type_description_service")
@@ -188,11 +192,18 @@ class ControllerNodeConfig:
     fallback_damping: Any
     common: CommonConfig = field(default_factory=CommonConfig)
 
-    def damping_vector(self, n: int) -> FloatArray:
-        """``fallback_damping`` as ``n`` values ``>= 0``."""
-        return as_vector(
-            "controller_node.fallback_damping", self.fallback_damping, n, broadcast_scalar=True, min_value=0.0
-        )
+    def damping_vector(self, n: int, robot: RobotModel | None = None) -> FloatArray:
+        """``fallback_damping`` as ``n`` values ``>= 0``.
+
+        With ``robot``, also refuses (:class:`ConfigError`) a damping that the safe command,
+        applied once per :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD`, would make unstable:
+        largest eigenvalue of ``h·M⁻¹·K_d`` ``>= 2`` (:meth:`RobotModel.check_damping`).
+        """
+        field = "controller_node.fallback_damping"
+        kd = as_vector(field, self.fallback_damping, n, broadcast_scalar=True, min_value=0.0)
+        if robot is not None:
+            robot.check_damping(field, kd)
+        return kd
 
 
 CONTROLLER_NODE_KEYS = {
@@ -294,22 +305,40 @@ class SimNodeConfig:
     command_queue_depth: int = 100
     common: CommonConfig = field(default_factory=CommonConfig)
 
-    def damping_vector(self, model_joints: Sequence[str], joints: Sequence[str] | None = None) -> FloatArray:
+    def damping_vector(
+        self,
+        model_joints: Sequence[str],
+        joints: Sequence[str] | None = None,
+        plant: MujocoPlant | None = None,
+    ) -> FloatArray:
         """``safe_damping`` (values ``>= 0``; zeros for ``safe_torque: zero``) in ``joints`` order.
 
         A per-joint list gives one value per driven joint (``joints``, default all of
         ``model_joints``), in the model's order of those joints (joint_1..7 for the Gen3),
         whatever order ``joints`` gives the plant: the values belong to joints, not to positions.
+
+        The damping torque ``−K_d·q̇`` is held for one simulator step ``h``, so a damping whose
+        ``h·(M⁻¹)_dd·K_d`` reaches an eigenvalue of 2 would spin the joints up instead of stopping
+        them: :class:`ConfigError` (:meth:`MujocoPlant.check_damping`, MuJoCo's mass matrix and
+        timestep). ``plant`` (driving ``joints``) is used for that check; without it the check loads
+        :attr:`mjcf` once more (~20–30 ms for the Gen3 scene).
         """
         joints = list(model_joints) if joints is None else list(joints)
         driven = [name for name in model_joints if name in joints]
+        field = "sim_node.safe_damping"
         if self.safe_torque == "zero":
-            kd = np.zeros(len(driven))
-        else:
-            kd = as_vector(
-                "sim_node.safe_damping", self.safe_damping, len(driven), broadcast_scalar=True, min_value=0.0
-            )
-        return kd[[driven.index(name) for name in joints]]
+            return np.zeros(len(joints))
+        kd = as_vector(field, self.safe_damping, len(driven), broadcast_scalar=True, min_value=0.0)
+        kd = kd[[driven.index(name) for name in joints]]
+        if kd.any():
+            from ..sim.plant import MujocoPlant  # MuJoCo only where a simulator runs
+
+            if plant is None:
+                plant = MujocoPlant(self.mjcf, joints)
+            elif list(plant.joint_names) != joints:
+                raise ConfigError(f"{field}: the plant drives {list(plant.joint_names)}, not {joints}")
+            plant.check_damping(field, kd)
+        return kd
 
 
 SIM_NODE_KEYS = {

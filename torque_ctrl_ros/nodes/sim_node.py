@@ -85,7 +85,7 @@ class SimNode:
         self.plant = plant = MujocoPlant(cfg.mjcf, cfg.joints or None)
         plant.reset(cfg.keyframe or None)
         self.n = plant.n
-        self.safe_damping = cfg.damping_vector(plant.model_joint_names, plant.joint_names)
+        self.safe_damping = cfg.damping_vector(plant.model_joint_names, plant.joint_names, plant)
         self.dt_ns = round(plant.timestep * 1e9)
         self.t0_ns = round(plant.time * 1e9)
         self.k = 0

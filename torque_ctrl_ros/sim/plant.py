@@ -17,6 +17,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from torque_ctrl_ros.core.errors import FrameNotFoundError, ModelError, SimulationError, StateError
+from torque_ctrl_ros.core.robot import check_damping_stability, damping_configurations, damping_eigenvalues
+from torque_ctrl_ros.core.validation import as_vector
 
 FloatArray = NDArray[np.float64]
 
@@ -124,6 +126,7 @@ class MujocoPlant:
 
         self._tau_cmd = np.zeros(len(names))
         self._mass = np.zeros((model.nv, model.nv))
+        self._damping_samples: tuple[FloatArray, FloatArray] | None = None  # (configurations, M⁻¹ block)
         mujoco.mj_forward(model, self._data)
 
     # ------------------------------------------------------------------------------------------
@@ -415,6 +418,95 @@ class MujocoPlant:
             mujoco.mj_applyFT(model, data, wrench[:3], wrench[3:], data.xipos[body], int(body), rhs)
         rebuilt = np.linalg.solve(self._mass, rhs)
         return float(np.max(np.abs(rebuilt - data.qacc))) if model.nv else 0.0
+
+    def inverse_mass_matrices(self, configurations: ArrayLike) -> FloatArray:
+        """Driven-joint block of ``M(q)⁻¹`` (1/(kg·m²)) for each row of ``configurations``.
+
+        Each row gives the driven joints' positions (:attr:`joint_names` order, ``m × n``); every
+        other position stays at the model's ``qpos0``. ``M`` comes from ``mj_fullM`` after
+        ``mj_kinematics``, ``mj_comPos`` and ``mj_crb`` (armature included), in a scratch
+        ``MjData``: the plant's state is untouched. The block of ``M⁻¹``, not the inverse of ``M``'s
+        block, because undriven joints are free: a driven torque ``τ`` gives ``q̈ = (M⁻¹)_dd·τ``.
+        Returns ``m × n × n``.
+        """
+        values = np.atleast_2d(np.asarray(configurations, dtype=np.float64))
+        qpos = np.tile(self._model.qpos0, (len(values), 1))
+        qpos[:, self._qadr] = values
+        return self._inverse_mass_block(qpos)
+
+    def _inverse_mass_block(self, qpos: FloatArray) -> FloatArray:
+        model = self._model
+        data = mujoco.MjData(model)
+        mass = np.empty((len(qpos), model.nv, model.nv))
+        for k, row in enumerate(qpos):
+            data.qpos[:] = row
+            mujoco.mj_kinematics(model, data)
+            mujoco.mj_comPos(model, data)
+            mujoco.mj_crb(model, data)
+            mujoco.mj_fullM(model, data, mass[k])
+        return np.linalg.inv(mass)[:, self._vadr[:, None], self._vadr]
+
+    def _default_damping_samples(self) -> tuple[FloatArray, FloatArray]:
+        """Driven-joint positions and ``M⁻¹`` blocks of the damping check's configurations (cached).
+
+        Every hinge and slide joint (driven or not) is sampled by
+        :func:`~torque_ctrl_ros.core.robot.damping_configurations`: within its range when limited,
+        ``±π`` for an unlimited hinge, at ``qpos0`` for an unlimited slide; other joints stay at
+        ``qpos0``. For the Gen3 these are the configurations :class:`RobotModel` uses.
+        """
+        if self._damping_samples is None:
+            model = self._model
+            ids = np.array([model.joint(name).id for name in self._model_joint_names], dtype=np.intp)
+            limited = model.jnt_limited[ids].astype(bool)
+            hinge = model.jnt_type[ids] == int(mujoco.mjtJoint.mjJNT_HINGE)
+            adr = model.jnt_qposadr[ids]
+            q0 = model.qpos0[adr]
+            lower = np.where(limited, model.jnt_range[ids, 0], np.where(hinge, -np.inf, q0))
+            upper = np.where(limited, model.jnt_range[ids, 1], np.where(hinge, np.inf, q0))
+            values = damping_configurations(lower, upper)
+            qpos = np.tile(model.qpos0, (len(values), 1))
+            qpos[:, adr] = values
+            driven = [self._model_joint_names.index(name) for name in self._joint_names]
+            self._damping_samples = (values[:, driven], self._inverse_mass_block(qpos))
+        return self._damping_samples
+
+    def damping_eigenvalue(self, kd: ArrayLike, configurations: ArrayLike | None = None) -> float:
+        """Largest eigenvalue of ``h·(M⁻¹)_dd·K_d`` with ``h`` = :attr:`timestep` (s).
+
+        ``K_d = diag(kd)`` (N·m·s/rad; a scalar applies to every driven joint). The configurations
+        are ``configurations`` (driven-joint positions, ``m × n``) when given, else the zero pose,
+        corner grid and seeded random ones of :meth:`_default_damping_samples`. The same bound as
+        :meth:`RobotModel.damping_eigenvalue`, from MuJoCo's mass matrix and the model's own step.
+        """
+        kd_vec = as_vector("damping", kd, self.n, broadcast_scalar=True, min_value=0.0)
+        if configurations is None:
+            m_inv = self._default_damping_samples()[1]
+        else:
+            m_inv = self.inverse_mass_matrices(configurations)
+        return float(damping_eigenvalues(m_inv, kd_vec, self.timestep).max())
+
+    def check_damping(self, field: str, kd: ArrayLike) -> float:
+        """Refuse a damping torque ``−K_d·q̇`` that would not decay at this model's timestep.
+
+        The plant holds a torque for one :attr:`timestep` ``h``; a damping computed from the state
+        gives ``q̇⁺ ≈ (I − h·(M⁻¹)_dd·K_d)·q̇`` (MuJoCo's implicit integrators treat the model's own
+        joint damping implicitly, but not a commanded torque). With ``λ`` its largest eigenvalue over
+        the sampled configurations: ``λ < 1`` decays smoothly, ``1 <= λ < 2`` is accepted (decays,
+        ringing), ``λ >= 2`` raises :class:`ConfigError` (see
+        :func:`~torque_ctrl_ros.core.robot.check_damping_stability`).
+
+        Args:
+            field: parameter name for the message (e.g. ``"sim_node.safe_damping"``).
+            kd: N·m·s/rad, one value ``>= 0`` per driven joint (:attr:`joint_names` order) or a scalar.
+
+        Returns:
+            ``λ`` (0 for no damping).
+        """
+        kd_vec = as_vector(field, kd, self.n, broadcast_scalar=True, min_value=0.0)
+        if not kd_vec.any():
+            return 0.0
+        qs, m_inv = self._default_damping_samples()
+        return check_damping_stability(field, kd_vec, self.timestep, m_inv, qs, self._joint_names)
 
     def site_pose(self, name: str = "end_effector_link") -> tuple[FloatArray, FloatArray]:
         """World position (3,) in m and rotation matrix (3, 3) of site ``name`` at the current q.

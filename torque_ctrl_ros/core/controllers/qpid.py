@@ -192,7 +192,7 @@ class QPIDConfig:
             acceleration_weight: 1.0e-4         # W2, scalar or per joint
             velocity_weight: 0.0                # W3, scalar or per joint
             slack_weight: 100.0
-            fallback_damping: [2, 2, 0.5, 1, 0.2, 0.2, 0.2]  # N·m·s/rad, scalar or per joint
+            fallback_damping: [2, 2, 0.5, 1, 0.2, 0.2, 0.2]  # N·m·s/rad per joint (a scalar > 0.56: unstable)
             joint_position_limit.{enabled, alpha, soft}
             joint_velocity_limit.{enabled, alpha, soft}
             self_collision.{enabled, alpha, soft, d_safe, model, filter}
@@ -459,6 +459,7 @@ class _QPController(Controller[QPReference]):
     ) -> None:
         super().__init__(robot)
         self.config = config
+        robot.check_damping(f"{self.name}.fallback_damping", config.fallback_damping)
         n = robot.n
         self.kin = KinematicsState(robot)
         self.tasks: list[Task] = []
