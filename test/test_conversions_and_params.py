@@ -138,7 +138,9 @@ def test_values_that_would_fail_later_are_refused_at_start(tmp_path: Path) -> No
     # Each of these used to pass validation and then end the node with a traceback: in rclpy
     # (an overflowing queue depth or timer period) or at exit, losing the run's outputs.
     for params, match in (
-        ({"qos_depth": 10**11}, r"qos_depth: expected an integer in \[1, 100000\]"),
+        ({"qos_depth": 10**11}, r"qos_depth: expected an integer in \[10, 100000\]"),
+        ({"qos_depth": 5}, r"qos_depth: expected an integer in \[10, 100000\]"),  # drops after a stall
+        ({"diagnostics_period": 1e-9}, "diagnostics_period: expected at least 0.05 s"),  # kept a node busy
         ({"command_queue_depth": 10**11}, "command_queue_depth"),
         ({"diagnostics_period": 1.0e12}, "diagnostics_period: expected at most 3600 s"),
         ({"duration": 1.0e300}, r"duration: expected at most 1e\+09 s"),  # its step count overflowed

@@ -114,7 +114,7 @@ class CommonConfig:
         qos_depth: history depth of the control topics (>= 10: shallower queues drop messages).
         reliability: ``reliable`` or ``best_effort`` for /joint_states and the commands.
         executor: ``events`` (rclpy's EventsExecutor, lowest latency) or ``single_threaded``.
-        diagnostics_period: wall-clock period (s) of /diagnostics.
+        diagnostics_period: wall-clock period (s) of /diagnostics, ``>= 0.05``.
         stats_file: where to write a JSON summary at exit ("" = nowhere).
         serialized_io: exchange the per-step messages (states, commands, clock) as CDR bytes
             (:mod:`.wire`) instead of Python messages; the topics and types are the same. Falls
@@ -135,14 +135,21 @@ _COMMON_KEYS = {"qos_depth", "reliability", "executor", "diagnostics_period", "s
 _MAX_QUEUE = 100_000
 #: Longest timer period accepted (s): rclpy's timers overflow somewhere beyond 10⁹ s.
 _MAX_PERIOD_S = 3600.0
+#: Shortest /diagnostics period accepted (s): each message takes 0.3–1 ms of the node's only
+#: thread, so 20 per second cost the control loop at most ~2 % (1e-9 s had kept a node busy).
+_MIN_DIAGNOSTICS_PERIOD_S = 0.05
+#: Shallowest control-topic queue accepted: shallower ones drop messages after a stall.
+_MIN_QOS_DEPTH = 10
 #: Longest simulation accepted (s, ~32 years): its step count must stay a finite number.
 _MAX_DURATION_S = 1e9
 
 
-def _period(node: str, params: Mapping[str, Any], key: str, default: float) -> float:
+def _period(node: str, params: Mapping[str, Any], key: str, default: float, minimum: float = 0.0) -> float:
     value = as_positive_float(f"{node}.{key}", params.get(key, default))
     if value > _MAX_PERIOD_S:
         raise ConfigError(f"{node}.{key}: expected at most {_MAX_PERIOD_S:g} s, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{node}.{key}: expected at least {minimum:g} s, got {value!r}")
     return value
 
 
@@ -157,10 +164,10 @@ def _duration(node: str, params: Mapping[str, Any]) -> float:
 
 def _common(node: str, params: Mapping[str, Any]) -> CommonConfig:
     return CommonConfig(
-        qos_depth=_int(node, params, "qos_depth", 10, 1, _MAX_QUEUE),
+        qos_depth=_int(node, params, "qos_depth", 10, _MIN_QOS_DEPTH, _MAX_QUEUE),
         reliability=check_choice(f"{node}.reliability", params.get("reliability", "reliable"), RELIABILITIES),
         executor=check_choice(f"{node}.executor", params.get("executor", "events"), EXECUTORS),
-        diagnostics_period=_period(node, params, "diagnostics_period", 1.0),
+        diagnostics_period=_period(node, params, "diagnostics_period", 1.0, _MIN_DIAGNOSTICS_PERIOD_S),
         stats_file=_output_file(node, params, "stats_file"),
         serialized_io=_bool(node, params, "serialized_io", True),
     )
