@@ -66,23 +66,35 @@ class JointNameMap:
             raise ConfigError("joints: expected at least one joint name")
         self.joint_names: tuple[str, ...] = names
         self.n = len(names)
+        self._needed = frozenset(names)
         self._cache: dict[tuple[str, ...], NDArray[np.intp]] = {}
 
     def indices(self, names: Sequence[str]) -> NDArray[np.intp]:
         """Index into a message array for each target joint: ``target = msg[indices]``.
 
-        Extra names are ignored; the first occurrence wins for duplicates.
+        Extra names are ignored, also when repeated. Only a name tuple that passed these checks
+        is cached, so a hit costs one dict lookup and no check.
 
         Raises:
-            StateError: a target joint is missing (the message names them).
+            StateError: a target joint is missing or named more than once (the message names them):
+                with two values for one joint there is no telling which is right.
         """
         key = names if isinstance(names, tuple) else tuple(names)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
         position: dict[str, int] = {}
+        duplicated: list[str] = []
         for i, name in enumerate(key):
-            position.setdefault(name, i)
+            if name not in position:
+                position[name] = i
+            elif name in self._needed and name not in duplicated:
+                duplicated.append(name)
+        if duplicated:
+            raise StateError(
+                f"joint(s) {duplicated} named more than once; each of {list(self.joint_names)} must "
+                f"appear once, got {list(key)}"
+            )
         missing = [n for n in self.joint_names if n not in position]
         if missing:
             raise StateError(

@@ -26,13 +26,43 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .errors import TargetError
 from .validation import FloatArray
+
+#: Interior times per quintic segment at which :meth:`JointTrajectory.limit_violation` evaluates
+#: it (evenly spaced; cubic segments are checked at their exact extrema instead).
+QUINTIC_CHECK_POINTS = 32
+#: How far (rad, rad/s) the motion may pass a limit before it counts: a segment that ends at rest
+#: on a limit evaluates a few ulps beyond it at its computed extremum.
+LIMIT_TOLERANCE = 1e-9
+#: Segments evaluated at once by the limit check: bounds its temporaries to ~4 MB for 7 joints.
+_CHECK_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class LimitViolation:
+    """A point of a trajectory's interpolated motion past a limit, in the earliest segment that has
+    one: the first checked point past it there (on a cubic segment the extremum, the worst value).
+
+    Attributes:
+        quantity: ``"position"`` or ``"velocity"``.
+        joint: the joint's column in the trajectory.
+        time: s from the trajectory's start (the time base of :attr:`JointTrajectory.times`).
+        value: the position (rad) or velocity (rad/s) there.
+        limit: the bound passed: the lower or upper position limit (rad), or the speed limit (rad/s).
+    """
+
+    quantity: str
+    joint: int
+    time: float
+    value: float
+    limit: float
 
 
 def _matrix(field: str, value: ArrayLike | None, m: int, n: int) -> FloatArray | None:
@@ -208,6 +238,133 @@ class JointTrajectory:
         n = self.n
         return out[:n], out[n : 2 * n], out[2 * n :]
 
+    def limit_violation(
+        self,
+        lower: ArrayLike,
+        upper: ArrayLike,
+        velocity_limit: ArrayLike,
+        first: int = 0,
+        last: int | None = None,
+    ) -> LimitViolation | None:
+        """Where the motion leaves ``lower ≤ q ≤ upper`` (rad) or ``|q̇| ≤ velocity_limit`` (rad/s)
+        first (:class:`LimitViolation`), or ``None``; over segments ``first`` to ``last − 1`` (all by
+        default; segment ``i`` runs from ``times[i]`` to ``times[i + 1]``). Use ``∓inf`` for no limit.
+
+        With ``s = (t − tᵢ)/T ∈ [0, 1]`` on a segment of duration ``T``:
+
+        * cubic: ``q̇(s)`` is quadratic, so ``q`` is checked at the ends and at the real roots of
+          ``q̇(s) = 0`` in ``[0, 1]``, ``q̇`` at the ends and at ``s* = −c₁/(2c₂)`` (``q̇ = c₀ + c₁s + c₂s²``,
+          the root of ``q̈``): the exact extrema;
+        * quintic: at the ends and :data:`QUINTIC_CHECK_POINTS` evenly spaced interior times; between
+          two of them (``h = T/33`` apart) ``q`` can exceed the larger sample by at most
+          ``h²/8·max|q̈|`` and ``q̇`` by ``h²/8·max|q⃛|``.
+
+        The first segment may stay as far past a limit as the trajectory's first point is (a start
+        state a hair outside a limit must not stop a trajectory leading back inside); every other
+        bound is the limit itself, plus :data:`LIMIT_TOLERANCE`. The waypoints are among the points
+        checked. Cost: linear in the number of segments; a screen on every segment
+        (:meth:`_may_pass`), then the evaluation above only on segments that may pass a bound, in
+        blocks of ``_CHECK_BLOCK``.
+        """
+        n = self.n
+        lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (n,))
+        hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), (n,))
+        vmax = np.broadcast_to(np.asarray(velocity_limit, dtype=np.float64), (n,))
+        segments = len(self._times) - 1
+        start, stop = max(first, 0), segments if last is None else min(last, segments)
+        if start >= stop:
+            return None
+        # Per segment and joint: the bounds (the first segment widened by the first point).
+        q_lo, q_hi, v_lim = (np.tile(x, (stop - start, 1)) for x in (lo, hi, vmax))
+        if start == 0:
+            p0, v0 = self.positions[0], np.abs(self.velocities[0])
+            q_lo[0], q_hi[0], v_lim[0] = np.minimum(lo, p0), np.maximum(hi, p0), np.maximum(vmax, v0)
+        suspects = start + np.flatnonzero(self._may_pass(start, stop, q_lo, q_hi, v_lim))
+        for k in range(0, suspects.size, _CHECK_BLOCK):
+            rows = suspects[k : k + _CHECK_BLOCK]
+            at = rows - start
+            found = self._rows_violation(rows, q_lo[at], q_hi[at], v_lim[at])
+            if found is not None:  # blocks go forward in time: the first one found is the earliest
+                return found
+        return None
+
+    def _may_pass(
+        self, start: int, stop: int, q_lo: FloatArray, q_hi: FloatArray, v_lim: FloatArray
+    ) -> NDArray[np.bool_]:
+        """Segments ``start`` to ``stop − 1`` whose motion may pass a bound (a cheap, safe screen).
+
+        A polynomial on ``s ∈ [0, 1]`` lies within the range of its Bernstein coefficients. With
+        ``m = T·q̇`` and ``A = T²·q̈`` at the ends: cubic ``(p₀, p₀ + m₀/3, p₁ − m₁/3, p₁)``, quintic
+        ``(p₀, p₀ + m₀/5, p₀ + 2m₀/5 + A₀/20, p₁ − 2m₁/5 + A₁/20, p₁ − m₁/5, p₁)``; ``q̇`` has the
+        coefficients ``d·(bᵢ₊₁ − bᵢ)/T`` (degree ``d``). A segment whose ranges stay inside its
+        bounds cannot pass them; only the others are evaluated.
+        """
+        t, p, v, a = self.times, self.positions, self.velocities, self.accelerations
+        T = (t[start + 1 : stop + 1] - t[start:stop])[:, None]
+        p0, p1 = p[start:stop], p[start + 1 : stop + 1]
+        m0, m1 = v[start:stop] * T, v[start + 1 : stop + 1] * T
+        if a is None:
+            b = [p0, p0 + m0 / 3.0, p1 - m1 / 3.0, p1]
+        else:
+            A0, A1 = a[start:stop] * (T * T), a[start + 1 : stop + 1] * (T * T)
+            b = [p0, p0 + m0 / 5.0, p0 + 0.4 * m0 + A0 / 20.0, p1 - 0.4 * m1 + A1 / 20.0, p1 - m1 / 5.0, p1]
+        d = len(b) - 1
+        speed = np.maximum.reduce([np.abs(b[i + 1] - b[i]) for i in range(d)]) * (d / T)
+        out = speed > v_lim + LIMIT_TOLERANCE
+        out |= np.maximum.reduce(b) > q_hi + LIMIT_TOLERANCE
+        out |= np.minimum.reduce(b) < q_lo - LIMIT_TOLERANCE
+        return np.asarray(out.any(axis=1))
+
+    def _rows_violation(
+        self, rows: NDArray[np.intp], q_lo: FloatArray, q_hi: FloatArray, v_lim: FloatArray
+    ) -> LimitViolation | None:
+        """:meth:`limit_violation` on the segments ``rows`` (increasing) with their bounds (rows × n)."""
+        n = self.n
+        seg = self._segments[rows]  # (S, d + 1, 3n): [q | q̇ | q̈] coefficients of 1, s, s², …
+        S = seg.shape[0]
+        if self.accelerations is None:
+            c = seg[:, :, :n]
+            v0, v1, v2 = seg[:, 0, n : 2 * n], seg[:, 1, n : 2 * n], seg[:, 2, n : 2 * n]
+            zero, one = np.zeros((S, n)), np.ones((S, n))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                # Roots of v2·s² + v1·s + v0 without cancellation; NaN or ±inf where there are none.
+                r = -0.5 * (v1 + np.copysign(np.sqrt(v1 * v1 - 4.0 * v2 * v0), v1))
+                s_q = np.stack((zero, one, r / v2, v0 / r), axis=1)
+                s_v = np.stack((zero, one, -v1 / (2.0 * v2)), axis=1)
+            # Roots outside the segment (and the NaN of none) are replaced by its start.
+            s_q = np.where((s_q >= 0.0) & (s_q <= 1.0), s_q, 0.0)
+            s_v = np.where((s_v >= 0.0) & (s_v <= 1.0), s_v, 0.0)
+            q = ((c[:, 3:4] * s_q + c[:, 2:3]) * s_q + c[:, 1:2]) * s_q + c[:, 0:1]
+            v = (v2[:, None] * s_v + v1[:, None]) * s_v + v0[:, None]
+        else:
+            grid = np.linspace(0.0, 1.0, QUINTIC_CHECK_POINTS + 2)
+            powers = grid[:, None] ** np.arange(seg.shape[1])
+            # One matrix product for all segments: (K, d + 1) × (d + 1, S·2n).
+            coef = seg[:, :, : 2 * n].transpose(1, 0, 2).reshape(seg.shape[1], -1)
+            values = (powers @ coef).reshape(grid.size, S, 2 * n).transpose(1, 0, 2)
+            q, v = values[:, :, :n], values[:, :, n:]
+            s_q = s_v = np.broadcast_to(grid[None, :, None], q.shape)
+        lo3, hi3, vlim3 = q_lo[:, None], q_hi[:, None], v_lim[:, None]
+        over_q = (q > hi3 + LIMIT_TOLERANCE) | (q < lo3 - LIMIT_TOLERANCE)
+        over_v = np.abs(v) > vlim3 + LIMIT_TOLERANCE
+        if not (over_q.any() or over_v.any()):
+            return None
+        t0 = self.times[rows][:, None, None]
+        T = (self.times[rows + 1] - self.times[rows])[:, None, None]
+        best: LimitViolation | None = None
+        for quantity, over, s, x, bound in (
+            ("position", over_q, s_q, q, np.where(q > hi3, hi3, lo3)),
+            ("velocity", over_v, s_v, v, vlim3),
+        ):
+            if not over.any():
+                continue
+            t = np.where(over, t0 + s * T, np.inf)
+            i, k, j = np.unravel_index(int(np.argmin(t)), t.shape)
+            if best is None or t[i, k, j] < best.time:
+                limit = np.broadcast_to(bound, x.shape)[i, k, j]
+                best = LimitViolation(quantity, int(j), float(t[i, k, j]), float(x[i, k, j]), float(limit))
+        return best
+
     @classmethod
     def from_points(
         cls,
@@ -260,4 +417,4 @@ _QUINTIC = np.array(
 )
 
 
-__all__ = ["JointTrajectory"]
+__all__ = ["LIMIT_TOLERANCE", "QUINTIC_CHECK_POINTS", "JointTrajectory", "LimitViolation"]

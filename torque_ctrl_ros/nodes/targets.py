@@ -24,15 +24,21 @@ Registered here:
 * ``qpid``, ``hqpid``: ``~/<task>/target`` (PoseStamped, base frame) per Cartesian task and
   ``~/joint_target`` (JointState, by name) for the posture task(s).
 
-Every message is validated in its callback (a trajectory's timing again when it takes effect): a
-refused one is counted in ``targets_rejected``, logged (throttled) and leaves the active target
-unchanged.
+Every message is validated in its callback (a trajectory's timing and its segment from the start
+state again when it takes effect): a refused one is counted in ``targets_rejected``, logged
+(throttled) and leaves the active target unchanged. Refused besides malformed input: a joint
+named twice; a joint target with a non-zero velocity (a held point is at rest); a trajectory of
+more than :data:`MAX_TRAJECTORY_POINTS` points, or whose interpolated motion passes a position or
+velocity limit between its waypoints (:func:`check_motion`); a pose or position target farther
+from the base than the frame can reach (:func:`reach_bound`).
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -53,6 +59,17 @@ from ..core.validation import FloatArray, as_vector
 from .conversions import stamp_to_ns
 
 TARGET_QOS = QoSProfile(depth=10)
+
+REACH_MARGIN = 0.01
+"""Added to :func:`reach_bound` (m): the bound itself is exact for the model, the margin only keeps
+a target a few mm out (a tool frame measured slightly short) from being refused."""
+
+MAX_TRAJECTORY_POINTS = 10_000
+"""Most points a ``~/joint_trajectory`` may have. Its checks run in the callback, on the control
+thread, linear in the points: ~1–1.5 µs per point for 7 joints on a busy 2-core host (2000
+points: 2–2.5 ms; 20 000: 21–29 ms), up to ~3 µs when every quintic segment runs near a limit
+(all evaluated), so 10 000 points stay below the simulator's 50 ms command timeout; without a
+bound a large enough message would block the loop past it."""
 
 
 class TargetSource(ABC):
@@ -129,6 +146,40 @@ def base_frame(robot: RobotModel) -> str:
     return str(frames[0].name)
 
 
+def reach_bound(robot: RobotModel, frame: str | int) -> float:
+    """Farthest (m) the origin of ``frame`` can be from the base frame's origin, plus :data:`REACH_MARGIN`.
+
+    On the chain of joints ``j₁ … j_k`` from the root to the frame, with ``t_j`` the translation
+    of joint ``j``'s placement in its parent and ``t_f`` that of the frame in its joint, the
+    frame's origin is ``t_{j₁} + R₁·t_{j₂} + … + R₁⋯R_k·t_f`` for rotations ``Rᵢ`` (the joints are
+    revolute: a joint moves nothing at its own origin), so its distance is at most
+    ``r = Σ‖t_j‖ + ‖t_f‖`` (triangle inequality; equality only with every offset on one line).
+    Gen3, ``end_effector_link``: 1.188 m (+ margin). Pose targets are in the base frame, whose
+    origin is the model's root.
+    """
+    model = robot.model
+    f = model.frames[robot.frame_id(frame)]
+    r = float(np.linalg.norm(f.placement.translation))
+    joint = f.parentJoint
+    while joint > 0:
+        r += float(np.linalg.norm(model.jointPlacements[joint].translation))
+        joint = model.parents[joint]
+    return r + REACH_MARGIN
+
+
+def check_reach(position: FloatArray, reach: float, what: str) -> None:
+    """Refuse a target ``position`` (m, base frame) farther than ``reach`` (m) from the base origin:
+    the arm could only stretch toward it, saturating its joints, and an absurd one (1e200 m)
+    makes every step's solve fail.
+    """
+    distance = math.hypot(*position)  # no overflow to inf for 1e200 m
+    if not distance <= reach:
+        raise TargetError(
+            f"{what}: position {distance:.4g} m from the base frame origin, farther than the frame can "
+            f"reach ({reach:.3f} m)"
+        )
+
+
 def check_frame(msg: PoseStamped, expected: str, what: str) -> None:
     """Refuse a pose whose ``header.frame_id`` is not ``expected`` (no TF lookup here)."""
     if msg.header.frame_id != expected:
@@ -162,7 +213,13 @@ def pose_rotation(msg: PoseStamped, what: str) -> FloatArray:
 def joint_positions(
     robot: RobotModel, names_map: JointNameMap, msg: JointStateMsg, what: str
 ) -> tuple[FloatArray, FloatArray | None]:
-    """Positions (and velocities if given) of ``msg`` in model order, finite and within limits."""
+    """Positions (and velocities if given) of ``msg`` in model order, finite and within limits.
+
+    The velocities, if given, must all be zero: the target is held, a rest point that cannot
+    move. A held ``(q, v ≠ 0)`` makes a PD law settle where ``kp·e + kd·(v − q̇) = 0`` with
+    ``q̇ = 0``, i.e. at ``q + (kd/kp)·v`` rather than at ``q``. Moving through a point takes a
+    trajectory. (A JointState carries no accelerations; its ``effort`` is ignored.)
+    """
     q = np.empty(robot.n)
     names_map.take(msg.name, np.asarray(msg.position, dtype=np.float64), q, "position")
     v = None
@@ -172,7 +229,112 @@ def joint_positions(
     if not np.isfinite(q).all() or (v is not None and not np.isfinite(v).all()):
         raise TargetError(f"{what}: non-finite entries")
     check_joint_limits(robot, q, what, v)
+    if v is not None and v.any():
+        names = [robot.joint_names[i] for i in np.flatnonzero(v)]
+        raise TargetError(
+            f"{what}: non-zero velocity at {names}; a held target is a rest point, it cannot move "
+            "(it would settle off the target): leave velocity empty or zero; to move through a "
+            "point, send a trajectory (~/joint_trajectory, computed_torque)"
+        )
     return q, v
+
+
+TrajectoryPoints = tuple[FloatArray, FloatArray, FloatArray | None, FloatArray | None]
+"""``(times (m,) s, positions (m × n) rad, velocities rad/s | None, accelerations rad/s² | None)``."""
+
+
+def _point_rows(points: Sequence[Any], field: str, width: int, required: bool) -> FloatArray | None:
+    """Field ``field`` of every point as an ``m × width`` array; ``None`` unless every point has it.
+
+    One Python-level pass per field (``map``), then one copy: rclpy stores the numbers as
+    ``array('d')``, whose bytes join into one buffer.
+    """
+    rows = list(map(attrgetter(field), points))
+    sizes = np.fromiter(map(len, rows), np.intp, len(rows))
+    wrong = np.flatnonzero((sizes != width) & ((sizes != 0) | required))
+    if wrong.size:
+        k = int(wrong[0])
+        raise TargetError(f"trajectory point {k}: {sizes[k]} {field} for {width} joints")
+    if not sizes.all():
+        return None  # used only when every point has them (JointTrajectory.from_points)
+    try:
+        flat = np.frombuffer(b"".join(rows), dtype=np.float64)
+    except TypeError:  # not buffers (a stand-in message built from lists)
+        flat = np.array(rows, dtype=np.float64).reshape(-1)
+    return flat.reshape(len(rows), width)
+
+
+def trajectory_points(
+    robot: RobotModel, names_map: JointNameMap, msg: JointTrajectoryMsg
+) -> TrajectoryPoints:
+    """The points of a non-empty ``msg`` in model order, its waypoints within the joint limits.
+
+    Whole-array checks (no per-point Python beyond reading the fields): at most
+    :data:`MAX_TRAJECTORY_POINTS` points, ``len(joint_names)`` positions per point and 0 or as many
+    velocities and accelerations, each joint named once, waypoint positions and velocities within
+    :func:`check_joint_limits`. Times, finiteness and the motion between waypoints are left to
+    :class:`JointTrajectory` and :func:`check_motion`.
+
+    Raises:
+        StateError: a joint missing or named twice.
+        TargetError: anything else (the message names the point).
+    """
+    points = msg.points
+    m, width = len(points), len(msg.joint_names)
+    if m > MAX_TRAJECTORY_POINTS:
+        raise TargetError(
+            f"trajectory: {m} points, more than the {MAX_TRAJECTORY_POINTS} allowed (checking them would "
+            "hold up the control loop); send it in parts"
+        )
+    idx = names_map.indices(msg.joint_names)
+    stamps = list(map(attrgetter("time_from_start"), points))
+    times = np.fromiter(map(attrgetter("sec"), stamps), np.float64, m)
+    times += np.fromiter(map(attrgetter("nanosec"), stamps), np.float64, m) * 1e-9
+    rows = _point_rows(points, "positions", width, required=True)
+    assert rows is not None
+    pos = rows[:, idx]
+    vel = _point_rows(points, "velocities", width, required=False)
+    acc = _point_rows(points, "accelerations", width, required=False)
+    vel = None if vel is None else vel[:, idx]
+    acc = None if acc is None else acc[:, idx]
+    bad = (pos < robot.position_lower) | (pos > robot.position_upper) | (np.abs(pos) > MAX_ANGLE)
+    if vel is not None:
+        bad |= np.abs(vel) > robot.velocity_limit
+    first_bad = np.flatnonzero(bad.any(axis=1))
+    if first_bad.size:
+        k = int(first_bad[0])
+        check_joint_limits(robot, pos[k], f"trajectory point {k}", None if vel is None else vel[k])
+    return times, pos, vel, acc
+
+
+def check_motion(
+    robot: RobotModel,
+    trajectory: JointTrajectory,
+    first: int = 0,
+    last: int | None = None,
+    offset: float = 0.0,
+) -> None:
+    """Refuse a trajectory whose interpolated motion passes a position limit (bounded joints) or a
+    velocity limit (:meth:`JointTrajectory.limit_violation`, segments ``first`` to ``last − 1``);
+    ``offset`` (s) is added to the reported time so that it reads as the message's
+    ``time_from_start``.
+    """
+    found = trajectory.limit_violation(
+        robot.position_lower, robot.position_upper, robot.velocity_limit, first, last
+    )
+    if found is None:
+        return
+    name, t = robot.joint_names[found.joint], found.time + offset
+    if found.quantity == "position":
+        raise TargetError(
+            f"trajectory: the interpolated motion takes {name} to {found.value:.4f} rad at {t:.4f} s "
+            f"(time_from_start), past its position limit {found.limit:.4f} rad; add waypoints or "
+            "give velocities that keep it inside"
+        )
+    raise TargetError(
+        f"trajectory: the interpolated motion moves {name} at {found.value:.4f} rad/s at {t:.4f} s "
+        f"(time_from_start), above its velocity limit {found.limit:.4f} rad/s; slow it down"
+    )
 
 
 TargetFactory = Callable[[Node, Controller[Any]], TargetSource]
@@ -225,7 +387,7 @@ class NoTargetSource(HoldSource):
 
 @register_target_source("computed_torque")
 class JointTargetSource(TargetSource):
-    """``~/joint_target`` (JointState: position, optional velocity) and ``~/joint_trajectory``.
+    """``~/joint_target`` (JointState: position; velocity empty or zero) and ``~/joint_trajectory``.
 
     A joint target is held until replaced. A trajectory (``header.stamp`` zero: start at the
     next joint state) starts from the current reference when its first point is later than 0;
@@ -233,7 +395,9 @@ class JointTargetSource(TargetSource):
     One stamped before the joint state it takes effect at drops the points already due and
     reaches the next one from the current reference; one that ended before it is refused.
     On continuous joints every segment takes the short way round (the waypoints are unwrapped
-    against the one before, the start first). Positions outside the model's joint limits are refused.
+    against the one before, the start first). Positions outside the model's joint limits are refused,
+    at the waypoints and along the interpolated motion, and so are speeds above its velocity limits.
+    A joint target's velocities must be empty or zero.
     """
 
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
@@ -266,26 +430,9 @@ class JointTargetSource(TargetSource):
                 self.received += 1
                 self._pending = ("stop", None)
                 return
-            idx = self.map.indices(msg.joint_names)
-            points = []
-            for k, p in enumerate(msg.points):
-                pos = np.asarray(p.positions, dtype=np.float64)
-                if pos.size != len(msg.joint_names):
-                    raise TargetError(
-                        f"trajectory point {k}: {pos.size} positions for {len(msg.joint_names)} joints"
-                    )
-                vel = np.asarray(p.velocities, dtype=np.float64)
-                acc = np.asarray(p.accelerations, dtype=np.float64)
-                for name, arr in (("velocities", vel), ("accelerations", acc)):
-                    if arr.size not in (0, len(msg.joint_names)):
-                        raise TargetError(
-                            f"trajectory point {k}: {arr.size} {name} for {len(msg.joint_names)} joints"
-                        )
-                t = p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
-                v_k = vel[idx] if vel.size else None
-                points.append((t, pos[idx], v_k, acc[idx] if acc.size else None))
-                check_joint_limits(self.robot, pos[idx], f"trajectory point {k}", v_k)
-            JointTrajectory.from_points(points, self.n)  # validate now; the start is added at activation
+            points = trajectory_points(self.robot, self.map, msg)
+            # Validate now (the start is added at activation): times, then the motion in between.
+            check_motion(self.robot, JointTrajectory(*points, continuous=self.robot.continuous))
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
             return
@@ -317,23 +464,35 @@ class JointTargetSource(TargetSource):
             if late > 0.0:
                 # Stamped before this state: the points already due are dropped and the rest
                 # keep their times, reached from the current reference (no jump into the middle).
-                end = points[-1][0]
-                points = [(t - late, *rest) for t, *rest in points if t > late]
-                if not points:
+                times, pos, vel, acc = points
+                end = float(times[-1])
+                due = times > late
+                if not due.any():
                     self._refuse(
                         f"trajectory ended {late - end:.3f} s before the joint state it arrived at "
                         f"(header.stamp {stamp:.3f} s, last point at {end:.3f} s)"
                     )
                     return
+                points = (
+                    times[due] - late,
+                    pos[due],
+                    None if vel is None else vel[due],
+                    None if acc is None else acc[due],
+                )
                 t0 = state.stamp
             q0, v0 = self._current(state)
             try:
-                self._trajectory = JointTrajectory.from_points(
-                    points, self.n, start=(q0, v0), continuous=self.robot.continuous
+                times, pos, vel, acc = points
+                trajectory = JointTrajectory(
+                    times, pos, vel, acc, start=(q0, v0), continuous=self.robot.continuous
                 )
+                # Only the segment from the start and the next one differ from those checked in the
+                # callback (the first waypoint's estimated velocity changes with the start).
+                check_motion(self.robot, trajectory, last=2, offset=max(late, 0.0))
             except TargetError as exc:
                 self._refuse(str(exc))
                 return
+            self._trajectory = trajectory
             self._t0 = t0
             self._fixed, self._mode = None, "trajectory"
 
@@ -361,12 +520,15 @@ class PoseTargetSource(TargetSource):
     """``~/target_pose`` (PoseStamped): the tool pose in the model's base frame, held until replaced.
 
     ``header.frame_id`` must name the base frame (no TF here); the quaternion must be near unit
-    norm (an all-zero default orientation is refused) and every number finite.
+    norm (an all-zero default orientation is refused), every number finite and the position
+    within the controlled frame's reach (:func:`reach_bound`).
     """
 
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
         super().__init__(node, controller)
         self.frame = base_frame(controller.robot)
+        ctrl: Any = controller  # an AchdRnea: config.frame is the controlled frame
+        self.reach = reach_bound(controller.robot, ctrl.config.frame)
         self._pending: PoseReference | None = None
         self._active: PoseReference | None = None
         self._mode = "hold"
@@ -376,6 +538,7 @@ class PoseTargetSource(TargetSource):
         try:
             check_frame(msg, self.frame, "target pose")
             ref = pose_reference(msg, "target pose")
+            check_reach(ref.position, self.reach, "target pose")
         except TargetError as exc:
             self._refuse(str(exc))
             return
@@ -404,8 +567,8 @@ class TaskTargetSource(TargetSource):
     * ``~/<task>/target`` (PoseStamped, base frame) for each ``pose``, ``position`` or
       ``orientation`` task: a pose task takes the whole pose, a position task only the position
       (the orientation is ignored, so a default all-zero quaternion is fine), an orientation task
-      only the orientation.
-    * ``~/joint_target`` (JointState by name: positions, optional velocities) for every
+      only the orientation. A position farther than the task frame's reach is refused.
+    * ``~/joint_target`` (JointState by name: positions; velocities empty or zero) for every
       ``posture`` task; positions outside the joint limits are refused.
 
     The reference is one ``{task: target}`` mapping, rebuilt only when a target changes (the
@@ -423,6 +586,12 @@ class TaskTargetSource(TargetSource):
         ctrl: Any = controller  # a QPID / HQPID: task_names, task(name).kind
         self.kinds = {name: ctrl.task(name).kind for name in ctrl.task_names}
         self.posture_tasks = tuple(n for n, k in self.kinds.items() if k == "posture")
+        #: reach_bound of each task that takes a position (pose, position), m.
+        self.reach = {
+            name: reach_bound(robot, ctrl.task(name).frame)
+            for name, kind in self.kinds.items()
+            if kind in ("pose", "position")
+        }
         self._pending: dict[str, Any] = {}
         self._reference: dict[str, Any] | None = None
         self._targeted: set[str] = set()
@@ -452,10 +621,12 @@ class TaskTargetSource(TargetSource):
             target: Any
             if kind == "position":
                 target = pose_position(msg, what)
+                check_reach(target, self.reach[task], what)
             elif kind == "orientation":
                 target = pose_rotation(msg, what)
             else:
                 target = pose_reference(msg, what).se3
+                check_reach(target.translation, self.reach[task], what)
         except TargetError as exc:
             self._refuse(str(exc))
             return

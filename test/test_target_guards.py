@@ -1,0 +1,288 @@
+"""Target guards, called directly (no DDS): duplicate joint names, unreachable pose targets, joint
+targets with a velocity, and trajectories (size, and the motion between waypoints)."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
+
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import PoseStamped
+from ros_helpers import shipped_parameters
+from sensor_msgs.msg import JointState as JointStateMsg
+from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from torque_ctrl_ros.core import JointState, RobotModel
+from torque_ctrl_ros.core.controllers import AchdRnea, ComputedTorque, ComputedTorqueConfig, create_controller
+from torque_ctrl_ros.core.errors import StateError
+from torque_ctrl_ros.core.safety import JointNameMap
+from torque_ctrl_ros.core.trajectory import JointTrajectory
+from torque_ctrl_ros.nodes import targets
+from torque_ctrl_ros.nodes.conversions import JointStateDecoder
+from torque_ctrl_ros.nodes.params import controller_node_config
+
+TOOL = "end_effector_link"
+
+
+class _FakeNode:
+    """What a target source uses of a node: subscriptions (kept by topic) and a logger."""
+
+    def __init__(self) -> None:
+        self.callbacks: dict[str, Any] = {}
+        self.errors: list[str] = []
+
+    def create_subscription(self, _type: Any, topic: str, callback: Any, _qos: Any) -> None:
+        self.callbacks[topic] = callback
+
+    def get_logger(self) -> Any:
+        return self
+
+    def error(self, message: str, **_kwargs: Any) -> None:
+        self.errors.append(message)
+
+
+def _joint_source(robot: RobotModel) -> tuple[_FakeNode, Any]:
+    node = _FakeNode()
+    ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    return node, targets.JointTargetSource(node, ctrl)  # type: ignore[arg-type]
+
+
+def _qp_source(robot: RobotModel, name: str = "qpid") -> tuple[_FakeNode, Any]:
+    params = shipped_parameters("controller_node") | {"controller": name}
+    ctrl = create_controller(name, robot, controller_node_config(params).controller_params)
+    node = _FakeNode()
+    return node, targets.TaskTargetSource(node, ctrl)  # type: ignore[arg-type]
+
+
+def _trajectory_msg(names: list[str], points: list[tuple[float, Any, Any]]) -> TrajectoryMsg:
+    """``points``: (time_from_start s, positions, velocities or None)."""
+    msg = TrajectoryMsg(joint_names=names)
+    for t, q, v in points:
+        s, ns = divmod(round(t * 1e9), 10**9)
+        p = JointTrajectoryPoint(positions=[float(x) for x in q], time_from_start=Duration(sec=s, nanosec=ns))
+        if v is not None:
+            p.velocities = [float(x) for x in v]
+        msg.points.append(p)
+    return msg
+
+
+def _pose(position: Any, frame: str = "base_link") -> PoseStamped:
+    msg = PoseStamped()
+    msg.header.frame_id = frame
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(x) for x in position)
+    msg.pose.orientation.w = 1.0
+    return msg
+
+
+# ------------------------------------------------------------------ 1. duplicate joint names
+def test_a_duplicated_joint_name_is_refused_and_extra_duplicates_are_not() -> None:
+    m = JointNameMap(["a", "b", "c"])
+    for _ in range(2):  # a refused name tuple is not cached: refused every time
+        with pytest.raises(StateError, match=r"\['b'\] named more than once"):
+            m.indices(["a", "b", "c", "b"])
+    idx = m.indices(["x", "c", "x", "a", "b"])  # a joint we do not need may repeat
+    np.testing.assert_array_equal(idx, [3, 4, 1])
+    assert m.indices(("x", "c", "x", "a", "b")) is idx  # cached: no check on the hot path
+
+
+def test_a_joint_state_naming_a_joint_twice_is_refused(robot: RobotModel) -> None:
+    names = list(robot.joint_names)
+    msg = JointStateMsg(
+        name=[*names, "joint_3"], position=[0.1] * 7 + [math.nan], velocity=[0.0] * 7 + [math.nan]
+    )
+    with pytest.raises(StateError, match="joint_3"):
+        JointStateDecoder(names).decode(msg)
+
+
+def test_targets_naming_a_joint_twice_are_refused(robot: RobotModel) -> None:
+    names = list(robot.joint_names)
+    node, source = _joint_source(robot)
+    node.callbacks["~/joint_target"](JointStateMsg(name=[*names, "joint_3"], position=[0.1] * 7 + [math.nan]))
+    assert source.rejected == 1 and "joint_3" in source.last_error and "more than once" in source.last_error
+    node.callbacks["~/joint_trajectory"](
+        _trajectory_msg([*names, "joint_3"], [(1.0, [0.1] * 7 + [2.0], None)])
+    )
+    assert source.rejected == 2 and "joint_3" in source.last_error and source.received == 0
+    node, qp = _qp_source(robot)
+    node.callbacks["~/joint_target"](JointStateMsg(name=[*names, "joint_3"], position=[0.1] * 7 + [math.nan]))
+    assert qp.rejected == 1 and "joint_3" in qp.last_error and qp.received == 0
+
+
+# ------------------------------------------------------------------ 2. pose targets out of reach
+def test_reach_bound_is_the_sum_of_the_offsets_to_the_frame(robot: RobotModel) -> None:
+    # Gen3 joint placements and the tool offset (m), from the URDF.
+    offsets = [0.15643, 0.128492, 0.210477, 0.210477, 0.208527, 0.10593, 0.10593, 0.0615]
+    assert targets.reach_bound(robot, TOOL) == pytest.approx(sum(offsets) + targets.REACH_MARGIN, abs=1e-4)
+    # The bound is never below a reachable distance.
+    rng = np.random.default_rng(0)
+    lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
+    hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
+    reached = max(
+        np.linalg.norm(robot.frame_placement(rng.uniform(lo, hi), TOOL).translation) for _ in range(500)
+    )
+    assert reached < targets.reach_bound(robot, TOOL) - targets.REACH_MARGIN
+
+
+@pytest.mark.parametrize("x", [1000.0, 1e200, 1.3])
+def test_achd_pose_targets_out_of_reach_are_refused(robot: RobotModel, x: float) -> None:
+    node = _FakeNode()
+    source = targets.PoseTargetSource(node, AchdRnea(robot))  # type: ignore[arg-type]
+    node.callbacks["~/target_pose"](_pose((x, 0.0, 0.3)))
+    assert source.rejected == 1 and source.received == 0
+    assert re.search(r"target pose: position .* m from the base .*reach \(1\.198 m\)", source.last_error)
+    assert f"{math.hypot(x, 0.3):.4g} m" in source.last_error
+    node.callbacks["~/target_pose"](_pose((0.5, 0.0, 0.3)))  # within reach
+    assert source.received == 1 and source.rejected == 1
+
+
+@pytest.mark.parametrize("controller", ["qpid", "hqpid"])
+def test_qp_frame_task_targets_out_of_reach_are_refused(robot: RobotModel, controller: str) -> None:
+    node, source = _qp_source(robot, controller)
+    assert source.kinds["tool"] == "pose"
+    node.callbacks["~/tool/target"](_pose((1000.0, 0.0, 0.3)))
+    assert source.rejected == 1 and "tool target: position 1000 m" in source.last_error
+    node.callbacks["~/tool/target"](_pose((0.5, 0.0, 0.3)))
+    assert source.received == 1 and source.rejected == 1
+
+
+# ------------------------------------------------------------------ 3. joint targets with a velocity
+def test_joint_targets_with_a_velocity_are_refused(robot: RobotModel) -> None:
+    names = list(robot.joint_names)
+    q = [0.0, 0.3, 0.0, 0.5, 0.0, 0.2, 0.0]
+    node, source = _joint_source(robot)
+    cb = node.callbacks["~/joint_target"]
+    cb(JointStateMsg(name=names, position=q, velocity=[0.0, 0.2] + [0.0] * 5))
+    assert source.rejected == 1 and source.received == 0
+    assert "non-zero velocity at ['joint_2']" in source.last_error and "trajectory" in source.last_error
+    cb(JointStateMsg(name=names, position=q, velocity=[0.0] * 7))  # zero: accepted
+    cb(JointStateMsg(name=names, position=q))  # empty: accepted
+    assert source.received == 2 and source.rejected == 1
+    ref = source.reference(JointState(np.zeros(7), np.zeros(7), 1.0))
+    np.testing.assert_array_equal(ref.q, q)
+    assert ref.v is None or not np.any(ref.v)
+    node, qp = _qp_source(robot)
+    node.callbacks["~/joint_target"](JointStateMsg(name=names, position=q, velocity=[0.1] * 7))
+    assert qp.rejected == 1 and qp.received == 0 and "non-zero velocity" in qp.last_error
+
+
+# ------------------------------------------------------------------ 4. trajectories
+def test_a_trajectory_passing_a_position_limit_between_waypoints_is_refused(robot: RobotModel) -> None:
+    names = list(robot.joint_names)
+    j = names.index("joint_2")  # limits ±2.24 rad, 1.396 rad/s
+    q = np.zeros(7)
+
+    def at(x: float) -> np.ndarray:
+        out = q.copy()
+        out[j] = x
+        return out
+
+    def vel(x: float) -> np.ndarray:
+        out = np.zeros(7)
+        out[j] = x
+        return out
+
+    points = [(0.0, at(2.0), vel(0.0)), (1.0, at(2.2), vel(1.0)), (2.0, at(2.0), vel(0.0))]
+    node, source = _joint_source(robot)
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(names, points))
+    assert source.rejected == 1 and source.received == 0, source.last_error
+    # The true excursion (dense samples): 2.3103 rad at 1.238 s.
+    traj = JointTrajectory([p[0] for p in points], [p[1] for p in points], [p[2] for p in points])
+    ts = np.linspace(0.0, 2.0, 200_001)
+    peak = max((traj.sample(float(t))[0][j], t) for t in ts[100_000:130_000])
+    match = re.search(
+        r"takes joint_2 to ([\d.]+) rad at ([\d.]+) s .*position limit 2\.2400 rad", source.last_error
+    )
+    assert match, source.last_error
+    assert float(match.group(1)) == pytest.approx(peak[0], abs=1e-4)
+    assert float(match.group(2)) == pytest.approx(peak[1], abs=1e-3)
+
+
+def test_a_trajectory_too_fast_between_waypoints_is_refused(robot: RobotModel) -> None:
+    names = list(robot.joint_names)
+    goal = np.zeros(7)
+    goal[1] = 1.2  # 1.2 rad/s on average, 1.8 rad/s at mid-way (positions only): limit 1.396
+    node, source = _joint_source(robot)
+    node.callbacks["~/joint_trajectory"](
+        _trajectory_msg(names, [(0.0, np.zeros(7), None), (1.0, goal, None)])
+    )
+    assert source.rejected == 1 and source.received == 0
+    assert re.search(
+        r"moves joint_2 at 1\.8000 rad/s at 0\.5000 s .*velocity limit 1\.3963", source.last_error
+    )
+    # Twice as long: 0.9 rad/s at most, accepted.
+    node.callbacks["~/joint_trajectory"](
+        _trajectory_msg(names, [(0.0, np.zeros(7), None), (2.0, goal, None)])
+    )
+    assert source.received == 1 and source.rejected == 1
+
+
+def test_a_start_past_a_limit_does_not_stop_a_trajectory_leading_back(robot: RobotModel) -> None:
+    names = list(robot.joint_names)
+    node, source = _joint_source(robot)
+    state = np.zeros(7)
+    state[1] = 2.26  # 0.02 rad past joint_2's limit (within the watchdog's margin)
+    goal = np.zeros(7)
+    goal[1] = 2.0
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(names, [(2.0, goal, None)]))
+    ref = source.reference(JointState(state, np.zeros(7), 10.0))
+    assert source.rejected == 0 and source.describe() == "trajectory", source.last_error
+    assert ref.q[1] == pytest.approx(2.26)
+
+
+def test_limit_violation_matches_dense_sampling() -> None:
+    rng = np.random.default_rng(3)
+    lo, hi, vmax = np.full(2, -1.05), np.full(2, 1.05), np.full(2, 1.6)
+    for trial in range(90):
+        m = int(rng.integers(2, 5))
+        t = np.cumsum(rng.uniform(0.2, 1.0, m))
+        p = rng.uniform(-1.0, 1.0, (m, 2))
+        v = rng.uniform(-1.0, 1.0, (m, 2)) if trial % 3 else None
+        a = rng.uniform(-3.0, 3.0, (m, 2)) if trial % 3 == 2 else None
+        traj = JointTrajectory(t, p, v, a)
+        ts = np.linspace(0.0, traj.duration, 4001)
+        samples = [traj.sample(float(x)) for x in ts]
+        q = np.array([s[0] for s in samples])
+        qd = np.array([s[1] for s in samples])
+        excess = max((q - hi).max(), (lo - q).max(), (np.abs(qd) - vmax).max())
+        found = traj.limit_violation(lo, hi, vmax)
+        if excess > 1e-3:
+            assert found is not None, trial
+        if found is not None:
+            assert excess > -1e-3, (trial, found)
+            assert abs(found.value) >= (found.limit if found.quantity == "velocity" else abs(found.limit))
+
+
+def test_a_trajectory_with_too_many_points_is_refused(robot: RobotModel) -> None:
+    names = list(robot.joint_names)
+    m = targets.MAX_TRAJECTORY_POINTS + 1
+    points = [(0.01 * (k + 1), np.zeros(7), None) for k in range(m)]
+    node, source = _joint_source(robot)
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(names, points))
+    assert source.rejected == 1 and f"{m} points" in source.last_error
+
+
+def test_trajectory_validation_is_vectorised(robot: RobotModel) -> None:
+    """5000 points (7 joints), with velocities: the per-point Python loop took ~30 ms; now ~5."""
+    names = list(robot.joint_names)
+    m = 5000
+    t = 0.05 * np.arange(m)
+    phase = np.arange(7)
+    q = 0.3 * (np.sin(t[:, None] + phase) - np.sin(phase))
+    v = 0.3 * np.cos(t[:, None] + phase)
+    msg = _trajectory_msg(names, [(t[k], q[k], v[k]) for k in range(m)])
+    node, source = _joint_source(robot)
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        node.callbacks["~/joint_trajectory"](msg)
+        best = min(best, time.perf_counter() - start)
+    assert source.received == 3 and source.rejected == 0, source.last_error
+    assert best < 0.02, f"{best * 1e3:.1f} ms"
