@@ -164,6 +164,35 @@ def test_watchdog_falls_back_for_a_bounded_time_then_stops_and_recovers() -> Non
     assert _good(wd, 2.0) is Action.COMPUTE and wd.state is WatchdogState.OK
 
 
+def test_watchdog_stops_a_controller_that_fails_on_every_state() -> None:
+    """Good states the controller cannot answer keep the fallback window open from its start:
+    each accepted state had restarted it, so the safe torque went on for good."""
+    wd = Watchdog(3, WatchdogConfig.create(fallback_duration=0.5))
+    assert _good(wd, 1.0) is Action.COMPUTE
+    assert wd.controller_failed("SolverError: boom", 1.0) is Action.FALLBACK
+    assert wd.fallback_since == 1.0
+    for k in range(1, 51):  # 1 kHz for 50 ms
+        now = 1.0 + 0.001 * k
+        assert _good(wd, now) is Action.COMPUTE
+        assert wd.controller_failed("SolverError: boom", now) is Action.FALLBACK
+    assert wd.state is WatchdogState.FALLBACK and wd.fallback_since == 1.0
+    assert _good(wd, 1.49) is Action.COMPUTE
+    assert wd.controller_failed("SolverError: boom", 1.49) is Action.FALLBACK
+    assert _good(wd, 1.51) is Action.COMPUTE
+    assert wd.controller_failed("SolverError: boom", 1.51) is Action.NONE
+    assert wd.state is WatchdogState.STOPPED
+    # auto_recover tries each later state: still failing, it stays stopped (no safe torque)...
+    assert _good(wd, 1.6) is Action.COMPUTE
+    assert wd.controller_failed("SolverError: boom", 1.6) is Action.NONE
+    assert wd.state is WatchdogState.STOPPED
+    assert wd.rejected[RejectReason.CONTROLLER_ERROR] == 54
+    # ... and a state it answers resumes control, with the next failure opening a new window.
+    assert _good(wd, 1.7) is Action.COMPUTE and wd.state is WatchdogState.OK
+    assert _good(wd, 1.701) is Action.COMPUTE
+    assert wd.controller_failed("SolverError: boom", 1.701) is Action.FALLBACK
+    assert wd.fallback_since == 1.701
+
+
 def test_watchdog_without_auto_recover_stays_stopped() -> None:
     wd = Watchdog(3, WatchdogConfig.create(fallback_duration=0.0, auto_recover=False))
     _good(wd, 0.0)

@@ -258,6 +258,9 @@ class Watchdog:
         self.last_good = LastGood(np.zeros(n), np.zeros(n), -math.inf)
         self.has_good = False
         self.fallback_since = math.nan
+        # The fallback window open when the last state was accepted (nan: none), reopened by
+        # controller_failed: a state the controller cannot answer does not end the window.
+        self._window_before_accept = math.nan
         self.last_reason: RejectReason | None = None
         self.last_message = ""
         self.rejected: dict[RejectReason, int] = dict.fromkeys(RejectReason, 0)
@@ -344,9 +347,32 @@ class Watchdog:
         np.copyto(self.last_good.v, v)
         self.last_good.stamp = stamp
         self.has_good = True
+        self._window_before_accept = self.fallback_since
         self._set(WatchdogState.OK)
         self.fallback_since = math.nan
         return Action.COMPUTE
+
+    def controller_failed(self, message: str, now: float) -> Action:
+        """The controller raised on the state just accepted (received at ``now``, s): what to do.
+
+        Like :meth:`reject` with :attr:`RejectReason.CONTROLLER_ERROR`, except that a fallback
+        window already open before that state stays open from where it started: the window runs
+        from the last state a torque was computed for, so a controller failing on every state
+        ends in STOPPED after ``fallback_duration`` like a stream of bad states does (each
+        accepted state had restarted the window: safe torque forever). With ``auto_recover``
+        each later state is tried again and, if the controller still fails, stays stopped.
+        """
+        self.rejected[RejectReason.CONTROLLER_ERROR] += 1
+        self.last_reason = RejectReason.CONTROLLER_ERROR
+        self.last_message = message
+        if math.isnan(self._window_before_accept):
+            return self.tick(now, bad=True)
+        self.fallback_since = self._window_before_accept
+        if now - self.fallback_since > self.config.fallback_duration:
+            self._set(WatchdogState.STOPPED)
+            return Action.NONE
+        self._set(WatchdogState.FALLBACK)
+        return Action.FALLBACK
 
     def reject(self, reason: RejectReason, message: str, now: float) -> Action:
         """Record a refused state received at ``now`` (s) and return what to do instead."""

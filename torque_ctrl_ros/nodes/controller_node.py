@@ -251,7 +251,7 @@ class ControllerNode:
                 state = JointState(wd.last_good.q, wd.last_good.v, stamp)
                 out = self.controller.compute(state, self.target.reference(state))
             except TorqueCtrlError as exc:
-                action = wd.reject(RejectReason.CONTROLLER_ERROR, f"{type(exc).__name__}: {exc}", now)
+                action = wd.controller_failed(f"{type(exc).__name__}: {exc}", now)
             t_computed = time.perf_counter()
             self.compute_time.add(t_computed - t0)
         if action is Action.FALLBACK:
