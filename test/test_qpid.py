@@ -10,7 +10,8 @@ Stated tolerances:
   the QP's own (unsaturated) torque ≤ the effort limit + 1e-6 N·m.
 - Self-collision: d_min ≥ d_safe − 3 mm at a tool kp of 100 (the barrier's drift leaves out
   the normal's rotation, which takes either sign as the witness points slide, and the
-  gradient is filtered: dips are expected, 4.4 mm at kp 400; see qp/collision.py).
+  gradient is filtered: dips are expected, 1.4 mm here; see qp/collision.py). With one row on
+  the closest pair only, the bracelet came down on the base unconstrained: 6.2 mm.
 - Singularity: w ≥ w_min − 1e-4.
 - Hierarchy: |J₀·q̈ − J₀·q̈*₀| ≤ 1e-6 m/s² at every step.
 """
@@ -530,6 +531,15 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     with pytest.raises(TargetError, match="mapping"):
         two.compute(state, [good["tool"], good["posture"]])  # type: ignore[arg-type]
     assert two.compute(state, good).info["fallback"] == 0.0  # a good reference after bad ones
+
+
+def test_collision_rows_count_is_validated(robot: RobotModel) -> None:
+    controller = QPID.from_params(robot, _params(**{"self_collision.pairs": 2}))
+    assert controller.collision_barrier is not None and controller.collision_barrier.rows == 2
+    pairs = controller.collision_barrier.collision.num_pairs
+    for bad in (0, pairs + 1, True, 2.5):
+        with pytest.raises(ConfigError, match=r"pairs: expected an integer in \[1, "):
+            QPID.from_params(robot, _params(**{"self_collision.pairs": bad}))
 
 
 def test_collision_model_errors_are_config_errors(tmp_path: Path) -> None:

@@ -129,11 +129,13 @@ class BarrierConfig:
 
 @dataclass(frozen=True)
 class CollisionConfig(BarrierConfig):
-    """Self-collision barrier: ``d_safe`` (m), capsule ``model`` file, gradient ``filter`` gain."""
+    """Self-collision barrier: ``d_safe`` (m), capsule ``model`` file, gradient ``filter`` gain,
+    ``pairs``: how many of the closest capsule pairs get a row."""
 
     d_safe: float = 0.02
     model: str = "gen3_collision.yaml"
     filter: float = 0.2
+    pairs: int = 3
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ class QPIDConfig:
             fallback_damping: [2, 2, 0.5, 1, 0.2, 0.2, 0.2]  # N·m·s/rad per joint (a scalar > 0.56: unstable)
             joint_position_limit.{enabled, alpha, soft}
             joint_velocity_limit.{enabled, alpha, soft}
-            self_collision.{enabled, alpha, soft, d_safe, model, filter}
+            self_collision.{enabled, alpha, soft, d_safe, model, filter, pairs}
             singularity.{enabled, alpha, soft, w_min, frame}
             solver.{eps_abs, max_iter}
 
@@ -485,7 +487,7 @@ class _QPController(Controller[QPReference]):
                 self.barriers.append(jv)
         if c.self_collision.enabled:
             cc = c.self_collision
-            model = SelfCollisionModel.from_file(robot, _collision_path(cc.model))
+            model = SelfCollisionModel.from_file(robot, _collision_path(cc.model), cc.pairs)
             self.collision_barrier = SelfCollisionBarrier(
                 robot, model, cc.alpha, cc.d_safe, filter_gain=cc.filter, soft=cc.soft
             )

@@ -27,9 +27,13 @@ stayed the same material points, but they slide along the capsules' axes, and th
 either sign: compared with finite differences of coal's distance, ``d̈ − ∇d·q̈ − drift`` went
 down to −0.85 m/s² over random states (about 40 % of ``α²·h`` at ``α = 10``, ``h = 2 cm``).
 So a barrier built on it is not conservative: driving the tool into the base with
-``d_safe = 30 mm`` (slack unused) the distance dipped 1.3 mm below ``d_safe`` at a tool ``kp``
-of 100 and 4.4 mm at 400, about half of it from this term (the rest from the closest pair
-switching and the gradient filter). Pick ``d_safe`` with that margin.
+``d_safe = 30 mm`` (slack unused, rows on the three closest pairs) the distance dipped 1.4 mm
+below ``d_safe`` at a tool ``kp`` of 100 and 1.8 mm at 400 (2.1 mm without the gradient
+filter). Pick ``d_safe`` with that margin.
+
+A capsule is ``coal.Capsule(radius, length)`` with the full segment length (coal keeps half of
+it as ``halfLength``; given the half length, every capsule had covered only the middle half of
+its segment, leaving the joints unchecked).
 """
 
 from __future__ import annotations
@@ -152,14 +156,16 @@ class SelfCollisionModel:
     Call :meth:`update` after the robot's kinematics (joint placements and world joint
     Jacobians in ``robot.data``, and their time variation ``data.dJ`` for the drift, e.g.
     after ``pinocchio.computeAllTerms``) to fill :attr:`distance`, :attr:`gradient`,
-    :attr:`drift`, :attr:`closest_pair`, :attr:`witness` and :attr:`normal`.
+    :attr:`drift`, :attr:`closest_pair`, :attr:`witness` and :attr:`normal` (the closest
+    pair's), and the same of the ``pairs`` closest pairs, closest first: :attr:`distances`,
+    :attr:`gradients`, :attr:`drifts`, :attr:`tracked_pairs`.
 
     Raises:
         ConfigError: a link of the spec is not a frame of the model (the message lists
             the valid frames), or no pair is left to check.
     """
 
-    def __init__(self, robot: RobotModel, spec: CollisionSpec) -> None:
+    def __init__(self, robot: RobotModel, spec: CollisionSpec, pairs: int = 1) -> None:
         self.robot = robot
         model = robot.model
         self.geom_model = pin.GeometryModel()
@@ -177,7 +183,7 @@ class SelfCollisionModel:
                 frame.parentJoint,
                 fid,
                 frame.placement * placement,
-                coal.Capsule(cap.radius, half_length),
+                coal.Capsule(cap.radius, 2.0 * half_length),
             )
             self.geom_model.addGeometryObject(obj)
             link_joint[cap.link] = int(frame.parentJoint)
@@ -207,6 +213,12 @@ class SelfCollisionModel:
                 self.pair_links.append((la, lb))
         if not self.pair_links:
             raise ConfigError("collision model: no pair of non-adjacent links to check")
+        if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= len(self.pair_links):
+            raise ConfigError(
+                f"collision model: pairs: expected an integer in [1, {len(self.pair_links)}] "
+                f"(the pairs checked), got {pairs!r}"
+            )
+        self.pairs = pairs
         self.geom_data = pin.GeometryData(self.geom_model)
         for req in self.geom_data.distanceRequests:
             req.enable_signed_distance = True
@@ -229,17 +241,21 @@ class SelfCollisionModel:
         self._J_ba = self._masked[0].reshape(12, n)
         self._Jd_ba = self._masked[1].reshape(12, n)
         self._rows = np.zeros(12)
+        self.distances = np.full(pairs, np.inf)
+        self.gradients = np.zeros((pairs, n))
+        self.drifts = np.zeros(pairs)
+        self.tracked_pairs: list[tuple[str, str]] = self.pair_links[:pairs]
         self.distance = np.inf
-        self.gradient = np.zeros(n)
+        self.gradient = self.gradients[0]
         self.drift = 0.0
         self.closest_pair: tuple[str, str] = self.pair_links[0]
         self.witness = (np.zeros(3), np.zeros(3))
         self.normal = np.zeros(3)
 
     @classmethod
-    def from_file(cls, robot: RobotModel, path: str | Path) -> SelfCollisionModel:
-        """Build from a collision YAML file."""
-        return cls(robot, CollisionSpec.from_file(path))
+    def from_file(cls, robot: RobotModel, path: str | Path, pairs: int = 1) -> SelfCollisionModel:
+        """Build from a collision YAML file (``pairs``: how many of the closest pairs to track)."""
+        return cls(robot, CollisionSpec.from_file(path), pairs)
 
     def pair_distances(self) -> FloatArray:
         """Distance of every pair (m) from the last :meth:`update`, in :attr:`pair_links` order."""
@@ -251,7 +267,7 @@ class SelfCollisionModel:
         return len(self.pair_links)
 
     def update(self, v: FloatArray | None = None) -> float:
-        """Distances of all pairs; gradient and drift of the smallest. Returns ``d_min`` (m).
+        """Distances of all pairs; gradient and drift of the :attr:`pairs` smallest. Returns ``d_min`` (m).
 
         Args:
             v: joint velocities ``q̇`` (rad/s) of the kinematics pass, for the drift; ``None``
@@ -275,9 +291,47 @@ class SelfCollisionModel:
         pin.updateGeometryPlacements(model, data, self.geom_model, self.geom_data)
         # Returns the index of the pair with the smallest distance.
         k = int(pin.computeDistances(self.geom_model, self.geom_data))
+        JJd = self._JJd
+        JJd[0, 0] = data.J
+        JJd[1, 0] = data.dJ
+        if self.pairs == 1:
+            self._pair_terms(0, k, v)
+        else:
+            self._track_closest(v)
+        self.distance = float(self.distances[0])
+        self.drift = float(self.drifts[0])
+        self.closest_pair = self.tracked_pairs[0]
+        return self.distance
+
+    def _track_closest(self, v: FloatArray | None) -> None:
+        """Rows for the :attr:`pairs` closest pairs, skipping a pair whose witness points are
+        those of a closer one (capsules ending on the same joint sphere: the same distance and
+        gradient, and two identical rows made the QP degenerate, its solve running out of
+        iterations). Rows left over when every remaining pair is such a copy stay inactive
+        (distance inf, gradient and drift 0)."""
+        results = self._results
+        distances = [res.min_distance for res in results]
+        seen: list[tuple[float, ...]] = []
+        row = 0
+        for k in sorted(range(len(distances)), key=distances.__getitem__):
+            res = results[k]
+            points = (*res.getNearestPoint1().tolist(), *res.getNearestPoint2().tolist())
+            if any(max(abs(a - b) for a, b in zip(points, other, strict=True)) < 1e-9 for other in seen):
+                continue
+            seen.append(points)
+            self._pair_terms(row, k, v)
+            row += 1
+            if row == self.pairs:
+                return
+        self.distances[row:] = np.inf
+        self.gradients[row:] = 0.0
+        self.drifts[row:] = 0.0
+
+    def _pair_terms(self, row: int, k: int, v: FloatArray | None) -> None:
+        """Distance, gradient and drift of pair ``k`` into row ``row`` (row 0 also: witness, normal)."""
         res = self._results[k]
-        self.distance = float(res.min_distance)
-        self.closest_pair = self.pair_links[k]
+        self.distances[row] = res.min_distance
+        self.tracked_pairs[row] = self.pair_links[k]
         p1 = res.getNearestPoint1()  # fresh arrays, not views into res
         p2 = res.getNearestPoint2()
         x1, y1, z1 = p1.tolist()
@@ -291,12 +345,10 @@ class SelfCollisionModel:
             nx, ny, nz = nx / norm, ny / norm, nz / norm
         else:
             nx = ny = nz = 0.0
-        self.normal = np.array((nx, ny, nz))
-        self.witness = (p1, p2)
-        JJd = self._JJd
-        JJd[0, 0] = data.J
-        JJd[1, 0] = data.dJ
-        np.multiply(JJd, self._pair_masks[k], self._masked)
+        if row == 0:
+            self.normal = np.array((nx, ny, nz))
+            self.witness = (p1, p2)
+        np.multiply(self._JJd, self._pair_masks[k], self._masked)
         rows = self._rows
         # r_b = [n̂; p₂ × n̂], r_a = −[n̂; p₁ × n̂]
         rows[:] = (
@@ -313,19 +365,18 @@ class SelfCollisionModel:
             x1 * nz - z1 * nx,
             y1 * nx - x1 * ny,
         )
-        rows.dot(self._J_ba, self.gradient)
+        rows.dot(self._J_ba, self.gradients[row])
         if v is None:
-            self.drift = 0.0
-            return self.distance
+            self.drifts[row] = 0.0
+            return
         # Spatial velocities (v, ω) of link b and link a at the world origin.
         vx2, vy2, vz2, wx2, wy2, wz2, vx1, vy1, vz1, wx1, wy1, wz1 = self._J_ba.dot(v).tolist()
         # v_p = v + ω × p
         ux2, uy2, uz2 = vx2 + wy2 * z2 - wz2 * y2, vy2 + wz2 * x2 - wx2 * z2, vz2 + wx2 * y2 - wy2 * x2
         ux1, uy1, uz1 = vx1 + wy1 * z1 - wz1 * y1, vy1 + wz1 * x1 - wx1 * z1, vz1 + wx1 * y1 - wy1 * x1
-        self.drift = (
+        self.drifts[row] = (
             float(rows.dot(self._Jd_ba).dot(v))
             + nx * (wy2 * uz2 - wz2 * uy2 - wy1 * uz1 + wz1 * uy1)
             + ny * (wz2 * ux2 - wx2 * uz2 - wz1 * ux1 + wx1 * uz1)
             + nz * (wx2 * uy2 - wy2 * ux2 - wx1 * uy1 + wy1 * ux1)
         )
-        return self.distance
