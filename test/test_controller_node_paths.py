@@ -1,0 +1,384 @@
+"""The controller node in this process, its callbacks called directly: the paths between a state
+and its command that no other test reaches. The command order given by ``joints``, the safe
+torque when the controller raises, a model from ``robot_description``, wrong ``joints`` lists
+refused at start, saturated commands counted, and what the trajectory topic does with empty,
+malformed and superseded trajectories. Every expected value is computed here from the robot
+model, not taken from the node. No DDS traffic is needed; the node is built on its own domain id."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from ros_helpers import CONFIG, requires_rclpy, ros_domain  # noqa: F401
+
+from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.errors import ConfigError, SolverError
+from torque_ctrl_ros.core.trajectory import JointTrajectory
+from torque_ctrl_ros.core.types import JointState
+from torque_ctrl_ros.run_sim import param_literal
+
+pytestmark = [pytest.mark.ros, requires_rclpy]
+
+ROOT = Path(__file__).resolve().parent.parent
+URDF = ROOT / "urdf" / "gen3.urdf"
+JOINTS = [f"joint_{i}" for i in range(1, 8)]
+KP, KD = 100.0, 20.0
+#: Stale only after 1 s: a loaded machine handling a state late must not turn it into a fallback.
+PARAMS: dict[str, Any] = {
+    "use_sim_time": False,
+    "controller": "computed_torque",
+    "computed_torque.kp": KP,
+    "computed_torque.kd": KD,
+    "watchdog.max_age": 1.0,
+}
+
+
+class Commands:
+    """Stands in for the command publisher: keeps a copy of every torque (command order), from
+    a message or from CDR bytes (read back with rclpy, not with the package's codec)."""
+
+    def __init__(self) -> None:
+        self.torques: list[np.ndarray] = []
+
+    def publish(self, msg: Any) -> None:
+        from rclpy.serialization import deserialize_message
+        from std_msgs.msg import Float64MultiArray
+
+        if isinstance(msg, (bytes, bytearray)):
+            msg = deserialize_message(bytes(msg), Float64MultiArray)
+        self.torques.append(np.array(msg.data, dtype=np.float64))  # the encoder reuses its message
+
+
+class Recorder:
+    """Stands in for the /diagnostics publisher."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def publish(self, msg: Any) -> None:
+        self.sent.append(msg)
+
+
+@pytest.fixture
+def make_controller(ros_domain: int) -> Iterator[Callable[..., Any]]:  # noqa: F811
+    """``make(*params_files, **params)``: a ControllerNode on the shipped YAML, then the given
+    files, then :data:`PARAMS` and ``params``; commands go to :class:`Commands` (``node.publisher``)."""
+    import rclpy
+
+    from torque_ctrl_ros.nodes.controller_node import ControllerNode
+
+    made: list[Any] = []
+
+    def make(*params_files: Path, **params: Any) -> Any:
+        args = ["--ros-args", "--params-file", str(CONFIG)]
+        for path in params_files:
+            args += ["--params-file", str(path)]
+        for key, value in {**PARAMS, **params}.items():
+            args += ["-p", f"{key}:={param_literal(value)}"]
+        rclpy.init(args=args, domain_id=ros_domain)
+        node = ControllerNode()
+        made.append(node)
+        node.publisher = Commands()
+        node.diag_publisher = Recorder()
+        return node
+
+    yield make
+    for node in made:
+        node.close()
+    if rclpy.ok():
+        rclpy.shutdown()
+
+
+def _now(node: Any) -> float:
+    return node.node.get_clock().now().nanoseconds * 1e-9
+
+
+def _state_msg(q: np.ndarray, v: np.ndarray, stamp: float, names: list[str] = JOINTS) -> Any:
+    """A joint state message, ``q`` and ``v`` given in ``names`` order."""
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    msg = JointStateMsg(name=list(names), position=q.tolist(), velocity=v.tolist())
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
+    return msg
+
+
+def _joint_target(q: np.ndarray, names: list[str] = JOINTS) -> Any:
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    return JointStateMsg(name=list(names), position=q.tolist())
+
+
+def _computed_torque(robot: RobotModel, q: np.ndarray, v: np.ndarray, q_ref: np.ndarray) -> np.ndarray:
+    """Unsaturated computed torque (model order) holding ``q_ref`` at rest."""
+    return robot.rnea(q, v, KP * (q_ref - q) - KD * v)
+
+
+def _clip(robot: RobotModel, tau: np.ndarray) -> np.ndarray:
+    return np.clip(tau, -robot.effort_limit, robot.effort_limit)
+
+
+# ---------------------------------------------------------------- 1. the joints parameter's order
+@pytest.mark.parametrize(
+    "order",
+    [JOINTS[::-1], ["joint_3", "joint_7", "joint_1", "joint_5", "joint_2", "joint_6", "joint_4"]],
+    ids=["reversed", "permuted"],
+)
+def test_commands_are_in_the_order_of_the_joints_parameter(
+    make_controller: Callable[..., Any], robot: RobotModel, order: list[str]
+) -> None:
+    node = make_controller(joints=order)
+    rng = np.random.default_rng(11)
+    q_target = rng.uniform(-0.4, 0.4, 7)
+    # The target and the states name their joints in yet another order: read by name.
+    shuffled = [JOINTS[i] for i in (4, 0, 6, 2, 5, 1, 3)]
+    pick = [JOINTS.index(j) for j in shuffled]
+    node.target._on_joint_target(_joint_target(q_target[pick], shuffled))
+    for _ in range(3):
+        q, v = rng.uniform(-0.5, 0.5, 7), rng.uniform(-0.3, 0.3, 7)
+        node._on_state_message(_state_msg(q[pick], v[pick], _now(node), shuffled))
+        expected = _clip(robot, _computed_torque(robot, q, v, q_target))  # model order
+        reorder = [JOINTS.index(j) for j in order]
+        np.testing.assert_allclose(node.publisher.torques[-1], expected[reorder], rtol=0, atol=1e-9)
+        # The permutation matters for this state: the model order would not pass.
+        assert np.abs(expected[reorder] - expected).max() > 1e-3
+    assert len(node.publisher.torques) == 3 and node.fallback_commands == 0
+
+
+# ---------------------------------------------------------------- 2. controller error -> safe torque
+def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
+    make_controller: Callable[..., Any], robot: RobotModel
+) -> None:
+    from torque_ctrl_ros.core.safety import RejectReason
+
+    damping = np.array([1.0, 1.5, 0.4, 0.8, 0.1, 0.15, 0.05])
+    node = make_controller(fallback_damping=damping.tolist())
+    q1, v1 = np.full(7, 0.1), np.full(7, 0.05)
+    node._on_state_message(_state_msg(q1, v1, _now(node)))
+    np.testing.assert_allclose(
+        node.publisher.torques[-1], _clip(robot, _computed_torque(robot, q1, v1, q1)), rtol=0, atol=1e-9
+    )
+    computed = node.controller.compute
+    calls: list[JointState] = []
+
+    def failing(state: JointState, reference: Any) -> Any:
+        calls.append(state)
+        raise SolverError("test: no solution")
+
+    node.controller.compute = failing
+    q2, v2 = np.linspace(-0.3, 0.4, 7), np.linspace(0.2, -0.1, 7)
+    for k in (1, 2):
+        node._on_state_message(_state_msg(q2, v2, _now(node)))
+        assert len(calls) == k  # the state was good: the controller was asked
+        assert len(node.publisher.torques) == 1 + k
+        # g(q) − K_d·q̇ of the state the controller failed on (the last good one), saturated.
+        safe = _clip(robot, robot.gravity(q2) - damping * v2)
+        np.testing.assert_allclose(node.publisher.torques[-1], safe, rtol=0, atol=1e-9)
+        assert np.abs(safe - node.publisher.torques[0]).max() > 1e-3
+        assert node.fallback_commands == k and node.commands == 1 + k
+        assert node.watchdog.rejected[RejectReason.CONTROLLER_ERROR] == k
+        assert node.watchdog.last_reason is RejectReason.CONTROLLER_ERROR
+        assert "SolverError: test: no solution" in node.watchdog.last_message
+        assert node.watchdog.state.value == "fallback"
+    # The controller works again: computed torques, the watchdog back to ok.
+    node.controller.compute = computed
+    node._on_state_message(_state_msg(q1, v1, _now(node)))
+    assert node.watchdog.state.value == "ok" and node.fallback_commands == 2
+    np.testing.assert_allclose(
+        node.publisher.torques[-1], node.publisher.torques[0], rtol=0, atol=1e-9
+    )  # the held reference: q1, as before the failures
+
+
+# ---------------------------------------------------------------- 3. robot_description
+@pytest.mark.parametrize("edited", [False, True], ids=["same-urdf", "heavier-link-3"])
+def test_robot_description_builds_the_robot_it_describes(
+    make_controller: Callable[..., Any], tmp_path: Path, robot: RobotModel, edited: bool
+) -> None:
+    """The URDF text as a parameter (the hardware launch passes it so) is the model used, over
+    ``model_file``: the same torque as from the file, and a different one when the text differs."""
+    import yaml
+
+    text = URDF.read_text()
+    if edited:  # link 3 (1.1636 kg, the first of two) made heavier: other torques under gravity
+        text = text.replace('<mass value="1.1636"/>', '<mass value="3.0"/>', 1)
+    described = RobotModel.from_urdf_string(text)
+    params = tmp_path / "description.yaml"
+    params.write_text(yaml.safe_dump({"controller_node": {"ros__parameters": {"robot_description": text}}}))
+    node = make_controller(params, model_file=str(URDF))
+    q, v = np.array([0.2, 0.6, -0.3, 1.2, 0.1, -0.5, 0.3]), np.full(7, 0.1)
+    node._on_state_message(_state_msg(q, v, _now(node)))
+    tau = node.publisher.torques[-1]
+    np.testing.assert_allclose(tau, _clip(described, _computed_torque(described, q, v, q)), rtol=0, atol=1e-9)
+    from_file = _clip(robot, _computed_torque(robot, q, v, q))
+    if edited:
+        assert np.abs(tau - from_file).max() > 0.1  # the description won over model_file
+    else:
+        np.testing.assert_allclose(tau, from_file, rtol=0, atol=1e-9)
+    assert node.robot.joint_names == robot.joint_names
+
+
+# ---------------------------------------------------------------- 4. wrong joints lists
+@pytest.mark.parametrize(
+    ("joints", "match"),
+    [
+        ([*JOINTS[:6], "joint_8"], r"joints: must list every joint of the model once, got \[.*'joint_8'\]"),
+        (JOINTS[:6], r"joints: must list every joint of the model once, got \[.*'joint_6'\]; model joints"),
+        ([*JOINTS, "joint_1"], r"joints: duplicate names in \['joint_1'.*'joint_1'\]"),
+        ([*JOINTS[:6], "joint_6"], r"joints: duplicate names in"),
+    ],
+    ids=["unknown-name", "one-missing", "duplicate-extra", "duplicate-instead"],
+)
+def test_a_wrong_joints_list_is_refused_at_start(
+    make_controller: Callable[..., Any], joints: list[str], match: str
+) -> None:
+    with pytest.raises(ConfigError, match=match):
+        make_controller(joints=joints)
+
+
+# ---------------------------------------------------------------- 5. saturation
+def test_saturated_commands_are_clipped_and_counted(
+    make_controller: Callable[..., Any], robot: RobotModel
+) -> None:
+    node = make_controller()
+    q, v = np.zeros(7), np.zeros(7)
+    q_target = np.array([0.0, 1.2, 0.0, -1.5, 0.0, 1.0, 0.0])  # far: large accelerations asked
+    node.target._on_joint_target(_joint_target(q_target))
+    node._on_state_message(_state_msg(q, v, _now(node)))
+    raw = _computed_torque(robot, q, v, q_target)
+    over = np.abs(raw) > robot.effort_limit
+    assert over.any() and not over.all()  # the case this test is about
+    np.testing.assert_allclose(node.publisher.torques[-1], _clip(robot, raw), rtol=0, atol=1e-9)
+    assert np.all(np.abs(node.publisher.torques[-1]) <= robot.effort_limit)
+    names = tuple(j for j, o in zip(JOINTS, over, strict=True) if o)
+    assert node.saturated_commands == 1 and node.last_saturated == names
+    # Near the target nothing saturates: counted no further, the last saturated joints kept.
+    q_near = q_target - 0.01
+    node._on_state_message(_state_msg(q_near, v, _now(node)))
+    near = _computed_torque(robot, q_near, v, q_target)
+    assert np.all(np.abs(near) < robot.effort_limit)
+    np.testing.assert_allclose(node.publisher.torques[-1], near, rtol=0, atol=1e-9)
+    node._on_state_message(_state_msg(q, v, _now(node)))
+    assert node.saturated_commands == 2 and node.commands == 3
+    node._publish_diagnostics()
+    values = {kv.key: kv.value for kv in node.diag_publisher.sent[-1].status[0].values}
+    assert values["saturated_commands"] == "2" and values["last_saturated_joints"] == ",".join(names)
+
+
+# ---------------------------------------------------------------- 6. trajectories
+T0 = 100.0  # stamp (s) of the first state: the target source is called directly with any stamps
+TIMES = np.array([1.0, 2.0])
+POSITIONS = np.array([[0.0, 0.2, 0.0, 0.3, 0.0, 0.0, 0.0], [0.0, 0.4, 0.0, 0.6, 0.0, 0.2, 0.0]])
+
+
+def _trajectory_msg(
+    positions: list[list[float]], times: list[float], velocities: list[list[float]] | None = None
+) -> Any:
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    msg = JointTrajectoryMsg(joint_names=JOINTS)  # header.stamp 0: starts at the next state
+    for k, (pos, at) in enumerate(zip(positions, times, strict=True)):
+        sec, nanosec = divmod(round(at * 1e9), 10**9)
+        point = JointTrajectoryPoint(positions=pos, time_from_start=Duration(sec=sec, nanosec=nanosec))
+        if velocities is not None:
+            point.velocities = velocities[k]
+        msg.points.append(point)
+    return msg
+
+
+def _expected_trajectory(robot: RobotModel, q0: np.ndarray) -> JointTrajectory:
+    """The motion the trajectory message should become: from ``q0`` at rest through POSITIONS."""
+    return JointTrajectory(TIMES, POSITIONS, None, None, start=(q0, None), continuous=robot.continuous)
+
+
+def _at(q: np.ndarray, t: float) -> JointState:
+    return JointState(q, np.zeros(7), t)
+
+
+def _running_trajectory(node: Any, q0: np.ndarray) -> Any:
+    target = node.target
+    target._on_trajectory(_trajectory_msg(POSITIONS.tolist(), TIMES.tolist()))
+    target.reference(_at(q0, T0))
+    assert target.describe() == "trajectory" and target.received == 1
+    return target
+
+
+def test_an_empty_trajectory_holds_the_reference_reached(
+    make_controller: Callable[..., Any], robot: RobotModel
+) -> None:
+    """Stopping holds the reference where the trajectory had got to, at rest: not the measured
+    position, not the rest of the trajectory."""
+    node = make_controller()
+    q0 = np.zeros(7)
+    target = _running_trajectory(node, q0)
+    expected = _expected_trajectory(robot, q0)
+    ref = target.reference(_at(q0, T0 + 0.5))
+    np.testing.assert_allclose(ref.q, expected.sample(0.5)[0], rtol=0, atol=1e-12)
+    target._on_trajectory(_trajectory_msg([], []))
+    assert target.received == 2 and target.rejected == 0
+    measured = np.full(7, 0.05)  # not where the reference is
+    held = expected.sample(1.2)[0]
+    assert np.abs(held - measured).max() > 0.05 and np.abs(held - POSITIONS[-1]).max() > 0.05
+    for t in (T0 + 1.2, T0 + 1.7, T0 + 5.0):  # past the trajectory's end too
+        ref = target.reference(_at(measured, t))
+        np.testing.assert_allclose(ref.q, held, rtol=0, atol=1e-12)
+        assert ref.v is None or not np.any(ref.v)
+        assert ref.a is None or not np.any(ref.a)
+        assert target.describe() == "hold"
+
+
+@pytest.mark.parametrize(
+    ("positions", "velocities", "match"),
+    [
+        ([[0.0, 0.1, 0.0, 0.1, 0.0, 0.0], [0.0] * 7], None, r"trajectory point 0: 6 positions for 7 joints"),
+        ([[0.0] * 7, [0.0, 0.1, 0.0, 0.1, 0.0, 0.0, 0.0, 0.0]], None, r"point 1: 8 positions for 7 joints"),
+        ([[0.0] * 7, [0.0] * 7], [[0.0] * 7, [0.0] * 6], r"trajectory point 1: 6 velocities for 7 joints"),
+        ([[0.0] * 7, [0.0] * 7], [[0.0] * 8, [0.0] * 7], r"trajectory point 0: 8 velocities for 7 joints"),
+    ],
+    ids=["6-positions", "8-positions", "6-velocities", "8-velocities"],
+)
+def test_malformed_trajectory_points_are_refused_and_counted(
+    make_controller: Callable[..., Any],
+    robot: RobotModel,
+    positions: list[list[float]],
+    velocities: list[list[float]] | None,
+    match: str,
+) -> None:
+    node = make_controller()
+    q0 = np.zeros(7)
+    target = _running_trajectory(node, q0)
+    target._on_trajectory(_trajectory_msg(positions, [0.5, 3.0], velocities))
+    assert target.rejected == 1 and target.received == 1
+    assert re.search(match, target.last_error), target.last_error
+    # The running trajectory is untouched.
+    expected = _expected_trajectory(robot, q0)
+    for t in (0.3, 1.5):
+        ref = target.reference(_at(q0, T0 + t))
+        np.testing.assert_allclose(ref.q, expected.sample(t)[0], rtol=0, atol=1e-12)
+        assert target.describe() == "trajectory"
+    assert target.diagnostics()["targets_rejected"] == 1
+
+
+def test_a_joint_target_replaces_a_running_trajectory(
+    make_controller: Callable[..., Any], robot: RobotModel
+) -> None:
+    node = make_controller()
+    q0 = np.zeros(7)
+    target = _running_trajectory(node, q0)
+    np.testing.assert_allclose(
+        target.reference(_at(q0, T0 + 0.5)).q, _expected_trajectory(robot, q0).sample(0.5)[0], atol=1e-12
+    )
+    q_target = np.array([0.1, -0.2, 0.3, -0.4, 0.5, -0.6, 0.7])
+    target._on_joint_target(_joint_target(q_target))
+    assert target.received == 2
+    for t in (T0 + 0.6, T0 + 1.5, T0 + 5.0):
+        ref = target.reference(_at(q0, t))
+        np.testing.assert_allclose(ref.q, q_target, rtol=0, atol=0)
+        assert ref.v is None or not np.any(ref.v)
+        assert ref.a is None or not np.any(ref.a)
+        assert target.describe() == "joint_target"
