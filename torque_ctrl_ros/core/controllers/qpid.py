@@ -135,7 +135,7 @@ class CollisionConfig(BarrierConfig):
     d_safe: float = 0.02
     model: str = "gen3_collision.yaml"
     filter: float = 0.2
-    pairs: int = 3
+    pairs: int = 2
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ stayed the same material points, but they slide along the capsules' axes, and th
 either sign: compared with finite differences of coal's distance, ``d̈ − ∇d·q̈ − drift`` went
 down to −0.85 m/s² over random states (about 40 % of ``α²·h`` at ``α = 10``, ``h = 2 cm``).
 So a barrier built on it is not conservative: driving the tool into the base with
-``d_safe = 30 mm`` (slack unused, rows on the three closest pairs) the distance dipped 1.4 mm
+``d_safe = 30 mm`` (slack unused, rows on the two closest pairs) the distance dipped 1.4 mm
 below ``d_safe`` at a tool ``kp`` of 100 and 1.8 mm at 400 (2.1 mm without the gradient
 filter). Pick ``d_safe`` with that margin.
 
@@ -304,21 +304,20 @@ class SelfCollisionModel:
         return self.distance
 
     def _track_closest(self, v: FloatArray | None) -> None:
-        """Rows for the :attr:`pairs` closest pairs, skipping a pair whose witness points are
-        those of a closer one (capsules ending on the same joint sphere: the same distance and
-        gradient, and two identical rows made the QP degenerate, its solve running out of
-        iterations). Rows left over when every remaining pair is such a copy stay inactive
-        (distance inf, gradient and drift 0)."""
-        results = self._results
-        distances = [res.min_distance for res in results]
-        seen: list[tuple[float, ...]] = []
-        row = 0
+        """Rows for the :attr:`pairs` closest pairs, skipping a pair at the distance of a closer
+        one to within 1 nm: capsules ending on the same joint sphere give the same witness
+        points, distance and gradient, and two identical rows made the QP degenerate (its solve
+        ran out of iterations); distinct pairs that close are a coincidence, and the row they
+        would take goes to the next pair. Rows left over stay inactive (distance inf, gradient
+        and drift 0).
+        """
+        distances = [res.min_distance for res in self._results]
+        row, last = 0, -math.inf
         for k in sorted(range(len(distances)), key=distances.__getitem__):
-            res = results[k]
-            points = (*res.getNearestPoint1().tolist(), *res.getNearestPoint2().tolist())
-            if any(max(abs(a - b) for a, b in zip(points, other, strict=True)) < 1e-9 for other in seen):
+            d = distances[k]
+            if d - last < 1e-9:
                 continue
-            seen.append(points)
+            last = d
             self._pair_terms(row, k, v)
             row += 1
             if row == self.pairs:
