@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +207,42 @@ def launch(ros_domain: int, tmp_path: Path) -> Iterator[Callable[..., NodeProces
     yield start
     for proc in reversed(started):
         proc.stop()
+
+
+@contextmanager
+def in_process_controllers(domain: int) -> Iterator[Callable[..., Any]]:
+    """``make(*params_files, **params)``: ControllerNode instances in this process on ``domain``,
+    on the shipped YAML, then the given files, then ``params`` (``-p`` overrides); every node is
+    closed and rclpy shut down on exit. Callers replace the publishers to record what is sent."""
+    import rclpy
+
+    from torque_ctrl_ros.nodes.controller_node import ControllerNode
+
+    made: list[Any] = []
+
+    def make(*params_files: Path, **params: Any) -> Any:
+        args = ["--ros-args", "--params-file", str(CONFIG)]
+        for path in params_files:
+            args += ["--params-file", str(path)]
+        for key, value in params.items():
+            args += ["-p", f"{key}:={param_literal(value)}"]
+        rclpy.init(args=args, domain_id=domain)
+        node = ControllerNode()
+        made.append(node)
+        return node
+
+    try:
+        yield make
+    finally:
+        for node in made:
+            node.close()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+def node_now(node: Any) -> float:
+    """The ROS time (s) of an in-process node (sim or wall clock, as it was configured)."""
+    return float(node.node.get_clock().now().nanoseconds * 1e-9)
 
 
 @pytest.fixture

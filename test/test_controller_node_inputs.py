@@ -10,10 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ros_helpers import CONFIG, requires_rclpy, ros_domain  # noqa: F401
+from ros_helpers import in_process_controllers, node_now, requires_rclpy, ros_domain  # noqa: F401
 
 from torque_ctrl_ros.core.types import JointState
-from torque_ctrl_ros.run_sim import param_literal
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
 
@@ -24,38 +23,23 @@ JOINTS = [f"joint_{i}" for i in range(1, 8)]
 def controller_node(ros_domain: int) -> Iterator[Callable[..., Any]]:  # noqa: F811
     """``make(**params)``: a ControllerNode on the shipped YAML (wall clock), whose publisher
     only records the commands (``node.sent``, command order)."""
-    import rclpy
+    with in_process_controllers(ros_domain) as make_node:
 
-    from torque_ctrl_ros.nodes.controller_node import ControllerNode
+        def make(**params: Any) -> Any:
+            node = make_node(**{"use_sim_time": False, **params})
+            node.sent = []
 
-    made: list[Any] = []
+            class Recorder:
+                def publish(self, msg: Any) -> None:
+                    node.sent.append(msg)
 
-    def make(**params: Any) -> Any:
-        overrides = {"use_sim_time": False, **params}
-        args = ["--ros-args", "--params-file", str(CONFIG)]
-        for key, value in overrides.items():
-            args += ["-p", f"{key}:={param_literal(value)}"]
-        rclpy.init(args=args, domain_id=ros_domain)
-        node = ControllerNode()
-        made.append(node)
-        node.sent = []
+            node.publisher = Recorder()
+            return node
 
-        class Recorder:
-            def publish(self, msg: Any) -> None:
-                node.sent.append(msg)
-
-        node.publisher = Recorder()
-        return node
-
-    yield make
-    for node in made:
-        node.close()
-    if rclpy.ok():
-        rclpy.shutdown()
+        yield make
 
 
-def _now(node: Any) -> float:
-    return node.node.get_clock().now().nanoseconds * 1e-9
+_now = node_now
 
 
 def _state_msg(q: np.ndarray, stamp: float) -> Any:

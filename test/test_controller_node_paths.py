@@ -14,13 +14,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ros_helpers import CONFIG, requires_rclpy, ros_domain  # noqa: F401
+from ros_helpers import in_process_controllers, node_now, requires_rclpy, ros_domain  # noqa: F401
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.errors import ConfigError, SolverError
 from torque_ctrl_ros.core.trajectory import JointTrajectory
 from torque_ctrl_ros.core.types import JointState
-from torque_ctrl_ros.run_sim import param_literal
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
 
@@ -68,34 +67,18 @@ class Recorder:
 def make_controller(ros_domain: int) -> Iterator[Callable[..., Any]]:  # noqa: F811
     """``make(*params_files, **params)``: a ControllerNode on the shipped YAML, then the given
     files, then :data:`PARAMS` and ``params``; commands go to :class:`Commands` (``node.publisher``)."""
-    import rclpy
+    with in_process_controllers(ros_domain) as make_node:
 
-    from torque_ctrl_ros.nodes.controller_node import ControllerNode
+        def make(*params_files: Path, **params: Any) -> Any:
+            node = make_node(*params_files, **{**PARAMS, **params})
+            node.publisher = Commands()
+            node.diag_publisher = Recorder()
+            return node
 
-    made: list[Any] = []
-
-    def make(*params_files: Path, **params: Any) -> Any:
-        args = ["--ros-args", "--params-file", str(CONFIG)]
-        for path in params_files:
-            args += ["--params-file", str(path)]
-        for key, value in {**PARAMS, **params}.items():
-            args += ["-p", f"{key}:={param_literal(value)}"]
-        rclpy.init(args=args, domain_id=ros_domain)
-        node = ControllerNode()
-        made.append(node)
-        node.publisher = Commands()
-        node.diag_publisher = Recorder()
-        return node
-
-    yield make
-    for node in made:
-        node.close()
-    if rclpy.ok():
-        rclpy.shutdown()
+        yield make
 
 
-def _now(node: Any) -> float:
-    return node.node.get_clock().now().nanoseconds * 1e-9
+_now = node_now
 
 
 def _state_msg(q: np.ndarray, v: np.ndarray, stamp: float, names: list[str] = JOINTS) -> Any:
