@@ -183,3 +183,16 @@ def test_mujoco_closed_loop_accepted_decays_refused_spins_up(robot: RobotModel, 
         plant.set_torque(robot.gravity(plant.q) - 1.0 * plant.v)
         plant.step()
     assert np.abs(plant.v).max() > 5.0
+
+
+def test_qp_fallback_damping_is_checked_at_the_controller_period(robot: RobotModel) -> None:
+    """The QP controllers hold their fallback torque for ``dt``: the check uses it, not 1 ms."""
+    from torque_ctrl_ros.core.controllers.qpid import QPID
+
+    params = {"tasks": ["posture"], "posture.type": "posture", "self_collision.enabled": False}
+    with pytest.raises(ConfigError, match=r"once per 10 ms"):
+        QPID.from_params(robot, {**params, "dt": 0.01})  # the defaults reach 9.75 at 10 ms
+    # 0.6 reaches 2.12 at 1 ms (refused) but 1.06 at 0.5 ms.
+    with pytest.raises(ConfigError, match="qpid.fallback_damping"):
+        QPID.from_params(robot, {**params, "fallback_damping": 0.6})
+    QPID.from_params(robot, {**params, "dt": 0.0005, "fallback_damping": 0.6})

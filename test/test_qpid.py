@@ -35,6 +35,7 @@ from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
 from torque_ctrl_ros.core.qp.constraints import LinearBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
 from torque_ctrl_ros.core.qp.tasks import CartesianTarget
+from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 from torque_ctrl_ros.core.types import JointReference, JointState
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
@@ -510,7 +511,10 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
             QPID.from_params(robot, _params(**{key: value}))
     with pytest.raises(ConfigError, match=r"alpha·dt must be <= 1"):
         QPID.from_params(robot, _params(dt=0.01, **{"joint_velocity_limit.alpha": 150.0}))
-    QPID.from_params(robot, _params(dt=0.01, **{"joint_velocity_limit.alpha": 100.0}))  # exactly 1
+    slow = [d / 10.0 for d in DEFAULT_DAMPING]  # the fallback held for 10 ms needs a tenth of the damping
+    QPID.from_params(
+        robot, _params(dt=0.01, fallback_damping=slow, **{"joint_velocity_limit.alpha": 100.0})
+    )  # exactly 1
     nested = QPID.from_params(
         robot, {"tasks": ["tool"], "tool": {"type": "pose", "frame": TOOL, "kp": [100.0] * 6}}
     )

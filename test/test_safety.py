@@ -193,6 +193,22 @@ def test_watchdog_stops_a_controller_that_fails_on_every_state() -> None:
     assert wd.fallback_since == 1.701
 
 
+def test_watchdog_controller_failures_after_a_clock_reset_open_a_new_window() -> None:
+    """A window from the old run (sim time 100 s) must not be reopened after the simulator restarts
+    at 0: its start would lie ahead of the clock and the fallback never end (~100 s)."""
+    wd = Watchdog(3, WatchdogConfig.create(fallback_duration=0.5))
+    assert _good(wd, 100.0) is Action.COMPUTE
+    assert wd.controller_failed("SolverError: boom", 100.0) is Action.FALLBACK
+    actions = []
+    for k in range(1, 701):  # the new run: 0.7 s of states the controller fails on
+        t = 0.001 * k
+        assert _good(wd, t) is Action.COMPUTE
+        actions.append(wd.controller_failed("SolverError: boom", t))
+    assert wd.clock_resets == 1
+    assert actions[0] is Action.FALLBACK and actions[499] is Action.FALLBACK  # 0.001 … 0.5 s
+    assert actions[-1] is Action.NONE and wd.state is WatchdogState.STOPPED
+
+
 def test_watchdog_without_auto_recover_stays_stopped() -> None:
     wd = Watchdog(3, WatchdogConfig.create(fallback_duration=0.0, auto_recover=False))
     _good(wd, 0.0)

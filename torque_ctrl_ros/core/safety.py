@@ -339,7 +339,8 @@ class Watchdog:
         """Record a good state (copied) received at ``now`` (s) and return what to do with it."""
         if self.state is WatchdogState.STOPPED and not self.config.auto_recover:
             return Action.NONE
-        if self.has_good and stamp < self._order_stamp:  # let through by check(): clock reset
+        reset = self.has_good and stamp < self._order_stamp  # let through by check(): clock reset
+        if reset:
             self.clock_resets += 1
         self._accepted_at = now
         self._order_stamp = min(stamp, now + self.config.max_age)
@@ -347,7 +348,8 @@ class Watchdog:
         np.copyto(self.last_good.v, v)
         self.last_good.stamp = stamp
         self.has_good = True
-        self._window_before_accept = self.fallback_since
+        # A window from before a clock reset belongs to the old run (its start may lie ahead).
+        self._window_before_accept = math.nan if reset else self.fallback_since
         self._set(WatchdogState.OK)
         self.fallback_since = math.nan
         return Action.COMPUTE
@@ -365,7 +367,7 @@ class Watchdog:
         self.rejected[RejectReason.CONTROLLER_ERROR] += 1
         self.last_reason = RejectReason.CONTROLLER_ERROR
         self.last_message = message
-        if math.isnan(self._window_before_accept):
+        if not self._window_before_accept <= now:  # none open (nan), or from another clock
             return self.tick(now, bad=True)
         self.fallback_since = self._window_before_accept
         if now - self.fallback_since > self.config.fallback_duration:

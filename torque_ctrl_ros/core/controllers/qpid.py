@@ -461,7 +461,8 @@ class _QPController(Controller[QPReference]):
     ) -> None:
         super().__init__(robot)
         self.config = config
-        robot.check_damping(f"{self.name}.fallback_damping", config.fallback_damping)
+        # The fallback torque is held for one control period, config.dt.
+        robot.check_damping(f"{self.name}.fallback_damping", config.fallback_damping, config.dt)
         n = robot.n
         self.kin = KinematicsState(robot)
         self.tasks: list[Task] = []
