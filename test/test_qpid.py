@@ -537,6 +537,30 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     assert two.compute(state, good).info["fallback"] == 0.0  # a good reference after bad ones
 
 
+@pytest.mark.parametrize("klass", [QPID, HQPID])
+def test_diagnostics_count_active_rows_per_group_with_an_empty_group(robot: RobotModel, klass: type) -> None:
+    """A group without rows (here the last one) counts 0 and leaves the others' counts alone
+    (np.add.reduceat had raised IndexError on it)."""
+    params = {
+        **_params(**{"posture.level": 1}),
+        "self_collision.enabled": False,
+        "singularity.enabled": False,
+    }
+    cfg = QPIDConfig.from_params(robot, params, section=klass.name)
+    pin_row = np.eye(1, robot.n)
+    stop = LinearBarrier("stop_joint_1", np.vstack([pin_row, -pin_row]), np.zeros(2))  # q̈₁ = 0: both at bound
+    empty = LinearBarrier("empty", np.zeros((0, robot.n)), np.zeros(0), soft=True)
+    controller = klass(robot, cfg, extra_barriers=[stop, empty])
+    state = JointState(HOME, np.zeros(robot.n))
+    ref = controller.hold_reference(state)
+    ref["tool"] = ref["tool"] - np.array([0.0, 0.1, 0.0])  # pulls joint 1 the way the row forbids
+    controller.compute(state, ref)
+    diag = controller.diagnostics()
+    assert diag["active.empty"] == 0.0 and diag["slack.empty"] == 0.0
+    assert diag["active.stop_joint_1"] == 2.0
+    assert diag["active_constraints"] == sum(diag[f"active.{b.name}"] for b in controller.barriers)
+
+
 def test_collision_rows_count_is_validated(robot: RobotModel) -> None:
     controller = QPID.from_params(robot, _params(**{"self_collision.pairs": 2}))
     assert controller.collision_barrier is not None and controller.collision_barrier.rows == 2

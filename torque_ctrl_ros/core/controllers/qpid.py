@@ -531,8 +531,7 @@ class _QPController(Controller[QPReference]):
         for start, stop, s_col in soft_rows:
             self._row_slack[start:stop] = s_col
             self._row_soft[start:stop] = 1.0
-        # For the diagnostics: the first row of each group, the keys.
-        self._group_starts = np.array([r0 for r0, _ in self._barrier_rows], dtype=np.intp)
+        # For the diagnostics: the keys.
         self._barrier_keys = [
             (f"slack.{b.name}", f"active.{b.name}", f"margin.{b.name}") for b in self.barriers
         ]
@@ -820,7 +819,9 @@ class _QPController(Controller[QPReference]):
             self._update_slack_rows()
             resid += self._Es
             resid -= self._lb
-            active_counts = np.add.reduceat(resid <= _ACTIVE_TOL, self._group_starts, dtype=np.intp).tolist()
+            # Per group by slices (np.add.reduceat miscounts an empty group and fails on a last one).
+            active = (resid <= _ACTIVE_TOL).tolist()
+            active_counts = [sum(active[r0:r1]) for r0, r1 in self._barrier_rows]
             slack = self._s.tolist()
             slacks = [sum(slack[group]) for group in self._group_slack]
         else:
