@@ -247,3 +247,20 @@ def test_the_summary_shows_the_fallback_when_the_states_stop_before_the_end(
     assert summary["watchdog_reason"].startswith("no joint state for")
     assert summary["rejected"]["stale"] == 0  # silence, not a refused state
     assert (len(node.publisher.sent), len(node.diag_publisher.sent)) == published  # nothing published
+
+
+def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_timeout(nodes: Nodes) -> None:
+    """A controller 200 ms behind (its commands tagged with the state of 200 steps ago) had kept
+    driving the plant for good: the arrival reset the command timeout, whatever state it answered."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.05)
+    dt = sim.dt_ns
+    sim.k = 300  # as if 300 steps had been published
+    tau = np.full(sim.n, 0.5)
+    sim._take_command(tau, sim.t0_ns + 100 * dt)  # answers the state of 200 ms ago
+    assert sim.stale_answers == 1 and not sim.have_command and sim.command_wall == -np.inf
+    sim._take_command(tau, sim.t0_ns + 260 * dt)  # 40 ms ago: within the timeout, held
+    assert sim.have_command and sim.stale_answers == 1
+    np.testing.assert_array_equal(sim.command, tau)
+    sim._take_command(2.0 * tau, None)  # untagged (a plain publisher): taken as it comes
+    np.testing.assert_array_equal(sim.command, 2.0 * tau)
+    assert sim.stale_answers == 1

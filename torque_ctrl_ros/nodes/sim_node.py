@@ -11,14 +11,18 @@ Topics:
     /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
         time per step (physics + publishing) and publishing the state (``state_out``), late
         steps (with the runs they came in: ``late_runs``, ``longest_late_run``), missing /
-        rejected commands, lockstep answers ignored as stale or untagged (``stale_answers``,
-        ``untagged_commands``), commands read through rclpy, overruns, whether the safe torque
-        is applied.
+        rejected commands, answers ignored as stale (``stale_answers``: in lockstep to an earlier
+        state, in realtime to one more than ``command_timeout`` older than the current) or
+        untagged in lockstep (``untagged_commands``), commands read through rclpy, overruns,
+        whether the safe torque is applied.
 
 Modes:
     realtime: paced by the wall clock; the latest valid command is held (zero-order hold). A step
         whose state was not answered before the next tick counts as late; no valid command for
-        ``command_timeout`` s means the safe torque.
+        ``command_timeout`` s means the safe torque. A command tagged with a state more than
+        ``command_timeout`` s of simulated time older than the current one is not valid: a
+        controller that far behind must not keep driving the arm (untagged commands, as a
+        plain ros2_control publisher sends them, are taken as they come).
     lockstep: publish state k, wait for the command that answers it (matched by the stamp the
         controller echoes, see conversions.py), then step. Results do not depend on machine load.
         A command without that stamp is ignored (counted in ``untagged_commands``).
@@ -123,6 +127,10 @@ class SimNode:
         self.command = np.zeros(self.n)
         self.have_command = False  # a valid command is held
         self.command_wall = -np.inf  # when the held command arrived (monotonic s)
+        # Realtime: an answer to a state this much older than the current one is stale (ns).
+        self._stale_after_ns = (
+            round(cfg.command_timeout * 1e9) if cfg.mode == "realtime" else np.iinfo(np.int64).max
+        )
         self.answered = False  # the current state k has been answered (validly or not)
         self.answer_valid = False
         self.published_wall = np.full(_RING, np.nan)
@@ -139,7 +147,7 @@ class SimNode:
         # as they come, several short ones).
         self.late = Runs()
         self.missing = 0  # steps taken on the safe torque for lack of a valid command
-        self.stale_answers = 0  # lockstep: commands answering an earlier state (ignored)
+        self.stale_answers = 0  # commands answering a state too old to be taken (ignored)
         self.untagged_commands = 0  # lockstep: commands not saying which state they answer (ignored)
         self.overruns = 0
         self.safe_active = False
@@ -184,6 +192,14 @@ class SimNode:
         if stamp is not None:
             self._record_latency(stamp, now)
         answers_current = stamp is None or stamp == current
+        if stamp is not None and current - stamp > self._stale_after_ns:
+            self.stale_answers += 1
+            self.node.get_logger().error(
+                f"command answering the state of {(current - stamp) * 1e-9:.3f} s ago ignored "
+                f"(older than command_timeout {self.config.command_timeout:g} s)",
+                throttle_duration_sec=1.0,
+            )
+            return
         if self.config.mode == "lockstep" and stamp != current:
             if stamp is None:
                 # Which state it answers is unknown: taken for the current one, an extra answer
