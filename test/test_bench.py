@@ -284,6 +284,9 @@ def test_quick_settings() -> None:
     assert args.states < 10_000 and args.dds_seconds < 20 and args.lockstep_seconds < 5
     full = parse_args([])
     assert full.states >= 10_000 and full.dds_seconds >= 20  # the minimums
+    # A quick run does not overwrite the full run's results (the docs quote them).
+    assert args.out.name == "bench_quick.json" and full.out.name == "bench.json"
+    assert parse_args(["--quick", "--out", "x.json"]).out.name == "x.json"
     with pytest.raises(SystemExit):
         parse_args(["--sections", "nope"])
 

@@ -383,10 +383,14 @@ def format_report(results: dict[str, Any]) -> str:
         )
     ts = results.get("targets_list", [])
     if ts:
+        # The issue's minimums (10 000 states, 20 s over DDS) are not met by a quick run.
+        quick = (
+            " (quick run: small sizes, not the issue's)" if results.get("settings", {}).get("quick") else ""
+        )
         passed = sum(t.passed for t in ts)
         alternative = sum(bool(t.alternative) for t in ts)
         parts.append(
-            f"\nTargets of issue 6: {passed}/{len(ts)} PASS"
+            f"\nTargets of issue 6{quick}: {passed}/{len(ts)} PASS"
             + (
                 f"; {alternative} more failed but met the way issue 6 allows instead ({BREAKDOWN})"
                 if alternative
@@ -497,8 +501,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path("bench_results/bench.json"),
-        help="JSON results (file, or folder for bench.json)",
+        default=None,
+        help="JSON results (file, or folder for bench.json); default bench_results/bench.json, "
+        "bench_results/bench_quick.json with --quick (a quick run keeps the full run's file)",
     )
     parser.add_argument(
         "--sections", default=",".join(SECTIONS), help=f"comma-separated of {','.join(SECTIONS)}"
@@ -548,6 +553,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.placement = Placement.from_spec(args.rt_priority, args.cpus)
     except ConfigError as exc:
         parser.error(str(exc))
+    if args.out is None:
+        args.out = Path("bench_results") / ("bench_quick.json" if quick else "bench.json")
     if args.out.is_dir():  # checked before running, not after minutes of measurements
         args.out = args.out / "bench.json"
     return args
