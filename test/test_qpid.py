@@ -580,6 +580,18 @@ def test_diagnostics_count_active_rows_per_group_with_an_empty_group(robot: Robo
     assert diag["active_constraints"] == sum(diag[f"active.{b.name}"] for b in controller.barriers)
 
 
+def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
+    """Pinocchio reads no velocity limits from the MJCF: the joint velocity barrier, enabled by
+    default, had silently no rows."""
+    mjcf = RobotModel.from_file(ARM_ONLY)
+    assert not np.isfinite(mjcf.velocity_limit).any()
+    params = {"tasks": ["posture"], "posture.type": "posture", "self_collision.enabled": False}
+    with pytest.raises(ConfigError, match="joint_velocity_limit: enabled, but no joint"):
+        QPID.from_params(mjcf, params)
+    controller = QPID.from_params(mjcf, {**params, "joint_velocity_limit.enabled": False})
+    assert [b.name for b in controller.barriers] == ["joint_position", "singularity"]
+
+
 def test_collision_rows_count_is_validated(robot: RobotModel) -> None:
     controller = QPID.from_params(robot, _params(**{"self_collision.pairs": 2}))
     assert controller.collision_barrier is not None and controller.collision_barrier.rows == 2

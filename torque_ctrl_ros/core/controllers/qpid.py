@@ -483,14 +483,24 @@ class _QPController(Controller[QPReference]):
         self.collision_barrier: SelfCollisionBarrier | None = None
         self.singularity_barrier: SingularityBarrier | None = None
         c = config
+        # An enabled group the model gives nothing to hold (e.g. an MJCF has no velocity limits)
+        # is refused rather than left out: the safety it stands for would silently be missing.
         if c.joint_position_limit.enabled:
             jp = JointPositionBarrier(robot, c.joint_position_limit.alpha, soft=c.joint_position_limit.soft)
-            if jp.rows:
-                self.barriers.append(jp)
+            if not jp.rows:
+                raise ConfigError(
+                    f"{self.name}.joint_position_limit: enabled, but no joint of the model has position "
+                    "limits (set enabled: false for such a model)"
+                )
+            self.barriers.append(jp)
         if c.joint_velocity_limit.enabled:
             jv = JointVelocityBarrier(robot, c.joint_velocity_limit.alpha, soft=c.joint_velocity_limit.soft)
-            if jv.rows:
-                self.barriers.append(jv)
+            if not jv.rows:
+                raise ConfigError(
+                    f"{self.name}.joint_velocity_limit: enabled, but no joint of the model has a velocity "
+                    "limit (an MJCF gives none; use the URDF, or set enabled: false)"
+                )
+            self.barriers.append(jv)
         if c.self_collision.enabled:
             cc = c.self_collision
             model = SelfCollisionModel.from_file(robot, _collision_path(cc.model), cc.pairs)
