@@ -364,17 +364,10 @@ class Watchdog:
         accepted state had restarted the window: safe torque forever). With ``auto_recover``
         each later state is tried again and, if the controller still fails, stays stopped.
         """
-        self.rejected[RejectReason.CONTROLLER_ERROR] += 1
-        self.last_reason = RejectReason.CONTROLLER_ERROR
-        self.last_message = message
-        if not self._window_before_accept <= now:  # none open (nan), or from another clock
-            return self.tick(now, bad=True)
-        self.fallback_since = self._window_before_accept
-        if now - self.fallback_since > self.config.fallback_duration:
-            self._set(WatchdogState.STOPPED)
-            return Action.NONE
-        self._set(WatchdogState.FALLBACK)
-        return Action.FALLBACK
+        if self._window_before_accept <= now:  # not when none was open (nan) or from another clock
+            self.fallback_since = self._window_before_accept
+            self._set(WatchdogState.FALLBACK)  # so that tick() keeps that window, not a new one
+        return self.reject(RejectReason.CONTROLLER_ERROR, message, now)
 
     def reject(self, reason: RejectReason, message: str, now: float) -> Action:
         """Record a refused state received at ``now`` (s) and return what to do instead."""
