@@ -18,8 +18,11 @@ within a solve and, left alone, a warm start inherits the last values; along a c
 they drift to values that suit the previous problem and not the next. Measured on the
 benchmark motion (2 000 steps, the QP controllers' level 0): qpid / hqpid 4 / 26 median
 iterations and 1 / 21 failed warm solves inherited, 2 / 2 and none reset (median warm
-solve 31 → 23 µs and 101 → 24 µs). The small null-space QPs of hqpid's lower levels
-behave the other way round (p99 12 → 38 iterations when reset), so they keep them.
+solve 31 → 23 µs and 101 → 24 µs). Since the controllers scale their slack variables
+(see ``controllers.qpid``) the two are alike there (4 000 steps: median 2 iterations, p99 4
+reset and 2–3 inherited, no failure either way); reset stays. The small null-space QPs of
+hqpid's lower levels behave the other way round (p99 12 → 38 iterations when reset), so they
+keep them.
 
 Iteration cap and retry: ``max_iter`` caps the solver's outer (proximal / BCL)
 iterations of one attempt (default 50, ~15–20 µs each on these problem sizes). A warm
