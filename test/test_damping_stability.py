@@ -17,6 +17,7 @@ from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import GravityCompensation, GravityCompensationConfig, create_controller
 from torque_ctrl_ros.core.errors import ConfigError
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
+from torque_ctrl_ros.core.types import JointState
 from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
 from torque_ctrl_ros.sim import MujocoPlant
 
@@ -196,3 +197,56 @@ def test_qp_fallback_damping_is_checked_at_the_controller_period(robot: RobotMod
     with pytest.raises(ConfigError, match="qpid.fallback_damping"):
         QPID.from_params(robot, {**params, "fallback_damping": 0.6})
     QPID.from_params(robot, {**params, "dt": 0.0005, "fallback_damping": 0.6})
+
+
+# ACHD→RNEA: K_null·q̇ in τ_ff and B∘ẋ on the free axes are held for a period too.
+#: A pose where the self-motion left by [x, y, z] constraints is lightest (found by sampling):
+#: h·N·K_null reaches 3.14 there for K_null = 1, N the constraint-projected inverse inertia.
+LIGHT_SELF_MOTION = np.array([-3.021, 1.956, 3.061, 2.532, -1.431, 0.001, 1.355])
+
+
+def test_achd_refuses_a_scalar_joint_damping_of_one(robot: RobotModel) -> None:
+    """A scalar 1.0 (once the ACHD default and in config/gen3_controllers.yaml) spun the
+    [x, y, z]-constrained arm's self-motion up from 0.01 to 16 rad/s in 50 ms."""
+    with pytest.raises(ConfigError, match=r"achd_rnea\.joint_damping.*unstable"):
+        create_controller("achd_rnea", robot, {"joint_damping": 1.0})
+    create_controller("achd_rnea", robot, {"joint_damping": list(DEFAULT_DAMPING)})
+
+
+def test_achd_free_axis_damping_is_checked_with_the_joint_damping(robot: RobotModel) -> None:
+    """``B`` on the free yaw adds ``Jᵀ·B·J``: the wrist sees it almost whole (~1.4 per N·m·s/rad)."""
+    axes = ["x", "y", "z", "rx", "ry"]
+    small = robot.check_frame_damping("f", DEFAULT_DAMPING, "end_effector_link", [0, 0, 0, 0, 0, 0.2])
+    assert robot.damping_eigenvalue(DEFAULT_DAMPING) <= small < 2.0
+    create_controller("achd_rnea", robot, {"constrained_axes": axes, "free_axis_damping": 0.2})
+    with pytest.raises(ConfigError, match=r"free_axis_damping.*unstable"):
+        create_controller("achd_rnea", robot, {"constrained_axes": axes, "free_axis_damping": 2.0})
+    # On a constrained axis B has no effect (the controller zeroes it), so it is not refused there.
+    create_controller("achd_rnea", robot, {"free_axis_damping": 2.0})
+    # The check is that of the update matrix h·M⁻¹·(K_d + Jᵀ·B·J), at a configuration of its own.
+    q = np.zeros((1, robot.n))
+    J = robot.frame_jacobian(q[0], "end_effector_link")
+    B = np.diag([0, 0, 0, 0, 0, 1.0])
+    direct = float(np.linalg.eigvals(H * np.linalg.solve(robot.mass_matrix(q[0]), J.T @ B @ J)).real.max())
+    assert direct <= robot.check_frame_damping("f", 0.0, "end_effector_link", [0, 0, 0, 0, 0, 1.0]) + 1e-12
+
+
+def test_achd_default_damping_lets_the_self_motion_decay(robot: RobotModel, plant: MujocoPlant) -> None:
+    """The default K_null at the pose where 1.0 was unstable: a 0.01 rad/s kick dies out."""
+    controller = create_controller("achd_rnea", robot, {"constrained_axes": ["x", "y", "z"]})
+    plant.set_state(LIGHT_SELF_MOTION, np.full(robot.n, 0.01))
+    reference = controller.hold_reference(JointState(LIGHT_SELF_MOTION, np.zeros(robot.n)))
+    speeds = []
+    for _ in range(300):
+        plant.set_torque(controller.compute(JointState(plant.q, plant.v), reference).tau)
+        plant.step()
+        speeds.append(float(np.abs(plant.v).max()))
+    assert max(speeds) < 0.0101 and speeds[-1] < 0.003, speeds[::50]
+
+
+def test_achd_shipped_parameters_are_accepted(robot: RobotModel) -> None:
+    from ros_helpers import shipped_parameters
+
+    ctrl = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
+    assert ctrl.controller_params["joint_damping"] == list(DEFAULT_DAMPING)
+    create_controller("achd_rnea", robot, ctrl.controller_params)

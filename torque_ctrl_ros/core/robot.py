@@ -456,6 +456,51 @@ class RobotModel:
         qs, m_inv = self._damping_samples_or_given(None)
         return check_damping_stability(field, kd_vec, h, m_inv, qs, self.joint_names)
 
+    def check_frame_damping(
+        self,
+        field: str,
+        kd: ArrayLike,
+        frame: str | int,
+        twist_damping: ArrayLike,
+        period: float = CONTROL_PERIOD,
+    ) -> float:
+        """:meth:`check_damping` for a joint damping ``K_d`` plus a damping ``B`` of a frame's twist.
+
+        A wrench ``−B∘ẋ`` on ``frame`` (``ẋ = J·q̇``, ``LOCAL_WORLD_ALIGNED``, ``B`` per axis:
+        N·s/m, N·m·s/rad) is the joint torque ``−Jᵀ·B·J·q̇``: held for one period it adds to
+        ``K_d``, and the largest eigenvalue of ``h·M⁻¹·(K_d + Jᵀ·B·J)`` over the damping
+        configurations must stay below 2. With ``B = 0`` this is :meth:`check_damping`.
+
+        Returns:
+            That eigenvalue. Raises :class:`ConfigError` when it is ``>= 2``.
+        """
+        kd_vec = as_vector(field, kd, self.n, broadcast_scalar=True, min_value=0.0)
+        b = as_vector(field, twist_damping, 6, broadcast_scalar=True, min_value=0.0)
+        if not b.any():
+            return self.check_damping(field, kd_vec, period)
+        h = as_positive_float(f"{field} period", period)
+        fid = self.frame_id(frame)
+        qs, m_inv = self._damping_samples_or_given(None)
+        damping = np.empty((len(qs), self.n, self.n))
+        for k, q in enumerate(qs):
+            J = pin.computeFrameJacobian(
+                self.model, self.data, self.configuration(q), fid, pin.LOCAL_WORLD_ALIGNED
+            )
+            damping[k] = (J.T * b) @ J + np.diag(kd_vec)
+        # M⁻¹·D is similar to the symmetric Lᵀ·D·L for M⁻¹ = L·Lᵀ.
+        L = np.linalg.cholesky(m_inv)
+        eigenvalues = h * np.linalg.eigvalsh(np.swapaxes(L, 1, 2) @ damping @ L)[:, -1]
+        worst = int(np.argmax(eigenvalues))
+        largest = float(eigenvalues[worst])
+        if largest >= 2.0:
+            raise ConfigError(
+                f"{field}: joint damping {kd_vec.tolist()} N·m·s/rad with {b.tolist()} on the twist of "
+                f"{self.model.frames[fid].name!r} is unstable when applied once per {h * 1e3:g} ms: "
+                f"h·M⁻¹·(K_d + Jᵀ·B·J) reaches eigenvalue {largest:.3g} >= 2 (at q = "
+                f"{np.round(qs[worst], 2).tolist()} rad); lower the twist damping on the axes the wrist turns"
+            )
+        return largest
+
     def frame_placement(self, q: FloatArray, frame: str | int) -> pin.SE3:
         """Pose of ``frame`` in the base frame (forward kinematics)."""
         fid = self.frame_id(frame)

@@ -50,6 +50,7 @@ from ..constrained_dynamics import (
 )
 from ..errors import ConfigError, TargetError
 from ..robot import RobotModel
+from ..safety import DEFAULT_DAMPING
 from ..types import JointState
 from ..validation import FloatArray, as_positive_float, as_rotation, as_vector, check_choice
 from .base import Controller, reject_unknown_keys
@@ -171,7 +172,10 @@ class AchdRneaConfig:
             (a list, or one comma-separated string).
         kp: Cartesian stiffness ``ω_n²`` (1/s²) per axis ``x, y, z, rx, ry, rz``, ``> 0``.
         kd: Cartesian damping ``2 ζ ω_n`` (1/s) per axis, ``>= 0``; ``2 √kp`` by default.
-        joint_damping: ``K_null`` (N·m·s/rad) per joint in ``τ_ff``, ``>= 0``.
+        joint_damping: ``K_null`` (N·m·s/rad) per joint in ``τ_ff``, ``>= 0``; the Gen3's
+            per-joint safe damping by default. With ``free_axis_damping`` it is refused where the
+            1 kHz update would make it grow (:meth:`RobotModel.check_frame_damping`): a scalar
+            1.0 is (its wrist needs ~10× less than its shoulder).
         gravity_feedforward: include ``g(q)`` in ``τ_ff``.
         task_wrench: ``f_task = [f; m]`` (N, N·m) on the frame origin, base axes.
         free_axis_damping: ``B`` (N·s/m for x, y, z; N·m·s/rad for rx, ry, rz), ``>= 0``: the
@@ -201,7 +205,7 @@ class AchdRneaConfig:
         constrained_axes: Sequence[str] = AXIS_NAMES,
         kp: Any = 100.0,
         kd: Any = None,
-        joint_damping: Any = 1.0,
+        joint_damping: Any = DEFAULT_DAMPING,
         gravity_feedforward: Any = True,
         task_wrench: Any = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
         free_axis_damping: Any = 0.0,
@@ -321,6 +325,16 @@ class AchdRnea(Controller[PoseReference]):
         self._angular_mask = mask[3:]
         # Damping on a constrained axis would only change λ (the constraint absorbs it): keep it off.
         self._free_damping = np.where(mask, 0.0, self.config.free_axis_damping)
+        # K_null·q̇ in τ_ff and B∘ẋ on the free axes are dampings held for one period. Where the
+        # constraints leave freedom they act through N = M⁻¹ − M⁻¹·J_cᵀ·D⁻¹·J_c·M⁻¹ ⪯ M⁻¹, so the
+        # check with M⁻¹ is on the safe side: a scalar 1.0 had sent the self-motion of the
+        # [x, y, z]-constrained arm from 0.01 to 16 rad/s in 50 ms.
+        robot.check_frame_damping(
+            "achd_rnea.joint_damping, free_axis_damping",
+            self.config.joint_damping,
+            self.config.frame,
+            self._free_damping,
+        )
         # Rows of the error on constrained axes, for the diagnostics.
         self._linear_rows = np.flatnonzero(self._linear_mask)
         self._angular_rows = 3 + np.flatnonzero(self._angular_mask)
