@@ -264,3 +264,78 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     sim._take_command(2.0 * tau, None)  # untagged (a plain publisher): taken as it comes
     np.testing.assert_array_equal(sim.command, 2.0 * tau)
     assert sim.stale_answers == 1
+
+
+# ------------------------------------------------------- a controller carries nothing across a jump
+#: Home, and a pose with two capsules 5–8 mm apart (the collision rows active).
+HOME = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+NEAR_COLLISION = np.array([2.9401, -2.1741, 2.2848, 2.4733, 2.8727, -1.4682, 2.9696])
+
+
+def _torques(node: Any) -> list[np.ndarray]:
+    from rclpy.serialization import deserialize_message
+    from std_msgs.msg import Float64MultiArray
+
+    out = []
+    for msg in node.publisher.sent:
+        if isinstance(msg, bytes | bytearray):
+            msg = deserialize_message(bytes(msg), Float64MultiArray)
+        out.append(np.array(msg.data))
+    return out
+
+
+def _stop_and_recover(node: Any) -> None:
+    """Non-finite states past ``fallback_duration``, then good ones at the new pose (auto_recover)."""
+    node._on_state_message(_non_finite(node))
+    time.sleep(0.1)
+    node._on_state_message(_non_finite(node))
+    assert node.watchdog.state.value == "stopped"
+    for _ in range(3):
+        node._on_state_message(_state_msg(NEAR_COLLISION, _now(node)))
+
+
+def _restart_the_clock(node: Any) -> None:
+    """A restarted simulator: sim time from 0 again, the arm at the new pose."""
+    from rclpy.time import Time
+
+    clock = node.node.get_clock()
+    for k in range(3):
+        clock.set_ros_time_override(Time(nanoseconds=k * 1_000_000, clock_type=clock.clock_type))
+        node._on_state_message(_state_msg(NEAR_COLLISION, k * 1e-3))
+    assert node.watchdog.clock_resets == 1
+
+
+@pytest.mark.parametrize(
+    ("jump", "params"),
+    [
+        (_stop_and_recover, {"use_sim_time": False, "watchdog.fallback_duration": 0.05}),
+        (_restart_the_clock, {"use_sim_time": True}),
+    ],
+    ids=["recovery-from-stop", "clock-reset"],
+)
+def test_a_qp_controller_starts_afresh_after_the_state_jumps(
+    nodes: Nodes, jump: Callable[[Any], None], params: dict[str, Any]
+) -> None:
+    """The first torques at the new pose are those of a fresh controller: the self-collision
+    gradient filter and the warm starts of the old pose had put 16.7 N·m into the first one."""
+    from rclpy.time import Time
+
+    from torque_ctrl_ros.core.controllers import create_controller
+    from torque_ctrl_ros.core.types import JointState
+
+    node = nodes.make("controller", controller="qpid", **params, **{"watchdog.max_age": 1.0})
+    clock = node.node.get_clock()
+    for k in range(200):
+        if params["use_sim_time"]:
+            clock.set_ros_time_override(
+                Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type)
+            )
+        node._on_state_message(_state_msg(HOME, _now(node)))
+    before = len(node.publisher.sent)
+    jump(node)
+    sent = _torques(node)[before:][-3:]
+    fresh = create_controller("qpid", node.robot, node.config.controller_params)
+    state = JointState(NEAR_COLLISION, np.zeros(7))
+    reference = fresh.hold_reference(state)
+    for tau in sent:
+        np.testing.assert_allclose(tau, fresh.compute(state, reference).tau, rtol=0, atol=1e-9)

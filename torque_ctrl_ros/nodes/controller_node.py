@@ -188,6 +188,7 @@ class ControllerNode:
         restarted simulator): the target of the previous run is dropped, the arm held where the
         new run starts."""
         self.target.reset()
+        self.controller.reset()
         self.node.get_logger().warning(
             f"time went back to {stamp:.3f} s with the joint states (simulator restarted?): "
             "holding the current pose until a new target arrives"
@@ -243,6 +244,11 @@ class ControllerNode:
         out: ControlOutput | None = None
         t0 = t_computed = 0.0  # set when the controller is called
         if action is Action.COMPUTE:
+            if previous is not WatchdogState.OK:
+                # The arm moved under the safe torque, or stopped: what the controller carried
+                # from its last step (warm starts, filtered collision gradients: 17 N·m off on
+                # the first step at a new pose) belongs to another state.
+                self.controller.reset()
             if previous is WatchdogState.STOPPED:
                 self.target.reset()
             self.state_age.add(now - stamp)

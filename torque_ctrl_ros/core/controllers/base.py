@@ -51,6 +51,12 @@ class Controller(ABC, Generic[RefT]):
     def torque(self, q: FloatArray, v: FloatArray, reference: RefT) -> tuple[FloatArray, dict[str, float]]:
         """Unsaturated joint torque (N·m) and scalar diagnostics for a validated state."""
 
+    def reset(self) -> None:
+        """Forget what the controller carries from one step to the next (QP warm starts, filtered
+        gradients), because the next state does not follow the last one: the arm moved under
+        another command, or a simulator restarted. Nothing to forget by default."""
+        return None
+
     def diagnostics(self) -> dict[str, float]:
         """Diagnostics of the last :meth:`compute` that are too costly to produce every step.
 
