@@ -339,3 +339,27 @@ def test_a_qp_controller_starts_afresh_after_the_state_jumps(
     reference = fresh.hold_reference(state)
     for tau in sent:
         np.testing.assert_allclose(tau, fresh.compute(state, reference).tau, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("tick_in_gap", [False, True], ids=["no-tick", "tick"])
+def test_a_gap_in_the_states_ends_the_same_whether_or_not_the_diagnostics_timer_ticked(
+    nodes: Nodes, tick_in_gap: bool
+) -> None:
+    """A gap longer than ``max_age + fallback_duration`` stops the arm (``auto_recover: false``).
+    The diagnostics timer was the only place silence was noted: without a tick inside the gap,
+    control had gone on as if nothing happened."""
+    node = nodes.make(
+        "controller",
+        controller="computed_torque",
+        use_sim_time=False,
+        **{"watchdog.auto_recover": False, "watchdog.fallback_duration": 0.05},
+    )
+    node._on_state_message(_state_msg(HOME, _now(node)))
+    sent = len(node.publisher.sent)
+    time.sleep(0.1)
+    if tick_in_gap:
+        node._on_diagnostics_timer()
+    time.sleep(0.1)
+    node._on_state_message(_state_msg(HOME, _now(node)))
+    assert node.watchdog.state.value == "stopped"
+    assert len(node.publisher.sent) == sent

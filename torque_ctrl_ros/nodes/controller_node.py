@@ -226,8 +226,13 @@ class ControllerNode:
     ) -> None:
         """Watchdog, controller, command: the path of every state (``error``: it could not be read)."""
         now = self.node.get_clock().now().nanoseconds * 1e-9
+        now_wall = time.monotonic()
+        if now_wall - self._last_state_wall > self.watchdog.config.max_age:
+            # The gap before this state counts whether or not the diagnostics timer (the other
+            # place that notes silence) ticked inside it: the same gap must end the same way.
+            self._check_silence(now_wall)
         self.states += 1
-        self._last_state_wall = time.monotonic()
+        self._last_state_wall = now_wall
         self._last_state_now = now
         stamp = stamp_ns * 1e-9
         wd = self.watchdog
