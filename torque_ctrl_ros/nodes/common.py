@@ -108,7 +108,8 @@ def make_executor(kind: str, context: Context | None = None) -> Executor:
 
 
 class TimingLog:
-    """Samples of one timing (s): a window for /diagnostics plus the whole run for the summary."""
+    """Samples of one timing (s): a window for /diagnostics plus, with ``keep_all``, the whole run
+    (8 bytes a sample, up to ``cap``) for a summary at exit."""
 
     def __init__(self, window: int = 2000, keep_all: bool = True, cap: int = 20_000_000) -> None:
         self._window = np.zeros(window)

@@ -143,13 +143,15 @@ class ControllerNode:
         self.last_saturated: tuple[str, ...] = ()
         self.last_info: dict[str, float] = {}
         self._last_computed = False  # whether the last command came from the controller
-        self.compute_time = TimingLog()
-        self.callback_time = TimingLog()  # state received → command published (s)
-        self.parts = StepParts()  # the callback of computed steps, part by part
+        # Whole-run samples only for the stats_file summary (56 bytes a state: 200 MB an hour).
+        keep_all = bool(cfg.common.stats_file)
+        self.compute_time = TimingLog(keep_all=keep_all)
+        self.callback_time = TimingLog(keep_all=keep_all)  # state received → command published (s)
+        self.parts = StepParts(keep_all)  # the callback of computed steps, part by part
         self.deadline_misses = 0  # callbacks longer than the state period
         self._period_s = float("inf")
         self._last_stamp_ns = 0
-        self.state_age = TimingLog()
+        self.state_age = TimingLog(keep_all=keep_all)
         self._last_state_wall = time.monotonic()
         self._last_state_now = 0.0
         self._window_start = (time.monotonic(), 0, 0)
@@ -483,9 +485,10 @@ class StepParts:
     kinematics, tasks and barriers, and their QP updates and solves).
     """
 
-    def __init__(self) -> None:
-        self.state_in = TimingLog()
-        self.command_out = TimingLog()
+    def __init__(self, keep_all: bool = True) -> None:
+        self._keep_all = keep_all  # whole-run samples as well as the window (TimingLog)
+        self.state_in = TimingLog(keep_all=keep_all)
+        self.command_out = TimingLog(keep_all=keep_all)
         self.info: dict[str, TimingLog] = {}
 
     def add(self, state_in: float, command_out: float, info: dict[str, float]) -> None:
@@ -497,7 +500,7 @@ class StepParts:
             if us is not None:
                 log = self.info.get(name)
                 if log is None:
-                    log = self.info[name] = TimingLog()
+                    log = self.info[name] = TimingLog(keep_all=self._keep_all)
                 log.add(us * 1e-6)
 
     def _logs(self) -> dict[str, TimingLog]:

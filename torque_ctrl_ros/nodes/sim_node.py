@@ -136,9 +136,14 @@ class SimNode:
         self.published_wall = np.full(_RING, np.nan)
         self.published_stamp = np.full(_RING, -1, dtype=np.int64)
 
-        self.latency = TimingLog()
-        self.step_time = TimingLog()  # the simulator's own work per step: physics + publishing (s)
-        self.state_out = TimingLog()  # encoding and publishing a state: where its latency starts (s)
+        keep_all = bool(cfg.common.stats_file)  # whole-run samples only for the stats_file summary
+        self.latency = TimingLog(keep_all=keep_all)
+        self.step_time = TimingLog(
+            keep_all=keep_all
+        )  # the simulator's work per step: physics + publishing (s)
+        self.state_out = TimingLog(
+            keep_all=keep_all
+        )  # encoding and publishing a state: where latency starts (s)
         self.commands_received = 0
         self.commands_via_rclpy = 0  # serialized commands the CDR codec left to rclpy
         self.rejected = 0
