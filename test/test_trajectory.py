@@ -184,3 +184,13 @@ def test_rejects_a_malformed_continuous_mask() -> None:
     for mask in ([True], [1, 0], np.zeros((2, 1), dtype=bool)):
         with pytest.raises(TargetError, match="continuous"):
             JointTrajectory([1.0], [[0.0, 0.0]], continuous=mask)
+
+
+@pytest.mark.parametrize("acceleration", [1e308, -1e307])
+def test_rejects_a_trajectory_whose_polynomials_overflow(acceleration: float) -> None:
+    """Finite but huge accelerations over 10 s made inf and NaN coefficients; NaN passed the limit
+    check (it compares false with every bound), the node took the trajectory and its references
+    were NaN: fallback, then a stop."""
+    points = np.zeros((2, 2))
+    with pytest.raises(TargetError, match="overflow"):
+        JointTrajectory([0.0, 10.0], points, np.zeros((2, 2)), np.full((2, 2), acceleration))

@@ -170,6 +170,12 @@ class JointTrajectory:
         self.accelerations = a
         self._times = t.tolist()  # bisect on a list: ~0.2 µs against ~1.5 for np.searchsorted
         self._segments = self._segment_polynomials()
+        if not np.isfinite(self._segments).all():
+            # Finite but huge inputs (accelerations of 1e308 over seconds) overflow the
+            # coefficients; NaN compares false with every bound and would pass the limit check.
+            raise TargetError(
+                "trajectory: its polynomials overflow (velocities or accelerations far too large)"
+            )
 
     def _segment_polynomials(self) -> FloatArray:
         """Per segment ``i``, ``K_i`` ((d+1) × 3n) with ``[1, s, …, s^d]·K_i = [q, q̇, q̈]`` at ``s ∈ [0, 1]``.
@@ -310,9 +316,10 @@ class JointTrajectory:
             b = [p0, p0 + m0 / 5.0, p0 + 0.4 * m0 + A0 / 20.0, p1 - 0.4 * m1 + A1 / 20.0, p1 - m1 / 5.0, p1]
         d = len(b) - 1
         speed = np.maximum.reduce([np.abs(b[i + 1] - b[i]) for i in range(d)]) * (d / T)
-        out = speed > v_lim + LIMIT_TOLERANCE
-        out |= np.maximum.reduce(b) > q_hi + LIMIT_TOLERANCE
-        out |= np.minimum.reduce(b) < q_lo - LIMIT_TOLERANCE
+        # Written as "not within" so that a NaN counts as out (it compares false with everything).
+        out = ~(speed <= v_lim + LIMIT_TOLERANCE)
+        out |= ~(np.maximum.reduce(b) <= q_hi + LIMIT_TOLERANCE)
+        out |= ~(np.minimum.reduce(b) >= q_lo - LIMIT_TOLERANCE)
         return np.asarray(out.any(axis=1))
 
     def _rows_violation(
@@ -345,8 +352,8 @@ class JointTrajectory:
             q, v = values[:, :, :n], values[:, :, n:]
             s_q = s_v = np.broadcast_to(grid[None, :, None], q.shape)
         lo3, hi3, vlim3 = q_lo[:, None], q_hi[:, None], v_lim[:, None]
-        over_q = (q > hi3 + LIMIT_TOLERANCE) | (q < lo3 - LIMIT_TOLERANCE)
-        over_v = np.abs(v) > vlim3 + LIMIT_TOLERANCE
+        over_q = ~((q <= hi3 + LIMIT_TOLERANCE) & (q >= lo3 - LIMIT_TOLERANCE))  # NaN: out
+        over_v = ~(np.abs(v) <= vlim3 + LIMIT_TOLERANCE)
         if not (over_q.any() or over_v.any()):
             return None
         t0 = self.times[rows][:, None, None]
