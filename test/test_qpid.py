@@ -415,6 +415,23 @@ def test_three_levels_keep_every_level_above(robot: RobotModel) -> None:
     assert np.linalg.norm(pin.log3(ref["ori"].T @ pose.rotation)) < 1e-3
 
 
+def test_rows_frozen_twice_are_refused_where_they_hide_freedom(robot: RobotModel) -> None:
+    """A position task above a pose task on the same frame: 9 weighted rows of rank 6. ``Z`` of
+    ``7 − 9`` columns had skipped the posture level below, though the elbow's self-motion was
+    free (a posture target moved no torque). Posture above a pose task (13 rows, rank 7) leaves
+    nothing below either way, so it stands."""
+    params = {
+        "tasks": ["pos", "pose", "posture"],
+        **{"pos.type": "position", "pos.frame": TOOL, "pos.level": 0},
+        **{"pose.type": "pose", "pose.frame": TOOL, "pose.level": 1},
+        **{"posture.type": "posture", "posture.level": 2},
+    }
+    with pytest.raises(ConfigError, match=r"level 2 would lose 1 DoF\(s\)"):
+        HQPID.from_params(robot, params)
+    params |= {"posture.level": 0, "pos.level": 1, "pose.level": 2, "pose.type": "orientation"}
+    assert HQPID.from_params(robot, params).levels[2].qp is None
+
+
 def test_hierarchy_ignores_zero_weight_rows(robot: RobotModel) -> None:
     """A pose task weighted [1, 1, 1, 0, 0, 0] above the posture freezes only its position rows.
 

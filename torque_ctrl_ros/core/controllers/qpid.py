@@ -644,6 +644,42 @@ class _QPController(Controller[QPReference]):
         self._hi = np.full(self.n_b + n, np.inf)
         self.last_solutions: list[Solution] = []
         self._last_fallback = False
+        self._check_frozen_rows_independent()
+
+    def _check_frozen_rows_independent(self) -> None:
+        """Refuse a level below tasks whose weighted rows depend on each other everywhere, where
+        that hides freedom they leave.
+
+        ``Z`` has ``n − rows`` columns, which spans the whole null space only for independent rows:
+        a position task above a pose task on the same frame freezes 9 rows of rank 6, and the
+        posture level below was skipped (``nz = 0``) though the self-motion was free. The rank is
+        the largest over a few random configurations (a singular pose lowers it anywhere).
+        """
+        rng = np.random.default_rng(0)
+        robot = self.robot
+        lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
+        hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
+        samples = rng.uniform(lo, hi, (5, robot.n))
+        for lv in self.levels[1:]:
+            rows = lv.J_frozen.shape[0]
+            if rows == 0:
+                continue
+            rank = 0
+            for q in samples:
+                self.kin.update(q, np.zeros(robot.n))
+                for t in lv.frozen:
+                    t.update(self.kin)
+                for J, block, weighted in lv.frozen_rows:
+                    block[:] = J if weighted is None else J[weighted]
+                rank = max(rank, int(np.linalg.matrix_rank(lv.J_frozen)))
+            lost = (robot.n - rank) - lv.nz  # DoFs left free above that Z would not span
+            if lost > 0:
+                names = [t.name for t in lv.frozen]
+                raise ConfigError(
+                    f"{self.name}: the tasks above level {lv.index} ({names}) weight {rows} rows, of which "
+                    f"only {rank} are independent (e.g. two tasks on one frame sharing axes): level "
+                    f"{lv.index} would lose {lost} DoF(s); weight fewer axes or merge those tasks"
+                )
 
     # --------------------------------------------------------------- construction
     @classmethod
