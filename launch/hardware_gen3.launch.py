@@ -18,9 +18,11 @@ effort consumes this same topic, so a hardware interface with a working torque m
 unchanged. Until such a driver is running, this launch file starts a controller that waits.
 
 Arguments:
-    controller   gravity_comp | computed_torque | ...
+    controller   gravity_comp | computed_torque | ...: overrides the ``controller`` of
+                 ``params_file`` (default gravity_comp, the first controller to try on an arm)
     params_file  controller_node parameters (default: config/gen3_controllers.yaml)
-    max_age      watchdog: joint states older than this (s) are refused (wall clock here)
+    max_age      watchdog: joint states older than this (s) are refused (wall clock here);
+                 default "": the ``watchdog.max_age`` of ``params_file`` stands
     rt_priority  SCHED_FIFO priority of the controller process (default 20; 0: normal
                  scheduling). Needs the privilege (e.g. ``@realtime - rtprio 98`` in
                  /etc/security/limits.conf); without it the node logs that it runs normally.
@@ -38,16 +40,39 @@ in the same clock as this machine's.
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 
-from launch import LaunchDescription
+from launch import LaunchContext, LaunchDescription
 
 PACKAGE = "torque_ctrl_ros"
+
+
+def _controller_node(context: LaunchContext) -> list[Node]:
+    """controller_node on ``params_file``, overridden only by the arguments given a value."""
+    overrides: dict[str, object] = {"controller": LaunchConfiguration("controller"), "use_sim_time": False}
+    max_age = LaunchConfiguration("max_age").perform(context).strip()
+    if max_age:
+        try:
+            overrides["watchdog.max_age"] = float(max_age)
+        except ValueError:
+            raise ValueError(f"hardware_gen3: max_age must be a number of seconds, got {max_age!r}") from None
+    return [
+        Node(
+            package=PACKAGE,
+            executable="controller_node",
+            name="controller_node",
+            output="screen",
+            additional_env={
+                "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
+                "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
+            },
+            parameters=[LaunchConfiguration("params_file"), overrides],
+        )
+    ]
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -63,7 +88,9 @@ def generate_launch_description() -> LaunchDescription:
                 description="controller_node parameters",
             ),
             DeclareLaunchArgument(
-                "max_age", default_value="0.02", description="watchdog: oldest usable joint state (s)"
+                "max_age",
+                default_value="",
+                description='watchdog: oldest usable joint state (s); "": as in params_file',
             ),
             DeclareLaunchArgument(
                 "rt_priority", default_value="20", description="SCHED_FIFO priority, 0: normal scheduling"
@@ -82,24 +109,7 @@ def generate_launch_description() -> LaunchDescription:
                 "/joint_states and consuming /effort_controller/commands must run separately "
                 "(ros2_kortex has no torque mode)."
             ),
-            Node(
-                package=PACKAGE,
-                executable="controller_node",
-                name="controller_node",
-                output="screen",
-                additional_env={
-                    "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
-                    "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
-                },
-                parameters=[
-                    LaunchConfiguration("params_file"),
-                    {
-                        "controller": LaunchConfiguration("controller"),
-                        "use_sim_time": False,
-                        "watchdog.max_age": ParameterValue(LaunchConfiguration("max_age"), value_type=float),
-                    },
-                ],
-            ),
+            OpaqueFunction(function=_controller_node),
             IncludeLaunchDescription(
                 PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
                 condition=IfCondition(LaunchConfiguration("rviz")),
