@@ -1,4 +1,5 @@
-"""The core must stay usable without ROS: no rclpy import anywhere under core/."""
+"""The core must stay usable without ROS (no rclpy import anywhere under core/), and rosdep must
+install what the package imports (package.xml declares every imported package)."""
 
 from __future__ import annotations
 
@@ -48,3 +49,25 @@ def test_importing_core_loads_no_rclpy() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+#: Imported modules that are not ROS packages, with the package.xml key that provides each.
+_NOT_ROS = {"numpy": "python3-numpy", "yaml": "python3-yaml", "mujoco": "python3-mujoco-pip"}
+
+
+def test_every_imported_package_is_declared_in_package_xml() -> None:
+    """What the package imports (launch files included), rosdep must install: ``rcl_interfaces``
+    was imported by the nodes without an exec_depend (rclpy happened to bring it)."""
+    import xml.etree.ElementTree as ET
+
+    root = CORE.parent.parent
+    manifest = ET.parse(root / "package.xml").getroot()
+    declared = {e.text for e in manifest if e.tag in ("depend", "exec_depend") and e.text}
+    stdlib = set(sys.stdlib_module_names)
+    sources = [*(root / "torque_ctrl_ros").rglob("*.py"), *(root / "launch").glob("*.py")]
+    missing: dict[str, list[str]] = {}
+    for path in sources:
+        for module in _imported_top_level_modules(path) - stdlib - {"torque_ctrl_ros"}:
+            if _NOT_ROS.get(module, module) not in declared:
+                missing.setdefault(module, []).append(str(path.relative_to(root)))
+    assert not missing, f"imported but not in package.xml: {missing}"
