@@ -388,3 +388,33 @@ def test_whole_run_timings_are_kept_only_for_a_stats_file(
     nodes.close(node)
     if stats_file:
         assert json.loads(Path(path).read_text())["compute"]["max_ms"] > 0.0
+
+
+def test_a_slow_or_paused_simulator_is_no_gap(nodes: Nodes) -> None:
+    """Under sim time the gap is read from the stamps: a simulator 25× slower than real time, then
+    paused for 0.3 s, keeps them continuous. Read from the wall clock, each of these states went
+    through FALLBACK (the controller reset every step) and the pause dropped the target."""
+    from rclpy.time import Time
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
+    clock = node.node.get_clock()
+    resets: list[int] = []
+    reset = node.controller.reset
+    node.controller.reset = lambda: (resets.append(1), reset())[1]
+
+    def state_at(k: int) -> None:
+        clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
+        node._on_state_message(_state_msg(HOME, 100.0 + k * 1e-3))
+
+    state_at(0)
+    goal = HOME + 0.1
+    node.target._on_joint_target(JointStateMsg(name=JOINTS, position=goal.tolist()))
+    for k in range(1, 11):
+        time.sleep(0.025)
+        state_at(k)
+    time.sleep(0.3)
+    state_at(11)
+    assert node.watchdog.transitions == 1 and node.fallback_commands == 0  # WAITING → OK only
+    assert len(resets) == 1  # the first state's
+    np.testing.assert_allclose(node.target._fixed.q, goal)

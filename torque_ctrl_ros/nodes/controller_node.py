@@ -228,16 +228,20 @@ class ControllerNode:
     ) -> None:
         """Watchdog, controller, command: the path of every state (``error``: it could not be read)."""
         now = self.node.get_clock().now().nanoseconds * 1e-9
-        now_wall = time.monotonic()
-        if now_wall - self._last_state_wall > self.watchdog.config.max_age:
-            # The gap before this state counts whether or not the diagnostics timer (the other
-            # place that notes silence) ticked inside it: the same gap must end the same way.
-            self._check_silence(now_wall)
         self.states += 1
-        self._last_state_wall = now_wall
+        self._last_state_wall = time.monotonic()
         self._last_state_now = now
         stamp = stamp_ns * 1e-9
         wd = self.watchdog
+        gap = stamp - wd.last_good.stamp  # inf before the first good state
+        if error is None and wd.config.max_age < gap < math.inf:
+            # The stream went silent for `gap` s of its own clock: the arm's (wall) time, or sim
+            # time, which a slow or paused simulator keeps continuous. It counts whether or not
+            # the diagnostics timer (the other place that notes silence) ticked inside it.
+            before = wd.state
+            wd.silence(now, gap)
+            if wd.state is not before:
+                self._log_transition(before)
         previous = wd.state
         if error is not None or q is None or v is None:
             action = wd.reject(RejectReason.INCONSISTENT, str(error), now)
