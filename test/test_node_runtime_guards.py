@@ -95,7 +95,8 @@ def _latest_status(node: Any) -> Any:
 
 # ---------------------------------------------------------------- /diagnostics without commands
 def _misnamed(node: Any) -> Any:
-    return _state_msg(np.zeros(7), _now(node), [f"other_{i}" for i in range(1, 8)])
+    """Six of the arm's joints and one unknown: refused (a state naming none is ignored instead)."""
+    return _state_msg(np.zeros(7), _now(node), [*JOINTS[:6], "other_7"])
 
 
 def _non_finite(node: Any) -> Any:
@@ -418,3 +419,25 @@ def test_a_slow_or_paused_simulator_is_no_gap(nodes: Nodes) -> None:
     assert node.watchdog.transitions == 1 and node.fallback_commands == 0  # WAITING → OK only
     assert len(resets) == 1  # the first state's
     np.testing.assert_allclose(node.target._fixed.q, goal)
+
+
+@pytest.mark.parametrize("serialized", [False, True], ids=["message", "cdr-bytes"])
+def test_states_of_another_device_on_the_topic_are_ignored(nodes: Nodes, serialized: bool) -> None:
+    """A gripper's driver publishing its own joints on /joint_states (Gen3 + gripper setups): each
+    of its messages had been refused as a bad arm state, answered with a safe torque, and the next
+    arm state reset the controller; now they are counted and otherwise ignored."""
+    from rclpy.serialization import serialize_message
+
+    node = nodes.make("controller", controller="qpid", use_sim_time=False)
+    receive = (
+        (lambda msg: node._on_state_bytes(serialize_message(msg))) if serialized else node._on_state_message
+    )
+    gripper = ["robotiq_85_left_knuckle_joint"]
+    for k in range(100):
+        receive(_state_msg(HOME, _now(node)))
+        if k % 10 == 5:
+            receive(_state_msg(np.zeros(1), _now(node), gripper))
+    assert node.foreign_states == 10
+    assert node.watchdog.transitions == 1 and node.fallback_commands == 0  # WAITING → OK only
+    assert len(node.publisher.sent) == 100
+    assert node.watchdog.rejected_total == 0

@@ -133,6 +133,9 @@ class ControllerNode:
 
         self.states = 0
         self.states_via_rclpy = 0  # serialized states the CDR codec left to rclpy
+        # States naming none of our joints (e.g. a gripper's driver on the same topic): not ours.
+        self.foreign_states = 0
+        self._joint_set = frozenset(robot.joint_names)
         self.commands = 0
         self.fallback_commands = 0
         self.withheld_commands = 0  # non-finite safe torques, not published
@@ -209,6 +212,17 @@ class ControllerNode:
     def _on_state(self, msg: JointStateMsg, t_in: float) -> bool:
         """A joint state message received at ``t_in`` (``perf_counter`` s); returns whether it
         could be read (names, lengths)."""
+        if msg.name and self._joint_set.isdisjoint(msg.name):
+            # Another device's joints (a gripper's driver publishing on /joint_states too): not a
+            # bad state of this arm, so no safe torque, no watchdog transition, no reset.
+            self.foreign_states += 1
+            if self.foreign_states == 1:
+                # A warning: it is also what a driver with other joint names looks like.
+                self.node.get_logger().warning(
+                    f"ignoring joint states that name none of our joints "
+                    f"{list(self.decoder.map.joint_names)} (got {list(msg.name)}; counted as foreign_states)"
+                )
+            return False
         stamp_ns = stamp_to_ns(msg.header.stamp)
         try:
             q, v = self.decoder.decode(msg)
@@ -420,6 +434,7 @@ class ControllerNode:
         return {
             "states_received": self.states,
             "states_via_rclpy": self.states_via_rclpy,
+            "foreign_states": self.foreign_states,
             "commands_published": self.commands,
             "fallback_commands": self.fallback_commands,
             "withheld_commands": self.withheld_commands,
