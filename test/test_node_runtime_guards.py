@@ -441,3 +441,41 @@ def test_states_of_another_device_on_the_topic_are_ignored(nodes: Nodes, seriali
     assert node.watchdog.transitions == 1 and node.fallback_commands == 0  # WAITING → OK only
     assert len(node.publisher.sent) == 100
     assert node.watchdog.rejected_total == 0
+
+
+def test_a_trajectory_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) -> None:
+    """0.4 s of bad states in the middle of a trajectory (the safe torque holds the arm): sampled on
+    its own clock, the reference had jumped 0.35 rad ahead of the held arm on recovery (14 N·m)."""
+    from rclpy.time import Time
+    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    from torque_ctrl_ros.core.types import JointState
+
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
+    clock = node.node.get_clock()
+
+    def at(k: int, q: np.ndarray) -> None:
+        clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
+        node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
+
+    at(0, HOME)
+    goal = HOME.copy()
+    goal[0] = 1.0
+    point = JointTrajectoryPoint(positions=goal.tolist())
+    point.time_from_start.sec, point.time_from_start.nanosec = 1, 500_000_000
+    node.target._on_trajectory(TrajectoryMsg(joint_names=JOINTS, points=[point]))
+    source = node.target
+    q = HOME
+    for k in range(1, 301):  # the arm follows the reference exactly
+        at(k, q)
+        q = source.reference(JointState(q, np.zeros(7), 100.0 + k * 1e-3)).q.copy()
+    held = q
+    assert source.describe() == "trajectory" and held[0] > 0.05
+    for k in range(301, 701):
+        at(k, np.full(7, np.nan))
+    assert node.watchdog.state.value == "fallback"
+    at(701, held)
+    assert node.watchdog.state.value == "ok"
+    reference = source.reference(JointState(held, np.zeros(7), 100.701))
+    assert abs(reference.q[0] - held[0]) < 2e-3, (reference.q[0], held[0])

@@ -135,6 +135,7 @@ class ControllerNode:
         self.states_via_rclpy = 0  # serialized states the CDR codec left to rclpy
         # States naming none of our joints (e.g. a gripper's driver on the same topic): not ours.
         self.foreign_states = 0
+        self._last_computed_stamp = math.inf  # stamp (s) of the last state the controller was run on
         self._joint_set = frozenset(robot.joint_names)
         self.commands = 0
         self.fallback_commands = 0
@@ -276,6 +277,10 @@ class ControllerNode:
                 self.controller.reset()
             if previous is WatchdogState.STOPPED:
                 self.target.reset()
+            elif previous is WatchdogState.FALLBACK and stamp > self._last_computed_stamp:
+                # Trajectories take up where they stood when the safe torque took over.
+                self.target.pause(stamp - self._last_computed_stamp)
+            self._last_computed_stamp = stamp
             self.state_age.add(now - stamp)
             t0 = time.perf_counter()
             try:

@@ -93,6 +93,11 @@ class TargetSource(ABC):
     def reference(self, state: JointState) -> Any:
         """The reference for ``state`` (controller joint order; ``state.stamp`` in s)."""
 
+    def pause(self, seconds: float) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """No torque was computed for ``seconds`` (s) of the state clock (a fallback: the arm was held
+        on the safe torque): a reference that runs in time takes up where it stood, not where it
+        would be by now."""
+
     def reset(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Forget the active target (after the watchdog stopped): hold where the arm is next."""
 
@@ -505,6 +510,12 @@ class JointTargetSource(TargetSource):
         if self._fixed is None:
             self._fixed = JointReference(np.array(state.q, dtype=np.float64))
         return self._fixed
+
+    def pause(self, seconds: float) -> None:
+        # Sampled 0.4 s further on after a 0.4 s fallback, the trajectory had stepped the reference
+        # 0.35 rad ahead of the held arm (14 N·m on the first torque).
+        if self._trajectory is not None:
+            self._t0 += seconds
 
     def reset(self) -> None:
         self._fixed = None
