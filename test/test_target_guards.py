@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ class _FakeNode:
     def __init__(self) -> None:
         self.callbacks: dict[str, Any] = {}
         self.errors: list[str] = []
+        self.now_ns = 0  # the node's clock (ns)
 
     def create_subscription(self, _type: Any, topic: str, callback: Any, _qos: Any) -> None:
         self.callbacks[topic] = callback
@@ -47,6 +49,12 @@ class _FakeNode:
 
     def error(self, message: str, **_kwargs: Any) -> None:
         self.errors.append(message)
+
+    def get_clock(self) -> Any:
+        return self
+
+    def now(self) -> Any:
+        return SimpleNamespace(nanoseconds=self.now_ns)
 
 
 def _joint_source(robot: RobotModel) -> tuple[_FakeNode, Any]:
@@ -286,3 +294,45 @@ def test_trajectory_validation_is_vectorised(robot: RobotModel) -> None:
         best = min(best, time.perf_counter() - start)
     assert source.received == 3 and source.rejected == 0, source.last_error
     assert best < 0.02, f"{best * 1e3:.1f} ms"
+
+
+# ------------------------------------------------------------------ trajectories stamped ahead
+def _stamped(msg: TrajectoryMsg, stamp: float) -> TrajectoryMsg:
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
+    return msg
+
+
+def test_a_trajectory_stamped_later_waits_while_the_active_one_runs_on(robot: RobotModel) -> None:
+    """Switched at once, the reference had stood still at the start until the stamp (0.75 → 0
+    rad/s), then set off again (a torque step each time)."""
+    names = list(robot.joint_names)
+    node, source = _joint_source(robot)
+    node.now_ns = 100 * 10**9
+    first, second = np.zeros(7), np.zeros(7)
+    first[0], second[0] = 1.0, -0.5
+    node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(2.0, first, None)]), 100.0))
+    state = JointState(np.zeros(7), np.zeros(7), 100.0)
+    source.reference(state)
+    node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(2.0, second, None)]), 101.5))
+    for t in (101.0, 101.499):  # still the first trajectory, at its speed
+        ref = source.reference(JointState(np.zeros(7), np.zeros(7), t))
+        expected = source._trajectory.sample(t - 100.0)
+        np.testing.assert_allclose(ref.q, expected[0])
+        assert ref.v is not None and ref.v[0] > 0.3
+    start = source.reference(JointState(np.zeros(7), np.zeros(7), 101.5))
+    later = source.reference(JointState(np.zeros(7), np.zeros(7), 102.5))
+    assert start.v is not None and start.v[0] > 0.3  # from the first one's state, moving
+    assert later.q[0] < start.q[0]  # on its way to -0.5
+
+
+def test_a_trajectory_stamped_on_another_clock_is_refused(robot: RobotModel) -> None:
+    """Wall time (~1.8e9 s) sent to a node on sim time: it would have waited for ever."""
+    names = list(robot.joint_names)
+    node, source = _joint_source(robot)
+    node.now_ns = 100 * 10**9
+    goal = np.full(7, 0.1)
+    node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(2.0, goal, None)]), 1.8e9))
+    assert source.rejected == 1 and source.received == 0
+    assert "another clock" in source.last_error
+    node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(2.0, goal, None)]), 130.0))
+    assert source.received == 1

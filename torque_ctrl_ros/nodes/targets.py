@@ -65,6 +65,10 @@ REACH_MARGIN = 0.01
 a target a few mm out (a tool frame measured slightly short) from being refused."""
 
 MAX_TRAJECTORY_POINTS = 10_000
+#: Latest start (s after the node's clock) a trajectory may ask for: a later ``header.stamp`` is
+#: taken for one on another clock (a sender on wall time, ~1.8e9 s, to a node on sim time), which
+#: would otherwise wait for ever.
+MAX_START_DELAY = 60.0
 """Most points a ``~/joint_trajectory`` may have. Its checks run in the callback, on the control
 thread, linear in the points: ~1–1.5 µs per point for 7 joints on a busy 2-core host (2000
 points: 2–2.5 ms; 20 000: 21–29 ms), up to ~3 µs when every quintic segment runs near a limit
@@ -396,6 +400,8 @@ class JointTargetSource(TargetSource):
 
     A joint target is held until replaced. A trajectory (``header.stamp`` zero: start at the
     next joint state) starts from the current reference when its first point is later than 0;
+    one stamped later than the joint state waits for it while the active target runs on (at
+    most :data:`MAX_START_DELAY` ahead of the node's clock);
     after its end the last point is held. An empty trajectory holds the current position.
     One stamped before the joint state it takes effect at drops the points already due and
     reaches the next one from the current reference; one that ended before it is refused.
@@ -441,8 +447,17 @@ class JointTargetSource(TargetSource):
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
             return
+        stamp = stamp_to_ns(msg.header.stamp) * 1e-9
+        now = self.node.get_clock().now().nanoseconds * 1e-9
+        if stamp - now > MAX_START_DELAY:
+            self._refuse(
+                f"trajectory header.stamp {stamp:.3f} s is {stamp - now:.0f} s after this node's clock "
+                f"({now:.3f} s; more than {MAX_START_DELAY:g} s): another clock (wall time to a node on "
+                "sim time)?"
+            )
+            return
         self.received += 1
-        self._pending = ("trajectory", (stamp_to_ns(msg.header.stamp) * 1e-9, points))
+        self._pending = ("trajectory", (stamp, points))
 
     # ---------------------------------------------------------------- reference
     def _current(self, state: JointState) -> tuple[FloatArray, FloatArray | None]:
@@ -501,8 +516,16 @@ class JointTargetSource(TargetSource):
             self._t0 = t0
             self._fixed, self._mode = None, "trajectory"
 
+    def _due(self, state: JointState) -> bool:
+        """Whether the pending target takes effect at ``state``: at once, except a trajectory
+        stamped later, which waits for its stamp (the active target runs on until then; switched
+        early, the reference had stood still at the start until the stamp and then set off)."""
+        assert self._pending is not None
+        kind, payload = self._pending
+        return kind != "trajectory" or payload[0] <= state.stamp
+
     def reference(self, state: JointState) -> JointReference:
-        if self._pending is not None:
+        if self._pending is not None and self._due(state):
             self._activate(state)
         if self._trajectory is not None:
             q, v, a = self._trajectory.sample(state.stamp - self._t0)
