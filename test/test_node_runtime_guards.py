@@ -265,6 +265,19 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     sim._take_command(2.0 * tau, None)  # untagged (a plain publisher): taken as it comes
     np.testing.assert_array_equal(sim.command, 2.0 * tau)
     assert sim.stale_answers == 1
+    # An answer to a state 10 s ahead, which this simulator never published (another run on the
+    # domain): it had been held and applied.
+    sim._take_command(3.0 * tau, sim.t0_ns + 10_300 * dt)
+    assert sim.stale_answers == 2
+    np.testing.assert_array_equal(sim.command, 2.0 * tau)
+
+
+def test_an_unreadable_command_is_counted_as_received_and_rejected(nodes: Nodes) -> None:
+    """Left out of ``commands_received``, rejected commands outnumbered received ones and the
+    benchmark's lost count (published − received) took them for lost."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
+    sim._on_command_bytes(b"\x00\x01\x00\x00garbage")
+    assert sim.commands_received == 1 and sim.rejected == 1
 
 
 # ------------------------------------------------------- a controller carries nothing across a jump

@@ -12,7 +12,8 @@ Topics:
         time per step (physics + publishing) and publishing the state (``state_out``), late
         steps (with the runs they came in: ``late_runs``, ``longest_late_run``), missing /
         rejected commands, answers ignored as stale (``stale_answers``: in lockstep to an earlier
-        state, in realtime to one more than ``command_timeout`` older than the current) or
+        state, in realtime to one more than ``command_timeout`` older than the current; in both,
+        to a state after the current one, which this simulator never published) or
         untagged in lockstep (``untagged_commands``), commands read through rclpy, overruns,
         whether the safe torque is applied.
 
@@ -27,7 +28,8 @@ Modes:
         controller echoes, see conversions.py), then step. Results do not depend on machine load.
         A command without that stamp is ignored (counted in ``untagged_commands``).
 
-Invalid commands (wrong length, NaN/inf, unreadable bytes) are rejected with a throttled error;
+Invalid commands (wrong length, NaN/inf, unreadable bytes with ``serialized_io``; with plain
+messages rclpy drops unreadable ones before this node sees them) are rejected with a throttled error;
 until a valid one arrives the plant gets the safe torque (``−K_d·q̇`` or zero), reported on
 /diagnostics.
 
@@ -152,7 +154,7 @@ class SimNode:
         # as they come, several short ones).
         self.late = Runs()
         self.missing = 0  # steps taken on the safe torque for lack of a valid command
-        self.stale_answers = 0  # commands answering a state too old to be taken (ignored)
+        self.stale_answers = 0  # commands answering a state too old, or never published (ignored)
         self.untagged_commands = 0  # lockstep: commands not saying which state they answer (ignored)
         self.overruns = 0
         self.safe_active = False
@@ -181,7 +183,10 @@ class SimNode:
         try:
             msg = deserialize_message(raw, Float64MultiArray)
         except Exception as exc:  # rclpy's RMWError (not importable by a stable name)
-            # Refused like an invalid command; raised here it would end the simulation.
+            # Refused like an invalid command; raised here it would end the simulation. Received
+            # all the same: left out, rejected ones outnumbered received ones and the benchmark
+            # counted them as lost.
+            self.commands_received += 1
             self._reject_command(f"unreadable command message ({len(raw)} bytes): {exc}", None)
             return
         self._on_command(msg)
@@ -202,6 +207,15 @@ class SimNode:
             self.node.get_logger().error(
                 f"command answering the state of {(current - stamp) * 1e-9:.3f} s ago ignored "
                 f"(older than command_timeout {self.config.command_timeout:g} s)",
+                throttle_duration_sec=1.0,
+            )
+            return
+        if stamp is not None and stamp > current:
+            # A state this simulator has not published (another run on the same domain).
+            self.stale_answers += 1
+            self.node.get_logger().error(
+                f"command answering a state {(stamp - current) * 1e-9:.3f} s after the current one ignored "
+                "(not published by this simulator: another run on the same ROS domain?)",
                 throttle_duration_sec=1.0,
             )
             return
