@@ -253,10 +253,7 @@ class ControllerNode:
             # The stream went silent for `gap` s of its own clock: the arm's (wall) time, or sim
             # time, which a slow or paused simulator keeps continuous. It counts whether or not
             # the diagnostics timer (the other place that notes silence) ticked inside it.
-            before = wd.state
-            wd.silence(now, gap)
-            if wd.state is not before:
-                self._log_transition(before)
+            self._note_silence(now, gap)
         previous = wd.state
         if error is not None or q is None or v is None:
             action = wd.reject(RejectReason.INCONSISTENT, str(error), now)
@@ -374,11 +371,15 @@ class ControllerNode:
         returns that time."""
         silent = now_wall - self._last_state_wall
         if self.states:
-            previous = self.watchdog.state
-            self.watchdog.silence(self.node.get_clock().now().nanoseconds * 1e-9, silent)
-            if self.watchdog.state is not previous:
-                self._log_transition(previous)
+            self._note_silence(self.node.get_clock().now().nanoseconds * 1e-9, silent)
         return silent
+
+    def _note_silence(self, now: float, silent: float) -> None:
+        """:meth:`Watchdog.silence` (``now``: the node's clock, s), logging a transition."""
+        previous = self.watchdog.state
+        self.watchdog.silence(now, silent)
+        if self.watchdog.state is not previous:
+            self._log_transition(previous)
 
     def _publish_diagnostics(self) -> None:
         now_wall = time.monotonic()

@@ -140,12 +140,10 @@ class SimNode:
 
         keep_all = bool(cfg.common.stats_file)  # whole-run samples only for the stats_file summary
         self.latency = TimingLog(keep_all=keep_all)
-        self.step_time = TimingLog(
-            keep_all=keep_all
-        )  # the simulator's work per step: physics + publishing (s)
-        self.state_out = TimingLog(
-            keep_all=keep_all
-        )  # encoding and publishing a state: where latency starts (s)
+        # The simulator's own work per step: physics + publishing (s).
+        self.step_time = TimingLog(keep_all=keep_all)
+        # Encoding and publishing a state: where its latency starts (s).
+        self.state_out = TimingLog(keep_all=keep_all)
         self.commands_received = 0
         self.commands_via_rclpy = 0  # serialized commands the CDR codec left to rclpy
         self.rejected = 0

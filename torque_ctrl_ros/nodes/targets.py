@@ -65,15 +65,16 @@ REACH_MARGIN = 0.01
 a target a few mm out (a tool frame measured slightly short) from being refused."""
 
 MAX_TRAJECTORY_POINTS = 10_000
-#: Latest start (s after the node's clock) a trajectory may ask for: a later ``header.stamp`` is
-#: taken for one on another clock (a sender on wall time, ~1.8e9 s, to a node on sim time), which
-#: would otherwise wait for ever.
-MAX_START_DELAY = 60.0
 """Most points a ``~/joint_trajectory`` may have. Its checks run in the callback, on the control
 thread, linear in the points: ~1–1.5 µs per point for 7 joints on a busy 2-core host (2000
 points: 2–2.5 ms; 20 000: 21–29 ms), up to ~3 µs when every quintic segment runs near a limit
 (all evaluated), so 10 000 points stay below the simulator's 50 ms command timeout; without a
 bound a large enough message would block the loop past it."""
+
+MAX_START_DELAY = 60.0
+"""Latest start (s after the node's clock) a trajectory may ask for: a later ``header.stamp`` is
+taken for one on another clock (a sender on wall time, ~1.8e9 s, to a node on sim time), which
+would otherwise wait for ever."""
 
 
 class TargetSource(ABC):
