@@ -466,6 +466,14 @@ class _Level:
         qp.l[n_b + n :] = 0.0
         qp.u[n_b + n :] = np.inf
 
+    def fill_frozen(self) -> None:
+        """``J_frozen`` from the frozen tasks' Jacobians as they stand (weighted rows only)."""
+        for J, block, weighted in self.frozen_rows:
+            if weighted is None:
+                np.copyto(block, J)
+            else:
+                J.take(weighted, 0, block)
+
 
 class _QPController(Controller[QPReference]):
     """Shared algebra of :class:`QPID` and :class:`HQPID`: tasks, barriers, QP levels."""
@@ -669,8 +677,7 @@ class _QPController(Controller[QPReference]):
                 self.kin.update(q, np.zeros(robot.n))
                 for t in lv.frozen:
                     t.update(self.kin)
-                for J, block, weighted in lv.frozen_rows:
-                    block[:] = J if weighted is None else J[weighted]
+                lv.fill_frozen()
                 rank = max(rank, int(np.linalg.matrix_rank(lv.J_frozen)))
             lost = (robot.n - rank) - lv.nz  # DoFs left free above that Z would not span
             if lost > 0:
@@ -776,11 +783,7 @@ class _QPController(Controller[QPReference]):
         above (see :class:`_Level`).
         """
         n, kin, nb, tol = self.robot.n, self.kin, self.n_b, self._tol
-        for J, block, weighted in lv.frozen_rows:
-            if weighted is None:
-                np.copyto(block, J)
-            else:
-                J.take(weighted, 0, block)
+        lv.fill_frozen()
         # The last r right-singular vectors span a subspace of the null space of J_frozen
         # (all of it when J_frozen has full row rank), so J_frozen·Z = 0 to rounding.
         np.copyto(lv.Z, _svd_full(lv.J_frozen)[2][n - lv.nz :].T)
