@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -35,6 +36,34 @@ except ImportError:  # pragma: no cover - the project venv has rclpy
     HAVE_RCLPY = False
 
 requires_rclpy = pytest.mark.skipif(not HAVE_RCLPY, reason="rclpy is not importable")
+
+
+class FakeTargetNode:
+    """Just what a target source uses of a node: subscriptions (kept by topic), a logger (refusals
+    kept in ``errors``, or raised with ``strict``) and a clock reading ``now_ns``."""
+
+    def __init__(self, strict: bool = False) -> None:
+        self.callbacks: dict[str, Any] = {}
+        self.errors: list[str] = []
+        self.strict = strict
+        self.now_ns = 0
+
+    def create_subscription(self, _type: Any, topic: str, callback: Any, _qos: Any) -> None:
+        self.callbacks[topic] = callback
+
+    def get_logger(self) -> Any:
+        return self
+
+    def error(self, message: str, **_kwargs: Any) -> None:
+        if self.strict:
+            raise AssertionError(f"unexpected refusal: {message}")
+        self.errors.append(message)
+
+    def get_clock(self) -> Any:
+        return self
+
+    def now(self) -> Any:
+        return SimpleNamespace(nanoseconds=self.now_ns)
 
 
 def shipped_parameters(node: str) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -263,28 +262,13 @@ def test_cpu_pinning_from_the_environment() -> None:
             Placement.from_spec(0, bad)
 
 
-class _FakeNode:
-    """Just what a target source uses of a node: subscriptions (kept by topic) and a logger."""
-
-    def __init__(self) -> None:
-        self.callbacks: dict[str, Any] = {}
-
-    def create_subscription(self, _type: Any, topic: str, callback: Any, _qos: Any) -> None:
-        self.callbacks[topic] = callback
-
-    def get_logger(self) -> Any:
-        return self
-
-    def error(self, message: str, **_kwargs: Any) -> None:
-        raise AssertionError(f"unexpected refusal: {message}")
-
-
 def test_joint_trajectory_takes_the_short_way_on_continuous_joints(robot: RobotModel) -> None:
     from builtin_interfaces.msg import Duration
+    from ros_helpers import FakeTargetNode
     from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
     from trajectory_msgs.msg import JointTrajectoryPoint
 
-    node = _FakeNode()
+    node = FakeTargetNode(strict=True)
     source = JointTargetSource(node, ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0)))  # type: ignore[arg-type]
     assert robot.continuous[0] and not robot.continuous[1]
     q0 = np.zeros(robot.n)

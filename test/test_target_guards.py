@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import re
 import time
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,7 @@ pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
 
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import PoseStamped
-from ros_helpers import shipped_parameters
+from ros_helpers import FakeTargetNode, shipped_parameters
 from sensor_msgs.msg import JointState as JointStateMsg
 from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
 from trajectory_msgs.msg import JointTrajectoryPoint
@@ -33,40 +32,16 @@ from torque_ctrl_ros.nodes.params import controller_node_config
 TOOL = "end_effector_link"
 
 
-class _FakeNode:
-    """What a target source uses of a node: subscriptions (kept by topic) and a logger."""
-
-    def __init__(self) -> None:
-        self.callbacks: dict[str, Any] = {}
-        self.errors: list[str] = []
-        self.now_ns = 0  # the node's clock (ns)
-
-    def create_subscription(self, _type: Any, topic: str, callback: Any, _qos: Any) -> None:
-        self.callbacks[topic] = callback
-
-    def get_logger(self) -> Any:
-        return self
-
-    def error(self, message: str, **_kwargs: Any) -> None:
-        self.errors.append(message)
-
-    def get_clock(self) -> Any:
-        return self
-
-    def now(self) -> Any:
-        return SimpleNamespace(nanoseconds=self.now_ns)
-
-
-def _joint_source(robot: RobotModel) -> tuple[_FakeNode, Any]:
-    node = _FakeNode()
+def _joint_source(robot: RobotModel) -> tuple[FakeTargetNode, Any]:
+    node = FakeTargetNode()
     ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
     return node, targets.JointTargetSource(node, ctrl)  # type: ignore[arg-type]
 
 
-def _qp_source(robot: RobotModel, name: str = "qpid") -> tuple[_FakeNode, Any]:
+def _qp_source(robot: RobotModel, name: str = "qpid") -> tuple[FakeTargetNode, Any]:
     params = shipped_parameters("controller_node") | {"controller": name}
     ctrl = create_controller(name, robot, controller_node_config(params).controller_params)
-    node = _FakeNode()
+    node = FakeTargetNode()
     return node, targets.TaskTargetSource(node, ctrl)  # type: ignore[arg-type]
 
 
@@ -141,7 +116,7 @@ def test_reach_bound_is_the_sum_of_the_offsets_to_the_frame(robot: RobotModel) -
 
 @pytest.mark.parametrize("x", [1000.0, 1e200, 1.3])
 def test_achd_pose_targets_out_of_reach_are_refused(robot: RobotModel, x: float) -> None:
-    node = _FakeNode()
+    node = FakeTargetNode()
     source = targets.PoseTargetSource(node, AchdRnea(robot))  # type: ignore[arg-type]
     node.callbacks["~/target_pose"](_pose((x, 0.0, 0.3)))
     assert source.rejected == 1 and source.received == 0
