@@ -109,10 +109,10 @@ def summary_figures(sim: Mapping[str, Any], ctrl: Mapping[str, Any]) -> dict[str
         "step_rate_hz": sim.get("step_rate_hz", _NAN),
         "realtime_factor": sim.get("realtime_factor", _NAN),
         "latency_ms": {k: float_or_nan(latency.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")},
-        "answered_states": latency.get("count", 0),
+        "answered_states": sim.get("answered_states", 0),
         # States 0..steps were published; those never answered (dropped on the way to the
         # controller, e.g. a keep-last queue overrun while it stalled, or refused by it).
-        "unanswered_states": max(0, steps + 1 - int(latency.get("count", 0))) if steps else _NAN,
+        "unanswered_states": max(0, steps + 1 - int(sim.get("answered_states", 0))) if steps else _NAN,
         "commands_published": published,
         "commands_received": received,
         "commands_lost": lost,
