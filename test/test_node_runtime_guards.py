@@ -507,3 +507,33 @@ def test_the_start_up_answer_is_counted_but_not_timed(nodes: Nodes) -> None:
     sim._publish_state()
     sim._take_command(tau, sim.t0_ns + sim.dt_ns)
     assert sim.answered_states == 2 and sim.latency.count == 1
+
+
+@pytest.mark.parametrize("case", ["40-hz-stream", "one-state-ahead"])
+def test_short_gaps_and_a_state_stamped_ahead_change_nothing(nodes: Nodes, case: str) -> None:
+    """Read as silence, every state of a 40 Hz driver (25 ms apart, over max_age) fell back and
+    paused the trajectory, and one state stamped 0.6 s ahead (the watchdog tolerates up to
+    max_future) stopped the arm."""
+    from rclpy.time import Time
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
+    clock = node.node.get_clock()
+    period_ms = 25 if case == "40-hz-stream" else 1
+
+    def state_at(k: int, ahead: float = 0.0) -> None:
+        ms = 100_000 + k * period_ms
+        clock.set_ros_time_override(Time(nanoseconds=ms * 1_000_000, clock_type=clock.clock_type))
+        node._on_state_message(_state_msg(HOME, ms * 1e-3 + ahead))
+
+    state_at(0)
+    goal = HOME + 0.1
+    node.target._on_joint_target(JointStateMsg(name=JOINTS, position=goal.tolist()))
+    for k in range(1, 41):
+        state_at(k, 0.6 if case == "one-state-ahead" and k == 20 else 0.0)
+    assert node.watchdog.state.value == "ok"
+    np.testing.assert_allclose(node.target._fixed.q, goal)  # not dropped by a stop
+    if case == "40-hz-stream":
+        assert node.watchdog.transitions == 1 and node.fallback_commands == 0
+    else:  # the states after it, older than it, are refused until max_age (20 ms) has passed
+        assert node.fallback_commands <= 20

@@ -248,11 +248,15 @@ class ControllerNode:
         self._last_state_now = now
         stamp = stamp_ns * 1e-9
         wd = self.watchdog
-        gap = stamp - wd.last_good.stamp  # inf before the first good state
-        if error is None and wd.config.max_age < gap < math.inf:
-            # The stream went silent for `gap` s of its own clock: the arm's (wall) time, or sim
-            # time, which a slow or paused simulator keeps continuous. It counts whether or not
-            # the diagnostics timer (the other place that notes silence) ticked inside it.
+        # A gap long enough to stop the arm stops it whether or not the diagnostics timer (the
+        # other place that notes silence) ticked inside it. Read from the stamps: the arm's
+        # (wall) time, or sim time, which a slow or paused simulator keeps continuous. Shorter
+        # gaps are left to the stale check: a stream slower than max_age (a 40 Hz driver) must
+        # not fall back at every state. A stamp ahead of the clock counts up to now + max_age,
+        # as the watchdog orders it (one state 0.6 s ahead had stopped the arm).
+        wcfg = wd.config
+        gap = min(stamp, now + wcfg.max_age) - wd.last_good.stamp  # inf before the first good state
+        if error is None and wcfg.max_age + wcfg.fallback_duration < gap < math.inf:
             self._note_silence(now, gap)
         previous = wd.state
         if error is not None or q is None or v is None:
