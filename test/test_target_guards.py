@@ -311,3 +311,31 @@ def test_a_trajectory_stamped_on_another_clock_is_refused(robot: RobotModel) -> 
     assert "another clock" in source.last_error
     node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(2.0, goal, None)]), 130.0))
     assert source.received == 1
+
+
+def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot: RobotModel) -> None:
+    """Kept through a simulator restart, a trajectory stamped for later had started in the new run
+    at the old run's stamp; activated after a fallback that its stamp fell in, it had been
+    compressed into the time left (1 s asked, 0.6 s run)."""
+    names = list(robot.joint_names)
+    goal = np.zeros(7)
+    goal[0] = 0.5
+    at_rest = np.zeros(7)
+
+    def state(t: float) -> JointState:
+        return JointState(at_rest, at_rest, t)
+
+    node, source = _joint_source(robot)
+    node.now_ns = 100 * 10**9
+    source.reference(state(100.0))
+    node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(1.0, goal, None)]), 101.5))
+    source.reference(state(100.001))
+    source.reset()  # e.g. the clock went back
+    assert source.reference(state(101.6)).q[0] == 0.0 and source.describe() == "hold"
+
+    node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(1.0, goal, None)]), 100.5))
+    source.reference(state(100.2))
+    source.pause(100.2, 100.9)  # a fallback from 100.2 to 100.9, over the stamp
+    assert source.reference(state(100.9)).q[0] == pytest.approx(0.0)
+    assert source.reference(state(101.5)).q[0] < 0.45  # 0.6 s into its 1 s
+    assert source.reference(state(101.9)).q[0] == pytest.approx(0.5)

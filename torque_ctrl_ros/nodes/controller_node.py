@@ -280,7 +280,7 @@ class ControllerNode:
                 self.target.reset()
             elif previous is WatchdogState.FALLBACK and stamp > self._last_computed_stamp:
                 # Trajectories take up where they stood when the safe torque took over.
-                self.target.pause(stamp - self._last_computed_stamp)
+                self.target.pause(self._last_computed_stamp, stamp)
             self._last_computed_stamp = stamp
             self.state_age.add(now - stamp)
             t0 = time.perf_counter()

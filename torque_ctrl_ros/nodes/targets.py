@@ -98,13 +98,14 @@ class TargetSource(ABC):
     def reference(self, state: JointState) -> Any:
         """The reference for ``state`` (controller joint order; ``state.stamp`` in s)."""
 
-    def pause(self, seconds: float) -> None:  # noqa: B027 - optional hook, a no-op by default
-        """No torque was computed for ``seconds`` (s) of the state clock (a fallback: the arm was held
-        on the safe torque): a reference that runs in time takes up where it stood, not where it
-        would be by now."""
+    def pause(self, since: float, until: float) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """No torque was computed from ``since`` to ``until`` (s, the state clock: a fallback, the arm
+        held on the safe torque): a reference that runs in time takes up where it stood, not where
+        it would be by now."""
 
     def reset(self) -> None:  # noqa: B027 - optional hook, a no-op by default
-        """Forget the active target (after the watchdog stopped): hold where the arm is next."""
+        """Forget the active target (after a stop or a simulator restart), and one stamped to start
+        later: hold where the arm is next."""
 
     def diagnostics(self) -> dict[str, Any]:
         """Values for /diagnostics."""
@@ -535,16 +536,26 @@ class JointTargetSource(TargetSource):
             self._fixed = JointReference(np.array(state.q, dtype=np.float64))
         return self._fixed
 
-    def pause(self, seconds: float) -> None:
+    def pause(self, since: float, until: float) -> None:
         # Sampled 0.4 s further on after a 0.4 s fallback, the trajectory had stepped the reference
         # 0.35 rad ahead of the held arm (14 N·m on the first torque).
         if self._trajectory is not None:
-            self._t0 += seconds
+            self._t0 += until - since
+        # One due to start during the pause starts at its end (activated late, it had been
+        # compressed into the time left: 1 s asked, 0.6 s run).
+        if self._pending is not None and self._pending[0] == "trajectory":
+            stamp, points = self._pending[1]
+            if 0.0 < stamp < until:
+                self._pending = ("trajectory", (stamp + until - max(stamp, since), points))
 
     def reset(self) -> None:
         self._fixed = None
         self._trajectory = None
         self._mode = "hold"
+        # A trajectory stamped for later was planned on a timeline the reset leaves (a simulator
+        # restart: it had started in the new run at the old run's stamp).
+        if self._pending is not None and self._pending[0] == "trajectory" and self._pending[1][0] > 0.0:
+            self._pending = None
 
     def describe(self) -> str:
         return self._mode
