@@ -397,3 +397,27 @@ def test_the_timed_qp_controller_meets_the_problems_its_floor_replays(name: str)
         if np.size(a)
     )
     assert worst <= 1e-12
+
+
+def test_a_run_cut_short_fails_every_target_of_its_section() -> None:
+    """Judged on its partial figures, a run whose controller died half-way could pass."""
+    good = {
+        "commands_lost": 0,
+        "latency_ms": {"p50_ms": 0.2, "p99_ms": 0.5},
+        "late_percent": 0.0,
+        "finished": True,
+        "clean_exit": True,
+    }
+    lock = {"realtime_factor": 6.0, "finished": True, "clean_exit": True}
+    results = {
+        "dds": {"controllers": {"computed_torque": good}},
+        "lockstep": {"controllers": {"computed_torque": lock}},
+    }
+    assert all(t.passed for t in targets(results))
+    cut = {
+        "dds": {"controllers": {"computed_torque": {**good, "finished": False}}},
+        "lockstep": {"controllers": {"computed_torque": {**lock, "clean_exit": False}}},
+    }
+    verdicts = targets(cut)
+    assert verdicts and not any(t.passed for t in verdicts)
+    assert {t.context for t in verdicts} == {"run cut short", "a node did not exit cleanly"}

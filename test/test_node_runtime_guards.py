@@ -537,3 +537,14 @@ def test_short_gaps_and_a_state_stamped_ahead_change_nothing(nodes: Nodes, case:
         assert node.watchdog.transitions == 1 and node.fallback_commands == 0
     else:  # the states after it, older than it, are refused until max_age (20 ms) has passed
         assert node.fallback_commands <= 20
+
+
+def test_a_rejected_answer_leaves_the_step_late(nodes: Nodes) -> None:
+    """The realtime loop counts a step late unless a valid command answered its state: a rejected
+    answer (the plant then runs on the safe torque) had counted as a fresh command."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
+    sim._publish_state()
+    sim._take_command(np.full(sim.n, np.nan), sim.t0_ns)
+    assert sim.answered and not sim.answered_validly and sim.rejected == 1
+    sim._take_command(np.zeros(sim.n), sim.t0_ns)
+    assert sim.answered_validly

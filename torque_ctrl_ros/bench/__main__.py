@@ -32,7 +32,7 @@ import math
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -154,21 +154,26 @@ def targets(results: dict[str, Any]) -> list[Target]:
                 t if t.passed or t.what == "commands lost" else replace(t, alternative=BREAKDOWN)
                 for t in checks
             ]
-        out += checks
+        out += _unless_cut_short(checks, fig)
     for section in ("lockstep", "lockstep_composed"):
         lock = results.get(section, {}).get("controllers", {})
         if "computed_torque" in lock:
-            out.append(
-                _check(
-                    section,
-                    "computed_torque",
-                    "simulated s per wall s",
-                    lock["computed_torque"]["realtime_factor"],
-                    ">=",
-                    4.0,
-                )
+            fig = lock["computed_torque"]
+            check = _check(
+                section, "computed_torque", "simulated s per wall s", fig["realtime_factor"], ">=", 4.0
             )
+            out += _unless_cut_short([check], fig)
     return out
+
+
+def _unless_cut_short(checks: list[Target], fig: Mapping[str, Any]) -> list[Target]:
+    """``checks`` as they are for a run that finished and whose nodes exited cleanly; for one
+    cut short (a node died, the wall-clock limit) every check fails: its figures cover a part
+    of the run only."""
+    if fig.get("finished", True) and fig.get("clean_exit", True):
+        return checks
+    why = "run cut short" if not fig.get("finished", True) else "a node did not exit cleanly"
+    return [replace(t, passed=False, alternative="", context=why) for t in checks]
 
 
 # -------------------------------------------------------------------- table

@@ -256,6 +256,12 @@ class SimNode:
         if answers_current:
             self.answered, self.answer_valid = True, False
 
+    @property
+    def answered_validly(self) -> bool:
+        """Whether a valid command answered the current state: a step without one is late (a
+        rejected answer leaves the plant on the safe torque, which had not counted as late)."""
+        return self.answered and self.answer_valid
+
     def _record_latency(self, stamp: int, now: float) -> None:
         k = (stamp - self.t0_ns) // self.dt_ns
         slot = k % _RING
@@ -351,7 +357,7 @@ class SimNode:
                 if STOP.is_set():  # stopped while waiting: no step on a command that never came
                     break
                 t_work = clock()
-                self._step(self.answered and self.answer_valid)
+                self._step(self.answered_validly)
             else:
                 # /diagnostics (~0.3–1 ms) in the idle rest of the tick once the state is
                 # answered: published right after a state, they held up taking its answer.
@@ -359,7 +365,7 @@ class SimNode:
                 self._maybe_diagnostics()
                 self._spin_until(next_tick, until_answered=False)
                 t_work = clock()
-                self.late.add(not self.answered)
+                self.late.add(not self.answered_validly)
                 fresh = time.monotonic() - self.command_wall <= cfg.command_timeout
                 self._step(self.have_command and fresh)
                 next_tick += dt
