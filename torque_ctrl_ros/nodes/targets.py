@@ -518,13 +518,18 @@ class JointTargetSource(TargetSource):
             self._t0 = t0
             self._fixed, self._mode = None, "trajectory"
 
+    def _pending_stamp(self) -> float | None:
+        """``header.stamp`` (s) of the pending trajectory (0: at the next state); None if none."""
+        if self._pending is None or self._pending[0] != "trajectory":
+            return None
+        return float(self._pending[1][0])
+
     def _due(self, state: JointState) -> bool:
         """Whether the pending target takes effect at ``state``: at once, except a trajectory
         stamped later, which waits for its stamp (the active target runs on until then; switched
         early, the reference had stood still at the start until the stamp and then set off)."""
-        assert self._pending is not None
-        kind, payload = self._pending
-        return kind != "trajectory" or payload[0] <= state.stamp
+        stamp = self._pending_stamp()
+        return stamp is None or stamp <= state.stamp
 
     def reference(self, state: JointState) -> JointReference:
         if self._pending is not None and self._due(state):
@@ -543,10 +548,10 @@ class JointTargetSource(TargetSource):
             self._t0 += until - since
         # One due to start during the pause starts at its end (activated late, it had been
         # compressed into the time left: 1 s asked, 0.6 s run).
-        if self._pending is not None and self._pending[0] == "trajectory":
-            stamp, points = self._pending[1]
-            if 0.0 < stamp < until:
-                self._pending = ("trajectory", (stamp + until - max(stamp, since), points))
+        stamp = self._pending_stamp()
+        if stamp is not None and 0.0 < stamp < until:
+            assert self._pending is not None
+            self._pending = ("trajectory", (stamp + until - max(stamp, since), self._pending[1][1]))
 
     def reset(self) -> None:
         self._fixed = None
@@ -554,7 +559,7 @@ class JointTargetSource(TargetSource):
         self._mode = "hold"
         # A trajectory stamped for later was planned on a timeline the reset leaves (a simulator
         # restart: it had started in the new run at the old run's stamp).
-        if self._pending is not None and self._pending[0] == "trajectory" and self._pending[1][0] > 0.0:
+        if (self._pending_stamp() or 0.0) > 0.0:
             self._pending = None
 
     def describe(self) -> str:
