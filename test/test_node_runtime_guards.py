@@ -548,3 +548,75 @@ def test_a_rejected_answer_leaves_the_step_late(nodes: Nodes) -> None:
     assert sim.answered and not sim.answered_validly and sim.rejected == 1
     sim._take_command(np.zeros(sim.n), sim.t0_ns)
     assert sim.answered_validly
+
+
+# ------------------------------------------------------- errors on every message, logged once a second
+class _ErrorSpy:
+    """Takes the place of rclpy's ``RcutilsLogger.error``: keeps the messages containing ``text``
+    that reach it, whether or not its own throttle would have dropped them (each call locates
+    its caller with ``inspect`` first: ~140 µs here)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+        from rclpy.impl.rcutils_logger import RcutilsLogger
+
+        self.calls: list[str] = []
+
+        def error(logger: Any, message: str, **kwargs: Any) -> bool:
+            if text in message:
+                self.calls.append(message)
+            return True
+
+        monkeypatch.setattr(RcutilsLogger, "error", error)
+
+
+def test_refused_states_reach_the_logger_once_a_period(nodes: Nodes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream of NaN states: each gets the safe torque, but the refusal is logged (and paid
+    for) once per period, the next message saying how many were held back."""
+    spy = _ErrorSpy(monkeypatch, "joint state refused")
+    node = nodes.make(
+        "controller", controller="computed_torque", use_sim_time=False, **{"watchdog.fallback_duration": 5.0}
+    )
+    node._on_state_message(_good(node))
+    for _ in range(40):
+        node._on_state_message(_non_finite(node))
+    assert node.fallback_commands == 40  # every refused state still answered with the safe torque
+    # The first is logged as the watchdog's transition to fallback, the second as refused, the
+    # other 38 are held back.
+    assert len(spy.calls) == 1, spy.calls
+    time.sleep(1.05)  # the period (1 s)
+    node._on_state_message(_non_finite(node))
+    assert len(spy.calls) == 2
+    assert spy.calls[1].endswith("(and 38 more since the last such message)"), spy.calls[1]
+
+
+def test_rejected_commands_reach_the_simulators_logger_once_a_period(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spy = _ErrorSpy(monkeypatch, "command rejected")
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
+    sim._publish_state()
+    for _ in range(30):
+        sim._take_command(np.full(sim.n, np.nan), sim.t0_ns)
+    assert sim.rejected == 30
+    assert len(spy.calls) == 1, spy.calls
+
+
+def test_throttled_log_keeps_each_kind_of_message_apart() -> None:
+    from torque_ctrl_ros.nodes.common import ThrottledLog
+
+    class Logger:
+        def __init__(self) -> None:
+            self.errors: list[str] = []
+
+        def error(self, message: str) -> None:
+            self.errors.append(message)
+
+    logger = Logger()
+    log = ThrottledLog(logger, period=60.0)
+    assert log.error("a", "first a") and log.error("b", "first b")
+    assert not log.error("a", "second a")
+    assert logger.errors == ["first a", "first b"]
+    log.period = 0.0
+    log._next["a"] = 0.0  # its period is over
+    assert log.error("a", "third a")
+    assert logger.errors[-1] == "third a (and 1 more since the last such message)"

@@ -8,6 +8,7 @@ import json
 import math
 import signal
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,36 @@ class TimingLog:
     def everything(self) -> np.ndarray:
         """Every sample since start (the window if not keeping all)."""
         return np.frombuffer(self._all, dtype=np.float64) if self._all is not None else self.window()
+
+
+class ThrottledLog:
+    """Error messages at most once per ``period`` (s, wall clock) for each ``key``; the next one
+    that goes out says how many were held back.
+
+    rclpy's own ``throttle_duration_sec`` filter runs only after the logger has located its
+    caller with ``inspect`` (source files, paths: ~140 µs a call here, dropped or not). Every
+    refused joint state paid it: 0.32 ms to handle a NaN state, 0.011 ms with this class (and
+    every rejected command in the simulator the same). Here the clock is read first; the
+    logger is called only for a message that goes out.
+    """
+
+    def __init__(self, logger: Any, period: float = 1.0) -> None:
+        self._logger = logger
+        self.period = period
+        self._next: dict[str, float] = {}  # key → earliest time (monotonic s) of its next message
+        self._held: dict[str, int] = {}  # key → messages held back since its last one
+
+    def error(self, key: str, message: str) -> bool:
+        """Log ``message`` as an error unless one with this ``key`` went out less than ``period``
+        ago; returns whether it went out."""
+        now = time.monotonic()
+        if now < self._next.get(key, -math.inf):
+            self._held[key] = self._held.get(key, 0) + 1
+            return False
+        held = self._held.pop(key, 0)
+        self._next[key] = now + self.period
+        self._logger.error(f"{message} (and {held} more since the last such message)" if held else message)
+        return True
 
 
 class Runs:

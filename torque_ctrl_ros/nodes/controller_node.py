@@ -44,6 +44,7 @@ from .common import (
     DIAGNOSTICS_TOPIC,
     STATE_TOPIC,
     STOP,
+    ThrottledLog,
     TimingLog,
     control_qos,
     make_executor,
@@ -146,6 +147,7 @@ class ControllerNode:
         self.saturated_commands = 0
         self.last_saturated: tuple[str, ...] = ()
         self.last_info: dict[str, float] = {}
+        self.errors = ThrottledLog(node.get_logger())  # per-state errors, at most one a second each
         self._last_computed = False  # whether the last command came from the controller
         # Whole-run samples only for the stats_file summary (56 bytes a state: 200 MB an hour).
         keep_all = bool(cfg.common.stats_file)
@@ -297,17 +299,14 @@ class ControllerNode:
                 self.fallback_commands += 1
             else:  # only from a non-finite last good state, which the watchdog refuses: never sent
                 self.withheld_commands += 1
-                self.node.get_logger().error(
-                    f"safe torque {out.tau.tolist()} is not finite: not published",
-                    throttle_duration_sec=1.0,
-                )
+                self.errors.error("withheld", f"safe torque {out.tau.tolist()} is not finite: not published")
                 out = None
         if wd.state is not previous:
             self._log_transition(previous)
         elif action is not Action.COMPUTE and wd.last_message:
-            self.node.get_logger().error(
+            self.errors.error(
+                "refused",
                 f"joint state refused ({wd.last_reason.value if wd.last_reason else '?'}): {wd.last_message}",
-                throttle_duration_sec=1.0,
             )
         if out is None:
             # No command (waiting, stopped, withheld): nothing for deferred /diagnostics to hold up.

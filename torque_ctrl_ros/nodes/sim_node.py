@@ -58,6 +58,7 @@ from .common import (
     STATE_TOPIC,
     STOP,
     Runs,
+    ThrottledLog,
     TimingLog,
     control_qos,
     make_executor,
@@ -159,6 +160,7 @@ class SimNode:
         self.overruns = 0
         self.safe_active = False
         self.last_reject = ""
+        self.errors = ThrottledLog(node.get_logger())
         self.started_wall = time.monotonic()
         self.loop_start_wall = self.started_wall
         self._diag_next = self.started_wall + cfg.common.diagnostics_period
@@ -204,19 +206,19 @@ class SimNode:
         answers_current = stamp is None or stamp == current
         if stamp is not None and current - stamp > self._stale_after_ns:
             self.stale_answers += 1
-            self.node.get_logger().error(
+            self.errors.error(
+                "stale answer",
                 f"command answering the state of {(current - stamp) * 1e-9:.3f} s ago ignored "
                 f"(older than command_timeout {self.config.command_timeout:g} s)",
-                throttle_duration_sec=1.0,
             )
             return
         if stamp is not None and stamp > current:
             # A state this simulator has not published (another run on the same domain).
             self.stale_answers += 1
-            self.node.get_logger().error(
+            self.errors.error(
+                "future answer",
                 f"command answering a state {(stamp - current) * 1e-9:.3f} s after the current one ignored "
                 "(not published by this simulator: another run on the same ROS domain?)",
-                throttle_duration_sec=1.0,
             )
             return
         if self.config.mode == "lockstep" and stamp != current:
@@ -224,10 +226,10 @@ class SimNode:
                 # Which state it answers is unknown: taken for the current one, an extra answer
                 # (e.g. to a republished state 0) would shift every later step by one.
                 self.untagged_commands += 1
-                self.node.get_logger().error(
+                self.errors.error(
+                    "untagged",
                     "lockstep: command without the answered state's stamp (layout.dim[0].label "
                     "'joints@<sec>.<nanosec>', see conversions.py) ignored",
-                    throttle_duration_sec=1.0,
                 )
             else:
                 self.stale_answers += 1
@@ -252,7 +254,7 @@ class SimNode:
         self.rejected += 1
         self.last_reject = reason
         self.have_command = False
-        self.node.get_logger().error(f"command rejected: {reason}", throttle_duration_sec=1.0)
+        self.errors.error("rejected", f"command rejected: {reason}")
         if answers_current:
             self.answered, self.answer_valid = True, False
 

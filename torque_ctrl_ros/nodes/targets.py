@@ -56,6 +56,7 @@ from ..core.safety import MAX_ANGLE, JointNameMap
 from ..core.trajectory import JointTrajectory
 from ..core.types import JointReference, JointState
 from ..core.validation import FloatArray, as_vector
+from .common import ThrottledLog
 from .conversions import stamp_to_ns
 
 TARGET_QOS = QoSProfile(depth=10)
@@ -93,6 +94,7 @@ class TargetSource(ABC):
         self.received = 0
         self.rejected = 0
         self.last_error = ""
+        self.errors = ThrottledLog(node.get_logger())
 
     @abstractmethod
     def reference(self, state: JointState) -> Any:
@@ -123,7 +125,7 @@ class TargetSource(ABC):
     def _refuse(self, message: str) -> None:
         self.rejected += 1
         self.last_error = message
-        self.node.get_logger().error(f"target rejected: {message}", throttle_duration_sec=1.0)
+        self.errors.error("rejected", f"target rejected: {message}")
 
 
 def check_joint_limits(robot: RobotModel, q: FloatArray, what: str, v: FloatArray | None = None) -> None:
