@@ -620,3 +620,37 @@ def test_throttled_log_keeps_each_kind_of_message_apart() -> None:
     log._next["a"] = 0.0  # its period is over
     assert log.error("a", "third a")
     assert logger.errors[-1] == "third a (and 1 more since the last such message)"
+
+
+# ---------------------------------------------------------------- record_file
+@pytest.mark.parametrize(
+    ("duration", "match"),
+    [(0.0, "needs a duration > 0"), (3 * 3600.0, r"10800001 states of 7 joints take 1\.8 GiB")],
+    ids=["until-stopped", "three-hours"],
+)
+def test_a_record_that_would_grow_without_bound_is_refused_at_start(
+    nodes: Nodes, tmp_path: Path, duration: float, match: str
+) -> None:
+    """The record is kept in memory until exit: it had grown by ~600 bytes a step in a run
+    without end (2 GB an hour)."""
+    from torque_ctrl_ros.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        nodes.make("sim", mode="lockstep", duration=duration, record_file=str(tmp_path / "r.npz"))
+
+
+def test_the_record_holds_each_state_once(nodes: Nodes, tmp_path: Path) -> None:
+    path = tmp_path / "r.npz"
+    sim = nodes.make("sim", mode="lockstep", duration=0.004, record_file=str(path))
+    sim._publish_state()
+    sim._publish_state()  # state 0 republished while waiting for a controller: recorded once
+    q0 = sim.plant.q
+    for _ in range(2):
+        sim._step(use_command=False)
+        sim._publish_state()
+    nodes.close(sim)
+    rec = np.load(path)
+    assert rec["t"].tolist() == pytest.approx([0.0, 0.001, 0.002])
+    assert rec["q"].shape == (3, 7) and np.array_equal(rec["q"][0], q0)
+    assert np.array_equal(rec["q"][2], sim.plant.q) and np.array_equal(rec["tau"][0], np.zeros(7))
+    assert list(rec["joint_names"]) == JOINTS

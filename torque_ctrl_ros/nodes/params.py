@@ -289,7 +289,9 @@ class SimNodeConfig:
         safe_damping: ``K_d`` (N·m·s/rad) of the damping safe torque; scalar or one per driven
             joint, in the model's order of them.
         duration: simulated seconds to run (0: until stopped).
-        record_file: ``.npz`` with t, q, v, tau of every step, written at exit ("" = none).
+        record_file: ``.npz`` with t, q, v, tau of every step, written at exit ("" = none). Kept
+            in memory, allocated at start: needs ``duration > 0``, at most 1 GiB (1.7 h of the
+            Gen3 at 1 kHz).
         command_queue_depth: history depth of the command subscription. Taking a command costs
             microseconds, so a deep queue is free and keeps every command through a stall of the
             simulator (after one it catches up with the wall clock and the answers arrive in a

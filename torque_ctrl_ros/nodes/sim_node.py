@@ -78,7 +78,20 @@ from .wire import ClockWire, CommandWire, JointStateWire
 NODE_NAME = "sim_node"
 _RING = 4096  # publish times kept for latency matching (steps)
 _RESYNC_S = 0.05  # realtime: further behind than this, restart the pacing instead of catching up
+#: Most memory (bytes) ``record_file`` may keep: 1 GiB is 1.7 h of the Gen3 (176 bytes a state) at 1 kHz.
+_MAX_RECORD_BYTES = 2**30
 _STOP_POLL_S = 0.1  # longest single wait for messages: how soon a stop request is seen
+
+
+class _Record:
+    """``record_file``'s rows: state k's stamp (ns), angles (rad), velocities (rad/s) and the
+    torques applied in the step before it (N·m)."""
+
+    def __init__(self, rows: int, n: int) -> None:
+        self.t = np.zeros(rows, dtype=np.int64)
+        self.q = np.zeros((rows, n))
+        self.v = np.zeros((rows, n))
+        self.tau = np.zeros((rows, n))
 
 
 class SimNode:
@@ -165,7 +178,8 @@ class SimNode:
         self.loop_start_wall = self.started_wall
         self._diag_next = self.started_wall + cfg.common.diagnostics_period
         self._diag_window = (self.started_wall, 0, 0.0)
-        self._record: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._record = self._allocate_record() if cfg.record_file else None
+        self._recorded = 0  # states in the record (state k is row k)
         self.executor = make_executor(cfg.common.executor)
         self.executor.add_node(node)
         refuse_parameter_changes(node)
@@ -281,8 +295,11 @@ class SimNode:
         plant = self.plant
         tau = plant.tau_applied if self.k else np.zeros(self.n)
         q, v = plant.q, plant.v
-        if self.config.record_file and len(self._record) == self.k:  # state 0 may be republished
-            self._record.append((stamp, q, v, tau))
+        rec = self._record
+        if rec is not None and self._recorded == self.k:  # state 0 may be republished
+            rec.t[self.k] = stamp
+            rec.q[self.k], rec.v[self.k], rec.tau[self.k] = q, v, tau
+            self._recorded += 1
         slot = self.k % _RING
         self.published_stamp[slot] = stamp
         self.published_wall[slot] = t_out = time.monotonic()
@@ -468,18 +485,36 @@ class SimNode:
         """
         self.executor.shutdown()
         write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
-        if self.config.record_file and self._record:
+        if self._record is not None and self._recorded:
             write_output("record_file", self._write_record)
         self.node.destroy_node()
 
+    def _allocate_record(self) -> _Record:
+        """Rows for every state of the run (``t`` in ns; ``q``, ``v``, ``tau``: n each), allocated
+        at start: no allocation per step, and a run too long to keep fails now, not hours in."""
+        node, rows = self.node.get_name(), self.max_steps + 1
+        if self.max_steps == 0:
+            raise ConfigError(
+                f"{node}.record_file: needs a duration > 0 (the record is kept in memory until exit); "
+                "record an open-ended run with ros2 bag"
+            )
+        size = rows * 8 * (1 + 3 * self.n)
+        if size > _MAX_RECORD_BYTES:
+            raise ConfigError(
+                f"{node}.record_file: {rows} states of {self.n} joints take {size / 2**30:.1f} GiB, over the "
+                f"{_MAX_RECORD_BYTES / 2**30:g} GiB kept in memory; shorten duration or use ros2 bag"
+            )
+        return _Record(rows, self.n)
+
     def _write_record(self) -> None:
-        t, q, v, tau = zip(*self._record, strict=True)
+        rec, rows = self._record, self._recorded
+        assert rec is not None
         np.savez(
             self.config.record_file,
-            t=np.array(t, dtype=np.int64) * 1e-9,
-            q=np.array(q),
-            v=np.array(v),
-            tau=np.array(tau),
+            t=rec.t[:rows] * 1e-9,
+            q=rec.q[:rows],
+            v=rec.v[:rows],
+            tau=rec.tau[:rows],
             joint_names=np.array(self.plant.joint_names),
         )
 
