@@ -552,21 +552,22 @@ def test_a_rejected_answer_leaves_the_step_late(nodes: Nodes) -> None:
 
 # ------------------------------------------------------- errors on every message, logged once a second
 class _ErrorSpy:
-    """Takes the place of rclpy's ``RcutilsLogger.error``: keeps the messages containing ``text``
-    that reach it, whether or not its own throttle would have dropped them (each call locates
-    its caller with ``inspect`` first: ~140 µs here)."""
+    """Takes the place of rclpy's ``RcutilsLogger.error`` and ``.info``: keeps the messages
+    containing ``text`` that reach them, whether or not its own throttle would have dropped
+    them (each call locates its caller with ``inspect`` first: ~140 µs here)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
         from rclpy.impl.rcutils_logger import RcutilsLogger
 
         self.calls: list[str] = []
 
-        def error(logger: Any, message: str, **kwargs: Any) -> bool:
+        def log(logger: Any, message: str, **kwargs: Any) -> bool:
             if text in message:
                 self.calls.append(message)
             return True
 
-        monkeypatch.setattr(RcutilsLogger, "error", error)
+        monkeypatch.setattr(RcutilsLogger, "error", log)
+        monkeypatch.setattr(RcutilsLogger, "info", log)
 
 
 def test_refused_states_reach_the_logger_once_a_period(nodes: Nodes, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -587,6 +588,23 @@ def test_refused_states_reach_the_logger_once_a_period(nodes: Nodes, monkeypatch
     node._on_state_message(_non_finite(node))
     assert len(spy.calls) == 2
     assert spy.calls[1].endswith("(and 38 more since the last such message)"), spy.calls[1]
+
+
+def test_a_flapping_watchdog_logs_each_kind_of_transition_once_a_period(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every other state NaN (a flaky driver): each state is a transition, and each had been
+    logged (0.25 ms a state, 400 lines in 0.8 s)."""
+    spy = _ErrorSpy(monkeypatch, "watchdog")
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=False)
+    for k in range(40):
+        node._on_state_message(_non_finite(node) if k % 2 else _good(node))
+    assert len(node.publisher.sent) == 40
+    assert [m.split(":")[0] for m in spy.calls] == [
+        "watchdog waiting -> ok",
+        "watchdog ok -> fallback",
+        "watchdog fallback -> ok",
+    ]
 
 
 def test_rejected_commands_reach_the_simulators_logger_once_a_period(
@@ -654,3 +672,11 @@ def test_the_record_holds_each_state_once(nodes: Nodes, tmp_path: Path) -> None:
     assert rec["q"].shape == (3, 7) and np.array_equal(rec["q"][0], q0)
     assert np.array_equal(rec["q"][2], sim.plant.q) and np.array_equal(rec["tau"][0], np.zeros(7))
     assert list(rec["joint_names"]) == JOINTS
+
+
+def test_throttled_log_writes_both_severities_through_rclpy(nodes: Nodes) -> None:
+    """rclpy raises ValueError when one line of code logs at two severities: info and error
+    must stay separate calls."""
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=False)
+    for k in range(3):
+        assert node.errors.info(f"i{k}", "an info line") and node.errors.error(f"e{k}", "an error line")

@@ -140,8 +140,8 @@ class TimingLog:
 
 
 class ThrottledLog:
-    """Error messages at most once per ``period`` (s, wall clock) for each ``key``; the next one
-    that goes out says how many were held back.
+    """Messages at most once per ``period`` (s, wall clock) for each ``key``; the next one that
+    goes out says how many were held back.
 
     rclpy's own ``throttle_duration_sec`` filter runs only after the logger has located its
     caller with ``inspect`` (source files, paths: ~140 µs a call here, dropped or not). Every
@@ -159,14 +159,28 @@ class ThrottledLog:
     def error(self, key: str, message: str) -> bool:
         """Log ``message`` as an error unless one with this ``key`` went out less than ``period``
         ago; returns whether it went out."""
+        text = self._due(key, message)
+        if text is not None:
+            self._logger.error(text)
+        return text is not None
+
+    def info(self, key: str, message: str) -> bool:
+        """:meth:`error` at info level."""
+        # A call of its own: rclpy refuses two severities from one line of code (ValueError).
+        text = self._due(key, message)
+        if text is not None:
+            self._logger.info(text)
+        return text is not None
+
+    def _due(self, key: str, message: str) -> str | None:
+        """The text to log now for ``key`` (with the count held back), or ``None`` to hold it back."""
         now = time.monotonic()
         if now < self._next.get(key, -math.inf):
             self._held[key] = self._held.get(key, 0) + 1
-            return False
+            return None
         held = self._held.pop(key, 0)
         self._next[key] = now + self.period
-        self._logger.error(f"{message} (and {held} more since the last such message)" if held else message)
-        return True
+        return f"{message} (and {held} more since the last such message)" if held else message
 
 
 class Runs:

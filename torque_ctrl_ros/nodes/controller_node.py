@@ -147,7 +147,8 @@ class ControllerNode:
         self.saturated_commands = 0
         self.last_saturated: tuple[str, ...] = ()
         self.last_info: dict[str, float] = {}
-        self.errors = ThrottledLog(node.get_logger())  # per-state errors, at most one a second each
+        # Per-state messages and watchdog transitions, each kind at most once a second.
+        self.errors = ThrottledLog(node.get_logger())
         self._last_computed = False  # whether the last command came from the controller
         # Whole-run samples only for the stats_file summary (56 bytes a state: 200 MB an hour).
         keep_all = bool(cfg.common.stats_file)
@@ -350,10 +351,12 @@ class ControllerNode:
     def _log_transition(self, previous: WatchdogState) -> None:
         wd = self.watchdog
         text = f"watchdog {previous.value} -> {wd.state.value}"
+        # Each kind of transition at most once a period: states alternating good and bad
+        # (a flaky driver) had logged two lines per pair of states, 0.25 ms each.
         if wd.state is WatchdogState.OK:
-            self.node.get_logger().info(text)
+            self.errors.info(text, text)
         else:
-            self.node.get_logger().error(f"{text}: {wd.last_message}")
+            self.errors.error(text, f"{text}: {wd.last_message}")
 
     # ---------------------------------------------------------------- reporting
     def _on_diagnostics_timer(self) -> None:
