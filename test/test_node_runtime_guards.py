@@ -552,7 +552,7 @@ def test_a_rejected_answer_leaves_the_step_late(nodes: Nodes) -> None:
 
 # ------------------------------------------------------- errors on every message, logged once a second
 class _ErrorSpy:
-    """Takes the place of rclpy's ``RcutilsLogger.error`` and ``.info``: keeps the messages
+    """Takes the place of rclpy's ``RcutilsLogger.error``, ``.warning`` and ``.info``: keeps the messages
     containing ``text`` that reach them, whether or not its own throttle would have dropped
     them (each call locates its caller with ``inspect`` first: ~140 µs here)."""
 
@@ -566,8 +566,8 @@ class _ErrorSpy:
                 self.calls.append(message)
             return True
 
-        monkeypatch.setattr(RcutilsLogger, "error", log)
-        monkeypatch.setattr(RcutilsLogger, "info", log)
+        for level in ("error", "warning", "info"):
+            monkeypatch.setattr(RcutilsLogger, level, log)
 
 
 def test_refused_states_reach_the_logger_once_a_period(nodes: Nodes, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -604,6 +604,24 @@ def test_a_flapping_watchdog_logs_each_kind_of_transition_once_a_period(
         "watchdog waiting -> ok",
         "watchdog ok -> fallback",
         "watchdog fallback -> ok",
+    ]
+
+
+def test_repeated_clock_resets_are_logged_once_a_period(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two simulators on one domain send time back at every other state: each reset still
+    drops the target and restarts the controller, one line a second says so."""
+    spy = _ErrorSpy(monkeypatch, "time went back")
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=False)
+    resets = []
+    monkeypatch.setattr(node.controller, "reset", lambda: resets.append(True))
+    for k in range(5):
+        node._clock_went_back(float(k))
+    assert len(resets) == 5
+    assert spy.calls == [
+        "time went back to 0.000 s with the joint states (simulator restarted?): "
+        "holding the current pose until a new target arrives"
     ]
 
 
@@ -680,3 +698,4 @@ def test_throttled_log_writes_both_severities_through_rclpy(nodes: Nodes) -> Non
     node = nodes.make("controller", controller="computed_torque", use_sim_time=False)
     for k in range(3):
         assert node.errors.info(f"i{k}", "an info line") and node.errors.error(f"e{k}", "an error line")
+        assert node.errors.warning(f"w{k}", "a warning line")

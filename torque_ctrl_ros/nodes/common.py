@@ -164,9 +164,16 @@ class ThrottledLog:
             self._logger.error(text)
         return text is not None
 
+    def warning(self, key: str, message: str) -> bool:
+        """:meth:`error` at warning level."""
+        # A call of its own: rclpy refuses two severities from one line of code (ValueError).
+        text = self._due(key, message)
+        if text is not None:
+            self._logger.warning(text)
+        return text is not None
+
     def info(self, key: str, message: str) -> bool:
         """:meth:`error` at info level."""
-        # A call of its own: rclpy refuses two severities from one line of code (ValueError).
         text = self._due(key, message)
         if text is not None:
             self._logger.info(text)

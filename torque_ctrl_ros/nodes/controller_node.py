@@ -198,9 +198,10 @@ class ControllerNode:
         new run starts."""
         self.target.reset()
         self.controller.reset()
-        self.node.get_logger().warning(
+        self.errors.warning(
+            "clock reset",
             f"time went back to {stamp:.3f} s with the joint states (simulator restarted?): "
-            "holding the current pose until a new target arrives"
+            "holding the current pose until a new target arrives",
         )
 
     def _stamp_ns_of_last_good(self) -> int:
