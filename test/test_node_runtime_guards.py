@@ -596,7 +596,9 @@ def test_a_flapping_watchdog_logs_each_kind_of_transition_once_a_period(
     """Every other state NaN (a flaky driver): each state is a transition, and each had been
     logged (0.25 ms a state, 400 lines in 0.8 s)."""
     spy = _ErrorSpy(monkeypatch, "watchdog")
-    node = nodes.make("controller", controller="computed_torque", use_sim_time=False)
+    node = nodes.make(
+        "controller", controller="computed_torque", use_sim_time=False, **{"watchdog.fallback_duration": 5.0}
+    )
     for k in range(40):
         node._on_state_message(_non_finite(node) if k % 2 else _good(node))
     assert len(node.publisher.sent) == 40
@@ -604,6 +606,16 @@ def test_a_flapping_watchdog_logs_each_kind_of_transition_once_a_period(
         "watchdog waiting -> ok",
         "watchdog ok -> fallback",
         "watchdog fallback -> ok",
+    ]
+    # Once the period is over, /diagnostics write the last of each kind held back, the latest
+    # last: the log ends on the state the watchdog is in.
+    time.sleep(1.05)
+    node._publish_diagnostics()
+    assert node.watchdog.state.value == "fallback"
+    assert spy.calls[3:] == [
+        "watchdog fallback -> ok (and 17 more since the last such message)",
+        "watchdog ok -> fallback: joint state has non-finite position or velocity "
+        "(and 18 more since the last such message)",
     ]
 
 
@@ -635,6 +647,9 @@ def test_rejected_commands_reach_the_simulators_logger_once_a_period(
         sim._take_command(np.full(sim.n, np.nan), sim.t0_ns)
     assert sim.rejected == 30
     assert len(spy.calls) == 1, spy.calls
+    time.sleep(1.05)
+    sim._maybe_diagnostics()  # the last one held back, once the period is over
+    assert len(spy.calls) == 2 and spy.calls[1].endswith("(and 28 more since the last such message)")
 
 
 def test_throttled_log_keeps_each_kind_of_message_apart() -> None:
@@ -647,6 +662,9 @@ def test_throttled_log_keeps_each_kind_of_message_apart() -> None:
         def error(self, message: str) -> None:
             self.errors.append(message)
 
+        def info(self, message: str) -> None:
+            self.errors.append(f"info: {message}")
+
     logger = Logger()
     log = ThrottledLog(logger, period=60.0)
     assert log.error("a", "first a") and log.error("b", "first b")
@@ -656,6 +674,16 @@ def test_throttled_log_keeps_each_kind_of_message_apart() -> None:
     log._next["a"] = 0.0  # its period is over
     assert log.error("a", "third a")
     assert logger.errors[-1] == "third a (and 1 more since the last such message)"
+    log.period = 60.0
+    assert log.info("c", "first c") and not log.info("c", "second c") and not log.info("c", "third c")
+    assert log.error("a", "fourth a") and not log.error("a", "fifth a")
+    log.flush()  # no period over yet
+    assert logger.errors[-2:] == ["info: first c", "fourth a"]
+    log._next["a"] = log._next["c"] = 0.0
+    log.flush()  # in the order last held back, each at its own level
+    assert logger.errors[-2:] == ["info: third c (and 1 more since the last such message)", "fifth a"]
+    log.flush()
+    assert len(logger.errors) == 7
 
 
 # ---------------------------------------------------------------- record_file

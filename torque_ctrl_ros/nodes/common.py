@@ -141,7 +141,8 @@ class TimingLog:
 
 class ThrottledLog:
     """Messages at most once per ``period`` (s, wall clock) for each ``key``; the next one that
-    goes out says how many were held back.
+    goes out says how many were held back, and :meth:`flush` writes the last one held back
+    once its period is over (so that the log's last word on a key is not an older message).
 
     rclpy's own ``throttle_duration_sec`` filter runs only after the logger has located its
     caller with ``inspect`` (source files, paths: ~140 µs a call here, dropped or not). Every
@@ -155,11 +156,12 @@ class ThrottledLog:
         self.period = period
         self._next: dict[str, float] = {}  # key → earliest time (monotonic s) of its next message
         self._held: dict[str, int] = {}  # key → messages held back since its last one
+        self._last_held: dict[str, tuple[str, str]] = {}  # key → (level, the last message held back)
 
     def error(self, key: str, message: str) -> bool:
         """Log ``message`` as an error unless one with this ``key`` went out less than ``period``
         ago; returns whether it went out."""
-        text = self._due(key, message)
+        text = self._due(key, message, "error")
         if text is not None:
             self._logger.error(text)
         return text is not None
@@ -167,25 +169,40 @@ class ThrottledLog:
     def warning(self, key: str, message: str) -> bool:
         """:meth:`error` at warning level."""
         # A call of its own: rclpy refuses two severities from one line of code (ValueError).
-        text = self._due(key, message)
+        text = self._due(key, message, "warning")
         if text is not None:
             self._logger.warning(text)
         return text is not None
 
     def info(self, key: str, message: str) -> bool:
         """:meth:`error` at info level."""
-        text = self._due(key, message)
+        text = self._due(key, message, "info")
         if text is not None:
             self._logger.info(text)
         return text is not None
 
-    def _due(self, key: str, message: str) -> str | None:
+    def flush(self) -> None:
+        """Write, for each key whose period is over, the last message held back (at its level),
+        in the order they were held back; for a caller's periodic timer (the nodes' /diagnostics)."""
+        now = time.monotonic()
+        for key, (level, message) in list(self._last_held.items()):
+            if now >= self._next[key]:
+                del self._last_held[key]
+                held = self._held.pop(key)
+                self._held[key] = held - 1  # the one written here is not "more"
+                {"error": self.error, "warning": self.warning, "info": self.info}[level](key, message)
+
+    def _due(self, key: str, message: str, level: str) -> str | None:
         """The text to log now for ``key`` (with the count held back), or ``None`` to hold it back."""
         now = time.monotonic()
         if now < self._next.get(key, -math.inf):
             self._held[key] = self._held.get(key, 0) + 1
+            # Moved to the end: flush writes the keys in the order of their last message.
+            self._last_held.pop(key, None)
+            self._last_held[key] = (level, message)
             return None
         held = self._held.pop(key, 0)
+        self._last_held.pop(key, None)
         self._next[key] = now + self.period
         return f"{message} (and {held} more since the last such message)" if held else message
 

@@ -391,6 +391,8 @@ class ControllerNode:
     def _publish_diagnostics(self) -> None:
         now_wall = time.monotonic()
         silent = self._check_silence(now_wall)
+        self.errors.flush()
+        self.target.errors.flush()
         t_start, states0, commands0 = self._window_start
         span = max(now_wall - t_start, 1e-9)
         self._window_start = (now_wall, self.states, self.commands)

@@ -406,6 +406,7 @@ class SimNode:
         if now < self._diag_next:
             return
         self._diag_next = now + self.config.common.diagnostics_period
+        self.errors.flush()
         t_start, k0, sim0 = self._diag_window
         span = max(now - t_start, 1e-9)
         sim_now = self.k * self.dt_ns * 1e-9
