@@ -725,5 +725,5 @@ def test_throttled_log_writes_both_severities_through_rclpy(nodes: Nodes) -> Non
     must stay separate calls."""
     node = nodes.make("controller", controller="computed_torque", use_sim_time=False)
     for k in range(3):
-        assert node.errors.info(f"i{k}", "an info line") and node.errors.error(f"e{k}", "an error line")
-        assert node.errors.warning(f"w{k}", "a warning line")
+        assert node.log.info(f"i{k}", "an info line") and node.log.error(f"e{k}", "an error line")
+        assert node.log.warning(f"w{k}", "a warning line")

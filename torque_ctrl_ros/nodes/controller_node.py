@@ -148,7 +148,7 @@ class ControllerNode:
         self.last_saturated: tuple[str, ...] = ()
         self.last_info: dict[str, float] = {}
         # Per-state messages and watchdog transitions, each kind at most once a second.
-        self.errors = ThrottledLog(node.get_logger())
+        self.log = ThrottledLog(node.get_logger())
         self._last_computed = False  # whether the last command came from the controller
         # Whole-run samples only for the stats_file summary (56 bytes a state: 200 MB an hour).
         keep_all = bool(cfg.common.stats_file)
@@ -198,7 +198,7 @@ class ControllerNode:
         new run starts."""
         self.target.reset()
         self.controller.reset()
-        self.errors.warning(
+        self.log.warning(
             "clock reset",
             f"time went back to {stamp:.3f} s with the joint states (simulator restarted?): "
             "holding the current pose until a new target arrives",
@@ -301,12 +301,12 @@ class ControllerNode:
                 self.fallback_commands += 1
             else:  # only from a non-finite last good state, which the watchdog refuses: never sent
                 self.withheld_commands += 1
-                self.errors.error("withheld", f"safe torque {out.tau.tolist()} is not finite: not published")
+                self.log.error("withheld", f"safe torque {out.tau.tolist()} is not finite: not published")
                 out = None
         if wd.state is not previous:
             self._log_transition(previous)
         elif action is not Action.COMPUTE and wd.last_message:
-            self.errors.error(
+            self.log.error(
                 "refused",
                 f"joint state refused ({wd.last_reason.value if wd.last_reason else '?'}): {wd.last_message}",
             )
@@ -355,9 +355,9 @@ class ControllerNode:
         # Each kind of transition at most once a period: states alternating good and bad
         # (a flaky driver) had logged two lines per pair of states, 0.25 ms each.
         if wd.state is WatchdogState.OK:
-            self.errors.info(text, text)
+            self.log.info(text, text)
         else:
-            self.errors.error(text, f"{text}: {wd.last_message}")
+            self.log.error(text, f"{text}: {wd.last_message}")
 
     # ---------------------------------------------------------------- reporting
     def _on_diagnostics_timer(self) -> None:
@@ -391,8 +391,8 @@ class ControllerNode:
     def _publish_diagnostics(self) -> None:
         now_wall = time.monotonic()
         silent = self._check_silence(now_wall)
-        self.errors.flush()
-        self.target.errors.flush()
+        self.log.flush()
+        self.target.log.flush()
         t_start, states0, commands0 = self._window_start
         span = max(now_wall - t_start, 1e-9)
         self._window_start = (now_wall, self.states, self.commands)

@@ -173,7 +173,7 @@ class SimNode:
         self.overruns = 0
         self.safe_active = False
         self.last_reject = ""
-        self.errors = ThrottledLog(node.get_logger())
+        self.log = ThrottledLog(node.get_logger())  # per-command errors, each kind at most once a second
         self.started_wall = time.monotonic()
         self.loop_start_wall = self.started_wall
         self._diag_next = self.started_wall + cfg.common.diagnostics_period
@@ -220,7 +220,7 @@ class SimNode:
         answers_current = stamp is None or stamp == current
         if stamp is not None and current - stamp > self._stale_after_ns:
             self.stale_answers += 1
-            self.errors.error(
+            self.log.error(
                 "stale answer",
                 f"command answering the state of {(current - stamp) * 1e-9:.3f} s ago ignored "
                 f"(older than command_timeout {self.config.command_timeout:g} s)",
@@ -229,7 +229,7 @@ class SimNode:
         if stamp is not None and stamp > current:
             # A state this simulator has not published (another run on the same domain).
             self.stale_answers += 1
-            self.errors.error(
+            self.log.error(
                 "future answer",
                 f"command answering a state {(stamp - current) * 1e-9:.3f} s after the current one ignored "
                 "(not published by this simulator: another run on the same ROS domain?)",
@@ -240,7 +240,7 @@ class SimNode:
                 # Which state it answers is unknown: taken for the current one, an extra answer
                 # (e.g. to a republished state 0) would shift every later step by one.
                 self.untagged_commands += 1
-                self.errors.error(
+                self.log.error(
                     "untagged",
                     "lockstep: command without the answered state's stamp (layout.dim[0].label "
                     "'joints@<sec>.<nanosec>', see conversions.py) ignored",
@@ -268,7 +268,7 @@ class SimNode:
         self.rejected += 1
         self.last_reject = reason
         self.have_command = False
-        self.errors.error("rejected", f"command rejected: {reason}")
+        self.log.error("rejected", f"command rejected: {reason}")
         if answers_current:
             self.answered, self.answer_valid = True, False
 
@@ -406,7 +406,7 @@ class SimNode:
         if now < self._diag_next:
             return
         self._diag_next = now + self.config.common.diagnostics_period
-        self.errors.flush()
+        self.log.flush()
         t_start, k0, sim0 = self._diag_window
         span = max(now - t_start, 1e-9)
         sim_now = self.k * self.dt_ns * 1e-9

@@ -94,7 +94,7 @@ class TargetSource(ABC):
         self.received = 0
         self.rejected = 0
         self.last_error = ""
-        self.errors = ThrottledLog(node.get_logger())
+        self.log = ThrottledLog(node.get_logger())  # refusals, at most one a second
 
     @abstractmethod
     def reference(self, state: JointState) -> Any:
@@ -125,7 +125,7 @@ class TargetSource(ABC):
     def _refuse(self, message: str) -> None:
         self.rejected += 1
         self.last_error = message
-        self.errors.error("rejected", f"target rejected: {message}")
+        self.log.error("rejected", f"target rejected: {message}")
 
 
 def check_joint_limits(robot: RobotModel, q: FloatArray, what: str, v: FloatArray | None = None) -> None:
