@@ -602,21 +602,37 @@ def test_a_flapping_watchdog_logs_each_kind_of_transition_once_a_period(
     for k in range(40):
         node._on_state_message(_non_finite(node) if k % 2 else _good(node))
     assert len(node.publisher.sent) == 40
-    assert [m.split(":")[0] for m in spy.calls] == [
-        "watchdog waiting -> ok",
-        "watchdog ok -> fallback",
-        "watchdog fallback -> ok",
-    ]
-    # Once the period is over, /diagnostics write the last of each kind held back, the latest
-    # last: the log ends on the state the watchdog is in.
-    time.sleep(1.05)
+    assert [m.split(":")[0] for m in spy.calls] == ["watchdog waiting -> ok", "watchdog ok -> fallback"]
+    # The next /diagnostics write the last one held back: the log ends on the state the
+    # watchdog is in.
     node._publish_diagnostics()
     assert node.watchdog.state.value == "fallback"
-    assert spy.calls[3:] == [
-        "watchdog fallback -> ok (and 17 more since the last such message)",
+    assert spy.calls[2:] == [
         "watchdog ok -> fallback: joint state has non-finite position or velocity "
-        "(and 18 more since the last such message)",
+        "(and 37 more since the last such message)",
     ]
+
+
+def test_a_stop_is_logged_at_once_and_the_log_ends_on_it(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Transitions into STOPPED are never held back, nor written after a later one at shutdown."""
+    spy = _ErrorSpy(monkeypatch, "watchdog")
+    node = nodes.make(
+        "controller", controller="computed_torque", use_sim_time=False, **{"watchdog.fallback_duration": 0.05}
+    )
+    node._on_state_message(_good(node))  # waiting -> ok, at once
+    node._on_state_message(_non_finite(node))  # ok -> fallback, starts the period
+    for _ in range(2):
+        node._on_state_message(_good(node))  # fallback -> ok, held back
+        node._on_state_message(_non_finite(node))  # ok -> fallback, held back
+    time.sleep(0.1)
+    node._on_state_message(_non_finite(node))  # fallback -> stopped, at once
+    assert node.watchdog.state.value == "stopped"
+    assert spy.calls[-1].startswith("watchdog fallback -> stopped"), spy.calls
+    assert "(and 4 more since the last such message)" in spy.calls[-1]
+    nodes.close(node)  # nothing older written after it
+    assert spy.calls[-1].startswith("watchdog fallback -> stopped"), spy.calls
 
 
 def test_repeated_clock_resets_are_logged_once_a_period(
@@ -677,19 +693,25 @@ def test_throttled_log_keeps_each_kind_of_message_apart() -> None:
     log.period = 60.0
     assert log.info("c", "first c") and not log.info("c", "second c") and not log.info("c", "third c")
     assert log.error("a", "fourth a") and not log.error("a", "fifth a")
-    log.flush()  # no period over yet
     assert logger.errors[-2:] == ["info: first c", "fourth a"]
-    log._next["a"] = log._next["c"] = 0.0
     log.flush()  # in the order last held back, each at its own level
     assert logger.errors[-2:] == ["info: third c (and 1 more since the last such message)", "fifth a"]
-    log.flush()
+    log.flush()  # nothing held back any more
     assert len(logger.errors) == 7
+    assert log.error("a", "forced a", force=True) and logger.errors[-1] == "forced a"
 
 
 # ---------------------------------------------------------------- record_file
 @pytest.mark.parametrize(
     ("duration", "match"),
-    [(0.0, "needs a duration > 0"), (3 * 3600.0, r"10800001 states of 7 joints take 1\.8 GiB")],
+    [
+        (0.0, "needs a duration > 0"),
+        (
+            3 * 3600.0,
+            r"10800001 states of 7 joints take 1\.77 GiB, over the 1 GiB kept in memory "
+            r"\(duration up to 6101 s\)",
+        ),
+    ],
     ids=["until-stopped", "three-hours"],
 )
 def test_a_record_that_would_grow_without_bound_is_refused_at_start(
@@ -727,3 +749,29 @@ def test_throttled_log_writes_both_severities_through_rclpy(nodes: Nodes) -> Non
     for k in range(3):
         assert node.log.info(f"i{k}", "an info line") and node.log.error(f"e{k}", "an error line")
         assert node.log.warning(f"w{k}", "a warning line")
+
+
+def test_a_whole_run_records_every_state_the_last_included(nodes: Nodes, tmp_path: Path) -> None:
+    path = tmp_path / "r.npz"
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, duration=0.005, record_file=str(path))
+    sim.run()  # no controller: five steps on the safe torque
+    nodes.close(sim)
+    rec = np.load(path)
+    assert rec["t"].tolist() == pytest.approx([0.001 * k for k in range(6)])
+    assert np.array_equal(rec["q"][-1], sim.plant.q) and np.array_equal(rec["v"][-1], sim.plant.v)
+
+
+def test_joint_orders_switching_at_every_state_log_once_a_period(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two publishers naming the joints in different orders: each switch is learned (the state is
+    still read and answered), the line saying so goes out once a period (it cost ~260 µs a state)."""
+    from rclpy.serialization import serialize_message
+
+    spy = _ErrorSpy(monkeypatch, "read in place")
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=False)
+    orders = [JOINTS[::-1], JOINTS[1:] + JOINTS[:1]]
+    for k in range(20):
+        node._on_state_bytes(serialize_message(_state_msg(np.zeros(7), _now(node), orders[k % 2])))
+    assert len(node.publisher.sent) == 20 and node.states_via_rclpy == 20
+    assert len(spy.calls) == 1, spy.calls

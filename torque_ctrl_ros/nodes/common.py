@@ -141,14 +141,17 @@ class TimingLog:
 
 class ThrottledLog:
     """Messages at most once per ``period`` (s, wall clock) for each ``key``; the next one that
-    goes out says how many were held back, and :meth:`flush` writes the last one held back
-    once its period is over (so that the log's last word on a key is not an older message).
+    goes out says how many were held back, and :meth:`flush` writes the last one held back of
+    each key. Messages that report a state under one key (the watchdog's transitions) thereby
+    leave the log on the latest of them.
 
     rclpy's own ``throttle_duration_sec`` filter runs only after the logger has located its
     caller with ``inspect`` (source files, paths: ~140 µs a call here, dropped or not). Every
     refused joint state paid it: 0.32 ms to handle a NaN state, 0.011 ms with this class (and
     every rejected command in the simulator the same). Here the clock is read first; the
-    logger is called only for a message that goes out.
+    logger is called only for a message that goes out. The price: the file and line rclpy
+    records for these messages (``/rosout``, ``{file_name}`` in the console format) are this
+    class's, not the caller's; the messages name what they are about.
     """
 
     def __init__(self, logger: Any, period: float = 1.0) -> None:
@@ -158,44 +161,41 @@ class ThrottledLog:
         self._held: dict[str, int] = {}  # key → messages held back since its last one
         self._last_held: dict[str, tuple[str, str]] = {}  # key → (level, the last message held back)
 
-    def error(self, key: str, message: str) -> bool:
+    def error(self, key: str, message: str, force: bool = False) -> bool:
         """Log ``message`` as an error unless one with this ``key`` went out less than ``period``
-        ago; returns whether it went out."""
-        text = self._due(key, message, "error")
+        ago (``force``: now in any case, without starting a period); returns whether it went out."""
+        text = self._due(key, message, "error", force)
         if text is not None:
             self._logger.error(text)
         return text is not None
 
-    def warning(self, key: str, message: str) -> bool:
+    def warning(self, key: str, message: str, force: bool = False) -> bool:
         """:meth:`error` at warning level."""
         # A call of its own: rclpy refuses two severities from one line of code (ValueError).
-        text = self._due(key, message, "warning")
+        text = self._due(key, message, "warning", force)
         if text is not None:
             self._logger.warning(text)
         return text is not None
 
-    def info(self, key: str, message: str) -> bool:
+    def info(self, key: str, message: str, force: bool = False) -> bool:
         """:meth:`error` at info level."""
-        text = self._due(key, message, "info")
+        text = self._due(key, message, "info", force)
         if text is not None:
             self._logger.info(text)
         return text is not None
 
     def flush(self) -> None:
-        """Write, for each key whose period is over, the last message held back (at its level),
-        in the order they were held back; for a caller's periodic timer (the nodes' /diagnostics)."""
-        now = time.monotonic()
+        """Write the last message held back of every key (at its level), in the order they were
+        held back; for a caller's periodic timer (the nodes' /diagnostics) and its shutdown."""
+        write = {"error": self.error, "warning": self.warning, "info": self.info}
         for key, (level, message) in list(self._last_held.items()):
-            if now >= self._next[key]:
-                del self._last_held[key]
-                held = self._held.pop(key)
-                self._held[key] = held - 1  # the one written here is not "more"
-                {"error": self.error, "warning": self.warning, "info": self.info}[level](key, message)
+            self._held[key] -= 1  # the one written here is not "more"
+            write[level](key, message, force=True)
 
-    def _due(self, key: str, message: str, level: str) -> str | None:
+    def _due(self, key: str, message: str, level: str, force: bool) -> str | None:
         """The text to log now for ``key`` (with the count held back), or ``None`` to hold it back."""
         now = time.monotonic()
-        if now < self._next.get(key, -math.inf):
+        if not force and now < self._next.get(key, -math.inf):
             self._held[key] = self._held.get(key, 0) + 1
             # Moved to the end: flush writes the keys in the order of their last message.
             self._last_held.pop(key, None)
@@ -203,7 +203,8 @@ class ThrottledLog:
             return None
         held = self._held.pop(key, 0)
         self._last_held.pop(key, None)
-        self._next[key] = now + self.period
+        if not force:  # a forced message does not count against the period
+            self._next[key] = now + self.period
         return f"{message} (and {held} more since the last such message)" if held else message
 
 

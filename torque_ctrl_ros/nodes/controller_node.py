@@ -190,7 +190,8 @@ class ControllerNode:
             self._handle_state(t_in, self._stamp_ns_of_last_good(), None, None, unreadable)
             return
         if self._on_state(msg, t_in) and self.state_wire.learn(msg.name):
-            self.node.get_logger().info(f"joint states named {list(msg.name)}: read in place from now on")
+            # Two publishers naming the joints in different orders switch layouts at every state.
+            self.log.info("layout", f"joint states named {list(msg.name)}: read in place from now on")
 
     def _clock_went_back(self, stamp: float) -> None:
         """A state stamped before the last accepted one arrived with the clock gone back too (a
@@ -352,12 +353,16 @@ class ControllerNode:
     def _log_transition(self, previous: WatchdogState) -> None:
         wd = self.watchdog
         text = f"watchdog {previous.value} -> {wd.state.value}"
-        # Each kind of transition at most once a period: states alternating good and bad
-        # (a flaky driver) had logged two lines per pair of states, 0.25 ms each.
+        # Transitions at most once a period under one key (the last one held back is written
+        # by the next /diagnostics): states alternating good and bad (a flaky driver) had logged
+        # two lines per pair of states, 0.25 ms each. Into or out of STOPPED at once (at most one
+        # per fallback_duration; no line may be held back while the arm gets no torque), and
+        # out of WAITING (once a run).
+        now = WatchdogState.STOPPED in (previous, wd.state) or previous is WatchdogState.WAITING
         if wd.state is WatchdogState.OK:
-            self.log.info(text, text)
+            self.log.info("transition", text, force=now)
         else:
-            self.log.error(text, f"{text}: {wd.last_message}")
+            self.log.error("transition", f"{text}: {wd.last_message}", force=now)
 
     # ---------------------------------------------------------------- reporting
     def _on_diagnostics_timer(self) -> None:
@@ -501,6 +506,8 @@ class ControllerNode:
         """
         self.executor.shutdown()
         self._check_silence(time.monotonic())
+        self.log.flush()
+        self.target.log.flush()
         write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
         self.node.destroy_node()
 

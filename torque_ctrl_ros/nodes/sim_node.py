@@ -485,6 +485,7 @@ class SimNode:
         the run) is reported and does not cost the other one or the node's shutdown.
         """
         self.executor.shutdown()
+        self.log.flush()
         write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
         if self._record is not None and self._recorded:
             write_output("record_file", self._write_record)
@@ -492,7 +493,7 @@ class SimNode:
 
     def _allocate_record(self) -> _Record:
         """Rows for every state of the run (``t`` in ns; ``q``, ``v``, ``tau``: n each), allocated
-        at start: no allocation per step, and a run too long to keep fails now, not hours in."""
+        at start: no allocation per step, and a run over the cap is refused now, not hours in."""
         node, rows = self.node.get_name(), self.max_steps + 1
         if self.max_steps == 0:
             raise ConfigError(
@@ -502,8 +503,10 @@ class SimNode:
         size = rows * 8 * (1 + 3 * self.n)
         if size > _MAX_RECORD_BYTES:
             raise ConfigError(
-                f"{node}.record_file: {rows} states of {self.n} joints take {size / 2**30:.1f} GiB, over the "
-                f"{_MAX_RECORD_BYTES / 2**30:g} GiB kept in memory; shorten duration or use ros2 bag"
+                f"{node}.record_file: {rows} states of {self.n} joints take {size / 2**30:.2f} GiB, over the "
+                f"{_MAX_RECORD_BYTES / 2**30:g} GiB kept in memory (duration up to "
+                f"{_MAX_RECORD_BYTES // (8 * (1 + 3 * self.n)) * self.plant.timestep:.0f} s); "
+                "shorten duration or use ros2 bag"
             )
         return _Record(rows, self.n)
 
