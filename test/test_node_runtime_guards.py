@@ -775,3 +775,38 @@ def test_joint_orders_switching_at_every_state_log_once_a_period(
         node._on_state_bytes(serialize_message(_state_msg(np.zeros(7), _now(node), orders[k % 2])))
     assert len(node.publisher.sent) == 20 and node.states_via_rclpy == 20
     assert len(spy.calls) == 1, spy.calls
+
+
+def test_catching_up_polls_for_messages_once_a_step(nodes: Nodes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a stall the realtime loop steps back to back; an empty poll costs ~80 µs, and each
+    catch-up step had made two."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, duration=0.06)
+    polls = [0]
+    per_step: list[int] = []
+    step = sim.plant.step
+
+    class CountingExecutor:
+        """The node's executor (read-only attributes), its zero-timeout polls counted."""
+
+        def __init__(self, executor: Any) -> None:
+            self.executor = executor
+
+        def spin_once(self, timeout_sec: float | None = None) -> None:
+            polls[0] += timeout_sec == 0.0
+            self.executor.spin_once(timeout_sec=timeout_sec)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.executor, name)
+
+    def stepping() -> None:
+        per_step.append(polls[0])
+        polls[0] = 0
+        if len(per_step) == 10:
+            time.sleep(0.02)  # a stall: about twenty steps to catch up
+        step()
+
+    sim.executor = CountingExecutor(sim.executor)
+    monkeypatch.setattr(sim.plant, "step", stepping)
+    sim.run()
+    assert len(per_step) == 60
+    assert max(per_step) == 1, per_step
