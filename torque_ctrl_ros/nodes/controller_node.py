@@ -393,11 +393,15 @@ class ControllerNode:
         if self.watchdog.state is not previous:
             self._log_transition(previous)
 
+    def _flush_logs(self) -> None:
+        """Write the messages the node's and the target source's logs hold back."""
+        self.log.flush()
+        self.target.log.flush()
+
     def _publish_diagnostics(self) -> None:
         now_wall = time.monotonic()
         silent = self._check_silence(now_wall)
-        self.log.flush()
-        self.target.log.flush()
+        self._flush_logs()
         t_start, states0, commands0 = self._window_start
         span = max(now_wall - t_start, 1e-9)
         self._window_start = (now_wall, self.states, self.commands)
@@ -506,8 +510,7 @@ class ControllerNode:
         """
         self.executor.shutdown()
         self._check_silence(time.monotonic())
-        self.log.flush()
-        self.target.log.flush()
+        self._flush_logs()
         write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
         self.node.destroy_node()
 

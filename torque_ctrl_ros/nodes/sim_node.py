@@ -85,13 +85,19 @@ _STOP_POLL_S = 0.1  # longest single wait for messages: how soon a stop request 
 
 class _Record:
     """``record_file``'s rows: state k's stamp (ns), angles (rad), velocities (rad/s) and the
-    torques applied in the step before it (N·m)."""
+    torques applied in the step before it (N·m); ``count`` rows written (state k is row k)."""
+
+    @staticmethod
+    def row_bytes(n: int) -> int:
+        """Memory of one row (bytes) for ``n`` joints."""
+        return 8 * (1 + 3 * n)
 
     def __init__(self, rows: int, n: int) -> None:
         self.t = np.zeros(rows, dtype=np.int64)
         self.q = np.zeros((rows, n))
         self.v = np.zeros((rows, n))
         self.tau = np.zeros((rows, n))
+        self.count = 0
 
 
 class SimNode:
@@ -179,7 +185,6 @@ class SimNode:
         self._diag_next = self.started_wall + cfg.common.diagnostics_period
         self._diag_window = (self.started_wall, 0, 0.0)
         self._record = self._allocate_record() if cfg.record_file else None
-        self._recorded = 0  # states in the record (state k is row k)
         self.executor = make_executor(cfg.common.executor)
         self.executor.add_node(node)
         refuse_parameter_changes(node)
@@ -296,10 +301,10 @@ class SimNode:
         tau = plant.tau_applied if self.k else np.zeros(self.n)
         q, v = plant.q, plant.v
         rec = self._record
-        if rec is not None and self._recorded == self.k:  # state 0 may be republished
+        if rec is not None and rec.count == self.k:  # state 0 may be republished
             rec.t[self.k] = stamp
             rec.q[self.k], rec.v[self.k], rec.tau[self.k] = q, v, tau
-            self._recorded += 1
+            rec.count += 1
         slot = self.k % _RING
         self.published_stamp[slot] = stamp
         self.published_wall[slot] = t_out = time.monotonic()
@@ -490,7 +495,7 @@ class SimNode:
         self.executor.shutdown()
         self.log.flush()
         write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
-        if self._record is not None and self._recorded:
+        if self._record is not None and self._record.count:
             write_output("record_file", self._write_record)
         self.node.destroy_node()
 
@@ -503,19 +508,21 @@ class SimNode:
                 f"{node}.record_file: needs a duration > 0 (the record is kept in memory until exit); "
                 "record an open-ended run with ros2 bag"
             )
-        size = rows * 8 * (1 + 3 * self.n)
+        row = _Record.row_bytes(self.n)
+        size = rows * row
         if size > _MAX_RECORD_BYTES:
             raise ConfigError(
                 f"{node}.record_file: {rows} states of {self.n} joints take {size / 2**30:.2f} GiB, over the "
                 f"{_MAX_RECORD_BYTES / 2**30:g} GiB kept in memory (duration up to "
-                f"{_MAX_RECORD_BYTES // (8 * (1 + 3 * self.n)) * self.plant.timestep:.0f} s); "
+                f"{_MAX_RECORD_BYTES // row * self.plant.timestep:.0f} s); "
                 "shorten duration or use ros2 bag"
             )
         return _Record(rows, self.n)
 
     def _write_record(self) -> None:
-        rec, rows = self._record, self._recorded
+        rec = self._record
         assert rec is not None
+        rows = rec.count
         np.savez(
             self.config.record_file,
             t=rec.t[:rows] * 1e-9,
