@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from torque_ctrl_ros.core.errors import ConfigError
-from torque_ctrl_ros.core.validation import as_positive_float, as_rotation, as_vector
+from torque_ctrl_ros.core.validation import ROTATION_TOLERANCE, as_positive_float, as_rotation, as_vector
 
 
 @pytest.mark.parametrize(
@@ -55,3 +55,44 @@ def test_as_rotation_refuses_bools_and_non_numbers() -> None:
     for value in (np.eye(3, dtype=bool), [["1", "0", "0"], ["0", "x", "0"], ["0", "0", "1"]], "eye"):
         with pytest.raises(ConfigError, match="expected a .*3 x 3 rotation matrix"):
             as_rotation("R", value)
+
+
+def _reference_is_rotation(R: np.ndarray) -> bool:
+    """The check as the general path writes it, on numpy."""
+    return bool(
+        np.isfinite(R).all()
+        and np.linalg.norm(R.T @ R - np.eye(3)) <= ROTATION_TOLERANCE
+        and np.linalg.det(R) > 0.0
+    )
+
+
+def test_as_rotation_float_path_agrees_with_the_numpy_check() -> None:
+    """float64 matrices take a check on Python floats; it accepts and refuses what numpy's does,
+    near the tolerance too, and a refused one gets the general path's message."""
+    rng = np.random.default_rng(3)
+    candidates = [np.eye(3), -np.eye(3), np.diag([1.0, 1.0, -1.0]), np.zeros((3, 3))]
+    for _ in range(300):
+        Q, _r = np.linalg.qr(rng.normal(size=(3, 3)))
+        Q *= np.sign(np.linalg.det(Q))  # proper
+        E = rng.normal(size=(3, 3))
+        E /= np.linalg.norm(Q.T @ (Q + E) - np.eye(3))  # scaled below so ‖RᵀR − I‖ straddles the tolerance
+        for scale in (0.0, 0.3e-6, 0.9e-6, 1.1e-6, 3e-6, 1e-3):
+            candidates.append(Q + scale * E)
+        candidates.append(Q * 1.01)
+        candidates.append(Q @ np.diag([1.0, 1.0, -1.0]))
+    for bad in (np.nan, np.inf, -np.inf):
+        R = np.eye(3)
+        R[1, 2] = bad
+        candidates.append(R)
+    accepted = refused = 0
+    for R in candidates:
+        expected = _reference_is_rotation(R)
+        if expected:
+            out = as_rotation("R", R)
+            assert out.tolist() == R.tolist() and out is not R
+            accepted += 1
+        else:
+            with pytest.raises(ConfigError, match="R: (not a rotation matrix|expected a finite 3 x 3)"):
+                as_rotation("R", R)
+            refused += 1
+    assert accepted > 600 and refused > 900  # both sides of the tolerance were met

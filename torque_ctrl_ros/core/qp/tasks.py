@@ -33,7 +33,7 @@ import pinocchio as pin
 from ..errors import ConfigError, TargetError
 from ..robot import RobotModel
 from ..types import JointReference
-from ..validation import FloatArray, as_rotation, as_vector
+from ..validation import FloatArray, all_finite, as_rotation, as_vector
 
 _LWA = pin.LOCAL_WORLD_ALIGNED
 
@@ -255,7 +255,7 @@ class _FrameTask(Task):
             raise TargetError(
                 f"{self.name}: expected a pinocchio.SE3 or CartesianTarget, got {type(pose).__name__}"
             )
-        if not np.isfinite(pose.translation).all():
+        if not all_finite(pose.translation):
             raise TargetError(f"{self.name}: target pose has non-finite entries")
         if self.rows.stop > 3:  # the task reads the rotation (pose, orientation)
             # pin.SE3 stores any 3 × 3 matrix: a reflection or a scaled rotation would pass unseen.
