@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import qpsolvers
 
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus, snapshot
@@ -93,6 +94,35 @@ def test_non_finite_data_is_never_solved() -> None:
     qp = _random_qp(rng)
     qp.C[0, 0] = np.inf  # an infinite bound is fine (clipped), an infinite coefficient is not
     assert qp.solve().status is SolveStatus.NON_FINITE
+
+
+def test_crossed_bounds_are_never_solved() -> None:
+    """A row with l − u > eps_abs has no solution; ProxSuite spent up to thousands of iterations on
+    it and mostly reported MAX_ITERATIONS. Such a problem never reaches it; the next good one is
+    solved (cold) right. Bounds crossed within the tolerance still go to the solver."""
+    rng = np.random.default_rng(11)
+    for warm_first in (False, True):
+        qp = _random_qp(rng)
+        x_good = qp.solve().x.copy() if warm_first else None
+        qp.l[2], qp.u[2] = 0.5, 0.5 - 1e-6
+        bad = qp.solve()
+        assert bad.status is SolveStatus.PRIMAL_INFEASIBLE and not bad.ok
+        assert bad.primal_residual == pytest.approx(1e-6) and not np.isfinite(bad.x).any()
+        qp.l[2], qp.u[2] = -1.0, 1.0
+        again = qp.solve()
+        assert again.status is SolveStatus.SOLVED and not again.warm
+        if x_good is not None:
+            np.testing.assert_allclose(again.x, x_good, atol=1e-7)
+    # Equal bounds (an equality written as a two-sided row), or crossed by rounding, are solved.
+    for gap in (0.0, 1e-12):
+        qp = _random_qp(rng)
+        qp.solve()
+        qp.l[0], qp.u[0] = 0.25, 0.25 - gap
+        sol = qp.solve()
+        assert sol.ok and abs(qp.C[0] @ sol.x - 0.25) < 1e-8, gap
+    # The one-variable closed form gets the same refusal.
+    one = np.array([1.0])
+    assert _scalar(1.0, 0.0, one, one, 0.5 * one).solve().status is SolveStatus.PRIMAL_INFEASIBLE
 
 
 def test_one_variable_edge_cases() -> None:
