@@ -2,14 +2,15 @@
 
 - Singularity barrier: ``w``, ``∇w``, ``ẇ = ∇w·q̇`` and ``ẅ|_{q̈=0} = q̇ᵀ·∇²w·q̇`` against
   central finite differences of ``w(q) = √det(J·Jᵀ)`` (a second Pinocchio data, no shared
-  state with the barrier), relative tolerance 1e-6 (1e-8 absolute for ``ẅ``).
+  state with the barrier), relative tolerance 1e-6 (1e-8 absolute for ``ẅ``), for the tool and
+  for a frame that the last joint does not move.
 - Self-collision model: the closest pair, distance and witness points against coal on
   every pair (through a second Pinocchio geometry data); ``∇d`` against central finite
   differences of that distance (the witness points may slide: first order, they do not
   matter), 1e-6 m/rad; the drift against the second time derivative of
   ``n̂·(p₂ − p₁)`` for the witness points held fixed on their links along
   ``q(t) = q + t·q̇``, 1e-6 m/s²; ``update()`` without ``q̇`` gives the same gradient
-  and no drift.
+  and no drift, and with the Jacobians of a ``KinematicsState`` the same terms.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+import pytest
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.qp.collision import SelfCollisionModel
@@ -35,9 +37,10 @@ def _manipulability(robot: RobotModel, data: pin.Data, joint: int, q: np.ndarray
     return math.sqrt(max(float(np.linalg.det(J @ J.T)), 0.0))
 
 
-def test_singularity_terms_match_finite_differences(robot: RobotModel) -> None:
+@pytest.mark.parametrize("frame", [TOOL, "spherical_wrist_2_link"])  # moved by 7 and by 6 joints
+def test_singularity_terms_match_finite_differences(robot: RobotModel, frame: str) -> None:
     kin = KinematicsState(robot)
-    barrier = SingularityBarrier(robot, TOOL, alpha=10.0, w_min=0.01)
+    barrier = SingularityBarrier(robot, frame, alpha=10.0, w_min=0.01)
     barrier.bind(np.zeros((1, robot.n)), np.zeros(1))
     data = robot.model.createData()
     rng = np.random.default_rng(3)
@@ -147,10 +150,14 @@ def test_self_collision_terms_match_coal_and_finite_differences(robot: RobotMode
         g = [_gap(robot, data, joints, local, n, q + i * t * v) for i in (-2, -1, 0, 1, 2)]
         drift = (-g[0] + 16.0 * g[1] - 30.0 * g[2] + 16.0 * g[3] - g[4]) / (12.0 * t * t)
         assert math.isclose(col.drift, drift, abs_tol=1e-6)
-        gradient = col.gradient.copy()
+        gradient, drift_computed = col.gradient.copy(), col.drift
         col.update()
         np.testing.assert_array_equal(col.gradient, gradient)
         assert col.drift == 0.0
+        # Reading the Jacobians from a KinematicsState (what the barrier does) gives the same terms.
+        col.update(kin.v, kin.JJd)
+        np.testing.assert_array_equal(col.gradient, gradient)
+        assert col.drift == drift_computed
 
 
 def test_joint_limit_rows_match_their_formulas(robot: RobotModel) -> None:

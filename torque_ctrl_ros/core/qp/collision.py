@@ -236,7 +236,8 @@ class SelfCollisionModel:
             self._pair_masks.append(mask.reshape(1, 2, 1, n))
         # The result objects stay in place in geom_data; a list indexes faster.
         self._results = list(self.geom_data.distanceResults)
-        self._JJd = np.zeros((2, 1, 6, n))  # [J; J̇] of the whole model
+        self._JJd = np.zeros((2, 1, 6, n))  # [J; J̇] of the whole model, when not given
+        self._JJd_now = self._JJd  # the one the last update read
         self._masked = np.zeros((2, 2, 6, n))  # [J; J̇] × [link b, link a] × 6 × n
         self._J_ba = self._masked[0].reshape(12, n)
         self._Jd_ba = self._masked[1].reshape(12, n)
@@ -266,12 +267,14 @@ class SelfCollisionModel:
         """Number of link-capsule pairs checked."""
         return len(self.pair_links)
 
-    def update(self, v: FloatArray | None = None) -> float:
+    def update(self, v: FloatArray | None = None, JJd: FloatArray | None = None) -> float:
         """Distances of all pairs; gradient and drift of the :attr:`pairs` smallest. Returns ``d_min`` (m).
 
         Args:
             v: joint velocities ``q̇`` (rad/s) of the kinematics pass, for the drift; ``None``
                 computes the distance and gradient only (``drift = 0``).
+            JJd: the world Jacobian of the chain and its time variation stacked (2 × 6 × n, as
+                ``KinematicsState.JJd``); ``None`` copies them from ``robot.data``.
 
         With the witness points ``p`` and the world Jacobian ``J_j`` of the link's joint
         (columns of the joints that do not move the link set to 0), the material point's
@@ -291,9 +294,12 @@ class SelfCollisionModel:
         pin.updateGeometryPlacements(model, data, self.geom_model, self.geom_data)
         # Returns the index of the pair with the smallest distance.
         k = int(pin.computeDistances(self.geom_model, self.geom_data))
-        JJd = self._JJd
-        JJd[0, 0] = data.J
-        JJd[1, 0] = data.dJ
+        if JJd is None:
+            self._JJd[0, 0] = data.J
+            self._JJd[1, 0] = data.dJ
+            self._JJd_now = self._JJd
+        else:
+            self._JJd_now = JJd[:, None]
         if self.pairs == 1:
             self._pair_terms(0, k, v)
         else:
@@ -347,7 +353,7 @@ class SelfCollisionModel:
         if row == 0:
             self.normal = np.array((nx, ny, nz))
             self.witness = (p1, p2)
-        np.multiply(self._JJd, self._pair_masks[k], self._masked)
+        np.multiply(self._JJd_now, self._pair_masks[k], self._masked)
         rows = self._rows
         # r_b = [n̂; p₂ × n̂], r_a = −[n̂; p₁ × n̂]
         rows[:] = (

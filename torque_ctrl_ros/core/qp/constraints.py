@@ -25,7 +25,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pinocchio as pin
 from numpy.typing import NDArray
 
 from ..errors import ConfigError
@@ -221,7 +220,7 @@ class SelfCollisionBarrier(Barrier):
 
     def update(self, kin: KinematicsState) -> None:
         col = self.collision
-        d = col.update(kin.v)
+        d = col.update(kin.v, kin.JJd)
         g = self.gradients
         if self._fresh:
             g[:] = col.gradients
@@ -326,8 +325,15 @@ class SingularityBarrier(Barrier):
         self.curvature = 0.0
         # Preallocated buffers and fixed views of them: a numpy call costs ~1 µs whatever its
         # size, so the update is a short list of calls with ``out`` arguments.
-        # [J; J̇] stacked (2 × 6 × n); its Gram matrix G (12 × 12) holds A, Bᵀ, B and D.
+        # [J; J̇] of the frame's joint stacked (2 × 6 × n): the chain's with the columns of the
+        # joints that do not move the frame set to 0. Its Gram matrix G (12 × 12) holds A, Bᵀ, B
+        # and D.
+        self._moves_frame = np.zeros(n)
+        for j in list(robot.model.supports[self.joint])[1:]:  # without the universe
+            first = robot.model.joints[j].idx_v
+            self._moves_frame[first : first + robot.model.joints[j].nv] = 1.0
         self._JJd = np.zeros((2, 6, n))
+        self._J = self._JJd[0]
         self._JJd12 = self._JJd.reshape(12, n)
         self._G = np.zeros((12, 12))
         G = self._G
@@ -352,10 +358,8 @@ class SingularityBarrier(Barrier):
         self._suffix = np.tril(np.ones((n, n)))
 
     def update(self, kin: KinematicsState) -> None:
-        model, data, v = kin.model, kin.data, kin.v
-        J, Jd = self._JJd
-        J[:] = pin.getJointJacobian(model, data, self.joint, pin.WORLD)
-        Jd[:] = pin.getJointJacobianTimeVariation(model, data, self.joint, pin.WORLD)
+        v, J = kin.v, self._J
+        np.multiply(kin.JJd, self._moves_frame, self._JJd)
         self._JJd12.dot(self._JJd12.T, self._G)
         det = float(_det(self._A))
         if not det > 1e-30:

@@ -44,7 +44,11 @@ class KinematicsState:
     After :meth:`update`: ``robot.data`` holds joint placements, frame placements,
     joint velocities, the bias accelerations (``q̈ = 0``), the world joint Jacobians,
     ``M`` and ``nle``; :attr:`M` is the full symmetric mass matrix
-    (kg·m²) and :attr:`nle` ``= C(q, q̇)·q̇ + g(q)`` (N·m).
+    (kg·m²), :attr:`nle` ``= C(q, q̇)·q̇ + g(q)`` (N·m) and :attr:`JJd` stacks the world
+    Jacobian of the whole chain ``J`` (6 × n, column ``c`` joint ``c``'s axis as a spatial
+    motion at the world origin) and its time variation ``J̇`` (2 × 6 × n), copied once per step
+    for the barriers that read them (a link's own Jacobian is ``J`` with the columns of the
+    joints that do not move it set to 0).
     """
 
     def __init__(self, robot: RobotModel) -> None:
@@ -57,6 +61,7 @@ class KinematicsState:
         self.q_pin = np.zeros(robot.model.nq)
         self.M = np.zeros((n, n))
         self.nle = np.zeros(n)
+        self.JJd = np.zeros((2, 6, n))
 
     def update(self, q: FloatArray, v: FloatArray) -> None:
         """Run forward kinematics, Jacobians, CRBA and NLE for joint angles ``q``, velocities ``v``."""
@@ -71,6 +76,8 @@ class KinematicsState:
         # the upper), so M needs no symmetrising here; test_step_fast_paths checks it.
         self.M[:] = self.data.M
         self.nle[:] = self.data.nle
+        self.JJd[0] = self.data.J
+        self.JJd[1] = self.data.dJ
 
 
 @dataclass(frozen=True)
