@@ -421,3 +421,30 @@ def test_a_run_cut_short_fails_every_target_of_its_section() -> None:
     verdicts = targets(cut)
     assert verdicts and not any(t.passed for t in verdicts)
     assert {t.context for t in verdicts} == {"run cut short", "a node did not exit cleanly"}
+
+
+def test_compare_times_this_tree_against_a_revision(capsys: pytest.CaptureFixture[str]) -> None:
+    """``bench.compare`` against HEAD: the exported revision imports under its own name next to
+    this package, both controllers are timed, and where the code is the same so are the torques."""
+    import subprocess
+
+    from torque_ctrl_ros.bench import compare
+
+    root = Path(compare.__file__).resolve().parents[2]
+    if subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True).returncode:
+        pytest.skip("not a git checkout")
+    assert compare.main(["--against", "HEAD", "--controllers", "computed_torque", "--states", "60"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("computed_torque"))
+    this_us, other_us, ratio, *_, difference = row.split()[1:]
+    assert all(math.isfinite(float(x)) and float(x) > 0 for x in (this_us, other_us, ratio))
+    assert float(difference) >= 0.0
+    # The same code on both sides: the torques agree to rounding.
+    import torque_ctrl_ros
+
+    same = compare.compare(torque_ctrl_ros, ["computed_torque"], 60)["computed_torque"]
+    assert same["max_torque_difference"] <= 1e-9 and math.isfinite(same["ratio"])
+    with pytest.raises(SystemExit):
+        compare.main(["--against", "no-such-revision"])
+    with pytest.raises(SystemExit):
+        compare.main(["--controllers", "nope"])

@@ -1,0 +1,174 @@
+"""Controller compute of this tree against a git revision, interleaved in one process.
+
+``python -m torque_ctrl_ros.bench.compare --against HEAD~1 --controllers qpid,hqpid``
+
+On this shared VM the speed of the same code drifts by up to 1.7× within minutes, so two runs
+of ``make bench`` one after the other cannot tell a 3 % change from the host's minute. Here the
+revision's package (and its ``urdf/``, ``mjcf/``, ``config/``) is exported with ``git archive``
+into a temporary folder under another name, and both versions of each controller are timed in
+alternating blocks over the same states (:func:`.stats.time_interleaved`), so both meet the
+same minutes of the host: run against itself, the ratio read 0.997–1.004 (QPID and HQPID, 3 000
+states, two runs), where two ``make bench`` runs minutes apart differ by 5 % and more.
+
+Both controllers also compute the first states from the same cold start and the largest
+difference between their torques is printed: rounding (up to ~2e-12 N·m between two instances of
+the same code here) unless the change alters what the controller computes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ..paths import PACKAGE_NAME
+from .compute import realistic_states
+from .configs import BENCH_CONFIGS
+from .stats import time_interleaved
+
+#: States both versions compute from the same cold start for the torque comparison.
+TORQUE_CHECK_STATES = 200
+
+
+def export_revision(revision: str, repository: Path, folder: Path) -> str:
+    """Write ``revision``'s package and data folders into ``folder``; returns the package's import name.
+
+    The package is renamed (``torque_ctrl_ros_<sha>``) so that it imports next to this one; its own
+    modules import each other relatively, and its data are found next to it (``paths.share_dir``).
+
+    Raises:
+        ValueError: ``revision`` is not a commit of ``repository``.
+    """
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(repository), "rev-parse", "--short=12", f"{revision}^{{commit}}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
+        raise ValueError(f"cannot resolve {revision!r} in {repository}: {exc}") from None
+    archive = subprocess.run(
+        ["git", "-C", str(repository), "archive", sha, PACKAGE_NAME, "urdf", "mjcf", "config"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    name = f"{PACKAGE_NAME}_{sha}"
+    (folder / PACKAGE_NAME).rename(folder / name)
+    return name
+
+
+def _controller(package: ModuleType, name: str, qs: np.ndarray, vs: np.ndarray) -> tuple[Any, list[Any], Any]:
+    """``name`` built by ``package`` (either version) with the benchmark's parameters, the states
+    as that package's ``JointState`` s and the reference held at the first one."""
+    core = importlib.import_module(f"{package.__name__}.core")
+    controllers = importlib.import_module(f"{package.__name__}.core.controllers")
+    paths = importlib.import_module(f"{package.__name__}.paths")
+    robot = core.RobotModel.from_urdf_file(paths.data_path("urdf", "gen3.urdf"))
+    controller = controllers.create_controller(name, robot, BENCH_CONFIGS[name])
+    states = [core.JointState(q, v) for q, v in zip(qs, vs, strict=True)]
+    return controller, states, controller.hold_reference(states[0])
+
+
+def compare(
+    other: ModuleType, controllers: Sequence[str], count: int, seed: int = 0
+) -> dict[str, dict[str, float]]:
+    """Per controller: medians and p99 (µs) of ``compute`` in this tree (``this``) and in ``other``,
+    timed interleaved, ``ratio`` = this / other (medians), and ``max_torque_difference`` (N·m)
+    over the first :data:`TORQUE_CHECK_STATES` states from a cold start."""
+    this = importlib.import_module(PACKAGE_NAME)
+    qs, vs = realistic_states(count, seed)
+    return {
+        name: _time_pair(_controller(this, name, qs, vs), _controller(other, name, qs, vs), count)
+        for name in controllers
+    }
+
+
+def _time_pair(
+    this: tuple[Any, list[Any], Any], other: tuple[Any, list[Any], Any], count: int
+) -> dict[str, float]:
+    """:func:`compare` for one controller: ``(controller, states, reference)`` of each version."""
+    (a, states_a, ref_a), (b, states_b, ref_b) = this, other
+
+    def restart() -> None:
+        # As compute.run does: the timed run starts cold, its cold step untimed.
+        for controller, states, ref in (this, other):
+            controller.reset()
+            controller.compute(states[0], ref)
+
+    times = time_interleaved(
+        {"this": lambda i: a.compute(states_a[i], ref_a), "other": lambda i: b.compute(states_b[i], ref_b)},
+        count,
+        after_warmup=restart,
+    )
+    a.reset()
+    b.reset()
+    difference = max(
+        float(np.abs(a.compute(states_a[i], ref_a).tau - b.compute(states_b[i], ref_b).tau).max())
+        for i in range(min(count, TORQUE_CHECK_STATES))
+    )
+    this_us, other_us = times["this"] / 1e3, times["other"] / 1e3
+    return {
+        "this_median_us": float(np.median(this_us)),
+        "this_p99_us": float(np.percentile(this_us, 99)),
+        "other_median_us": float(np.median(other_us)),
+        "other_p99_us": float(np.percentile(other_us, 99)),
+        "ratio": float(np.median(this_us) / np.median(other_us)),
+        "max_torque_difference": difference,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m torque_ctrl_ros.bench.compare",
+        description="Controller compute of this tree against a git revision, interleaved in one process.",
+    )
+    parser.add_argument("--against", default="HEAD", help="git revision to compare with (HEAD)")
+    parser.add_argument("--controllers", default="qpid,hqpid", help="comma-separated (qpid,hqpid)")
+    parser.add_argument("--states", type=int, default=4000, help="states along the benchmark motion (4000)")
+    args = parser.parse_args(argv)
+    names = [n for n in args.controllers.split(",") if n]
+    unknown = sorted(set(names) - set(BENCH_CONFIGS))
+    if unknown or not names or args.states < 1:
+        parser.error(
+            f"controllers must be among {sorted(BENCH_CONFIGS)} (got {unknown or names}); states >= 1"
+        )
+    repository = Path(__file__).resolve().parents[2]
+    with tempfile.TemporaryDirectory(prefix="tcr_compare_") as folder:
+        try:
+            package_name = export_revision(args.against, repository, Path(folder))
+        except ValueError as exc:
+            parser.error(str(exc))
+        sys.path.insert(0, folder)
+        try:
+            other = importlib.import_module(package_name)
+            results = compare(other, names, args.states)
+        finally:
+            sys.path.remove(folder)
+    print(
+        f"compute per step (µs), this tree against {args.against} ({package_name}), "
+        f"{args.states} states, interleaved"
+    )
+    print(
+        f"{'controller':<16} {'this':>9} {'other':>9} {'ratio':>7} {'this p99':>9} {'other p99':>9}"
+        "  max |Δτ| N·m"
+    )
+    for name, r in results.items():
+        print(
+            f"{name:<16} {r['this_median_us']:>9.1f} {r['other_median_us']:>9.1f} {r['ratio']:>7.3f} "
+            f"{r['this_p99_us']:>9.1f} {r['other_p99_us']:>9.1f}  {r['max_torque_difference']:.2e}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
