@@ -96,3 +96,45 @@ def test_as_rotation_float_path_agrees_with_the_numpy_check() -> None:
                 as_rotation("R", R)
             refused += 1
     assert accepted > 600 and refused > 900  # both sides of the tolerance were met
+
+
+def test_as_rotation_float_path_leaves_the_tolerance_itself_to_numpy() -> None:
+    """At the tolerance the two computations round differently: this matrix's ‖RᵀR − I‖ is
+    1.0000000000021e-6 by numpy (refused) and was accepted by the sum on Python floats. A subclass
+    of ndarray comes back as a plain ndarray, as through np.array."""
+    R = np.array(
+        [
+            [-0.09566781070428741, -0.3346386333174422, -0.9374778709545402],
+            [-0.07981846240397479, -0.9361860692959444, 0.34232242678560887],
+            [-0.9922081689194552, 0.10757673975448401, 0.06285240707347362],
+        ]
+    )
+    assert not _reference_is_rotation(R)
+    with pytest.raises(ConfigError, match="not a rotation matrix"):
+        as_rotation("R", R)
+    # Bisection on the scale of a perturbation: every matrix around the tolerance agrees.
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        Q, _r = np.linalg.qr(rng.normal(size=(3, 3)))
+        Q *= np.sign(np.linalg.det(Q))
+        E = rng.normal(size=(3, 3))
+        lo, hi = 0.0, 1e-5
+        for _step in range(60):
+            mid = 0.5 * (lo + hi)
+            if _reference_is_rotation(Q + mid * E):
+                lo = mid
+            else:
+                hi = mid
+        for scale in (lo, hi, lo * (1 - 1e-12), hi * (1 + 1e-12)):
+            R = Q + scale * E
+            if _reference_is_rotation(R):
+                assert as_rotation("R", R).tolist() == R.tolist()
+            else:
+                with pytest.raises(ConfigError):
+                    as_rotation("R", R)
+
+    class Subclass(np.ndarray):
+        pass
+
+    plain = as_rotation("R", np.eye(3).view(Subclass))
+    assert type(plain) is np.ndarray and plain.tolist() == np.eye(3).tolist()

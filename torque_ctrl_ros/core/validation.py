@@ -94,12 +94,13 @@ def as_rotation(field: str, value: Any, *, error: type[TorqueCtrlError] = Config
     Proper: ``‖RᵀR − I‖ ≤`` :data:`ROTATION_TOLERANCE` and ``det R > 0`` (a reflection or a
     scaled rotation would give a meaningless orientation error).
 
-    A float64 3 × 3 array (a target a node may pass every control step) is checked on Python
-    floats first, ~1 µs against ~7 for the numpy calls; one that fails that check goes through
-    them too, for the message.
+    A plain float64 3 × 3 array (a target a node may pass every control step) is checked on
+    Python floats first, ~1 µs against ~7 for the numpy calls; one that this check does not
+    accept clearly (within a margin of the tolerance, where the two round differently) goes
+    through them too, which decide and word the message.
     """
     if (
-        isinstance(value, np.ndarray)
+        type(value) is np.ndarray
         and value.dtype == np.float64
         and value.shape == (3, 3)
         and _is_proper_rotation(value.tolist())
@@ -118,16 +119,21 @@ def as_rotation(field: str, value: Any, *, error: type[TorqueCtrlError] = Config
     return R
 
 
+_FAST_ROTATION_BOUND = (ROTATION_TOLERANCE * (1.0 - 1e-6)) ** 2
+
+
 def _is_proper_rotation(rows: list[list[float]]) -> bool:
-    """``‖RᵀR − I‖ ≤`` :data:`ROTATION_TOLERANCE` and ``det R > 0`` for ``R`` given by its rows;
-    ``False`` for any NaN or infinite entry (every comparison with NaN is false)."""
+    """``‖RᵀR − I‖`` at most :data:`ROTATION_TOLERANCE` less a relative margin of 1e-6 (the
+    numpy check, rounded differently, refused matrices 1e-16 over the tolerance that this sum
+    accepted) and ``det R > 0``, for ``R`` given by its rows; ``False`` for any NaN or infinite
+    entry (every comparison with NaN is false)."""
     (a, b, c), (d, e, f), (g, h, i) = rows
     # Entries of RᵀR − I: the columns' squared norms less 1 and their pairwise dot products.
     n00, n11, n22 = a * a + d * d + g * g - 1.0, b * b + e * e + h * h - 1.0, c * c + f * f + i * i - 1.0
     n01, n02, n12 = a * b + d * e + g * h, a * c + d * f + g * i, b * c + e * f + h * i
     squared_norm = n00 * n00 + n11 * n11 + n22 * n22 + 2.0 * (n01 * n01 + n02 * n02 + n12 * n12)
     det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
-    return squared_norm <= ROTATION_TOLERANCE * ROTATION_TOLERANCE and det > 0.0
+    return squared_norm <= _FAST_ROTATION_BOUND and det > 0.0
 
 
 def all_finite(x: FloatArray) -> bool:
