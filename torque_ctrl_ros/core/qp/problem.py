@@ -201,11 +201,12 @@ class DenseQP:
         Data with a NaN (or an infinite entry outside ``l`` / ``u``) is not passed to the
         solver: warm-started on it, ProxSuite could report SOLVED and return the previous
         solution. It gives :attr:`SolveStatus.NON_FINITE` at once, and the next solve is cold.
-        Nor is a row whose bounds cross by more than ``eps_abs`` (``l − u > eps_abs``: no ``x``
-        meets it): ProxSuite took 100 to 19 700 iterations over such problems and mostly reported
-        MAX_ITERATIONS. It gives :attr:`SolveStatus.PRIMAL_INFEASIBLE` at once, its primal
-        residual the largest ``l − u``, and the next solve is cold. Bounds crossed by rounding
-        (``0 < l − u ≤ eps_abs``) go to the solver, which meets them within its tolerance.
+        Nor is a row whose bounds cross beyond rounding (``l − u > eps_abs·max(1, |l|, |u|)``, with
+        ``±inf`` clipped to ``±1e20``: no ``x`` meets it): ProxSuite took 100 to 19 700 iterations
+        over such problems and mostly reported MAX_ITERATIONS, and the one-variable closed form
+        took ``l = +inf, u = 1`` for unbounded. It gives :attr:`SolveStatus.PRIMAL_INFEASIBLE` at
+        once, its primal residual the largest ``l − u``, and the next solve is cold. Bounds
+        crossed by rounding go to the solver (the closed form accepts them as met).
         """
         # ±inf → ±1e20 for the solver (two ufunc calls; np.clip's wrapper costs more).
         np.maximum(self._lu, -_INF, out=self._lu_clipped)
@@ -218,9 +219,10 @@ class DenseQP:
         ):
             return self._refused(SolveStatus.NON_FINITE, math.nan)
         if np.count_nonzero(np.greater(self._l, self._u)):  # rare: the exact test only then
-            crossed = float((self._l - self._u).max())
-            if crossed > self._eps_abs:
-                return self._refused(SolveStatus.PRIMAL_INFEASIBLE, crossed)
+            crossed = self._l - self._u
+            scale = np.maximum(np.abs(self._l), np.abs(self._u))
+            if (crossed > self._eps_abs * np.maximum(scale, 1.0)).any():
+                return self._refused(SolveStatus.PRIMAL_INFEASIBLE, float(crossed.max()))
         if self.n == 1 and self.n_eq == 0:
             return self._solve_scalar()
         qp = self._qp
