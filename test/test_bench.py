@@ -423,17 +423,25 @@ def test_a_run_cut_short_fails_every_target_of_its_section() -> None:
     assert {t.context for t in verdicts} == {"run cut short", "a node did not exit cleanly"}
 
 
-def test_compare_times_this_tree_against_a_revision(capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_times_this_tree_against_a_revision(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """``bench.compare`` against HEAD: the exported revision imports under its own name next to
     this package, both controllers are timed, and where the code is the same so are the torques."""
+    import shutil
     import subprocess
+    import sys
 
     from torque_ctrl_ros.bench import compare
 
     root = Path(compare.__file__).resolve().parents[2]
-    if subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True).returncode:
-        pytest.skip("not a git checkout")
+    tracked = ["git", "-C", str(root), "ls-files", "--error-unmatch", "torque_ctrl_ros/__init__.py"]
+    if shutil.which("git") is None or subprocess.run(tracked, capture_output=True).returncode:
+        pytest.skip("not a git checkout of this package")
     assert compare.main(["--against", "HEAD", "--controllers", "computed_torque", "--states", "60"]) == 0
+    # Twice in one process: the first comparison's modules are gone with its folder.
+    assert compare.main(["--against", "HEAD", "--controllers", "computed_torque", "--states", "60"]) == 0
+    assert not [m for m in sys.modules if m.startswith("torque_ctrl_ros_")]
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("computed_torque"))
     this_us, other_us, ratio, *_, difference = row.split()[1:]
@@ -446,5 +454,10 @@ def test_compare_times_this_tree_against_a_revision(capsys: pytest.CaptureFixtur
     assert same["max_torque_difference"] <= 1e-9 and math.isfinite(same["ratio"])
     with pytest.raises(SystemExit):
         compare.main(["--against", "no-such-revision"])
+    first = subprocess.run(
+        ["git", "-C", str(root), "rev-list", "--max-parents=0", "HEAD"], capture_output=True, text=True
+    ).stdout.split()[0]
+    with pytest.raises(ValueError, match="cannot export .*pathspec 'urdf'"):  # before the robot files
+        compare.export_revision(first, root, tmp_path)
     with pytest.raises(SystemExit):
         compare.main(["--controllers", "nope"])

@@ -41,11 +41,14 @@ TORQUE_CHECK_STATES = 200
 def export_revision(revision: str, repository: Path, folder: Path) -> str:
     """Write ``revision``'s package and data folders into ``folder``; returns the package's import name.
 
-    The package is renamed (``torque_ctrl_ros_<sha>``) so that it imports next to this one; its own
-    modules import each other relatively, and its data are found next to it (``paths.share_dir``).
+    The package is renamed (``torque_ctrl_ros_<sha>``) so that it imports next to this one, and its
+    data are found next to it (``paths.share_dir``). The modules the comparison loads (``core``,
+    ``paths``, the package's ``__init__``) must import each other relatively: an absolute
+    ``torque_ctrl_ros`` import there would load this tree's code in its place.
 
     Raises:
-        ValueError: ``revision`` is not a commit of ``repository``.
+        ValueError: ``revision`` is not a commit of ``repository``, lacks one of the folders, or its
+            ``core`` imports ``torque_ctrl_ros`` by name (git's message or the lines found).
     """
     try:
         sha = subprocess.run(
@@ -56,11 +59,34 @@ def export_revision(revision: str, repository: Path, folder: Path) -> str:
         ).stdout.strip()
     except (subprocess.CalledProcessError, FileNotFoundError) as exc:
         raise ValueError(f"cannot resolve {revision!r} in {repository}: {exc}") from None
-    archive = subprocess.run(
-        ["git", "-C", str(repository), "archive", sha, PACKAGE_NAME, "urdf", "mjcf", "config"],
-        check=True,
+    loaded = [f"{PACKAGE_NAME}/core", f"{PACKAGE_NAME}/paths.py", f"{PACKAGE_NAME}/__init__.py"]
+    absolute = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repository),
+            "grep",
+            "-nE",
+            rf"^\s*(from|import) {PACKAGE_NAME}\b",
+            sha,
+            "--",
+            *loaded,
+        ],
         capture_output=True,
-    ).stdout
+        text=True,
+    ).stdout.strip()
+    if absolute:
+        raise ValueError(
+            f"{revision}: imports {PACKAGE_NAME} by name where the comparison needs its own code:\n{absolute}"
+        )
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(repository), "archive", sha, PACKAGE_NAME, "urdf", "mjcf", "config"],
+            check=True,
+            capture_output=True,
+        ).stdout
+    except subprocess.CalledProcessError as exc:
+        raise ValueError(f"cannot export {revision}: {exc.stderr.decode().strip()}") from None
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     name = f"{PACKAGE_NAME}_{sha}"
     (folder / PACKAGE_NAME).rename(folder / name)
@@ -154,6 +180,11 @@ def main(argv: list[str] | None = None) -> int:
             results = compare(other, names, args.states)
         finally:
             sys.path.remove(folder)
+            # Its modules point into the folder about to be deleted: a second comparison in this
+            # process must import them afresh.
+            for module in [m for m in sys.modules if m == package_name or m.startswith(package_name + ".")]:
+                del sys.modules[module]
+            importlib.invalidate_caches()
     print(
         f"compute per step (µs), this tree against {args.against} ({package_name}), "
         f"{args.states} states, interleaved"
