@@ -1,6 +1,6 @@
 # Two commands set up everything on a fresh machine with Python 3.11:
-#   make sim    the simulated Gen3 under a controller (CONTROLLER=..., DURATION=... seconds,
-#               PIN=auto to pin the two nodes to one CPU each)
+#   make sim    the simulated Gen3 under a controller (CONTROLLER=..., DURATION=... simulated
+#               seconds, PIN=auto to pin the two nodes to one CPU each, RT=20 for SCHED_FIFO 20)
 #   make test   the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -11,6 +11,7 @@ CONTROLLER ?= computed_torque
 MODE ?= realtime
 DURATION ?= 10
 PIN ?= none
+RT ?= 0
 PYTEST_ARGS ?=
 # 7x7 matrices never gain from BLAS threads; idle BLAS threads spinning next to a 1 kHz loop
 # on 2 cores cost far more than they give.
@@ -31,7 +32,7 @@ test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 sim: $(STAMP)
-	$(PY) -m torque_ctrl_ros.run_sim --controller $(CONTROLLER) --mode $(MODE) --duration $(DURATION) --cpus $(PIN)
+	$(PY) -m torque_ctrl_ros.run_sim --controller $(CONTROLLER) --mode $(MODE) --duration $(DURATION) --cpus $(PIN) --rt-priority $(RT)
 
 bench: $(STAMP)
 	$(PY) -m torque_ctrl_ros.bench

@@ -351,7 +351,7 @@ class Monitor:
         # The monitor takes every state (1 kHz, ~2–3 kHz in lockstep) on the CPUs the two nodes
         # need, so it reads them as the controller does: EventsExecutor, bytes decoded by the
         # node's codec. With the SingleThreadedExecutor and rclpy's messages it took a third of
-        # a CPU at 1 kHz (see the README's make sim section).
+        # a CPU at 1 kHz (docs/performance.md, "make sim's monitor").
         self.executor = make_executor("events", self.context)
         self.executor.add_node(self.node)
         self.node.create_subscription(JointStateMsg, "/joint_states", self._on_state, 100, raw=True)
