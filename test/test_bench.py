@@ -454,10 +454,22 @@ def test_compare_times_this_tree_against_a_revision(
     assert same["max_torque_difference"] <= 1e-9 and math.isfinite(same["ratio"])
     with pytest.raises(SystemExit):
         compare.main(["--against", "no-such-revision"])
-    first = subprocess.run(
-        ["git", "-C", str(root), "rev-list", "--max-parents=0", "HEAD"], capture_output=True, text=True
-    ).stdout.split()[0]
-    with pytest.raises(ValueError, match="cannot export .*pathspec 'urdf'"):  # before the robot files
-        compare.export_revision(first, root, tmp_path)
+    # A revision without the robot files (a repository of its own: a clone may be shallow), and
+    # one whose core imports the package by name, are refused with what is wrong.
+    repo = tmp_path / "repo"
+    (repo / "torque_ctrl_ros" / "core").mkdir(parents=True)
+    (repo / "torque_ctrl_ros" / "__init__.py").write_text("")
+    (repo / "torque_ctrl_ros" / "core" / "x.py").write_text("import numpy\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "package only"], check=True)
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ValueError, match="cannot export .*pathspec 'urdf'"):
+        compare.export_revision("HEAD", repo, tmp_path / "out")
+    (repo / "torque_ctrl_ros" / "core" / "x.py").write_text("from torque_ctrl_ros.paths import data_path\n")
+    subprocess.run([*git, "commit", "-qam", "absolute import"], check=True)
+    with pytest.raises(ValueError, match="(?s)imports torque_ctrl_ros by name.*core/x.py:1"):
+        compare.export_revision("HEAD", repo, tmp_path / "out")
     with pytest.raises(SystemExit):
         compare.main(["--controllers", "nope"])
