@@ -128,3 +128,15 @@ def test_the_mjcf_description_gives_the_urdf_model_in_joint_angles(robot: RobotM
         np.testing.assert_allclose(q_pin, q)
         np.testing.assert_allclose(mjcf.angles(q_pin), q)
         np.testing.assert_allclose(mjcf.wrap(q), robot.wrap(q))
+
+
+def test_moving_columns_mark_the_joints_between_the_root_and_a_body(robot: RobotModel) -> None:
+    """The mask the barriers multiply the chain's world Jacobian with: Pinocchio's own joint
+    Jacobian of every Gen3 joint is that Jacobian with the other columns set to 0."""
+    model, data = robot.model, robot.data
+    pin.computeJointJacobians(model, data, robot.configuration(np.linspace(-1.0, 1.0, robot.n)))
+    for joint in range(1, model.njoints):
+        mask = robot.moving_columns(joint)
+        assert mask.tolist() == [1.0] * joint + [0.0] * (robot.n - joint)  # a serial chain
+        np.testing.assert_array_equal(data.J * mask, pin.getJointJacobian(model, data, joint, pin.WORLD))
+    assert robot.dofs_moving("end_effector_link") == 7 and robot.dofs_moving("shoulder_link") == 1

@@ -363,9 +363,18 @@ class RobotModel:
     def dofs_moving(self, frame: str | int) -> int:
         """Number of joint DoFs between the root and ``frame``: the most rows of its Jacobian that
         can be independent (e.g. 1 for the first link of the Gen3, 7 for its tool)."""
+        return int(self.moving_columns(int(self.model.frames[self.frame_id(frame)].parentJoint)).sum())
+
+    def moving_columns(self, joint: int) -> FloatArray:
+        """1 for each velocity column (length ``nv``) of a joint between the root and Pinocchio joint
+        ``joint`` (that joint included), 0 elsewhere: the columns of the world Jacobian of the
+        chain (``data.J``) that move the body of ``joint``."""
         model = self.model
-        joint = model.frames[self.frame_id(frame)].parentJoint
-        return sum(int(model.joints[j].nv) for j in list(model.supports[joint])[1:])  # not the universe
+        mask = np.zeros(model.nv)
+        for j in list(model.supports[joint])[1:]:  # not the universe
+            first = model.joints[j].idx_v
+            mask[first : first + model.joints[j].nv] = 1.0
+        return mask
 
     def joint_index(self, names: Sequence[str]) -> np.ndarray:
         """Indices (into :attr:`joint_names`) of ``names``; error lists the valid names."""

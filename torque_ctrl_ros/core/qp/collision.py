@@ -228,11 +228,7 @@ class SelfCollisionModel:
         # between the base and the link), as a (1, 2, 1, n) array that masks [J; J̇].
         self._pair_masks: list[FloatArray] = []
         for pair in self.geom_model.collisionPairs:
-            mask = np.zeros((2, n))
-            for row, geom in enumerate((pair.second, pair.first)):
-                for joint in list(model.supports[joint_of[geom]])[1:]:  # without the universe
-                    first = model.joints[joint].idx_v
-                    mask[row, first : first + model.joints[joint].nv] = 1.0
+            mask = np.stack([robot.moving_columns(joint_of[geom]) for geom in (pair.second, pair.first)])
             self._pair_masks.append(mask.reshape(1, 2, 1, n))
         # The result objects stay in place in geom_data; a list indexes faster.
         self._results = list(self.geom_data.distanceResults)

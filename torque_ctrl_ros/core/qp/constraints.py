@@ -328,10 +328,7 @@ class SingularityBarrier(Barrier):
         # [J; J̇] of the frame's joint stacked (2 × 6 × n): the chain's with the columns of the
         # joints that do not move the frame set to 0. Its Gram matrix G (12 × 12) holds A, Bᵀ, B
         # and D.
-        self._moves_frame = np.zeros(n)
-        for j in list(robot.model.supports[self.joint])[1:]:  # without the universe
-            first = robot.model.joints[j].idx_v
-            self._moves_frame[first : first + robot.model.joints[j].nv] = 1.0
+        self._moves_frame = robot.moving_columns(self.joint)
         self._JJd = np.zeros((2, 6, n))
         self._J = self._JJd[0]
         self._JJd12 = self._JJd.reshape(12, n)
