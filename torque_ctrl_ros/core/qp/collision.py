@@ -233,7 +233,6 @@ class SelfCollisionModel:
         # The result objects stay in place in geom_data; a list indexes faster.
         self._results = list(self.geom_data.distanceResults)
         self._JJd = np.zeros((2, 1, 6, n))  # [J; J̇] of the whole model, when not given
-        self._JJd_now = self._JJd  # the one the last update read
         self._masked = np.zeros((2, 2, 6, n))  # [J; J̇] × [link b, link a] × 6 × n
         self._J_ba = self._masked[0].reshape(12, n)
         self._Jd_ba = self._masked[1].reshape(12, n)
@@ -293,19 +292,19 @@ class SelfCollisionModel:
         if JJd is None:
             self._JJd[0, 0] = data.J
             self._JJd[1, 0] = data.dJ
-            self._JJd_now = self._JJd
+            JJd4 = self._JJd
         else:
-            self._JJd_now = JJd[:, None]
+            JJd4 = JJd[:, None]  # (2, 1, 6, n), as the pair masks broadcast
         if self.pairs == 1:
-            self._pair_terms(0, k, v)
+            self._pair_terms(0, k, v, JJd4)
         else:
-            self._track_closest(v)
+            self._track_closest(v, JJd4)
         self.distance = float(self.distances[0])
         self.drift = float(self.drifts[0])
         self.closest_pair = self.tracked_pairs[0]
         return self.distance
 
-    def _track_closest(self, v: FloatArray | None) -> None:
+    def _track_closest(self, v: FloatArray | None, JJd4: FloatArray) -> None:
         """Rows for the :attr:`pairs` closest pairs, skipping a pair at the distance of a closer
         one to within 1 nm: capsules ending on the same joint sphere give the same witness
         points, distance and gradient, and two identical rows made the QP degenerate (its solve
@@ -320,7 +319,7 @@ class SelfCollisionModel:
             if d - last < 1e-9:
                 continue
             last = d
-            self._pair_terms(row, k, v)
+            self._pair_terms(row, k, v, JJd4)
             row += 1
             if row == self.pairs:
                 return
@@ -328,8 +327,9 @@ class SelfCollisionModel:
         self.gradients[row:] = 0.0
         self.drifts[row:] = 0.0
 
-    def _pair_terms(self, row: int, k: int, v: FloatArray | None) -> None:
-        """Distance, gradient and drift of pair ``k`` into row ``row`` (row 0 also: witness, normal)."""
+    def _pair_terms(self, row: int, k: int, v: FloatArray | None, JJd4: FloatArray) -> None:
+        """Distance, gradient and drift of pair ``k`` into row ``row`` (row 0 also: witness, normal);
+        ``JJd4``: ``[J; J̇]`` of the chain as (2, 1, 6, n)."""
         res = self._results[k]
         self.distances[row] = res.min_distance
         self.tracked_pairs[row] = self.pair_links[k]
@@ -349,7 +349,7 @@ class SelfCollisionModel:
         if row == 0:
             self.normal = np.array((nx, ny, nz))
             self.witness = (p1, p2)
-        np.multiply(self._JJd_now, self._pair_masks[k], self._masked)
+        np.multiply(JJd4, self._pair_masks[k], self._masked)
         rows = self._rows
         # r_b = [n̂; p₂ × n̂], r_a = −[n̂; p₁ × n̂]
         rows[:] = (
