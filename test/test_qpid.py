@@ -415,6 +415,29 @@ def test_three_levels_keep_every_level_above(robot: RobotModel) -> None:
     assert np.linalg.norm(pin.log3(ref["ori"].T @ pose.rotation)) < 1e-3
 
 
+def test_null_space_basis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Z`` of a lower level: orthonormal, ``J·Z = 0``, the whole null space for a full-rank ``J``,
+    a part of it for a rank-deficient one; the numpy.linalg fallback spans the same space."""
+    from torque_ctrl_ros.core.controllers import qpid
+
+    rng = np.random.default_rng(3)
+    cases = [rng.standard_normal((m, 7)) for m in range(7)]
+    deficient = rng.standard_normal((6, 7))
+    deficient[5] = deficient[4] - 2.0 * deficient[0]  # rank 5
+    for J in [*cases, deficient]:
+        m = J.shape[0]
+        Z = np.full((7, 7 - m), np.nan)
+        qpid._null_space_basis(J, np.zeros((7, m)), Z)
+        np.testing.assert_allclose(Z.T @ Z, np.eye(7 - m), atol=1e-12)
+        assert np.abs(J @ Z).max(initial=0.0) < 1e-12
+        assert np.linalg.matrix_rank(np.hstack([J.T, Z])) == (7 if J is not deficient else 6)
+        with monkeypatch.context() as patch:
+            patch.setattr(qpid, "_qr_r_raw", None)
+            Z_numpy = np.full_like(Z, np.nan)
+            qpid._null_space_basis(J, np.zeros((7, m)), Z_numpy)
+        np.testing.assert_allclose(Z_numpy @ Z_numpy.T, Z @ Z.T, atol=1e-12)
+
+
 def test_rows_frozen_twice_are_refused_where_they_hide_freedom(robot: RobotModel) -> None:
     """A position task above a pose task on the same frame: 9 weighted rows of rank 6. ``Z`` of
     ``7 − 9`` columns had skipped the posture level below, though the elbow's self-motion was
