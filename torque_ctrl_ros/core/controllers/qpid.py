@@ -31,9 +31,9 @@ second worse: 9 of those 200 fell back.)
 tasks with ``level == 0`` there, then solves each level ``k > 0`` over what the levels above
 left free: ``q̈ = q̈*_{k−1} + Z_k·u``, where the columns of ``Z_k`` (n × r_k) are an
 orthonormal basis of the null space of the stacked Jacobian rows with weight > 0 of every
-task above (``r_k = n −`` those rows, from a QR factorisation; a row with weight 0 has no cost, so it
-freezes nothing: a pose task weighted ``[1, 1, 1, 0, 0, 0]`` freezes what a position task
-does). Level ``k`` minimises its tasks' cost (plus the regularisation) over ``u`` subject to
+task above (``r_k = n −`` those rows, from a QR factorisation; a row with weight 0 has no
+cost, so it freezes nothing: a pose task weighted ``[1, 1, 1, 0, 0, 0]`` freezes what a
+position task does). Level ``k`` minimises its tasks' cost (plus the regularisation) over ``u`` subject to
 every barrier, with the slack level 0 used kept, and the torque limits
 ``|M·q̈ + nle| ≤ τ_max``; the weighted task accelerations of the levels above cannot change
 (``J_j[w_j > 0]·Z_k = 0``) and ``u = 0`` is always feasible. A level with ``r_k = 0`` has
@@ -123,10 +123,11 @@ _qr_complete: Any = getattr(_ulinalg, "qr_complete", None)
 def _null_space_basis(J: FloatArray, work: FloatArray, out: FloatArray) -> None:
     """``out`` (n × r, r = n − m): orthonormal columns with ``J·out = 0`` for ``J`` (m × n, m < n).
 
-    They are the last r columns of ``Q`` in the complete QR factorisation ``Jᵀ = Q·R``: the first
-    m columns of ``Q`` span the columns of ``Jᵀ`` whatever the rank of ``J``, so the others are
-    orthogonal to every row of ``J`` (and span its whole null space when ``J`` has full row
-    rank). ``work`` (n × m) is overwritten. 2.7 µs for a 6 × 7 ``J`` where the SVD took 7.5.
+    They are the last r columns of ``Q`` in the complete QR factorisation ``Jᵀ = Q·R``: the
+    columns of ``Jᵀ`` lie in the span of the first m columns of ``Q`` whatever the rank of ``J``,
+    so the others are orthogonal to every row of ``J`` (and span its whole null space when ``J``
+    has full row rank). ``work`` (n × m) is overwritten. 2.7 µs for a 6 × 7 ``J`` where the SVD
+    took 7.5.
     """
     m = J.shape[0]
     if _qr_r_raw is None or _qr_complete is None:
