@@ -33,8 +33,8 @@ left free: ``q̈ = q̈*_{k−1} + Z_k·u``, where the columns of ``Z_k`` (n × r
 orthonormal basis of the null space of the stacked Jacobian rows with weight > 0 of every
 task above (``r_k = n −`` those rows, from a QR factorisation; a row with weight 0 has no
 cost, so it freezes nothing: a pose task weighted ``[1, 1, 1, 0, 0, 0]`` freezes what a
-position task does). Level ``k`` minimises its tasks' cost (plus the regularisation) over ``u`` subject to
-every barrier, with the slack level 0 used kept, and the torque limits
+position task does). Level ``k`` minimises its tasks' cost (plus the regularisation) over
+``u`` subject to every barrier, with the slack level 0 used kept, and the torque limits
 ``|M·q̈ + nle| ≤ τ_max``; the weighted task accelerations of the levels above cannot change
 (``J_j[w_j > 0]·Z_k = 0``) and ``u = 0`` is always feasible. A level with ``r_k = 0`` has
 nothing left to decide and is skipped. These QPs are small (``r_k`` variables, no equality rows);
