@@ -29,6 +29,11 @@ Arguments:
     controller_cpus
                  CPUs to pin the controller process to, e.g. 3 (default "": any CPU); on a
                  control PC, one kept free of other work (``isolcpus``).
+    cpu_latency_us
+                 CPU wake-up latency (µs) the controller process holds through
+                 /dev/cpu_dma_latency while it runs (default "": no request; 0 keeps every CPU
+                 polling instead of sleeping, the usual real-time setting, at the cost of their
+                 idle power). Needs root; without it the node logs that nothing is held.
     rviz         true: robot_state_publisher (on the driver's /joint_states) and rviz2
                  (view_gen3.launch.py). Leave it false if the driver's own launch already runs
                  a robot_state_publisher, and start rviz2 alone.
@@ -69,6 +74,7 @@ def _controller_node(context: LaunchContext) -> list[Node]:
             additional_env={
                 "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
                 "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
+                "TORQUE_CTRL_CPU_LATENCY_US": LaunchConfiguration("cpu_latency_us"),
             },
             parameters=[LaunchConfiguration("params_file"), overrides],
         )
@@ -97,6 +103,11 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument(
                 "controller_cpus", default_value="", description='CPUs of controller_node, "": any'
+            ),
+            DeclareLaunchArgument(
+                "cpu_latency_us",
+                default_value="",
+                description='CPU wake-up latency (µs) held while the node runs, "": no request',
             ),
             DeclareLaunchArgument(
                 "rviz",

@@ -12,6 +12,11 @@ Arguments:
     sim_cpus, controller_cpus
                  CPUs to pin each node process to, e.g. 0 and 1 (default "": any CPU). One CPU
                  each is what the benchmark measures with (see docs/performance.md).
+    cpu_latency_us
+                 CPU wake-up latency (µs) both node processes hold through /dev/cpu_dma_latency
+                 while they run (default "": no request; 0, what the benchmark measures with,
+                 keeps every CPU polling instead of sleeping). Needs root; without it the nodes
+                 log that nothing is held.
 
 Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``); ``controller`` and
 ``mode`` override the values in it. ``make sim`` runs the same two nodes from the same file
@@ -36,7 +41,10 @@ def generate_launch_description() -> LaunchDescription:
     share = Path(get_package_share_directory(PACKAGE))
     params_file = LaunchConfiguration("params_file")
     # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
-    realtime = {"TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority")}
+    realtime = {
+        "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
+        "TORQUE_CTRL_CPU_LATENCY_US": LaunchConfiguration("cpu_latency_us"),
+    }
     sim_env = {**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("sim_cpus")}
     controller_env = {**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus")}
     return LaunchDescription(
@@ -64,6 +72,11 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument("sim_cpus", default_value="", description='CPUs of sim_node, "": any'),
             DeclareLaunchArgument(
                 "controller_cpus", default_value="", description='CPUs of controller_node, "": any'
+            ),
+            DeclareLaunchArgument(
+                "cpu_latency_us",
+                default_value="",
+                description='CPU wake-up latency (µs) held while the nodes run, "": no request',
             ),
             Node(
                 package=PACKAGE,

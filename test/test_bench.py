@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
 from torque_ctrl_ros.bench.dds import summary_figures
 from torque_ctrl_ros.bench.host import cpu_ticks, steal_between, summarize, timer_lateness
 from torque_ctrl_ros.bench.stats import machine_description, time_calls_paced, time_interleaved
+from torque_ctrl_ros.nodes.scheduling import CPU_LATENCY_DEVICE
 from torque_ctrl_ros.run_sim import step_parts
 
 TIMING_KEYS = ("median_us", "p95_us", "p99_us", "max_us")
@@ -287,8 +289,11 @@ def test_quick_settings() -> None:
     # A quick run does not overwrite the full run's results (the docs quote them).
     assert args.out.name == "bench_quick.json" and full.out.name == "bench.json"
     assert parse_args(["--quick", "--out", "x.json"]).out.name == "x.json"
-    with pytest.raises(SystemExit):
-        parse_args(["--sections", "nope"])
+    assert full.placement.cpu_latency_us == 0
+    assert parse_args(["--cpu-latency-us", "none"]).placement.cpu_latency_us is None
+    for bad in (["--sections", "nope"], ["--cpu-latency-us", "-3"]):
+        with pytest.raises(SystemExit):
+            parse_args(bad)
 
 
 @pytest.mark.ros
@@ -326,9 +331,13 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
     assert all(_finite(v) and v > 0 for k, part in step.items() for v in part.values() if k != "hops")
     assert set(fig["scheduling"]) == {"sim_node", "controller_node"}
     cpus = data["settings"]["cpus"]  # --cpus auto: one CPU each where there are two
-    if cpus["sim_node"]:
-        assert fig["scheduling"]["sim_node"].endswith(f"cpus:{cpus['sim_node']}")
-        assert fig["scheduling"]["controller_node"].endswith(f"cpus:{cpus['controller_node']}")
+    assert data["settings"]["cpu_latency_us"] == 0  # --cpu-latency-us 0 by default
+    writable = os.access(CPU_LATENCY_DEVICE, os.W_OK)  # where not, the nodes run without
+    for node in ("sim_node", "controller_node"):
+        got = fig["scheduling"][node].split()
+        if cpus[node]:
+            assert f"cpus:{cpus[node]}" in got
+        assert ("cpu_latency:0us" in got) == writable, got
     host = fig["host_timer"]  # measured before the run, same scheduling
     assert host["ticks"] == 200 and all(_finite(host[k]) for k in ("p50_us", "p99_us", "late_percent"))
     assert host["scheduling"] == fig["scheduling"]["sim_node"]

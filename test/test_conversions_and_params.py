@@ -262,6 +262,59 @@ def test_cpu_pinning_from_the_environment() -> None:
             Placement.from_spec(0, bad)
 
 
+def test_cpu_latency_request_from_the_environment(tmp_path: Path) -> None:
+    """``$TORQUE_CTRL_CPU_LATENCY_US`` and the runners' ``--cpu-latency-us``: validated; the value
+    goes to the device as the kernel's s32 and the request holds until released."""
+    import struct
+    import subprocess
+    import sys
+
+    from torque_ctrl_ros.nodes import scheduling as sch
+
+    env = sch.CPU_LATENCY_ENV
+    assert sch.request_cpu_latency({}) == "" and sch.request_cpu_latency({env: " "}) == ""
+    for bad in ("x", "-1", "1.5", "1000001"):
+        with pytest.raises(ConfigError, match=env):
+            sch.request_cpu_latency({env: bad})
+    device = tmp_path / "cpu_dma_latency"
+    try:
+        assert sch.request_cpu_latency({env: "0"}, device) == "cpu_latency:0us"
+        assert sch.current_policy().endswith(" cpu_latency:0us")
+        assert sch.request_cpu_latency({env: "25"}, device) == "cpu_latency:25us"  # replaces the first
+        assert device.read_bytes() == struct.pack("=i", 25)
+        assert sch.current_policy().endswith(" cpu_latency:25us")
+    finally:
+        sch.release_cpu_latency()
+    assert "cpu_latency" not in sch.current_policy()
+    # A device that cannot be opened: reported, nothing held, no exception.
+    got = sch.request_cpu_latency({env: "0"}, tmp_path / "missing" / "device")
+    assert got.startswith("(cpu latency 0 us not held: ") and "cpu_latency" not in sch.current_policy()
+    # The real device, in a child process (the request would otherwise hold for the test run):
+    # while held, reading the device gives the kernel's current target, 0.
+    code = (
+        "import struct; from torque_ctrl_ros.nodes.scheduling import request_cpu_latency as r, "
+        f"CPU_LATENCY_DEVICE as d; got = r({{'{env}': '0'}}); "
+        "print(got, struct.unpack('=i', d.read_bytes())[0] if got.startswith('cpu_latency') else '-')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    got, target = out.rsplit(" ", 1)
+    assert (got, target.strip()) == ("cpu_latency:0us", "0") or got.startswith(
+        "(cpu latency 0 us not held"
+    ), out
+
+    assert sch.parse_cpu_latency("none") is None and sch.parse_cpu_latency("") is None
+    assert sch.parse_cpu_latency("0") == 0 and sch.parse_cpu_latency(" 50 ") == 50
+    for bad in ("-1", "x", "1e3", "1000001"):
+        with pytest.raises(ConfigError, match="cpu latency"):
+            sch.parse_cpu_latency(bad)
+    assert sch.Placement.from_spec(20, "none").env("sim_node")[env] == ""
+    placed = sch.Placement.from_spec(20, "0:1", 0)
+    assert placed.cpu_latency_us == 0
+    assert placed.env("sim_node")[env] == placed.env("controller_node")[env] == "0"
+    with pytest.raises(ConfigError, match="cpu latency"):
+        sch.Placement.from_spec(0, "none", -5)
+
+
 def test_joint_trajectory_takes_the_short_way_on_continuous_joints(robot: RobotModel) -> None:
     from builtin_interfaces.msg import Duration
     from ros_helpers import FakeTargetNode

@@ -33,7 +33,7 @@ from .core.controllers import CONTROLLERS
 from .core.errors import ConfigError
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
-from .nodes.scheduling import PARENT_ENV, UNPLACED, Placement
+from .nodes.scheduling import PARENT_ENV, UNPLACED, Placement, parse_cpu_latency
 from .paths import data_path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -498,9 +498,15 @@ def main(argv: list[str] | None = None) -> int:
         help="pin the nodes: none, auto (simulator and controller on one CPU each) or SIM:CONTROLLER "
         "CPU lists such as 0:1",
     )
+    parser.add_argument(
+        "--cpu-latency-us",
+        default="none",
+        help="CPU wake-up latency (µs) both nodes hold through /dev/cpu_dma_latency while they run, when "
+        "permitted (0: the CPUs poll instead of halting; none, the default: no request)",
+    )
     args = parser.parse_args(argv)
     try:
-        placement = Placement.from_spec(args.rt_priority, args.cpus)
+        placement = Placement.from_spec(args.rt_priority, args.cpus, parse_cpu_latency(args.cpu_latency_us))
     except ConfigError as exc:
         parser.error(str(exc))
 

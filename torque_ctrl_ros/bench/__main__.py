@@ -20,7 +20,7 @@ measured, and counted apart from the PASSes.
 
     python -m torque_ctrl_ros.bench [--quick] [--out bench_results/bench.json]
         [--sections compute,conversions,dds,lockstep] [--controllers qpid,hqpid] [--dds-seconds 20]
-        [--host-seconds 3] [--rt-priority 20] [--cpus auto]
+        [--host-seconds 3] [--rt-priority 20] [--cpus auto] [--cpu-latency-us 0]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..nodes.scheduling import Placement
+from ..nodes.scheduling import Placement, parse_cpu_latency
 from ..run_sim import STEP_PARTS
 from .configs import BENCH_CONFIGS
 from .stats import machine_description
@@ -461,6 +461,7 @@ def run_sections(args: argparse.Namespace, log: Callable[[str], None] = print) -
             "host_seconds": args.host_seconds,
             "rt_priority": args.rt_priority,
             "cpus": {"sim_node": args.placement.sim_cpus, "controller_node": args.placement.controller_cpus},
+            "cpu_latency_us": args.placement.cpu_latency_us,
         },
     }
     logs = args.out.parent / "logs" if args.out else None
@@ -534,6 +535,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "none, or SIM:CONTROLLER CPU lists such as 0:1",
     )
     parser.add_argument(
+        "--cpu-latency-us",
+        default="0",
+        help="CPU wake-up latency (µs) the node processes hold through /dev/cpu_dma_latency while they "
+        "run, when permitted (0, the default: the CPUs poll instead of halting; none: no request)",
+    )
+    parser.add_argument(
         "--params-file",
         type=Path,
         default=None,
@@ -555,7 +562,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.host_seconds is None:
         args.host_seconds = 0.5 if quick else 3.0
     try:
-        args.placement = Placement.from_spec(args.rt_priority, args.cpus)
+        args.placement = Placement.from_spec(
+            args.rt_priority, args.cpus, parse_cpu_latency(args.cpu_latency_us)
+        )
     except ConfigError as exc:
         parser.error(str(exc))
     if args.out is None:

@@ -177,5 +177,6 @@ def run(
         "seconds": seconds,
         "rt_priority": placement.rt_priority,
         "cpus": {"sim_node": placement.sim_cpus, "controller_node": placement.controller_cpus},
+        "cpu_latency_us": placement.cpu_latency_us,
         "controllers": results,
     }

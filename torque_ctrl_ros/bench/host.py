@@ -33,7 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from ..nodes.scheduling import UNPLACED, Placement, current_policy, request_cpus, request_realtime
+from ..nodes.scheduling import (
+    UNPLACED,
+    Placement,
+    current_policy,
+    request_cpu_latency,
+    request_cpus,
+    request_realtime,
+)
 
 #: Wake-ups later than this (s) leave a 1 kHz step less than the ~0.5 ms that the simulator's
 #: own work, the DDS round trip and a controller's compute need: such a step is likely late.
@@ -118,7 +125,8 @@ def steal_between(
 
 
 def measure(seconds: float, placement: Placement = UNPLACED, period_s: float = 1e-3) -> dict[str, Any]:
-    """Run the loop in a fresh process placed as the simulator (``SCHED_FIFO`` when permitted, its CPUs).
+    """Run the loop in a fresh process placed as the simulator (``SCHED_FIFO`` when permitted, its CPUs,
+    the CPU latency request).
 
     A child process, so that the benchmark's own process keeps its scheduling. Returns
     :func:`summarize`'s fields plus ``scheduling`` (what the child got), or ``{"error": …}``
@@ -141,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     request_realtime()
     request_cpus()
+    request_cpu_latency()
     summary: dict[str, Any] = summarize(timer_lateness(args.seconds, args.period))
     summary["scheduling"] = current_policy()
     print(json.dumps(summary))

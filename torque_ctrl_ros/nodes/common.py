@@ -26,7 +26,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..core.errors import ConfigError, TorqueCtrlError
 from .params import CommonConfig
-from .scheduling import request_cpus, request_realtime, stop_with_parent
+from .scheduling import request_cpu_latency, request_cpus, request_realtime, stop_with_parent
 
 
 class StopFlag:
@@ -321,11 +321,14 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
     try:
         scheduling = request_realtime()
         pinned = request_cpus()
+        latency = request_cpu_latency()
     except ConfigError as exc:
         print(f"[{node_name}] error: {exc}", file=sys.stderr, flush=True)
         return 2
-    if scheduling != "normal" or pinned:
-        print(f"[{node_name}] scheduling: {scheduling} {pinned}".rstrip(), file=sys.stderr, flush=True)
+    if scheduling != "normal" or pinned or latency:
+        print(
+            f"[{node_name}] scheduling: {scheduling} {pinned} {latency}".rstrip(), file=sys.stderr, flush=True
+        )
     # Our own handlers only set STOP: rclpy's would raise KeyboardInterrupt inside whatever
     # callback is running (a half-handled state) or shut the context down under the executor.
     try:
