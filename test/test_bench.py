@@ -23,7 +23,7 @@ from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
 from torque_ctrl_ros.bench.dds import summary_figures
 from torque_ctrl_ros.bench.host import cpu_ticks, steal_between, summarize, timer_lateness
 from torque_ctrl_ros.bench.stats import machine_description, time_calls_paced, time_interleaved
-from torque_ctrl_ros.nodes.scheduling import CPU_LATENCY_DEVICE
+from torque_ctrl_ros.nodes.scheduling import CPU_LATENCY_DEVICE, current_policy
 from torque_ctrl_ros.run_sim import step_parts
 
 TIMING_KEYS = ("median_us", "p95_us", "p99_us", "max_us")
@@ -338,6 +338,9 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
         if cpus[node]:
             assert f"cpus:{cpus[node]}" in got
         assert ("cpu_latency:0us" in got) == writable, got
+    # The benchmark's own process held it too (for the paced compute), and let it go at the end.
+    assert (data["settings"]["cpu_latency"] == "cpu_latency:0us") == writable
+    assert "cpu_latency" not in current_policy()
     host = fig["host_timer"]  # measured before the run, same scheduling
     assert host["ticks"] == 200 and all(_finite(host[k]) for k in ("p50_us", "p99_us", "late_percent"))
     assert host["scheduling"] == fig["scheduling"]["sim_node"]
