@@ -1,4 +1,5 @@
-"""Real-time scheduling and CPU pinning of a node process (no rclpy here: the runner imports it too)."""
+"""Real-time scheduling, CPU pinning and the CPU latency request of a node process (no rclpy here: the
+runner imports it too)."""
 
 from __future__ import annotations
 
