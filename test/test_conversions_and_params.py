@@ -174,11 +174,17 @@ def test_the_shipped_config_validates() -> None:
         controller_node_config(shipped_parameters("controller_node") | {"controller": name})
 
 
-def test_realtime_request_from_the_environment() -> None:
-    """``$TORQUE_CTRL_RT_PRIORITY``: validated; the policy reported is the one the process got."""
+def _in_child_process(code: str) -> str:
+    """Standard output of ``python -c code``: scheduling requests made there end with it, instead
+    of sticking to the test runner."""
     import subprocess
     import sys
 
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_realtime_request_from_the_environment() -> None:
+    """``$TORQUE_CTRL_RT_PRIORITY``: validated; the policy reported is the one the process got."""
     from torque_ctrl_ros.nodes.scheduling import RT_PRIORITY_ENV, request_realtime
 
     assert request_realtime({}) == "normal"
@@ -192,7 +198,7 @@ def test_realtime_request_from_the_environment() -> None:
         f"got = r({{'{RT_PRIORITY_ENV}': '20'}}); "
         "print(got, os.sched_getscheduler(0) == os.SCHED_FIFO)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = _in_child_process(code)
     got, fifo = out.rsplit(" ", 1)
     assert (got == "fifo:20") == (fifo.strip() == "True"), out
     assert got == "fifo:20" or got.startswith("normal (SCHED_FIFO 20 not permitted"), out
@@ -227,8 +233,6 @@ def test_runs_of_consecutive_events() -> None:
 def test_cpu_pinning_from_the_environment() -> None:
     """``$TORQUE_CTRL_CPUS`` and the runners' ``--cpus``: validated; the mask is the one asked for."""
     import os
-    import subprocess
-    import sys
 
     from torque_ctrl_ros.nodes.scheduling import CPUS_ENV, Placement, parse_cpus, request_cpus
 
@@ -247,7 +251,7 @@ def test_cpu_pinning_from_the_environment() -> None:
         f"got = r({{'{CPUS_ENV}': '{allowed[-1]}'}}); "
         "print(got, sorted(os.sched_getaffinity(0)))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = _in_child_process(code)
     assert out.strip() == f"cpus:{allowed[-1]} [{allowed[-1]}]", out
 
     assert Placement.from_spec(20, "none") == Placement(20)
@@ -266,13 +270,12 @@ def test_cpu_latency_request_from_the_environment(tmp_path: Path) -> None:
     """``$TORQUE_CTRL_CPU_LATENCY_US`` and the runners' ``--cpu-latency-us``: validated; the value
     goes to the device as the kernel's s32 and the request holds until released."""
     import struct
-    import subprocess
-    import sys
 
     from torque_ctrl_ros.nodes import scheduling as sch
 
     env = sch.CPU_LATENCY_ENV
     assert sch.request_cpu_latency({}) == "" and sch.request_cpu_latency({env: " "}) == ""
+    assert sch.request_cpu_latency({env: "none"}) == ""
     for bad in ("x", "-1", "1.5", "1000001"):
         with pytest.raises(ConfigError, match=env):
             sch.request_cpu_latency({env: bad})
@@ -296,7 +299,7 @@ def test_cpu_latency_request_from_the_environment(tmp_path: Path) -> None:
         f"CPU_LATENCY_DEVICE as d; got = r({{'{env}': '0'}}); "
         "print(got, struct.unpack('=i', d.read_bytes())[0] if got.startswith('cpu_latency') else '-')"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = _in_child_process(code)
     got, target = out.rsplit(" ", 1)
     assert (got, target.strip()) == ("cpu_latency:0us", "0") or got.startswith(
         "(cpu latency 0 us not held"

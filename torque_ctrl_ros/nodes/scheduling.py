@@ -21,7 +21,7 @@ CPUS_ENV = "TORQUE_CTRL_CPUS"
 #: Environment variable with the pid of a parent whose end must stop the node (``make sim``).
 PARENT_ENV = "TORQUE_CTRL_PARENT_PID"
 #: Environment variable with the CPU wake-up latency (µs) a node process asks the kernel to keep
-#: while it runs (unset or empty: no request).
+#: while it runs (unset, empty or ``none``: no request).
 CPU_LATENCY_ENV = "TORQUE_CTRL_CPU_LATENCY_US"
 #: Linux's PM QoS device: a latency request written to it holds while the file stays open.
 CPU_LATENCY_DEVICE = Path("/dev/cpu_dma_latency")
@@ -124,21 +124,12 @@ def request_cpu_latency(env: Mapping[str, str] = os.environ, device: Path = CPU_
         ``"(cpu latency <us> us not held: <reason>)"``.
 
     Raises:
-        ConfigError: the variable is not an integer in 0–1 000 000.
+        ConfigError: the variable is neither empty, ``none`` nor an integer in 0–1 000 000.
     """
     global _latency_request, _latency_us
-    raw = env.get(CPU_LATENCY_ENV, "").strip()
-    if not raw:
+    us = parse_cpu_latency(env.get(CPU_LATENCY_ENV, ""), CPU_LATENCY_ENV)
+    if us is None:
         return ""
-    try:
-        us = int(raw)
-    except ValueError:
-        us = -1
-    if not 0 <= us <= _MAX_CPU_LATENCY_US:
-        raise ConfigError(
-            f"{CPU_LATENCY_ENV}: expected an integer 0..{_MAX_CPU_LATENCY_US} (µs; unset: no request), "
-            f"got {raw!r}"
-        )
     try:
         request = device.open("wb", buffering=0)
     except OSError as exc:
@@ -154,11 +145,12 @@ def request_cpu_latency(env: Mapping[str, str] = os.environ, device: Path = CPU_
     return _cpu_latency_text(us)
 
 
-def parse_cpu_latency(text: str) -> int | None:
-    """A runner's ``--cpu-latency-us``: ``none`` (or empty) for no request, else µs in 0–1 000 000.
+def parse_cpu_latency(text: str, field: str = "cpu latency") -> int | None:
+    """A CPU latency request as the environment or a runner's ``--cpu-latency-us`` gives it:
+    ``none`` or empty for no request, else µs in 0–1 000 000.
 
     Raises:
-        ConfigError: anything else.
+        ConfigError: anything else (the message names ``field``).
     """
     spec = text.strip().lower()
     if spec in ("", "none"):
@@ -168,9 +160,7 @@ def parse_cpu_latency(text: str) -> int | None:
     except ValueError:
         us = -1
     if not 0 <= us <= _MAX_CPU_LATENCY_US:
-        raise ConfigError(
-            f"cpu latency: expected none or an integer 0..{_MAX_CPU_LATENCY_US} (µs), got {text!r}"
-        )
+        raise ConfigError(f"{field}: expected none or an integer 0..{_MAX_CPU_LATENCY_US} (µs), got {text!r}")
     return us
 
 
