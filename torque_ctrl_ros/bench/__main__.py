@@ -554,8 +554,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--cpu-latency-us",
         default="0",
-        help="CPU wake-up latency (µs) the node processes hold through /dev/cpu_dma_latency while they "
-        "run, when permitted (0, the default: the CPUs poll instead of halting; none: no request)",
+        help="CPU wake-up latency (µs) held through /dev/cpu_dma_latency by the node processes, the host "
+        "timer's and the benchmark's own while they run, when permitted (0, the default: the CPUs poll "
+        "instead of halting; none: no request)",
     )
     parser.add_argument(
         "--params-file",

@@ -326,9 +326,8 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
         print(f"[{node_name}] error: {exc}", file=sys.stderr, flush=True)
         return 2
     if scheduling != "normal" or pinned or latency:
-        print(
-            f"[{node_name}] scheduling: {scheduling} {pinned} {latency}".rstrip(), file=sys.stderr, flush=True
-        )
+        got = " ".join(part for part in (scheduling, pinned, latency) if part)
+        print(f"[{node_name}] scheduling: {got}", file=sys.stderr, flush=True)
     # Our own handlers only set STOP: rclpy's would raise KeyboardInterrupt inside whatever
     # callback is running (a half-handled state) or shut the context down under the executor.
     try:

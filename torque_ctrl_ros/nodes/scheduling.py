@@ -3,12 +3,13 @@ runner imports it too)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import stat
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from io import FileIO
 from pathlib import Path
 
 from ..core.errors import ConfigError
@@ -27,8 +28,9 @@ CPU_LATENCY_ENV = "TORQUE_CTRL_CPU_LATENCY_US"
 CPU_LATENCY_DEVICE = Path("/dev/cpu_dma_latency")
 #: Largest request accepted (µs): one second, far beyond any idle state's exit latency.
 _MAX_CPU_LATENCY_US = 1_000_000
-# The open request of this process and its value (µs); closed when the process ends.
-_latency_request: FileIO | None = None
+# The open request of this process (a file descriptor) and its value (µs); closed when the
+# process ends.
+_latency_fd: int | None = None
 _latency_us: int | None = None
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -119,29 +121,34 @@ def request_cpu_latency(env: Mapping[str, str] = os.environ, device: Path = CPU_
     latency medians ~0.1 ms lower at 1 kHz, two-process lockstep about twice as fast. Without
     the privilege (the device is root's, mode ``0600``) nothing is held.
 
+    A new request replaces the process's earlier one; one that fails leaves none held. Only a
+    character device is written to (a plain file in its place is not the kernel's interface).
+
     Returns:
-        ``""`` (no request), ``"cpu_latency:<us>us"`` or
-        ``"(cpu latency <us> us not held: <reason>)"``.
+        ``""`` (no request), ``"cpu_latency:<us>us"`` or ``"cpu latency <us> us not held: <reason>"``.
 
     Raises:
         ConfigError: the variable is neither empty, ``none`` nor an integer in 0–1 000 000.
     """
-    global _latency_request, _latency_us
+    global _latency_fd, _latency_us
     us = parse_cpu_latency(env.get(CPU_LATENCY_ENV, ""), CPU_LATENCY_ENV)
     if us is None:
         return ""
+    release_cpu_latency()  # a new request replaces this process's earlier one
     try:
-        request = device.open("wb", buffering=0)
+        # No O_CREAT: where the device is missing (a container), root would otherwise create a
+        # plain file there and report a request that nothing honours.
+        fd = os.open(device, os.O_WRONLY | os.O_CLOEXEC)
     except OSError as exc:
-        return f"(cpu latency {us} us not held: {exc.strerror or exc})"
+        return f"cpu latency {us} us not held: {exc.strerror or exc}"
     try:
-        request.write(struct.pack("=i", us))  # the kernel's binary form: one s32
+        if not stat.S_ISCHR(os.fstat(fd).st_mode):
+            raise OSError(errno.ENODEV, f"{device} is not a device")
+        os.write(fd, struct.pack("=i", us))  # the kernel's binary form: one s32
     except OSError as exc:
-        request.close()
-        return f"(cpu latency {us} us not held: {exc.strerror or exc})"
-    if _latency_request is not None:
-        _latency_request.close()
-    _latency_request, _latency_us = request, us
+        os.close(fd)
+        return f"cpu latency {us} us not held: {exc.strerror or exc}"
+    _latency_fd, _latency_us = fd, us
     return _cpu_latency_text(us)
 
 
@@ -166,10 +173,10 @@ def parse_cpu_latency(text: str, field: str = "cpu latency") -> int | None:
 
 def release_cpu_latency() -> None:
     """End this process's :func:`request_cpu_latency` request, if any (the process's end does too)."""
-    global _latency_request, _latency_us
-    if _latency_request is not None:
-        _latency_request.close()
-    _latency_request = _latency_us = None
+    global _latency_fd, _latency_us
+    if _latency_fd is not None:
+        os.close(_latency_fd)
+    _latency_fd = _latency_us = None
 
 
 def _cpu_latency_text(us: int) -> str:
