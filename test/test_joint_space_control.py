@@ -175,10 +175,3 @@ def test_bad_reference_and_non_finite_torque_never_produce_a_command(robot: Robo
 
     with pytest.raises(SolverError, match="non-finite torque"):
         Broken(robot).compute(state, None)
-
-
-def test_safe_torque_is_gravity_plus_damping(robot: RobotModel) -> None:
-    controller = GravityCompensation(robot)
-    q, v = np.linspace(-1, 1, 7), np.full(7, 0.5)
-    out = controller.safe_torque(q, v, np.full(7, 2.0))
-    np.testing.assert_allclose(out.tau_unsaturated, robot.gravity(q) - 1.0)

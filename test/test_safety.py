@@ -1,13 +1,15 @@
-"""Watchdog state machine and joint-name mapping (pure core, no ROS)."""
+"""Watchdog state machine, joint-name mapping and the safe brake (pure core, no ROS)."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.braking import SafeBrake
 from torque_ctrl_ros.core.errors import ConfigError, StateError
 from torque_ctrl_ros.core.safety import (
     DEFAULT_DAMPING,
@@ -19,6 +21,7 @@ from torque_ctrl_ros.core.safety import (
     WatchdogConfig,
     WatchdogState,
 )
+from torque_ctrl_ros.sim.plant import MujocoPlant
 
 NAMES = ("a", "b", "c")
 
@@ -322,3 +325,92 @@ def test_fallback_torque_brings_the_simulated_arm_to_rest(robot: RobotModel, sce
     unstable = energies(np.full(robot.n, 2.0))
     assert np.diff(unstable).max() > 1e-3 * unstable[0]
     assert unstable[-1] > 0.1 * unstable[0]
+
+
+# ------------------------------------------------------------------------------ safe brake
+def _plant_from_home(scene_path: Path, v0: float) -> MujocoPlant:
+    plant = MujocoPlant(scene_path)
+    plant.reset("home")
+    plant.set_state(plant.q, np.full(plant.n, v0))
+    return plant
+
+
+def _kinetic_energy(robot: RobotModel, q: np.ndarray, v: np.ndarray) -> float:
+    return 0.5 * float(v @ robot.mass_matrix(q) @ v)
+
+
+def test_safe_brake_brakes_the_simulated_arm_where_a_held_damping_torque_spins_it(
+    robot: RobotModel, scene_path: Path
+) -> None:
+    """A fallback of 0.5 s at 1 kHz from the home pose moving at 0.5 rad/s on every joint: the
+    command held from the last good state, g(q₀) − K_d·q̇₀, spins the wrist up; SafeBrake's
+    prediction is the plant's own motion (same model, same integrator) and the kinetic energy
+    only falls."""
+    kd = np.array(DEFAULT_DAMPING)
+    h = 1e-3
+    held = _plant_from_home(scene_path, 0.5)
+    frozen = robot.gravity(held.q) - kd * held.v
+    for _ in range(500):
+        held.set_torque(frozen)
+        held.step()
+    assert np.abs(held.v).max() > 10.0  # what the node used to send: not braking
+
+    plant = _plant_from_home(scene_path, 0.5)
+    brake = SafeBrake(robot, kd, horizon=0.5, period=h)
+    brake.start(plant.q, plant.v)
+    energy = [_kinetic_energy(robot, plant.q, plant.v)]
+    for k in range(501):
+        tau = brake.torque(k * h)
+        np.testing.assert_allclose(brake.q, plant.q, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(brake.v, plant.v, rtol=0, atol=1e-9)
+        plant.set_torque(tau)
+        plant.step()
+        energy.append(_kinetic_energy(robot, plant.q, plant.v))
+    rises = np.diff(energy)
+    assert rises.max() <= 1e-9 * energy[0], rises.max()
+    assert energy[-1] < 0.1 * energy[0]
+    assert np.abs(plant.v).max() < 0.25 and np.abs(plant.v[4:]).max() < 0.1
+
+
+def test_safe_brake_periods_restarts_and_bounds(robot: RobotModel) -> None:
+    kd = np.array(DEFAULT_DAMPING)
+    q0, v0 = np.linspace(-0.5, 0.5, 7), np.linspace(0.4, -0.2, 7)
+    brake = SafeBrake(robot, kd, horizon=0.01)
+    brake.start(q0, v0)
+    first = robot.gravity(q0) - kd * v0
+    np.testing.assert_allclose(brake.torque(0.0), first, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(brake.torque(math.nan), first, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(brake.torque(-1.0), first, rtol=0, atol=1e-12)
+    at_3ms = brake.torque(0.0031)  # rounds to 3 periods
+    assert brake.k == 3 and np.abs(at_3ms - first).max() > 1e-6
+    fresh = SafeBrake(robot, kd, horizon=0.01)
+    fresh.start(q0, v0)
+    np.testing.assert_allclose(brake.torque(0.001), fresh.torque(0.001), rtol=0, atol=1e-12)
+    assert brake.k == 1  # went back: started over
+    np.testing.assert_allclose(brake.torque(0.003), at_3ms, rtol=0, atol=1e-12)
+    brake.torque(math.inf)  # clamped to the horizon: 10 periods, not a hang
+    assert brake.k == brake.max_periods == 10
+    brake.torque(1e9)
+    assert brake.k == 10
+
+
+def test_safe_brake_command_is_saturated(robot: RobotModel) -> None:
+    brake = SafeBrake(robot, np.array(DEFAULT_DAMPING), horizon=0.1)
+    brake.start(np.zeros(7), np.full(7, 1e3))
+    tau = brake.torque(0.0)
+    np.testing.assert_array_equal(np.abs(tau), robot.effort_limit)
+
+
+def test_watchdog_safe_since_is_the_later_of_window_start_and_last_accept() -> None:
+    wd = Watchdog(3, WatchdogConfig(max_age=0.05, fallback_duration=0.5))
+    assert math.isnan(wd.safe_since)
+    wd.accept(np.zeros(3), np.zeros(3), 1.0, 1.0)
+    assert math.isnan(wd.safe_since)  # no fallback
+    assert wd.reject(RejectReason.NON_FINITE, "nan", 1.002) is Action.FALLBACK
+    assert wd.safe_since == 1.002
+    wd.reject(RejectReason.NON_FINITE, "nan", 1.003)
+    assert wd.safe_since == 1.002  # the same window
+    # A good state the controller then fails on: the safe command starts from that state.
+    wd.accept(np.ones(3), np.zeros(3), 1.004, 1.004)
+    assert wd.controller_failed("boom", 1.004) is Action.FALLBACK
+    assert wd.safe_since == 1.004

@@ -7,8 +7,9 @@ Two pieces:
   tuple so the hot path is a single ``np.take``.
 * :class:`Watchdog`: decides, for each incoming joint state, whether a torque may be
   computed from it. A state that is stale, non-finite or inconsistent produces no torque
-  computed from it; instead the caller sends a safe command (gravity + damping on the last
-  good state) for at most ``fallback_duration`` seconds, after which it stops publishing.
+  computed from it; instead the caller sends a safe command (braking from the last good
+  state, :class:`~torque_ctrl_ros.core.braking.SafeBrake`) for at most ``fallback_duration``
+  seconds, after which it stops publishing.
   Given the robot's limits, it also refuses states no arm can be in (a position far past a
   joint limit, a velocity many times its limit): a sensor or driver fault, not a motion.
 
@@ -411,6 +412,15 @@ class Watchdog:
             or silent_for - cfg.max_age > cfg.fallback_duration
         ):
             self._set(WatchdogState.STOPPED)
+
+    @property
+    def safe_since(self) -> float:
+        """When (s, the caller's clock) the safe command took over from :attr:`last_good`: the
+        start of the fallback window, or the arrival of the last good state if later (the
+        controller failed on it). ``nan`` outside a fallback."""
+        if math.isnan(self.fallback_since):
+            return math.nan
+        return max(self.fallback_since, self._accepted_at)
 
     @property
     def rejected_total(self) -> int:

@@ -33,6 +33,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
+from ..core.braking import SafeBrake
 from ..core.controllers import create_controller
 from ..core.errors import ConfigError, StateError, TorqueCtrlError
 from ..core.robot import RobotModel
@@ -107,6 +108,9 @@ class ControllerNode:
         self.joints = tuple(joints)
         self.controller = create_controller(cfg.controller, robot, cfg.controller_params)
         self.damping = cfg.damping_vector(robot.n, robot)
+        # The safe command of a fallback: braking from the last good state (core/braking.py).
+        self.brake = SafeBrake(robot, self.damping, cfg.watchdog.fallback_duration)
+        self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         limits = (robot.position_lower, robot.position_upper)
         self.watchdog = Watchdog(robot.n, cfg.watchdog, limits, robot.velocity_limit, robot.joint_names)
@@ -297,10 +301,14 @@ class ControllerNode:
             t_computed = time.perf_counter()
             self.compute_time.add(t_computed - t0)
         if action is Action.FALLBACK:
-            out = self.controller.safe_torque(wd.last_good.q, wd.last_good.v, self.damping)
+            since = wd.safe_since
+            if since != self._brake_since:  # a new window, or a new last good state
+                self.brake.start(wd.last_good.q, wd.last_good.v)
+                self._brake_since = since
+            out = self.controller.limiter.apply(self.brake.torque(now - since))
             if all_finite(out.tau):
                 self.fallback_commands += 1
-            else:  # only from a non-finite last good state, which the watchdog refuses: never sent
+            else:  # a prediction gone non-finite (the watchdog refuses non-finite states): never sent
                 self.withheld_commands += 1
                 self.log.error("withheld", f"safe torque {out.tau.tolist()} is not finite: not published")
                 out = None

@@ -185,8 +185,9 @@ class ControllerNodeConfig:
         model_file: URDF or MJCF path used when ``robot_description`` is empty; the model must give
             every joint an effort limit (Pinocchio reads none from MJCF actuators).
         watchdog: staleness / fallback settings.
-        fallback_damping: ``K_d`` (N·m·s/rad) of the safe command ``g(q) − K_d·q̇``; scalar or per
-            joint in the model's joint order.
+        fallback_damping: ``K_d`` (N·m·s/rad) of the safe command ``g(q̂) − K_d·q̂̇`` on the state
+            predicted from the last good one (:class:`~torque_ctrl_ros.core.braking.SafeBrake`);
+            scalar or per joint in the model's joint order.
         common: shared settings.
     """
 

@@ -80,10 +80,6 @@ class Controller(ABC, Generic[RefT]):
             raise SolverError(f"{self.name}: non-finite torque {tau.tolist()}")
         return self.limiter.apply(tau, info)
 
-    def safe_torque(self, q: FloatArray, v: FloatArray, damping: FloatArray) -> ControlOutput:
-        """Fallback command ``tau = g(q) − K_d·q̇`` (N·m), saturated: holds the arm and brakes it."""
-        return self.limiter.apply(self.robot.gravity(q) - damping * v)
-
 
 def reject_unknown_keys(section: str, params: Mapping[str, Any], known: set[str]) -> None:
     """Raise :class:`ConfigError` naming any key of ``params`` not in ``known``."""
