@@ -176,6 +176,33 @@ def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
     )  # the held reference: q1, as before the failures
 
 
+def test_an_unexpected_exception_in_the_controller_also_gets_the_safe_command(
+    make_controller: Callable[..., Any], robot: RobotModel
+) -> None:
+    """Not a TorqueCtrlError (a bug, a library's RuntimeError): the state is answered with the
+    safe command and the node carries on, instead of the callback's exception ending it."""
+    from torque_ctrl_ros.core.safety import DEFAULT_DAMPING, RejectReason
+
+    node = make_controller()
+    q, v = np.full(7, 0.1), np.full(7, 0.05)
+    node._on_state_message(_state_msg(q, v, _now(node)))
+
+    def broken(state: JointState, reference: Any) -> Any:
+        raise RuntimeError("test: a library failed")
+
+    computed = node.controller.compute
+    node.controller.compute = broken
+    node._on_state_message(_state_msg(q, v, _now(node)))
+    np.testing.assert_allclose(
+        node.publisher.torques[-1], _clip(robot, robot.gravity(q) - np.array(DEFAULT_DAMPING) * v), atol=1e-9
+    )
+    assert node.watchdog.last_reason is RejectReason.CONTROLLER_ERROR
+    assert "unexpected RuntimeError: test: a library failed" in node.watchdog.last_message
+    node.controller.compute = computed
+    node._on_state_message(_state_msg(q, v, _now(node)))
+    assert node.watchdog.state.value == "ok" and len(node.publisher.torques) == 3
+
+
 class _Clock:
     """Stands in for the node's clock: ``now()`` at :attr:`t` (s)."""
 

@@ -354,6 +354,8 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
         gc.freeze()
         runner.run()
     except (TorqueCtrlError, ParameterException, ValueError) as exc:
+        if runner is not None and not isinstance(exc, TorqueCtrlError | ParameterException):
+            raise  # a ValueError once running is a bug: its traceback, not a configuration error
         # ValueError: rclpy refuses a parameter file value (e.g. an empty list) before we see it.
         print(f"[{node_name}] error: {exc}", file=sys.stderr, flush=True)
         code = 2

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+import traceback
 from typing import Any
 
 import numpy as np
@@ -298,6 +299,11 @@ class ControllerNode:
                 out = self.controller.compute(state, self.target.reference(state))
             except TorqueCtrlError as exc:
                 action = wd.controller_failed(f"{type(exc).__name__}: {exc}", now)
+            except Exception as exc:
+                # A bug or a library error: the arm still gets the safe command rather than the
+                # node dying with its last torque left applied by a driver without a timeout.
+                self.log.error("controller exception", traceback.format_exc().rstrip())
+                action = wd.controller_failed(f"unexpected {type(exc).__name__}: {exc}", now)
             t_computed = time.perf_counter()
             self.compute_time.add(t_computed - t0)
         if action is Action.FALLBACK:
