@@ -101,6 +101,15 @@ def test_controller_params_sections_and_errors() -> None:
         controller_node_config({"watchdog.max_agee": 0.1})
     with pytest.raises(ConfigError, match="max_age"):
         controller_node_config({"watchdog.max_age": -1.0})
+    # Times in milliseconds where seconds are meant: states 20 s old, a 500 s fallback.
+    for key, ms in (
+        ("watchdog.max_age", 20),
+        ("watchdog.fallback_duration", 500),
+        ("watchdog.max_future", 1000),
+    ):
+        with pytest.raises(ConfigError, match=rf"{key}: {ms} s is more than .* in seconds, not milliseconds"):
+            controller_node_config({key: ms})
+    assert controller_node_config({"watchdog.max_age": 1.0}).watchdog.max_age == 1.0  # the largest
     with pytest.raises(ConfigError, match="does not exist"):
         controller_node_config({"model_file": "/nonexistent.urdf"})
     with pytest.raises(ConfigError, match="executor"):
@@ -128,6 +137,10 @@ def test_sim_params_defaults_and_errors() -> None:
         sim_node_config({"modee": "lockstep"})
     with pytest.raises(ConfigError, match="true or false"):
         sim_node_config({"wait_for_controller": "yes"})
+    with pytest.raises(ConfigError, match=r"command_timeout: 50 s is more than the 1 s accepted"):
+        sim_node_config({"command_timeout": 50})
+    with pytest.raises(ConfigError, match=r"lockstep_timeout: 1000 s is more than the 60 s accepted"):
+        sim_node_config({"lockstep_timeout": 1000})
     assert cfg.command_queue_depth == 100 and cfg.common.qos_depth == 10
     with pytest.raises(ConfigError, match=r"command_queue_depth: expected an integer in \[1, "):
         sim_node_config({"command_queue_depth": 0})

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import ConfigError, StateError
-from .validation import FloatArray, as_positive_float
+from .validation import FloatArray, as_positive_float, as_seconds
 
 MAX_ANGLE = 1.0e6
 """Largest |q| (rad) taken from a joint without position limits: at 1e6 rad a float64 angle
@@ -184,7 +184,8 @@ class WatchdogConfig:
         position_margin: float = 0.5,
         velocity_factor: float = 10.0,
     ) -> WatchdogConfig:
-        """Validated config (positive finite times and bounds; ``velocity_factor >= 1``)."""
+        """Validated config: positive finite bounds, ``velocity_factor >= 1``, and times (s) of at
+        most 1 s (``max_age``) and 10 s (``max_future``, ``fallback_duration``)."""
         factor = as_positive_float("watchdog.velocity_factor", velocity_factor)
         if factor < 1.0:
             raise ConfigError(
@@ -192,9 +193,9 @@ class WatchdogConfig:
                 f"would refuse allowed motions), got {factor}"
             )
         return cls(
-            as_positive_float("watchdog.max_age", max_age),
-            as_positive_float("watchdog.max_future", max_future),
-            as_positive_float("watchdog.fallback_duration", fallback_duration, allow_zero=True),
+            as_seconds("watchdog.max_age", max_age, 1.0),
+            as_seconds("watchdog.max_future", max_future, 10.0),
+            as_seconds("watchdog.fallback_duration", fallback_duration, 10.0, allow_zero=True),
             bool(auto_recover),
             as_positive_float("watchdog.position_margin", position_margin, allow_zero=True),
             factor,

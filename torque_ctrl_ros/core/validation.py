@@ -162,6 +162,21 @@ def as_positive_float(field: str, value: Any, *, allow_zero: bool = False) -> fl
     return x
 
 
+def as_seconds(field: str, value: Any, at_most: float, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a duration (s): as :func:`as_positive_float`, and ``<= at_most``.
+
+    The bound catches a time written in milliseconds (``max_age: 20`` would accept states 20 s
+    old); each caller's is far beyond any sensible setting.
+    """
+    x = as_positive_float(field, value, allow_zero=allow_zero)
+    if x > at_most:
+        raise ConfigError(
+            f"{field}: {x:g} s is more than the {at_most:g} s accepted (the value is in seconds, "
+            "not milliseconds)"
+        )
+    return x
+
+
 def check_names(field: str, names: Sequence[str], valid: Sequence[str]) -> None:
     """Raise :class:`ConfigError` if a name in ``names`` is not in ``valid`` (lists both)."""
     unknown = [n for n in names if n not in valid]

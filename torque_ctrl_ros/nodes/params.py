@@ -25,7 +25,7 @@ from ..core.controllers import CONTROLLERS
 from ..core.errors import ConfigError
 from ..core.robot import RobotModel
 from ..core.safety import DEFAULT_DAMPING, WatchdogConfig
-from ..core.validation import FloatArray, as_positive_float, as_vector, check_choice
+from ..core.validation import FloatArray, as_positive_float, as_seconds, as_vector, check_choice
 from ..paths import data_path
 
 if TYPE_CHECKING:
@@ -283,8 +283,10 @@ class SimNodeConfig:
         keyframe: initial keyframe ("" = the model's default pose).
         mode: ``realtime`` (wall-clock paced, zero-order hold) or ``lockstep`` (waits for the answer).
         joints: joint order of /joint_states and of the commands (empty: the plant's order).
-        command_timeout: realtime: wall time (s) without a valid command before the safe torque.
-        lockstep_timeout: lockstep: wall time (s) waiting for the answer before the safe torque.
+        command_timeout: realtime: wall time (s, at most 1) without a valid command before the safe
+            torque.
+        lockstep_timeout: lockstep: wall time (s, at most 60) waiting for the answer before the safe
+            torque.
         wait_for_controller: hold the first state (republishing it) until a command answers it.
         safe_torque: ``damping`` (``−K_d·q̇``) or ``zero``, applied when no valid command is at hand.
         safe_damping: ``K_d`` (N·m·s/rad) of the damping safe torque; scalar or one per driven
@@ -379,8 +381,8 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
         keyframe=_str(node, params, "keyframe", "home"),
         mode=check_choice(f"{node}.mode", params.get("mode", "realtime"), MODES),
         joints=_names(node, params, "joints"),
-        command_timeout=as_positive_float(f"{node}.command_timeout", params.get("command_timeout", 0.05)),
-        lockstep_timeout=as_positive_float(f"{node}.lockstep_timeout", params.get("lockstep_timeout", 1.0)),
+        command_timeout=as_seconds(f"{node}.command_timeout", params.get("command_timeout", 0.05), 1.0),
+        lockstep_timeout=as_seconds(f"{node}.lockstep_timeout", params.get("lockstep_timeout", 1.0), 60.0),
         wait_for_controller=_bool(node, params, "wait_for_controller", True),
         safe_torque=check_choice(f"{node}.safe_torque", params.get("safe_torque", "damping"), SAFE_TORQUES),
         safe_damping=damping,
