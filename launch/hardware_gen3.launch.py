@@ -3,10 +3,16 @@
 This starts only the controller node (the same one the simulation uses). It needs a driver,
 started separately, that
 
-* publishes ``/joint_states`` (``sensor_msgs/JointState``: position, velocity, effort, stamped
-  with the time of measurement) at 1 kHz, and
+* publishes ``/joint_states`` (``sensor_msgs/JointState``: position in rad with the bounded joints
+  in their limits' range, i.e. within (-pi, pi], not Kinova's 0-360 degrees; velocity in rad/s;
+  stamped with the time of measurement) at 1 kHz,
 * applies ``/effort_controller/commands`` (``std_msgs/Float64MultiArray``, N*m, in the order of
-  the ``joints`` parameter) as joint torques.
+  the ``joints`` parameter) as joint torques, and
+* times the commands out: when none has come for a few periods, it leaves torque mode for the
+  arm's own safe state (position hold or brakes). The controller node stops publishing when its
+  watchdog stops (bad or missing states for longer than ``watchdog.fallback_duration``) and when
+  it exits or is killed; a driver that kept applying the last torque would leave the arm under
+  a command computed for a pose it has left.
 
 No such driver ships with this package, and Kinova provides none: Kinova's ros2_kortex hardware
 interface exports an effort interface but refuses to switch to it (it has no torque mode). On
@@ -14,8 +20,14 @@ the Gen3, torque control needs low-level servoing: 1 kHz cyclic UDP, every actua
 torque mode, the measured position fed back in each command frame, and no gravity compensation by
 the robot (the command is the full joint torque, which is what these controllers send). The
 reported command-to-measurement delay is 3-5 ms. ros2_control's forward command controller for
-effort consumes this same topic, so a hardware interface with a working torque mode plugs in
-unchanged. Until such a driver is running, this launch file starts a controller that waits.
+effort reads this same message, but it has no command timeout (it applies the last command
+until a new one comes): a hardware interface with a working torque mode needs one in front of
+it. Until such a driver is running, this launch file starts a controller that waits.
+
+The default model, ``urdf/gen3.urdf``, is the bare arm on an upright base: with a gripper or
+another tool, gravity compensation is off by its weight (a 0.9 kg gripper: several N*m at
+joint 2) until a description with the tool is given (``robot_description`` or ``model_file`` in
+``params_file``).
 
 Arguments:
     controller   gravity_comp | computed_torque | ...: overrides the ``controller`` of

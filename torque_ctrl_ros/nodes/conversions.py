@@ -6,8 +6,8 @@ a state or a command arrives exactly as it was sent.
 
 Commands carry the stamp of the joint state they answer in the label of their single layout
 dimension (``"joints@<sec>.<nanosec>"``): the simulator uses it to match commands to states
-(lockstep) and to measure state→command latency. Consumers that read only ``data`` (ros2_control's
-forward command controller) are unaffected.
+(lockstep) and to measure state→command latency, and a driver can use it to time commands out.
+Consumers that read only ``data`` (ros2_control's forward command controller) are unaffected.
 """
 
 from __future__ import annotations
