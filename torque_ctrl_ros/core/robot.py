@@ -25,6 +25,20 @@ CONTROL_PERIOD = 1.0e-3
 """Period ``h`` (s) of the Gen3's torque loop (Kinova's low-level interface runs at 1 kHz; the
 simulator steps at the same rate): a safe or damping torque ``−K_d·q̇`` is applied once per ``h``."""
 
+DAMPING_EIGENVALUE_MAX = 1.0
+"""Bound (exclusive) on the largest eigenvalue ``λ`` of ``h·M⁻¹·K_d`` for a damping ``−K_d·q̇``
+computed from the state and held for one period ``h``.
+
+Without delay the velocity follows ``q̇⁺ = (I − h·M⁻¹·K_d)·q̇``: each mode is multiplied by
+``1 − λ`` per period, so it decays while ``λ < 2``, and rings (flips sign every period) from
+``λ = 1``. With ``d`` periods of delay, ``q̇⁺ = q̇ − λ·q̇₋d`` decays only while
+``λ < 2·sin(π/(2·(2d + 1)))``: 1 for one period (a late step in the simulator's realtime mode, a
+transport delay), 0.62 for two, 0.44 for three, 0.28 for five. The bound is one period's: no
+ringing, and a late step cannot make it grow. The real Gen3's 3–5 ms would ask for less on this
+model, but its actuators' reflected rotor inertia, which the model lacks (Kinova does not publish
+it), lowers ``λ`` there by a factor nobody here could measure.
+"""
+
 DAMPING_SAMPLES = 300
 """Seeded random configurations over which a damping is checked, besides the zero pose and a grid
 of corners (:func:`damping_configurations`)."""
@@ -114,31 +128,31 @@ def check_damping_stability(
     joint_names: Sequence[str],
 ) -> float:
     """Largest eigenvalue ``λ`` of ``h·M⁻¹·K_d`` over ``m_inv`` (one ``M⁻¹`` per configuration);
-    :class:`ConfigError` when ``λ >= 2``.
+    :class:`ConfigError` when ``λ >= 1`` (:data:`DAMPING_EIGENVALUE_MAX`: beyond it the velocity
+    rings, and grows with one period of delay).
 
-    The explicit damping ``−K_d·q̇`` held over one period gives ``q̇⁺ = (I − h·M⁻¹·K_d)·q̇``: each mode
-    is multiplied by ``1 − λ`` per period, so it decays only while ``λ < 2``, and without
-    oscillation while ``λ < 1``. ``1 <= λ < 2`` is accepted (it decays, ringing at the Nyquist
-    rate). The message names the joint that moves most in the worst mode (``v = M⁻¹·√K_d·w``
-    for the eigenvector ``w`` of ``√K_d·M⁻¹·√K_d``).
+    The message names the joint that moves most in the worst mode (``v = M⁻¹·√K_d·w`` for the
+    eigenvector ``w`` of ``√K_d·M⁻¹·√K_d``).
     """
     if not kd.any():
         return 0.0
     eigenvalues = damping_eigenvalues(m_inv, kd, period)
     worst = int(np.argmax(eigenvalues))
     largest = float(eigenvalues[worst])
-    if largest < 2.0:
+    if largest < DAMPING_EIGENVALUE_MAX:
         return largest
     s = np.sqrt(kd)
     _, vectors = np.linalg.eigh(s[:, None] * m_inv[worst] * s)
     joint = joint_names[int(np.argmax(np.abs(m_inv[worst] @ (s * vectors[:, -1]))))]
     q_worst = np.round(configurations[worst], 2).tolist()
     raise ConfigError(
-        f"{field}: {kd.tolist()} N·m·s/rad is unstable when applied once per {period * 1e3:g} ms: "
-        f"h·M⁻¹·K_d reaches eigenvalue {largest:.3g} >= 2 (at q = {q_worst} rad), so the velocity of "
-        f"{joint} is multiplied by {1.0 - largest:.3g} per period instead of decaying. "
-        "One value cannot suit the heavy shoulder and the light wrist: give one per joint, scaled to its "
-        f"inertia (below 1: no ringing), e.g. the Gen3's {list(DEFAULT_DAMPING)} (core/safety.py)."
+        f"{field}: {kd.tolist()} N·m·s/rad is too much to apply once per {period * 1e3:g} ms "
+        "(unstable with one period of delay): "
+        f"h·M⁻¹·K_d reaches eigenvalue {largest:.3g} >= {DAMPING_EIGENVALUE_MAX:g} (at q = {q_worst} "
+        f"rad), so the velocity of {joint} is multiplied by {1.0 - largest:.3g} per period: it rings, "
+        "and grows with one period of delay. One value cannot suit the heavy shoulder and the light "
+        f"wrist: give one per joint, scaled to its inertia, e.g. the Gen3's {list(DEFAULT_DAMPING)} "
+        "(core/safety.py)."
     )
 
 
@@ -443,9 +457,11 @@ class RobotModel:
         ``q̇⁺ = (I − h·M(q)⁻¹·K_d)·q̇``. With ``λ`` the largest eigenvalue of ``h·M⁻¹·K_d``
         (:meth:`damping_eigenvalue`):
 
-        * ``λ < 1``: every mode decays without oscillation (the Gen3's defaults: 0.975);
-        * ``1 <= λ < 2``: accepted, it decays, but ringing (the mode flips sign every period);
-        * ``λ >= 2``: it grows; :class:`ConfigError` naming the value, the worst joint and the fix.
+        * ``λ < 1``: every mode decays without oscillation, also with one period of delay (the
+          Gen3's defaults: 0.975);
+        * ``λ >= 1``: :class:`ConfigError` naming the value, the worst joint and the fix. Between
+          1 and 2 the mode still decays without delay, ringing, but one period of delay makes it
+          grow (:data:`DAMPING_EIGENVALUE_MAX`).
 
         A scalar ``K_d = 1`` gives ``λ ≈ 3.54`` on the Gen3: its wrist (~7e-4 kg·m²) needs ~10×
         less damping than its shoulder.
@@ -478,10 +494,11 @@ class RobotModel:
         A wrench ``−B∘ẋ`` on ``frame`` (``ẋ = J·q̇``, ``LOCAL_WORLD_ALIGNED``, ``B`` per axis:
         N·s/m, N·m·s/rad) is the joint torque ``−Jᵀ·B·J·q̇``: held for one period it adds to
         ``K_d``, and the largest eigenvalue of ``h·M⁻¹·(K_d + Jᵀ·B·J)`` over the damping
-        configurations must stay below 2. With ``B = 0`` this is :meth:`check_damping`.
+        configurations must stay below :data:`DAMPING_EIGENVALUE_MAX`. With ``B = 0`` this is
+        :meth:`check_damping`.
 
         Returns:
-            That eigenvalue. Raises :class:`ConfigError` when it is ``>= 2``.
+            That eigenvalue. Raises :class:`ConfigError` when it is ``>= 1``.
         """
         kd_vec = as_vector(field, kd, self.n, broadcast_scalar=True, min_value=0.0)
         b = as_vector(field, twist_damping, 6, broadcast_scalar=True, min_value=0.0)
@@ -501,12 +518,14 @@ class RobotModel:
         eigenvalues = h * np.linalg.eigvalsh(np.swapaxes(L, 1, 2) @ damping @ L)[:, -1]
         worst = int(np.argmax(eigenvalues))
         largest = float(eigenvalues[worst])
-        if largest >= 2.0:
+        if largest >= DAMPING_EIGENVALUE_MAX:
             raise ConfigError(
                 f"{field}: joint damping {kd_vec.tolist()} N·m·s/rad with {b.tolist()} on the twist of "
-                f"{self.model.frames[fid].name!r} is unstable when applied once per {h * 1e3:g} ms: "
-                f"h·M⁻¹·(K_d + Jᵀ·B·J) reaches eigenvalue {largest:.3g} >= 2 (at q = "
-                f"{np.round(qs[worst], 2).tolist()} rad); lower the twist damping on the axes the wrist turns"
+                f"{self.model.frames[fid].name!r} is too much to apply once per {h * 1e3:g} ms (unstable "
+                "with one period of delay): "
+                f"h·M⁻¹·(K_d + Jᵀ·B·J) reaches eigenvalue {largest:.3g} >= {DAMPING_EIGENVALUE_MAX:g} "
+                f"(at q = {np.round(qs[worst], 2).tolist()} rad); lower the twist damping on the axes the "
+                "wrist turns"
             )
         return largest
 

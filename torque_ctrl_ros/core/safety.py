@@ -44,13 +44,14 @@ DEFAULT_DAMPING: tuple[float, ...] = (2.0, 2.0, 0.5, 1.0, 0.2, 0.2, 0.2)
 
 A damping torque applied once per period ``h`` is explicit: the velocity follows
 ``q̇⁺ = (I − h·M⁻¹·K_d)·q̇``, which only decays while every eigenvalue of ``h·M⁻¹·K_d``
-stays below 2 (below 1: without oscillation). The wrist's inertia is ~7e-4 kg·m², so one
-scalar for all joints cannot work: ``K_d = 1`` gives eigenvalues up to 3.5 and ``K_d = 2`` up
-to 7 (unstable). These values keep the largest eigenvalue below 1 over the joint space (0.947
-at most over 20 000 random configurations, 0.975 at the stretched and folded corners that
-:meth:`~torque_ctrl_ros.core.robot.RobotModel.check_damping` adds; ``test/test_safety.py``
-checks < 1). Every damping a node or controller is given goes through that check at start
-(refused at ≥ 2). Another robot must set its own.
+stays below 2, and below 1 without oscillation and with one period of delay (the bound every
+damping is held to: :data:`~torque_ctrl_ros.core.robot.DAMPING_EIGENVALUE_MAX`). The wrist's
+inertia is ~7e-4 kg·m², so one scalar for all joints cannot work: ``K_d = 1`` gives eigenvalues
+up to 3.5 and ``K_d = 2`` up to 7. These values keep the largest eigenvalue below 1 over the
+joint space (0.947 at most over 20 000 random configurations, 0.975 at the stretched and
+folded corners that :meth:`~torque_ctrl_ros.core.robot.RobotModel.check_damping` adds;
+``test/test_safety.py`` checks < 1). Every damping a node or controller is given goes through
+that check at start (refused at ≥ 1). Another robot must set its own.
 """
 
 

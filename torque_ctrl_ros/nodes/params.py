@@ -205,7 +205,7 @@ class ControllerNodeConfig:
 
         With ``robot``, also refuses (:class:`ConfigError`) a damping that the safe command,
         applied once per :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD`, would make unstable:
-        largest eigenvalue of ``h·M⁻¹·K_d`` ``>= 2`` (:meth:`RobotModel.check_damping`).
+        largest eigenvalue of ``h·M⁻¹·K_d`` ``>= 1`` (:meth:`RobotModel.check_damping`).
         """
         field = "controller_node.fallback_damping"
         kd = as_vector(field, self.fallback_damping, n, broadcast_scalar=True, min_value=0.0)

@@ -491,8 +491,8 @@ class MujocoPlant:
         The plant holds a torque for one :attr:`timestep` ``h``; a damping computed from the state
         gives ``q̇⁺ ≈ (I − h·(M⁻¹)_dd·K_d)·q̇`` (MuJoCo's implicit integrators treat the model's own
         joint damping implicitly, but not a commanded torque). With ``λ`` its largest eigenvalue over
-        the sampled configurations: ``λ < 1`` decays smoothly, ``1 <= λ < 2`` is accepted (decays,
-        ringing), ``λ >= 2`` raises :class:`ConfigError` (see
+        the sampled configurations: ``λ < 1`` decays smoothly, ``λ >= 1`` raises
+        :class:`ConfigError` (it rings, and grows with one period of delay; see
         :func:`~torque_ctrl_ros.core.robot.check_damping_stability`).
 
         Args:

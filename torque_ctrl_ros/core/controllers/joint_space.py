@@ -35,8 +35,8 @@ class GravityCompensation(Controller[None]):
     """``tau = g(q) − K_d·q̇`` (N·m): the arm floats where it is, optionally damped.
 
     ``K_d`` acts once per control period ``h``, so it must keep every eigenvalue of
-    ``h·M(q)⁻¹·K_d`` below 2 (:meth:`RobotModel.check_damping`, ``h`` = 1 ms); a scalar above
-    0.56 N·m·s/rad breaks that on the Gen3's wrist and is refused with a :class:`ConfigError`.
+    ``h·M(q)⁻¹·K_d`` below 1 (:meth:`RobotModel.check_damping`, ``h`` = 1 ms); a scalar above
+    0.28 N·m·s/rad breaks that on the Gen3's wrist and is refused with a :class:`ConfigError`.
     """
 
     name = "gravity_comp"
