@@ -23,6 +23,7 @@ import pinocchio as pin
 import pytest
 
 from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.errors import ConfigError
 from torque_ctrl_ros.core.qp.collision import SelfCollisionModel
 from torque_ctrl_ros.core.qp.constraints import SingularityBarrier
 from torque_ctrl_ros.core.qp.tasks import KinematicsState
@@ -103,6 +104,35 @@ def _gap(
     pin.forwardKinematics(robot.model, data, robot.configuration(q))
     x1, x2 = (data.oMi[j].act(p) for j, p in zip(joints, local, strict=True))
     return float(n @ (x2 - x1))
+
+
+def test_singularity_barrier_near_the_singular_set_is_treated_as_singular(robot: RobotModel) -> None:
+    """Below ``SINGULAR_W`` the terms from ``(J·Jᵀ)⁻¹`` are rounding noise (the curvature had read
+    −83 to 1.6e5 there): the row is the singular one (w taken as 0: no gradient or curvature,
+    its bound ``α²·w_min``); above it the curvature keeps the order it has further out."""
+    from torque_ctrl_ros.core.qp.constraints import SINGULAR_W
+
+    kin = KinematicsState(robot)
+    barrier = SingularityBarrier(robot, TOOL, alpha=10.0, w_min=0.01)
+    C, lower = np.zeros((1, robot.n)), np.zeros(1)
+    barrier.bind(C, lower)
+    v = np.full(robot.n, 0.5)
+    curvatures = {}
+    for eps in (1e-3, 1e-4, 1e-6, 1e-7, 1e-8):
+        kin.update(np.array([0.0, 0.3, 0.0, eps, 0.0, 0.3, 0.0]), v)
+        barrier.update(kin)
+        assert math.isfinite(lower[0]) and np.isfinite(C).all()
+        curvatures[eps] = barrier.curvature
+        if eps < 1e-5:  # w ≈ 1.2e-7 and below
+            assert barrier.value == 0.0 and not C.any() and barrier.curvature == barrier.rate == 0.0
+            assert lower[0] == pytest.approx(100.0 * 0.01, rel=1e-12)  # α²·w_min
+        else:
+            assert barrier.value > SINGULAR_W and C.any()
+    # ε = 1e-3 and 1e-4 stay above the threshold with sane terms; 1e-6 and below fall under it.
+    assert abs(curvatures[1e-3]) < 1.0 and abs(curvatures[1e-4]) < 1.0
+    assert curvatures[1e-6] == curvatures[1e-7] == curvatures[1e-8] == 0.0
+    with pytest.raises(ConfigError, match=r"singularity.w_min: expected >= 1e-05"):
+        SingularityBarrier(robot, TOOL, alpha=10.0, w_min=1e-6)
 
 
 def test_self_collision_terms_match_coal_and_finite_differences(robot: RobotModel) -> None:

@@ -13,8 +13,11 @@ Barriers, for ``h(q) ≥ 0`` with gain ``α`` (1/s):
 
 - first order (``h`` depends on ``q̇``): ``ḣ ≥ −α·h``;
 - second order (``h`` depends on ``q``, ``q̈`` appears in ``ḧ``):
-  ``ḧ + 2α·ḣ + α²·h ≥ 0`` (a critically damped bound: ``h`` never crosses zero from
-  a safe start in continuous time).
+  ``ḧ + 2α·ḣ + α²·h ≥ 0`` (a critically damped bound: in continuous time ``h`` never crosses
+  zero from a start with ``h ≥ 0`` and ``ḣ + α·h ≥ 0``; a start heading in faster, e.g. after a
+  fallback or a state jump, can overshoot: with the row met with equality
+  ``h(t) = (h₀ + (ḣ₀ + α·h₀)·t)·e^{−α·t}``, e.g. −0.019 rad from ``h₀ = 0.05`` rad at
+  −1.4 rad/s with ``α = 10``).
 """
 
 from __future__ import annotations
@@ -262,6 +265,12 @@ _DUAL = np.ascontiguousarray(_T.transpose(1, 0, 2).reshape(6, 36))
 _ulinalg = getattr(np.linalg, "_umath_linalg", None)
 _det: Callable[..., Any] = getattr(_ulinalg, "det", np.linalg.det)
 _inv: Callable[..., Any] = getattr(_ulinalg, "inv", np.linalg.inv)
+#: Manipulability (m³) below which the barrier treats the frame as singular: no gradient, no
+#: curvature. ``A = J·Jᵀ`` is then conditioned beyond ~1e16 and its inverse's derivatives are
+#: rounding noise: near the Gen3's stretched pose the curvature kept its order (~0.05) down to
+#: w ≈ 1e-7 and read −83, +1.6e5 and −6e6 at w ≈ 1.2e-8, 1.2e-9 and 3.9e-10 (a lower bound that
+#: flipped sign switched the barrier off while it was violated).
+SINGULAR_W = 1e-6
 
 
 class SingularityBarrier(Barrier):
@@ -317,6 +326,11 @@ class SingularityBarrier(Barrier):
             )
         self.alpha = _alpha("singularity.alpha", alpha)
         self.w_min = as_positive_float("singularity.w_min", w_min)
+        if self.w_min < 10.0 * SINGULAR_W:
+            raise ConfigError(
+                f"singularity.w_min: expected >= {10.0 * SINGULAR_W:g} m³, got {w_min!r}: below "
+                f"{SINGULAR_W:g} the manipulability's derivatives are rounding noise"
+            )
         self.robot = robot
         n = robot.n
         self.gradient = np.zeros(n)
@@ -359,7 +373,7 @@ class SingularityBarrier(Barrier):
         np.multiply(kin.JJd, self._moves_frame, self._JJd)
         self._JJd12.dot(self._JJd12.T, self._G)
         det = float(_det(self._A))
-        if not det > 1e-30:
+        if not det > SINGULAR_W * SINGULAR_W:
             # At (or numerically at) the singularity: no direction to push along.
             w = 0.0
             self.gradient[:] = 0.0

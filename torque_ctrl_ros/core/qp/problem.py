@@ -25,13 +25,15 @@ hqpid's lower levels behave the other way round (p99 12 → 38 iterations when r
 keep them.
 
 Iteration cap and retry: ``max_iter`` caps the solver's outer (proximal / BCL)
-iterations of one attempt (default 50, ~15–20 µs each on these problem sizes). A warm
+iterations of one attempt (default 50, ~15–20 µs each on these problem sizes); the
+iterations a :class:`Solution` reports are ProxSuite's ``info.iter``, its inner (semi-smooth
+Newton) ones, which can exceed ``max_iter`` (145 for 50 outer in a cold infeasible solve). A warm
 attempt that fails is retried once from a cold start: ``init`` rebuilds the
 preconditioner for the current matrices. A warm start keeps the preconditioner of the
 first problem; along a closed loop whose active set changed a lot it can go stale and a
 warm solve then needs many iterations where a cold one needs ~40. An infeasible problem is
-therefore reported after at most ``2·max_iter`` outer iterations (~1.5–2 ms) instead of
-running for ~15 ms.
+therefore reported after at most ``2·max_iter`` outer iterations (measured ~1.5–2 ms, up to
+3.4 ms on a loaded machine; not a hard bound) instead of running for ~15 ms.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ class Solution:
             it to keep it) and the next warm start (do not write to it).
         y: multipliers of ``A·x = b``; z: multipliers of ``l ≤ C·x ≤ u`` (same ownership).
         status: outcome; only :attr:`SolveStatus.SOLVED` with finite ``x`` is usable.
-        iterations: solver iterations of this solve.
+        iterations: the solver's inner iterations of this solve (``info.iter``; ``max_iter``
+            caps the outer ones).
         primal_residual: ``max(‖A·x − b‖∞, ‖dist(C·x, [l, u])‖∞)`` as reported by the solver.
         dual_residual: ``‖H·x + g + Aᵀ·y + Cᵀ·z‖∞`` as reported by the solver.
         solve_time: wall time of update + solve (s), the cold retry included.
