@@ -292,6 +292,7 @@ class ControllerNode:
                 # Trajectories take up where they stood when the safe torque took over.
                 self.target.pause(self._last_computed_stamp, stamp)
             self._last_computed_stamp = stamp
+            self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
             self.state_age.add(now - stamp)
             t0 = time.perf_counter()
             try:
