@@ -311,6 +311,21 @@ def test_singularity_barrier(robot: RobotModel, enabled: bool) -> None:
         assert mon.w_min < 0.25 * w_min  # stretched straight without it
 
 
+@pytest.mark.parametrize("soft", [True, False])
+def test_at_the_singularity_the_barrier_row_is_left_out(robot: RobotModel, soft: bool) -> None:
+    """At the stretched zero pose no q̈ moves the manipulability: a hard row 0·q̈ ≥ α²·w_min had
+    made every step fall back (the solver out of iterations, ~1 ms a step) and kept the arm there."""
+    controller = QPID.from_params(robot, _params(**{"singularity.enabled": True, "singularity.soft": soft}))
+    state = JointState(np.zeros(robot.n), np.zeros(robot.n))
+    reference = controller.hold_reference(state)
+    for _ in range(3):
+        out = controller.compute(state, reference)
+        assert out.info["fallback"] == 0.0 and out.info["qp_status"] == SolveStatus.SOLVED.value
+    info = controller.diagnostics()
+    assert info["manipulability"] == 0.0 and info["slack.singularity"] < 1e-9
+    assert info["margin.singularity"] == -0.01
+
+
 # --------------------------------------------------------------------------- (5)
 def _hierarchy_params(with_posture: bool, hierarchical: bool) -> dict[str, Any]:
     p: dict[str, Any] = {

@@ -303,7 +303,9 @@ class SingularityBarrier(Barrier):
     ``F`` and ``F̃`` of all columns are one contraction with a constant tensor (``_DUAL``),
     the suffix sums one product with a triangular matrix, and ``A``, ``B``, ``D`` blocks of
     one Gram matrix: about twenty numpy calls per step, no second kinematics pass.
-    ``margin`` is ``w − w_min``.
+    ``margin`` is ``w − w_min``. Below :data:`SINGULAR_W` the frame counts as singular: ``w``,
+    its gradient and curvature are taken as 0 and the row is left out (no ``q̈`` moves ``w``
+    there; the tasks and the other rows decide).
     """
 
     name = "singularity"
@@ -399,7 +401,12 @@ class SingularityBarrier(Barrier):
         self.value = w
         al = self.alpha
         self.C[0] = self.gradient
-        self.lower[0] = -self.curvature - 2.0 * al * self.rate - al * al * (w - self.w_min)
+        if w == 0.0:
+            # No q̈ moves w here: the row 0·q̈ ≥ α²·w_min could not be met, and as a hard row it
+            # made every step fall back (~1 ms of solver iterations), leaving the arm where it was.
+            self.lower[0] = -math.inf
+        else:
+            self.lower[0] = -self.curvature - 2.0 * al * self.rate - al * al * (w - self.w_min)
         self.margin = w - self.w_min
 
 
