@@ -146,13 +146,12 @@ def check_damping_stability(
     joint = joint_names[int(np.argmax(np.abs(m_inv[worst] @ (s * vectors[:, -1]))))]
     q_worst = np.round(configurations[worst], 2).tolist()
     raise ConfigError(
-        f"{field}: {kd.tolist()} N·m·s/rad is too much to apply once per {period * 1e3:g} ms "
-        "(unstable with one period of delay): "
+        f"{field}: {kd.tolist()} N·m·s/rad is too much to apply once per {period * 1e3:g} ms: "
         f"h·M⁻¹·K_d reaches eigenvalue {largest:.3g} >= {DAMPING_EIGENVALUE_MAX:g} (at q = {q_worst} "
         f"rad), so the velocity of {joint} is multiplied by {1.0 - largest:.3g} per period: it rings, "
-        "and grows with one period of delay. One value cannot suit the heavy shoulder and the light "
-        f"wrist: give one per joint, scaled to its inertia, e.g. the Gen3's {list(DEFAULT_DAMPING)} "
-        "(core/safety.py)."
+        "and one period of delay makes it grow (unstable). One value cannot suit the heavy shoulder "
+        "and the light wrist: give one per joint, scaled to its inertia, e.g. the Gen3's "
+        f"{list(DEFAULT_DAMPING)} (core/safety.py)."
     )
 
 

@@ -265,8 +265,8 @@ _DUAL = np.ascontiguousarray(_T.transpose(1, 0, 2).reshape(6, 36))
 _ulinalg = getattr(np.linalg, "_umath_linalg", None)
 _det: Callable[..., Any] = getattr(_ulinalg, "det", np.linalg.det)
 _inv: Callable[..., Any] = getattr(_ulinalg, "inv", np.linalg.inv)
-#: Manipulability (m³) below which the barrier treats the frame as singular: no gradient, no
-#: curvature. ``A = J·Jᵀ`` is then conditioned beyond ~1e16 and its inverse's derivatives are
+#: Manipulability (m³) below which the barrier treats the frame as singular (its row left out).
+#: ``A = J·Jᵀ`` is then conditioned beyond ~1e16 and its inverse's derivatives are
 #: rounding noise: near the Gen3's stretched pose the curvature kept its order (~0.05) down to
 #: w ≈ 1e-7 and read −83, +1.6e5 and −6e6 at w ≈ 1.2e-8, 1.2e-9 and 3.9e-10 (a lower bound that
 #: flipped sign switched the barrier off while it was violated).
