@@ -203,38 +203,31 @@ def test_an_unexpected_exception_in_the_controller_also_gets_the_safe_command(
     assert node.watchdog.state.value == "ok" and len(node.publisher.torques) == 3
 
 
-class _Clock:
-    """Stands in for the node's clock: ``now()`` at :attr:`t` (s)."""
-
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def now(self) -> Any:
-        from rclpy.time import Time
-
-        return Time(nanoseconds=round(self.t * 1e9))
-
-
 def test_bad_states_get_the_braking_prediction_not_a_held_torque(
     make_controller: Callable[..., Any], robot: RobotModel
 ) -> None:
     """Non-finite states after a good one: each safe command is SafeBrake's prediction from the
     good state at the time since the fallback began (1 kHz here), so the damping term follows
     the predicted motion instead of repeating −K_d·q̇ of the good state."""
+    from rclpy.time import Time
+
     from torque_ctrl_ros.core.braking import SafeBrake
     from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 
-    node = make_controller()
-    clock = _Clock(1000.0)
-    node.node.get_clock = lambda: clock
+    node = make_controller(use_sim_time=True)
+    clock = node.node.get_clock()
+
+    def at(t: float) -> float:
+        clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9), clock_type=clock.clock_type))
+        return t
+
     q, v = np.full(7, 0.1), np.array([0.3, -0.2, 0.4, 0.5, 0.6, -0.5, 0.5])
-    node._on_state_message(_state_msg(q, v, clock.t))
+    node._on_state_message(_state_msg(q, v, at(1000.0)))
     expected = SafeBrake(robot, np.array(DEFAULT_DAMPING), horizon=0.5)
     expected.start(q, v)
     nan = np.full(7, np.nan)
     for k in range(1, 41):
-        clock.t = 1000.0 + 1e-3 * k
-        node._on_state_message(_state_msg(nan, nan, clock.t))
+        node._on_state_message(_state_msg(nan, nan, at(1000.0 + 1e-3 * k)))
         assert node.watchdog.state.value == "fallback"
         np.testing.assert_allclose(
             node.publisher.torques[-1], _clip(robot, expected.torque(1e-3 * (k - 1))), rtol=0, atol=1e-9
