@@ -230,7 +230,7 @@ class QPIDConfig:
             acceleration_weight: 1.0e-4         # W2, scalar or per joint
             velocity_weight: 0.0                # W3, scalar or per joint
             slack_weight: 100.0
-            fallback_damping: [2, 2, 0.5, 1, 0.2, 0.2, 0.2]  # N·m·s/rad per joint (a scalar > 0.56: unstable)
+            fallback_damping: [2, 2, 0.5, 1, 0.2, 0.2, 0.2]  # N·m·s/rad per joint (a scalar > ~0.28: refused)
             joint_position_limit.{enabled, alpha, soft}
             joint_velocity_limit.{enabled, alpha, soft}
             self_collision.{enabled, alpha, soft, d_safe, model, filter, pairs}
