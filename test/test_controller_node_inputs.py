@@ -54,7 +54,7 @@ def test_a_non_finite_safe_torque_is_never_published(controller_node: Callable[.
     node = controller_node(controller="computed_torque")
     original = node.brake.torque
 
-    def broken(elapsed: float) -> np.ndarray:
+    def broken(now: float) -> np.ndarray:
         return np.full(7, np.nan)  # a prediction gone non-finite
 
     node.brake.torque = broken

@@ -203,39 +203,108 @@ def test_an_unexpected_exception_in_the_controller_also_gets_the_safe_command(
     assert node.watchdog.state.value == "ok" and len(node.publisher.torques) == 3
 
 
-def test_bad_states_get_the_braking_prediction_not_a_held_torque(
-    make_controller: Callable[..., Any], robot: RobotModel
-) -> None:
-    """Non-finite states after a good one: each safe command is SafeBrake's prediction from the
-    good state at the time since the fallback began (1 kHz here), so the damping term follows
-    the predicted motion instead of repeating −K_d·q̇ of the good state."""
+def _sim_clock(node: Any) -> Callable[[float], float]:
+    """Sets the node's sim time to ``t`` (s) and returns ``t``."""
     from rclpy.time import Time
 
-    from torque_ctrl_ros.core.braking import SafeBrake
-    from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
-
-    node = make_controller(use_sim_time=True)
     clock = node.node.get_clock()
 
     def at(t: float) -> float:
         clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9), clock_type=clock.clock_type))
         return t
 
-    q, v = np.full(7, 0.1), np.array([0.3, -0.2, 0.4, 0.5, 0.6, -0.5, 0.5])
-    node._on_state_message(_state_msg(q, v, at(1000.0)))
+    return at
+
+
+_Q_GOOD = np.full(7, 0.1)
+_V_GOOD = np.array([0.3, -0.2, 0.4, 0.5, 0.6, -0.5, 0.5])
+
+
+def test_bad_states_get_the_braking_prediction_not_a_held_torque(
+    make_controller: Callable[..., Any], robot: RobotModel
+) -> None:
+    """Non-finite states after a good one, at 1 kHz then with gaps of 3 and 7 ms: each safe
+    command is SafeBrake's prediction from the good state, advanced under the commands sent, so
+    the damping term follows the predicted motion instead of repeating −K_d·q̇ of the good state."""
+    from torque_ctrl_ros.core.braking import SafeBrake
+    from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
+
+    node = make_controller(use_sim_time=True)
+    at = _sim_clock(node)
+    node._on_state_message(_state_msg(_Q_GOOD, _V_GOOD, at(1000.0)))
     expected = SafeBrake(robot, np.array(DEFAULT_DAMPING), horizon=0.5)
-    expected.start(q, v)
     nan = np.full(7, np.nan)
-    for k in range(1, 41):
-        node._on_state_message(_state_msg(nan, nan, at(1000.0 + 1e-3 * k)))
+    times = [1000.0 + 1e-3 * k for k in range(1, 41)] + [1000.043, 1000.050]
+    for i, t in enumerate(times):
+        node._on_state_message(_state_msg(nan, nan, at(t)))
         assert node.watchdog.state.value == "fallback"
+        if i == 0:
+            expected.start(_Q_GOOD, _V_GOOD, t)
         np.testing.assert_allclose(
-            node.publisher.torques[-1], _clip(robot, expected.torque(1e-3 * (k - 1))), rtol=0, atol=1e-9
+            node.publisher.torques[-1], _clip(robot, expected.torque(t)), rtol=0, atol=1e-9
         )
-    first = _clip(robot, robot.gravity(q) - np.array(DEFAULT_DAMPING) * v)
+    first = _clip(robot, robot.gravity(_Q_GOOD) - np.array(DEFAULT_DAMPING) * _V_GOOD)
     np.testing.assert_allclose(node.publisher.torques[1], first, rtol=0, atol=1e-9)
     assert np.abs(node.publisher.torques[-1] - first).max() > 0.1  # not the same torque held
-    assert node.fallback_commands == 40
+    assert node.fallback_commands == len(times) and expected.k == 49
+
+
+@pytest.mark.parametrize("timer_ticked", [False, True], ids=["no-tick", "tick"])
+def test_the_first_safe_command_after_a_silence_brakes_from_the_good_state(
+    make_controller: Callable[..., Any], robot: RobotModel, timer_ticked: bool
+) -> None:
+    """A good state, 0.3 s without any, then a non-finite one: its command is the first of the
+    braking, g(q₀) − K_d·q̇₀, whether or not the node's timer noted the silence first (that had
+    opened the window 0.3 s back and the prediction had started 0.28 s in, with almost no
+    damping left, for an arm that had got no command at all)."""
+    from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
+
+    node = make_controller(use_sim_time=True, **{"watchdog.max_age": 0.02})
+    at = _sim_clock(node)
+    node._on_state_message(_state_msg(_Q_GOOD, _V_GOOD, at(1000.0)))
+    if timer_ticked:
+        node._note_silence(at(1000.25), 0.25)
+        assert node.watchdog.state.value == "fallback"
+    nan = np.full(7, np.nan)
+    node._on_state_message(_state_msg(nan, nan, at(1000.3)))
+    assert node.watchdog.state.value == "fallback"
+    first = _clip(robot, robot.gravity(_Q_GOOD) - np.array(DEFAULT_DAMPING) * _V_GOOD)
+    np.testing.assert_allclose(node.publisher.torques[-1], first, rtol=0, atol=1e-9)
+
+
+def test_a_clock_gone_back_in_a_fallback_stops_the_safe_command(
+    make_controller: Callable[..., Any], robot: RobotModel
+) -> None:
+    """Under sim time, a fallback at 1000 s, then non-finite states from a simulator restarted
+    at 5 s: not answered (the window cannot be timed on the new clock; the safe command had
+    been sent for ever); the new run's first good state is controlled again."""
+    node = make_controller(use_sim_time=True)
+    at = _sim_clock(node)
+    node._on_state_message(_state_msg(_Q_GOOD, _V_GOOD, at(1000.0)))
+    nan = np.full(7, np.nan)
+    node._on_state_message(_state_msg(nan, nan, at(1000.001)))
+    assert node.watchdog.state.value == "fallback" and len(node.publisher.torques) == 2
+    for k in range(20):
+        node._on_state_message(_state_msg(nan, nan, at(5.0 + 1e-3 * k)))
+    assert node.watchdog.state.value == "stopped" and len(node.publisher.torques) == 2
+    node._on_state_message(_state_msg(_Q_GOOD, np.zeros(7), at(5.02)))
+    assert node.watchdog.state.value == "ok" and len(node.publisher.torques) == 3
+
+
+def test_a_saturated_safe_command_is_counted(make_controller: Callable[..., Any], robot: RobotModel) -> None:
+    """The brake hands the node its command before saturation, so a clipped safe command is
+    counted and named like any other (it had been clipped unseen)."""
+    node = make_controller(use_sim_time=True)
+    at = _sim_clock(node)
+    q, fast = np.array([0.0, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0]), np.zeros(7)
+    fast[1] = 10.0  # rad/s on joint 2, arm stretched out: g − K_d·q̇ is −43 N·m, past its 39
+    node._on_state_message(_state_msg(q, fast, at(1000.0)))
+    before = node.saturated_commands
+    nan = np.full(7, np.nan)
+    node._on_state_message(_state_msg(nan, nan, at(1000.001)))
+    assert node.watchdog.state.value == "fallback" and node.fallback_commands == 1
+    assert node.saturated_commands == before + 1 and "joint_2" in node.last_saturated
+    assert abs(node.publisher.torques[-1][1]) == robot.effort_limit[1]
 
 
 # ---------------------------------------------------------------- 3. robot_description

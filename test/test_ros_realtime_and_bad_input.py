@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import math
@@ -240,13 +241,26 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
         # finite, but no arm is there: a position 1e200 rad on a continuous joint
         "absurd": lambda s: _state(s, NAMES, np.where(np.arange(7) == 0, 1e200, q_good + 0.3), v_good),
     }
-    # Every safe command the node may send from the good state: SafeBrake's, k periods in.
-    brake = SafeBrake(robot, damping, fallback_s)
-    brake.start(q_good, v_good)
-    predicted = np.array([brake.torque(k * brake.period) for k in range(brake.max_periods + 1)])
 
-    def from_good_state(tau: np.ndarray) -> bool:
-        return bool(np.abs(predicted - tau).max(axis=1).min() < 1e-12)
+    def brakes_from_good_state(taus: list[np.ndarray]) -> bool:
+        """Whether ``taus``, the safe commands of one fallback window in order, are SafeBrake's
+        from the good state for some whole numbers of periods between them (the states come
+        every ~5 ms here, unevenly): each the command after m ≥ 0 periods under the one before."""
+        brake = SafeBrake(robot, damping, fallback_s)
+        brake.start(q_good, v_good, 0.0)
+        if np.abs(brake.tau - taus[0]).max() > 1e-9:
+            return False
+        t = 0.0
+        for tau in taus[1:]:
+            for m in range(0, 60):
+                trial = copy.deepcopy(brake, {id(robot): robot})  # the model shared, not copied
+                trial.torque(t + m * brake.period)
+                if np.abs(trial.tau - tau).max() < 1e-9:
+                    brake, t = trial, t + m * brake.period
+                    break
+            else:
+                return False
+        return True
 
     def reported_ok_since(mark: int) -> bool:
         """A controller report received since ``diags[mark]`` said ``ok`` (once true, stays true)."""
@@ -290,11 +304,20 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
             (sent.get(s), np.array(m.data)) for s, (_, m) in zip(answer_stamps, commands, strict=True)
         ]
     assert all(p is not None for p, _ in answered)
+    # The commands not computed from a good state come in runs, one per fallback window (a bad
+    # phase, or a good state refused as stale on this loaded machine): each run is the braking
+    # predicted from the last good state, never a torque from the bad data.
+    runs: list[list[np.ndarray]] = [[]]
+    for p, tau in answered:
+        if p.startswith("good") and np.abs(tau - robot.gravity(q_good)).max() < 1e-9:
+            if runs[-1]:
+                runs.append([])
+        else:
+            runs[-1].append(tau)
+    assert all(brakes_from_good_state(run) for run in runs if run)
     for phase in bad_makers:
-        taus = [tau for p, tau in answered if p == phase]
-        # Every command answering a bad state is the braking predicted from the last good state...
-        assert taus, f"no fallback command during {phase}"
-        assert all(from_good_state(t) for t in taus), phase
+        # Every bad phase got the braking ...
+        assert any(p == phase for p, _ in answered), f"no fallback command during {phase}"
         # ... and only within the fallback window, then nothing. Judged on the stamps (the
         # sender's wall clock, which the controller also runs on here) rather than on counts, so
         # a loaded machine that sends unevenly cannot fail it: 0.1 s is left for delivery.
@@ -305,9 +328,6 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
         assert max(stamps) - max(answered_stamps) > 0.1e9, phase  # the rest went unanswered
     good_taus = [tau for p, tau in answered if p and p.startswith("good")]
     computed = [np.abs(t - robot.gravity(q_good)).max() < 1e-9 for t in good_taus]
-    # A good state delayed past max_age on this loaded machine is refused as stale: it then gets
-    # the safe command, which is also built from good data.
-    assert all(c or from_good_state(t) for c, t in zip(computed, good_taus, strict=True))
     assert sum(computed) > 0.9 * len(good_taus)
     for key in ("rejected_non_finite", "rejected_inconsistent", "rejected_stale", "rejected_out_of_range"):
         assert int(values[key]) > 0, key

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from torque_ctrl_ros.core import RobotModel
@@ -21,6 +22,7 @@ from torque_ctrl_ros.core.safety import (
     WatchdogConfig,
     WatchdogState,
 )
+from torque_ctrl_ros.core.saturation import TorqueLimiter
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
 NAMES = ("a", "b", "c")
@@ -339,13 +341,15 @@ def _kinetic_energy(robot: RobotModel, q: np.ndarray, v: np.ndarray) -> float:
     return 0.5 * float(v @ robot.mass_matrix(q) @ v)
 
 
+@pytest.mark.parametrize("every", [1, 2, 5, 25], ids=["1ms", "2ms", "5ms", "25ms"])
 def test_safe_brake_brakes_the_simulated_arm_where_a_held_damping_torque_spins_it(
-    robot: RobotModel, scene_path: Path
+    robot: RobotModel, scene_path: Path, every: int
 ) -> None:
-    """A fallback of 0.5 s at 1 kHz from the home pose moving at 0.5 rad/s on every joint: the
-    command held from the last good state, g(q₀) − K_d·q̇₀, spins the wrist up; SafeBrake's
-    prediction is the plant's own motion (same model, same integrator) and the kinetic energy
-    only falls."""
+    """A fallback of 0.5 s from the home pose moving at 0.5 rad/s on every joint: the command
+    held from the last good state, g(q₀) − K_d·q̇₀, spins the wrist up; SafeBrake's prediction
+    is the plant's own motion (same model, same integrator) under the commands sent, one every
+    ``every`` ms (states lost in between: the plant holds each command), and the kinetic energy
+    only falls (at 25 ms too, with the damping scaled to the gap)."""
     kd = np.array(DEFAULT_DAMPING)
     h = 1e-3
     held = _plant_from_home(scene_path, 0.5)
@@ -357,48 +361,95 @@ def test_safe_brake_brakes_the_simulated_arm_where_a_held_damping_torque_spins_i
 
     plant = _plant_from_home(scene_path, 0.5)
     brake = SafeBrake(robot, kd, horizon=0.5, period=h)
-    brake.start(plant.q, plant.v)
+    t0 = 1000.0
+    brake.start(plant.q, plant.v, t0)
     energy = [_kinetic_energy(robot, plant.q, plant.v)]
     for k in range(501):
-        tau = brake.torque(k * h)
-        np.testing.assert_allclose(brake.q, plant.q, rtol=0, atol=1e-9)
-        np.testing.assert_allclose(brake.v, plant.v, rtol=0, atol=1e-9)
-        plant.set_torque(tau)
+        if k % every == 0:
+            brake.torque(t0 + k * h)
+            np.testing.assert_allclose(brake.q, plant.q, rtol=0, atol=1e-9)
+            np.testing.assert_allclose(brake.v, plant.v, rtol=0, atol=1e-9)
+            plant.set_torque(brake.tau)
         plant.step()
         energy.append(_kinetic_energy(robot, plant.q, plant.v))
     rises = np.diff(energy)
     assert rises.max() <= 1e-9 * energy[0], rises.max()
-    assert energy[-1] < 0.1 * energy[0]
-    assert np.abs(plant.v).max() < 0.25 and np.abs(plant.v[4:]).max() < 0.1
+    if every <= 2:  # K_d in full
+        assert energy[-1] < 0.1 * energy[0]
+        assert np.abs(plant.v).max() < 0.25 and np.abs(plant.v[4:]).max() < 0.1
+    else:  # K_d·2/m: slower, but braking
+        assert energy[-1] < 0.75 * energy[0]
 
 
-def test_safe_brake_periods_restarts_and_bounds(robot: RobotModel) -> None:
+def test_safe_brake_holds_each_command_until_the_next_and_stops_at_the_horizon(robot: RobotModel) -> None:
+    """Between two calls the prediction runs the whole periods between them under the command
+    sent by the first; a call at the same time, earlier (clock gone back) or at NaN advances
+    nothing; past the horizon nothing either."""
     kd = np.array(DEFAULT_DAMPING)
     q0, v0 = np.linspace(-0.5, 0.5, 7), np.linspace(0.4, -0.2, 7)
     brake = SafeBrake(robot, kd, horizon=0.01)
-    brake.start(q0, v0)
+    brake.start(q0, v0, 5.0)
     first = robot.gravity(q0) - kd * v0
-    np.testing.assert_allclose(brake.torque(0.0), first, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(brake.torque(5.0), first, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(brake.torque(5.0004), first, rtol=0, atol=1e-12)  # rounds to 0 periods
+    np.testing.assert_allclose(brake.torque(4.0), first, rtol=0, atol=1e-12)
     np.testing.assert_allclose(brake.torque(math.nan), first, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(brake.torque(-1.0), first, rtol=0, atol=1e-12)
-    at_3ms = brake.torque(0.0031)  # rounds to 3 periods
-    assert brake.k == 3 and np.abs(at_3ms - first).max() > 1e-6
-    fresh = SafeBrake(robot, kd, horizon=0.01)
-    fresh.start(q0, v0)
-    np.testing.assert_allclose(brake.torque(0.001), fresh.torque(0.001), rtol=0, atol=1e-12)
-    assert brake.k == 1  # went back: started over
-    np.testing.assert_allclose(brake.torque(0.003), at_3ms, rtol=0, atol=1e-12)
+    assert brake.k == 0
+    # Three periods in one call, all under the first command: as the plant holding it; the
+    # next command damps with K_d·2/3 (it may be held as long).
+    at_3ms = brake.torque(5.0031)
+    assert brake.k == 3
+    q, v = q0.copy(), v0.copy()
+    for _ in range(3):
+        v += 1e-3 * pin.aba(robot.model, robot.data, robot.configuration(q), v, first)
+        q += 1e-3 * v
+    np.testing.assert_allclose(brake.q, q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(at_3ms, robot.gravity(q) - kd * (2 / 3) * v, rtol=0, atol=1e-12)
+    # One period at a time differs: each command acts on its own period.
+    stepped = SafeBrake(robot, kd, horizon=0.01)
+    stepped.start(q0, v0, 5.0)
+    for k in (1, 2, 3):
+        stepped.torque(5.0 + 1e-3 * k)
+    assert np.abs(stepped.q - brake.q).max() > 1e-9
+    brake.torque(5.0041)  # one period under that command; the next damps with K_d in full
+    v += 1e-3 * pin.aba(
+        robot.model, robot.data, robot.configuration(q), v, robot.gravity(q) - kd * (2 / 3) * v
+    )
+    q += 1e-3 * v
+    np.testing.assert_allclose(brake.command, robot.gravity(q) - kd * v, rtol=0, atol=1e-12)
+    at_4ms = brake.command.copy()
+    np.testing.assert_allclose(brake.torque(5.0025), at_4ms, rtol=0, atol=0)  # went back: the same
     brake.torque(math.inf)  # clamped to the horizon: 10 periods, not a hang
     assert brake.k == brake.max_periods == 10
-    brake.torque(1e9)
+    last = brake.torque(1e9)
     assert brake.k == 10
+    np.testing.assert_allclose(brake.torque(2e9), last, rtol=0, atol=0)
 
 
-def test_safe_brake_command_is_saturated(robot: RobotModel) -> None:
+def test_safe_brake_returns_the_command_before_saturation_and_holds_it_saturated(robot: RobotModel) -> None:
+    """The prediction holds what the arm gets, the clipped torque; the returned command is the
+    unclipped one, so the node's limiter reports the saturation."""
     brake = SafeBrake(robot, np.array(DEFAULT_DAMPING), horizon=0.1)
-    brake.start(np.zeros(7), np.full(7, 1e3))
-    tau = brake.torque(0.0)
-    np.testing.assert_array_equal(np.abs(tau), robot.effort_limit)
+    brake.start(np.zeros(7), np.full(7, 1e3), 0.0)
+    command = brake.torque(0.0)
+    assert (np.abs(command) > robot.effort_limit).all()
+    np.testing.assert_array_equal(np.abs(brake.tau), robot.effort_limit)
+    out = TorqueLimiter(robot.joint_names, robot.effort_limit).apply(command)
+    np.testing.assert_array_equal(out.tau, brake.tau)
+    assert out.saturated.all()
+
+
+def test_watchdog_stops_a_window_when_the_clock_goes_back() -> None:
+    """A fallback window at 1000 s, then refused states stamped by a clock restarted at 5 s
+    (a simulator restart under sim time): the window cannot be timed on the new clock, so the
+    watchdog stops instead of answering them with the safe command for ever; a good state of
+    the new run then recovers (auto_recover)."""
+    wd = Watchdog(3, WatchdogConfig(max_age=0.05, fallback_duration=0.5))
+    wd.accept(np.zeros(3), np.zeros(3), 1000.0, 1000.0)
+    assert wd.reject(RejectReason.NON_FINITE, "nan", 1000.001) is Action.FALLBACK
+    assert wd.reject(RejectReason.NON_FINITE, "nan", 5.0) is Action.NONE
+    assert wd.state is WatchdogState.STOPPED
+    assert wd.accept(np.zeros(3), np.zeros(3), 5.001, 5.001) is Action.COMPUTE
 
 
 def test_watchdog_safe_since_is_the_later_of_window_start_and_last_accept() -> None:

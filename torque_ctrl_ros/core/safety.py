@@ -388,6 +388,12 @@ class Watchdog:
                 return Action.NONE
             self.fallback_since = now
             self._set(WatchdogState.FALLBACK)
+        elif now < self.fallback_since:
+            # The clock went back since the window opened (a restarted simulator, a clock step):
+            # the window could not end by this clock for as long as it was ahead, and the safe
+            # command was timed on the old clock. Nothing trustworthy is left to send.
+            self._set(WatchdogState.STOPPED)
+            return Action.NONE
         if now - self.fallback_since > self.config.fallback_duration:
             self._set(WatchdogState.STOPPED)
             return Action.NONE

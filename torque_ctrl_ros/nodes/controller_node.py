@@ -310,9 +310,11 @@ class ControllerNode:
         if action is Action.FALLBACK:
             since = wd.safe_since
             if since != self._brake_since:  # a new window, or a new last good state
-                self.brake.start(wd.last_good.q, wd.last_good.v)
+                # Timed from this first safe command, not from `since`: after a silence the
+                # window opened before any command could go out (core/braking.py).
+                self.brake.start(wd.last_good.q, wd.last_good.v, now)
                 self._brake_since = since
-            out = self.controller.limiter.apply(self.brake.torque(now - since))
+            out = self.controller.limiter.apply(self.brake.torque(now))
             if all_finite(out.tau):
                 self.fallback_commands += 1
             else:  # a prediction gone non-finite (the watchdog refuses non-finite states): never sent
