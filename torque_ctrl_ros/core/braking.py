@@ -21,22 +21,28 @@ that ``τ`` held, as the driver holds it::
     q̂̇ ← q̂̇ + h·q̈,   q̂ ← q̂ + h·q̂̇                            (semi-implicit Euler, per period)
 
 At 1 kHz that is one period per command; a state lost (two periods under one command) or a
-late one advances the prediction by what the arm really went through. After a gap of ``m > 2``
-periods the next command damps with ``K_d·2/m``, as the next one may come as late: held for
-``m`` periods, ``K_d`` changes a mode's velocity by the factor ``1 − m·λ`` (``λ`` an eigenvalue
-of ``h·M⁻¹·K_d``, below 1 by :meth:`RobotModel.check_damping`), which leaves ``(−1, 1)`` once
-``m·λ ≥ 2``. (MuJoCo, from the home pose at 0.5 rad/s on every joint, 0.5 s, commands every
-1 / 2 / 5 / 10 / 25 ms: with ``K_d`` always, the kinetic energy ends at 7 / 7 / 7 % of its start,
-then joint 7 at 58 and 156 rad/s; with ``K_d·2/m``, 7 / 7 / 27 / 47 / 68 %. The scaling is for
-the largest ``λ`` over the workspace; the home pose's are smaller, hence the slower braking at
-5 ms.) Timing the prediction from commands sent, not from when the fallback began, makes the
-first command ``g(q₀) − K_d·q̇₀`` whether or not the stream fell silent first (no command was
-sent then). On the simulator, whose model is the controller's, this is the damping feedback it would get
-from good states: the arm brakes and holds (``test/test_safety.py``). On a real arm it is open
-loop and drifts with the model's errors (payload, friction, the rotor inertia Kinova does not
-publish), which is why it lasts only the fallback window; after it, the driver's own command
-timeout must take over (see ``launch/hardware_gen3.launch.py``). The damping bounds
-(:meth:`RobotModel.check_damping`) are for one command per 1 ms period, as everywhere here.
+late one advances the prediction by what the arm really went through. Held for ``m`` periods,
+``K_d`` changes a mode's velocity by the factor ``1 − m·λ`` (``λ`` an eigenvalue of
+``h·M⁻¹·K_d``, below 1 by :meth:`RobotModel.check_damping`), which leaves ``(−1, 1)`` once
+``m·λ ≥ 2``. How long a command will be held is only known afterwards, so once a gap of
+``m > 2`` periods has been seen in the window the commands damp with ``K_d·2/m``, ``m`` the
+longest gap so far. (MuJoCo, from the home pose at 0.5 rad/s on every joint, 0.5 s, commands
+every 1 / 2 / 5 / 10 / 25 ms: with ``K_d`` throughout, the kinetic energy ends at 7 / 7 / 7 % of
+its start, then joint 7 reaches 58 and 156 rad/s; scaled, 7 / 7 / 26 / 47 / 68 %. The scaling
+is for the largest ``λ`` over the workspace; the home pose's are smaller, hence the slower
+braking at 5 ms. Scaled by the gap just before each command instead, gaps alternating 1 and
+7 ms had spun the wrist to 56 rad/s: a command after a short gap, held for a long one.) The
+first command damps with ``K_d``: it answers a stream of one state per 1 ms period, which every
+damping bound here assumes; on a stream of one state every ``m`` ms each damping of this
+package is ``m`` times closer to its bound, this one included.
+
+Timing the prediction from commands sent, not from when the fallback began, makes the first
+command ``g(q₀) − K_d·q̇₀`` whether or not the stream fell silent first (no command was sent
+then). On the simulator, whose model is the controller's, this is the damping feedback it would
+get from good states: the arm brakes and holds (``test/test_safety.py``). On a real arm it is
+open loop and drifts with the model's errors (payload, friction, the rotor inertia Kinova does
+not publish), which is why it lasts only the fallback window; after it, the driver's own
+command timeout must take over (see ``launch/hardware_gen3.launch.py``).
 """
 
 from __future__ import annotations
@@ -82,6 +88,7 @@ class SafeBrake:
         self.tau = np.zeros(n)  # the command saturated: what the arm gets and the prediction holds
         self.k = 0  # periods predicted so far
         self._t = math.nan  # the time (s) the prediction has reached
+        self._longest_gap = 1  # periods between two commands, the most seen since start()
 
     def start(self, q: FloatArray, v: FloatArray, now: float) -> None:
         """Predict from ``(q, v)`` (rad, rad/s), the last state the arm was known in, with the
@@ -90,6 +97,7 @@ class SafeBrake:
         np.copyto(self.v, v)
         self.k = 0
         self._t = now
+        self._longest_gap = 1
         self._command()
 
     def _command(self, scale: float = 1.0) -> None:
@@ -105,8 +113,9 @@ class SafeBrake:
 
         The prediction first runs ``m = round((now − t)/h)`` periods under the last command,
         ``t`` being where it stands, at most to ``horizon``; the new command's damping is
-        ``K_d·min(1, 2/m)`` (``m`` not cut at the horizon). None when ``now`` is not later (a
-        clock gone back, NaN): the command is then the last one again.
+        ``K_d·min(1, 2/m_max)``, ``m_max`` the longest such ``m`` since :meth:`start` (not cut
+        at the horizon). None when ``now`` is not later (a clock gone back, NaN): the command
+        is then the last one again.
         """
         periods = (now - self._t) / self.period
         if periods >= 0.5:  # False for NaN
@@ -120,7 +129,8 @@ class SafeBrake:
                     self.q += self.period * self.v
                 self.k += m
                 self._t += m * self.period
-                self._command(min(1.0, 2.0 / gap))
+                self._longest_gap = max(self._longest_gap, gap)
+                self._command(min(1.0, 2.0 / self._longest_gap))
         return self.command.copy()
 
 

@@ -388,10 +388,11 @@ class Watchdog:
                 return Action.NONE
             self.fallback_since = now
             self._set(WatchdogState.FALLBACK)
-        elif now < self.fallback_since:
-            # The clock went back since the window opened (a restarted simulator, a clock step):
+        elif self.fallback_since - now > self.config.max_age:
+            # The clock went back past the window's start (a restarted simulator, a clock step):
             # the window could not end by this clock for as long as it was ahead, and the safe
-            # command was timed on the old clock. Nothing trustworthy is left to send.
+            # command was timed on the old clock. Nothing trustworthy is left to send. (A step
+            # of up to max_age, as a system clock's adjustment, only lengthens the window.)
             self._set(WatchdogState.STOPPED)
             return Action.NONE
         if now - self.fallback_since > self.config.fallback_duration:
