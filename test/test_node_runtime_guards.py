@@ -494,6 +494,36 @@ def test_a_trajectory_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) -> 
     assert abs(reference.q[0] - held[0]) < 2e-3, (reference.q[0], held[0])
 
 
+def test_a_trajectory_pauses_only_while_the_safe_torque_is_on(nodes: Nodes) -> None:
+    """Every other state refused (non-finite) along a trajectory: the torque computed for each good
+    state is applied for its period, so the trajectory pauses 1 ms per refused state, half the
+    time. Paused from the last computed state instead, each fallback had cost a period more and
+    the trajectory had stood still."""
+    from rclpy.time import Time
+    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
+    clock = node.node.get_clock()
+
+    def at(k: int, q: np.ndarray) -> None:
+        clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
+        node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
+
+    at(0, HOME)
+    goal = HOME.copy()
+    goal[0] = 1.0
+    point = JointTrajectoryPoint(positions=goal.tolist())
+    point.time_from_start.sec = 2
+    node.target._on_trajectory(TrajectoryMsg(joint_names=JOINTS, points=[point]))
+    at(1, HOME)
+    t0 = node.target._t0
+    for k in range(2, 203):
+        at(k, np.full(7, np.nan) if k % 2 else HOME)
+    assert node.watchdog.state.value == "ok" and node.fallback_commands == 100
+    assert node.target._t0 - t0 == pytest.approx(0.100, abs=1e-9)  # 100 refused states, 1 ms each
+
+
 def test_the_start_up_answer_is_counted_but_not_timed(nodes: Nodes) -> None:
     """The answer that ends the simulator's wait for a controller includes the controller's first,
     cold call: it had been the latency "max" of most benchmark runs (1.3–2.8 ms at 05:30)."""

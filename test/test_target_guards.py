@@ -315,8 +315,9 @@ def test_a_trajectory_stamped_on_another_clock_is_refused(robot: RobotModel) -> 
 
 def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot: RobotModel) -> None:
     """Kept through a simulator restart, a trajectory stamped for later had started in the new run
-    at the old run's stamp; activated after a fallback that its stamp fell in, it had been
-    compressed into the time left (1 s asked, 0.6 s run)."""
+    at the old run's stamp; dropped by a stop on the same clock, one sent while the arm was
+    stopped had been lost without a word; activated after a fallback that its stamp fell in, it
+    had been compressed into the time left (1 s asked, 0.6 s run)."""
     names = list(robot.joint_names)
     goal = np.zeros(7)
     goal[0] = 0.5
@@ -330,8 +331,14 @@ def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot
     source.reference(state(100.0))
     node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(1.0, goal, None)]), 101.5))
     source.reference(state(100.001))
-    source.reset()  # e.g. the clock went back
-    assert source.reference(state(101.6)).q[0] == 0.0 and source.describe() == "hold"
+    source.reset()  # a stop on the same clock: it still starts at its stamp
+    assert source.reference(state(101.4)).q[0] == 0.0 and source.describe() == "hold"
+    source.reference(state(101.6))
+    assert source.describe() == "trajectory" and source.reference(state(102.0)).q[0] > 0.1
+    node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(1.0, goal, None)]), 102.8))
+    source.reset(clock_reset=True)  # the clock went back: dropped, and said so
+    assert source.reference(state(102.9)).q[0] == 0.0 and source.describe() == "hold"
+    assert source.rejected == 1 and "clock went back" in source.last_error
 
     node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(1.0, goal, None)]), 100.5))
     source.reference(state(100.2))

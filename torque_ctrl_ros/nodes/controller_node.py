@@ -112,6 +112,7 @@ class ControllerNode:
         # The safe command of a fallback: braking from the last good state (core/braking.py).
         self.brake = SafeBrake(robot, self.damping, cfg.watchdog.fallback_duration)
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
+        self._safe_from_stamp = math.nan  # stamp (s) of the first state the safe command answered
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         limits = (robot.position_lower, robot.position_upper)
         self.watchdog = Watchdog(robot.n, cfg.watchdog, limits, robot.velocity_limit, robot.joint_names)
@@ -202,7 +203,7 @@ class ControllerNode:
         """A state stamped before the last accepted one arrived with the clock gone back too (a
         restarted simulator): the target of the previous run is dropped, the arm held where the
         new run starts."""
-        self.target.reset()
+        self.target.reset(clock_reset=True)
         self.controller.reset()
         self.log.warning(
             "clock reset",
@@ -288,10 +289,18 @@ class ControllerNode:
                 self.controller.reset()
             if previous is WatchdogState.STOPPED:
                 self.target.reset()
-            elif previous is WatchdogState.FALLBACK and stamp > self._last_computed_stamp:
-                # Trajectories take up where they stood when the safe torque took over.
-                self.target.pause(self._last_computed_stamp, stamp)
+            elif previous is WatchdogState.FALLBACK:
+                # Trajectories take up where they stood when the safe torque took over: at the
+                # first refused state, until which the last computed torque was applied (paused
+                # from the last computed state, each fallback had cost a period more: a stream
+                # with every other state refused had frozen the trajectory).
+                since = self._safe_from_stamp
+                if not self._last_computed_stamp < since < stamp:  # also when nan
+                    since = self._last_computed_stamp
+                if stamp > since:
+                    self.target.pause(since, stamp)
             self._last_computed_stamp = stamp
+            self._safe_from_stamp = math.nan
             self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
             self.state_age.add(now - stamp)
             t0 = time.perf_counter()
@@ -308,6 +317,8 @@ class ControllerNode:
             t_computed = time.perf_counter()
             self.compute_time.add(t_computed - t0)
         if action is Action.FALLBACK:
+            if math.isnan(self._safe_from_stamp):
+                self._safe_from_stamp = stamp
             since = wd.safe_since
             if since != self._brake_since:  # a new window, or a new last good state
                 # Timed from this first safe command, not from `since`: after a silence the

@@ -105,9 +105,9 @@ class TargetSource(ABC):
         held on the safe torque): a reference that runs in time takes up where it stood, not where
         it would be by now."""
 
-    def reset(self) -> None:  # noqa: B027 - optional hook, a no-op by default
-        """Forget the active target (after a stop or a simulator restart), and one stamped to start
-        later: hold where the arm is next."""
+    def reset(self, clock_reset: bool = False) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Forget the active target (after a stop, or a simulator restart: ``clock_reset``, when
+        one stamped to start later is dropped too): hold where the arm is next."""
 
     def diagnostics(self) -> dict[str, Any]:
         """Values for /diagnostics."""
@@ -386,7 +386,7 @@ class HoldSource(TargetSource):
             self._have = True
         return self._held
 
-    def reset(self) -> None:
+    def reset(self, clock_reset: bool = False) -> None:
         self._have = False
 
 
@@ -555,14 +555,20 @@ class JointTargetSource(TargetSource):
             assert self._pending is not None
             self._pending = ("trajectory", (stamp + until - max(stamp, since), self._pending[1][1]))
 
-    def reset(self) -> None:
+    def reset(self, clock_reset: bool = False) -> None:
         self._fixed = None
         self._trajectory = None
         self._mode = "hold"
-        # A trajectory stamped for later was planned on a timeline the reset leaves (a simulator
-        # restart: it had started in the new run at the old run's stamp).
-        if (self._pending_stamp() or 0.0) > 0.0:
+        # A trajectory stamped for later was planned on a timeline a clock reset leaves (a
+        # simulator restart: it had started in the new run at the old run's stamp). After a stop
+        # on the same clock it still starts at its stamp (dropped there, one sent while the arm
+        # was stopped had been lost without a word).
+        stamp = self._pending_stamp() or 0.0
+        if clock_reset and stamp > 0.0:
             self._pending = None
+            self._refuse(
+                f"trajectory stamped {stamp:.3f} s dropped: the clock went back (simulator restarted?)"
+            )
 
     def describe(self) -> str:
         return self._mode
@@ -605,7 +611,7 @@ class PoseTargetSource(TargetSource):
             self._active = self.controller.hold_reference(state)
         return self._active
 
-    def reset(self) -> None:
+    def reset(self, clock_reset: bool = False) -> None:
         self._active = None
         self._mode = "hold"
 
@@ -708,7 +714,7 @@ class TaskTargetSource(TargetSource):
             self._pending = {}
         return self._reference
 
-    def reset(self) -> None:
+    def reset(self, clock_reset: bool = False) -> None:
         self._reference = None
         self._targeted.clear()
 
