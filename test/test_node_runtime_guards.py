@@ -407,7 +407,8 @@ def test_whole_run_timings_are_kept_only_for_a_stats_file(
 def test_a_slow_or_paused_simulator_is_no_gap(nodes: Nodes) -> None:
     """Under sim time the gap is read from the stamps: a simulator 25× slower than real time, then
     paused for 0.3 s, keeps them continuous. Read from the wall clock, each of these states went
-    through FALLBACK (the controller reset every step) and the pause dropped the target."""
+    through FALLBACK (the controller reset every step) and the pause dropped the target; a pause
+    long enough for the timer's wall-clock silence to stop the node dropped it too."""
     from rclpy.time import Time
     from sensor_msgs.msg import JointState as JointStateMsg
 
@@ -431,6 +432,15 @@ def test_a_slow_or_paused_simulator_is_no_gap(nodes: Nodes) -> None:
     state_at(11)
     assert node.watchdog.transitions == 1 and node.fallback_commands == 0  # WAITING → OK only
     assert len(resets) == 1  # the first state's
+    np.testing.assert_allclose(node.target._fixed.q, goal)
+    # Paused longer than max_age + fallback_duration with the diagnostics timer ticking: the
+    # silence, read on the wall clock, stops the node; the next state, continuous with the last,
+    # is controlled again and the target stands (it had been dropped).
+    time.sleep(0.6)
+    node._check_silence(time.monotonic())
+    assert node.watchdog.state.value == "stopped"
+    state_at(12)
+    assert node.watchdog.state.value == "ok"
     np.testing.assert_allclose(node.target._fixed.q, goal)
 
 

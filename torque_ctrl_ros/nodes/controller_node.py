@@ -113,6 +113,7 @@ class ControllerNode:
         self.brake = SafeBrake(robot, self.damping, cfg.watchdog.fallback_duration)
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
         self._safe_from_stamp = math.nan  # stamp (s) of the first state the safe command answered
+        self._rejected_when_computed = 0  # Watchdog.rejected_total at the last computed state
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         limits = (robot.position_lower, robot.position_upper)
         self.watchdog = Watchdog(robot.n, cfg.watchdog, limits, robot.velocity_limit, robot.joint_names)
@@ -288,7 +289,13 @@ class ControllerNode:
                 # the first step at a new pose) belongs to another state.
                 self.controller.reset()
             if previous is WatchdogState.STOPPED:
-                self.target.reset()
+                # A stop from silence alone, read on the wall clock, with the stamps going on as
+                # if there had been none (a stalled or paused simulator, its sim time standing
+                # still): nothing happened to the arm, and the target stands. Otherwise the arm
+                # held or stopped: hold where it is now.
+                silence_only = wd.rejected_total == self._rejected_when_computed
+                if not (silence_only and stamp - self._last_computed_stamp <= wd.config.max_age):
+                    self.target.reset()
             elif previous is WatchdogState.FALLBACK:
                 # Trajectories take up where they stood when the safe torque took over: at the
                 # first refused state, until which the last computed torque was applied (paused
@@ -300,6 +307,7 @@ class ControllerNode:
                 if stamp > since:
                     self.target.pause(since, stamp)
             self._last_computed_stamp = stamp
+            self._rejected_when_computed = wd.rejected_total
             self._safe_from_stamp = math.nan
             self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
             self.state_age.add(now - stamp)
