@@ -252,7 +252,8 @@ def test_the_summary_shows_the_fallback_when_the_states_stop_before_the_end(
 
 def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_timeout(nodes: Nodes) -> None:
     """A controller 200 ms behind (its commands tagged with the state of 200 steps ago) had kept
-    driving the plant for good: the arrival reset the command timeout, whatever state it answered."""
+    driving the plant for good: the arrival reset the command timeout, whatever state it answered.
+    A command held is dropped once its state is older than the timeout."""
     sim = nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.05)
     dt = sim.dt_ns
     sim.k = 300  # as if 300 steps had been published
@@ -262,6 +263,13 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     sim._take_command(tau, sim.t0_ns + 260 * dt)  # 40 ms ago: within the timeout, held
     assert sim.have_command and sim.stale_answers == 1
     np.testing.assert_array_equal(sim.command, tau)
+    # ... until its state is command_timeout old (10 steps on), not for command_timeout more of
+    # wall time from its arrival (it had driven the plant until its state was 90 ms old).
+    assert sim._command_fresh()
+    sim.k = 310
+    assert sim._command_fresh()
+    sim.k = 311
+    assert not sim._command_fresh()
     sim._take_command(2.0 * tau, None)  # untagged (a plain publisher): taken as it comes
     np.testing.assert_array_equal(sim.command, 2.0 * tau)
     assert sim.stale_answers == 1
@@ -270,6 +278,15 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     sim._take_command(3.0 * tau, sim.t0_ns + 10_300 * dt)
     assert sim.stale_answers == 2
     np.testing.assert_array_equal(sim.command, 2.0 * tau)
+
+
+def test_a_command_timeout_shorter_than_two_steps_is_refused(nodes: Nodes) -> None:
+    """Measured from a command's arrival to the next tick, 0.5 ms made every step run on the safe
+    torque with every state answered at once (diagnostics: "no valid command")."""
+    from torque_ctrl_ros.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="command_timeout"):
+        nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.0005)
 
 
 def test_an_unreadable_command_is_counted_as_received_and_rejected(nodes: Nodes) -> None:

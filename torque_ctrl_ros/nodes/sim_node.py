@@ -21,9 +21,10 @@ Modes:
     realtime: paced by the wall clock; the latest valid command is held (zero-order hold). A step
         whose state was not answered before the next tick counts as late; no valid command for
         ``command_timeout`` s means the safe torque. A command tagged with a state more than
-        ``command_timeout`` s of simulated time older than the current one is not valid: a
-        controller that far behind must not keep driving the arm (untagged commands, as a
-        plain ros2_control publisher sends them, are taken as they come).
+        ``command_timeout`` s of simulated time older than the current one is not valid, nor
+        held past that age: a controller that far behind must not keep driving the arm
+        (untagged commands, as a plain ros2_control publisher sends them, are taken as they
+        come).
     lockstep: publish state k, wait for the command that answers it (matched by the stamp the
         controller echoes, see conversions.py), then step. Results do not depend on machine load.
         A command without that stamp is ignored (counted in ``untagged_commands``).
@@ -121,6 +122,13 @@ class SimNode:
                 f"{node_name}.duration: {cfg.duration!r} s is less than half a step "
                 f"({plant.timestep:g} s); 0 runs until stopped"
             )
+        if cfg.mode == "realtime" and cfg.command_timeout < 2.0 * plant.timestep:
+            # Measured from a command's arrival to the next tick, less than a step refuses
+            # answers that came in time: every step would run on the safe torque.
+            raise ConfigError(
+                f"{node_name}.command_timeout: {cfg.command_timeout!r} s is less than two steps "
+                f"({2.0 * plant.timestep:g} s): commands answered in time would count as missing"
+            )
 
         # States, clock and commands as CDR bytes when the codecs pass their self-check.
         self.encoder = JointStateEncoder(plant.joint_names)
@@ -149,6 +157,7 @@ class SimNode:
         self.command = np.zeros(self.n)
         self.have_command = False  # a valid command is held
         self.command_wall = -np.inf  # when the held command arrived (monotonic s)
+        self.command_stamp: int | None = None  # the state it answers (ns), None if untagged
         # Realtime: an answer to a state this much older than the current one is stale (ns).
         self._stale_after_ns = (
             round(cfg.command_timeout * 1e9) if cfg.mode == "realtime" else np.iinfo(np.int64).max
@@ -261,6 +270,7 @@ class SimNode:
         np.copyto(self.command, tau)
         self.have_command = True
         self.command_wall = now
+        self.command_stamp = stamp
         if answers_current:
             self.answered, self.answer_valid = True, True
 
@@ -320,6 +330,16 @@ class SimNode:
             ns_to_stamp(stamp, self.clock_msg.clock)
             self.clock_pub.publish(self.clock_msg)
         self.answered = self.answer_valid = False
+
+    def _command_fresh(self) -> bool:
+        """Realtime: whether the held command may drive the next step. It is held for at most
+        ``command_timeout``, in wall time since it came and, when tagged, in simulated time
+        since the state it answers (a command taken just within the second limit had driven the
+        arm until the first, twice as long)."""
+        if not self.have_command or time.monotonic() - self.command_wall > self.config.command_timeout:
+            return False
+        stamp = self.command_stamp
+        return stamp is None or self.t0_ns + self.k * self.dt_ns - stamp <= self._stale_after_ns
 
     def _step(self, use_command: bool) -> None:
         plant = self.plant
@@ -393,8 +413,7 @@ class SimNode:
                     self._spin_until(next_tick, until_answered=False)
                 t_work = clock()
                 self.late.add(not self.answered_validly)
-                fresh = time.monotonic() - self.command_wall <= cfg.command_timeout
-                self._step(self.have_command and fresh)
+                self._step(self._command_fresh())
                 next_tick += dt
                 if time.monotonic() - next_tick > _RESYNC_S:
                     self.overruns += 1
