@@ -132,6 +132,29 @@ def test_commands_are_in_the_order_of_the_joints_parameter(
     assert len(node.publisher.torques) == 3 and node.fallback_commands == 0
 
 
+@pytest.mark.parametrize("serialized", [False, True], ids=["message", "cdr-bytes"])
+@pytest.mark.parametrize("reversed_joints", [False, True], ids=["same-order", "reversed"])
+def test_states_in_another_order_than_the_commands_are_warned_about_once(
+    make_controller: Callable[..., Any], serialized: bool, reversed_joints: bool
+) -> None:
+    """Commands carry no names: a receiver taking them in its states' order (this package's
+    simulator does) with `joints` set otherwise would apply each torque to another joint
+    (a reviewer's run: −1362 rad/s² in one step). Said at the first state; nothing when the
+    orders agree."""
+    from rclpy.serialization import serialize_message
+
+    node = make_controller(joints=JOINTS[::-1] if reversed_joints else JOINTS)
+    receive = (
+        (lambda msg: node._on_state_bytes(serialize_message(msg))) if serialized else node._on_state_message
+    )
+    receive(_state_msg(np.zeros(7), np.zeros(7), _now(node)))
+    assert bool(node.order_warning) is reversed_joints
+    if reversed_joints:
+        assert "joint_7" in node.order_warning and "check that the receiver" in node.order_warning
+    receive(_state_msg(np.zeros(7), np.zeros(7), _now(node)))
+    assert len(node.publisher.torques) == 2  # commanded all the same
+
+
 # ---------------------------------------------------------------- 2. controller error -> safe torque
 def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
     make_controller: Callable[..., Any], robot: RobotModel

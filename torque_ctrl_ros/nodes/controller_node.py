@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -145,6 +146,8 @@ class ControllerNode:
         self.foreign_states = 0
         self._last_computed_stamp = math.inf  # stamp (s) of the last state the controller was run on
         self._joint_set = frozenset(robot.joint_names)
+        self._order_noted = False  # the first readable state's joint order was compared with `joints`
+        self.order_warning = ""  # what was said if it differed
         self.commands = 0
         self.fallback_commands = 0
         self.withheld_commands = 0  # non-finite safe torques, not published
@@ -185,6 +188,8 @@ class ControllerNode:
         t_in = time.perf_counter()
         fast = self.state_wire.decode(raw)
         if fast is not None:
+            if not self._order_noted:
+                self._note_state_order(self.state_wire.names)
             self._handle_state(t_in, *fast)
             return
         self.states_via_rclpy += 1
@@ -242,8 +247,24 @@ class ControllerNode:
         except StateError as exc:
             self._handle_state(t_in, stamp_ns, None, None, exc)
             return False
+        if not self._order_noted:
+            self._note_state_order(msg.name)
         self._handle_state(t_in, stamp_ns, q, v)
         return True
+
+    def _note_state_order(self, names: Sequence[str]) -> None:
+        """At the first readable state: warn when it names our joints in another order than the
+        commands go in (``joints``). Commands carry no names, so a receiver that takes them in
+        the order of its own states (this package's simulator does) would apply each torque to
+        another joint; a driver may have reasons for two orders, hence a warning."""
+        self._order_noted = True
+        ours = [n for n in names if n in self._joint_set]
+        if ours != list(self.joints):
+            self.order_warning = (
+                f"joint states name the joints in the order {ours}, commands go in the order of "
+                f"`joints` {list(self.joints)}: check that the receiver takes its commands in that order"
+            )
+            self.node.get_logger().warning(self.order_warning)
 
     def _handle_state(
         self,
