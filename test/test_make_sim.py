@@ -216,3 +216,18 @@ def test_the_nodes_end_with_a_killed_runner(ros_domain: int, tmp_path: Path) -> 
     while _node_processes(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _node_processes(tmp_path), _node_processes(tmp_path)
+
+
+def test_the_tracking_error_is_summarised_in_constant_memory() -> None:
+    """Max, RMS, last and count, kept as running values (a list of every state's error had grown
+    by ~100 MB an hour at 1 kHz in a run without end)."""
+    import math
+
+    from torque_ctrl_ros.run_sim import ErrorStats
+
+    stats = ErrorStats()
+    assert stats.count == 0 and math.isnan(stats.rms) and math.isnan(stats.last)
+    for value in (0.1, 0.3, 0.2):
+        stats.add(value)
+    assert (stats.count, stats.max, stats.last) == (3, 0.3, 0.2)
+    assert stats.rms == pytest.approx(math.sqrt((0.01 + 0.09 + 0.04) / 3), rel=1e-12)
