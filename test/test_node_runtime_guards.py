@@ -333,7 +333,7 @@ def _restart_the_clock(node: Any) -> None:
     for k in range(3):
         clock.set_ros_time_override(Time(nanoseconds=k * 1_000_000, clock_type=clock.clock_type))
         node._on_state_message(_state_msg(NEAR_COLLISION, k * 1e-3))
-    assert node.watchdog.clock_resets == 1
+    assert node.watchdog.clock_resets == 1 and node._counts()["clock_resets"] == 1  # on /diagnostics
 
 
 @pytest.mark.parametrize(
@@ -394,6 +394,29 @@ def test_a_gap_in_the_states_ends_the_same_whether_or_not_the_diagnostics_timer_
     node._on_state_message(_state_msg(HOME, _now(node)))
     assert node.watchdog.state.value == "stopped"
     assert len(node.publisher.sent) == sent
+
+
+def test_good_states_ignored_after_a_final_stop_are_not_logged_as_refused(nodes: Nodes) -> None:
+    """With ``auto_recover: false`` good states after the stop had been logged as "joint state
+    refused (stale)" with the reason of the stop; they now say the node must be restarted."""
+    node = nodes.make(
+        "controller",
+        controller="computed_torque",
+        use_sim_time=False,
+        **{"watchdog.auto_recover": False, "watchdog.fallback_duration": 0.05},
+    )
+    node._on_state_message(_state_msg(HOME, _now(node)))
+    node._on_state_message(_non_finite(node))
+    time.sleep(0.1)
+    node._on_state_message(_non_finite(node))
+    assert node.watchdog.state.value == "stopped"
+    said: list[tuple[str, str]] = []
+    node.log.error = lambda key, message: said.append((key, message))
+    node._on_state_message(_state_msg(HOME, _now(node)))
+    assert [key for key, _ in said] == ["stopped"] and "auto_recover is false" in said[0][1]
+    node._on_state_message(_non_finite(node))
+    assert [key for key, _ in said] == ["stopped", "refused"]
+    assert node._counts()["clock_resets"] == 0
 
 
 @pytest.mark.parametrize("stats_file", ["", "stats.json"])

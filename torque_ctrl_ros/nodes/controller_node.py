@@ -291,7 +291,7 @@ class ControllerNode:
         gap = min(stamp, now + wcfg.max_age) - wd.last_good.stamp  # inf before the first good state
         if error is None and wcfg.max_age + wcfg.fallback_duration < gap < math.inf:
             self._note_silence(now, gap)
-        previous = wd.state
+        previous, rejected_before = wd.state, wd.rejected_total
         if error is not None or q is None or v is None:
             action = wd.reject(RejectReason.INCONSISTENT, str(error), now)
         else:
@@ -363,10 +363,18 @@ class ControllerNode:
                 out = None
         if wd.state is not previous:
             self._log_transition(previous)
-        elif action is not Action.COMPUTE and wd.last_message:
+        elif wd.rejected_total != rejected_before:
             self.log.error(
                 "refused",
                 f"joint state refused ({wd.last_reason.value if wd.last_reason else '?'}): {wd.last_message}",
+            )
+        elif action is Action.NONE and wd.state is WatchdogState.STOPPED:
+            # A good state while stopped for good (it had been logged as refused, with the
+            # reason of the stop).
+            self.log.error(
+                "stopped",
+                "joint state ignored: the watchdog stopped and watchdog.auto_recover is false; "
+                "restart the node to control again",
             )
         if out is None:
             # No command (waiting, stopped, withheld): nothing for deferred /diagnostics to hold up.
@@ -522,6 +530,7 @@ class ControllerNode:
             "controller_fallbacks": self.controller_fallbacks,
             "saturated_commands": self.saturated_commands,
             "deadline_misses": self.deadline_misses,
+            "clock_resets": self.watchdog.clock_resets,
         }
 
     def summary(self) -> dict[str, Any]:
