@@ -194,3 +194,19 @@ def test_rejects_a_trajectory_whose_polynomials_overflow(acceleration: float) ->
     points = np.zeros((2, 2))
     with pytest.raises(TargetError, match="overflow"):
         JointTrajectory([0.0, 10.0], points, np.zeros((2, 2)), np.full((2, 2), acceleration))
+
+
+def test_quintic_segments_are_checked_at_their_exact_extrema() -> None:
+    """A quintic segment (0 → 0 rad over 2 s, leaving at +2 and arriving at −2 rad/s) peaks at
+    1.25 rad between the 32 interior samples it was checked at: a limit 0.7 mrad below the peak
+    passed. A 1.5 rad rest-to-rest segment over 2 s peaks at 1.40625 rad/s mid-way: the same for
+    a speed limit just below it. Both are now found, and limits just above them pass."""
+    tr = JointTrajectory([0.0, 2.0], [[0.0], [0.0]], [[2.0], [-2.0]], [[0.0], [0.0]])
+    found = tr.limit_violation([-10.0], [1.24931], [100.0])
+    assert found is not None and found.quantity == "position"
+    assert found.value == pytest.approx(1.25, abs=1e-12) and found.time == pytest.approx(1.0, abs=1e-9)
+    assert tr.limit_violation([-10.0], [1.25 + 1e-6], [100.0]) is None
+    rest = JointTrajectory([0.0, 1.0, 3.0], [[0.0], [0.0], [1.5]], [[0.0]] * 3, [[0.0]] * 3)
+    found = rest.limit_violation([-10.0], [10.0], [1.40625 - 1e-6])
+    assert found is not None and found.quantity == "velocity" and found.time == pytest.approx(2.0, abs=1e-9)
+    assert rest.limit_violation([-10.0], [10.0], [1.40625 + 1e-6]) is None
