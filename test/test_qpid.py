@@ -540,6 +540,27 @@ def test_contradictory_hard_constraints_give_reported_fallback(robot: RobotModel
     assert np.isfinite(out.tau).all()
 
 
+def test_a_refused_solve_reports_its_residuals_as_nan(robot: RobotModel) -> None:
+    """Data the solver never saw (a NaN row) has no residuals: reported as 0.0 (max() dropped the
+    NaN), the diagnostics had read as a perfect solve on exactly the step that failed."""
+    C = np.zeros((1, robot.n))
+    C[0, 0] = 1.0
+    row = LinearBarrier("row", C, [-1.0], soft=False)
+    controller = QPID(robot, QPIDConfig.from_params(robot, _params()), extra_barriers=[row])
+    row.C[0, 0] = np.nan  # a bug upstream, say: past the barrier's own check
+    state = JointState(HOME, np.zeros(robot.n))
+    out = controller.compute(state, controller.hold_reference(state))
+    assert out.info["fallback"] == 1.0 and out.info["qp_status"] == SolveStatus.NON_FINITE.value
+    assert np.isnan(out.info["qp_primal_residual"]) and np.isnan(out.info["qp_dual_residual"])
+
+
+def test_slack_weights_that_overflow_the_scaling_are_refused(robot: RobotModel) -> None:
+    """1e-310 and 1e308 had been accepted, then every step fell back (the scaled slacks overflow)."""
+    for weight in (1e-310, 1e308):
+        with pytest.raises(ConfigError, match="slack_weight"):
+            QPIDConfig.from_params(robot, {**_params(), "slack_weight": weight})
+
+
 def test_non_finite_problem_is_a_failure_not_nan() -> None:
     qp = DenseQP(2, 0, 1)
     qp.H[:] = np.eye(2)
@@ -765,3 +786,27 @@ def _timing_summary() -> Iterator[None]:
         f"[timing] whole controller step (kinematics, tasks, barriers, QP, diagnostics): median "
         f"{np.median(s):.1f} µs, p95 {np.percentile(s, 95):.1f} µs"
     )
+
+
+def test_a_config_built_directly_is_validated_like_one_from_create(robot: RobotModel) -> None:
+    """Built directly, a QPIDConfig's per-joint defaults are one-element arrays: they had filled
+    the whole 7 × 7 regularisation with one value (torques 1.4 N·m off, nothing said). The
+    controller validates its config; an empty task list or a name used twice is refused there
+    too (HQPID had raised a bare ValueError, QPID had counted the second task twice)."""
+    from torque_ctrl_ros.core.controllers.qpid import TaskConfig
+
+    tasks = (TaskConfig("tool", "position", frame="end_effector_link"),)
+    state = JointState(HOME, np.full(7, 0.1))
+    direct = QPID(robot, QPIDConfig(tasks))
+    created = QPID(robot, QPIDConfig.create(robot, tasks))
+    np.testing.assert_allclose(
+        direct.compute(state, direct.hold_reference(state)).tau,
+        created.compute(state, created.hold_reference(state)).tau,
+        rtol=0,
+        atol=1e-9,
+    )
+    assert direct.config.acceleration_weight.shape == (7,)
+    with pytest.raises(ConfigError, match="at least one task"):
+        HQPID(robot, QPIDConfig(()))
+    with pytest.raises(ConfigError, match="duplicate names"):
+        QPID(robot, QPIDConfig(tasks * 2))

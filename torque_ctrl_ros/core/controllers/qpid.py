@@ -106,6 +106,8 @@ _MAX_EPS_ABS = 1e-3
 #: Most solver iterations per attempt accepted: a failing level runs 2·max_iter of them, ~1.5–2 ms
 #: at 50, so already 30–40 ms at this cap (beyond, proxsuite itself refuses values ≥ 2⁶³).
 _MAX_ITER = 1000
+#: Accepted range of ``slack_weight`` (the default is 1e6).
+_SLACK_WEIGHT_RANGE = (1e-6, 1e12)
 # Rows within this distance of their bound count as active in diagnostics.
 _ACTIVE_TOL = 1e-6
 #: Room (rad/s², m/s², N·m: the rows' units) a lower HQPID level has past a bound the level above
@@ -293,12 +295,37 @@ class QPIDConfig:
         kwargs.update(solver)
         return cls.create(robot, tuple(tasks), section=section, **kwargs)
 
+    def validated(self, robot: RobotModel, section: str = "qpid") -> QPIDConfig:
+        """This config through :meth:`create` (a config built directly has unchecked fields: its
+        per-joint defaults are one-element arrays)."""
+        return type(self).create(
+            robot,
+            self.tasks,
+            section=section,
+            dt=self.dt,
+            acceleration_weight=_scalar_if_one(self.acceleration_weight),
+            velocity_weight=_scalar_if_one(self.velocity_weight),
+            slack_weight=self.slack_weight,
+            fallback_damping=_scalar_if_one(self.fallback_damping),
+            eps_abs=self.eps_abs,
+            max_iter=self.max_iter,
+            joint_position_limit=self.joint_position_limit,
+            joint_velocity_limit=self.joint_velocity_limit,
+            self_collision=self.self_collision,
+            singularity=self.singularity,
+        )
+
     @classmethod
     def create(
         cls, robot: RobotModel, tasks: Sequence[TaskConfig], *, section: str = "qpid", **kw: Any
     ) -> QPIDConfig:
         """Validated config from typed values (scalars broadcast to every joint)."""
         n = robot.n
+        if not tasks:
+            raise ConfigError(f"{section}.tasks: expected at least one task")
+        names = [t.name for t in tasks]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{section}.tasks: duplicate names in {names}")
         base = cls(tuple(tasks))
         dt = as_positive_float(f"{section}.dt", kw.pop("dt", base.dt))
         w2 = as_vector(
@@ -316,6 +343,13 @@ class QPIDConfig:
             min_value=0.0,
         )
         ws = as_positive_float(f"{section}.slack_weight", kw.pop("slack_weight", base.slack_weight))
+        if not _SLACK_WEIGHT_RANGE[0] <= ws <= _SLACK_WEIGHT_RANGE[1]:
+            # The solver sees the slacks scaled by 1/√w_s: beyond these, σ² or (w_s·σ)² overflow
+            # the finiteness check and every step falls back (1e-310, 1e308 had been accepted).
+            raise ConfigError(
+                f"{section}.slack_weight: expected {_SLACK_WEIGHT_RANGE[0]:g} to {_SLACK_WEIGHT_RANGE[1]:g}, "
+                f"got {ws!r}"
+            )
         damping = as_vector(
             f"{section}.fallback_damping",
             kw.pop("fallback_damping", DEFAULT_DAMPING),
@@ -372,6 +406,12 @@ class QPIDConfig:
             max_iter=int(max_iter),
             **barriers,
         )
+
+
+def _scalar_if_one(value: Any) -> Any:
+    """A one-element array as its number (the dataclass defaults), to be broadcast to every joint."""
+    array = np.asarray(value)
+    return array.reshape(-1)[0].item() if array.size == 1 else value
 
 
 def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
@@ -506,7 +546,9 @@ class _QPController(Controller[QPReference]):
         self, robot: RobotModel, config: QPIDConfig, *, extra_barriers: Sequence[Barrier] = ()
     ) -> None:
         super().__init__(robot)
-        self.config = config
+        # Validated here too: built directly, a config's one-element per-joint defaults had filled
+        # the whole 7 × 7 regularisation with one value (torques 1.4 N·m off, nothing said).
+        self.config = config = config.validated(robot, self.name)
         # The fallback torque is held for one control period, config.dt.
         robot.check_damping(f"{self.name}.fallback_damping", config.fallback_damping, config.dt)
         n = robot.n
@@ -880,8 +922,11 @@ class _QPController(Controller[QPReference]):
         iterations, primal, dual, solve_time = 0, 0.0, 0.0, 0.0
         for sol in sols:
             iterations += sol.iterations
-            primal = max(primal, sol.primal_residual)
-            dual = max(dual, sol.dual_residual)
+            # A refused solve's NaN residuals are kept (max() had returned the 0 before them).
+            if not primal >= sol.primal_residual:
+                primal = sol.primal_residual if not math.isnan(primal) else primal
+            if not dual >= sol.dual_residual:
+                dual = sol.dual_residual if not math.isnan(dual) else dual
             solve_time += sol.solve_time
         info: dict[str, float] = {
             "qp_status": float(status.value),
