@@ -260,6 +260,7 @@ def test_trajectory_validation_is_vectorised(robot: RobotModel) -> None:
     phase = np.arange(7)
     q = 0.3 * (np.sin(t[:, None] + phase) - np.sin(phase))
     v = 0.3 * np.cos(t[:, None] + phase)
+    v[-1] = 0.0  # at rest at the end
     msg = _trajectory_msg(names, [(t[k], q[k], v[k]) for k in range(m)])
     node, source = _joint_source(robot)
     best = math.inf
@@ -346,3 +347,32 @@ def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot
     assert source.reference(state(100.9)).q[0] == pytest.approx(0.0)
     assert source.reference(state(101.5)).q[0] < 0.45  # 0.6 s into its 1 s
     assert source.reference(state(101.9)).q[0] == pytest.approx(0.5)
+
+
+def test_a_trajectory_is_checked_as_it_will_run_and_must_end_at_rest(robot: RobotModel) -> None:
+    """Checked when it arrived, the first waypoint was taken as at rest, a motion that never runs
+    (at activation the start is added and the waypoint gets an estimated velocity): joint_1
+    through 1, 2, 3 rad at 1, 2, 10 s from rest had been refused at 1.41 rad/s, though the motion
+    run peaks at 1.33. A velocity at the last point steps to 0 there (the reference stops): one
+    arriving at joint_2's limit at 1 rad/s had carried the arm 0.036 rad past it; refused."""
+    names = list(robot.joint_names)
+    node, source = _joint_source(robot)
+    node.now_ns = 100 * 10**9
+    points = [(t, np.eye(7)[0] * q, None) for t, q in ((1.0, 1.0), (2.0, 2.0), (10.0, 3.0))]
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(names, points))
+    assert source.rejected == 0 and source.received == 1, source.last_error
+    source.reference(JointState(np.zeros(7), np.zeros(7), 100.0))
+    assert source.describe() == "trajectory" and source.rejected == 0, source.last_error
+    speeds = [
+        abs(source.reference(JointState(np.zeros(7), np.zeros(7), 100.0 + t)).v[0])
+        for t in np.arange(0, 10, 0.01)
+    ]
+    assert max(speeds) <= robot.velocity_limit[0]
+
+    upper = robot.position_upper[1]
+    moving = [
+        (2.0, np.eye(7)[1] * (upper - 0.3), np.eye(7)[1] * 0.3),
+        (3.0, np.eye(7)[1] * upper, np.eye(7)[1]),
+    ]
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(names, moving))
+    assert source.rejected == 1 and "last point has velocities" in source.last_error

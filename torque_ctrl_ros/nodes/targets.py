@@ -285,7 +285,7 @@ def trajectory_points(
     Whole-array checks (no per-point Python beyond reading the fields): at most
     :data:`MAX_TRAJECTORY_POINTS` points, ``len(joint_names)`` positions per point and 0 or as many
     velocities and accelerations, each joint named once, waypoint positions and velocities within
-    :func:`check_joint_limits`. Times, finiteness and the motion between waypoints are left to
+    :func:`check_joint_limits`, the last point at rest (velocities and accelerations 0 if given). Times, finiteness and the motion between waypoints are left to
     :class:`JointTrajectory` and :func:`check_motion`.
 
     Raises:
@@ -317,6 +317,14 @@ def trajectory_points(
     if first_bad.size:
         k = int(first_bad[0])
         check_joint_limits(robot, pos[k], f"trajectory point {k}", None if vel is None else vel[k])
+    # The reference stops at the last point: a velocity or acceleration given there would step
+    # to zero (one ending at a limit while still moving had carried the arm past it).
+    for field, values in (("velocities", vel), ("accelerations", acc)):
+        if values is not None and np.any(values[-1] != 0.0):
+            raise TargetError(
+                f"trajectory: the last point has {field} {values[-1].tolist()}; it must be 0 there "
+                "(the reference stops at the last point)"
+            )
     return times, pos, vel, acc
 
 
@@ -446,8 +454,13 @@ class JointTargetSource(TargetSource):
                 self._pending = ("stop", None)
                 return
             points = trajectory_points(self.robot, self.map, msg)
-            # Validate now (the start is added at activation): times, then the motion in between.
-            check_motion(self.robot, JointTrajectory(*points, continuous=self.robot.continuous))
+            # Validate now: times, then the motion in between. The start is added at activation,
+            # where the first waypoint's estimated velocity changes with it (0 here): that first
+            # segment is checked then, with the next (checked here as it never runs, it had
+            # refused motions within the limits).
+            times, _, vel, _ = points
+            first = 1 if times[0] > 0.0 and vel is None else 0
+            check_motion(self.robot, JointTrajectory(*points, continuous=self.robot.continuous), first)
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
             return
