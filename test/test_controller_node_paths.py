@@ -476,8 +476,10 @@ def test_an_empty_trajectory_holds_the_reference_reached(
         ([[0.0] * 7, [0.0, 0.1, 0.0, 0.1, 0.0, 0.0, 0.0, 0.0]], None, r"point 1: 8 positions for 7 joints"),
         ([[0.0] * 7, [0.0] * 7], [[0.0] * 7, [0.0] * 6], r"trajectory point 1: 6 velocities for 7 joints"),
         ([[0.0] * 7, [0.0] * 7], [[0.0] * 8, [0.0] * 7], r"trajectory point 0: 8 velocities for 7 joints"),
+        # Velocities for some points only had all been ignored without a word.
+        ([[0.0] * 7, [0.0] * 7], [[0.1] * 7, []], r"trajectory point 1: no velocities while other points"),
     ],
-    ids=["6-positions", "8-positions", "6-velocities", "8-velocities"],
+    ids=["6-positions", "8-positions", "6-velocities", "8-velocities", "some-velocities"],
 )
 def test_malformed_trajectory_points_are_refused_and_counted(
     make_controller: Callable[..., Any],

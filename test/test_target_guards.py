@@ -376,3 +376,14 @@ def test_a_trajectory_is_checked_as_it_will_run_and_must_end_at_rest(robot: Robo
     ]
     node.callbacks["~/joint_trajectory"](_trajectory_msg(names, moving))
     assert source.rejected == 1 and "last point has velocities" in source.last_error
+
+
+def test_a_negative_trajectory_stamp_is_refused(robot: RobotModel) -> None:
+    """It had been taken as 0 (start at the next state) without a word."""
+    names = list(robot.joint_names)
+    node, source = _joint_source(robot)
+    node.now_ns = 100 * 10**9
+    msg = _trajectory_msg(names, [(1.0, np.full(7, 0.1), None)])
+    msg.header.stamp.sec = -5
+    node.callbacks["~/joint_trajectory"](msg)
+    assert source.rejected == 1 and "negative" in source.last_error and source.received == 0

@@ -257,7 +257,8 @@ TrajectoryPoints = tuple[FloatArray, FloatArray, FloatArray | None, FloatArray |
 
 
 def _point_rows(points: Sequence[Any], field: str, width: int, required: bool) -> FloatArray | None:
-    """Field ``field`` of every point as an ``m × width`` array; ``None`` unless every point has it.
+    """Field ``field`` of every point as an ``m × width`` array; ``None`` if no point has it (a
+    :class:`TargetError` if only some have it, or a wrong number of values).
 
     One Python-level pass per field (``map``), then one copy: rclpy stores the numbers as
     ``array('d')``, whose bytes join into one buffer.
@@ -268,8 +269,15 @@ def _point_rows(points: Sequence[Any], field: str, width: int, required: bool) -
     if wrong.size:
         k = int(wrong[0])
         raise TargetError(f"trajectory point {k}: {sizes[k]} {field} for {width} joints")
+    if not sizes.any():
+        return None
     if not sizes.all():
-        return None  # used only when every point has them (JointTrajectory.from_points)
+        # Dropped for every point, they had been ignored without a word.
+        k = int(np.flatnonzero(sizes == 0)[0])
+        raise TargetError(
+            f"trajectory point {k}: no {field} while other points have them; give them for every "
+            "point or for none"
+        )
     try:
         flat = np.frombuffer(b"".join(rows), dtype=np.float64)
     except TypeError:  # not buffers (a stand-in message built from lists)
@@ -283,10 +291,11 @@ def trajectory_points(
     """The points of a non-empty ``msg`` in model order, its waypoints within the joint limits.
 
     Whole-array checks (no per-point Python beyond reading the fields): at most
-    :data:`MAX_TRAJECTORY_POINTS` points, ``len(joint_names)`` positions per point and 0 or as many
-    velocities and accelerations, each joint named once, waypoint positions and velocities within
-    :func:`check_joint_limits`, the last point at rest (velocities and accelerations 0 if given). Times, finiteness and the motion between waypoints are left to
-    :class:`JointTrajectory` and :func:`check_motion`.
+    :data:`MAX_TRAJECTORY_POINTS` points, ``len(joint_names)`` positions per point and as many
+    velocities and accelerations for every point or for none, each joint named once, waypoint
+    positions and velocities within :func:`check_joint_limits`, the last point at rest
+    (velocities and accelerations 0 if given). Times, finiteness and the motion between
+    waypoints are left to :class:`JointTrajectory` and :func:`check_motion`.
 
     Raises:
         StateError: a joint missing or named twice.
@@ -466,6 +475,9 @@ class JointTargetSource(TargetSource):
             return
         stamp = stamp_to_ns(msg.header.stamp) * 1e-9
         now = self.node.get_clock().now().nanoseconds * 1e-9
+        if stamp < 0.0:
+            self._refuse(f"trajectory header.stamp {stamp:.3f} s is negative (0 starts it at the next state)")
+            return
         if stamp - now > MAX_START_DELAY:
             self._refuse(
                 f"trajectory header.stamp {stamp:.3f} s is {stamp - now:.0f} s after this node's clock "
