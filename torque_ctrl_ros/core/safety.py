@@ -267,6 +267,7 @@ class Watchdog:
         self.last_reason: RejectReason | None = None
         self.last_message = ""
         self.rejected: dict[RejectReason, int] = dict.fromkeys(RejectReason, 0)
+        self._rejected_total = 0  # the sum of ``rejected``, read on every state by the node
         self.transitions = 0
         self.clock_resets = 0  # accepted states stamped before the last good one (see check)
         self._accepted_at = -math.inf  # the receiver's clock (s) at the last accepted state
@@ -375,6 +376,7 @@ class Watchdog:
     def reject(self, reason: RejectReason, message: str, now: float) -> Action:
         """Record a refused state received at ``now`` (s) and return what to do instead."""
         self.rejected[reason] += 1
+        self._rejected_total += 1
         self.last_reason = reason
         self.last_message = message
         return self.tick(now, bad=True)
@@ -434,7 +436,7 @@ class Watchdog:
     @property
     def rejected_total(self) -> int:
         """Number of refused states since start."""
-        return sum(self.rejected.values())
+        return self._rejected_total
 
     def _set(self, state: WatchdogState) -> None:
         if state is not self.state:
