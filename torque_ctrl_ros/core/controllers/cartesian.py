@@ -210,7 +210,7 @@ class AchdRneaConfig:
         task_wrench: Any = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
         free_axis_damping: Any = 0.0,
         pose_error: Any = "decoupled",
-        rcond: Any = 1e-9,
+        rcond: Any = 1e-6,
     ) -> AchdRneaConfig:
         """Validated config; scalar gains apply to every axis (or joint)."""
         if not isinstance(frame, str) or not frame:
