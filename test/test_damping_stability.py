@@ -265,3 +265,35 @@ def test_achd_shipped_parameters_are_accepted(robot: RobotModel) -> None:
     ctrl = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
     assert ctrl.controller_params["joint_damping"] == list(DEFAULT_DAMPING)
     create_controller("achd_rnea", robot, ctrl.controller_params)
+
+
+def test_pd_gains_are_checked_against_the_delayed_discrete_loop() -> None:
+    """Computed torque (and the constrained solve at the tool) leave ë = −kp·e − kd·ė per axis;
+    at 1 kHz with one period of delay kp 2e5 at critical damping grows (a reviewer's closed loop
+    on the exact plant saturated at 2.3e-2 rad), 1e5 decays. The radius is checked against the
+    simulated recursion, and such gains are refused at configuration."""
+    import math
+
+    from torque_ctrl_ros.core.controllers.cartesian import AchdRneaConfig
+    from torque_ctrl_ros.core.controllers.joint_space import ComputedTorqueConfig
+    from torque_ctrl_ros.core.robot import pd_spectral_radius
+
+    h = 1e-3
+
+    def simulate(kp: float, kd: float) -> float:
+        e, v, e_old, v_old = 1e-3, 0.0, 1e-3, 0.0
+        for _ in range(3000):
+            v_new = v - h * (kp * e_old + kd * v_old)
+            e, v, e_old, v_old = e + h * v_new, v_new, e, v
+        return abs(e)
+
+    for kp in (100.0, 1e5, 1.5e5, 1.7e5, 2e5):
+        kd = 2.0 * math.sqrt(kp)
+        radius = pd_spectral_radius(kp, kd)
+        assert (radius < 1.0) == (simulate(kp, kd) < 1e-3), kp
+    assert pd_spectral_radius(1e5, 2.0 * math.sqrt(1e5)) < 1.0 < pd_spectral_radius(2e5, 2.0 * math.sqrt(2e5))
+    ComputedTorqueConfig.create(7, 1e5)
+    with pytest.raises(ConfigError, match=r"computed_torque: kp 200000 .* on joint #1 are unstable"):
+        ComputedTorqueConfig.create(7, 2e5)
+    with pytest.raises(ConfigError, match=r"achd_rnea: .* on z are unstable"):
+        AchdRneaConfig.create(7, kp=[100.0, 100.0, 2e5, 100.0, 100.0, 100.0])

@@ -49,7 +49,7 @@ from ..constrained_dynamics import (
     selection_rows,
 )
 from ..errors import ConfigError, TargetError
-from ..robot import RobotModel
+from ..robot import RobotModel, check_pd_gains
 from ..safety import DEFAULT_DAMPING
 from ..types import JointState
 from ..validation import FloatArray, as_positive_float, as_rotation, as_vector, check_choice
@@ -230,6 +230,7 @@ class AchdRneaConfig:
             if kd is None
             else as_vector("achd_rnea.kd", kd, 6, broadcast_scalar=True, min_value=0.0)
         )
+        check_pd_gains("achd_rnea", kp_arr, kd_arr, AXIS_NAMES)
         if not isinstance(gravity_feedforward, bool | np.bool_):
             raise ConfigError(
                 f"achd_rnea.gravity_feedforward: expected true or false, got {gravity_feedforward!r}"

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TargetError
-from ..robot import RobotModel
+from ..robot import RobotModel, check_pd_gains
 from ..types import JointReference, JointState
 from ..validation import FloatArray, as_vector
 from .base import Controller, reject_unknown_keys
@@ -81,6 +81,7 @@ class ComputedTorqueConfig:
             kd_arr = 2.0 * np.sqrt(kp_arr)
         else:
             kd_arr = as_vector("computed_torque.kd", kd, n, broadcast_scalar=True, min_value=0.0)
+        check_pd_gains("computed_torque", kp_arr, kd_arr, [f"joint #{i + 1}" for i in range(n)])
         return cls(kp_arr, kd_arr)
 
 
