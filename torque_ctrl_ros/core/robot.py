@@ -155,6 +155,12 @@ def check_damping_stability(
     )
 
 
+#: The share of :data:`DAMPING_EIGENVALUE_MAX` a twist damping may reach at the sampled poses
+#: (:meth:`RobotModel.check_frame_damping`): a review's optimiser found the worst pose between
+#: them 1.0 % above the sampled maximum.
+_FRAME_DAMPING_MARGIN = 0.98
+
+
 def pd_spectral_radius(kp: float, kd: float, period: float = CONTROL_PERIOD) -> float:
     """Spectral radius of the error dynamics ``ë = −kp·e − kd·ė`` of one axis (an exact model:
     computed torque, or the constrained solve at the tool), integrated as the plant is
@@ -532,7 +538,9 @@ class RobotModel:
         :meth:`check_damping`.
 
         Returns:
-            That eigenvalue. Raises :class:`ConfigError` when it is ``>= 1``.
+            That eigenvalue. Raises :class:`ConfigError` when it is ``>= 0.98``: the damping
+            configurations were chosen for ``K_d`` alone, and with ``Jᵀ·B·J`` the worst pose can
+            lie between them (an optimiser found 1.0101 where they gave 1.0000).
         """
         kd_vec = as_vector(field, kd, self.n, broadcast_scalar=True, min_value=0.0)
         b = as_vector(field, twist_damping, 6, broadcast_scalar=True, min_value=0.0)
@@ -552,12 +560,13 @@ class RobotModel:
         eigenvalues = h * np.linalg.eigvalsh(np.swapaxes(L, 1, 2) @ damping @ L)[:, -1]
         worst = int(np.argmax(eigenvalues))
         largest = float(eigenvalues[worst])
-        if largest >= DAMPING_EIGENVALUE_MAX:
+        bound = DAMPING_EIGENVALUE_MAX * _FRAME_DAMPING_MARGIN
+        if largest >= bound:
             raise ConfigError(
                 f"{field}: joint damping {kd_vec.tolist()} N·m·s/rad with {b.tolist()} on the twist of "
                 f"{self.model.frames[fid].name!r} is too much to apply once per {h * 1e3:g} ms (unstable "
                 "with one period of delay): "
-                f"h·M⁻¹·(K_d + Jᵀ·B·J) reaches eigenvalue {largest:.3g} >= {DAMPING_EIGENVALUE_MAX:g} "
+                f"h·M⁻¹·(K_d + Jᵀ·B·J) reaches eigenvalue {largest:.3g} >= {bound:g} "
                 f"(at q = {np.round(qs[worst], 2).tolist()} rad); lower the twist damping on the axes the "
                 "wrist turns"
             )
