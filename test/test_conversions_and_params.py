@@ -114,6 +114,12 @@ def test_controller_params_sections_and_errors() -> None:
         controller_node_config({"model_file": "/nonexistent.urdf"})
     with pytest.raises(ConfigError, match="executor"):
         controller_node_config({"executor": "multi_threaded"})
+    # Degrees where radians are meant: positions 30 rad past a limit would pass the watchdog.
+    with pytest.raises(ConfigError, match=r"position_margin: expected at most π \(rad, not degrees\)"):
+        controller_node_config({"watchdog.position_margin": 30})
+    # No publisher or subscription takes QoS overrides: accepted, they had been ignored.
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        controller_node_config({"qos_overrides./effort_controller/commands.publisher.depth": 1})
 
 
 def test_sim_params_defaults_and_errors() -> None:
@@ -163,6 +169,8 @@ def test_values_that_would_fail_later_are_refused_at_start(tmp_path: Path) -> No
             sim_node_config(params)
     with pytest.raises(ConfigError, match="stats_file"):
         controller_node_config({"stats_file": str(tmp_path / "missing" / "c.json")})
+    with pytest.raises(ConfigError, match="is a folder"):  # it had failed only at exit
+        controller_node_config({"stats_file": str(tmp_path)})
     ok = sim_node_config({"stats_file": str(tmp_path / "s.json"), "record_file": str(tmp_path / "r.npz")})
     assert ok.common.stats_file.endswith("s.json") and ok.record_file.endswith("r.npz")
 
@@ -376,3 +384,31 @@ def test_share_dir_found_from_the_package_location(
         (d / "package.xml").touch()
     monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path / "other"))
     assert find_share_dir(package_dir) == share
+
+
+def test_command_labels_are_read_only_as_the_encoders_write_them() -> None:
+    """Read loosely, ``joints@1.5`` had been 1 s and 5 ns and ``joints@1_0.000000001`` ten seconds;
+    a label with a NUL inside read differently on the CDR path (to its length) than through rclpy
+    (to the NUL)."""
+    from torque_ctrl_ros.nodes.conversions import label_stamp_ns
+    from torque_ctrl_ros.nodes.wire import CommandWire
+
+    assert label_stamp_ns("joints@5.000000001") == 5 * 10**9 + 1
+    assert label_stamp_ns("joints@-2.500000000") == -1_500_000_000  # as divmod writes −1.5 s
+    for label in (
+        "joints@1.5",
+        "joints@1_0.000000001",
+        "other@1.000000000",
+        "joints@ 3.100000000",
+        "joints@1.2000000000",
+        "joints@1",
+        "joints@--1.000000000",
+        "joints@١.000000000",
+    ):
+        assert label_stamp_ns(label) is None, label
+    wire = CommandWire(7)
+    raw = bytearray(wire.encode(np.zeros(7), 5 * 10**9))
+    at = bytes(raw).index(b"joints@")
+    assert CommandWire.decode(bytes(raw))[1] == 5 * 10**9
+    raw[at + 3] = 0
+    assert CommandWire.decode(bytes(raw)) is None  # left to rclpy, which stops at the NUL

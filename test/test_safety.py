@@ -95,9 +95,10 @@ def test_watchdog_refuses_states_no_arm_can_be_in() -> None:
 
 
 def test_watchdog_plausible_range_stays_finite_with_a_huge_margin() -> None:
-    """A margin that would overflow the range's width must not let an infinite position through."""
+    """A margin that would overflow the range's width must not let an infinite position through
+    (create() refuses margins above π; the watchdog stays safe with a config built directly)."""
     lower, upper = np.array([-2.0, -1.7e308]), np.array([2.0, 1.7e308])
-    wd = Watchdog(2, WatchdogConfig.create(position_margin=1e308), (lower, upper))
+    wd = Watchdog(2, WatchdogConfig(position_margin=1e308), (lower, upper))
     assert np.isfinite(wd.position_min).all() and np.isfinite(wd.position_max).all()
     assert wd.check(np.array([0.5 * MAX_ANGLE, -0.5 * MAX_ANGLE]), np.zeros(2), 0.0, 0.0) is None
     for q in ([np.inf, 0.0], [0.0, -np.inf]):

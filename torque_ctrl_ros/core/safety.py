@@ -185,8 +185,15 @@ class WatchdogConfig:
         position_margin: float = 0.5,
         velocity_factor: float = 10.0,
     ) -> WatchdogConfig:
-        """Validated config: positive finite bounds, ``velocity_factor >= 1``, and times (s) of at
-        most 1 s (``max_age``) and 10 s (``max_future``, ``fallback_duration``)."""
+        """Validated config: positive finite bounds, ``velocity_factor >= 1``, ``position_margin``
+        at most π (rad), and times (s) of at most 1 s (``max_age``) and 10 s (``max_future``,
+        ``fallback_duration``)."""
+        margin = as_positive_float("watchdog.position_margin", position_margin, allow_zero=True)
+        if margin > math.pi:
+            # Degrees read as radians: 30 would let positions 30 rad past a limit through.
+            raise ConfigError(
+                f"watchdog.position_margin: expected at most π (rad, not degrees), got {margin:g}"
+            )
         factor = as_positive_float("watchdog.velocity_factor", velocity_factor)
         if factor < 1.0:
             raise ConfigError(
@@ -198,7 +205,7 @@ class WatchdogConfig:
             as_seconds("watchdog.max_future", max_future, 10.0),
             as_seconds("watchdog.fallback_duration", fallback_duration, 10.0, allow_zero=True),
             bool(auto_recover),
-            as_positive_float("watchdog.position_margin", position_margin, allow_zero=True),
+            margin,
             factor,
         )
 

@@ -157,12 +157,17 @@ def command_stamp_ns(msg: Float64MultiArray) -> int | None:
 
 
 def label_stamp_ns(label: str) -> int | None:
-    """The answered-state stamp (ns) in a ``joints@<sec>.<nanosec>`` label, or ``None``."""
-    at = label.find("@")
-    if at < 0:
+    """The answered-state stamp (ns) in a ``joints@<sec>.<nanosec>`` label as the encoders write it
+    (``sec`` an integer, ``nanosec`` nine digits: ``sec·1e9 + nanosec``), or ``None``.
+
+    Anything else is no stamp: read loosely, ``joints@1.5`` had been 1 s and 5 ns, and ``1_0``
+    ten seconds (``int`` takes underscores and spaces).
+    """
+    prefix = COMMAND_LABEL + "@"
+    if not label.startswith(prefix):
         return None
-    sec, _, nsec = label[at + 1 :].partition(".")
-    try:
-        return int(sec) * _NS + int(nsec)
-    except ValueError:
+    sec, _, nsec = label[len(prefix) :].partition(".")
+    digits = sec[1:] if sec[:1] == "-" else sec
+    if not (len(nsec) == 9 and nsec.isascii() and nsec.isdigit() and digits.isascii() and digits.isdigit()):
         return None
+    return int(sec) * _NS + int(nsec)

@@ -43,10 +43,7 @@ def _reject_unknown(
     unknown = sorted(
         k
         for k in params
-        if k not in known
-        and k not in ROS_PARAMETERS
-        and not k.startswith("qos_overrides.")
-        and not k.startswith(prefixes or ("\0",))
+        if k not in known and k not in ROS_PARAMETERS and not k.startswith(prefixes or ("\0",))
     )
     if unknown:
         raise ConfigError(f"{node}: unknown parameter(s) {unknown}; valid are {sorted(known)}")
@@ -91,6 +88,8 @@ def _output_file(node: str, params: Mapping[str, Any], key: str) -> str:
     lose the whole run's output."""
     value = _str(node, params, key, "")
     if value:
+        if Path(value).is_dir():
+            raise ConfigError(f"{node}.{key}: {value!r} is a folder, expected a file name")
         folder = Path(value).parent
         if not folder.is_dir():
             raise ConfigError(f"{node}.{key}: folder {str(folder)!r} does not exist")

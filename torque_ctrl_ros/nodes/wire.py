@@ -268,7 +268,10 @@ class CommandWire:
                 if k == 0:
                     if length < 1 or raw[at + 3 + length] != 0:  # a CDR string ends in NUL
                         return None
-                    label = raw[at + 4 : at + 3 + length].decode()
+                    text = raw[at + 4 : at + 3 + length]
+                    if 0 in text:  # rclpy cuts a string there: read by it instead
+                        return None
+                    label = text.decode()
                 at = _aligned(at + 4 + length, 4) + 8  # size, stride
             at = _aligned(at, 4) + 4  # data_offset
             (count,) = _U32.unpack_from(raw, at)
