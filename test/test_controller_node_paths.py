@@ -249,7 +249,7 @@ def test_bad_states_get_the_braking_prediction_not_a_held_torque(
     """Non-finite states after a good one, at 1 kHz then with gaps of 3 and 7 ms: each safe
     command is SafeBrake's prediction from the good state, advanced under the commands sent, so
     the damping term follows the predicted motion instead of repeating −K_d·q̇ of the good state."""
-    from torque_ctrl_ros.core.braking import SafeBrake
+    from torque_ctrl_ros.core.braking import FIRST_HOLD_PERIODS, SafeBrake
     from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 
     node = make_controller(use_sim_time=True)
@@ -266,7 +266,10 @@ def test_bad_states_get_the_braking_prediction_not_a_held_torque(
         np.testing.assert_allclose(
             node.publisher.torques[-1], _clip(robot, expected.torque(t)), rtol=0, atol=1e-9
         )
-    first = _clip(robot, robot.gravity(_Q_GOOD) - np.array(DEFAULT_DAMPING) * _V_GOOD)
+    # The first answers a refused state: damping made safe to hold for FIRST_HOLD_PERIODS.
+    first = _clip(
+        robot, robot.gravity(_Q_GOOD) - np.array(DEFAULT_DAMPING) * (2 / FIRST_HOLD_PERIODS) * _V_GOOD
+    )
     np.testing.assert_allclose(node.publisher.torques[1], first, rtol=0, atol=1e-9)
     assert np.abs(node.publisher.torques[-1] - first).max() > 0.1  # not the same torque held
     assert node.fallback_commands == len(times) and expected.k == 49
@@ -280,6 +283,7 @@ def test_the_first_safe_command_after_a_silence_brakes_from_the_good_state(
     braking, g(q₀) − K_d·q̇₀, whether or not the node's timer noted the silence first (that had
     opened the window 0.3 s back and the prediction had started 0.28 s in, with almost no
     damping left, for an arm that had got no command at all)."""
+    from torque_ctrl_ros.core.braking import FIRST_HOLD_PERIODS
     from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 
     node = make_controller(use_sim_time=True, **{"watchdog.max_age": 0.02})
@@ -291,7 +295,9 @@ def test_the_first_safe_command_after_a_silence_brakes_from_the_good_state(
     nan = np.full(7, np.nan)
     node._on_state_message(_state_msg(nan, nan, at(1000.3)))
     assert node.watchdog.state.value == "fallback"
-    first = _clip(robot, robot.gravity(_Q_GOOD) - np.array(DEFAULT_DAMPING) * _V_GOOD)
+    first = _clip(
+        robot, robot.gravity(_Q_GOOD) - np.array(DEFAULT_DAMPING) * (2 / FIRST_HOLD_PERIODS) * _V_GOOD
+    )
     np.testing.assert_allclose(node.publisher.torques[-1], first, rtol=0, atol=1e-9)
 
 
@@ -316,15 +322,20 @@ def test_a_clock_gone_back_in_a_fallback_stops_the_safe_command(
 
 def test_a_saturated_safe_command_is_counted(make_controller: Callable[..., Any], robot: RobotModel) -> None:
     """The brake hands the node its command before saturation, so a clipped safe command is
-    counted and named like any other (it had been clipped unseen)."""
+    counted and named like any other (it had been clipped unseen). Here the controller fails on
+    a good state: the stream is alive, the brake damps with K_d in full."""
     node = make_controller(use_sim_time=True)
     at = _sim_clock(node)
     q, fast = np.array([0.0, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0]), np.zeros(7)
     fast[1] = 10.0  # rad/s on joint 2, arm stretched out: g − K_d·q̇ is −43 N·m, past its 39
     node._on_state_message(_state_msg(q, fast, at(1000.0)))
     before = node.saturated_commands
-    nan = np.full(7, np.nan)
-    node._on_state_message(_state_msg(nan, nan, at(1000.001)))
+
+    def fail(*_: Any) -> None:
+        raise RuntimeError("test: the controller failed")
+
+    node.controller.compute = fail
+    node._on_state_message(_state_msg(q, fast, at(1000.001)))
     assert node.watchdog.state.value == "fallback" and node.fallback_commands == 1
     assert node.saturated_commands == before + 1 and "joint_2" in node.last_saturated
     assert abs(node.publisher.torques[-1][1]) == robot.effort_limit[1]

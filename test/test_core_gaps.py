@@ -352,7 +352,7 @@ def test_regularised_solve_keeps_the_well_conditioned_constraints(robot: RobotMo
     """
     model, fid = robot.model, robot.frame_id(TOOL)
     data = model.createData()
-    solver = ConstrainedDynamics(robot, TOOL)
+    solver = ConstrainedDynamics(robot, TOOL, rcond=1e-9)  # the bound below is rcond / 1e-4
     alpha = alpha_from_axes(["x", "y", "z", "rx", "ry", "rz"])
     rng = np.random.default_rng(2)
     for scale in (1e-5, 1e-4, 1e-3):

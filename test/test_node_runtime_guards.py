@@ -572,6 +572,13 @@ def test_a_trajectory_pauses_only_while_the_safe_torque_is_on(nodes: Nodes) -> N
         at(k, np.full(7, np.nan) if k % 2 else HOME)
     assert node.watchdog.state.value == "ok" and node.fallback_commands == 100
     assert node.target._t0 - t0 == pytest.approx(0.100, abs=1e-9)  # 100 refused states, 1 ms each
+    # A silence of 200 ms, then a refused state: the arm held its last command through the
+    # silence, so the pause runs from the last computed state (from the refused one it had
+    # been 1 ms and the reference jumped 0.2 s ahead).
+    t0 = node.target._t0
+    at(402, np.full(7, np.nan))
+    at(403, HOME)
+    assert node.target._t0 - t0 == pytest.approx(0.201, abs=1e-9)
 
 
 def test_the_start_up_answer_is_counted_but_not_timed(nodes: Nodes) -> None:

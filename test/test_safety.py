@@ -11,7 +11,7 @@ import pinocchio as pin
 import pytest
 
 from torque_ctrl_ros.core import RobotModel
-from torque_ctrl_ros.core.braking import SafeBrake
+from torque_ctrl_ros.core.braking import FIRST_HOLD_PERIODS, SafeBrake
 from torque_ctrl_ros.core.errors import ConfigError, StateError
 from torque_ctrl_ros.core.safety import (
     DEFAULT_DAMPING,
@@ -345,8 +345,8 @@ def _kinetic_energy(robot: RobotModel, q: np.ndarray, v: np.ndarray) -> float:
 
 @pytest.mark.parametrize(
     "gaps",
-    [[1], [2], [5], [1, 7], [1] * 49 + [20]],
-    ids=["1ms", "2ms", "5ms", "1ms-7ms", "20ms-hiccup"],
+    [[1], [2], [5], [1, 7], [1] * 49 + [20], [20] + [1] * 499],
+    ids=["1ms", "2ms", "5ms", "1ms-7ms", "20ms-hiccup", "20ms-first"],
 )
 def test_safe_brake_brakes_the_simulated_arm_where_a_held_damping_torque_spins_it(
     robot: RobotModel, scene_path: Path, gaps: list[int]
@@ -357,7 +357,8 @@ def test_safe_brake_brakes_the_simulated_arm_where_a_held_damping_torque_spins_i
     ``gaps`` ms between them, cycled (states lost in between: the plant holds each command).
     The kinetic energy only falls and no joint gets near its velocity limit; uneven gaps too,
     where damping scaled by the gap just before each command (not the longest) had spun the
-    wrist to 56 rad/s with gaps of 1 and 7 ms."""
+    wrist to 56 rad/s with gaps of 1 and 7 ms, and a first command held 20 ms, which with K_d in
+    full had taken joint 7 to 2.2 times its limit."""
     kd = np.array(DEFAULT_DAMPING)
     h = 1e-3
     held = _plant_from_home(scene_path, 0.5)
@@ -385,13 +386,16 @@ def test_safe_brake_brakes_the_simulated_arm_where_a_held_damping_torque_spins_i
         energy.append(_kinetic_energy(robot, plant.q, plant.v))
         speed.append(float(np.max(np.abs(plant.v) / robot.velocity_limit)))
     rises = np.diff(energy)
-    assert rises.max() <= 1e-9 * energy[0], rises.max()
+    # The first command, damping little (it may be held long), lets gravity's torque at a pose
+    # the arm is leaving raise the kinetic energy a little; from the next one on it only falls.
+    assert rises[: gaps[0]].max() <= 1e-3 * energy[0], rises[: gaps[0]].max()
+    assert rises[gaps[0] :].max() <= 1e-9 * energy[0], rises[gaps[0] :].max()
     assert max(speed) < 0.7  # 0.41 at the start (0.5 rad/s on a wrist joint)
-    if max(gaps) <= 2:  # K_d in full
+    if max(gaps) <= 2:  # K_d in full after the first period
         assert energy[-1] < 0.1 * energy[0]
         assert np.abs(plant.v).max() < 0.25 and np.abs(plant.v[4:]).max() < 0.1
-    else:  # K_d·2/m: slower, but braking
-        assert energy[-1] < 0.6 * energy[0]
+    else:  # K_d·2/m: slower, but braking (0.27 to 0.69 of the start left)
+        assert energy[-1] < 0.75 * energy[0]
 
 
 def test_safe_brake_holds_each_command_until_the_next_and_stops_at_the_horizon(robot: RobotModel) -> None:
@@ -401,7 +405,11 @@ def test_safe_brake_holds_each_command_until_the_next_and_stops_at_the_horizon(r
     kd = np.array(DEFAULT_DAMPING)
     q0, v0 = np.linspace(-0.5, 0.5, 7), np.linspace(0.4, -0.2, 7)
     brake = SafeBrake(robot, kd, horizon=0.01)
-    brake.start(q0, v0, 5.0)
+    brake.start(q0, v0, 5.0)  # answering a refused state: safe held for FIRST_HOLD_PERIODS
+    np.testing.assert_allclose(
+        brake.command, robot.gravity(q0) - kd * (2 / FIRST_HOLD_PERIODS) * v0, atol=1e-12
+    )
+    brake.start(q0, v0, 5.0, stream_alive=True)  # answering a good state: K_d in full
     first = robot.gravity(q0) - kd * v0
     np.testing.assert_allclose(brake.torque(5.0), first, rtol=0, atol=1e-12)
     np.testing.assert_allclose(brake.torque(5.0004), first, rtol=0, atol=1e-12)  # rounds to 0 periods
@@ -420,7 +428,7 @@ def test_safe_brake_holds_each_command_until_the_next_and_stops_at_the_horizon(r
     np.testing.assert_allclose(at_3ms, robot.gravity(q) - kd * (2 / 3) * v, rtol=0, atol=1e-12)
     # One period at a time differs: each command acts on its own period.
     stepped = SafeBrake(robot, kd, horizon=0.01)
-    stepped.start(q0, v0, 5.0)
+    stepped.start(q0, v0, 5.0, stream_alive=True)
     for k in (1, 2, 3):
         stepped.torque(5.0 + 1e-3 * k)
     assert np.abs(stepped.q - brake.q).max() > 1e-9
@@ -443,7 +451,7 @@ def test_safe_brake_returns_the_command_before_saturation_and_holds_it_saturated
     """The prediction holds what the arm gets, the clipped torque; the returned command is the
     unclipped one, so the node's limiter reports the saturation."""
     brake = SafeBrake(robot, np.array(DEFAULT_DAMPING), horizon=0.1)
-    brake.start(np.zeros(7), np.full(7, 1e3), 0.0)
+    brake.start(np.zeros(7), np.full(7, 1e3), 0.0, stream_alive=True)
     command = brake.torque(0.0)
     assert (np.abs(command) > robot.effort_limit).all()
     np.testing.assert_array_equal(np.abs(brake.tau), robot.effort_limit)

@@ -354,7 +354,8 @@ def test_a_trajectory_is_checked_as_it_will_run_and_must_end_at_rest(robot: Robo
     (at activation the start is added and the waypoint gets an estimated velocity): joint_1
     through 1, 2, 3 rad at 1, 2, 10 s from rest had been refused at 1.41 rad/s, though the motion
     run peaks at 1.33. A velocity at the last point steps to 0 there (the reference stops): one
-    arriving at joint_2's limit at 1 rad/s had carried the arm 0.036 rad past it; refused."""
+    arriving at joint_2's limit at 1 rad/s had carried the arm 0.036 rad past it; refused (not
+    rounding, nor a final acceleration, which MoveIt's trajectories end with)."""
     names = list(robot.joint_names)
     node, source = _joint_source(robot)
     node.now_ns = 100 * 10**9
@@ -376,6 +377,15 @@ def test_a_trajectory_is_checked_as_it_will_run_and_must_end_at_rest(robot: Robo
     ]
     node.callbacks["~/joint_trajectory"](_trajectory_msg(names, moving))
     assert source.rejected == 1 and "last point has velocities" in source.last_error
+    # Rounding at the end, and a final acceleration (MoveIt's time parameterisation ends on the
+    # final deceleration): accepted.
+    ending = _trajectory_msg(
+        names, [(1.0, np.eye(7)[0] * 0.2, np.zeros(7)), (2.0, np.eye(7)[0] * 0.3, np.full(7, 1e-12))]
+    )
+    for point, a in zip(ending.points, (0.0, -0.6), strict=True):
+        point.accelerations = [a] * 7
+    node.callbacks["~/joint_trajectory"](ending)
+    assert source.rejected == 1 and source.received == 2, source.last_error
 
 
 def test_a_negative_trajectory_stamp_is_refused(robot: RobotModel) -> None:

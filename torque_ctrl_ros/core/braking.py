@@ -31,18 +31,26 @@ every 1 / 2 / 5 / 10 / 25 ms: with ``K_d`` throughout, the kinetic energy ends a
 its start, then joint 7 reaches 58 and 156 rad/s; scaled, 7 / 7 / 26 / 47 / 68 %. The scaling
 is for the largest ``λ`` over the workspace; the home pose's are smaller, hence the slower
 braking at 5 ms. Scaled by the gap just before each command instead, gaps alternating 1 and
-7 ms had spun the wrist to 56 rad/s: a command after a short gap, held for a long one.) The
-first command damps with ``K_d``: it answers a stream of one state per 1 ms period, which every
-damping bound here assumes; on a stream of one state every ``m`` ms each damping of this
-package is ``m`` times closer to its bound, this one included.
+7 ms had spun the wrist to 56 rad/s: a command after a short gap, held for a long one.)
+
+The first command has no gap to go by. When it answers a refused state, the stream itself is
+in doubt and the next state may not come: it damps with ``K_d·2/``:data:`FIRST_HOLD_PERIODS`,
+safe held that long (the simulator's command timeout; a driver's is a few periods). Held 1 ms,
+as at 1 kHz, that costs one period of damping (energy at the end 7 % either way); with ``K_d``,
+a first command held 20 / 50 ms, then states every 1 ms, took joint 7 to 2.2 / 5.9 times its
+velocity limit, 0.49 / 0.59 with the scaling. When it answers a good state the controller
+failed on, the stream is alive and the command is restarted from each such state: ``K_d``.
+Beyond that, every damping bound here is for one state per 1 ms; on a stream of one state
+every ``m`` ms each damping of this package is ``m`` times closer to its bound, this one
+included.
 
 Timing the prediction from commands sent, not from when the fallback began, makes the first
-command ``g(q₀) − K_d·q̇₀`` whether or not the stream fell silent first (no command was sent
-then). On the simulator, whose model is the controller's, this is the damping feedback it would
-get from good states: the arm brakes and holds (``test/test_safety.py``). On a real arm it is
-open loop and drifts with the model's errors (payload, friction, the rotor inertia Kinova does
-not publish), which is why it lasts only the fallback window; after it, the driver's own
-command timeout must take over (see ``launch/hardware_gen3.launch.py``).
+command the same whether or not the stream fell silent first (no command was sent then). On
+the simulator, whose model is the controller's, this is the damping feedback it would get from
+good states: the arm brakes and holds (``test/test_safety.py``). On a real arm it is open loop
+and drifts with the model's errors (payload, friction, the rotor inertia Kinova does not
+publish), which is why it lasts only the fallback window; after it, the driver's own command
+timeout must take over (see ``launch/hardware_gen3.launch.py``).
 """
 
 from __future__ import annotations
@@ -55,6 +63,10 @@ import pinocchio as pin
 from .errors import ConfigError
 from .robot import CONTROL_PERIOD, RobotModel
 from .validation import FloatArray, as_positive_float, as_vector
+
+#: Periods the first safe command of a window is made safe to be held, when it answers a refused
+#: state: the simulator's default command timeout (50 ms).
+FIRST_HOLD_PERIODS = 50
 
 
 class SafeBrake:
@@ -90,15 +102,17 @@ class SafeBrake:
         self._t = math.nan  # the time (s) the prediction has reached
         self._longest_gap = 1  # periods between two commands, the most seen since start()
 
-    def start(self, q: FloatArray, v: FloatArray, now: float) -> None:
+    def start(self, q: FloatArray, v: FloatArray, now: float, *, stream_alive: bool = False) -> None:
         """Predict from ``(q, v)`` (rad, rad/s), the last state the arm was known in, with the
-        first safe command going out at ``now`` (s)."""
+        first safe command going out at ``now`` (s); ``stream_alive``: it answers a good state
+        (the controller failed on it), so the next state is due in one period (``K_d`` in full;
+        else ``K_d·2/``:data:`FIRST_HOLD_PERIODS`, see the module docs)."""
         np.copyto(self.q, q)
         np.copyto(self.v, v)
         self.k = 0
         self._t = now
         self._longest_gap = 1
-        self._command()
+        self._command(1.0 if stream_alive else min(1.0, 2.0 / FIRST_HOLD_PERIODS))
 
     def _command(self, scale: float = 1.0) -> None:
         """``g(q̂) − scale·K_d·q̂̇`` into :attr:`command`, saturated into :attr:`tau`."""
@@ -134,4 +148,4 @@ class SafeBrake:
         return self.command.copy()
 
 
-__all__ = ["SafeBrake"]
+__all__ = ["FIRST_HOLD_PERIODS", "SafeBrake"]

@@ -215,7 +215,7 @@ class ConstrainedDynamics:
             damped (see the module docs), in ``(0, 1)``.
     """
 
-    def __init__(self, robot: RobotModel, frame: str, *, rcond: float = 1e-9) -> None:
+    def __init__(self, robot: RobotModel, frame: str, *, rcond: float = 1e-6) -> None:
         if not (isinstance(rcond, float | int) and 0.0 < float(rcond) < 1.0):
             raise TargetError(f"rcond: expected a number in (0, 1), got {rcond!r}")
         self.robot = robot

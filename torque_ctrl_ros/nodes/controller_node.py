@@ -323,8 +323,11 @@ class ControllerNode:
                 # from the last computed state, each fallback had cost a period more: a stream
                 # with every other state refused had frozen the trajectory).
                 since = self._safe_from_stamp
-                if not self._last_computed_stamp < since < stamp:  # also when nan
-                    since = self._last_computed_stamp
+                last = self._last_computed_stamp
+                # Past max_age from the last computed state, the stream had fallen silent first
+                # and the arm held its command through the silence: paused from that state.
+                if not last < since <= min(stamp, last + wd.config.max_age):  # also when nan
+                    since = last
                 if stamp > since:
                     self.target.pause(since, stamp)
             self._last_computed_stamp = stamp
@@ -352,7 +355,8 @@ class ControllerNode:
             if since != self._brake_since:  # a new window, or a new last good state
                 # Timed from this first safe command, not from `since`: after a silence the
                 # window opened before any command could go out (core/braking.py).
-                self.brake.start(wd.last_good.q, wd.last_good.v, now)
+                alive = wd.last_reason is RejectReason.CONTROLLER_ERROR  # on a good state
+                self.brake.start(wd.last_good.q, wd.last_good.v, now, stream_alive=alive)
                 self._brake_since = since
             out = self.controller.limiter.apply(self.brake.torque(now))
             if all_finite(out.tau):

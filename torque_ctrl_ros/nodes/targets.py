@@ -256,6 +256,10 @@ TrajectoryPoints = tuple[FloatArray, FloatArray, FloatArray | None, FloatArray |
 """``(times (m,) s, positions (m × n) rad, velocities rad/s | None, accelerations rad/s² | None)``."""
 
 
+#: Largest |velocity| (rad/s) accepted at a trajectory's last point.
+_END_VELOCITY_TOLERANCE = 1e-6
+
+
 def _point_rows(points: Sequence[Any], field: str, width: int, required: bool) -> FloatArray | None:
     """Field ``field`` of every point as an ``m × width`` array; ``None`` if no point has it (a
     :class:`TargetError` if only some have it, or a wrong number of values).
@@ -293,8 +297,8 @@ def trajectory_points(
     Whole-array checks (no per-point Python beyond reading the fields): at most
     :data:`MAX_TRAJECTORY_POINTS` points, ``len(joint_names)`` positions per point and as many
     velocities and accelerations for every point or for none, each joint named once, waypoint
-    positions and velocities within :func:`check_joint_limits`, the last point at rest
-    (velocities and accelerations 0 if given). Times, finiteness and the motion between
+    positions and velocities within :func:`check_joint_limits`, the last point's velocities
+    (if given) 0 to 1e-6 rad/s. Times, finiteness and the motion between
     waypoints are left to :class:`JointTrajectory` and :func:`check_motion`.
 
     Raises:
@@ -326,14 +330,15 @@ def trajectory_points(
     if first_bad.size:
         k = int(first_bad[0])
         check_joint_limits(robot, pos[k], f"trajectory point {k}", None if vel is None else vel[k])
-    # The reference stops at the last point: a velocity or acceleration given there would step
-    # to zero (one ending at a limit while still moving had carried the arm past it).
-    for field, values in (("velocities", vel), ("accelerations", acc)):
-        if values is not None and np.any(values[-1] != 0.0):
-            raise TargetError(
-                f"trajectory: the last point has {field} {values[-1].tolist()}; it must be 0 there "
-                "(the reference stops at the last point)"
-            )
+    # The reference stops at the last point: a velocity given there would step to zero (one
+    # ending at a limit while still moving had carried the arm past it). Rounding is let through
+    # (ros2_controllers allows 1.2e-7), and so is an acceleration: planners such as MoveIt's
+    # time parameterisation end on the final deceleration, and only a feedforward term steps.
+    if vel is not None and np.any(np.abs(vel[-1]) > _END_VELOCITY_TOLERANCE):
+        raise TargetError(
+            f"trajectory: the last point has velocities {vel[-1].tolist()} rad/s; they must be 0 "
+            "there (the reference stops at the last point)"
+        )
     return times, pos, vel, acc
 
 

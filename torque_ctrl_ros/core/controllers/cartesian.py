@@ -230,7 +230,9 @@ class AchdRneaConfig:
             if kd is None
             else as_vector("achd_rnea.kd", kd, 6, broadcast_scalar=True, min_value=0.0)
         )
-        check_pd_gains("achd_rnea", kp_arr, kd_arr, AXIS_NAMES)
+        # The constrained axes only: the others' gains are not used.
+        used = [AXIS_NAMES.index(a) for a in axes]
+        check_pd_gains("achd_rnea", kp_arr[used], kd_arr[used], [AXIS_NAMES[i] for i in used])
         if not isinstance(gravity_feedforward, bool | np.bool_):
             raise ConfigError(
                 f"achd_rnea.gravity_feedforward: expected true or false, got {gravity_feedforward!r}"
