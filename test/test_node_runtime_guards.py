@@ -506,14 +506,12 @@ def test_states_of_another_device_on_the_topic_are_ignored(nodes: Nodes, seriali
     assert node.watchdog.rejected_total == 0
 
 
-def test_a_trajectory_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) -> None:
-    """0.4 s of bad states in the middle of a trajectory (the safe torque holds the arm): sampled on
-    its own clock, the reference had jumped 0.35 rad ahead of the held arm on recovery (14 N·m)."""
+def _trajectory_on_sim_time(nodes: Nodes, duration: float) -> tuple[Any, Callable[[int, np.ndarray], None]]:
+    """A computed-torque node on sim time, its first state at HOME (k = 0, 100 s) and a trajectory
+    moving joint 1 to 1 rad over ``duration`` s; ``at(k, q)`` delivers the state of step k (1 ms)."""
     from rclpy.time import Time
     from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
     from trajectory_msgs.msg import JointTrajectoryPoint
-
-    from torque_ctrl_ros.core.types import JointState
 
     node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
     clock = node.node.get_clock()
@@ -526,8 +524,17 @@ def test_a_trajectory_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) -> 
     goal = HOME.copy()
     goal[0] = 1.0
     point = JointTrajectoryPoint(positions=goal.tolist())
-    point.time_from_start.sec, point.time_from_start.nanosec = 1, 500_000_000
+    point.time_from_start.sec, point.time_from_start.nanosec = divmod(round(duration * 1e9), 10**9)
     node.target._on_trajectory(TrajectoryMsg(joint_names=JOINTS, points=[point]))
+    return node, at
+
+
+def test_a_trajectory_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) -> None:
+    """0.4 s of bad states in the middle of a trajectory (the safe torque holds the arm): sampled on
+    its own clock, the reference had jumped 0.35 rad ahead of the held arm on recovery (14 N·m)."""
+    from torque_ctrl_ros.core.types import JointState
+
+    node, at = _trajectory_on_sim_time(nodes, 1.5)
     source = node.target
     q = HOME
     for k in range(1, 301):  # the arm follows the reference exactly
@@ -549,23 +556,7 @@ def test_a_trajectory_pauses_only_while_the_safe_torque_is_on(nodes: Nodes) -> N
     state is applied for its period, so the trajectory pauses 1 ms per refused state, half the
     time. Paused from the last computed state instead, each fallback had cost a period more and
     the trajectory had stood still."""
-    from rclpy.time import Time
-    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
-    from trajectory_msgs.msg import JointTrajectoryPoint
-
-    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
-    clock = node.node.get_clock()
-
-    def at(k: int, q: np.ndarray) -> None:
-        clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
-        node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
-
-    at(0, HOME)
-    goal = HOME.copy()
-    goal[0] = 1.0
-    point = JointTrajectoryPoint(positions=goal.tolist())
-    point.time_from_start.sec = 2
-    node.target._on_trajectory(TrajectoryMsg(joint_names=JOINTS, points=[point]))
+    node, at = _trajectory_on_sim_time(nodes, 2.0)
     at(1, HOME)
     t0 = node.target._t0
     for k in range(2, 203):
@@ -579,6 +570,20 @@ def test_a_trajectory_pauses_only_while_the_safe_torque_is_on(nodes: Nodes) -> N
     at(402, np.full(7, np.nan))
     at(403, HOME)
     assert node.target._t0 - t0 == pytest.approx(0.201, abs=1e-9)
+
+
+def test_a_slow_stream_with_refused_states_pauses_a_period_per_refused_state(nodes: Nodes) -> None:
+    """At 40 Hz (25 ms, beyond max_age) with every other state refused, the refused state's stamp
+    had been taken for the end of a silence: the trajectory paused from the last computed state
+    and stood still. The stream's own period tells a silence from the next state."""
+    node, at = _trajectory_on_sim_time(nodes, 4.0)
+    for k in range(25, 251, 25):  # good states at 40 Hz
+        at(k, HOME)
+    t0 = node.target._t0
+    for k in range(275, 1251, 25):
+        at(k, np.full(7, np.nan) if (k // 25) % 2 else HOME)
+    assert node.watchdog.state.value == "ok" and node.fallback_commands == 20
+    assert node.target._t0 - t0 == pytest.approx(0.500, abs=1e-9)  # 20 refused states, 25 ms each
 
 
 def test_the_start_up_answer_is_counted_but_not_timed(nodes: Nodes) -> None:

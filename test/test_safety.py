@@ -394,8 +394,8 @@ def test_safe_brake_brakes_the_simulated_arm_where_a_held_damping_torque_spins_i
     if max(gaps) <= 2:  # K_d in full after the first period
         assert energy[-1] < 0.1 * energy[0]
         assert np.abs(plant.v).max() < 0.25 and np.abs(plant.v[4:]).max() < 0.1
-    else:  # K_d·2/m: slower, but braking (0.27 to 0.69 of the start left)
-        assert energy[-1] < 0.75 * energy[0]
+    else:  # K_d·2/m: slower, but braking (0.27 to 0.48 of the start left; 0.69 after a first 20 ms)
+        assert energy[-1] < (0.75 if gaps[0] > 2 else 0.6) * energy[0]
 
 
 def test_safe_brake_holds_each_command_until_the_next_and_stops_at_the_horizon(robot: RobotModel) -> None:
@@ -409,7 +409,9 @@ def test_safe_brake_holds_each_command_until_the_next_and_stops_at_the_horizon(r
     np.testing.assert_allclose(
         brake.command, robot.gravity(q0) - kd * (2 / FIRST_HOLD_PERIODS) * v0, atol=1e-12
     )
-    brake.start(q0, v0, 5.0, stream_alive=True)  # answering a good state: K_d in full
+    brake.start(q0, v0, 5.0, hold=10)  # a good state of a 100 Hz stream
+    np.testing.assert_allclose(brake.command, robot.gravity(q0) - kd * 0.2 * v0, atol=1e-12)
+    brake.start(q0, v0, 5.0, hold=1)  # a good state at 1 kHz: K_d in full
     first = robot.gravity(q0) - kd * v0
     np.testing.assert_allclose(brake.torque(5.0), first, rtol=0, atol=1e-12)
     np.testing.assert_allclose(brake.torque(5.0004), first, rtol=0, atol=1e-12)  # rounds to 0 periods
@@ -428,7 +430,7 @@ def test_safe_brake_holds_each_command_until_the_next_and_stops_at_the_horizon(r
     np.testing.assert_allclose(at_3ms, robot.gravity(q) - kd * (2 / 3) * v, rtol=0, atol=1e-12)
     # One period at a time differs: each command acts on its own period.
     stepped = SafeBrake(robot, kd, horizon=0.01)
-    stepped.start(q0, v0, 5.0, stream_alive=True)
+    stepped.start(q0, v0, 5.0, hold=1)
     for k in (1, 2, 3):
         stepped.torque(5.0 + 1e-3 * k)
     assert np.abs(stepped.q - brake.q).max() > 1e-9
@@ -451,7 +453,7 @@ def test_safe_brake_returns_the_command_before_saturation_and_holds_it_saturated
     """The prediction holds what the arm gets, the clipped torque; the returned command is the
     unclipped one, so the node's limiter reports the saturation."""
     brake = SafeBrake(robot, np.array(DEFAULT_DAMPING), horizon=0.1)
-    brake.start(np.zeros(7), np.full(7, 1e3), 0.0, stream_alive=True)
+    brake.start(np.zeros(7), np.full(7, 1e3), 0.0, hold=1)
     command = brake.torque(0.0)
     assert (np.abs(command) > robot.effort_limit).all()
     np.testing.assert_array_equal(np.abs(brake.tau), robot.effort_limit)

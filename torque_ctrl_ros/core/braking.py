@@ -39,7 +39,9 @@ safe held that long (the simulator's command timeout; a driver's is a few period
 as at 1 kHz, that costs one period of damping (energy at the end 7 % either way); with ``K_d``,
 a first command held 20 / 50 ms, then states every 1 ms, took joint 7 to 2.2 / 5.9 times its
 velocity limit, 0.49 / 0.59 with the scaling. When it answers a good state the controller
-failed on, the stream is alive and the command is restarted from each such state: ``K_d``.
+failed on, the stream is alive and the command is restarted from each such state: damped for
+the stream's period (``K_d`` at 1 kHz; restarted with ``K_d`` every 10 / 25 ms instead, the
+energy had grown 10 / 100-fold).
 Beyond that, every damping bound here is for one state per 1 ms; on a stream of one state
 every ``m`` ms each damping of this package is ``m`` times closer to its bound, this one
 included.
@@ -102,17 +104,18 @@ class SafeBrake:
         self._t = math.nan  # the time (s) the prediction has reached
         self._longest_gap = 1  # periods between two commands, the most seen since start()
 
-    def start(self, q: FloatArray, v: FloatArray, now: float, *, stream_alive: bool = False) -> None:
+    def start(self, q: FloatArray, v: FloatArray, now: float, *, hold: int = FIRST_HOLD_PERIODS) -> None:
         """Predict from ``(q, v)`` (rad, rad/s), the last state the arm was known in, with the
-        first safe command going out at ``now`` (s); ``stream_alive``: it answers a good state
-        (the controller failed on it), so the next state is due in one period (``K_d`` in full;
-        else ``K_d·2/``:data:`FIRST_HOLD_PERIODS`, see the module docs)."""
+        first safe command going out at ``now`` (s) and expected to be held ``hold`` periods:
+        it damps with ``K_d·min(1, 2/hold)``. :data:`FIRST_HOLD_PERIODS` (the default) when it
+        answers a refused state; the stream's period when it answers a good state the
+        controller failed on (the stream is alive: one period at 1 kHz, ``K_d`` in full)."""
         np.copyto(self.q, q)
         np.copyto(self.v, v)
         self.k = 0
         self._t = now
         self._longest_gap = 1
-        self._command(1.0 if stream_alive else min(1.0, 2.0 / FIRST_HOLD_PERIODS))
+        self._command(min(1.0, 2.0 / max(int(hold), 1)))
 
     def _command(self, scale: float = 1.0) -> None:
         """``g(q̂) − scale·K_d·q̂̇`` into :attr:`command`, saturated into :attr:`tau`."""

@@ -192,8 +192,9 @@ def check_pd_gains(field: str, kp: FloatArray, kd: FloatArray, axes: Sequence[st
             raise ConfigError(
                 f"{field}: kp {float(p):g} 1/s², kd {float(d):g} 1/s on {name} are unstable at "
                 f"{1e-3 / CONTROL_PERIOD:g} kHz with one period of delay (the error grows by "
-                f"{radius:.3g} per period); kd > 0 is needed, and at critical damping "
-                "(kd = 2·√kp) kp up to ~1.6e5"
+                f"{radius:.3g} per period); "
+                + ("kd = 0 leaves it undamped" if float(d) == 0.0 else "lower them")
+                + " (at critical damping, kd = 2·√kp, kp up to ~1.6e5 passes)"
             )
 
 

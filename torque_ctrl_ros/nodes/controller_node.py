@@ -35,7 +35,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
-from ..core.braking import SafeBrake
+from ..core.braking import FIRST_HOLD_PERIODS, SafeBrake
 from ..core.controllers import create_controller
 from ..core.errors import ConfigError, StateError, TorqueCtrlError
 from ..core.robot import RobotModel
@@ -115,6 +115,7 @@ class ControllerNode:
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
         self._safe_from_stamp = math.nan  # stamp (s) of the first state the safe command answered
         self._rejected_when_computed = 0  # Watchdog.rejected_total at the last computed state
+        self._computed_step = 0.0  # s between the last two computed states in a row (the stream's period)
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         limits = (robot.position_lower, robot.position_upper)
         self.watchdog = Watchdog(robot.n, cfg.watchdog, limits, robot.velocity_limit, robot.joint_names)
@@ -324,12 +325,17 @@ class ControllerNode:
                 # with every other state refused had frozen the trajectory).
                 since = self._safe_from_stamp
                 last = self._last_computed_stamp
-                # Past max_age from the last computed state, the stream had fallen silent first
-                # and the arm held its command through the silence: paused from that state.
-                if not last < since <= min(stamp, last + wd.config.max_age):  # also when nan
+                # Later than expected after the last computed state (max_age, or 1.5 of the
+                # stream's period when slower), the stream had fallen silent first and the arm
+                # held its command through the silence: paused from that state.
+                silent_after = last + max(wd.config.max_age, 1.5 * self._computed_step)
+                if not last < since <= min(stamp, silent_after):  # also when nan
                     since = last
                 if stamp > since:
                     self.target.pause(since, stamp)
+            step = stamp - self._last_computed_stamp
+            if 0.0 < step < 1.0 and previous is WatchdogState.OK:  # the stream's own period
+                self._computed_step = step
             self._last_computed_stamp = stamp
             self._rejected_when_computed = wd.rejected_total
             self._safe_from_stamp = math.nan
@@ -355,8 +361,10 @@ class ControllerNode:
             if since != self._brake_since:  # a new window, or a new last good state
                 # Timed from this first safe command, not from `since`: after a silence the
                 # window opened before any command could go out (core/braking.py).
-                alive = wd.last_reason is RejectReason.CONTROLLER_ERROR  # on a good state
-                self.brake.start(wd.last_good.q, wd.last_good.v, now, stream_alive=alive)
+                hold = FIRST_HOLD_PERIODS
+                if wd.last_reason is RejectReason.CONTROLLER_ERROR:  # on a good state: stream alive
+                    hold = round(self._computed_step / self.brake.period) if self._computed_step < 1.0 else 1
+                self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=hold)
                 self._brake_since = since
             out = self.controller.limiter.apply(self.brake.torque(now))
             if all_finite(out.tau):
