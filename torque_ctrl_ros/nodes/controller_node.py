@@ -310,29 +310,7 @@ class ControllerNode:
                 # from its last step (warm starts, filtered collision gradients: 17 N·m off on
                 # the first step at a new pose) belongs to another state.
                 self.controller.reset()
-            if previous is WatchdogState.STOPPED:
-                # A stop from silence alone, read on the wall clock, with the stamps going on as
-                # if there had been none (a stalled or paused simulator, its sim time standing
-                # still): nothing happened to the arm, and the target stands. Otherwise the arm
-                # held or stopped: hold where it is now.
-                silence_only = wd.rejected_total == self._rejected_when_computed
-                if not (silence_only and stamp - self._last_computed_stamp <= wd.config.max_age):
-                    self.target.reset()
-            elif previous is WatchdogState.FALLBACK:
-                # Trajectories take up where they stood when the safe torque took over: at the
-                # first refused state, until which the last computed torque was applied (paused
-                # from the last computed state, each fallback had cost a period more: a stream
-                # with every other state refused had frozen the trajectory).
-                since = self._safe_from_stamp
-                last = self._last_computed_stamp
-                # Later than expected after the last computed state (max_age, or 1.5 of the
-                # stream's period when slower), the stream had fallen silent first and the arm
-                # held its command through the silence: paused from that state.
-                silent_after = last + max(wd.config.max_age, 1.5 * self._computed_step)
-                if not last < since <= min(stamp, silent_after):  # also when nan
-                    since = last
-                if stamp > since:
-                    self.target.pause(since, stamp)
+            self._resume_target(previous, stamp)
             step = stamp - self._last_computed_stamp
             if 0.0 < step < 1.0 and previous is WatchdogState.OK:  # the stream's own period
                 self._computed_step = step
@@ -361,10 +339,7 @@ class ControllerNode:
             if since != self._brake_since:  # a new window, or a new last good state
                 # Timed from this first safe command, not from `since`: after a silence the
                 # window opened before any command could go out (core/braking.py).
-                hold = FIRST_HOLD_PERIODS
-                if wd.last_reason is RejectReason.CONTROLLER_ERROR:  # on a good state: stream alive
-                    hold = round(self._computed_step / self.brake.period) if self._computed_step < 1.0 else 1
-                self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=hold)
+                self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=self._first_hold())
                 self._brake_since = since
             out = self.controller.limiter.apply(self.brake.torque(now))
             if all_finite(out.tau):
@@ -415,6 +390,41 @@ class ControllerNode:
         if self._diagnostics_due:
             self._diagnostics_due = False
             self._publish_diagnostics()
+
+    def _resume_target(self, previous: WatchdogState, stamp: float) -> None:
+        """The target at the first state computed (stamp ``stamp``, s) after a stop or a fallback."""
+        wd = self.watchdog
+        last = self._last_computed_stamp
+        if previous is WatchdogState.STOPPED:
+            # A stop from silence alone, read on the wall clock, with the stamps going on as if
+            # there had been none (a stalled or paused simulator, its sim time standing still):
+            # nothing happened to the arm, and the target stands. Otherwise the arm held or
+            # stopped: hold where it is now.
+            silence_only = wd.rejected_total == self._rejected_when_computed
+            if not (silence_only and stamp - last <= wd.config.max_age):
+                self.target.reset()
+        elif previous is WatchdogState.FALLBACK:
+            # Trajectories take up where they stood when the safe torque took over: at the first
+            # refused state, until which the last computed torque was applied (paused from the
+            # last computed state, each fallback had cost a period more: a stream with every
+            # other state refused had frozen the trajectory). Later than expected after the last
+            # computed state (max_age, or 1.5 of the stream's period when slower), the stream
+            # had fallen silent first and the arm held its command through the silence: paused
+            # from that state.
+            since = self._safe_from_stamp
+            silent_after = last + max(wd.config.max_age, 1.5 * self._computed_step)
+            if not last < since <= min(stamp, silent_after):  # also when nan
+                since = last
+            if stamp > since:
+                self.target.pause(since, stamp)
+
+    def _first_hold(self) -> int:
+        """Periods the brake's first command is expected to be held (:meth:`SafeBrake.start`):
+        the stream's period when it answers a good state the controller failed on (the stream is
+        alive), else :data:`FIRST_HOLD_PERIODS`."""
+        if self.watchdog.last_reason is not RejectReason.CONTROLLER_ERROR:
+            return FIRST_HOLD_PERIODS
+        return round(self._computed_step / self.brake.period) if self._computed_step < 1.0 else 1
 
     def _time_callback(self, seconds: float, stamp_ns: int) -> None:
         """Record the whole state→command path (s); count it as a deadline miss when longer than
