@@ -28,10 +28,11 @@ late one advances the prediction by what the arm really went through. Held for `
 ``m > 2`` periods has been seen in the window the commands damp with ``K_d·2/m``, ``m`` the
 longest gap so far. (MuJoCo, from the home pose at 0.5 rad/s on every joint, 0.5 s, commands
 every 1 / 2 / 5 / 10 / 25 ms: with ``K_d`` throughout, the kinetic energy ends at 7 / 7 / 7 % of
-its start, then joint 7 reaches 58 and 156 rad/s; scaled, 7 / 7 / 26 / 47 / 68 %. The scaling
-is for the largest ``λ`` over the workspace; the home pose's are smaller, hence the slower
-braking at 5 ms. Scaled by the gap just before each command instead, gaps alternating 1 and
-7 ms had spun the wrist to 56 rad/s: a command after a short gap, held for a long one.)
+its start, then joint 7 reaches 58 and 156 rad/s; scaled (the first command as below), 7 / 7 /
+27 / 50 / 83 %. The scaling is for the largest ``λ`` over the workspace; the home pose's are
+smaller, hence the slower braking at 5 ms. Scaled by the gap just before each command instead,
+gaps alternating 1 and 7 ms had spun the wrist to 56 rad/s: a command after a short gap, held
+for a long one.)
 
 The first command has no gap to go by. When it answers a refused state, the stream itself is
 in doubt and the next state may not come: it damps with ``K_d·2/``:data:`FIRST_HOLD_PERIODS`,
