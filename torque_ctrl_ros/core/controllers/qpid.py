@@ -68,7 +68,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -298,22 +298,8 @@ class QPIDConfig:
     def validated(self, robot: RobotModel, section: str = "qpid") -> QPIDConfig:
         """This config through :meth:`create` (a config built directly has unchecked fields: its
         per-joint defaults are one-element arrays)."""
-        return type(self).create(
-            robot,
-            self.tasks,
-            section=section,
-            dt=self.dt,
-            acceleration_weight=_scalar_if_one(self.acceleration_weight),
-            velocity_weight=_scalar_if_one(self.velocity_weight),
-            slack_weight=self.slack_weight,
-            fallback_damping=_scalar_if_one(self.fallback_damping),
-            eps_abs=self.eps_abs,
-            max_iter=self.max_iter,
-            joint_position_limit=self.joint_position_limit,
-            joint_velocity_limit=self.joint_velocity_limit,
-            self_collision=self.self_collision,
-            singularity=self.singularity,
-        )
+        values = {f.name: _scalar_if_one(getattr(self, f.name)) for f in fields(self) if f.name != "tasks"}
+        return type(self).create(robot, self.tasks, section=section, **values)
 
     @classmethod
     def create(
@@ -409,9 +395,11 @@ class QPIDConfig:
 
 
 def _scalar_if_one(value: Any) -> Any:
-    """A one-element array as its number (the dataclass defaults), to be broadcast to every joint."""
-    array = np.asarray(value)
-    return array.reshape(-1)[0].item() if array.size == 1 else value
+    """A one-element array as its number (the dataclass defaults), to be broadcast to every joint;
+    anything else (numbers, barrier configs) as it is."""
+    if isinstance(value, np.ndarray) and value.size == 1:
+        return value.reshape(-1)[0].item()
+    return value
 
 
 def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
