@@ -6,6 +6,7 @@ controller at 1 kHz, zero-order hold, no delay. Measured figures are printed (``
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import mujoco
@@ -489,3 +490,36 @@ def test_never_nan_torque_near_singularity(gen3: RobotModel) -> None:
         state = JointState(rng.normal(0.0, scale, gen3.n), rng.normal(0.0, 0.1, gen3.n))
         out = ctrl.compute(state, ref)
         assert np.all(np.isfinite(out.tau)), scale
+
+
+def test_se3_error_needs_a_full_linear_or_angular_set(gen3: RobotModel) -> None:
+    """``pose_error: se3`` with a free translation and a free rotation axis is refused, and the
+    diagnostics report ``p_ref − p`` and ``log3(R_ref Rᵀ)`` whatever the error the law uses.
+
+    The se3 translation rows mix in the free axes' errors through ``V(θ)⁻¹``: with ``x, y, rz``
+    constrained they settled at 0 while the tool was mm off target in ``y``, and the
+    diagnostics, read from those rows, said 0 as well.
+    """
+    for axes in (["x", "y", "rz"], ["z", "rx"], ["x", "y", "ry", "rz"]):
+        with pytest.raises(ConfigError, match="se3"):
+            create_controller("achd_rnea", gen3, {"constrained_axes": axes, "pose_error": "se3"})
+        with pytest.raises(ConfigError, match="se3"):  # a config built without create()
+            valid = AchdRneaConfig.create(gen3.n, constrained_axes=axes)
+            AchdRnea(gen3, dataclasses.replace(valid, pose_error="se3"))
+        create_controller("achd_rnea", gen3, {"constrained_axes": axes})  # decoupled: any set
+    for axes in (["x", "y", "z", "rz"], ["rx", "ry", "rz", "y"], NO_Z, ["x", "y", "z"]):
+        create_controller("achd_rnea", gen3, {"constrained_axes": axes, "pose_error": "se3"})
+
+    ctrl = AchdRnea(gen3, AchdRneaConfig.create(gen3.n, pose_error="se3"))
+    q, v = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57]), np.zeros(gen3.n)
+    now = gen3.frame_placement(q, TOOL)
+    target = pin.SE3(
+        pin.exp3(np.array([0.3, 0.0, 0.2])) @ now.rotation, now.translation + np.array([0.05, -0.03, 0.04])
+    )
+    sol = ctrl.solve(q, v, PoseReference.from_se3(target))
+    _, info = ctrl.torque(q, v, PoseReference.from_se3(target))
+    expected = pose_error(now, target, "decoupled")
+    np.testing.assert_allclose(sol.tracking_error, expected, atol=1e-12)
+    assert np.linalg.norm(sol.error[:3] - expected[:3]) > 1e-3  # the law's se3 rows differ
+    assert info["position_error"] == pytest.approx(np.linalg.norm(expected[:3]), abs=1e-12)
+    assert info["orientation_error"] == pytest.approx(np.linalg.norm(expected[3:]), abs=1e-12)

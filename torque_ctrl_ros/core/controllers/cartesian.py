@@ -162,6 +162,29 @@ def pose_error(current: pin.SE3, target: pin.SE3, kind: str = "decoupled") -> Fl
     return np.concatenate([target.translation - current.translation, e_rot])
 
 
+def check_pose_error_axes(kind: str, axes: Sequence[str]) -> None:
+    """Refuse ``se3`` errors when a linear and an angular axis are both left free.
+
+    The ``se3`` linear part ``V(θ)⁻¹ Rᵀ (p_ref − p)`` mixes the translation error of every
+    axis through the rotation error ``θ``. When the constrained rows reach 0 the free axes'
+    errors are still there, so with a free rotation axis and a free translation axis the
+    constrained translation rows settle at 0 away from the target (MuJoCo, ``x, y, rz``
+    constrained, the target 5 cm lower and tilted 0.3 rad about x: 8.3 mm off in y at rest).
+    With all three linear axes constrained ``p = p_ref`` at rest (``V`` is invertible), with
+    all three angular ones ``θ = 0`` and ``V = I``: the equilibrium is the target's.
+    """
+    if kind != "se3":
+        return
+    linear, angular = set(AXIS_NAMES[:3]), set(AXIS_NAMES[3:])
+    if linear <= set(axes) or angular <= set(axes):
+        return
+    raise ConfigError(
+        f"achd_rnea.pose_error: 'se3' needs all of x, y, z or all of rx, ry, rz constrained, got "
+        f"{list(axes)}: with a free translation and a free rotation axis its translation rows "
+        "settle away from the target; use 'decoupled'"
+    )
+
+
 @dataclass(frozen=True)
 class AchdRneaConfig:
     """Configuration of :class:`AchdRnea` (see the module docs for the formulas).
@@ -181,7 +204,8 @@ class AchdRneaConfig:
         free_axis_damping: ``B`` (N·s/m for x, y, z; N·m·s/rad for rx, ry, rz), ``>= 0``: the
             wrench ``−B ∘ ẋ`` is added to ``f_task`` on the *unconstrained* axes only. It damps
             the motion the constraints leave free, e.g. the tool's bounce on a table.
-        pose_error: ``decoupled`` or ``se3``.
+        pose_error: ``decoupled`` or ``se3``; ``se3`` only with all three linear or all three
+            angular axes constrained (see :func:`check_pose_error_axes`).
         rcond: relative Delassus eigenvalue threshold for damping, in ``(0, 1)``.
     """
 
@@ -237,6 +261,8 @@ class AchdRneaConfig:
             raise ConfigError(
                 f"achd_rnea.gravity_feedforward: expected true or false, got {gravity_feedforward!r}"
             )
+        kind = check_choice("achd_rnea.pose_error", pose_error, POSE_ERRORS)
+        check_pose_error_axes(kind, axes)
         rc = as_positive_float("achd_rnea.rcond", rcond)
         if rc >= 1.0:
             raise ConfigError(f"achd_rnea.rcond: expected a number in (0, 1), got {rcond!r}")
@@ -253,7 +279,7 @@ class AchdRneaConfig:
             free_axis_damping=as_vector(
                 "achd_rnea.free_axis_damping", free_axis_damping, 6, broadcast_scalar=True, min_value=0.0
             ),
-            pose_error=check_choice("achd_rnea.pose_error", pose_error, POSE_ERRORS),
+            pose_error=kind,
             rcond=rc,
         )
 
@@ -267,7 +293,11 @@ class AchdSolution:
         constraint_torque: ``J_cᵀ λ`` (N·m), for comparison only (not a valid command).
         feedforward_torque: ``τ_ff`` (N·m).
         wrench: the wrench given to the solve, ``f_task − B ∘ ẋ`` on free axes (N, N·m).
-        error: pose error ``[e_p; e_R]`` (m, rad, base axes).
+        error: pose error ``[e_p; e_R]`` (m, rad, base axes) the PD law acts on
+            (``config.pose_error``).
+        tracking_error: ``[p_ref − p; log3(R_ref Rᵀ)]`` (m, rad, base axes), whatever
+            ``pose_error`` is: what the diagnostics report (the same array as ``error`` with
+            ``decoupled``).
         desired_acceleration: ``a_des`` (6,) before projection on ``α``.
         beta: ``αᵀ a_des`` (n_c,).
         dynamics: the full constrained-dynamics result (``q̈``, ``λ``, regularisation).
@@ -278,6 +308,7 @@ class AchdSolution:
     feedforward_torque: FloatArray
     wrench: FloatArray
     error: FloatArray
+    tracking_error: FloatArray
     desired_acceleration: FloatArray
     beta: FloatArray
     dynamics: ConstrainedDynamicsResult
@@ -287,7 +318,8 @@ class AchdRnea(Controller[PoseReference]):
     """Cartesian PD through Gauss-principle constrained dynamics, then RNEA.
 
     Diagnostics (``info``): ``position_error`` (m), ``orientation_error`` (rad), the norms of
-    the error on the *constrained* axes only (an unconstrained axis is not regulated);
+    ``p_ref − p`` and ``log3(R_ref Rᵀ)`` on the *constrained* axes only (an unconstrained axis
+    is not regulated), with either ``pose_error``;
     ``regularised`` (0/1); ``delassus_condition``; ``constraint_residual``.
     """
 
@@ -315,6 +347,7 @@ class AchdRnea(Controller[PoseReference]):
         except KeyError as exc:  # FrameNotFoundError: the message lists the valid frames
             raise ConfigError(f"achd_rnea.frame: {exc}") from None
         self.alpha = alpha_from_axes(list(self.config.constrained_axes), error=ConfigError)
+        check_pose_error_axes(self.config.pose_error, self.config.constrained_axes)  # a config built directly
         axes, dofs = len(self.config.constrained_axes), robot.dofs_moving(self.config.frame)
         if dofs < axes:
             # The constraint rows are then dependent everywhere: every step would be regularised.
@@ -377,14 +410,15 @@ class AchdRnea(Controller[PoseReference]):
         cfg = self.config
         dyn = self.dynamics
         kin = dyn.kinematics(q, v)
+        # pose_error(..., "decoupled") written into one preallocated vector.
+        tracking_error = np.empty(6)
+        placement = kin.placement
+        np.subtract(ref.position, placement.translation, out=tracking_error[:3])
+        tracking_error[3:] = pin.log3(ref.rotation @ placement.rotation.T)
         if cfg.pose_error == "decoupled":
-            # pose_error(..., "decoupled") written into one preallocated vector.
-            error = np.empty(6)
-            placement = kin.placement
-            np.subtract(ref.position, placement.translation, out=error[:3])
-            error[3:] = pin.log3(ref.rotation @ placement.rotation.T)
+            error = tracking_error
         else:
-            error = pose_error(kin.placement, self._reference_se3, cfg.pose_error)
+            error = pose_error(placement, self._reference_se3, cfg.pose_error)
         v_err = -kin.velocity if ref.twist is None else ref.twist - kin.velocity
         a_des = cfg.kp * error + cfg.kd * v_err
         if ref.acceleration is not None:
@@ -399,14 +433,16 @@ class AchdRnea(Controller[PoseReference]):
         # τ = RNEA(q, q̇, q̈) with zero wrench, on the robot's own data buffer (the dynamics'
         # buffer keeps the terms of this step) and the configuration converted once above.
         tau = np.array(pin.rnea(self.robot.model, self.robot.data, dyn.configuration, v, result.qdd))
-        return AchdSolution(tau, result.constraint_torque, tau_ff, wrench, error, a_des, beta, result)
+        return AchdSolution(
+            tau, result.constraint_torque, tau_ff, wrench, error, tracking_error, a_des, beta, result
+        )
 
     def torque(
         self, q: FloatArray, v: FloatArray, reference: PoseReference
     ) -> tuple[FloatArray, dict[str, float]]:
         """``RNEA(q, q̇, q̈_ACHD)`` and the diagnostics listed in the class docs."""
         sol = self.solve(q, v, reference)
-        e = sol.error
+        e = sol.tracking_error
         e_lin = e[self._linear_rows]
         e_ang = e[self._angular_rows]
         info = {
@@ -429,6 +465,7 @@ __all__ = [
     "AchdRneaConfig",
     "AchdSolution",
     "PoseReference",
+    "check_pose_error_axes",
     "check_pose_reference",
     "pose_error",
 ]
