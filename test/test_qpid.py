@@ -590,6 +590,36 @@ def test_hqpid_lower_levels_solve_while_barriers_are_active(robot: RobotModel) -
     assert failed == []
 
 
+def test_hqpid_lower_levels_are_never_reported_infeasible(robot: RobotModel) -> None:
+    """u = 0 meets every lower-level row, so PRIMAL_INFEASIBLE there is the solver's false alarm.
+
+    The tool driven straight up past reach over a posture task of weight 1: with ProxSuite's
+    default infeasibility tolerance (1e-4) the posture level was reported infeasible on 3 of
+    these 3 000 steps (dropped for the step, ~1 ms each); level 0's q̈ was kept.
+    """
+    params = {
+        "tasks": ["tool", "posture"],
+        **{"tool.type": "position", "tool.frame": TOOL, "tool.kp": 100.0, "tool.level": 0},
+        **{"posture.type": "posture", "posture.kp": 10.0, "posture.weight": 1.0, "posture.level": 1},
+    }
+    controller = HQPID.from_params(robot, params)
+    assert controller.levels[1].qp is not None and controller.levels[1].qp.known_feasible
+    ref = controller.hold_reference(JointState(HOME, np.zeros(robot.n)))
+    ref["tool"] = np.array([0.0, 0.0, 1.4])
+    ref["posture"] = HOME + np.array([0.6, -0.5, 0.6, 0.5, 0.6, -0.5, 0.6])
+    plant = MujocoPlant(SCENE, robot.joint_names)
+    plant.set_state(HOME, np.zeros(robot.n))
+    statuses: list[int] = []
+    for _ in range(3000):
+        out = controller.compute(JointState(plant.q, plant.v), ref)
+        if out.info["failed_level"] > 0:
+            statuses.append(int(out.info["qp_status"]))
+        plant.set_torque(out.tau)
+        plant.step()
+    print(f"\n[hqpid, posture weight 1] lower-level failures by status: {statuses}")
+    assert SolveStatus.PRIMAL_INFEASIBLE.value not in statuses
+
+
 def test_hqpid_lower_level_failure_keeps_upper_solution(
     robot: RobotModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -499,8 +499,15 @@ class _Level:
         if self.nz == 0:
             return
         if index > 0:
+            # u = 0 meets every row (see _fill_lower): an infeasibility report is a false alarm.
             qp = self.qp = DenseQP(
-                self.nz, 0, n_b + n, eps_abs=eps_abs, max_iter=max_iter, reset_proximal=False
+                self.nz,
+                0,
+                n_b + n,
+                eps_abs=eps_abs,
+                max_iter=max_iter,
+                reset_proximal=False,
+                known_feasible=True,
             )
             qp.u[:n_b] = np.inf
             return
@@ -994,7 +1001,13 @@ class _QPController(Controller[QPReference]):
         self.reset()
         c = self.config
         replays = [
-            WarmReplay(problems, eps_abs=c.eps_abs, max_iter=c.max_iter, reset_proximal=qp.reset_proximal)
+            WarmReplay(
+                problems,
+                eps_abs=c.eps_abs,
+                max_iter=c.max_iter,
+                reset_proximal=qp.reset_proximal,
+                known_feasible=qp.known_feasible,
+            )
             for qp, problems in zip(qps, recorded, strict=True)
         ]
 

@@ -34,6 +34,14 @@ first problem; along a closed loop whose active set changed a lot it can go stal
 warm solve then needs many iterations where a cold one needs ~40. An infeasible problem is
 therefore reported after at most ``2·max_iter`` outer iterations (measured ~1.5–2 ms, up to
 3.4 ms on a loaded machine; not a hard bound) instead of running for ~15 ms.
+
+Problems known to be feasible (``known_feasible``, hqpid's lower levels, where ``x = 0``
+meets every row): ProxSuite's primal infeasibility test (tolerance ``eps_primal_inf``, 1e-4 by
+default) raised false alarms on them, PRIMAL_INFEASIBLE after ~16 iterations on problems
+quadprog solved to 1e-21 and that ProxSuite itself solves in ~25 once the tolerance is 1e-12;
+in a closed loop (MuJoCo, a position tool task over a posture task of weight 1, 3 × 3 s) 4 of
+the 17 failed lower-level steps were such alarms. There the tolerance is 1e-12: the only
+infeasibility the test could report is a false one.
 """
 
 from __future__ import annotations
@@ -68,6 +76,21 @@ class SolveStatus(IntEnum):
 #: Inner iterations per outer iteration; ProxSuite's default (1500) lets a degenerate
 #: problem (e.g. NaN data) spin for 1.5 million iterations before giving up.
 _MAX_ITER_IN = 200
+#: ``eps_primal_inf`` of a ``known_feasible`` problem (see the module docs).
+_KNOWN_FEASIBLE_EPS_PRIMAL_INF = 1e-12
+
+
+def _configure(qp: proxqp.dense.QP, eps_abs: float, max_iter: int, known_feasible: bool) -> None:
+    """The settings every solve here uses (``DenseQP`` and its floor, ``WarmReplay``)."""
+    settings = qp.settings
+    settings.eps_abs = float(eps_abs)
+    settings.eps_rel = 0.0
+    settings.max_iter = int(max_iter)
+    settings.max_iter_in = _MAX_ITER_IN
+    settings.verbose = False
+    if known_feasible:
+        settings.eps_primal_inf = _KNOWN_FEASIBLE_EPS_PRIMAL_INF
+
 
 _SOLVED = proxqp.QPSolverOutput.PROXQP_SOLVED
 _WARM = proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
@@ -135,6 +158,9 @@ class DenseQP:
             warm attempt is retried cold once); reaching it is reported as a failure.
         reset_proximal: start each warm solve from the default proximal parameters (see
             the module docs) instead of the previous solve's.
+        known_feasible: the caller guarantees a feasible ``x`` (e.g. ``x = 0``): the solver's
+            infeasibility test is made strict (see the module docs). A failure is then
+            MAX_ITERATIONS (or a refusal of the data), never a false PRIMAL_INFEASIBLE.
     """
 
     def __init__(
@@ -146,6 +172,7 @@ class DenseQP:
         eps_abs: float = 1e-9,
         max_iter: int = 50,
         reset_proximal: bool = True,
+        known_feasible: bool = False,
     ) -> None:
         if n <= 0 or n_eq < 0 or n_in < 0:
             raise ConfigError(f"DenseQP: invalid sizes n={n}, n_eq={n_eq}, n_in={n_in}")
@@ -173,11 +200,8 @@ class DenseQP:
         self._lu_flat = self._lu_clipped.reshape(-1)
         self._l, self._u = self._lu_clipped
         self._qp = proxqp.dense.QP(n, n_eq, n_in)
-        self._qp.settings.eps_abs = float(eps_abs)
-        self._qp.settings.eps_rel = 0.0
-        self._qp.settings.max_iter = int(max_iter)
-        self._qp.settings.max_iter_in = _MAX_ITER_IN
-        self._qp.settings.verbose = False
+        self.known_feasible = bool(known_feasible)
+        _configure(self._qp, eps_abs, max_iter, self.known_feasible)
         settings = self._qp.settings
         self.reset_proximal = bool(reset_proximal)
         self._proximal: dict[str, float] = {}
@@ -396,7 +420,13 @@ class WarmReplay:
     """
 
     def __init__(
-        self, problems: list[ProblemData], *, eps_abs: float, max_iter: int, reset_proximal: bool = True
+        self,
+        problems: list[ProblemData],
+        *,
+        eps_abs: float,
+        max_iter: int,
+        reset_proximal: bool = True,
+        known_feasible: bool = False,
     ) -> None:
         if not problems:
             raise ValueError("WarmReplay: no problems to replay")
@@ -407,11 +437,7 @@ class WarmReplay:
             self._scalar = DenseQP(1, 0, C.shape[0], eps_abs=eps_abs, max_iter=max_iter)
             return
         qp = self._qp = proxqp.dense.QP(H.shape[0], A.shape[0], C.shape[0])
-        qp.settings.eps_abs = float(eps_abs)
-        qp.settings.eps_rel = 0.0
-        qp.settings.max_iter = int(max_iter)
-        qp.settings.max_iter_in = _MAX_ITER_IN
-        qp.settings.verbose = False
+        _configure(qp, eps_abs, max_iter, known_feasible)
         qp.init(H, g, A, b, C, lo, hi)
         qp.solve()
         qp.settings.initial_guess = _WARM
