@@ -346,8 +346,9 @@ def test_a_saturated_safe_command_is_counted(make_controller: Callable[..., Any]
 def test_robot_description_builds_the_robot_it_describes(
     make_controller: Callable[..., Any], tmp_path: Path, robot: RobotModel, edited: bool
 ) -> None:
-    """The URDF text as a parameter (the hardware launch passes it so) is the model used, over
-    ``model_file``: the same torque as from the file, and a different one when the text differs."""
+    """The URDF text as a parameter (a user's ``params_file`` may pass it so, e.g. for an arm with
+    a gripper) is the model used, over ``model_file``: the same torque as from the file, and a
+    different one when the text differs."""
     import yaml
 
     text = URDF.read_text()
