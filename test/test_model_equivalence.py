@@ -4,7 +4,8 @@ Checks on random states: Pinocchio's RNEA with zero acceleration against MuJoCo'
 ``qfrc_bias`` (gravity + Coriolis + centrifugal, N·m), Pinocchio's CRBA against
 ``mj_fullM`` (kg·m²), and every link frame and the tool frame against MuJoCo's bodies and the
 ``end_effector_link`` site. Also: the committed files are the generator's output, the limits in
-both files are the YAML's, and the scene's keyframes start without contacts.
+both files are the YAML's, the scene's keyframes start without contacts, and both match an
+independent model of the Gen3 (MuJoCo Menagerie's) at two poses.
 
 Run with ``-s`` to see the largest differences found.
 """
@@ -286,3 +287,51 @@ def test_mujoco_model_has_no_extra_dynamics(pair: Pair) -> None:
     assert mm.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     for link in DESCRIPTION.links:
         assert mm.body(link.name).mass[0] == pytest.approx(link.inertial.mass, abs=1e-15)
+
+
+#: An independent reference for the facts both files are generated from (one YAML: a typo in it
+#: would pass every other test here): MuJoCo Menagerie's ``kinova_gen3`` model, which stores each
+#: inertia in its own form (principal moments and a quaternion), its geometry left out, at two
+#: poses: joint angles (rad), gravity torques (N·m), the mass matrix's diagonal (kg·m²) and the
+#: tool point (its ``pinch_site``, m, base axes). Menagerie rounds its inertias: the two agree to
+#: 3e-8 (M) and 1e-14 (gravity, tool).
+INDEPENDENT_POSES = [
+    (
+        [0.0, 0.26179939, 3.14159265, -2.26892803, 0.0, 0.95993109, 1.57079633],
+        [0.0, -8.726914069, -0.09244494139, 4.486113717, -0.003275222362, 0.9683060786, -0.001378304873],
+        [0.25655086, 0.564646354, 0.16784916, 0.233366664, 0.008736121, 0.012906835, 0.000674042],
+        [0.45666519, 0.001350101, 0.433724312],
+    ),
+    (
+        [0.3, 1.2, -0.7, 1.9, 0.4, -1.1, 0.8],
+        [0.0, -15.832558605, -3.840055285, -1.391109473, 0.463447284, -0.833705039, 0.054247034],
+        [
+            0.700676284,
+            0.6714031192,
+            0.2107446851,
+            0.2199022855,
+            0.01125312159,
+            0.01277088251,
+            0.0006740424404,
+        ],
+        [0.563248987, 0.128595607, 0.170766797],
+    ),
+]
+
+
+@pytest.mark.parametrize("angles, gravity, mass_diagonal, tool", INDEPENDENT_POSES)
+def test_descriptions_match_an_independent_model(
+    pair: Pair, angles: list[float], gravity: list[float], mass_diagonal: list[float], tool: list[float]
+) -> None:
+    q, v = pair.set_state(np.array(angles), np.zeros(len(angles)))
+    g_pin = pair.pin_to_joint_order(pin.rnea(pair.pm, pair.pd, q, v, np.zeros(pair.pm.nv)))
+    g_mj = pair.mj_to_joint_order(pair.md.qfrc_bias)
+    np.testing.assert_allclose(g_pin, gravity, atol=1e-6)
+    np.testing.assert_allclose(g_mj, gravity, atol=1e-6)
+    M = pin.crba(pair.pm, pair.pd, q)
+    np.testing.assert_allclose(pair.pin_to_joint_order(np.diag(M)), mass_diagonal, atol=1e-6)
+    pin.framesForwardKinematics(pair.pm, pair.pd, q)
+    np.testing.assert_allclose(
+        pair.pd.oMf[pair.pm.getFrameId(DESCRIPTION.tool.name)].translation, tool, atol=1e-8
+    )
+    np.testing.assert_allclose(pair.md.site_xpos[pair.mm.site(DESCRIPTION.tool.name).id], tool, atol=1e-8)
