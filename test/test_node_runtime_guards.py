@@ -273,6 +273,15 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     sim._take_command(2.0 * tau, None)  # untagged (a plain publisher): taken as it comes
     np.testing.assert_array_equal(sim.command, 2.0 * tau)
     assert sim.stale_answers == 1
+    # Held for at most command_timeout of wall time since it came (no state to date it by) ...
+    sim.command_wall -= 0.051
+    assert not sim._command_fresh()
+    # ... and so is a tagged one while the simulator stalls (its state stays current).
+    sim._take_command(tau, sim.t0_ns + sim.k * dt)
+    assert sim._command_fresh()
+    sim.command_wall -= 0.051
+    assert not sim._command_fresh()
+    sim._take_command(2.0 * tau, None)
     # An answer to a state 10 s ahead, which this simulator never published (another run on the
     # domain): it had been held and applied.
     sim._take_command(3.0 * tau, sim.t0_ns + 10_300 * dt)
@@ -427,6 +436,8 @@ def test_whole_run_timings_are_kept_only_for_a_stats_file(
     run: keeping it grew the controller node by ~56 bytes a state, ~200 MB an hour at 1 kHz."""
     path = str(tmp_path / stats_file)
     params = {"stats_file": path} if stats_file else {}
+    # max_age 1 s: a state handled over 20 ms late on a loaded machine would be refused as stale.
+    params["watchdog.max_age"] = 1.0
     node = nodes.make("controller", controller="computed_torque", use_sim_time=False, **params)
     for _ in range(2500):
         node._on_state_message(_state_msg(HOME, _now(node)))
@@ -491,7 +502,7 @@ def test_states_of_another_device_on_the_topic_are_ignored(nodes: Nodes, seriali
     arm state reset the controller; now they are counted and otherwise ignored."""
     from rclpy.serialization import serialize_message
 
-    node = nodes.make("controller", controller="qpid", use_sim_time=False)
+    node = nodes.make("controller", controller="qpid", use_sim_time=False, **{"watchdog.max_age": 1.0})
     receive = (
         (lambda msg: node._on_state_bytes(serialize_message(msg))) if serialized else node._on_state_message
     )
@@ -834,6 +845,18 @@ def test_the_record_holds_each_state_once(nodes: Nodes, tmp_path: Path) -> None:
     assert list(rec["joint_names"]) == JOINTS
 
 
+def test_deadline_misses_count_callbacks_longer_than_the_state_period(nodes: Nodes) -> None:
+    """The period is the step of the incoming states' stamps: 1 ms, then 5 ms (a 200 Hz driver)."""
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=False)
+    t0 = 7_000_000_000
+    for k, seconds in enumerate([0.0002, 0.0002, 0.0015, 0.0009]):  # at 1 kHz: one miss
+        node._time_callback(seconds, t0 + k * 1_000_000)
+    assert node.deadline_misses == 1
+    for k, seconds in enumerate([0.003, 0.006, 0.0049], start=1):  # at 200 Hz: one more
+        node._time_callback(seconds, t0 + 3_000_000 + k * 5_000_000)
+    assert node.deadline_misses == 2 and node._counts()["deadline_misses"] == 2
+
+
 def test_throttled_log_writes_both_severities_through_rclpy(nodes: Nodes) -> None:
     """rclpy raises ValueError when one line of code logs at two severities: info and error
     must stay separate calls."""
@@ -861,7 +884,9 @@ def test_joint_orders_switching_at_every_state_log_once_a_period(
     from rclpy.serialization import serialize_message
 
     spy = _ErrorSpy(monkeypatch, "read in place")
-    node = nodes.make("controller", controller="computed_torque", use_sim_time=False)
+    node = nodes.make(
+        "controller", controller="computed_torque", use_sim_time=False, **{"watchdog.max_age": 1.0}
+    )
     orders = [JOINTS[::-1], JOINTS[1:] + JOINTS[:1]]
     for k in range(20):
         node._on_state_bytes(serialize_message(_state_msg(np.zeros(7), _now(node), orders[k % 2])))

@@ -236,6 +236,19 @@ def test_watchdog_reports_a_silent_stream() -> None:
     assert wd.state is WatchdogState.STOPPED
 
 
+def test_a_silence_opens_the_fallback_window_when_the_stream_went_stale() -> None:
+    """Noticed 0.3 s late (the diagnostics timer), a silence still opens the window at the last
+    state's time + max_age: refused states after it get the safe torque until 0.52 s, not for
+    a whole window from when the silence was noticed (0.79 s)."""
+    wd = Watchdog(3, WatchdogConfig.create(max_age=0.02, fallback_duration=0.5))
+    _good(wd, 0.0)
+    wd.silence(0.3, 0.3)
+    assert wd.state is WatchdogState.FALLBACK and wd.fallback_since == pytest.approx(0.02)
+    assert wd.reject(RejectReason.NON_FINITE, "nan", 0.5) is Action.FALLBACK
+    assert wd.reject(RejectReason.NON_FINITE, "nan", 0.53) is Action.NONE
+    assert wd.state is WatchdogState.STOPPED
+
+
 def test_watchdog_stops_a_silent_stream_when_sim_time_froze() -> None:
     """Under use_sim_time the clock stops with the simulator: the steady ``silent_for`` ends the
     fallback window, so the next run's first state gets no safe torque from this run's pose."""

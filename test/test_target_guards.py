@@ -218,6 +218,19 @@ def test_a_start_past_a_limit_does_not_stop_a_trajectory_leading_back(robot: Rob
     ref = source.reference(JointState(state, np.zeros(7), 10.0))
     assert source.rejected == 0 and source.describe() == "trajectory", source.last_error
     assert ref.q[1] == pytest.approx(2.26)
+    # Only the first segment may be as far past the limit as the start: a later return there is
+    # refused, at the point it reaches.
+    back_out = JointTrajectory([1.0, 2.0], [[2.0], [2.26]], start=(np.array([2.26]), None))
+    found = back_out.limit_violation([-2.24], [2.24], [1.396])
+    assert found is not None and (found.quantity, found.time, found.value) == ("position", 2.0, 2.26)
+
+
+def test_the_earliest_violation_is_reported() -> None:
+    """Too fast at 0.5 s (1.8 rad/s against 1.396) and past 2.24 rad at 3 s: the velocity, first."""
+    traj = JointTrajectory([0.0, 1.0, 3.0], [[0.0], [1.2], [2.3]], [[0.0], [0.0], [0.0]])
+    found = traj.limit_violation([-2.24], [2.24], [1.396])
+    assert found is not None and (found.quantity, found.time) == ("velocity", 0.5)
+    assert found.value == pytest.approx(1.8)
 
 
 def test_limit_violation_matches_dense_sampling() -> None:
