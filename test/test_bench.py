@@ -18,7 +18,14 @@ import numpy as np
 import pytest
 from ros_helpers import requires_rclpy
 
-from torque_ctrl_ros.bench.__main__ import STEP_COLUMNS, format_report, main, parse_args, targets
+from torque_ctrl_ros.bench.__main__ import (
+    STEP_COLUMNS,
+    below_issue_sizes,
+    format_report,
+    main,
+    parse_args,
+    targets,
+)
 from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
 from torque_ctrl_ros.bench.dds import summary_figures
 from torque_ctrl_ros.bench.host import cpu_ticks, steal_between, summarize, timer_lateness
@@ -134,6 +141,7 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
         "arrays_to_joint_state",
         "command_bytes_to",
         "arrays_to_command",
+        "stamp_to_clock",
     ):
         rows = [k for k in conversions if k.startswith(node_side)]
         assert len(rows) == 2, rows  # the CDR codec and the rclpy message path
@@ -149,7 +157,16 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
 
     printed = capsys.readouterr().out
     assert "Targets of issue 6" in printed and ("PASS" in printed or "FAIL" in printed)
+    assert "smaller than the issue's runs: 40 states < 10 000)" in printed  # the verdicts' caveat
     assert "QP controllers' step by part" in printed
+
+
+def test_only_runs_below_the_issues_sizes_are_flagged() -> None:
+    full = {"sections": ["compute", "conversions", "dds", "lockstep"], "states": 10_000, "dds_seconds": 20.0}
+    assert below_issue_sizes(full) == []
+    assert below_issue_sizes({**full, "states": 600}) == ["600 states < 10 000"]
+    assert below_issue_sizes({**full, "dds_seconds": 2.0}) == ["2 s over DDS < 20 s"]
+    assert below_issue_sizes({**full, "sections": ["lockstep"], "states": 5, "dds_seconds": 1.0}) == []
 
 
 def _dds_figures(late_percent: float, parts: dict[str, float]) -> dict[str, Any]:
@@ -355,7 +372,9 @@ def test_closed_loop_sections(tmp_path: Path) -> None:
         run = lock["controllers"]["computed_torque"]
         assert run["finished"] and run["clean_exit"], run["logs"]
         assert run["steps"] == 500 and _finite(run["realtime_factor"]) and run["realtime_factor"] > 0
-        assert run["late_steps"] == 0  # lockstep waits for every answer
+        # Lockstep waits for every answer: each state answered, no step on the safe torque (its
+        # late_steps is 0 by construction, counted in realtime only).
+        assert run["safe_torque_steps"] == 0 and run["unanswered_states"] == 0
         assert run["host_steal"] or not cpu_ticks()
 
     sections = {t["section"] for t in data["targets"]}

@@ -18,11 +18,18 @@ from typing import Any
 
 import numpy as np
 from rclpy.serialization import deserialize_message, serialize_message
+from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
-from ..nodes.conversions import CommandEncoder, JointStateDecoder, JointStateEncoder, decode_command
-from ..nodes.wire import CommandWire, JointStateWire
+from ..nodes.conversions import (
+    CommandEncoder,
+    JointStateDecoder,
+    JointStateEncoder,
+    decode_command,
+    ns_to_stamp,
+)
+from ..nodes.wire import ClockWire, CommandWire, JointStateWire
 from .stats import summarize_us, time_calls, time_calls_paced
 
 JOINTS = tuple(f"joint_{i}" for i in range(1, 8))
@@ -43,6 +50,13 @@ def run(count: int = 10_000, paced_count: int | None = None) -> dict[str, Any]:
     command_encoder = CommandEncoder(n)
     state_wire = JointStateWire(JOINTS)
     command_wire = CommandWire(n)
+    clock_wire = ClockWire()
+    clock_msg = ClockMsg()
+
+    def clock_message_to_bytes(stamp_ns: int) -> bytes:
+        ns_to_stamp(stamp_ns, clock_msg.clock)
+        return serialize_message(clock_msg)
+
     calls: dict[str, Callable[[int], object]] = {
         # what the simulator does with each state and command
         "arrays_to_joint_state_bytes": lambda i: state_wire.encode(i, q, v, tau),
@@ -53,6 +67,8 @@ def run(count: int = 10_000, paced_count: int | None = None) -> dict[str, Any]:
         "command_bytes_to_message_to_arrays": lambda i: decode_command(
             deserialize_message(command_raw, Float64MultiArray), n
         ),
+        "stamp_to_clock_bytes": lambda i: clock_wire.encode(i),  # /clock, after each state
+        "stamp_to_clock_message_to_bytes": clock_message_to_bytes,
         # what the controller does
         "joint_state_bytes_to_arrays": lambda i: state_wire.decode(state_raw),
         "joint_state_bytes_to_message_to_arrays": lambda i: decoder.decode(
