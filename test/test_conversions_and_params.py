@@ -404,11 +404,22 @@ def test_command_labels_are_read_only_as_the_encoders_write_them() -> None:
         "joints@1",
         "joints@--1.000000000",
         "joints@١.000000000",
+        "joints@" + "9" * 5000 + ".000000000",  # had raised ValueError (int() of > 4 300 digits)
+        "joints@12345678901.000000000",  # beyond an int32 of seconds
     ):
         assert label_stamp_ns(label) is None, label
     wire = CommandWire(7)
     raw = bytearray(wire.encode(np.zeros(7), 5 * 10**9))
     at = bytes(raw).index(b"joints@")
     assert CommandWire.decode(bytes(raw))[1] == 5 * 10**9
+    assert label_stamp_ns("joints@2147483647.999999999") == 2147483647 * 10**9 + 999_999_999
+    # The same 5 000-digit label on the CDR path: a command without a stamp, not an exception.
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+    msg = Float64MultiArray(data=[0.0] * 7)
+    msg.layout.dim = [MultiArrayDimension(label="joints@" + "9" * 5000 + ".000000000", size=7, stride=7)]
+    decoded = CommandWire.decode(serialize_message(msg))
+    assert decoded is not None and decoded[1] is None
     raw[at + 3] = 0
     assert CommandWire.decode(bytes(raw)) is None  # left to rclpy, which stops at the NUL

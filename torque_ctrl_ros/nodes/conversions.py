@@ -161,13 +161,22 @@ def label_stamp_ns(label: str) -> int | None:
     (``sec`` an integer, ``nanosec`` nine digits: ``sec·1e9 + nanosec``), or ``None``.
 
     Anything else is no stamp: read loosely, ``joints@1.5`` had been 1 s and 5 ns, and ``1_0``
-    ten seconds (``int`` takes underscores and spaces).
+    ten seconds (``int`` takes underscores and spaces). So is a ``sec`` of more than ten digits
+    (``builtin_interfaces/Time`` holds an int32): one of 5 000 digits had raised out of the
+    simulator's command callback (Python refuses to convert over 4 300) and ended the process.
     """
     prefix = COMMAND_LABEL + "@"
     if not label.startswith(prefix):
         return None
     sec, _, nsec = label[len(prefix) :].partition(".")
     digits = sec[1:] if sec[:1] == "-" else sec
-    if not (len(nsec) == 9 and nsec.isascii() and nsec.isdigit() and digits.isascii() and digits.isdigit()):
+    if not (
+        len(nsec) == 9
+        and 0 < len(digits) <= 10
+        and nsec.isascii()
+        and nsec.isdigit()
+        and digits.isascii()
+        and digits.isdigit()
+    ):
         return None
     return int(sec) * _NS + int(nsec)
