@@ -18,6 +18,7 @@ Stated tolerances:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -631,13 +632,85 @@ def test_hqpid_lower_level_failure_keeps_upper_solution(
 
     def broken() -> Any:
         sol = orig()
-        sol.status = SolveStatus.MAX_ITERATIONS
-        return sol
+        # No usable iterate (a finite one is scaled back instead: see the test below).
+        return dataclasses.replace(sol, status=SolveStatus.NON_FINITE, x=np.full_like(sol.x, np.nan))
 
     monkeypatch.setattr(lower, "solve", broken)
     tau, info = controller.torque(HOME, np.zeros(7), ref)
     assert info["fallback"] == 0.0 and info["failed_level"] == 1.0 and info["levels_solved"] == 1.0
+    assert info["scaled_level"] == -1.0
     np.testing.assert_allclose(tau, controller.last_solutions[0].x[robot.n : 2 * robot.n])
+
+
+def test_hqpid_unfinished_lower_level_is_scaled_back_into_its_rows(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An iterate past its rows (what ProxSuite's iteration cap leaves) is scaled toward u = 0 until it
+    meets them: the rows stay within the room of where level 0 left them, level 0's task
+    accelerations are kept and the posture cost is lower than with the level dropped."""
+    controller = HQPID.from_params(robot, _params(**{"posture.level": 1}))
+    ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
+    ref["tool"] = CartesianTarget(pin.SE3(np.eye(3), np.array([0.05, 0.0, 0.10])))  # into the base
+    ref["posture"] = HOME + 0.5
+    lv = controller.levels[1]
+    orig = lv.qp.solve
+    seen: dict[str, Any] = {}
+
+    def overshooting() -> Any:
+        sol = orig()
+        seen.update(
+            qdd0=controller.joint_acceleration.copy(),
+            C=lv.qp.C.copy(),
+            l=lv.qp.l.copy(),
+            u=lv.qp.u.copy(),
+            H=lv.qp.H.copy(),
+            g=lv.qp.g.copy(),
+            x=sol.x.copy(),
+        )
+        big = np.full_like(sol.x, 1e3)  # far past the torque rows
+        return dataclasses.replace(sol, status=SolveStatus.MAX_ITERATIONS, x=big)
+
+    monkeypatch.setattr(lv.qp, "solve", overshooting)
+    _, info = controller.torque(HOME, np.zeros(7), ref)
+    assert info["failed_level"] == -1.0 and info["scaled_level"] == 1.0 and info["levels_solved"] == 2.0
+    step = lv.Z.T.dot(controller.joint_acceleration - seen["qdd0"])
+    assert 0.0 < step[0] < 1e3 and np.allclose(step, step[0])  # along the iterate, shortened
+    rows = seen["C"].dot(step)
+    assert (rows >= seen["l"] - 1e-12).all() and (rows <= seen["u"] + 1e-12).all()
+    at_bound = np.isclose(rows, seen["l"], rtol=0.0, atol=1e-12) | np.isclose(
+        rows, seen["u"], rtol=0.0, atol=1e-12
+    )
+    assert at_bound.any()  # as far as the rows allow
+    np.testing.assert_allclose(lv.J_frozen.dot(controller.joint_acceleration - seen["qdd0"]), 0.0, atol=1e-12)
+    assert 0.5 * step.dot(seen["H"]).dot(step) + seen["g"].dot(step) < 0.0
+
+
+def test_hqpid_posture_level_is_kept_where_level_0_holds_opposite_rows(robot: RobotModel) -> None:
+    """Tool driven into the base with a posture task of weight 1: rows level 0 holds at their bounds
+    form a wedge ~1e-6 wide, and ProxSuite stopped at its iteration cap on 4 of these 3 000 steps
+    (13 of 9 000 over three targets), dropping the posture for the step. The unfinished iterate,
+    scaled back into the rows, is used instead; the rows stay within the room of level 0's."""
+    params = {
+        "tasks": ["tool", "posture"],
+        **{"tool.type": "position", "tool.frame": TOOL, "tool.kp": 100.0, "tool.level": 0},
+        **{"posture.type": "posture", "posture.kp": 10.0, "posture.weight": 1.0, "posture.level": 1},
+    }
+    controller = HQPID.from_params(robot, params)
+    ref = controller.hold_reference(JointState(HOME, np.zeros(robot.n)))
+    ref["tool"] = np.array([0.05, 0.0, 0.10])
+    ref["posture"] = HOME + np.array([0.6, -0.5, 0.6, 0.5, 0.6, -0.5, 0.6])
+    failed: list[int] = []
+    scaled: list[int] = []
+
+    def on_step(k: int, plant: MujocoPlant, out: Any) -> None:
+        if out.info["failed_level"] > 0:
+            failed.append(k)
+        if out.info["scaled_level"] > 0:
+            scaled.append(k)
+
+    _run(controller, ref, 3.0, on_step=on_step)
+    print(f"\n[hqpid, posture weight 1, tool into the base] scaled-back steps: {scaled}")
+    assert failed == [] and scaled
 
 
 # ------------------------------------------------------------------- config/errors

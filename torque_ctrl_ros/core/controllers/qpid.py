@@ -46,15 +46,27 @@ Each level owns one :class:`~torque_ctrl_ros.core.qp.problem.DenseQP`, initialis
 and then updated in place and warm-started.
 
 Safe failure: if the level-0 solve fails (infeasible, iteration cap, non-finite), the
-torque is the fallback ``g(q) − K_d·q̇`` and ``info["fallback"] = 1``; if a lower level
-fails, the solution of the levels above it is used (it satisfies every hard constraint)
-and ``info["failed_level"]`` names the level that failed.
+torque is the fallback ``g(q) − K_d·q̇`` and ``info["fallback"] = 1``. A lower level whose
+solve stops short (iteration cap) with a finite iterate ``u`` is not dropped: ``u = 0`` meets
+every row, so ``s·u`` with the largest ``s ≤ 1`` that meets every row, and no larger than the
+minimiser of the level's cost along ``u``, keeps its rows within the room of where the level
+above left them and the tasks above exact, and costs no more than ``u = 0`` (convexity);
+``info["scaled_level"]`` names it (the first such level). Why solves stop short there: rows
+active at level 0 that are nearly opposite (or nearly dependent) bound a wedge ~1e-6 wide, the
+posture's gradient pushes along it and the multipliers reach 1e4–1e7; ProxSuite's
+augmented Lagrangian (``mu_in ≥ 1e-8``) does not reach them in ``2·max_iter`` iterations
+(13 of 9 000 closed-loop steps with a posture weight of 1; lowering ``mu_min_in`` to 1e-10 or
+1e-12 fixed most of them but raised the lower solves' p99 from 18–31 to 33–1 290 iterations and
+their longest from ~4 to 5–35 ms). If a lower level
+fails otherwise, the solution of the levels above it is used (it satisfies every hard
+constraint) and ``info["failed_level"]`` names the level that failed.
 
 Diagnostics (all floats). Every step's ``info``: ``qp_status`` (:class:`SolveStatus` of
 the first failed level, else 0), ``qp_iterations`` (sum over levels), ``qp_primal_residual``,
 ``qp_dual_residual`` (max over levels), ``qp_solve_time_us`` (sum: update + solve),
 ``prepare_time_us`` (kinematics, tasks, barriers: :meth:`~_QPController.prepare`), ``step_time_us``,
-``fallback`` (0/1), ``failed_level`` (−1 if none), ``levels_solved``. On demand,
+``fallback`` (0/1), ``failed_level`` (−1 if none), ``scaled_level`` (−1 if none; counted in
+``levels_solved``), ``levels_solved``. On demand,
 :meth:`~_QPController.diagnostics` for the last step: ``slack_total``, ``slack.<group>`` (the sum of
 the group's row slacks),
 ``active_constraints``, ``active.<group>`` (rows at their bound), ``margin.<group>``
@@ -880,7 +892,7 @@ class _QPController(Controller[QPReference]):
         t_prepared = time.perf_counter()
         n = self.robot.n
         sols: list[Solution] = []
-        failed_level = -1
+        failed_level = scaled_level = -1
         levels_solved = 0
         status = SolveStatus.SOLVED
         for lv in self.levels:
@@ -895,9 +907,16 @@ class _QPController(Controller[QPReference]):
             sol = qp.solve()
             sols.append(sol)
             if not sol.ok:
-                failed_level, status = lv.index, sol.status
-                # The failed level's iterate says nothing; start it cold next step.
+                # The failed level's iterate is no warm start; start it cold next step.
                 qp.reset()
+                step = self._scaled_back(qp, sol.x) if lv.index > 0 else 0.0
+                if step > 0.0:
+                    levels_solved += 1
+                    if scaled_level < 0:
+                        scaled_level = lv.index
+                    self._qdd += lv.Z.dot(sol.x) * step
+                    continue
+                failed_level, status = lv.index, sol.status
                 break
             levels_solved += 1
             if lv.index == 0:
@@ -932,11 +951,39 @@ class _QPController(Controller[QPReference]):
             "prepare_time_us": 1e6 * (t_prepared - t0),
             "fallback": 1.0 if fallback else 0.0,
             "failed_level": float(failed_level),
+            "scaled_level": float(scaled_level),
             "levels_solved": float(levels_solved),
         }
         self._last_fallback = fallback
         info["step_time_us"] = 1e6 * (time.perf_counter() - t0)
         return tau, info
+
+    @staticmethod
+    def _scaled_back(qp: DenseQP, x: FloatArray) -> float:
+        """The step ``s`` in ``[0, 1]`` that makes ``s·x`` usable for a lower level's unfinished solve ``x``.
+
+        Every row has ``l < 0 < u`` there (the room), so ``C·(s·x) = s·C·x`` meets a row that ``x``
+        misses for ``s`` up to ``l/(C·x)`` (or ``u/(C·x)``): ``s`` is the smallest of those and 1,
+        then no more than the minimiser ``−gᵀx / xᵀHx`` of the cost along ``x``. 0 (drop the level)
+        when ``x`` is not finite or the cost does not decrease along it.
+        """
+        if not math.isfinite(float(x.dot(x))):
+            return 0.0
+        slope = float(qp.g.dot(x))
+        if slope >= 0.0:
+            return 0.0
+        rows = qp.C.dot(x)
+        step = 1.0
+        low = rows < qp.l
+        if low.any():
+            step = min(step, float((qp.l[low] / rows[low]).min()))
+        high = rows > qp.u
+        if high.any():
+            step = min(step, float((qp.u[high] / rows[high]).min()))
+        curvature = float(x.dot(qp.H.dot(x)))
+        if curvature > 0.0:
+            step = min(step, -slope / curvature)
+        return step
 
     def _update_slack_rows(self) -> None:
         """``E·s``: each barrier row's share of level 0's slack (0 on hard rows)."""
