@@ -302,7 +302,7 @@ def test_singularity_barrier(robot: RobotModel, enabled: bool) -> None:
         robot, _params(**{"singularity.enabled": enabled, "singularity.w_min": w_min})
     )
     ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
-    ref["tool"] = np.array([0.0, 0.0, 1.4])  # straight up, beyond the 1.19 m reach
+    ref["tool"] = np.array([0.0, 0.0, 1.4])  # straight up, 0.21 m beyond reach
     mon = _Monitor(robot)
     _run(controller, ref, 3.0, on_step=mon)
     print(f"\n[singularity] barrier {'on ' if enabled else 'off'}: min w {mon.w_min:.5f} (w_min {w_min})")

@@ -22,7 +22,8 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from torque_ctrl_ros.core import JointState, RobotModel
 from torque_ctrl_ros.core.controllers import AchdRnea, ComputedTorque, ComputedTorqueConfig, create_controller
-from torque_ctrl_ros.core.errors import StateError
+from torque_ctrl_ros.core.errors import StateError, TargetError
+from torque_ctrl_ros.core.reach import REACH_MARGIN, Reach
 from torque_ctrl_ros.core.safety import JointNameMap
 from torque_ctrl_ros.core.trajectory import JointTrajectory
 from torque_ctrl_ros.nodes import targets
@@ -100,28 +101,47 @@ def test_targets_naming_a_joint_twice_are_refused(robot: RobotModel) -> None:
 
 
 # ------------------------------------------------------------------ 2. pose targets out of reach
-def test_reach_bound_is_the_sum_of_the_offsets_to_the_frame(robot: RobotModel) -> None:
-    # Gen3 joint placements and the tool offset (m), from the URDF.
-    offsets = [0.15643, 0.128492, 0.210477, 0.210477, 0.208527, 0.10593, 0.10593, 0.0615]
-    assert targets.reach_bound(robot, TOOL) == pytest.approx(sum(offsets) + targets.REACH_MARGIN, abs=1e-4)
-    # The bound is never below a reachable distance.
+def test_reach_is_an_outer_bound_as_tight_as_the_stretched_arm(robot: RobotModel) -> None:
+    """joint_2's origin turns on a circle about joint_1's axis (5.4 mm radius, 0.285 m above the
+    base); the offsets after it (URDF, m) bound how far the tool can be from that circle."""
+    reach = Reach.of(robot, TOOL)
+    after_joint_2 = [0.210477, 0.210477, 0.208527, 0.10593, 0.10593, 0.0615]
+    assert reach.radius == pytest.approx(sum(after_joint_2) + REACH_MARGIN, abs=1e-4)
+    assert reach.circle_radius == pytest.approx(0.005375) and reach.joint == "joint_1"
+    np.testing.assert_allclose(reach.center, [0.0, 0.0, 0.15643 + 0.12838], atol=1e-12)
+    bound = reach.radius - REACH_MARGIN
     rng = np.random.default_rng(0)
     lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
     hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
-    reached = max(
-        np.linalg.norm(robot.frame_placement(rng.uniform(lo, hi), TOOL).translation) for _ in range(500)
+    for _ in range(2000):
+        assert reach.distance(robot.frame_placement(rng.uniform(lo, hi), TOOL).translation) <= bound
+    stretched = reach.distance(robot.frame_placement(np.zeros(robot.n), TOOL).translation)
+    assert bound - 1e-3 < stretched <= bound  # straight up: the offsets nearly line up
+    # Measured from the base origin the bound had been 1.198 m in every direction; sideways the
+    # arm reaches 0.90 m (0.14 m short of (1.0, 0, 0), 0.28 m of (1.15, 0, 0)).
+    for out in ([1.15, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -0.9]):
+        with pytest.raises(TargetError, match="joint_1's rotation"):
+            reach.check(np.array(out), "target")
+    reach.check(
+        robot.frame_placement(np.array([0.0, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0]), TOOL).translation, "target"
     )
-    assert reached < targets.reach_bound(robot, TOOL) - targets.REACH_MARGIN
+    base = Reach.of(robot, "base_link")  # a frame on the root body does not move
+    assert base.radius == REACH_MARGIN and base.distance(np.zeros(3)) == 0.0
 
 
-@pytest.mark.parametrize("x", [1000.0, 1e200, 1.3])
+@pytest.mark.parametrize("x", [1000.0, 1e200, 1.3, 1.0])
 def test_achd_pose_targets_out_of_reach_are_refused(robot: RobotModel, x: float) -> None:
     node = FakeTargetNode()
     source = targets.PoseTargetSource(node, AchdRnea(robot))  # type: ignore[arg-type]
     node.callbacks["~/target_pose"](_pose((x, 0.0, 0.3)))
     assert source.rejected == 1 and source.received == 0
-    assert re.search(r"target pose: position .* m from the base .*reach \(1\.198 m\)", source.last_error)
-    assert f"{math.hypot(x, 0.3):.4g} m" in source.last_error
+    assert re.search(
+        r"target pose: position \(.*, 0, 0\.3\) m is .* m from the circle joint_1's rotation moves the "
+        r"next joint on, farther than the rest of the chain reaches \(0\.913 m\)",
+        source.last_error,
+    ), source.last_error
+    distance = Reach.of(robot, TOOL).distance(np.array([x, 0.0, 0.3]))
+    assert f"is {distance:.4g} m" in source.last_error
     node.callbacks["~/target_pose"](_pose((0.5, 0.0, 0.3)))  # within reach
     assert source.received == 1 and source.rejected == 1
 
@@ -131,7 +151,7 @@ def test_qp_frame_task_targets_out_of_reach_are_refused(robot: RobotModel, contr
     node, source = _qp_source(robot, controller)
     assert source.kinds["tool"] == "pose"
     node.callbacks["~/tool/target"](_pose((1000.0, 0.0, 0.3)))
-    assert source.rejected == 1 and "tool target: position 1000 m" in source.last_error
+    assert source.rejected == 1 and "tool target: position (1000, 0, 0.3) m" in source.last_error
     node.callbacks["~/tool/target"](_pose((0.5, 0.0, 0.3)))
     assert source.received == 1 and source.rejected == 1
 

@@ -30,12 +30,11 @@ state again when it takes effect): a refused one is counted in ``targets_rejecte
 named twice; a joint target with a non-zero velocity (a held point is at rest); a trajectory of
 more than :data:`MAX_TRAJECTORY_POINTS` points, or whose interpolated motion passes a position or
 velocity limit between its waypoints (:func:`check_motion`); a pose or position target farther
-from the base than the frame can reach (:func:`reach_bound`).
+from the base than the frame can reach (:class:`Reach`).
 """
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from operator import attrgetter
@@ -51,6 +50,7 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from ..core.controllers import Controller, PoseReference
 from ..core.errors import ConfigError, StateError, TargetError
+from ..core.reach import Reach
 from ..core.robot import RobotModel
 from ..core.safety import MAX_ANGLE, JointNameMap
 from ..core.trajectory import JointTrajectory
@@ -60,10 +60,6 @@ from .common import ThrottledLog
 from .conversions import stamp_to_ns
 
 TARGET_QOS = QoSProfile(depth=10)
-
-REACH_MARGIN = 0.01
-"""Added to :func:`reach_bound` (m): the bound itself is exact for the model, the margin only keeps
-a target a few mm out (a tool frame measured slightly short) from being refused."""
 
 MAX_TRAJECTORY_POINTS = 10_000
 """Most points a ``~/joint_trajectory`` may have. Its checks run in the callback, on the control
@@ -157,40 +153,6 @@ def base_frame(robot: RobotModel) -> str:
         if frames[k].parentJoint == 0:
             return str(frames[k].name)
     return str(frames[0].name)
-
-
-def reach_bound(robot: RobotModel, frame: str | int) -> float:
-    """Farthest (m) the origin of ``frame`` can be from the base frame's origin, plus :data:`REACH_MARGIN`.
-
-    On the chain of joints ``j₁ … j_k`` from the root to the frame, with ``t_j`` the translation
-    of joint ``j``'s placement in its parent and ``t_f`` that of the frame in its joint, the
-    frame's origin is ``t_{j₁} + R₁·t_{j₂} + … + R₁⋯R_k·t_f`` for rotations ``Rᵢ`` (the joints are
-    revolute: a joint moves nothing at its own origin), so its distance is at most
-    ``r = Σ‖t_j‖ + ‖t_f‖`` (triangle inequality; equality only with every offset on one line).
-    Gen3, ``end_effector_link``: 1.188 m (+ margin). Pose targets are in the base frame, whose
-    origin is the model's root.
-    """
-    model = robot.model
-    f = model.frames[robot.frame_id(frame)]
-    r = float(np.linalg.norm(f.placement.translation))
-    joint = f.parentJoint
-    while joint > 0:
-        r += float(np.linalg.norm(model.jointPlacements[joint].translation))
-        joint = model.parents[joint]
-    return r + REACH_MARGIN
-
-
-def check_reach(position: FloatArray, reach: float, what: str) -> None:
-    """Refuse a target ``position`` (m, base frame) farther than ``reach`` (m) from the base origin:
-    the arm could only stretch toward it, saturating its joints, and an absurd one (1e200 m)
-    makes every step's solve fail.
-    """
-    distance = math.hypot(*position)  # no overflow to inf for 1e200 m
-    if not distance <= reach:
-        raise TargetError(
-            f"{what}: position {distance:.4g} m from the base frame origin, farther than the frame can "
-            f"reach ({reach:.3f} m)"
-        )
 
 
 def check_frame(msg: PoseStamped, expected: str, what: str) -> None:
@@ -610,14 +572,14 @@ class PoseTargetSource(TargetSource):
 
     ``header.frame_id`` must name the base frame (no TF here); the quaternion must be near unit
     norm (an all-zero default orientation is refused), every number finite and the position
-    within the controlled frame's reach (:func:`reach_bound`).
+    within the controlled frame's reach (:class:`Reach`).
     """
 
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
         super().__init__(node, controller)
         self.frame = base_frame(controller.robot)
         ctrl: Any = controller  # an AchdRnea: config.frame is the controlled frame
-        self.reach = reach_bound(controller.robot, ctrl.config.frame)
+        self.reach = Reach.of(controller.robot, ctrl.config.frame)
         self._pending: PoseReference | None = None
         self._active: PoseReference | None = None
         self._mode = "hold"
@@ -627,7 +589,7 @@ class PoseTargetSource(TargetSource):
         try:
             check_frame(msg, self.frame, "target pose")
             ref = pose_reference(msg, "target pose")
-            check_reach(ref.position, self.reach, "target pose")
+            self.reach.check(ref.position, "target pose")
         except TargetError as exc:
             self._refuse(str(exc))
             return
@@ -675,9 +637,9 @@ class TaskTargetSource(TargetSource):
         ctrl: Any = controller  # a QPID / HQPID: task_names, task(name).kind
         self.kinds = {name: ctrl.task(name).kind for name in ctrl.task_names}
         self.posture_tasks = tuple(n for n, k in self.kinds.items() if k == "posture")
-        #: reach_bound of each task that takes a position (pose, position), m.
+        #: The reach of each task that takes a position (pose, position).
         self.reach = {
-            name: reach_bound(robot, ctrl.task(name).frame)
+            name: Reach.of(robot, ctrl.task(name).frame)
             for name, kind in self.kinds.items()
             if kind in ("pose", "position")
         }
@@ -710,12 +672,12 @@ class TaskTargetSource(TargetSource):
             target: Any
             if kind == "position":
                 target = pose_position(msg, what)
-                check_reach(target, self.reach[task], what)
+                self.reach[task].check(target, what)
             elif kind == "orientation":
                 target = pose_rotation(msg, what)
             else:
                 target = pose_reference(msg, what).se3
-                check_reach(target.translation, self.reach[task], what)
+                self.reach[task].check(target.translation, what)
         except TargetError as exc:
             self._refuse(str(exc))
             return
