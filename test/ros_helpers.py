@@ -48,8 +48,10 @@ class FakeTargetNode:
         self.strict = strict
         self.now_ns = 0
 
-    def create_subscription(self, _type: Any, topic: str, callback: Any, _qos: Any) -> None:
-        self.callbacks[topic] = callback
+    def create_subscription(
+        self, _type: Any, topic: str, callback: Any, _qos: Any, raw: bool = False
+    ) -> None:
+        self.callbacks[topic] = callback  # a raw one takes the message too (as the trajectory's does)
 
     def get_logger(self) -> Any:
         return self

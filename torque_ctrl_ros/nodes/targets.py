@@ -45,6 +45,7 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.exceptions import InvalidTopicNameException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState as JointStateMsg
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
@@ -58,15 +59,19 @@ from ..core.types import JointReference, JointState
 from ..core.validation import FloatArray, as_vector
 from .common import ThrottledLog
 from .conversions import stamp_to_ns
+from .wire import trajectory_point_count
 
 TARGET_QOS = QoSProfile(depth=10)
 
-MAX_TRAJECTORY_POINTS = 10_000
-"""Most points a ``~/joint_trajectory`` may have. Its checks run in the callback, on the control
-thread, linear in the points: ~1–1.5 µs per point for 7 joints on a busy 2-core host (2000
-points: 2–2.5 ms; 20 000: 21–29 ms), up to ~3 µs when every quintic segment runs near a limit
-(all evaluated), so 10 000 points stay below the simulator's 50 ms command timeout; without a
-bound a large enough message would block the loop past it."""
+MAX_TRAJECTORY_POINTS = 2_000
+"""Most points a ``~/joint_trajectory`` may have. Everything a trajectory costs runs on the control
+thread, linear in the points (7 joints, positions, velocities and accelerations, a busy 2-core
+host): rclpy's conversion of the message ~6 µs a point (2 000: 12 ms, 10 000: 61 ms), the checks
+in the callback ~1–3 µs (~3 µs when every quintic segment runs near a limit), the build at
+activation ~1–3 µs. 2 000 points then take ~16–28 ms, below the simulator's 50 ms command
+timeout; 10 000 (the bound until 2026-12-04) took ~100–150 ms. The count is read from the
+message's bytes before any conversion (:func:`~.wire.trajectory_point_count`), so a larger one
+costs nothing to refuse."""
 
 MAX_START_DELAY = 60.0
 """Latest start (s after the node's clock) a trajectory may ask for: a later ``header.stamp`` is
@@ -251,6 +256,14 @@ def _point_rows(points: Sequence[Any], field: str, width: int, required: bool) -
     return flat.reshape(len(rows), width)
 
 
+def too_many_points(m: int) -> str:
+    """The refusal of a trajectory of ``m`` points, more than :data:`MAX_TRAJECTORY_POINTS`."""
+    return (
+        f"trajectory: {m} points, more than the {MAX_TRAJECTORY_POINTS} allowed (converting and checking "
+        "them would hold up the control loop); send it in parts"
+    )
+
+
 def trajectory_points(
     robot: RobotModel, names_map: JointNameMap, msg: JointTrajectoryMsg
 ) -> TrajectoryPoints:
@@ -270,10 +283,7 @@ def trajectory_points(
     points = msg.points
     m, width = len(points), len(msg.joint_names)
     if m > MAX_TRAJECTORY_POINTS:
-        raise TargetError(
-            f"trajectory: {m} points, more than the {MAX_TRAJECTORY_POINTS} allowed (checking them would "
-            "hold up the control loop); send it in parts"
-        )
+        raise TargetError(too_many_points(m))
     idx = names_map.indices(msg.joint_names)
     stamps = list(map(attrgetter("time_from_start"), points))
     times = np.fromiter(map(attrgetter("sec"), stamps), np.float64, m)
@@ -411,7 +421,9 @@ class JointTargetSource(TargetSource):
         self._t0 = 0.0
         self._mode = "hold"
         node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
-        node.create_subscription(JointTrajectoryMsg, "~/joint_trajectory", self._on_trajectory, TARGET_QOS)
+        node.create_subscription(
+            JointTrajectoryMsg, "~/joint_trajectory", self._on_trajectory, TARGET_QOS, raw=True
+        )
 
     # ---------------------------------------------------------------- callbacks
     def _on_joint_target(self, msg: JointStateMsg) -> None:
@@ -423,7 +435,15 @@ class JointTargetSource(TargetSource):
         self.received += 1
         self._pending = ("target", JointReference(q, v))
 
-    def _on_trajectory(self, msg: JointTrajectoryMsg) -> None:
+    def _on_trajectory(self, msg: JointTrajectoryMsg | bytes) -> None:
+        """A trajectory, as the subscription's bytes (refused by its point count before any
+        conversion) or as a message."""
+        if isinstance(msg, bytes):
+            count = trajectory_point_count(msg)
+            if count is not None and count > MAX_TRAJECTORY_POINTS:
+                self._refuse(too_many_points(count))
+                return
+            msg = deserialize_message(msg, JointTrajectoryMsg)
         try:
             if not msg.points:
                 self.received += 1

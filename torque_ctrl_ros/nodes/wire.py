@@ -315,3 +315,33 @@ class ClockWire:
         """Serialized clock at ``stamp_ns`` (ns)."""
         _STAMP.pack_into(self._buf, _HEADER, *divmod(int(stamp_ns), _NS))
         return bytes(self._buf)
+
+
+def trajectory_point_count(raw: bytes) -> int | None:
+    """The number of points of a serialized ``trajectory_msgs/JointTrajectory``, read from its
+    bytes without converting it (rclpy's conversion costs ~6 µs a point on the executor thread
+    before a callback can refuse anything: 61 ms for 10 000 points); ``None`` when the bytes are
+    not little-endian CDR as expected (the caller then converts and checks the message).
+
+    Layout: the header (stamp: two 4-byte integers; ``frame_id``: a 4-byte length, then the
+    characters and a NUL), ``joint_names`` (a 4-byte count, then each name as ``frame_id``, each
+    aligned to 4), then the 4-byte count of ``points``.
+    """
+    try:
+        if raw[:2] != CDR_LE[:2]:
+            return None
+        at = _HEADER + 8
+        (length,) = _U32.unpack_from(raw, at)
+        at = _aligned(at + 4 + length, 4)
+        (names,) = _U32.unpack_from(raw, at)
+        at += 4
+        if names > (len(raw) - at) // 5:  # each name takes 5 bytes at least: garbage
+            return None
+        for _ in range(names):
+            at = _aligned(at, 4)
+            (length,) = _U32.unpack_from(raw, at)
+            at += 4 + length
+        (count,) = _U32.unpack_from(raw, _aligned(at, 4))
+    except struct.error:
+        return None
+    return int(count)
