@@ -192,3 +192,27 @@ def test_clock_bytes() -> None:
     assert wire.available
     for stamp in (0, 1, 123 * NS + 456):
         assert stamp_to_ns(deserialize_message(wire.encode(stamp), ClockMsg).clock) == stamp
+
+
+def test_trajectory_point_count_reads_the_bytes_as_rclpy_writes_them() -> None:
+    """Names and frame ids of every length modulo 4 (the alignment), with and without points."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from torque_ctrl_ros.nodes.wire import trajectory_point_count
+
+    rng = np.random.default_rng(1)
+    for trial in range(500):
+        names = ["j" * int(rng.integers(0, 13)) for _ in range(int(rng.integers(0, 9)))]
+        msg = JointTrajectory(joint_names=names)
+        msg.header.frame_id = "f" * int(rng.integers(0, 11))
+        msg.header.stamp.sec = int(rng.integers(-5, 5))
+        m = int(rng.integers(0, 30))
+        msg.points = [
+            JointTrajectoryPoint(positions=[0.1] * int(rng.integers(0, 4)), time_from_start=Duration(sec=k))
+            for k in range(m)
+        ]
+        assert trajectory_point_count(serialize_message(msg)) == m, trial
+    raw = serialize_message(JointTrajectory(joint_names=["a"]))
+    assert trajectory_point_count(b"\x00\x00" + raw[2:]) is None  # big-endian: left to rclpy
+    assert trajectory_point_count(raw[:9]) is None and trajectory_point_count(b"") is None
