@@ -481,6 +481,26 @@ def test_an_empty_trajectory_holds_the_reference_reached(
         assert target.describe() == "hold"
 
 
+def test_an_empty_trajectory_after_a_joint_target_holds_where_the_arm_is(
+    make_controller: Callable[..., Any], robot: RobotModel
+) -> None:
+    """A joint target 1.3 rad from the arm, then an empty trajectory (stop): the arm is held where
+    it is, not driven on to the target while /diagnostics said "hold"."""
+    node = make_controller()
+    target = node.target
+    goal = np.zeros(7)
+    goal[1] = 1.5
+    target._on_joint_target(_joint_target(goal, list(robot.joint_names)))
+    measured = np.zeros(7)
+    measured[1] = 0.2
+    np.testing.assert_allclose(target.reference(_at(measured, T0)).q, goal)
+    assert target.describe() == "joint_target"
+    target._on_trajectory(_trajectory_msg([], []))
+    ref = target.reference(_at(measured, T0 + 0.001))
+    np.testing.assert_allclose(ref.q, measured, rtol=0, atol=0)
+    assert target.describe() == "hold" and (ref.v is None or not np.any(ref.v))
+
+
 @pytest.mark.parametrize(
     ("positions", "velocities", "match"),
     [

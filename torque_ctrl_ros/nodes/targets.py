@@ -400,7 +400,9 @@ class JointTargetSource(TargetSource):
     next joint state) starts from the current reference when its first point is later than 0;
     one stamped later than the joint state waits for it while the active target runs on (at
     most :data:`MAX_START_DELAY` ahead of the node's clock);
-    after its end the last point is held. An empty trajectory holds the current position.
+    after its end the last point is held. An empty trajectory stops the arm: a trajectory where
+    its reference stands (no jump; the reference is where the arm is meant to be), a joint target
+    or a hold where the arm is (its measured position: it may be far from that target).
     One stamped before the joint state it takes effect at drops the points already due and
     reaches the next one from the current reference; one that ended before it is refused.
     On continuous joints every segment takes the short way round (the waypoints are unwrapped
@@ -491,8 +493,15 @@ class JointTargetSource(TargetSource):
         if kind == "target":
             self._fixed, self._trajectory, self._mode = payload, None, "joint_target"
         elif kind == "stop":
-            q, _ = self._current(state)
-            self._fixed, self._trajectory, self._mode = JointReference(np.array(q)), None, "hold"
+            if self._trajectory is not None:
+                q, _ = self._current(state)
+            else:  # a joint target still 1 rad away had kept the arm going and reported "hold"
+                q = state.q
+            self._fixed, self._trajectory, self._mode = (
+                JointReference(np.array(q, dtype=np.float64)),
+                None,
+                "hold",
+            )
         else:
             stamp, points = payload
             t0 = stamp if stamp > 0.0 else state.stamp
