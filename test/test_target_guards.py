@@ -95,6 +95,14 @@ def test_targets_naming_a_joint_twice_are_refused(robot: RobotModel) -> None:
         _trajectory_msg([*names, "joint_3"], [(1.0, [0.1] * 7 + [2.0], None)])
     )
     assert source.rejected == 2 and "joint_3" in source.last_error and source.received == 0
+    assert source.last_error.startswith("trajectory joint_names: joint(s) ['joint_3'] named more than once")
+    # A joint left out: the message names the message it is missing from (not the joint states).
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(names[:6], [(1.0, [0.1] * 6, None)]))
+    assert source.rejected == 3 and source.last_error.startswith(
+        "trajectory joint_names lacks joint(s) ['joint_7']"
+    )
+    node.callbacks["~/joint_target"](JointStateMsg(name=names[1:], position=[0.1] * 6))
+    assert source.rejected == 4 and source.last_error.startswith("joint target lacks joint(s) ['joint_1']")
     node, qp = _qp_source(robot)
     node.callbacks["~/joint_target"](JointStateMsg(name=[*names, "joint_3"], position=[0.1] * 7 + [math.nan]))
     assert qp.rejected == 1 and "joint_3" in qp.last_error and qp.received == 0

@@ -115,7 +115,9 @@ def test_positions_only_never_passes_a_waypoint() -> None:
     [
         ([], np.zeros((0, 2)), "at least one point"),
         ([1.0, 1.0], np.zeros((2, 2)), "strictly increasing"),
+        ([0.5, 1.0, 2.0, 2.0], np.zeros((4, 2)), r"point 3 at 2\.0 s is not after point 2 at 2\.0 s$"),
         ([-1.0], np.zeros((1, 2)), ">= 0"),
+        ([0.5, np.nan], np.zeros((2, 2)), "point 1 has nan$"),
         ([1.0], [[0.0, np.nan]], "non-finite"),
         ([1.0, 2.0], np.zeros((1, 2)), "shape"),
         ([0.0, 1.0], [[0.0, 0.0], [0.0]], "one row of joint angles per point"),

@@ -73,7 +73,7 @@ class JointNameMap:
         self._needed = frozenset(names)
         self._cache: dict[tuple[str, ...], NDArray[np.intp]] = {}
 
-    def indices(self, names: Sequence[str]) -> NDArray[np.intp]:
+    def indices(self, names: Sequence[str], what: str = "joint state") -> NDArray[np.intp]:
         """Index into a message array for each target joint: ``target = msg[indices]``.
 
         Extra names are ignored, also when repeated. Only a name tuple that passed these checks
@@ -96,13 +96,13 @@ class JointNameMap:
                 duplicated.append(name)
         if duplicated:
             raise StateError(
-                f"joint(s) {duplicated} named more than once; each of {list(self.joint_names)} must "
-                f"appear once, got {list(key)}"
+                f"{what}: joint(s) {duplicated} named more than once; each of {list(self.joint_names)} "
+                f"must appear once, got {list(key)}"
             )
         missing = [n for n in self.joint_names if n not in position]
         if missing:
             raise StateError(
-                f"joint state lacks joint(s) {missing}; expected {list(self.joint_names)}, got {list(key)}"
+                f"{what} lacks joint(s) {missing}; expected {list(self.joint_names)}, got {list(key)}"
             )
         idx = np.array([position[n] for n in self.joint_names], dtype=np.intp)
         if len(self._cache) >= 64:  # a stream with ever-changing names must not grow memory
@@ -111,7 +111,12 @@ class JointNameMap:
         return idx
 
     def take(
-        self, names: Sequence[str], values: FloatArray, out: FloatArray, field: str = "values"
+        self,
+        names: Sequence[str],
+        values: FloatArray,
+        out: FloatArray,
+        field: str = "values",
+        what: str = "joint state",
     ) -> FloatArray:
         """Write ``values`` (one per entry of ``names``) into ``out`` in target order.
 
@@ -119,8 +124,8 @@ class JointNameMap:
             StateError: missing joints, or ``len(values) != len(names)``.
         """
         if len(values) != len(names):
-            raise StateError(f"joint state {field}: {len(values)} entries for {len(names)} names")
-        return np.take(values, self.indices(names), out=out)
+            raise StateError(f"{what} {field}: {len(values)} entries for {len(names)} names")
+        return np.take(values, self.indices(names, what), out=out)
 
 
 class WatchdogState(enum.Enum):

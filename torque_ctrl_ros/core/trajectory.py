@@ -124,10 +124,18 @@ class JointTrajectory:
         n = pos_arr.shape[1]
         if n == 0:
             raise TargetError("trajectory positions: expected at least one joint")
-        if not np.isfinite(t).all() or (t < 0).any():
-            raise TargetError(f"trajectory times: expected finite times >= 0, got {t.tolist()}")
-        if (t[1:] <= t[:-1]).any():
-            raise TargetError(f"trajectory times: expected strictly increasing times, got {t.tolist()}")
+        # The first offending point only: listing every time made a 69 KB message of 10 000 points.
+        bad = np.flatnonzero(~(np.isfinite(t) & (t >= 0.0)))
+        if bad.size:
+            k = int(bad[0])
+            raise TargetError(f"trajectory times: expected finite times >= 0, point {k} has {t[k]}")
+        bad = np.flatnonzero(t[1:] <= t[:-1])
+        if bad.size:
+            k = int(bad[0]) + 1
+            raise TargetError(
+                f"trajectory times: expected strictly increasing times, point {k} at {t[k]} s is not "
+                f"after point {k - 1} at {t[k - 1]} s"
+            )
         p = _matrix("positions", positions, m, n)
         v = _matrix("velocities", velocities, m, n)
         a = _matrix("accelerations", accelerations, m, n) if v is not None else None

@@ -201,11 +201,11 @@ def joint_positions(
     trajectory. (A JointState carries no accelerations; its ``effort`` is ignored.)
     """
     q = np.empty(robot.n)
-    names_map.take(msg.name, np.asarray(msg.position, dtype=np.float64), q, "position")
+    names_map.take(msg.name, np.asarray(msg.position, dtype=np.float64), q, "position", what)
     v = None
     if len(msg.velocity):
         v = np.empty(robot.n)
-        names_map.take(msg.name, np.asarray(msg.velocity, dtype=np.float64), v, "velocity")
+        names_map.take(msg.name, np.asarray(msg.velocity, dtype=np.float64), v, "velocity", what)
     if not np.isfinite(q).all() or (v is not None and not np.isfinite(v).all()):
         raise TargetError(f"{what}: non-finite entries")
     check_joint_limits(robot, q, what, v)
@@ -284,7 +284,7 @@ def trajectory_points(
     m, width = len(points), len(msg.joint_names)
     if m > MAX_TRAJECTORY_POINTS:
         raise TargetError(too_many_points(m))
-    idx = names_map.indices(msg.joint_names)
+    idx = names_map.indices(msg.joint_names, "trajectory joint_names")
     stamps = list(map(attrgetter("time_from_start"), points))
     times = np.fromiter(map(attrgetter("sec"), stamps), np.float64, m)
     times += np.fromiter(map(attrgetter("nanosec"), stamps), np.float64, m) * 1e-9
