@@ -132,8 +132,8 @@ class SafeBrake:
         The prediction first runs ``m = round((now − t)/h)`` periods under the last command,
         ``t`` being where it stands, at most to ``horizon``; the new command's damping is
         ``K_d·min(1, 2/m_max)``, ``m_max`` the longest such ``m`` since :meth:`start` (not cut
-        at the horizon). None when ``now`` is not later (a clock gone back, NaN): the command
-        is then the last one again.
+        at the horizon). When ``now`` is not later (a clock gone back, NaN) nothing is
+        predicted and the last command is returned again.
         """
         periods = (now - self._t) / self.period
         if periods >= 0.5:  # False for NaN

@@ -462,7 +462,9 @@ class RobotModel:
         out = np.empty((len(configurations), self.n, self.n))
         for k, q in enumerate(configurations):
             out[k] = pin.computeMinverse(self.model, self.data, self.configuration(q))
-        return np.triu(out) + np.swapaxes(np.triu(out, 1), 1, 2)  # Pinocchio fills the upper triangle
+        # Pinocchio's C++ fills the upper triangle only; the 4.1 bindings return it symmetric,
+        # the mirror is kept for versions that do not.
+        return np.triu(out) + np.swapaxes(np.triu(out, 1), 1, 2)
 
     def _damping_samples_or_given(self, configurations: ArrayLike | None) -> tuple[FloatArray, FloatArray]:
         """The configurations and their ``M⁻¹``: the default set (computed once, then cached) when

@@ -424,7 +424,7 @@ class ControllerNode:
         alive), else :data:`FIRST_HOLD_PERIODS`."""
         if self.watchdog.last_reason is not RejectReason.CONTROLLER_ERROR:
             return FIRST_HOLD_PERIODS
-        return round(self._computed_step / self.brake.period) if self._computed_step < 1.0 else 1
+        return max(1, round(self._computed_step / self.brake.period))
 
     def _time_callback(self, seconds: float, stamp_ns: int) -> None:
         """Record the whole state→command path (s); count it as a deadline miss when longer than
@@ -515,7 +515,7 @@ class ControllerNode:
             **{f"info_{k}": v for k, v in details.items()},
             **self.target.diagnostics(),
         }
-        message = wd.state.value if wd.state is not WatchdogState.OK else "ok"
+        message = wd.state.value
         if wd.state in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
             message = f"{wd.state.value}: {wd.last_message}"
         level = _LEVEL[wd.state]

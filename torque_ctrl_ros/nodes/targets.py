@@ -2,8 +2,8 @@
 
 The controller node asks :func:`create_target_source` for the source registered under the
 controller's name; a source creates its subscriptions on the node and, for every accepted joint
-state, returns the reference to pass to ``Controller.compute``. Later controllers register their
-own source::
+state, returns the reference to pass to ``Controller.compute``. A source registers itself,
+e.g.::
 
     @register_target_source("achd_rnea")
     class PoseTargetSource(TargetSource):
@@ -28,9 +28,11 @@ Every message is validated in its callback (a trajectory's timing and its segmen
 state again when it takes effect): a refused one is counted in ``targets_rejected``, logged
 (throttled) and leaves the active target unchanged. Refused besides malformed input: a joint
 named twice; a joint target with a non-zero velocity (a held point is at rest); a trajectory of
-more than :data:`MAX_TRAJECTORY_POINTS` points, or whose interpolated motion passes a position or
-velocity limit between its waypoints (:func:`check_motion`); a pose or position target farther
-from the base than the frame can reach (:class:`Reach`).
+more than :data:`MAX_TRAJECTORY_POINTS` points, whose interpolated motion passes a position or
+velocity limit between its waypoints (:func:`check_motion`), whose last point still moves, or
+stamped before 0 or more than :data:`MAX_START_DELAY` ahead; a pose or position target the frame
+cannot reach (:class:`~..core.reach.Reach`: farther from the circle joint_1 turns the next
+joint's origin on than the rest of the chain reaches).
 """
 
 from __future__ import annotations

@@ -455,7 +455,8 @@ class AchdRnea(Controller[PoseReference]):
         return sol.tau, info
 
     def constraint_torque_command(self, state: JointState, reference: PoseReference) -> FloatArray:
-        """``J_cᵀ λ`` alone (N·m), saturated: the published, wrong command, for comparison only."""
+        """``J_cᵀ λ`` alone (N·m), saturated: the command the module docs warn against (without
+        ``τ_ff`` the arm sags); for comparison in tests, never published."""
         q, v = self.robot.check_state(state.q, state.v)
         return self.limiter.apply(self.solve(q, v, reference).constraint_torque).tau
 

@@ -148,8 +148,8 @@ def _null_space_basis(J: FloatArray, work: FloatArray, out: FloatArray) -> None:
         out[:] = np.linalg.qr(J.T, mode="complete")[0][:, m:]
         return
     work[:] = J.T
-    tau = _qr_r_raw(work)  # Householder factorisation of work, in place
-    out[:] = _qr_complete(work, tau)[:, m:]
+    householder = _qr_r_raw(work)  # Householder factorisation of work, in place: its scalars
+    out[:] = _qr_complete(work, householder)[:, m:]
 
 
 # ----------------------------------------------------------------------------- config
@@ -243,7 +243,7 @@ class QPIDConfig:
             dt: 0.001
             acceleration_weight: 1.0e-4         # W2, scalar or per joint
             velocity_weight: 0.0                # W3, scalar or per joint
-            slack_weight: 100.0
+            slack_weight: 1.0e6
             fallback_damping: [2, 2, 0.5, 1, 0.2, 0.2, 0.2]  # N·m·s/rad per joint (a scalar > ~0.28: refused)
             joint_position_limit.{enabled, alpha, soft}
             joint_velocity_limit.{enabled, alpha, soft}
@@ -680,7 +680,7 @@ class _QPController(Controller[QPReference]):
                 )
             )
             frozen.extend(group)
-        self._tau_max = np.where(np.isfinite(robot.effort_limit), robot.effort_limit, np.inf)
+        self._tau_max = robot.effort_limit.copy()  # inf where the model gives none
         top = self.levels[0].qp
         assert top is not None  # level 0 always has q̈ to decide
         top.l[self.n_b : self.n_b + n] = -self._tau_max

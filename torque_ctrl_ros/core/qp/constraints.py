@@ -293,9 +293,9 @@ class SingularityBarrier(Barrier):
     - gradient: ``∂J_c/∂q_i = J_i ×ₘ J_c`` for ``i < c`` (0 otherwise), so
       ``∂w/∂q_i = w·tr(A⁻¹·∂_iJ·Jᵀ) = w·Σ_{c>i} X_c·(J_i ×ₘ J_c) = w·J_i·S_i`` (the
       ``c = i`` term of ``S_i`` adds nothing: ``J_i ×ₘ J_i = 0``);
-    - rate: ``ẇ = ∇w·q̇ = w·τ`` with ``τ = tr(A⁻¹·J̇·Jᵀ)``;
-    - curvature at ``q̈ = 0``: ``q̇ᵀ·∇²w·q̇ = ẅ = w·(τ² + τ̇)`` with
-      ``τ̇ = tr(A⁻¹·J̈·Jᵀ) + tr(A⁻¹·D) − tr(A⁻¹·Ȧ·A⁻¹·B)``, ``B = J̇·Jᵀ``, ``D = J̇·J̇ᵀ``,
+    - rate: ``ẇ = ∇w·q̇ = w·ρ`` with ``ρ = tr(A⁻¹·J̇·Jᵀ)`` (``ẇ/w``, the log-rate);
+    - curvature at ``q̈ = 0``: ``q̇ᵀ·∇²w·q̇ = ẅ = w·(ρ² + ρ̇)`` with
+      ``ρ̇ = tr(A⁻¹·J̈·Jᵀ) + tr(A⁻¹·D) − tr(A⁻¹·Ȧ·A⁻¹·B)``, ``B = J̇·Jᵀ``, ``D = J̇·J̇ᵀ``,
       ``Ȧ = B + Bᵀ`` (from ``d(A⁻¹)/dt = −A⁻¹·Ȧ·A⁻¹``). ``J̈_c = a_c ×ₘ J_c + V_c ×ₘ J̇_c``
       with ``a_c = Σ_{i≤c} J̇_i·q̇_i``, so that, swapping the sums,
       ``tr(A⁻¹·J̈·Jᵀ) = Σ_c (a_c·F_c + V_c·F̃_c) = Σ_i q̇_i·(J̇_i·S_i + J_i·S̃_i)``.
@@ -389,15 +389,15 @@ class SingularityBarrier(Barrier):
             self._FF12.dot(self._suffix, self._SS)
             g = J.T.dot(self._S).diagonal()  # g_i = J_i·S_i = (∂w/∂q_i)/w
             np.multiply(g, w, self.gradient)
-            tau = float(g.dot(v))
+            log_rate = float(g.dot(v))  # ρ = ẇ/w
             np.multiply(self._JdJ, v, self._JdJv)
             trace_X_Jdd = float(np.vdot(self._JdJv, self._SS))  # Σ_i q̇_i·(J̇_i·S_i + J_i·S̃_i)
             np.add(self._B, self._Bt, self._Adot)
             # tr(P·Q) = ⟨P, Qᵀ⟩ with P = A⁻¹·Ȧ, Q = A⁻¹·B (A⁻¹ symmetric)
             trace_AiAdotAiB = float(np.vdot(Ai.dot(self._Adot, self._AiAdot), self._Bt.dot(Ai, self._BtAi)))
-            tau_dot = trace_X_Jdd + float(np.vdot(Ai, self._D)) - trace_AiAdotAiB
-            self.rate = w * tau
-            self.curvature = w * (tau * tau + tau_dot)
+            log_rate_dot = trace_X_Jdd + float(np.vdot(Ai, self._D)) - trace_AiAdotAiB
+            self.rate = w * log_rate
+            self.curvature = w * (log_rate * log_rate + log_rate_dot)
         self.value = w
         al = self.alpha
         self.C[0] = self.gradient
