@@ -168,6 +168,24 @@ def test_bad_reference_and_non_finite_torque_never_produce_a_command(robot: Robo
         controller.compute(state, JointReference(np.zeros(3)))
     with pytest.raises(TargetError, match="reference position: expected finite numbers"):
         controller.compute(state, JointReference(np.full(7, np.nan)))
+    # What the per-step check had let through (a reference built by hand, not by the nodes):
+    # a bool velocity (sent as 1 rad/s), no position, a position so large the short way round
+    # on a continuous joint is rounding (1e17 rad: that joint's error read 0).
+    with pytest.raises(TargetError, match="reference velocity"):
+        controller.compute(state, JointReference(np.zeros(7), np.ones(7, dtype=bool)))
+    with pytest.raises(TargetError, match="reference position"):
+        controller.compute(state, JointReference(None))  # type: ignore[arg-type]
+    huge = np.zeros(7)
+    huge[0] = 1e17
+    with pytest.raises(TargetError, match="above 1e"):
+        controller.compute(state, JointReference(huge))
+    # A list of ints is taken as its float64 copy, the same torque as the array.
+    as_list = controller.compute(state, JointReference([0, 1, 0, 1, 0, 1, 0])).tau  # type: ignore[arg-type]
+    as_array = controller.compute(state, JointReference(np.array([0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]))).tau
+    np.testing.assert_array_equal(as_list, as_array)
+    # A config built directly (not by create) is validated as well: negative stiffness had run.
+    with pytest.raises(ConfigError, match="kp"):
+        ComputedTorque(robot, ComputedTorqueConfig(np.full(7, -100.0), np.full(7, 20.0)))
 
     class Broken(GravityCompensation):
         def torque(self, q, v, reference):

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import TargetError
 from ..robot import RobotModel, check_pd_gains
+from ..safety import MAX_ANGLE
 from ..types import JointReference, JointState
 from ..validation import FloatArray, as_vector
 from .base import Controller, reject_unknown_keys
@@ -88,8 +89,12 @@ class ComputedTorqueConfig:
 
 
 def check_joint_reference(reference: JointReference, n: int) -> JointReference:
-    """Validate a :class:`JointReference` against ``n`` joints (raises :class:`TargetError`)."""
+    """Validate a :class:`JointReference` against ``n`` joints (raises :class:`TargetError`): float64
+    copies of its vectors, positions within ``±MAX_ANGLE`` (past ~1e15 rad the short way round on
+    a continuous joint is rounding: at 1e17 a joint's error read 0)."""
     q = as_vector("reference position", reference.q, n, error=TargetError)
+    if not np.abs(q).max() <= MAX_ANGLE:
+        raise TargetError(f"reference position: |q| above {MAX_ANGLE:g} rad: {q.tolist()}")
     v = None if reference.v is None else as_vector("reference velocity", reference.v, n, error=TargetError)
     a = (
         None
@@ -100,10 +105,22 @@ def check_joint_reference(reference: JointReference, n: int) -> JointReference:
 
 
 def _well_formed(reference: JointReference, n: int) -> bool:
-    """Cheap per-step check that every given reference vector has ``n`` finite entries."""
-    for arr in (reference.q, reference.v, reference.a):
+    """Cheap per-step check that the reference is one :func:`check_joint_reference` would return
+    as it is: float64 vectors of ``n`` finite entries (``v``, ``a`` optional), ``|q| ≤ MAX_ANGLE``."""
+    q = reference.q
+    if not (
+        isinstance(q, np.ndarray)
+        and q.dtype == np.float64
+        and q.shape == (n,)
+        and np.abs(q).max() <= MAX_ANGLE  # False for NaN
+    ):
+        return False
+    for arr in (reference.v, reference.a):
         if arr is not None and not (
-            isinstance(arr, np.ndarray) and arr.shape == (n,) and np.isfinite(arr).all()
+            isinstance(arr, np.ndarray)
+            and arr.dtype == np.float64
+            and arr.shape == (n,)
+            and np.isfinite(arr).all()
         ):
             return False
     return True
@@ -123,8 +140,10 @@ class ComputedTorque(Controller[JointReference]):
 
     def __init__(self, robot: RobotModel, config: ComputedTorqueConfig) -> None:
         super().__init__(robot)
-        self.config = config
-        self._checked_reference: JointReference | None = None
+        # Validated again: a config built directly (not by create) had run negative stiffness.
+        self.config = ComputedTorqueConfig.create(robot.n, config.kp, config.kd)
+        self._reference_in: JointReference | None = None
+        self._reference = JointReference(np.zeros(robot.n))
 
     @classmethod
     def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> ComputedTorque:
@@ -140,10 +159,13 @@ class ComputedTorque(Controller[JointReference]):
         self, q: FloatArray, v: FloatArray, reference: JointReference
     ) -> tuple[FloatArray, dict[str, float]]:
         """RNEA of the PD-corrected reference acceleration."""
-        if reference is not self._checked_reference:
-            if not _well_formed(reference, self.robot.n):
-                check_joint_reference(reference, self.robot.n)  # raises with the reason
-            self._checked_reference = reference  # references are immutable: check each once
+        if reference is not self._reference_in:  # references are immutable: check each once
+            n = self.robot.n
+            # Not as check_joint_reference returns it (a list, ints, a bool array): its float64
+            # copy, or the reason it is refused.
+            self._reference = reference if _well_formed(reference, n) else check_joint_reference(reference, n)
+            self._reference_in = reference
+        reference = self._reference
         error = self.robot.difference(reference.q, q)
         qdd = self.config.kp * error
         if reference.v is None:
