@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -135,6 +136,28 @@ def test_reach_is_an_outer_bound_as_tight_as_the_stretched_arm(robot: RobotModel
     )
     base = Reach.of(robot, "base_link")  # a frame on the root body does not move
     assert base.radius == REACH_MARGIN and base.distance(np.zeros(3)) == 0.0
+
+    # A prismatic first joint (RobotModel refuses such a model; Reach on its own too): its travel
+    # is no offset, and the sum of the offsets had been taken for a bound the tool passed by 1 m.
+    import pinocchio as pin
+
+    from torque_ctrl_ros.core.errors import ConfigError
+
+    urdf = re.sub(
+        r'<joint name="joint_1" type="continuous">',
+        '<joint name="joint_1" type="prismatic">',
+        (Path(__file__).parents[1] / "urdf" / "gen3.urdf").read_text(),
+    )
+    assert 'type="prismatic"' in urdf
+
+    class Prismatic:
+        model = pin.buildModelFromXML(urdf)
+
+        def frame_id(self, name: str) -> int:
+            return int(self.model.getFrameId(name))
+
+    with pytest.raises(ConfigError, match="joint_1.*not one revolute DoF"):
+        Reach.of(Prismatic(), TOOL)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("x", [1000.0, 1e200, 1.3, 1.0])
@@ -304,10 +327,16 @@ def test_a_trajectory_with_too_many_points_is_refused(
     monkeypatch.setattr(targets, "deserialize_message", no_conversion)
     node.callbacks["~/joint_trajectory"](serialize_message(msg))
     assert source.rejected == 2 and f"{m} points" in source.last_error
+    many_names = _trajectory_msg([*names, *(f"extra_{k}" for k in range(100))], [(1.0, np.zeros(107), None)])
+    node.callbacks["~/joint_trajectory"](serialize_message(many_names))
+    assert source.rejected == 3 and "107 joint names, more than the 64" in source.last_error
+    monkeypatch.setattr(targets, "MAX_TRAJECTORY_BYTES", 1000)
+    node.callbacks["~/joint_trajectory"](serialize_message(_trajectory_msg(names, points[:20])))
+    assert source.rejected == 4 and "bytes, more than the 1000 allowed" in source.last_error
     monkeypatch.undo()
     within = _trajectory_msg(names, points[:-1])
     node.callbacks["~/joint_trajectory"](serialize_message(within))  # converted, then checked
-    assert source.received == 1 and source.rejected == 2, source.last_error
+    assert source.received == 1 and source.rejected == 4, source.last_error
 
 
 def test_trajectory_validation_is_vectorised(robot: RobotModel) -> None:

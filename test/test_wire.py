@@ -194,12 +194,12 @@ def test_clock_bytes() -> None:
         assert stamp_to_ns(deserialize_message(wire.encode(stamp), ClockMsg).clock) == stamp
 
 
-def test_trajectory_point_count_reads_the_bytes_as_rclpy_writes_them() -> None:
+def test_trajectory_sizes_read_the_bytes_as_rclpy_writes_them() -> None:
     """Names and frame ids of every length modulo 4 (the alignment), with and without points."""
     from builtin_interfaces.msg import Duration
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from torque_ctrl_ros.nodes.wire import trajectory_point_count
+    from torque_ctrl_ros.nodes.wire import trajectory_sizes
 
     rng = np.random.default_rng(1)
     for trial in range(500):
@@ -212,7 +212,8 @@ def test_trajectory_point_count_reads_the_bytes_as_rclpy_writes_them() -> None:
             JointTrajectoryPoint(positions=[0.1] * int(rng.integers(0, 4)), time_from_start=Duration(sec=k))
             for k in range(m)
         ]
-        assert trajectory_point_count(serialize_message(msg)) == m, trial
-    raw = serialize_message(JointTrajectory(joint_names=["a"]))
-    assert trajectory_point_count(b"\x00\x00" + raw[2:]) is None  # big-endian: left to rclpy
-    assert trajectory_point_count(raw[:9]) is None and trajectory_point_count(b"") is None
+        assert trajectory_sizes(serialize_message(msg), 64) == (len(names), m), trial
+    raw = serialize_message(JointTrajectory(joint_names=["a"] * 5))
+    assert trajectory_sizes(raw, 4) == (5, None)  # more names than asked for: not walked
+    assert trajectory_sizes(b"\x00\x00" + raw[2:], 64) is None  # big-endian: left to rclpy
+    assert trajectory_sizes(raw[:9], 64) is None and trajectory_sizes(b"", 64) is None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from .errors import TargetError
+from .errors import ConfigError, TargetError
 from .robot import RobotModel
 from .validation import FloatArray
 
@@ -31,8 +31,8 @@ class Reach:
     (+ :data:`REACH_MARGIN`) from a circle of 5.4 mm radius 0.285 m above the base. (Measured
     from the base origin, as before 2026-12-04, the bound was 1.198 m in every direction, where
     the arm reaches 0.90 m sideways: a target 1.15 m out was taken, and ``achd_rnea`` ran
-    saturated for 2 673 of 3 000 steps stretching toward it.) Where the root joint is not
-    revolute, the circle is the base origin (radius 0) and the bound the whole sum.
+    saturated for 2 673 of 3 000 steps stretching toward it.) Only revolute joints are
+    supported (so does :class:`~.robot.RobotModel`): a prismatic one's travel is no offset.
 
     Attributes:
         center: the circle's centre (m, base frame).
@@ -74,8 +74,9 @@ class Reach:
             or np.linalg.norm(linear) > 1e-12
             or abs(np.linalg.norm(angular) - 1.0) > 1e-12
         ):
-            everything = total + float(np.linalg.norm(model.jointPlacements[j1].translation))
-            return cls(np.zeros(3), np.array([0.0, 0.0, 1.0]), 0.0, everything + REACH_MARGIN)
+            raise ConfigError(
+                f"reach of {f.name!r}: its first joint {model.names[j1]!r} is not one revolute DoF"
+            )
         origin = data.oMi[j1]
         axis = np.array(angular)
         arm = origin.rotation @ offsets[0]  # from j₁'s origin to the circle, at q = neutral

@@ -61,7 +61,7 @@ from ..core.types import JointReference, JointState
 from ..core.validation import FloatArray, as_vector
 from .common import ThrottledLog
 from .conversions import stamp_to_ns
-from .wire import trajectory_point_count
+from .wire import trajectory_sizes
 
 TARGET_QOS = QoSProfile(depth=10)
 
@@ -72,8 +72,17 @@ host): rclpy's conversion of the message ~6 µs a point (2 000: 12 ms, 10 000: 6
 in the callback ~1–3 µs (~3 µs when every quintic segment runs near a limit), the build at
 activation ~1–3 µs. 2 000 points then take ~16–28 ms, below the simulator's 50 ms command
 timeout; 10 000 (the bound until 2026-12-04) took ~100–150 ms. The count is read from the
-message's bytes before any conversion (:func:`~.wire.trajectory_point_count`), so a larger one
-costs nothing to refuse."""
+message's bytes before any conversion (:func:`~.wire.trajectory_sizes`), so a larger count
+costs nothing to refuse; so is the number of joint names (:data:`MAX_TRAJECTORY_NAMES`) and the
+message's size (:data:`MAX_TRAJECTORY_BYTES`)."""
+
+MAX_TRAJECTORY_NAMES = 64
+"""Most ``joint_names`` a ``~/joint_trajectory`` may have (the arm's and, say, a gripper's): a
+million names in one message had taken 93 ms of conversion before it could be refused."""
+
+MAX_TRAJECTORY_BYTES = 8_000_000
+"""Largest serialized ``~/joint_trajectory`` taken (bytes): 2 000 points with positions,
+velocities, accelerations and efforts for 64 joints take ~4.2 MB."""
 
 MAX_START_DELAY = 60.0
 """Latest start (s after the node's clock) a trajectory may ask for: a later ``header.stamp`` is
@@ -443,9 +452,17 @@ class JointTargetSource(TargetSource):
         """A trajectory, as the subscription's bytes (refused by its point count before any
         conversion) or as a message."""
         if isinstance(msg, bytes):
-            count = trajectory_point_count(msg)
-            if count is not None and count > MAX_TRAJECTORY_POINTS:
-                self._refuse(too_many_points(count))
+            sizes = trajectory_sizes(msg, MAX_TRAJECTORY_NAMES)
+            if len(msg) > MAX_TRAJECTORY_BYTES:
+                self._refuse(f"trajectory: {len(msg)} bytes, more than the {MAX_TRAJECTORY_BYTES} allowed")
+                return
+            if sizes is not None and sizes[0] > MAX_TRAJECTORY_NAMES:
+                self._refuse(
+                    f"trajectory: {sizes[0]} joint names, more than the {MAX_TRAJECTORY_NAMES} allowed"
+                )
+                return
+            if sizes is not None and sizes[1] is not None and sizes[1] > MAX_TRAJECTORY_POINTS:
+                self._refuse(too_many_points(sizes[1]))
                 return
             msg = deserialize_message(msg, JointTrajectoryMsg)
         try:

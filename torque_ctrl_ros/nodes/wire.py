@@ -317,11 +317,13 @@ class ClockWire:
         return bytes(self._buf)
 
 
-def trajectory_point_count(raw: bytes) -> int | None:
-    """The number of points of a serialized ``trajectory_msgs/JointTrajectory``, read from its
+def trajectory_sizes(raw: bytes, max_names: int) -> tuple[int, int | None] | None:
+    """``(joint names, points)`` of a serialized ``trajectory_msgs/JointTrajectory``, read from its
     bytes without converting it (rclpy's conversion costs ~6 µs a point on the executor thread
-    before a callback can refuse anything: 61 ms for 10 000 points); ``None`` when the bytes are
-    not little-endian CDR as expected (the caller then converts and checks the message).
+    before a callback can refuse anything: 61 ms for 10 000 points); the points ``None`` when
+    there are more than ``max_names`` names (not walked: ~0.16 µs a name, 158 ms for a million);
+    ``None`` when the bytes are not little-endian CDR as expected (the caller then converts and
+    checks the message).
 
     Layout: the header (stamp: two 4-byte integers; ``frame_id``: a 4-byte length, then the
     characters and a NUL), ``joint_names`` (a 4-byte count, then each name as ``frame_id``, each
@@ -335,8 +337,8 @@ def trajectory_point_count(raw: bytes) -> int | None:
         at = _aligned(at + 4 + length, 4)
         (names,) = _U32.unpack_from(raw, at)
         at += 4
-        if names > (len(raw) - at) // 5:  # each name takes 5 bytes at least: garbage
-            return None
+        if names > max_names:
+            return int(names), None
         for _ in range(names):
             at = _aligned(at, 4)
             (length,) = _U32.unpack_from(raw, at)
@@ -344,4 +346,4 @@ def trajectory_point_count(raw: bytes) -> int | None:
         (count,) = _U32.unpack_from(raw, _aligned(at, 4))
     except struct.error:
         return None
-    return int(count)
+    return int(names), int(count)
