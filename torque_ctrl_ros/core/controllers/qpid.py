@@ -558,21 +558,34 @@ class _QPController(Controller[QPReference]):
         self.config = config = config.validated(robot, self.name)
         # The fallback torque is held for one control period, config.dt.
         robot.check_damping(f"{self.name}.fallback_damping", config.fallback_damping, config.dt)
-        n = robot.n
         self.kin = KinematicsState(robot)
-        self.tasks: list[Task] = []
+        self.tasks = self._build_tasks(config)
+        self._task_by_name = {t.name: t for t in self.tasks}
+        self.collision_barrier: SelfCollisionBarrier | None = None
+        self.singularity_barrier: SingularityBarrier | None = None
+        self.barriers = self._build_barriers(config, extra_barriers)
+        soft_rows = self._stack_barrier_rows()
+        self.levels = self._build_levels(config, soft_rows)
+        self._build_cost_terms(config)
+        self.last_solutions: list[Solution] = []
+        self._last_fallback = False
+        self._check_frozen_rows_independent()
+
+    def _build_tasks(self, config: QPIDConfig) -> list[Task]:
+        """One task object per configured task, in the configured order."""
+        tasks: list[Task] = []
         for tc in config.tasks:
             klass = TASK_TYPES[tc.type]
             kwargs: dict[str, Any] = dict(kp=tc.kp, kd=tc.kd, weight=tc.weight, level=tc.level)
             if tc.type != "posture":
                 kwargs["frame"] = tc.frame
-            self.tasks.append(klass(tc.name, robot, **kwargs))
-        self._task_by_name = {t.name: t for t in self.tasks}
+            tasks.append(klass(tc.name, self.robot, **kwargs))
+        return tasks
 
-        self.barriers: list[Barrier] = []
-        self.collision_barrier: SelfCollisionBarrier | None = None
-        self.singularity_barrier: SingularityBarrier | None = None
-        c = config
+    def _build_barriers(self, c: QPIDConfig, extra_barriers: Sequence[Barrier]) -> list[Barrier]:
+        """The enabled barrier groups, then ``extra_barriers``."""
+        robot = self.robot
+        barriers: list[Barrier] = []
         # An enabled group the model gives nothing to hold (e.g. an MJCF has no velocity limits)
         # is refused rather than left out: the safety it stands for would silently be missing.
         if c.joint_position_limit.enabled:
@@ -582,7 +595,7 @@ class _QPController(Controller[QPReference]):
                     f"{self.name}.joint_position_limit: enabled, but no joint of the model has position "
                     "limits (set enabled: false for such a model)"
                 )
-            self.barriers.append(jp)
+            barriers.append(jp)
         if c.joint_velocity_limit.enabled:
             jv = JointVelocityBarrier(robot, c.joint_velocity_limit.alpha, soft=c.joint_velocity_limit.soft)
             if not jv.rows:
@@ -590,23 +603,28 @@ class _QPController(Controller[QPReference]):
                     f"{self.name}.joint_velocity_limit: enabled, but no joint of the model has a velocity "
                     "limit (an MJCF gives none; use the URDF, or set enabled: false)"
                 )
-            self.barriers.append(jv)
+            barriers.append(jv)
         if c.self_collision.enabled:
             cc = c.self_collision
             model = SelfCollisionModel.from_file(robot, _collision_path(cc.model), cc.pairs)
             self.collision_barrier = SelfCollisionBarrier(
                 robot, model, cc.alpha, cc.d_safe, filter_gain=cc.filter, soft=cc.soft
             )
-            self.barriers.append(self.collision_barrier)
+            barriers.append(self.collision_barrier)
         if c.singularity.enabled:
             sc = c.singularity
             self.singularity_barrier = SingularityBarrier(robot, sc.frame, sc.alpha, sc.w_min, soft=sc.soft)
-            self.barriers.append(self.singularity_barrier)
-        self.barriers.extend(extra_barriers)
-        names = [b.name for b in self.barriers]
+            barriers.append(self.singularity_barrier)
+        barriers.extend(extra_barriers)
+        names = [b.name for b in barriers]
         if len(set(names)) != len(names):
             raise ConfigError(f"barrier names must be unique, got {names}")
+        return barriers
 
+    def _stack_barrier_rows(self) -> list[tuple[int, int, int]]:
+        """Bind every barrier to its rows of the stacked ``C_b``, ``l_b``; the soft rows as
+        ``(start, stop, slack column)``."""
+        n = self.robot.n
         # Stacked barrier rows, computed once per step and copied into every level.
         self.n_b = sum(b.rows for b in self.barriers)
         # [C_b; M]: the barrier rows, and below them M, which lower levels multiply alike.
@@ -641,8 +659,11 @@ class _QPController(Controller[QPReference]):
             (f"slack.{b.name}", f"active.{b.name}", f"margin.{b.name}") for b in self.barriers
         ]
         self._error_keys = [(f"error.{t.name}", t) for t in self.tasks]
+        return soft_rows
 
-        # Levels.
+    def _build_levels(self, c: QPIDConfig, soft_rows: list[tuple[int, int, int]]) -> list[_Level]:
+        """One level per priority (one for ``qpid``), each with its persistent QP."""
+        robot, n = self.robot, self.robot.n
         if self.hierarchical:
             n_levels = max(t.level for t in self.tasks) + 1
             groups = [[t for t in self.tasks if t.level == k] for k in range(n_levels)]
@@ -660,12 +681,12 @@ class _QPController(Controller[QPReference]):
                         f"{dofs} joint(s) move: a level below it would lose {weighted - dofs} DoF(s); "
                         "weight fewer axes or use a frame further out"
                     )
-        self.levels: list[_Level] = []
+        levels: list[_Level] = []
         frozen: list[Task] = []
         # Level 0's slack variables are s/σ (see the module docs).
         self._slack_scale = 1.0 / math.sqrt(c.slack_weight)
         for k, group in enumerate(groups):
-            self.levels.append(
+            levels.append(
                 _Level(
                     k,
                     group,
@@ -681,12 +702,17 @@ class _QPController(Controller[QPReference]):
             )
             frozen.extend(group)
         self._tau_max = robot.effort_limit.copy()  # inf where the model gives none
-        top = self.levels[0].qp
+        top = levels[0].qp
         assert top is not None  # level 0 always has q̈ to decide
         top.l[self.n_b : self.n_b + n] = -self._tau_max
         top.u[self.n_b : self.n_b + n] = self._tau_max
         top.g[2 * n :] = c.slack_weight * self._slack_scale
+        return levels
 
+    def _build_cost_terms(self, c: QPIDConfig) -> None:
+        """Each task's cost-term buffers (constant ones filled once), the regularisation and the
+        per-step work arrays."""
+        n = self.robot.n
         # Per task, filled per step: its cost terms 2·JᵀW·J and 2·JᵀW·(ẍᵈ − J̇·q̇), with the
         # work arrays W·J and ẍᵈ − J̇·q̇ (a tuple per task: no dict lookups on the hot path).
         self._terms = {
@@ -721,9 +747,6 @@ class _QPController(Controller[QPReference]):
         self._rows = np.zeros(self.n_b + n)
         self._lo = np.zeros(self.n_b + n)
         self._hi = np.full(self.n_b + n, np.inf)
-        self.last_solutions: list[Solution] = []
-        self._last_fallback = False
-        self._check_frozen_rows_independent()
 
     def _check_frozen_rows_independent(self) -> None:
         """Refuse a level below tasks whose weighted rows depend on each other everywhere, where
