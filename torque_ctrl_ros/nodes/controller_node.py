@@ -305,64 +305,10 @@ class ControllerNode:
         out: ControlOutput | None = None
         t0 = t_computed = 0.0  # set when the controller is called
         if action is Action.COMPUTE:
-            if previous is not WatchdogState.OK:
-                # The arm moved under the safe torque, or stopped: what the controller carried
-                # from its last step (warm starts, filtered collision gradients: 17 N·m off on
-                # the first step at a new pose) belongs to another state.
-                self.controller.reset()
-            self._resume_target(previous, stamp)
-            step = stamp - self._last_computed_stamp
-            if 0.0 < step < 1.0 and previous is WatchdogState.OK:  # the stream's own period
-                self._computed_step = step
-            self._last_computed_stamp = stamp
-            self._rejected_when_computed = wd.rejected_total
-            self._safe_from_stamp = math.nan
-            self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
-            self.state_age.add(now - stamp)
-            t0 = time.perf_counter()
-            try:
-                state = JointState(wd.last_good.q, wd.last_good.v, stamp)
-                out = self.controller.compute(state, self.target.reference(state))
-            except TorqueCtrlError as exc:
-                action = wd.controller_failed(f"{type(exc).__name__}: {exc}", now)
-            except Exception as exc:
-                # A bug or a library error: the arm still gets the safe command rather than the
-                # node dying with its last torque left applied by a driver without a timeout.
-                self.log.error("controller exception", traceback.format_exc().rstrip())
-                action = wd.controller_failed(f"unexpected {type(exc).__name__}: {exc}", now)
-            t_computed = time.perf_counter()
-            self.compute_time.add(t_computed - t0)
+            action, out, t0, t_computed = self._compute(previous, stamp, now)
         if action is Action.FALLBACK:
-            if math.isnan(self._safe_from_stamp):
-                self._safe_from_stamp = stamp
-            since = wd.safe_since
-            if since != self._brake_since:  # a new window, or a new last good state
-                # Timed from this first safe command, not from `since`: after a silence the
-                # window opened before any command could go out (core/braking.py).
-                self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=self._first_hold())
-                self._brake_since = since
-            out = self.controller.limiter.apply(self.brake.torque(now))
-            if all_finite(out.tau):
-                self.fallback_commands += 1
-            else:  # a prediction gone non-finite (the watchdog refuses non-finite states): never sent
-                self.withheld_commands += 1
-                self.log.error("withheld", f"safe torque {out.tau.tolist()} is not finite: not published")
-                out = None
-        if wd.state is not previous:
-            self._log_transition(previous)
-        elif wd.rejected_total != rejected_before:
-            self.log.error(
-                "refused",
-                f"joint state refused ({wd.last_reason.value if wd.last_reason else '?'}): {wd.last_message}",
-            )
-        elif action is Action.NONE and wd.state is WatchdogState.STOPPED:
-            # A good state while stopped for good (it had been logged as refused, with the
-            # reason of the stop).
-            self.log.error(
-                "stopped",
-                "joint state ignored: the watchdog stopped and watchdog.auto_recover is false; "
-                "restart the node to control again",
-            )
+            out = self._safe_command(stamp, now)
+        self._log_outcome(previous, rejected_before, action)
         if out is None:
             # No command (waiting, stopped, withheld): nothing for deferred /diagnostics to hold up.
             if self._diagnostics_due:
@@ -390,6 +336,83 @@ class ControllerNode:
         if self._diagnostics_due:
             self._diagnostics_due = False
             self._publish_diagnostics()
+
+    def _compute(
+        self, previous: WatchdogState, stamp: float, now: float
+    ) -> tuple[Action, ControlOutput | None, float, float]:
+        """The controller's command for the good state the watchdog just accepted (stamp ``stamp``,
+        s): ``(action, output, t0, t_computed)``, the action FALLBACK if the controller failed
+        (``perf_counter`` times around the call)."""
+        wd = self.watchdog
+        action = Action.COMPUTE
+        out: ControlOutput | None = None
+        if previous is not WatchdogState.OK:
+            # The arm moved under the safe torque, or stopped: what the controller carried
+            # from its last step (warm starts, filtered collision gradients: 17 N·m off on
+            # the first step at a new pose) belongs to another state.
+            self.controller.reset()
+        self._resume_target(previous, stamp)
+        step = stamp - self._last_computed_stamp
+        if 0.0 < step < 1.0 and previous is WatchdogState.OK:  # the stream's own period
+            self._computed_step = step
+        self._last_computed_stamp = stamp
+        self._rejected_when_computed = wd.rejected_total
+        self._safe_from_stamp = math.nan
+        self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
+        self.state_age.add(now - stamp)
+        t0 = time.perf_counter()
+        try:
+            state = JointState(wd.last_good.q, wd.last_good.v, stamp)
+            out = self.controller.compute(state, self.target.reference(state))
+        except TorqueCtrlError as exc:
+            action = wd.controller_failed(f"{type(exc).__name__}: {exc}", now)
+        except Exception as exc:
+            # A bug or a library error: the arm still gets the safe command rather than the
+            # node dying with its last torque left applied by a driver without a timeout.
+            self.log.error("controller exception", traceback.format_exc().rstrip())
+            action = wd.controller_failed(f"unexpected {type(exc).__name__}: {exc}", now)
+        t_computed = time.perf_counter()
+        self.compute_time.add(t_computed - t0)
+        return action, out, t0, t_computed
+
+    def _safe_command(self, stamp: float, now: float) -> ControlOutput | None:
+        """The safe brake's command for a state the watchdog refused or the controller failed on;
+        ``None`` if it is not finite (withheld)."""
+        wd = self.watchdog
+        if math.isnan(self._safe_from_stamp):
+            self._safe_from_stamp = stamp
+        since = wd.safe_since
+        if since != self._brake_since:  # a new window, or a new last good state
+            # Timed from this first safe command, not from `since`: after a silence the
+            # window opened before any command could go out (core/braking.py).
+            self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=self._first_hold())
+            self._brake_since = since
+        out = self.controller.limiter.apply(self.brake.torque(now))
+        if not all_finite(out.tau):  # a prediction gone non-finite (the watchdog refuses those states)
+            self.withheld_commands += 1
+            self.log.error("withheld", f"safe torque {out.tau.tolist()} is not finite: not published")
+            return None
+        self.fallback_commands += 1
+        return out
+
+    def _log_outcome(self, previous: WatchdogState, rejected_before: int, action: Action) -> None:
+        """A transition, a refused state, or a good one ignored while stopped: one line each."""
+        wd = self.watchdog
+        if wd.state is not previous:
+            self._log_transition(previous)
+        elif wd.rejected_total != rejected_before:
+            self.log.error(
+                "refused",
+                f"joint state refused ({wd.last_reason.value if wd.last_reason else '?'}): {wd.last_message}",
+            )
+        elif action is Action.NONE and wd.state is WatchdogState.STOPPED:
+            # A good state while stopped for good (it had been logged as refused, with the
+            # reason of the stop).
+            self.log.error(
+                "stopped",
+                "joint state ignored: the watchdog stopped and watchdog.auto_recover is false; "
+                "restart the node to control again",
+            )
 
     def _resume_target(self, previous: WatchdogState, stamp: float) -> None:
         """The target at the first state computed (stamp ``stamp``, s) after a stop or a fallback."""
