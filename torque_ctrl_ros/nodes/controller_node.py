@@ -169,6 +169,7 @@ class ControllerNode:
         self.deadline_misses = 0  # callbacks longer than the state period
         self._period_s = float("inf")
         self._last_stamp_ns = 0
+        self._last_good_stamp = (math.nan, 0)  # the last accepted state's stamp in s and in ns
         self.state_age = TimingLog(keep_all=keep_all)
         self._last_state_wall = time.monotonic()
         self._last_state_now = 0.0
@@ -220,8 +221,11 @@ class ControllerNode:
 
     def _stamp_ns_of_last_good(self) -> int:
         """Stamp (ns) of the last accepted state, 0 before any: what a safe command answers
-        when the refused message carried no readable stamp."""
+        when the refused message carried no readable stamp. Kept in ns as it came: the
+        watchdog's stamp is in s, which resolves ~240 ns at wall-clock times (1.8e9 s)."""
         stamp = self.watchdog.last_good.stamp
+        if stamp == self._last_good_stamp[0]:
+            return self._last_good_stamp[1]
         return round(stamp * 1e9) if math.isfinite(stamp) else 0
 
     def _on_state_message(self, msg: JointStateMsg) -> None:
@@ -299,6 +303,8 @@ class ControllerNode:
             refused = wd.check(q, v, stamp, now)
             resets = wd.clock_resets
             action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp, now)
+            if not refused:
+                self._last_good_stamp = (stamp, stamp_ns)
             if wd.clock_resets != resets:
                 self._clock_went_back(stamp)
 

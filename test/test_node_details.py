@@ -1,0 +1,288 @@
+"""Node behaviours a mutation review found no test pinned (the simulator's command handling, the
+controller node's target, timing and diagnostics details, the pose target's reset).
+
+Each test fails on the one-line bug named in its docstring (the review's mutant id).
+"""
+
+# ruff: noqa: F811 (the `nodes` fixture, imported from test_node_runtime_guards, is every test's argument)
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from ros_helpers import FakeTargetNode, requires_rclpy, ros_domain  # noqa: F401
+from test_node_runtime_guards import (  # noqa: F401
+    HOME,
+    JOINTS,
+    _now,
+    _state_msg,
+    _trajectory_on_sim_time,
+    nodes,
+)
+
+pytestmark = [pytest.mark.ros, requires_rclpy]
+
+
+# ------------------------------------------------------------------ simulator
+def test_a_rejected_command_stops_the_held_one(nodes: Any) -> None:
+    """s07: _reject_command must drop the held command (docstring: 'the plant stops applying the
+    previous one'); without `have_command = False` the previous torque drove the plant on."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
+    sim._publish_state()
+    now = sim.t0_ns + sim.k * sim.dt_ns
+    sim._take_command(np.full(sim.n, 5.0), now)
+    assert sim._command_fresh()
+    sim._take_command(np.full(sim.n, np.nan), now)
+    assert sim.rejected == 1
+    assert not sim._command_fresh()  # the plant gets the safe torque, not the 5 N·m
+
+
+def test_an_infinite_command_is_rejected() -> None:
+    """v04: check_command must refuse inf, not only NaN (no test sends inf)."""
+    from torque_ctrl_ros.core.errors import StateError
+    from torque_ctrl_ros.nodes.conversions import check_command
+
+    with pytest.raises(StateError):
+        check_command(np.array([np.inf, 0, 0, 0, 0, 0, 0.0]), 7)
+
+
+def test_an_unreadable_command_answers_no_state(nodes: Any) -> None:
+    """s08: bytes that are no command answer nothing: a lockstep wait must go on."""
+    sim = nodes.make("sim", mode="lockstep", wait_for_controller=False)
+    sim._publish_state()
+    sim._on_command_bytes(b"\x00\x01\x00\x00\xff\xff\xff\x7f")
+    assert sim.rejected == 1 and not sim.answered
+
+
+def test_an_untagged_realtime_command_answers_the_current_state(nodes: Any) -> None:
+    """s03: a plain ros2_control publisher (no stamp) answers the current state in realtime;
+    otherwise every step it drives counts as late."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
+    sim._publish_state()
+    sim._take_command(np.zeros(sim.n), None)
+    assert sim.answered_validly
+
+
+def test_a_state_answered_twice_is_counted_and_timed_once(nodes: Any) -> None:
+    """s10 / s24: answered_states and the latency take each state's first answer only."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
+    sim._looping = True
+    sim._publish_state()
+    stamp = sim.t0_ns
+    sim._take_command(np.zeros(sim.n), stamp)
+    sim._take_command(np.zeros(sim.n), stamp)
+    assert sim.answered_states == 1 and sim.latency.count == 1
+
+
+# ------------------------------------------------------------------ controller node
+def test_a_clock_reset_drops_a_trajectory_stamped_for_later(nodes: Any) -> None:
+    """c44: the node must call target.reset(clock_reset=True) on a clock reset; with a plain
+    reset() a trajectory stamped on the old run's timeline starts in the new run."""
+    from rclpy.time import Time
+    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
+    clock = node.node.get_clock()
+
+    def at(ns: int) -> None:
+        clock.set_ros_time_override(Time(nanoseconds=ns, clock_type=clock.clock_type))
+        node._on_state_message(_state_msg(HOME, ns * 1e-9))
+
+    at(100_000_000_000)
+    at(100_001_000_000)
+    point = JointTrajectoryPoint(positions=(HOME + 0.1).tolist())
+    point.time_from_start.sec = 1
+    msg = TrajectoryMsg(joint_names=JOINTS, points=[point])
+    msg.header.stamp.sec = 105  # 5 s later on the old timeline
+    node.target._on_trajectory(msg)
+    assert node.target._pending is not None
+    for k in range(3):  # a restarted simulator
+        at(k * 1_000_000)
+    assert node.watchdog.clock_resets == 1
+    assert node.target._pending is None and node.target.rejected == 1
+
+
+def test_consecutive_refused_states_pause_the_trajectory_from_the_first(nodes: Any) -> None:
+    """c13: ten refused states in a row (10 ms, inside max_age): the trajectory pauses 10 ms, from
+    the first refused state; overwritten at each one it paused 1 ms and ran 9 ms ahead."""
+    node, at = _trajectory_on_sim_time(nodes, 2.0)
+    at(1, HOME)
+    t0 = node.target._t0
+    for k in range(2, 12):
+        at(k, np.full(7, np.nan))
+    at(12, HOME)
+    assert node.watchdog.state.value == "ok"
+    assert node.target._t0 - t0 == pytest.approx(0.010, abs=1e-9)
+
+
+def test_a_silence_stop_after_an_earlier_refusal_keeps_the_target(nodes: Any) -> None:
+    """c11: silence_only compares with the refusals counted at the last computed state; never
+    updated, one refused state early in the run made every later silence stop drop the target."""
+    from rclpy.time import Time
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
+    clock = node.node.get_clock()
+
+    def state_at(k: int, q: np.ndarray = HOME) -> None:
+        clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
+        node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
+
+    state_at(0)
+    goal = HOME + 0.1
+    node.target._on_joint_target(JointStateMsg(name=JOINTS, position=goal.tolist()))
+    state_at(1)
+    state_at(2, np.full(7, np.nan))  # one refused state, then good ones
+    for k in range(3, 6):
+        state_at(k)
+    assert node.watchdog.state.value == "ok"
+    time.sleep(0.6)  # a paused simulator: wall-clock silence stops the node
+    node._check_silence(time.monotonic())
+    assert node.watchdog.state.value == "stopped"
+    state_at(6)
+    assert node.watchdog.state.value == "ok"
+    np.testing.assert_allclose(node.target._fixed.q, goal)
+
+
+def test_a_controller_failing_at_the_first_state_after_a_fallback_brakes_in_full(nodes: Any) -> None:
+    """c10: the stream's period is measured between computed states in a row only; taken across
+    a 100 ms fallback, the first safe command after recovery damped with K_d·2/100."""
+    from torque_ctrl_ros.core.errors import SolverError
+
+    node, at = _trajectory_on_sim_time(nodes, 2.0)
+    for k in range(1, 5):
+        at(k, HOME)
+    for k in range(5, 105):
+        at(k, np.full(7, np.nan))
+
+    def failing(*_: Any) -> Any:
+        raise SolverError("test")
+
+    node.controller.compute = failing
+    assert node._computed_step == pytest.approx(1e-3)
+    from rclpy.time import Time
+
+    clock = node.node.get_clock()
+    clock.set_ros_time_override(Time(nanoseconds=(100_000 + 105) * 1_000_000, clock_type=clock.clock_type))
+    v = np.full(7, 0.2)
+    msg = _state_msg(HOME, 100.105)
+    msg.velocity = v.tolist()
+    node._on_state_message(msg)
+    assert node._first_hold() == 1, node._computed_step
+
+
+def test_a_state_naming_no_joint_at_all_is_refused_not_foreign(nodes: Any) -> None:
+    """c03: a JointState with an empty name list is a bad state of this arm (refused: safe torque),
+    not another device's."""
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    node._on_state_message(_state_msg(HOME, _now(node)))
+    msg = JointStateMsg(position=HOME.tolist(), velocity=[0.0] * 7)
+    msg.header.stamp = node.node.get_clock().now().to_msg()
+    node._on_state_message(msg)
+    assert node.foreign_states == 0 and node.watchdog.rejected_total == 1
+
+
+def test_a_controller_fallback_warns_once_and_never_hides_an_error(nodes: Any) -> None:
+    """c31 / c32: the WARN of a controller fallback is for the report after it only, and an ERROR
+    of the watchdog is never lowered to WARN by it."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    node._on_state_message(_state_msg(HOME, _now(node)))
+    node.controller_fallbacks += 1
+    node._publish_diagnostics()
+    assert node.diag_publisher.sent[-1].status[0].level == DiagnosticStatus.WARN
+    node._on_state_message(_state_msg(HOME, _now(node)))
+    node._publish_diagnostics()
+    assert node.diag_publisher.sent[-1].status[0].level == DiagnosticStatus.OK  # c31
+    node.controller_fallbacks += 1
+    node._on_state_message(_state_msg(np.full(7, np.nan), _now(node)))  # watchdog FALLBACK
+    node._publish_diagnostics()
+    assert node.diag_publisher.sent[-1].status[0].level == DiagnosticStatus.ERROR  # c32
+
+
+def test_the_safe_command_for_unreadable_bytes_answers_the_last_good_stamp(nodes: Any) -> None:
+    """c05: _stamp_ns_of_last_good is in ns (the command's label is the last good state's stamp)."""
+    from rclpy.serialization import serialize_message
+
+    from torque_ctrl_ros.nodes.wire import CommandWire
+
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    assert node.serialized
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    ns = node.node.get_clock().now().nanoseconds
+    while round(ns * 1e-9 * 1e9) == ns:  # a wall-clock stamp as a driver sends it (99.8 % are)
+        ns += 1
+    good = JointStateMsg(name=JOINTS, position=HOME.tolist(), velocity=[0.0] * 7)
+    good.header.stamp.sec, good.header.stamp.nanosec = divmod(ns, 10**9)
+    node._on_state_bytes(serialize_message(good))
+    node._on_state_bytes(b"\x00\x01\x00\x00" + bytes(8) + b"\xff\xff\xff\x7f")
+    assert node.fallback_commands == 1
+    _, stamp = CommandWire.decode(node.publisher.sent[-1])
+    _, good_stamp = CommandWire.decode(node.publisher.sent[-2])
+    assert stamp == good_stamp
+
+
+def test_safe_commands_are_not_timed_as_computed_steps(nodes: Any) -> None:
+    """c19: only computed steps enter the callback parts (state_in had taken −perf_counter())."""
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    node._on_state_message(_state_msg(HOME, _now(node)))
+    node._on_state_message(_state_msg(np.full(7, np.nan), _now(node)))
+    assert node.fallback_commands == 1
+    assert node.parts.state_in.count == 1 and node.parts.state_in.window().min() >= 0.0
+
+
+def test_the_diagnostics_say_what_they_name(nodes: Any) -> None:
+    """c12 / c29 / c30: state_age is now − stamp (> 0 for a state stamped 5 ms ago), the state rate
+    counts states (misnamed ones send no command), a fallback's message gives its reason."""
+    from test_node_runtime_guards import _misnamed
+
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    node._publish_diagnostics()
+    for _ in range(5):
+        node._on_state_message(_misnamed(node))  # WAITING: states, no command
+    node._publish_diagnostics()
+    values = {kv.key: kv.value for kv in node.diag_publisher.sent[-1].status[0].values}
+    assert float(values["command_rate_hz"]) == 0.0
+    assert float(values["state_rate_hz"]) > 0.0  # c29
+    node._on_state_message(_state_msg(HOME, _now(node) - 0.005))
+    node._on_state_message(_state_msg(np.full(7, np.nan), _now(node)))
+    node._publish_diagnostics()
+    st = node.diag_publisher.sent[-1].status[0]
+    values = {kv.key: kv.value for kv in st.values}
+    assert float(values["state_age_p50_ms"]) > 0.0  # c12
+    assert st.message.startswith("fallback: ") and node.watchdog.last_message in st.message  # c30
+
+
+# ------------------------------------------------------------------ targets
+def test_a_pose_target_is_forgotten_on_reset(robot: Any) -> None:
+    """t11: achd_rnea after a stop holds where the arm is, not the old pose target."""
+    from test_target_guards import _pose
+
+    from torque_ctrl_ros.core.controllers import AchdRnea
+    from torque_ctrl_ros.core.types import JointState
+    from torque_ctrl_ros.nodes import targets
+
+    node = FakeTargetNode(strict=True)
+    ctrl = AchdRnea(robot)
+    source = targets.PoseTargetSource(node, ctrl)  # type: ignore[arg-type]
+    state = JointState(HOME, np.zeros(7), 1.0)
+    node.callbacks["~/target_pose"](_pose((0.5, 0.0, 0.3)))
+    assert np.allclose(source.reference(state).position, [0.5, 0.0, 0.3])
+    source.reset()
+    ref = source.reference(state)
+    assert source.describe() == "hold"
+    assert np.allclose(ref.position, ctrl.hold_reference(state).position)
+
+
+def test_command_queue_depth_is_applied(nodes: Any) -> None:
+    """k03: the simulator's command subscription keeps ``command_queue_depth`` (no command lost
+    after a stall, see test_simulator_stalls_lose_no_command)."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, command_queue_depth=123)
+    assert sim.command_sub.qos_profile.depth == 123
