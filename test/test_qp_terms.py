@@ -206,3 +206,31 @@ def test_solver_tolerance_above_its_cap_is_refused(robot: RobotModel) -> None:
     params = {"tasks": ["posture"], "posture.type": "posture", "posture.kp": 10.0}
     with pytest.raises(ConfigError, match="eps_abs"):
         QPID.from_params(robot, {**params, "solver": {"eps_abs": 1e-2}})
+
+
+def test_achd_reports_constrained_axes_only_and_damps_continuously(robot: RobotModel) -> None:
+    """``position_error`` is the error on the constrained axes (z free and 5 cm off: 0), and the
+    Delassus damping ``μ = ε·(1 − (d_min/ε)²)`` starts from 0 as ``d_min`` falls below ``ε``
+    (a step to ``ε`` at the threshold: ~1 instead of 0.045 at the first regularised pose)."""
+    from torque_ctrl_ros.core.constrained_dynamics import ConstrainedDynamics, alpha_from_axes
+    from torque_ctrl_ros.core.controllers.cartesian import AchdRneaConfig
+
+    c = AchdRnea(robot, AchdRneaConfig.create(robot.n, constrained_axes=["x", "y"]))
+    held = c.hold_reference(JointState(HOME, np.zeros(7)))
+    _, info = c.torque(
+        HOME, np.zeros(7), PoseReference(held.position + np.array([0.0, 0.0, 0.05]), held.rotation)
+    )
+    assert info["position_error"] == pytest.approx(0.0, abs=1e-12)
+    alpha = alpha_from_axes(["x", "y", "z", "rx", "ry", "rz"])
+    dyn = ConstrainedDynamics(robot, TOOL, rcond=1e-6)
+    for s in np.geomspace(1e-1, 1e-6, 400):  # toward the stretched pose
+        q = np.array([0.0, 0.0, 0.0, s, 0.0, s, 0.0])
+        result = dyn.solve(q, np.zeros(7), alpha, np.zeros(6))
+        if result.regularised:
+            break
+    else:
+        pytest.fail("never regularised")
+    J = result.kinematics.jacobian
+    d = np.linalg.eigvalsh(J @ np.linalg.inv(robot.mass_matrix(q)) @ J.T)
+    eps = 1e-6 * d[-1]
+    assert 0.9 < d[0] / eps < 1.0 and result.damping / eps == pytest.approx(1.0 - (d[0] / eps) ** 2, rel=1e-3)
