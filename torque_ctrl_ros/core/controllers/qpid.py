@@ -51,15 +51,11 @@ solve stops short (iteration cap) with a finite iterate ``u`` is not dropped: ``
 every row, so ``s·u`` with the largest ``s ≤ 1`` that meets every row, and no larger than the
 minimiser of the level's cost along ``u``, keeps its rows within the room of where the level
 above left them and the tasks above exact, and costs no more than ``u = 0`` (convexity);
-``info["scaled_level"]`` names it (the first such level). Why solves stop short there: rows
-active at level 0 that are nearly opposite (or nearly dependent) bound a wedge ~1e-6 wide, the
-posture's gradient pushes along it and the multipliers reach 1e4–1e7; ProxSuite's
-augmented Lagrangian (``mu_in ≥ 1e-8``) does not reach them in ``2·max_iter`` iterations
-(13 of 9 000 closed-loop steps with a posture weight of 1; lowering ``mu_min_in`` to 1e-10 or
-1e-12 fixed most of them but raised the lower solves' p99 from 18–31 to 33–1 290 iterations and
-their longest from ~4 to 5–35 ms). If a lower level
-fails otherwise, the solution of the levels above it is used (it satisfies every hard
-constraint) and ``info["failed_level"]`` names the level that failed.
+``info["scaled_level"]`` names it (the first such level). Solves stop short there where rows
+level 0 holds nearly opposite leave a wedge as wide as the room (the solver settings measured
+against it: docs/performance.md, "The QP solver"). If a lower level fails otherwise, the
+solution of the levels above it is used (it satisfies every hard constraint) and
+``info["failed_level"]`` names the level that failed.
 
 Diagnostics (all floats). Every step's ``info``: ``qp_status`` (:class:`SolveStatus` of
 the first failed level, else 0), ``qp_iterations`` (sum over levels), ``qp_primal_residual``,
