@@ -452,10 +452,10 @@ class JointTargetSource(TargetSource):
         """A trajectory, as the subscription's bytes (refused by its point count before any
         conversion) or as a message."""
         if isinstance(msg, bytes):
-            sizes = trajectory_sizes(msg, MAX_TRAJECTORY_NAMES)
             if len(msg) > MAX_TRAJECTORY_BYTES:
                 self._refuse(f"trajectory: {len(msg)} bytes, more than the {MAX_TRAJECTORY_BYTES} allowed")
                 return
+            sizes = trajectory_sizes(msg, MAX_TRAJECTORY_NAMES)
             if sizes is not None and sizes[0] > MAX_TRAJECTORY_NAMES:
                 self._refuse(
                     f"trajectory: {sizes[0]} joint names, more than the {MAX_TRAJECTORY_NAMES} allowed"
