@@ -597,6 +597,66 @@ def test_a_slow_stream_with_refused_states_pauses_a_period_per_refused_state(nod
     assert node.target._t0 - t0 == pytest.approx(0.500, abs=1e-9)  # 20 refused states, 25 ms each
 
 
+@pytest.mark.parametrize("tick_in_gap", [False, True], ids=["no-tick", "tick"])
+@pytest.mark.parametrize("gap_ms", [100, 400])
+def test_a_short_gap_in_a_trajectory_pauses_it_whether_or_not_the_timer_ticked(
+    nodes: Nodes, gap_ms: int, tick_in_gap: bool
+) -> None:
+    """No state for 0.1 / 0.4 s (shorter than max_age + fallback_duration), the arm holding its
+    last command: the trajectory takes up where it stood. Only a diagnostics tick inside the gap
+    had noted the silence; without one the reference jumped ahead by the gap (0.35 rad, 14 N·m
+    at 0.4 s), and the tick falls in such a gap only as often as the gap lasts a second."""
+    node, at = _trajectory_on_sim_time(nodes, 1.5)
+    for k in range(1, 301):
+        at(k, HOME)
+    t0 = node.target._t0
+    if tick_in_gap:  # the timer ticks half way into the silence
+        from rclpy.time import Time
+
+        clock = node.node.get_clock()
+        clock.set_ros_time_override(
+            Time(nanoseconds=(100_300 + gap_ms // 2) * 1_000_000, clock_type=clock.clock_type)
+        )
+        node._last_state_wall -= gap_ms / 2000
+        node._check_silence(time.monotonic())
+        assert node.watchdog.state.value == "fallback"
+    at(300 + gap_ms, HOME)
+    assert node.watchdog.state.value == "ok" and node.fallback_commands == 0
+    assert node.target._t0 - t0 == pytest.approx(gap_ms * 1e-3, abs=1e-9)
+
+
+def test_a_stream_that_slows_down_falls_back_once(nodes: Nodes) -> None:
+    """A 1 kHz stream going on at 40 Hz: the first 25 ms gap is a silence (beyond max_age and the
+    1 ms period), then 25 ms is the stream's period and its states are no silence."""
+    node, at = _trajectory_on_sim_time(nodes, 4.0)
+    for k in range(1, 101):
+        at(k, HOME)
+    assert node.watchdog.transitions == 1  # waiting → ok
+    t0 = node.target._t0
+    for k in range(125, 1101, 25):
+        at(k, HOME)
+    assert node.watchdog.transitions == 3  # ok → fallback → ok, once
+    assert node.target._t0 - t0 == pytest.approx(0.025, abs=1e-9)
+
+
+def test_a_state_stamped_ahead_samples_the_trajectory_at_most_max_age_ahead(nodes: Nodes) -> None:
+    """One state stamped 0.6 s ahead of the clock (the watchdog accepts up to max_future, 1 s): the
+    trajectory had been sampled 0.6 s ahead (joint 1's reference 0.35 rad from the arm, 15 N·m)."""
+    from rclpy.time import Time
+
+    node, at = _trajectory_on_sim_time(nodes, 1.5)
+    for k in range(1, 301):
+        at(k, HOME)
+    seen: list[float] = []
+    reference = node.target.reference
+    node.target.reference = lambda state: (seen.append(state.stamp), reference(state))[1]
+    clock = node.node.get_clock()
+    clock.set_ros_time_override(Time(nanoseconds=100_301 * 1_000_000, clock_type=clock.clock_type))
+    node._on_state_message(_state_msg(HOME, 100.301 + 0.6))
+    assert seen == [pytest.approx(100.301 + node.watchdog.config.max_age, abs=1e-9)]
+    assert node.watchdog.state.value == "ok"
+
+
 def test_the_start_up_answer_is_counted_but_not_timed(nodes: Nodes) -> None:
     """The answer that ends the simulator's wait for a controller includes the controller's first,
     cold call: it had been the latency "max" of most benchmark runs (1.3–2.8 ms at 05:30)."""

@@ -286,15 +286,19 @@ class ControllerNode:
         self._last_state_now = now
         stamp = stamp_ns * 1e-9
         wd = self.watchdog
-        # A gap long enough to stop the arm stops it whether or not the diagnostics timer (the
-        # other place that notes silence) ticked inside it. Read from the stamps: the arm's
-        # (wall) time, or sim time, which a slow or paused simulator keeps continuous. Shorter
-        # gaps are left to the stale check: a stream slower than max_age (a 40 Hz driver) must
-        # not fall back at every state. A stamp ahead of the clock counts up to now + max_age,
-        # as the watchdog orders it (one state 0.6 s ahead had stopped the arm).
+        # A gap in the stamps is a silence whether or not the diagnostics timer (the other place
+        # that notes silence, once a second) ticked inside it: the watchdog falls back, or stops
+        # after a long one, and a trajectory pauses for it (_resume_target). Read from the stamps:
+        # the arm's (wall) time, or sim time, which a slow or paused simulator keeps continuous.
+        # A gap counts once it is longer than max_age and 1.5 of the stream's period (a 40 Hz
+        # driver's states, 25 ms apart, are no silence); before that period is known, only a
+        # gap long enough to stop the arm. A stamp ahead of the clock counts up to now + max_age,
+        # as the watchdog orders it, here and for the controller and the target (one state 0.6 s
+        # ahead had stopped the arm; later, it had sampled the trajectory 0.6 s ahead: 15 N·m).
         wcfg = wd.config
-        gap = min(stamp, now + wcfg.max_age) - wd.last_good.stamp  # inf before the first good state
-        if error is None and wcfg.max_age + wcfg.fallback_duration < gap < math.inf:
+        counted = min(stamp, now + wcfg.max_age)
+        gap = counted - wd.last_good.stamp  # inf before the first good state
+        if error is None and self._silence_after() < gap < math.inf:
             self._note_silence(now, gap)
         previous, rejected_before = wd.state, wd.rejected_total
         if error is not None or q is None or v is None:
@@ -311,9 +315,9 @@ class ControllerNode:
         out: ControlOutput | None = None
         t0 = t_computed = 0.0  # set when the controller is called
         if action is Action.COMPUTE:
-            action, out, t0, t_computed = self._compute(previous, stamp, now)
+            action, out, t0, t_computed = self._compute(previous, counted, now)
         if action is Action.FALLBACK:
-            out = self._safe_command(stamp, now)
+            out = self._safe_command(counted, now)
         self._log_outcome(previous, rejected_before, action)
         if out is None:
             # No command (waiting, stopped, withheld): nothing for deferred /diagnostics to hold up.
@@ -359,7 +363,10 @@ class ControllerNode:
             self.controller.reset()
         self._resume_target(previous, stamp)
         step = stamp - self._last_computed_stamp
-        if 0.0 < step < 1.0 and previous is WatchdogState.OK:  # the stream's own period
+        # The stream's own period: two computed states with none refused between them (a gap
+        # noted as silence counts, so that a stream slowing to 40 Hz is learnt, not a silence
+        # at every state).
+        if 0.0 < step < 1.0 and wd.rejected_total == self._rejected_when_computed:
             self._computed_step = step
         self._last_computed_stamp = stamp
         self._rejected_when_computed = wd.rejected_total
@@ -501,6 +508,15 @@ class ControllerNode:
         if self.states:
             self._note_silence(self.node.get_clock().now().nanoseconds * 1e-9, silent)
         return silent
+
+    def _silence_after(self) -> float:
+        """The gap (s) between two states' stamps beyond which the stream counts as having been
+        silent: ``max_age``, or 1.5 of the stream's period when that is longer; while the period
+        is not known yet, ``max_age + fallback_duration`` (only a gap that stops the arm)."""
+        wcfg = self.watchdog.config
+        if self._computed_step <= 0.0:
+            return wcfg.max_age + wcfg.fallback_duration
+        return max(wcfg.max_age, 1.5 * self._computed_step)
 
     def _note_silence(self, now: float, silent: float) -> None:
         """:meth:`Watchdog.silence` (``now``: the node's clock, s), logging a transition."""
