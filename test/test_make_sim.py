@@ -58,16 +58,24 @@ def test_make_sim_tracks_the_demo_trajectory_and_prints_its_summary(ros_domain: 
 
     assert _figure(r"simulated\s+([\d.]+) s", summary) == pytest.approx(DURATION_S)
     # The trajectory was sent early enough for its whole swing to be in the run, and followed:
-    # the swing is 0.3 rad, computed torque tracks it to ~1e-4 rad (a controller that ignored it
-    # would be off by 0.3 rad).
+    # the swing is 0.3 rad (a controller that ignored it would be off by that much). No state
+    # was refused and no fallback command sent, however loaded the host.
     assert _figure(r"vs trajectory \(sent at t = ([\d.]+) s", summary) <= DURATION_S - 2.5, summary
-    assert _figure(r"tracking error\s+vs trajectory.*: max (\S+) rad", summary) < 0.02
-    steps = round(DURATION_S * 1000)
-    assert _figure(r"commands\s+received (\d+)", summary) >= 0.9 * steps
+    tracking = _figure(r"tracking error\s+vs trajectory.*: max (\S+) rad", summary)
+    assert tracking < 0.15
     assert _figure(r"rejected (\d+)", summary) == 0
-    # The watchdog never tripped during the run (its end, when the states stop, is said apart).
-    assert re.search(r"watchdog ok(,| until the states ended)", summary), summary
     assert "fallback commands 0," in summary and "'stale': 0, 'non_finite': 0" in summary
+    # On time (a quiet host), computed torque tracks to ~1e-4 rad, every state is answered and
+    # the watchdog never trips during the run (its end, when the states stop, is said apart).
+    # Realtime on a loaded host, late steps hold old commands and a descheduled simulator is a
+    # silence: with four other jobs on the two CPUs, 3 365 of 6 000 steps late, the error was
+    # 0.068 rad, 5 357 commands came and the watchdog noted silences. Those are asserted only
+    # for a run that kept time.
+    steps = round(DURATION_S * 1000)
+    if _figure(r"late steps (\d+)", summary) < 0.05 * steps:
+        assert tracking < 0.02
+        assert _figure(r"commands\s+received (\d+)", summary) >= 0.9 * steps
+        assert re.search(r"watchdog ok(,| until the states ended)", summary), summary
     for part in ("state out", "state in", "compute", "command out", "callback", "hops"):
         assert re.search(rf"{part} [\d.]+", summary), part
     if cpu_ticks():
