@@ -329,10 +329,11 @@ class SimNodeConfig:
         whatever order ``joints`` gives the plant: the values belong to joints, not to positions.
 
         The damping torque ``−K_d·q̇`` is held for one simulator step ``h``, so a damping whose
-        ``h·(M⁻¹)_dd·K_d`` reaches an eigenvalue of 2 would spin the joints up instead of stopping
-        them: :class:`ConfigError` (:meth:`MujocoPlant.check_damping`, MuJoCo's mass matrix and
-        timestep). ``plant`` (driving ``joints``) is used for that check; without it the check loads
-        :attr:`mjcf` once more (~20–30 ms for the Gen3 scene).
+        ``h·(M⁻¹)_dd·K_d`` reaches an eigenvalue of 1 rings, and grows with one period of delay
+        (from 2 it spins the joints up even without): :class:`ConfigError`
+        (:meth:`MujocoPlant.check_damping`, MuJoCo's mass matrix and timestep). ``plant``
+        (driving ``joints``) is used for that check; without it the check loads :attr:`mjcf` once
+        more (~20–30 ms for the Gen3 scene).
         """
         joints = list(model_joints) if joints is None else list(joints)
         driven = [name for name in model_joints if name in joints]

@@ -68,8 +68,9 @@ class MujocoPlant:
 
     Conventions: ``q``, ``v``, ``qacc``, ``tau_applied`` and the torque command are in the order
     of :attr:`joint_names`. After :meth:`step`, ``qacc`` and ``tau_applied`` are the values MuJoCo
-    used during the last step (they were computed at the state *before* integration);
-    :meth:`forward` recomputes them at the current state. The torque command is held
+    used during the last step (they were computed at the state *before* integration; under RK4,
+    ``qacc`` is the step's average ``(v⁺ − v)/h`` instead); :meth:`forward` recomputes them at the
+    current state. The torque command is held
     (zero-order hold) until the next :meth:`set_torque`.
 
     Actuators on joints that are not in :attr:`joint_names`, or with other transmissions
