@@ -19,7 +19,7 @@ from ros_helpers import in_process_controllers, node_now, requires_rclpy, ros_do
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.errors import ConfigError, SolverError
 from torque_ctrl_ros.core.trajectory import JointTrajectory
-from torque_ctrl_ros.core.types import JointState
+from torque_ctrl_ros.core.types import JointReference, JointState
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
 
@@ -96,9 +96,15 @@ def _joint_target(q: np.ndarray, names: list[str] = JOINTS) -> Any:
     return JointStateMsg(name=list(names), position=q.tolist())
 
 
-def _computed_torque(robot: RobotModel, q: np.ndarray, v: np.ndarray, q_ref: np.ndarray) -> np.ndarray:
-    """Unsaturated computed torque (model order) holding ``q_ref`` at rest."""
-    return robot.rnea(q, v, KP * (q_ref - q) - KD * v)
+def _computed_torque(
+    robot: RobotModel, q: np.ndarray, v: np.ndarray, q_ref: np.ndarray, ref: JointReference | None = None
+) -> np.ndarray:
+    """Unsaturated computed torque (model order) holding ``q_ref`` at rest, or tracking ``ref``."""
+    if ref is None:
+        return robot.rnea(q, v, KP * (q_ref - q) - KD * v)
+    v_ref = np.zeros(7) if ref.v is None else ref.v
+    a_ref = np.zeros(7) if ref.a is None else ref.a
+    return robot.rnea(q, v, a_ref + KP * (ref.q - q) + KD * (v_ref - v))
 
 
 def _clip(robot: RobotModel, tau: np.ndarray) -> np.ndarray:
@@ -123,8 +129,13 @@ def test_commands_are_in_the_order_of_the_joints_parameter(
     node.target._on_joint_target(_joint_target(q_target[pick], shuffled))
     for _ in range(3):
         q, v = rng.uniform(-0.5, 0.5, 7), rng.uniform(-0.3, 0.3, 7)
-        node._on_state_message(_state_msg(q[pick], v[pick], _now(node), shuffled))
-        expected = _clip(robot, _computed_torque(robot, q, v, q_target))  # model order
+        msg = _state_msg(q[pick], v[pick], _now(node), shuffled)
+        node._on_state_message(msg)
+        stamp = (msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec) * 1e-9  # as the node reads it
+        np.testing.assert_allclose(node.target._fixed.q, q_target)  # model order
+        # The target's approach at this state (sampled again: the same reference).
+        reference = node.target.reference(JointState(q, v, stamp))
+        expected = _clip(robot, _computed_torque(robot, q, v, q_target, reference))  # model order
         reorder = [JOINTS.index(j) for j in order]
         np.testing.assert_allclose(node.publisher.torques[-1], expected[reorder], rtol=0, atol=1e-9)
         # The permutation matters for this state: the model order would not pass.
@@ -394,9 +405,10 @@ def test_saturated_commands_are_clipped_and_counted(
 ) -> None:
     node = make_controller()
     q, v = np.zeros(7), np.zeros(7)
-    q_target = np.array([0.0, 1.2, 0.0, -1.5, 0.0, 1.0, 0.0])  # far: large accelerations asked
-    node.target._on_joint_target(_joint_target(q_target))
-    node._on_state_message(_state_msg(q, v, _now(node)))
+    q_target = np.array([0.0, 1.2, 0.0, -1.5, 0.0, 1.0, 0.0])
+    node._on_state_message(_state_msg(q_target, v, _now(node)))  # no target: held there
+    assert node.saturated_commands == 0
+    node._on_state_message(_state_msg(q, v, _now(node)))  # far: large accelerations asked
     raw = _computed_torque(robot, q, v, q_target)
     over = np.abs(raw) > robot.effort_limit
     assert over.any() and not over.all()  # the case this test is about
@@ -411,7 +423,7 @@ def test_saturated_commands_are_clipped_and_counted(
     assert np.all(np.abs(near) < robot.effort_limit)
     np.testing.assert_allclose(node.publisher.torques[-1], near, rtol=0, atol=1e-9)
     node._on_state_message(_state_msg(q, v, _now(node)))
-    assert node.saturated_commands == 2 and node.commands == 3
+    assert node.saturated_commands == 2 and node.commands == 4
     node._publish_diagnostics()
     values = {kv.key: kv.value for kv in node.diag_publisher.sent[-1].status[0].values}
     assert values["saturated_commands"] == "2" and values["last_saturated_joints"] == ",".join(names)
@@ -485,7 +497,8 @@ def test_an_empty_trajectory_after_a_joint_target_holds_where_the_arm_is(
     make_controller: Callable[..., Any], robot: RobotModel
 ) -> None:
     """A joint target 1.3 rad from the arm, then an empty trajectory (stop): the arm is held where
-    it is, not driven on to the target while /diagnostics said "hold"."""
+    its approach stands, near where it is, not driven on to the target while /diagnostics said
+    "hold"."""
     node = make_controller()
     target = node.target
     goal = np.zeros(7)
@@ -493,12 +506,13 @@ def test_an_empty_trajectory_after_a_joint_target_holds_where_the_arm_is(
     target._on_joint_target(_joint_target(goal, list(robot.joint_names)))
     measured = np.zeros(7)
     measured[1] = 0.2
-    np.testing.assert_allclose(target.reference(_at(measured, T0)).q, goal)
+    np.testing.assert_allclose(target.reference(_at(measured, T0)).q, measured)  # the approach's start
     assert target.describe() == "joint_target"
     target._on_trajectory(_trajectory_msg([], []))
-    ref = target.reference(_at(measured, T0 + 0.001))
-    np.testing.assert_allclose(ref.q, measured, rtol=0, atol=0)
-    assert target.describe() == "hold" and (ref.v is None or not np.any(ref.v))
+    for t in (0.001, 5.0):
+        ref = target.reference(_at(measured, T0 + t))
+        np.testing.assert_allclose(ref.q, measured, rtol=0, atol=1e-6)
+        assert target.describe() == "hold" and (ref.v is None or not np.any(ref.v))
 
 
 @pytest.mark.parametrize(
@@ -547,9 +561,14 @@ def test_a_joint_target_replaces_a_running_trajectory(
     q_target = np.array([0.1, -0.2, 0.3, -0.4, 0.5, -0.6, 0.7])
     target._on_joint_target(_joint_target(q_target))
     assert target.received == 2
-    for t in (T0 + 0.6, T0 + 1.5, T0 + 5.0):
+    # Taken over where the trajectory stands, in position, velocity and acceleration (a zero start
+    # acceleration had stepped the feed-forward torque).
+    ref = target.reference(_at(q0, T0 + 0.6))
+    for got, want in zip((ref.q, ref.v, ref.a), _expected_trajectory(robot, q0).sample(0.6), strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    for t in (T0 + 5.0, T0 + 10.0):  # then held at the target, at rest
         ref = target.reference(_at(q0, t))
-        np.testing.assert_allclose(ref.q, q_target, rtol=0, atol=0)
+        np.testing.assert_allclose(ref.q, q_target, rtol=0, atol=1e-12)
         assert ref.v is None or not np.any(ref.v)
         assert ref.a is None or not np.any(ref.a)
         assert target.describe() == "joint_target"

@@ -187,6 +187,49 @@ def test_qp_frame_task_targets_out_of_reach_are_refused(robot: RobotModel, contr
     assert source.received == 1 and source.rejected == 1
 
 
+# ------------------------------------------------------------------ joint targets: approached
+@pytest.mark.parametrize(
+    "offset", [[1.0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 1.0], [0.2, -0.1, 0.3, 0.2, -0.3, 0.2, 0.4]]
+)
+def test_a_joint_target_is_approached_within_the_velocity_limits(
+    robot: RobotModel, offset: list[float]
+) -> None:
+    """Computed torque on the MuJoCo plant, from home to a joint target 1 rad away on joint_1 /
+    joint_7 (and a mixed one): stepped into the law at once, the target had driven those joints
+    at 3.7 rad/s against their 1.4 / 1.2 rad/s limits (joint_7 at 1.47 for the mixed one), with
+    no torque saturated to tell. Approached, every joint stays within about half its limit."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
+    plant.reset("home")
+    ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    source = targets.JointTargetSource(FakeTargetNode(), ctrl)  # type: ignore[arg-type]
+    goal = plant.q + np.array(offset)
+    source._on_joint_target(JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+    peak = np.zeros(7)
+    for k in range(4000):
+        state = JointState(plant.q.copy(), plant.v.copy(), k * 1e-3)
+        out = ctrl.compute(state, source.reference(state))
+        assert not out.saturated.any()
+        plant.set_torque(out.tau)
+        plant.step()
+        peak = np.maximum(peak, np.abs(plant.v))
+    assert np.all(peak <= 0.55 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
+    assert np.abs(robot.difference(goal, plant.q)).max() < 1e-4
+    assert source.describe() == "joint_target" and source.rejected == 0
+
+
+def test_accelerations_without_velocities_are_refused(robot: RobotModel) -> None:
+    """They had been dropped without a word: a cubic through the positions, its acceleration at a
+    waypoint 0.5 rad/s² where 5 had been sent."""
+    node, source = _joint_source(robot)
+    msg = _trajectory_msg(list(robot.joint_names), [(1.0, [0.1] * 7, None), (2.0, [0.2] * 7, None)])
+    for point, a in zip(msg.points, (5.0, -5.0), strict=True):
+        point.accelerations = [a] * 7
+    node.callbacks["~/joint_trajectory"](msg)
+    assert source.rejected == 1 and "accelerations without velocities" in source.last_error
+
+
 # ------------------------------------------------------------------ 3. joint targets with a velocity
 def test_joint_targets_with_a_velocity_are_refused(robot: RobotModel) -> None:
     names = list(robot.joint_names)
@@ -199,7 +242,8 @@ def test_joint_targets_with_a_velocity_are_refused(robot: RobotModel) -> None:
     cb(JointStateMsg(name=names, position=q, velocity=[0.0] * 7))  # zero: accepted
     cb(JointStateMsg(name=names, position=q))  # empty: accepted
     assert source.received == 2 and source.rejected == 1
-    ref = source.reference(JointState(np.zeros(7), np.zeros(7), 1.0))
+    source.reference(JointState(np.zeros(7), np.zeros(7), 1.0))  # taken, approached from here
+    ref = source.reference(JointState(np.zeros(7), np.zeros(7), 11.0))
     np.testing.assert_array_equal(ref.q, q)
     assert ref.v is None or not np.any(ref.v)
     node, qp = _qp_source(robot)

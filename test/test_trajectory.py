@@ -86,6 +86,20 @@ def test_starts_from_the_given_state_and_holds_the_end() -> None:
     assert np.array_equal(q, P[0]) and not qd.any()
 
 
+def test_a_quintic_starts_from_the_given_acceleration() -> None:
+    """A quintic taking over a moving reference starts from its acceleration too (a zero start
+    acceleration had stepped the feed-forward torque by 2.3 N·m on joint_2 when a trajectory
+    took over another); a cubic has no acceleration to match."""
+    a0 = np.linspace(-1.0, 1.0, P.shape[1])
+    traj = JointTrajectory(T, P, V, A, start=(START[0], START[1], a0))
+    q, qd, qdd = traj.sample(0.0)
+    assert np.allclose(q, START[0]) and np.allclose(qd, START[1]) and np.allclose(qdd, a0, rtol=0, atol=1e-12)
+    cubic = JointTrajectory(T, P, V, start=(START[0], START[1], a0))
+    assert cubic.kind == "cubic" and np.allclose(cubic.sample(0.0)[1], START[1])
+    with pytest.raises(TargetError, match="start state"):
+        JointTrajectory(T, P, V, A, start=(START[0], START[1], np.full(P.shape[1], np.nan)))
+
+
 def test_positions_only_does_not_overshoot_where_the_path_turns() -> None:
     traj = JointTrajectory([1.0, 2.0, 3.0], [[0.0], [1.0], [0.0]], start=(np.zeros(1), None))
     assert traj.velocities[1, 0] == 0.0

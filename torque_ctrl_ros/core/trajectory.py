@@ -62,6 +62,10 @@ class LimitViolation:
     limit: float
 
 
+#: A trajectory's start: ``(q, v)`` or ``(q, v, a)``, ``None`` for zero velocity or acceleration.
+StartState = tuple[ArrayLike, ArrayLike | None] | tuple[ArrayLike, ArrayLike | None, ArrayLike | None]
+
+
 def _matrix(field: str, value: ArrayLike | None, m: int, n: int) -> FloatArray | None:
     if value is None:
         return None
@@ -84,8 +88,9 @@ class JointTrajectory:
         positions: ``m × n`` joint angles (rad).
         velocities: optional ``m × n`` joint velocities (rad/s).
         accelerations: optional ``m × n`` accelerations (rad/s²); used only with velocities.
-        start: optional ``(q, v)`` at time 0, prepended when the first waypoint is later than 0
-            (a trajectory normally starts from where the arm is).
+        start: optional ``(q, v)`` or ``(q, v, a)`` at time 0 (``None`` for zero ``v`` or ``a``),
+            prepended when the first waypoint is later than 0 (a trajectory normally starts from
+            where the arm, or the reference it replaces, is). ``a`` is used by a quintic only.
         continuous: optional ``n`` booleans, ``True`` for joints that turn without end
             (``RobotModel.continuous``). Their waypoints are unwrapped in order so that each
             differs from the previous one (the start state first) by at most π rad:
@@ -103,7 +108,7 @@ class JointTrajectory:
         positions: ArrayLike,
         velocities: ArrayLike | None = None,
         accelerations: ArrayLike | None = None,
-        start: tuple[ArrayLike, ArrayLike | None] | None = None,
+        start: StartState | None = None,
         continuous: ArrayLike | None = None,
     ) -> None:
         try:
@@ -144,14 +149,17 @@ class JointTrajectory:
         if start is not None and t[0] > 0.0:
             q0 = np.asarray(start[0], dtype=np.float64)
             v0 = np.zeros(n) if start[1] is None else np.asarray(start[1], dtype=np.float64)
-            if q0.shape != (n,) or v0.shape != (n,) or not (np.isfinite(q0).all() and np.isfinite(v0).all()):
-                raise TargetError(f"trajectory start state: expected {n} finite angles and velocities")
+            a0 = np.zeros(n) if len(start) < 3 or start[2] is None else np.asarray(start[2], dtype=np.float64)
+            if not (q0.shape == v0.shape == a0.shape == (n,) and np.isfinite(np.stack((q0, v0, a0))).all()):
+                raise TargetError(
+                    f"trajectory start state: expected {n} finite angles, velocities and accelerations"
+                )
             t = np.concatenate(([0.0], t))
             p = np.vstack((q0, p))
             if v is not None:
                 v = np.vstack((v0, v))
                 if a is not None:
-                    a = np.vstack((np.zeros(n), a))
+                    a = np.vstack((a0, a))
             else:
                 # Estimated velocities would ignore the start velocity; keep it for continuity.
                 start_v = v0
@@ -402,7 +410,7 @@ class JointTrajectory:
         cls,
         points: Sequence[Any],
         n: int,
-        start: tuple[ArrayLike, ArrayLike | None] | None = None,
+        start: StartState | None = None,
         continuous: ArrayLike | None = None,
     ) -> JointTrajectory:
         """Build from ``(t, positions, velocities|None, accelerations|None)`` tuples of ``n`` joints.

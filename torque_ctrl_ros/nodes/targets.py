@@ -90,6 +90,17 @@ taken for one on another clock (a sender on wall time, ~1.8e9 s, to a node on si
 would otherwise wait for ever."""
 
 
+JOINT_TARGET_SPEED_SHARE = 0.5
+"""Share of each joint's velocity limit a joint target's approach may reach at its peak. Stepped
+into the computed-torque law at once, a target 1 rad away had driven joint_1 at 3.7 rad/s against
+its 1.4 rad/s limit (the peak of a critically damped step is ``ω_n/e`` per rad of distance)."""
+
+# A rest-to-rest quintic over ``T`` (minimum jerk) peaks at 15/8·Δq/T in speed and 10/√3·Δq/T² in
+# acceleration.
+_QUINTIC_PEAK_SPEED = 15.0 / 8.0
+_QUINTIC_PEAK_ACCELERATION = 10.0 / np.sqrt(3.0)
+
+
 class TargetSource(ABC):
     """Turns target messages into one controller's reference.
 
@@ -282,7 +293,8 @@ def trajectory_points(
 
     Whole-array checks (no per-point Python beyond reading the fields): at most
     :data:`MAX_TRAJECTORY_POINTS` points, ``len(joint_names)`` positions per point and as many
-    velocities and accelerations for every point or for none, each joint named once, waypoint
+    velocities and accelerations for every point or for none (accelerations only with
+    velocities), each joint named once, waypoint
     positions and velocities within :func:`check_joint_limits`, the last point's velocities
     (if given) 0 to 1e-6 rad/s. Times, finiteness and the motion between
     waypoints are left to :class:`JointTrajectory` and :func:`check_motion`.
@@ -304,6 +316,10 @@ def trajectory_points(
     pos = rows[:, idx]
     vel = _point_rows(points, "velocities", width, required=False)
     acc = _point_rows(points, "accelerations", width, required=False)
+    if acc is not None and vel is None:
+        # The interpolation needs both for a quintic; without velocities they had been dropped
+        # without a word (a cubic through the positions instead).
+        raise TargetError("trajectory: accelerations without velocities; give both, or positions only")
     vel = None if vel is None else vel[:, idx]
     acc = None if acc is None else acc[:, idx]
     bad = (pos < robot.position_lower) | (pos > robot.position_upper) | (np.abs(pos) > MAX_ANGLE)
@@ -407,18 +423,24 @@ class NoTargetSource(HoldSource):
 class JointTargetSource(TargetSource):
     """``~/joint_target`` (JointState: position; velocity empty or zero) and ``~/joint_trajectory``.
 
-    A joint target is held until replaced. A trajectory (``header.stamp`` zero: start at the
-    next joint state) starts from the current reference when its first point is later than 0;
-    one stamped later than the joint state waits for it while the active target runs on (at
-    most :data:`MAX_START_DELAY` ahead of the node's clock);
-    after its end the last point is held. An empty trajectory stops the arm: a trajectory where
-    its reference stands (no jump; the reference is where the arm is meant to be), a joint target
-    or a hold where the arm is (its measured position: it may be far from that target).
-    One stamped before the joint state it takes effect at drops the points already due and
-    reaches the next one from the current reference; one that ended before it is refused.
-    On continuous joints every segment takes the short way round (the waypoints are unwrapped
-    against the one before, the start first). Positions outside the model's joint limits are refused,
-    at the waypoints and along the interpolated motion, and so are speeds above its velocity limits.
+    A joint target is reached along a rest-to-rest quintic from the current reference and then
+    held until replaced. Its duration ``T`` is the shortest that keeps every joint at most
+    :data:`JOINT_TARGET_SPEED_SHARE` of its velocity limit (peak ``15/8·|Δq|/T``) and the peak
+    acceleration ``10/√3·|Δq|/T²`` at most ``kp·|Δq|``, what the step into the control law would
+    have asked at once: ``T = max(√(5.77/min kp), maxᵢ 1.875·|Δqᵢ|/(share·v_maxᵢ))`` (0.24 s
+    at least with the default ``kp`` 100; 2.7 s for 1 rad on joint_1).
+
+    A trajectory (``header.stamp`` zero: start at the next joint state) starts from the current
+    reference when its first point is later than 0; one stamped later than the joint state waits
+    for it while the active target runs on (at most :data:`MAX_START_DELAY` ahead of the node's
+    clock); after its end the last point is held. An empty trajectory stops the arm where the
+    reference of a trajectory or of a joint target's approach stands (no jump; the reference is
+    where the arm is meant to be), or, from a hold, where the arm is. One stamped before the joint
+    state it takes effect at drops the points already due and reaches the next one from the
+    current reference; one that ended before it is refused. On continuous joints every segment
+    takes the short way round (the waypoints are unwrapped against the one before, the start
+    first). Positions outside the model's joint limits are refused, at the waypoints and along the
+    interpolated motion, and so are speeds above its velocity limits.
     A joint target's velocities must be empty or zero.
     """
 
@@ -433,6 +455,8 @@ class JointTargetSource(TargetSource):
         self._trajectory: JointTrajectory | None = None
         self._t0 = 0.0
         self._mode = "hold"
+        ctrl: Any = controller  # a ComputedTorque: config.kp (1/s²), > 0
+        self._shortest_approach = float(np.sqrt(_QUINTIC_PEAK_ACCELERATION / np.min(ctrl.config.kp)))
         node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
         node.create_subscription(
             JointTrajectoryMsg, "~/joint_trajectory", self._on_trajectory, TARGET_QOS, raw=True
@@ -497,23 +521,55 @@ class JointTargetSource(TargetSource):
         self._pending = ("trajectory", (stamp, points))
 
     # ---------------------------------------------------------------- reference
-    def _current(self, state: JointState) -> tuple[FloatArray, FloatArray | None]:
+    def _current(self, state: JointState) -> tuple[FloatArray, FloatArray | None, FloatArray | None]:
+        """The reference at ``state`` before a new target takes over: ``(q, q̇, q̈)``, ``None`` for 0."""
         if self._trajectory is not None:
-            q, v, _ = self._trajectory.sample(state.stamp - self._t0)
-            return q, v
+            return self._trajectory.sample(state.stamp - self._t0)
         if self._fixed is not None:
-            return self._fixed.q, self._fixed.v
-        return np.array(state.q, dtype=np.float64), None
+            return self._fixed.q, self._fixed.v, self._fixed.a
+        return np.array(state.q, dtype=np.float64), None, None
+
+    def _approach(self, state: JointState, target: JointReference) -> JointTrajectory | None:
+        """The quintic from the current reference to ``target`` (see the class docstring), or
+        ``None`` after refusing it (its motion passes a limit: a start moving fast away)."""
+        q0, v0, a0 = self._current(state)
+        distance = np.abs(self.robot.difference(target.q, q0))
+        with np.errstate(divide="ignore"):  # a joint without a velocity limit: inf, no bound
+            slowest = np.max(
+                _QUINTIC_PEAK_SPEED * distance / (JOINT_TARGET_SPEED_SHARE * self.robot.velocity_limit)
+            )
+        duration = max(self._shortest_approach, float(slowest))
+        try:
+            approach = JointTrajectory(
+                [duration],
+                target.q[None],
+                np.zeros((1, self.n)),
+                np.zeros((1, self.n)),
+                start=(q0, v0, a0),
+                continuous=self.robot.continuous,
+            )
+            check_motion(self.robot, approach)
+        except TargetError as exc:
+            self._refuse(f"joint target: {exc}")
+            return None
+        return approach
 
     def _activate(self, state: JointState) -> None:
         assert self._pending is not None
         kind, payload = self._pending
         self._pending = None
         if kind == "target":
-            self._fixed, self._trajectory, self._mode = payload, None, "joint_target"
+            approach = self._approach(state, payload)
+            if approach is not None:
+                self._fixed, self._trajectory, self._t0, self._mode = (
+                    payload,
+                    approach,
+                    state.stamp,
+                    "joint_target",
+                )
         elif kind == "stop":
             if self._trajectory is not None:
-                q, _ = self._current(state)
+                q, _, _ = self._current(state)
             else:  # a joint target still 1 rad away had kept the arm going and reported "hold"
                 q = state.q
             self._fixed, self._trajectory, self._mode = (
@@ -544,11 +600,10 @@ class JointTargetSource(TargetSource):
                     None if acc is None else acc[due],
                 )
                 t0 = state.stamp
-            q0, v0 = self._current(state)
             try:
                 times, pos, vel, acc = points
                 trajectory = JointTrajectory(
-                    times, pos, vel, acc, start=(q0, v0), continuous=self.robot.continuous
+                    times, pos, vel, acc, start=self._current(state), continuous=self.robot.continuous
                 )
                 # Only the segment from the start and the next one differ from those checked in the
                 # callback (the first waypoint's estimated velocity changes with the start).
