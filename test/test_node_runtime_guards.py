@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from ros_helpers import CONFIG, requires_rclpy, ros_domain  # noqa: F401
 
+from torque_ctrl_ros.core.errors import SolverError
 from torque_ctrl_ros.run_sim import param_literal
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
@@ -655,6 +656,32 @@ def test_a_state_stamped_ahead_samples_the_trajectory_at_most_max_age_ahead(node
     node._on_state_message(_state_msg(HOME, 100.301 + 0.6))
     assert seen == [pytest.approx(100.301 + node.watchdog.config.max_age, abs=1e-9)]
     assert node.watchdog.state.value == "ok"
+
+
+@pytest.mark.parametrize("failure", ["refused", "controller"])
+def test_a_fallback_window_ends_by_the_stamps_when_the_clock_stands_still(nodes: Nodes, failure: str) -> None:
+    """``use_sim_time`` with the node's clock standing still (no ``/clock``), states still coming
+    every 1 ms: refused ones (or ones the controller fails on) had been answered with the safe
+    command for ever, its window timed on that clock alone. It ends after ``fallback_duration``
+    of their stamps."""
+    from rclpy.time import Time
+
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
+    clock = node.node.get_clock()
+    clock.set_ros_time_override(Time(nanoseconds=100_000_000_000, clock_type=clock.clock_type))
+    node._on_state_message(_state_msg(HOME, 100.0))
+    if failure == "controller":
+
+        def fail(state: Any, reference: Any) -> None:
+            raise SolverError("the QP failed (test)")
+
+        node.controller.compute = fail
+    for k in range(1, 801):  # ahead of the clock, up to 0.8 s (max_future 1 s)
+        node._on_state_message(
+            _state_msg(np.full(7, np.nan) if failure == "refused" else HOME, 100.0 + k * 1e-3)
+        )
+    assert node.watchdog.state.value == "stopped"
+    assert node.fallback_commands == round(node.watchdog.config.fallback_duration / 1e-3) + 1
 
 
 def test_the_start_up_answer_is_counted_but_not_timed(nodes: Nodes) -> None:

@@ -503,3 +503,17 @@ def test_watchdog_safe_since_is_the_later_of_window_start_and_last_accept() -> N
     wd.accept(np.ones(3), np.zeros(3), 1.004, 1.004)
     assert wd.controller_failed("boom", 1.004) is Action.FALLBACK
     assert wd.safe_since == 1.004
+
+
+def test_end_window_stops_only_an_open_fallback_window() -> None:
+    """The node ends a window by the stamps when its clock stands still; nothing else changes."""
+    wd = Watchdog(2)
+    wd.end_window()
+    assert wd.state is WatchdogState.WAITING
+    wd.accept(np.zeros(2), np.zeros(2), 1.0, 1.0)
+    wd.end_window()
+    assert wd.state is WatchdogState.OK
+    assert wd.reject(RejectReason.NON_FINITE, "test", 1.001) is Action.FALLBACK
+    wd.end_window()
+    assert wd.state is WatchdogState.STOPPED
+    assert wd.reject(RejectReason.NON_FINITE, "test", 1.002) is Action.NONE

@@ -436,6 +436,13 @@ class Watchdog:
         ):
             self._set(WatchdogState.STOPPED)
 
+    def end_window(self) -> None:
+        """End an open fallback window now (FALLBACK → STOPPED): the caller found it over by the
+        states' own stamps, which go on where the clock given as ``now`` may stand still
+        (``use_sim_time`` without ``/clock``: refused states had been answered for ever)."""
+        if self.state is WatchdogState.FALLBACK:
+            self._set(WatchdogState.STOPPED)
+
     @property
     def safe_since(self) -> float:
         """When (s, the caller's clock) the safe command took over from :attr:`last_good`: the

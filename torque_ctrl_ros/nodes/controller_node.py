@@ -114,6 +114,9 @@ class ControllerNode:
         self.brake = SafeBrake(robot, self.damping, cfg.watchdog.fallback_duration)
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
         self._safe_from_stamp = math.nan  # stamp (s) of the first state the safe command answered
+        # Its stamp as it came, not reset by states the controller failed on: the window by the
+        # stamps (_handle_state).
+        self._safe_window_stamp = math.nan
         self._rejected_when_computed = 0  # Watchdog.rejected_total at the last computed state
         self._computed_step = 0.0  # s between the last two computed states in a row (the stream's period)
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
@@ -317,6 +320,15 @@ class ControllerNode:
         if action is Action.COMPUTE:
             action, out, t0, t_computed = self._compute(previous, counted, now)
         if action is Action.FALLBACK:
+            # The window is also over by the stamps as they came, which go on where the node's
+            # clock may stand still (use_sim_time without /clock: ahead of it, they count as
+            # now + max_age everywhere else).
+            if math.isnan(self._safe_window_stamp):
+                self._safe_window_stamp = stamp
+            elif stamp - self._safe_window_stamp > wcfg.fallback_duration:
+                wd.end_window()
+                action = Action.NONE
+        if action is Action.FALLBACK:
             out = self._safe_command(counted, now)
         self._log_outcome(previous, rejected_before, action)
         if out is None:
@@ -384,6 +396,8 @@ class ControllerNode:
             # node dying with its last torque left applied by a driver without a timeout.
             self.log.error("controller exception", traceback.format_exc().rstrip())
             action = wd.controller_failed(f"unexpected {type(exc).__name__}: {exc}", now)
+        else:
+            self._safe_window_stamp = math.nan  # a torque computed: no safe command since
         t_computed = time.perf_counter()
         self.compute_time.add(t_computed - t0)
         return action, out, t0, t_computed
