@@ -27,7 +27,7 @@ from torque_ctrl_ros.nodes.conversions import (
     ns_to_stamp,
     stamp_to_ns,
 )
-from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
+from torque_ctrl_ros.nodes.params import check_params_file, controller_node_config, sim_node_config
 from torque_ctrl_ros.nodes.targets import JointTargetSource
 from torque_ctrl_ros.paths import find_share_dir
 
@@ -423,3 +423,35 @@ def test_command_labels_are_read_only_as_the_encoders_write_them() -> None:
     assert decoded is not None and decoded[1] is None
     raw[at + 3] = 0
     assert CommandWire.decode(bytes(raw)) is None  # left to rclpy, which stops at the NUL
+
+
+NODES = ("sim_node", "controller_node", "sim_and_controller")
+
+
+def test_the_shipped_parameter_file_reaches_only_our_nodes() -> None:
+    check_params_file(Path(__file__).resolve().parents[1] / "config" / "gen3_controllers.yaml", NODES)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("controller_nodes:\n  ros__parameters:\n    controller: qpid\n", "section 'controller_nodes'"),
+        ("- controller_node\n", "expected node sections"),
+        ("controller_node: [\n", "parameter file"),
+        ("/arm/controller_node:\n  ros__parameters: {}\n/**:\n  ros__parameters: {}\n", None),
+    ],
+    ids=["misspelt", "a-list", "bad-yaml", "namespace-and-wildcard"],
+)
+def test_a_parameter_file_section_for_no_node_is_refused(
+    tmp_path: Path, text: str, error: str | None
+) -> None:
+    """rclpy ignores a section named after no node without a word: a misspelt ``controller_node``
+    left the controller on its defaults (sim-time states refused as stale) and make sim waiting
+    for ever."""
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    if error is None:
+        check_params_file(path, NODES)
+    else:
+        with pytest.raises(ConfigError, match=error):
+            check_params_file(path, NODES)

@@ -171,14 +171,14 @@ def _node_processes(tmp_path: Path) -> list[str]:
 
 def test_a_simulator_that_fails_at_start_ends_the_run_at_once(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
     bad = tmp_path / "bad.yaml"
-    bad.write_text("sim_node:\n  ros__parameters:\n    mode: [\n")
+    bad.write_text("sim_node:\n  ros__parameters:\n    lockstep_timeout: -1.0\n")  # refused by the node
     t0 = time.monotonic()
     runner = _runner(ros_domain, tmp_path / "out", "--duration", "1", "--params-file", str(bad))
     out, _ = runner.communicate(timeout=60)
     # Before: the runner waited 15 s for a state, started the controller anyway and said "done".
     assert time.monotonic() - t0 < 10.0, out
     assert runner.returncode == 1, out
-    assert "sim_node exited with status 2" in out and "Couldn't parse params file" in out
+    assert "sim_node exited with status 2" in out and "lockstep_timeout" in out
     assert "controller_node was not started" in out and "summary (failed)" in out
 
 
@@ -239,3 +239,18 @@ def test_the_tracking_error_is_summarised_in_constant_memory() -> None:
         stats.add(value)
     assert (stats.count, stats.max, stats.last) == (3, 0.3, 0.2)
     assert stats.rms == pytest.approx(math.sqrt((0.01 + 0.09 + 0.04) / 3), rel=1e-12)
+
+
+def test_a_parameter_file_section_for_no_node_stops_the_runner_at_once(
+    ros_domain: int,  # noqa: F811 - pytest fixture
+    tmp_path: Path,
+) -> None:
+    """A misspelt ``controller_node:`` section: rclpy ignores it, and the controller on its
+    defaults (wall clock) had refused every simulated state as stale while the run waited for ever."""
+    shipped = (Path(__file__).resolve().parents[1] / "config" / "gen3_controllers.yaml").read_text()
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(shipped.replace("\ncontroller_node:", "\ncontroller_nodes:"))
+    assert typo.read_text() != shipped
+    runner = _runner(ros_domain, tmp_path / "out", "--duration", "1", "--params-file", str(typo))
+    out, _ = runner.communicate(timeout=60)
+    assert runner.returncode == 2 and "section 'controller_nodes' names no node" in out, out

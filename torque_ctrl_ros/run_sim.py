@@ -33,6 +33,7 @@ from .core.controllers import CONTROLLERS
 from .core.errors import ConfigError
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
+from .nodes.params import check_params_file
 from .nodes.scheduling import PARENT_ENV, UNPLACED, Placement, parse_cpu_latency
 from .paths import data_path
 
@@ -528,6 +529,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         placement = Placement.from_spec(args.rt_priority, args.cpus, parse_cpu_latency(args.cpu_latency_us))
+        # The nodes this runner may start: the two processes, or both in one (composed).
+        check_params_file(
+            args.params_file or data_path("config", "gen3_controllers.yaml"),
+            ("sim_node", "controller_node", "sim_and_controller"),
+        )
     except ConfigError as exc:
         parser.error(str(exc))
 

@@ -391,3 +391,31 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
         command_queue_depth=_int(node, params, "command_queue_depth", 100, 1, _MAX_QUEUE),
         common=_common(node, params),
     )
+
+
+def check_params_file(path: Path, nodes: Sequence[str]) -> None:
+    """Refuse a parameter file with a section that reaches none of ``nodes``.
+
+    rclpy passes a node only the sections named after it (``controller_node:``, or with a
+    namespace ``/arm/controller_node:``) or a wildcard (``/**:``); any other is ignored without
+    a word. A misspelt section had left the controller on its built-in defaults (``use_sim_time``
+    false, so every simulated state was refused as stale) and ``make sim`` waiting for ever.
+
+    Raises:
+        ConfigError: unreadable YAML, not a mapping of sections, or a section for another node.
+    """
+    import yaml  # only the runner reads the file itself; the nodes get it from rcl
+
+    try:
+        sections = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"parameter file {path}: {exc}") from None
+    if not isinstance(sections, dict):
+        raise ConfigError(f"parameter file {path}: expected node sections (e.g. controller_node:)")
+    for key in sections:
+        name = str(key).strip("/").rsplit("/", 1)[-1]
+        if name not in nodes and "*" not in name:
+            raise ConfigError(
+                f"parameter file {path}: section {key!r} names no node started here; expected one of "
+                f"{sorted(nodes)} (with an optional namespace) or a wildcard such as '/**'"
+            )
