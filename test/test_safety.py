@@ -517,3 +517,13 @@ def test_end_window_stops_only_an_open_fallback_window() -> None:
     wd.end_window()
     assert wd.state is WatchdogState.STOPPED
     assert wd.reject(RejectReason.NON_FINITE, "test", 1.002) is Action.NONE
+
+
+def test_a_state_hours_old_is_said_to_be_on_another_clock() -> None:
+    """Sim-time stamps read on the wall clock (a node left on use_sim_time false) are ~1.8e12 ms
+    old: the refusal says which mix-up that is; a state a second late does not."""
+    wd = Watchdog(2)
+    reason, message = wd.check(np.zeros(2), np.zeros(2), 0.5, 1.8e9) or (None, "")
+    assert reason is RejectReason.STALE and "another clock" in message
+    reason, message = wd.check(np.zeros(2), np.zeros(2), 0.5, 1.5) or (None, "")
+    assert reason is RejectReason.STALE and "another clock" not in message

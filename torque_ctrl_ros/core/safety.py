@@ -215,6 +215,10 @@ class WatchdogConfig:
         )
 
 
+#: Age (s) past which a stale state is said to be stamped on another clock: an hour.
+_OTHER_CLOCK_S = 3600.0
+
+
 @dataclass
 class LastGood:
     """The last accepted state, in controller order: ``q`` (rad), ``v`` (rad/s), ``stamp`` (s)."""
@@ -307,9 +311,12 @@ class Watchdog:
             return RejectReason.INCONSISTENT, f"joint state stamp {stamp} is not finite"
         age = now - stamp
         if age > self.config.max_age:
+            # Hours or years old: the stamps are on another clock than `now` (sim time against
+            # wall time: a node left on its default use_sim_time), not late.
+            hint = ": stamped on another clock? (use_sim_time)" if age > _OTHER_CLOCK_S else ""
             return (
                 RejectReason.STALE,
-                f"joint state is {age * 1e3:.1f} ms old (max {self.config.max_age * 1e3:.1f} ms)",
+                f"joint state is {age * 1e3:.1f} ms old (max {self.config.max_age * 1e3:.1f} ms){hint}",
             )
         if self.has_good and stamp < self._order_stamp and not now < self._accepted_at:
             return (
