@@ -274,7 +274,9 @@ def test_a_pose_target_is_forgotten_on_reset(robot: Any) -> None:
     source = targets.PoseTargetSource(node, ctrl)  # type: ignore[arg-type]
     state = JointState(HOME, np.zeros(7), 1.0)
     node.callbacks["~/target_pose"](_pose((0.5, 0.0, 0.3)))
-    assert np.allclose(source.reference(state).position, [0.5, 0.0, 0.3])
+    source.reference(state)  # the approach starts
+    later = JointState(HOME, np.zeros(7), 100.0)
+    assert np.allclose(source.reference(later).position, [0.5, 0.0, 0.3])
     source.reset()
     ref = source.reference(state)
     assert source.describe() == "hold"

@@ -75,7 +75,8 @@ def quaternion_xyzw(rotation: np.ndarray) -> np.ndarray:
 
 
 def core_loop(controller: str, steps: int, reference: Any) -> dict[str, np.ndarray]:
-    """The same closed loop in one process: plant at ``home``, constant ``reference``."""
+    """The same closed loop in one process: plant at ``home``, a constant ``reference`` or one
+    a function gives for each state (e.g. a target source's)."""
     plant = MujocoPlant(SCENE)
     plant.reset("home")
     ctrl = create_controller(controller, RobotModel.from_urdf_file(URDF), shipped_section(controller))
@@ -83,7 +84,8 @@ def core_loop(controller: str, steps: int, reference: Any) -> dict[str, np.ndarr
     v = np.empty((steps + 1, plant.n))
     for k in range(steps):
         q[k], v[k] = plant.q, plant.v
-        plant.set_torque(ctrl.compute(JointState(plant.q, plant.v, k * 1e-3), reference).tau)
+        state = JointState(plant.q, plant.v, k * 1e-3)
+        plant.set_torque(ctrl.compute(state, reference(state) if callable(reference) else reference).tau)
         plant.step()
     q[steps], v[steps] = plant.q, plant.v
     return {"q": q, "v": v}
@@ -196,12 +198,22 @@ def test_achd_rnea_moves_the_tool_to_a_pose_target(launch: Any, probe: Probe, tm
     rec = out["record"]
     e_mm, e_rad = tool_error_mm(rec["q"][-1], target)
     e0_mm, _ = tool_error_mm(rec["q"][0], target)
-    reference = PoseReference.from_position_quaternion(target.translation, quat)
-    dev = np.abs(rec["q"] - core_loop("achd_rnea", steps, reference)["q"]).max()
+    # The node's target source approaches the target from the first state (stamp 0); the same
+    # source, fed the same message, gives the core loop its references.
+    from ros_helpers import FakeTargetNode
+
+    from torque_ctrl_ros.nodes.targets import PoseTargetSource
+
+    robot = RobotModel.from_urdf_file(URDF)
+    source = PoseTargetSource(
+        FakeTargetNode(), create_controller("achd_rnea", robot, shipped_section("achd_rnea"))
+    )  # type: ignore[arg-type]
+    source._on_pose(pose_msg(target.translation, quat))
+    dev = np.abs(rec["q"] - core_loop("achd_rnea", steps, source.reference)["q"]).max()
     diag = running_sample(diags, "info_position_error")
     last = diagnostic_values(diags, "controller")
     print(
-        f"achd_rnea over DDS: 5 cm step in x, tool error {e0_mm:.1f} mm -> {e_mm:.2e} mm, "
+        f"achd_rnea over DDS: 5 cm move in x, tool error {e0_mm:.1f} mm -> {e_mm:.2e} mm, "
         f"{e_rad:.1e} rad after {steps * 1e-3:.1f} s; vs core loop {dev:.1e} rad; targets received "
         f"{last['targets_received']}, rejected {last['targets_rejected']} "
         f"(last: {last['target_last_error']!r}); diagnostics: "

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
@@ -139,7 +140,6 @@ def test_reach_is_an_outer_bound_as_tight_as_the_stretched_arm(robot: RobotModel
 
     # A prismatic first joint (RobotModel refuses such a model; Reach on its own too): its travel
     # is no offset, and the sum of the offsets had been taken for a bound the tool passed by 1 m.
-    import pinocchio as pin
 
     from torque_ctrl_ros.core.errors import ConfigError
 
@@ -217,6 +217,39 @@ def test_a_joint_target_is_approached_within_the_velocity_limits(
     assert np.all(peak <= 0.55 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
     assert np.abs(robot.difference(goal, plant.q)).max() < 1e-4
     assert source.describe() == "joint_target" and source.rejected == 0
+
+
+@pytest.mark.parametrize("move", [[0.0, 0.3, 0.0], [-0.2, 0.2, 0.1]])
+def test_a_pose_target_is_approached_within_the_velocity_limits(robot: RobotModel, move: list[float]) -> None:
+    """achd_rnea on the MuJoCo plant, from home to a pose 0.3 m away (turned by ~0.5 rad too):
+    stepped into the law at once, a position target alone had driven joint_5 at 3.9 (4.2) times its
+    velocity limit. Approached, no joint passes 0.7 of its limit and the tool ends on the target."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
+    plant.reset("home")
+    params = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
+    ctrl = create_controller("achd_rnea", robot, params.controller_params)
+    source = targets.PoseTargetSource(FakeTargetNode(), ctrl)  # type: ignore[arg-type]
+    tool = robot.frame_placement(plant.q, TOOL)
+    rotation = pin.rpy.rpyToMatrix(0.3, -0.2, 0.4) @ tool.rotation
+    msg = _pose(tool.translation + np.array(move))
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(rotation).coeffs())
+    source._on_pose(msg)
+    peak = np.zeros(7)
+    for k in range(4000):
+        state = JointState(plant.q.copy(), plant.v.copy(), k * 1e-3)
+        out = ctrl.compute(state, source.reference(state))
+        assert not out.saturated.any()
+        plant.set_torque(out.tau)
+        plant.step()
+        peak = np.maximum(peak, np.abs(plant.v))
+    assert np.all(peak <= 0.7 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
+    end = robot.frame_placement(plant.q, TOOL)
+    assert np.linalg.norm(end.translation - (tool.translation + move)) < 1e-4
+    assert np.linalg.norm(pin.log3(end.rotation.T @ rotation)) < 1e-4
+    assert source.describe() == "target_pose" and source._approach is None  # arrived, held
 
 
 def test_accelerations_without_velocities_are_refused(robot: RobotModel) -> None:

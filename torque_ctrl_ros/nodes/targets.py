@@ -43,6 +43,7 @@ from operator import attrgetter
 from typing import Any
 
 import numpy as np
+import pinocchio as pin
 from geometry_msgs.msg import PoseStamped
 from rclpy.exceptions import InvalidTopicNameException
 from rclpy.node import Node
@@ -51,7 +52,9 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState as JointStateMsg
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
+from ..core.constrained_dynamics import AXIS_NAMES
 from ..core.controllers import Controller, PoseReference
+from ..core.controllers.cartesian import PoseApproach
 from ..core.errors import ConfigError, StateError, TargetError
 from ..core.reach import Reach
 from ..core.robot import RobotModel
@@ -91,9 +94,14 @@ would otherwise wait for ever."""
 
 
 JOINT_TARGET_SPEED_SHARE = 0.5
-"""Share of each joint's velocity limit a joint target's approach may reach at its peak. Stepped
-into the computed-torque law at once, a target 1 rad away had driven joint_1 at 3.7 rad/s against
-its 1.4 rad/s limit (the peak of a critically damped step is ``ω_n/e`` per rad of distance)."""
+"""Share of each joint's velocity limit a joint or pose target's approach may reach at its peak.
+Stepped into the computed-torque law at once, a target 1 rad away had driven joint_1 at 3.7 rad/s
+against its 1.4 rad/s limit (the peak of a critically damped step is ``ω_n/e`` per rad of
+distance); stepped into achd_rnea's, a pose 0.3 m away had driven joint_5 at 3.9 times its limit."""
+
+#: Singular values of the tool Jacobian below this share of the largest are left out when a pose
+#: target's approach is timed (a direction the arm can hardly move in would stretch it without end).
+_APPROACH_RCOND = 1e-4
 
 # A rest-to-rest quintic over ``T`` (minimum jerk) peaks at 15/8·Δq/T in speed and 10/√3·Δq/T² in
 # acceleration.
@@ -671,20 +679,35 @@ class JointTargetSource(TargetSource):
 
 @register_target_source("achd_rnea")
 class PoseTargetSource(TargetSource):
-    """``~/target_pose`` (PoseStamped): the tool pose in the model's base frame, held until replaced.
+    """``~/target_pose`` (PoseStamped): the tool pose in the model's base frame, reached along a
+    :class:`PoseApproach` from the current reference and then held until replaced.
 
     ``header.frame_id`` must name the base frame (no TF here); the quaternion must be near unit
     norm (an all-zero default orientation is refused), every number finite and the position
     within the controlled frame's reach (:class:`Reach`).
+
+    The approach's duration ``T`` is the shortest that keeps the peak acceleration of each
+    constrained axis at most ``kp·|Δx|`` (what the step into the control law would ask at once:
+    ``T ≥ √(5.77/min kp)``) and, to first order at the state it starts at, each joint at most
+    :data:`JOINT_TARGET_SPEED_SHARE` of its velocity limit: ``q̇ = J⁺·ξ·σ̇`` for the move ``ξ =
+    [Δp; R₀·θ₁]`` on the constrained axes, ``σ̇`` peaking at ``1.875/T``. Along a long move the
+    Jacobian changes: a first-order bound, not a guarantee (0.3 m from home: 0.5–0.6 of the limits).
     """
 
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
         super().__init__(node, controller)
+        self.robot = controller.robot
         self.frame = base_frame(controller.robot)
         ctrl: Any = controller  # an AchdRnea: config.frame is the controlled frame
+        self.controlled = ctrl.config.frame
         self.reach = Reach.of(controller.robot, ctrl.config.frame)
+        self._rows = np.array([AXIS_NAMES.index(a) for a in ctrl.config.constrained_axes])
+        kp = np.min(np.asarray(ctrl.config.kp)[self._rows])
+        self._shortest_approach = float(np.sqrt(_QUINTIC_PEAK_ACCELERATION / kp))
         self._pending: PoseReference | None = None
         self._active: PoseReference | None = None
+        self._approach: PoseApproach | None = None
+        self._t0 = 0.0  # stamp (s) the approach started at, moved on by pauses
         self._mode = "hold"
         node.create_subscription(PoseStamped, "~/target_pose", self._on_pose, TARGET_QOS)
 
@@ -699,15 +722,49 @@ class PoseTargetSource(TargetSource):
         self.received += 1
         self._pending = ref
 
+    def _current(self, state: JointState) -> PoseReference:
+        """The reference at ``state`` before a new target takes over."""
+        if self._approach is not None:
+            return self._approach.sample(state.stamp - self._t0)
+        return self._active if self._active is not None else self.controller.hold_reference(state)
+
+    def _approach_to(self, state: JointState, goal: PoseReference) -> PoseApproach:
+        """The move from the current reference to ``goal``, timed as the class docstring says."""
+        start = self._current(state)
+        move = np.concatenate(
+            (goal.position - start.position, start.rotation @ pin.log3(start.rotation.T @ goal.rotation))
+        )
+        jacobian = self.robot.frame_jacobian(state.q, self.controlled)[self._rows]
+        per_unit = np.linalg.pinv(jacobian, rcond=_APPROACH_RCOND) @ move[self._rows]  # q̇ per σ̇ (rad)
+        with np.errstate(divide="ignore"):  # a joint without a velocity limit: inf, no bound
+            slowest = np.max(
+                _QUINTIC_PEAK_SPEED
+                * np.abs(per_unit)
+                / (JOINT_TARGET_SPEED_SHARE * self.robot.velocity_limit)
+            )
+        return PoseApproach(start, goal, max(self._shortest_approach, float(slowest)))
+
     def reference(self, state: JointState) -> PoseReference:
         if self._pending is not None:
-            self._active, self._pending, self._mode = self._pending, None, "target_pose"
+            goal, self._pending = self._pending, None
+            self._approach, self._t0 = self._approach_to(state, goal), state.stamp
+            self._active, self._mode = goal, "target_pose"
+        if self._approach is not None:
+            reference = self._approach.sample(state.stamp - self._t0)
+            if reference is self._approach.goal:  # arrived: held from now on
+                self._active, self._approach = reference, None
+            return reference
         if self._active is None:
             self._active = self.controller.hold_reference(state)
         return self._active
 
+    def pause(self, since: float, until: float) -> None:
+        # As a trajectory: the approach takes up where it stood when the safe torque took over.
+        self._t0 += until - since
+
     def reset(self, clock_reset: bool = False) -> None:
         self._active = None
+        self._approach = None
         self._mode = "hold"
 
     def describe(self) -> str:

@@ -51,6 +51,7 @@ from ..constrained_dynamics import (
 from ..errors import ConfigError, TargetError
 from ..robot import RobotModel, check_pd_gains
 from ..safety import DEFAULT_DAMPING
+from ..trajectory import JointTrajectory
 from ..types import JointState
 from ..validation import FloatArray, as_positive_float, as_rotation, as_vector, check_choice
 from .base import Controller, reject_unknown_keys
@@ -141,6 +142,56 @@ def check_pose_reference(reference: PoseReference) -> PoseReference:
         else as_vector("target acceleration", reference.acceleration, 6, error=TargetError)
     )
     return PoseReference(p, rot, twist, acc)
+
+
+class PoseApproach:
+    """A move of a pose reference from ``start`` to rest at ``goal`` over ``duration`` (s).
+
+    The position and the rotation vector ``θ`` of ``R = R₀·exp(θ)`` (``R₀`` the start rotation)
+    follow quintics (:class:`~torque_ctrl_ros.core.trajectory.JointTrajectory` on
+    ``[p; θ]``) from the start's pose, twist and acceleration to ``[p₁; log(R₀ᵀ·R₁)]`` at rest.
+    Sampled::
+
+        R = R₀·exp(θ),   ω = R·J_r(θ)·θ̇,   ω̇ = R·J_r(θ)·θ̈     (base axes)
+
+    ``J_r`` the right Jacobian of ``exp``. The dropped ``R·J̇_r·θ̇`` is 0 when ``θ̇ ∥ θ``,
+    which holds from a start at rest (a straight line, a fixed rotation axis); from a moving
+    start it is the acceleration feed-forward's only approximation. Past ``duration``, ``goal``.
+    """
+
+    def __init__(self, start: PoseReference, goal: PoseReference, duration: float) -> None:
+        start, goal = check_pose_reference(start), check_pose_reference(goal)
+        self.goal = goal
+        self.duration = as_positive_float("approach duration", duration)
+        self._r0 = start.rotation
+        r0t = start.rotation.T
+        twist = np.zeros(6) if start.twist is None else start.twist
+        acc = np.zeros(6) if start.acceleration is None else start.acceleration
+        # At θ = 0, J_r = I and the dropped terms vanish: the start's twist and acceleration map exactly.
+        begin = (
+            np.concatenate((start.position, np.zeros(3))),
+            np.concatenate((twist[:3], r0t @ twist[3:])),
+            np.concatenate((acc[:3], r0t @ acc[3:])),
+        )
+        end = np.concatenate((goal.position, pin.log3(r0t @ goal.rotation)))
+        self._path = JointTrajectory(
+            [self.duration], end[None], np.zeros((1, 6)), np.zeros((1, 6)), start=begin
+        )
+
+    def sample(self, t: float) -> PoseReference:
+        """The reference ``t`` s after the start (``goal`` itself from ``duration`` on)."""
+        if t >= self.duration:
+            return self.goal
+        x, xd, xdd = self._path.sample(t)
+        theta = x[3:]
+        rotation = self._r0 @ pin.exp3(theta)
+        to_base = rotation @ pin.Jexp3(theta)
+        return PoseReference(
+            x[:3],
+            rotation,
+            np.concatenate((xd[:3], to_base @ xd[3:])),
+            np.concatenate((xdd[:3], to_base @ xdd[3:])),
+        )
 
 
 def pose_error(current: pin.SE3, target: pin.SE3, kind: str = "decoupled") -> FloatArray:
@@ -465,6 +516,7 @@ __all__ = [
     "AchdRnea",
     "AchdRneaConfig",
     "AchdSolution",
+    "PoseApproach",
     "PoseReference",
     "check_pose_error_axes",
     "check_pose_reference",
