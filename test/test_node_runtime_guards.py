@@ -640,6 +640,20 @@ def test_a_stream_that_slows_down_falls_back_once(nodes: Nodes) -> None:
     assert node.target._t0 - t0 == pytest.approx(0.025, abs=1e-9)
 
 
+def test_a_jittery_slow_stream_is_no_silence(nodes: Nodes) -> None:
+    """A 40 Hz stream whose stamps jitter by ±5 ms: taken from the last step alone, the period
+    after a 15–20 ms step made the next 30–35 ms step a silence (89 fallbacks and the trajectory
+    paused 1.4 s of 10 s). The longest of the recent steps is the period."""
+    node, at = _trajectory_on_sim_time(nodes, 20.0)
+    rng = np.random.default_rng(2)
+    at(25, HOME)  # the trajectory starts
+    t0 = node.target._t0
+    for k in range(2, 401):
+        at(25 * k + int(rng.integers(-5, 6)), HOME)
+    assert node.watchdog.transitions == 1 and node.watchdog.state.value == "ok"
+    assert node.target._t0 == t0
+
+
 def test_a_state_stamped_ahead_samples_the_trajectory_at_most_max_age_ahead(nodes: Nodes) -> None:
     """One state stamped 0.6 s ahead of the clock (the watchdog accepts up to max_future, 1 s): the
     trajectory had been sampled 0.6 s ahead (joint 1's reference 0.35 rad from the arm, 15 N·m)."""
@@ -682,6 +696,65 @@ def test_a_fallback_window_ends_by_the_stamps_when_the_clock_stands_still(nodes:
         )
     assert node.watchdog.state.value == "stopped"
     assert node.fallback_commands == round(node.watchdog.config.fallback_duration / 1e-3) + 1
+
+
+@pytest.mark.parametrize("wild", ["ahead", "behind"])
+def test_one_wild_stamp_in_a_fallback_window_changes_nothing(nodes: Nodes, wild: str) -> None:
+    """On a running clock the window ends by that clock: one refused state stamped 2 s ahead (or
+    an hour behind, opening the window) had ended it by the stamps at once, stopping the arm and
+    dropping its trajectory."""
+    node, at = _trajectory_on_sim_time(nodes, 2.0)
+    for k in range(1, 301):
+        at(k, HOME)
+    nan = np.full(7, np.nan)
+    clock = node.node.get_clock()
+    from rclpy.time import Time
+
+    for k in (301, 302, 303):
+        clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
+        shift = {"ahead": 2.0 if k == 302 else 0.0, "behind": -3600.0 if k == 301 else 0.0}[wild]
+        node._on_state_message(_state_msg(nan, 100.0 + k * 1e-3 + shift))
+    assert node.watchdog.state.value == "fallback" and node.fallback_commands == 3
+    at(304, HOME)
+    assert node.watchdog.state.value == "ok" and node.target.describe() == "trajectory"
+
+
+def test_a_pose_approach_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) -> None:
+    """achd_rnea approaching a pose 0.2 m away, 0.4 s of refused states on the way: the approach
+    pauses with the safe torque (without the pause its reference jumped 27 mm on recovery)."""
+    import pinocchio as pin
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.time import Time
+
+    from torque_ctrl_ros.core.types import JointState
+
+    node = nodes.make("controller", controller="achd_rnea", use_sim_time=True)
+    clock = node.node.get_clock()
+
+    def at(k: int, q: np.ndarray) -> None:
+        clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
+        node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
+
+    at(0, HOME)
+    source = node.target
+    start = source.controller.hold_reference(JointState(HOME, np.zeros(7), 100.0))
+    msg = PoseStamped()
+    msg.header.frame_id = source.frame
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(
+        float, start.position + np.array([0.0, 0.2, 0.0])
+    )
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = map(float, pin.Quaternion(start.rotation).coeffs())
+    source._on_pose(msg)
+    for k in range(1, 401):
+        at(k, HOME)
+    assert source._approach is not None and source._approach.duration > 0.8  # still on its way
+    before = source._current(JointState(HOME, np.zeros(7), 100.4)).position
+    for k in range(401, 801):
+        at(k, np.full(7, np.nan))
+    at(801, HOME)
+    after = source._current(JointState(HOME, np.zeros(7), 100.801)).position
+    assert np.linalg.norm(after - before) < 1e-4  # one period of motion at most
 
 
 def test_the_start_up_answer_is_counted_but_not_timed(nodes: Nodes) -> None:

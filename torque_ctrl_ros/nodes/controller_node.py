@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -117,8 +118,10 @@ class ControllerNode:
         # Its stamp as it came, not reset by states the controller failed on: the window by the
         # stamps (_handle_state).
         self._safe_window_stamp = math.nan
+        self._safe_window_now = math.nan  # the node's clock (s) when that state came
         self._rejected_when_computed = 0  # Watchdog.rejected_total at the last computed state
-        self._computed_step = 0.0  # s between the last two computed states in a row (the stream's period)
+        self._computed_step = 0.0  # the stream's period (s): the longest of _recent_steps
+        self._recent_steps: deque[float] = deque(maxlen=10)  # s between computed states in a row
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         limits = (robot.position_lower, robot.position_upper)
         self.watchdog = Watchdog(robot.n, cfg.watchdog, limits, robot.velocity_limit, robot.joint_names)
@@ -320,12 +323,13 @@ class ControllerNode:
         if action is Action.COMPUTE:
             action, out, t0, t_computed = self._compute(previous, counted, now)
         if action is Action.FALLBACK:
-            # The window is also over by the stamps as they came, which go on where the node's
-            # clock may stand still (use_sim_time without /clock: ahead of it, they count as
-            # now + max_age everywhere else).
+            # Where the node's clock stands still (use_sim_time without /clock) the window could
+            # not end by it: it ends by the stamps as they came (ahead of that clock, they count
+            # as now + max_age everywhere else). Only then: on a running clock one wild stamp
+            # had stopped the arm and dropped its trajectory.
             if math.isnan(self._safe_window_stamp):
-                self._safe_window_stamp = stamp
-            elif stamp - self._safe_window_stamp > wcfg.fallback_duration:
+                self._safe_window_stamp, self._safe_window_now = stamp, now
+            elif now == self._safe_window_now and stamp - self._safe_window_stamp > wcfg.fallback_duration:
                 wd.end_window()
                 action = Action.NONE
         if action is Action.FALLBACK:
@@ -375,11 +379,13 @@ class ControllerNode:
             self.controller.reset()
         self._resume_target(previous, stamp)
         step = stamp - self._last_computed_stamp
-        # The stream's own period: two computed states with none refused between them (a gap
-        # noted as silence counts, so that a stream slowing to 40 Hz is learnt, not a silence
-        # at every state).
+        # The stream's own period: the longest of the last steps between two computed states
+        # with none refused between them. A gap noted as silence counts, so that a stream slowing
+        # to 40 Hz is learnt, not a silence at every state; the longest, so that a jittery one
+        # (25 ± 5 ms) is not, after one short step (one step alone: 89 fallbacks in 400 states).
         if 0.0 < step < 1.0 and wd.rejected_total == self._rejected_when_computed:
-            self._computed_step = step
+            self._recent_steps.append(step)
+            self._computed_step = max(self._recent_steps)
         self._last_computed_stamp = stamp
         self._rejected_when_computed = wd.rejected_total
         self._safe_from_stamp = math.nan
