@@ -252,6 +252,53 @@ def test_a_pose_target_is_approached_within_the_velocity_limits(robot: RobotMode
     assert source.describe() == "target_pose" and source._approach is None  # arrived, held
 
 
+@pytest.mark.parametrize("eps", [0.0, 0.001])
+def test_a_pose_target_across_a_singularity_is_refused_and_near_one_is_slow(
+    robot: RobotModel, eps: float
+) -> None:
+    """From the stretched pose (joints 4 and 6 at ``eps``), 0.1 m sideways keeping the orientation:
+    stepped, or timed at the start alone where the singular direction is dropped (0.24 s), the
+    arm reached 26 times a velocity limit. Exactly there the straight line passes the singularity:
+    refused, the active target kept. 0.001 rad off it, timed long (tens of seconds)."""
+    params = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
+    ctrl = create_controller("achd_rnea", robot, params.controller_params)
+    node = FakeTargetNode()
+    source = targets.PoseTargetSource(node, ctrl)  # type: ignore[arg-type]
+    q = np.zeros(7)
+    q[[3, 5]] = eps
+    state = JointState(q, np.zeros(7), 1.0)
+    held = source.reference(state)
+    tool = robot.frame_placement(q, TOOL)
+    msg = _pose(tool.translation + np.array([0.0, 0.1, 0.0]))
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(tool.rotation).coeffs())
+    node.callbacks["~/target_pose"](msg)
+    reference = source.reference(state)
+    if eps == 0.0:
+        assert source.rejected == 1 and "passes a singularity" in source.last_error, source.last_error
+        assert reference is held and source.describe() == "hold"
+    else:
+        assert source.rejected == 0 and source._approach is not None
+        assert source._approach.duration > 10.0
+
+
+def test_a_pose_target_where_the_reference_stands_is_taken_with_the_arm_off_it(robot: RobotModel) -> None:
+    """The move is timed from the reference, the path predicted from the arm: a target equal to the
+    held reference, the arm 0.05 rad away from it, is no move and no singularity."""
+    params = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
+    ctrl = create_controller("achd_rnea", robot, params.controller_params)
+    node = FakeTargetNode()
+    source = targets.PoseTargetSource(node, ctrl)  # type: ignore[arg-type]
+    q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+    held = source.reference(JointState(q, np.zeros(7), 1.0))
+    msg = _pose(held.position)
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(held.rotation).coeffs())
+    node.callbacks["~/target_pose"](msg)
+    source.reference(JointState(q + 0.05, np.zeros(7), 1.001))
+    assert source.rejected == 0 and source.describe() == "target_pose", source.last_error
+
+
 def test_accelerations_without_velocities_are_refused(robot: RobotModel) -> None:
     """They had been dropped without a word: a cubic through the positions, its acceleration at a
     waypoint 0.5 rad/s² where 5 had been sent."""
