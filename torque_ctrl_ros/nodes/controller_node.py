@@ -115,10 +115,10 @@ class ControllerNode:
         self.brake = SafeBrake(robot, self.damping, cfg.watchdog.fallback_duration)
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
         self._safe_from_stamp = math.nan  # stamp (s) of the first state the safe command answered
-        # Its stamp as it came, not reset by states the controller failed on: the window by the
-        # stamps (_handle_state).
+        # The stamp (s, as it came) and the node's clock (s) at the first safe command since a
+        # torque was last computed (a controller failing again does not restart them).
         self._safe_window_stamp = math.nan
-        self._safe_window_now = math.nan  # the node's clock (s) when that state came
+        self._safe_window_now = math.nan
         self._rejected_when_computed = 0  # Watchdog.rejected_total at the last computed state
         self._computed_step = 0.0  # the stream's period (s): the longest of _recent_steps
         self._recent_steps: deque[float] = deque(maxlen=10)  # s between computed states in a row
@@ -322,16 +322,9 @@ class ControllerNode:
         t0 = t_computed = 0.0  # set when the controller is called
         if action is Action.COMPUTE:
             action, out, t0, t_computed = self._compute(previous, counted, now)
-        if action is Action.FALLBACK:
-            # Where the node's clock stands still (use_sim_time without /clock) the window could
-            # not end by it: it ends by the stamps as they came (ahead of that clock, they count
-            # as now + max_age everywhere else). Only then: on a running clock one wild stamp
-            # had stopped the arm and dropped its trajectory.
-            if math.isnan(self._safe_window_stamp):
-                self._safe_window_stamp, self._safe_window_now = stamp, now
-            elif now == self._safe_window_now and stamp - self._safe_window_stamp > wcfg.fallback_duration:
-                wd.end_window()
-                action = Action.NONE
+        if action is Action.FALLBACK and self._window_over_by_stamps(stamp, now):
+            wd.end_window()
+            action = Action.NONE
         if action is Action.FALLBACK:
             out = self._safe_command(counted, now)
         self._log_outcome(previous, rejected_before, action)
@@ -528,6 +521,19 @@ class ControllerNode:
         if self.states:
             self._note_silence(self.node.get_clock().now().nanoseconds * 1e-9, silent)
         return silent
+
+    def _window_over_by_stamps(self, stamp: float, now: float) -> bool:
+        """Whether the fallback window is over by the states' stamps (``stamp``, s, as it came)
+        while the node's clock (``now``) has stood still since its first safe command
+        (``use_sim_time`` without ``/clock``: that clock could never end it). Only then: on a
+        running clock, one wild stamp had stopped the arm and dropped its trajectory."""
+        if math.isnan(self._safe_window_stamp):
+            self._safe_window_stamp, self._safe_window_now = stamp, now
+            return False
+        return (
+            now == self._safe_window_now
+            and stamp - self._safe_window_stamp > self.watchdog.config.fallback_duration
+        )
 
     def _silence_after(self) -> float:
         """The gap (s) between two states' stamps beyond which the stream counts as having been
