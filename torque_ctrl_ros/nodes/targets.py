@@ -116,6 +116,13 @@ _QUINTIC_PEAK_SPEED = 15.0 / 8.0
 _QUINTIC_PEAK_ACCELERATION = 10.0 / np.sqrt(3.0)
 
 
+def _time_within_speed_limits(robot: RobotModel, extent: FloatArray) -> float:
+    """The least ``T`` (s) for which joint speeds of ``extent/T`` (``extent`` in rad, one per joint)
+    stay within :data:`JOINT_TARGET_SPEED_SHARE` of the velocity limits (no bound where a joint has
+    none: its limit is inf)."""
+    return float(np.max(np.abs(extent) / (JOINT_TARGET_SPEED_SHARE * robot.velocity_limit)))
+
+
 class TargetSource(ABC):
     """Turns target messages into one controller's reference.
 
@@ -548,12 +555,10 @@ class JointTargetSource(TargetSource):
         """The quintic from the current reference to ``target`` (see the class docstring), or
         ``None`` after refusing it (its motion passes a limit: a start moving fast away)."""
         q0, v0, a0 = self._current(state)
-        distance = np.abs(self.robot.difference(target.q, q0))
-        with np.errstate(divide="ignore"):  # a joint without a velocity limit: inf, no bound
-            slowest = np.max(
-                _QUINTIC_PEAK_SPEED * distance / (JOINT_TARGET_SPEED_SHARE * self.robot.velocity_limit)
-            )
-        duration = max(self._shortest_approach, float(slowest))
+        distance = self.robot.difference(target.q, q0)
+        duration = max(
+            self._shortest_approach, _time_within_speed_limits(self.robot, _QUINTIC_PEAK_SPEED * distance)
+        )
         try:
             approach = JointTrajectory(
                 [duration],
@@ -750,23 +755,13 @@ class PoseTargetSource(TargetSource):
         move = np.concatenate(
             (goal.position - start.position, start.rotation @ pin.log3(start.rotation.T @ goal.rotation))
         )
-        slowest, q_end = self._joint_speed_time(state.q, move[self._rows])
+        along_path, q_end = self._joint_speed_time(state.q, move[self._rows])
         # Near a singularity the arm under achd_rnea does not follow that path (0.001 rad from the
         # stretched pose, timed by it alone: 4.5 times a velocity limit); the first-order bound
         # at the start is far longer there (minutes: the arm crawls) and holds it in the limits.
         jacobian = self.robot.frame_jacobian(state.q, self.controlled)[self._rows]
-        at_start = np.linalg.pinv(jacobian, rcond=_APPROACH_RCOND) @ move[self._rows]
-        with np.errstate(divide="ignore"):  # a joint without a velocity limit: inf, no bound
-            slowest = max(
-                slowest,
-                float(
-                    np.max(
-                        _QUINTIC_PEAK_SPEED
-                        * np.abs(at_start)
-                        / (JOINT_TARGET_SPEED_SHARE * self.robot.velocity_limit)
-                    )
-                ),
-            )
+        at_start = np.linalg.pinv(jacobian, rcond=_APPROACH_RCOND) @ move[self._rows]  # rad per unit σ
+        slowest = max(along_path, _time_within_speed_limits(self.robot, _QUINTIC_PEAK_SPEED * at_start))
         # The path's own displacement against the move (the arm may stand off its reference).
         begin = self.robot.frame_placement(state.q, self.controlled)
         end = self.robot.frame_placement(q_end, self.controlled)
@@ -792,9 +787,8 @@ class PoseTargetSource(TargetSource):
 
         With ``σ(τ) = 10τ³ − 15τ⁴ + 6τ⁵``, ``τ = t/T``, the joints move at ``q̇ = q'(σ)·σ'(τ)/T``,
         ``q'(σ) = J(q)⁺·ξ`` (damped least squares), integrated from ``q`` over
-        :data:`_APPROACH_SAMPLES` steps of ``τ``. Near a singularity ``q'`` is large only where the
-        move starts slowly, which a bound taken at the start alone missed (42 s for 2.8 cm from
-        near the stretched pose, where 0.1 of the limits were used).
+        :data:`_APPROACH_SAMPLES` steps of ``τ``: each joint speed is judged where along the move
+        it happens, with the Jacobian of that point.
         """
         robot, rows = self.robot, self._rows
         damping = _APPROACH_DAMPING**2 * np.eye(rows.size)
@@ -806,8 +800,9 @@ class PoseTargetSource(TargetSource):
             jacobian = robot.frame_jacobian(q, self.controlled)[rows]
             rate = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + damping, move)  # q'(σ)
             middle = 0.5 * (tau[k] + tau[k + 1])
-            speed = np.abs(rate) * 30.0 * (middle * (1.0 - middle)) ** 2  # |q̇|·T
-            longest = max(longest, float(np.max(speed / (JOINT_TARGET_SPEED_SHARE * robot.velocity_limit))))
+            longest = max(
+                longest, _time_within_speed_limits(robot, rate * 30.0 * (middle * (1.0 - middle)) ** 2)
+            )
             q += (sigma[k + 1] - sigma[k]) * rate
         return longest, q
 
