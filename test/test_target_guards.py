@@ -609,3 +609,106 @@ def test_a_negative_trajectory_stamp_is_refused(robot: RobotModel) -> None:
     msg.header.stamp.sec = -5
     node.callbacks["~/joint_trajectory"](msg)
     assert source.rejected == 1 and "negative" in source.last_error and source.received == 0
+
+
+# ------------------------------------------------------------------ approaches from a moving reference
+HOME_Q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+
+
+def _point(t: float, q: Any, v: Any) -> JointTrajectoryPoint:
+    s, ns = divmod(round(t * 1e9), 10**9)
+    return JointTrajectoryPoint(
+        positions=[float(x) for x in q],
+        velocities=[float(x) for x in v],
+        time_from_start=Duration(sec=s, nanosec=ns),
+    )
+
+
+def _moving_joint_source(robot: RobotModel, joint: int, q: float, v: float) -> tuple[FakeTargetNode, Any]:
+    """A computed-torque source whose trajectory (started at stamp 1.0 from HOME_Q) has ``joint``
+    at ``q`` rad moving ``v`` rad/s at stamp 3.5, and stops 0.08 rad further on 0.3 s later."""
+    node, source = _joint_source(robot)
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    points = []
+    for t, at, speed in ((2.0, q - 0.5 * v, v), (2.5, q, v), (2.8, q + math.copysign(0.08, v), 0.0)):
+        position, velocity = HOME_Q.copy(), np.zeros(7)
+        position[joint], velocity[joint] = at, speed
+        points.append(_point(t, position, velocity))
+    node.callbacks["~/joint_trajectory"](TrajectoryMsg(joint_names=list(robot.joint_names), points=points))
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))  # starts here
+    ref = source.reference(JointState(HOME_Q, np.zeros(7), 3.5))
+    assert source.rejected == 0, source.last_error
+    assert ref.q[joint] == pytest.approx(q) and ref.v[joint] == pytest.approx(v)
+    return node, source
+
+
+def test_a_joint_target_behind_a_moving_reference_stops_it_first(robot: RobotModel) -> None:
+    """joint_1 at 0.7 rad/s (half its limit), a target 3 rad behind: one quintic timed by the
+    distance had carried the reference on 0.8 rad the wrong way at 0.76 of the limit. It stops
+    first (0.084 rad on), then goes, never faster than it was or than half the limit."""
+    node, source = _moving_joint_source(robot, 0, 1.0, 0.7)
+    goal = HOME_Q.copy()
+    goal[0] = -2.0
+    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+    source.reference(JointState(HOME_Q, np.zeros(7), 3.5))
+    assert source.rejected == 0 and source.describe() == "joint_target"
+    samples = np.array([source._trajectory.sample(t)[:2] for t in np.linspace(0.0, 20.0, 20001)])
+    q1, v1 = samples[:, 0, 0], samples[:, 1, 0]
+    assert q1.max() - 1.0 < 0.1  # on the wrong way, only while stopping
+    assert (
+        np.abs(v1).max() <= 0.7 + 1e-9
+        and np.abs(v1[samples.shape[0] // 40 :]).max() <= 0.5 * robot.velocity_limit[0] + 1e-9
+    )
+    assert q1[-1] == pytest.approx(-2.0)
+
+
+def test_a_joint_target_whose_stop_passes_a_limit_is_refused(robot: RobotModel) -> None:
+    """joint_2 at 2.15 rad moving at 1.2 rad/s toward its 2.24 limit: stopping takes it to 2.29. The
+    target is refused and the trajectory, which stops in time, runs on."""
+    node, source = _moving_joint_source(robot, 1, 2.15, 1.2)
+    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=HOME_Q.tolist()))
+    source.reference(JointState(HOME_Q, np.zeros(7), 3.5))
+    assert source.rejected == 1 and "position limit" in source.last_error, source.last_error
+    assert source.describe() == "trajectory"
+
+
+def test_a_small_joint_target_takes_the_shortest_approach(robot: RobotModel) -> None:
+    """0.01 rad: the approach lasts √(5.77/kp) = 0.24 s and asks at most kp·|Δq| = 1 rad/s²."""
+    node, source = _joint_source(robot)
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    goal = HOME_Q.copy()
+    goal[3] += 0.01
+    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    assert source._trajectory.times[-1] == pytest.approx(0.2403, abs=1e-4)
+    acceleration = np.array([source._trajectory.sample(t)[2][3] for t in np.linspace(0.0, 0.3, 30001)])
+    assert np.abs(acceleration).max() <= 100.0 * 0.01 * (1 + 1e-6)
+
+
+def _pose_source(robot: RobotModel) -> tuple[FakeTargetNode, Any, Any]:
+    node = FakeTargetNode(strict=True)
+    ctrl = AchdRnea(robot)
+    return node, ctrl, targets.PoseTargetSource(node, ctrl)  # type: ignore[arg-type]
+
+
+def test_a_new_pose_target_mid_approach_starts_where_the_reference_stands(robot: RobotModel) -> None:
+    node, ctrl, source = _pose_source(robot)
+    start = ctrl.hold_reference(JointState(HOME_Q, np.zeros(7), 1.0)).position
+    node.callbacks["~/target_pose"](_pose(start + np.array([0.0, 0.2, 0.0])))
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    before = source.reference(JointState(HOME_Q, np.zeros(7), 1.3)).position
+    node.callbacks["~/target_pose"](_pose(start + np.array([0.0, 0.0, 0.15])))
+    after = source.reference(JointState(HOME_Q, np.zeros(7), 1.301)).position
+    assert np.linalg.norm(after - before) < 1e-3  # one period of motion, not a jump to the old goal
+
+
+def test_a_reset_mid_approach_holds_where_the_arm_is(robot: RobotModel) -> None:
+    node, ctrl, source = _pose_source(robot)
+    start = ctrl.hold_reference(JointState(HOME_Q, np.zeros(7), 1.0)).position
+    node.callbacks["~/target_pose"](_pose(start + np.array([0.0, 0.2, 0.0])))
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.3))
+    source.reset()
+    state = JointState(HOME_Q, np.zeros(7), 1.301)
+    assert source.describe() == "hold"
+    assert np.linalg.norm(source.reference(state).position - ctrl.hold_reference(state).position) < 1e-9

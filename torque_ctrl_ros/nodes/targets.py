@@ -445,8 +445,9 @@ class NoTargetSource(HoldSource):
 class JointTargetSource(TargetSource):
     """``~/joint_target`` (JointState: position; velocity empty or zero) and ``~/joint_trajectory``.
 
-    A joint target is reached along a rest-to-rest quintic from the current reference and then
-    held until replaced. Its duration ``T`` is the shortest that keeps every joint at most
+    A joint target is reached along a rest-to-rest quintic from the current reference (a moving
+    one first stops, along a quintic to ``q₀ + q̇₀·T_s/2`` over ``T_s = max(0.24 s, 1.875/min kd)``)
+    and then held until replaced. Its duration ``T`` is the shortest that keeps every joint at most
     :data:`JOINT_TARGET_SPEED_SHARE` of its velocity limit (peak ``15/8·|Δq|/T``) and the peak
     acceleration ``10/√3·|Δq|/T²`` at most ``kp·|Δq|``, what the step into the control law would
     have asked at once: ``T = max(√(5.77/min kp), maxᵢ 1.875·|Δqᵢ|/(share·v_maxᵢ))`` (0.24 s
@@ -479,6 +480,9 @@ class JointTargetSource(TargetSource):
         self._mode = "hold"
         ctrl: Any = controller  # a ComputedTorque: config.kp (1/s²), > 0
         self._shortest_approach = float(np.sqrt(_QUINTIC_PEAK_ACCELERATION / np.min(ctrl.config.kp)))
+        # A moving reference is brought to rest over this long (s) before an approach: its
+        # deceleration, at most 15/8·|q̇|/T, no more than the law's kd·|q̇| for the same error.
+        self._stop_time = max(self._shortest_approach, _QUINTIC_PEAK_SPEED / float(np.min(ctrl.config.kd)))
         node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
         node.create_subscription(
             JointTrajectoryMsg, "~/joint_trajectory", self._on_trajectory, TARGET_QOS, raw=True
@@ -553,20 +557,28 @@ class JointTargetSource(TargetSource):
 
     def _approach(self, state: JointState, target: JointReference) -> JointTrajectory | None:
         """The quintic from the current reference to ``target`` (see the class docstring), or
-        ``None`` after refusing it (its motion passes a limit: a start moving fast away)."""
+        ``None`` after refusing it (its motion passes a limit: a start moving fast toward one)."""
         q0, v0, a0 = self._current(state)
-        distance = self.robot.difference(target.q, q0)
+        times: list[float] = []
+        waypoints: list[FloatArray] = []
+        q_from = q0
+        if (v0 is not None and v0.any()) or (a0 is not None and a0.any()):
+            # A moving reference stops first: one quintic over the whole move, timed by its
+            # distance, had carried the start velocity on the wrong way (0.8 rad, at 0.76 of
+            # joint_1's limit, for a target 3 rad behind a reference at 0.7 rad/s).
+            q_from = q0 + (0.5 * self._stop_time) * (np.zeros(self.n) if v0 is None else v0)
+            times.append(self._stop_time)
+            waypoints.append(q_from)
+        distance = self.robot.difference(target.q, q_from)
         duration = max(
             self._shortest_approach, _time_within_speed_limits(self.robot, _QUINTIC_PEAK_SPEED * distance)
         )
+        times.append((times[-1] if times else 0.0) + duration)
+        waypoints.append(target.q)
+        rest = np.zeros((len(times), self.n))
         try:
             approach = JointTrajectory(
-                [duration],
-                target.q[None],
-                np.zeros((1, self.n)),
-                np.zeros((1, self.n)),
-                start=(q0, v0, a0),
-                continuous=self.robot.continuous,
+                times, np.array(waypoints), rest, rest, start=(q0, v0, a0), continuous=self.robot.continuous
             )
             check_motion(self.robot, approach)
         except TargetError as exc:
