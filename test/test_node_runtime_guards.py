@@ -757,6 +757,39 @@ def test_a_pose_approach_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) 
     assert np.linalg.norm(after - before) < 1e-4  # one period of motion at most
 
 
+@pytest.mark.parametrize("case", ["stamps-ahead", "second-window"])
+def test_each_fallback_window_on_a_frozen_clock_lasts_fallback_duration(nodes: Nodes, case: str) -> None:
+    """The window by the stamps starts at the first safe command's stamp as it came (capped at
+    now + max_age, states 0.3 s ahead of the frozen clock had got 219 safe commands, not 501),
+    and anew after a computed torque (kept, a second window had got 411)."""
+    from rclpy.time import Time
+
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
+    clock = node.node.get_clock()
+    clock.set_ros_time_override(Time(nanoseconds=100_000_000_000, clock_type=clock.clock_type))
+    nan = np.full(7, np.nan)
+    expected = round(node.watchdog.config.fallback_duration / 1e-3) + 1
+    if case == "stamps-ahead":
+        states = [HOME if k <= 300 else nan for k in range(951)]  # within max_future (1 s)
+    else:
+        states = [nan if 101 <= k <= 110 or k >= 201 else HOME for k in range(901)]
+        expected += 10
+    for k, q in enumerate(states):
+        node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
+    assert node.watchdog.state.value == "stopped" and node.fallback_commands == expected
+
+
+def test_one_missed_state_of_a_40_hz_stream_is_a_silence(nodes: Nodes) -> None:
+    """A 50 ms gap in a 40 Hz stream (one state lost) is beyond 1.5 of its period: the trajectory
+    pauses for it."""
+    node, at = _trajectory_on_sim_time(nodes, 20.0)
+    for k in range(25, 501, 25):
+        at(k, HOME)
+    t0 = node.target._t0
+    at(550, HOME)
+    assert node.watchdog.transitions == 3 and node.target._t0 - t0 == pytest.approx(0.05, abs=1e-9)
+
+
 def test_the_start_up_answer_is_counted_but_not_timed(nodes: Nodes) -> None:
     """The answer that ends the simulator's wait for a controller includes the controller's first,
     cold call: it had been the latency "max" of most benchmark runs (1.3–2.8 ms at 05:30)."""
