@@ -518,14 +518,12 @@ def test_states_of_another_device_on_the_topic_are_ignored(nodes: Nodes, seriali
     assert node.watchdog.rejected_total == 0
 
 
-def _trajectory_on_sim_time(nodes: Nodes, duration: float) -> tuple[Any, Callable[[int, np.ndarray], None]]:
-    """A computed-torque node on sim time, its first state at HOME (k = 0, 100 s) and a trajectory
-    moving joint 1 to 1 rad over ``duration`` s; ``at(k, q)`` delivers the state of step k (1 ms)."""
+def _node_on_sim_time(nodes: Nodes, controller: str) -> tuple[Any, Callable[[int, np.ndarray], None]]:
+    """A ``controller`` node on sim time, its first state at HOME (k = 0, 100 s); ``at(k, q)``
+    delivers the state of step k (1 ms), the node's clock at its stamp."""
     from rclpy.time import Time
-    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
-    from trajectory_msgs.msg import JointTrajectoryPoint
 
-    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
+    node = nodes.make("controller", controller=controller, use_sim_time=True)
     clock = node.node.get_clock()
 
     def at(k: int, q: np.ndarray) -> None:
@@ -533,6 +531,16 @@ def _trajectory_on_sim_time(nodes: Nodes, duration: float) -> tuple[Any, Callabl
         node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
 
     at(0, HOME)
+    return node, at
+
+
+def _trajectory_on_sim_time(nodes: Nodes, duration: float) -> tuple[Any, Callable[[int, np.ndarray], None]]:
+    """A computed-torque node on sim time (:func:`_node_on_sim_time`) and a trajectory moving
+    joint 1 to 1 rad over ``duration`` s."""
+    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    node, at = _node_on_sim_time(nodes, "computed_torque")
     goal = HOME.copy()
     goal[0] = 1.0
     point = JointTrajectoryPoint(positions=goal.tolist())
@@ -724,18 +732,10 @@ def test_a_pose_approach_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) 
     pauses with the safe torque (without the pause its reference jumped 27 mm on recovery)."""
     import pinocchio as pin
     from geometry_msgs.msg import PoseStamped
-    from rclpy.time import Time
 
     from torque_ctrl_ros.core.types import JointState
 
-    node = nodes.make("controller", controller="achd_rnea", use_sim_time=True)
-    clock = node.node.get_clock()
-
-    def at(k: int, q: np.ndarray) -> None:
-        clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
-        node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
-
-    at(0, HOME)
+    node, at = _node_on_sim_time(nodes, "achd_rnea")
     source = node.target
     start = source.controller.hold_reference(JointState(HOME, np.zeros(7), 100.0))
     msg = PoseStamped()

@@ -188,6 +188,20 @@ def test_qp_frame_task_targets_out_of_reach_are_refused(robot: RobotModel, contr
 
 
 # ------------------------------------------------------------------ joint targets: approached
+def _closed_loop_peak_speeds(plant: Any, ctrl: Any, source: Any, steps: int) -> np.ndarray:
+    """Run ``ctrl`` on ``source``'s references on the MuJoCo ``plant`` (1 ms steps, no torque
+    saturated) and return each joint's largest speed (rad/s)."""
+    peak = np.zeros(plant.n)
+    for k in range(steps):
+        state = JointState(plant.q.copy(), plant.v.copy(), k * 1e-3)
+        out = ctrl.compute(state, source.reference(state))
+        assert not out.saturated.any()
+        plant.set_torque(out.tau)
+        plant.step()
+        peak = np.maximum(peak, np.abs(plant.v))
+    return peak
+
+
 @pytest.mark.parametrize(
     "offset", [[1.0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 1.0], [0.2, -0.1, 0.3, 0.2, -0.3, 0.2, 0.4]]
 )
@@ -206,14 +220,7 @@ def test_a_joint_target_is_approached_within_the_velocity_limits(
     source = targets.JointTargetSource(FakeTargetNode(), ctrl)  # type: ignore[arg-type]
     goal = plant.q + np.array(offset)
     source._on_joint_target(JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
-    peak = np.zeros(7)
-    for k in range(4000):
-        state = JointState(plant.q.copy(), plant.v.copy(), k * 1e-3)
-        out = ctrl.compute(state, source.reference(state))
-        assert not out.saturated.any()
-        plant.set_torque(out.tau)
-        plant.step()
-        peak = np.maximum(peak, np.abs(plant.v))
+    peak = _closed_loop_peak_speeds(plant, ctrl, source, 4000)
     assert np.all(peak <= 0.55 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
     assert np.abs(robot.difference(goal, plant.q)).max() < 1e-4
     assert source.describe() == "joint_target" and source.rejected == 0
@@ -237,14 +244,7 @@ def test_a_pose_target_is_approached_within_the_velocity_limits(robot: RobotMode
     o = msg.pose.orientation
     o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(rotation).coeffs())
     source._on_pose(msg)
-    peak = np.zeros(7)
-    for k in range(4000):
-        state = JointState(plant.q.copy(), plant.v.copy(), k * 1e-3)
-        out = ctrl.compute(state, source.reference(state))
-        assert not out.saturated.any()
-        plant.set_torque(out.tau)
-        plant.step()
-        peak = np.maximum(peak, np.abs(plant.v))
+    peak = _closed_loop_peak_speeds(plant, ctrl, source, 4000)
     assert np.all(peak <= 0.7 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
     end = robot.frame_placement(plant.q, TOOL)
     assert np.linalg.norm(end.translation - (tool.translation + move)) < 1e-4
