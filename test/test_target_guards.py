@@ -712,3 +712,22 @@ def test_a_reset_mid_approach_holds_where_the_arm_is(robot: RobotModel) -> None:
     state = JointState(HOME_Q, np.zeros(7), 1.301)
     assert source.describe() == "hold"
     assert np.linalg.norm(source.reference(state).position - ctrl.hold_reference(state).position) < 1e-9
+
+
+def test_a_pose_target_behind_a_moving_reference_stops_it_first(robot: RobotModel) -> None:
+    """Half way to a pose 0.3 m along y (0.14 m/s), a target 0.3 m the other way: one approach
+    from the moving start had carried the reference 0.11 m on the wrong way (a joint at 0.80 of its
+    limit on the plant). It stops first: half its speed over the stop time, ~1.7 cm."""
+    node, ctrl, source = _pose_source(robot)
+    start = ctrl.hold_reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    node.callbacks["~/target_pose"](_pose(start.position + np.array([0.0, 0.3, 0.0])))
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    half = 1.0 + source._approach.duration / 2
+    moving = source.reference(JointState(HOME_Q, np.zeros(7), half))
+    node.callbacks["~/target_pose"](_pose(start.position + np.array([0.0, -0.3, 0.0])))
+    source.reference(JointState(HOME_Q, np.zeros(7), half))
+    approach = source._approach
+    y = np.array([approach.sample(t).position[1] for t in np.linspace(0.0, approach.duration, 2001)])
+    stop = source._stop_time
+    assert y.max() - moving.position[1] == pytest.approx(0.5 * stop * moving.twist[1], rel=1e-6)
+    assert y[-1] == pytest.approx(start.position[1] - 0.3)

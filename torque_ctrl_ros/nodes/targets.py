@@ -482,7 +482,10 @@ class JointTargetSource(TargetSource):
         self._shortest_approach = float(np.sqrt(_QUINTIC_PEAK_ACCELERATION / np.min(ctrl.config.kp)))
         # A moving reference is brought to rest over this long (s) before an approach: its
         # deceleration, at most 15/8·|q̇|/T, no more than the law's kd·|q̇| for the same error.
-        self._stop_time = max(self._shortest_approach, _QUINTIC_PEAK_SPEED / float(np.min(ctrl.config.kd)))
+        kd = float(np.min(ctrl.config.kd))
+        self._stop_time = (
+            max(self._shortest_approach, _QUINTIC_PEAK_SPEED / kd) if kd > 0.0 else self._shortest_approach
+        )
         node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
         node.create_subscription(
             JointTrajectoryMsg, "~/joint_trajectory", self._on_trajectory, TARGET_QOS, raw=True
@@ -733,6 +736,11 @@ class PoseTargetSource(TargetSource):
         self._rows = np.array([AXIS_NAMES.index(a) for a in ctrl.config.constrained_axes])
         kp = np.min(np.asarray(ctrl.config.kp)[self._rows])
         self._shortest_approach = float(np.sqrt(_QUINTIC_PEAK_ACCELERATION / kp))
+        # A moving reference first stops (as a joint target's: JointTargetSource).
+        kd = float(np.min(np.asarray(ctrl.config.kd)[self._rows]))
+        self._stop_time = (
+            max(self._shortest_approach, _QUINTIC_PEAK_SPEED / kd) if kd > 0.0 else self._shortest_approach
+        )
         self._pending: PoseReference | None = None
         self._active: PoseReference | None = None
         self._approach: PoseApproach | None = None
@@ -789,7 +797,7 @@ class PoseTargetSource(TargetSource):
                 f"of {self.controlled} (the predicted joint path ends {shortfall:.0%} of the move short); "
                 "move the arm away from it first, or use qpid"
             )
-        return PoseApproach(start, goal, max(self._shortest_approach, slowest))
+        return PoseApproach(start, goal, max(self._shortest_approach, slowest), self._stop_time)
 
     def _joint_speed_time(self, q: FloatArray, move: FloatArray) -> tuple[float, FloatArray]:
         """The shortest ``T`` (s) keeping every joint at most :data:`JOINT_TARGET_SPEED_SHARE` of

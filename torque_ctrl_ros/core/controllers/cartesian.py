@@ -156,13 +156,20 @@ class PoseApproach:
 
     ``J_r`` the right Jacobian of ``exp``. The dropped ``R·J̇_r·θ̇`` is 0 when ``θ̇ ∥ θ``,
     which holds from a start at rest (a straight line, a fixed rotation axis); from a moving
-    start it is the acceleration feed-forward's only approximation. Past ``duration``, ``goal``.
+    start it is the acceleration feed-forward's only approximation.
+
+    A moving start first stops, over ``stop_time`` (s), at ``[p; θ]`` moved on by half its speed
+    times ``stop_time``; the move to ``goal`` then takes ``duration`` more. :attr:`duration` is the
+    whole, past which ``goal`` is returned.
     """
 
-    def __init__(self, start: PoseReference, goal: PoseReference, duration: float) -> None:
+    def __init__(
+        self, start: PoseReference, goal: PoseReference, duration: float, stop_time: float = 0.0
+    ) -> None:
         start, goal = check_pose_reference(start), check_pose_reference(goal)
         self.goal = goal
-        self.duration = as_positive_float("approach duration", duration)
+        duration = as_positive_float("approach duration", duration)
+        stop_time = as_positive_float("approach stop time", stop_time, allow_zero=True)
         self._r0 = start.rotation
         r0t = start.rotation.T
         twist = np.zeros(6) if start.twist is None else start.twist
@@ -174,9 +181,12 @@ class PoseApproach:
             np.concatenate((acc[:3], r0t @ acc[3:])),
         )
         end = np.concatenate((goal.position, pin.log3(r0t @ goal.rotation)))
-        self._path = JointTrajectory(
-            [self.duration], end[None], np.zeros((1, 6)), np.zeros((1, 6)), start=begin
-        )
+        times, points = [duration], [end]
+        if stop_time > 0.0 and (begin[1].any() or begin[2].any()):
+            times, points = [stop_time, stop_time + duration], [begin[0] + 0.5 * stop_time * begin[1], end]
+        self.duration = times[-1]
+        rest = np.zeros((len(times), 6))
+        self._path = JointTrajectory(times, np.array(points), rest, rest, start=begin)
 
     def sample(self, t: float) -> PoseReference:
         """The reference ``t`` s after the start (``goal`` itself from ``duration`` on)."""
