@@ -116,6 +116,16 @@ _QUINTIC_PEAK_SPEED = 15.0 / 8.0
 _QUINTIC_PEAK_ACCELERATION = 10.0 / np.sqrt(3.0)
 
 
+def _approach_times(kp: FloatArray, kd: FloatArray) -> tuple[float, float]:
+    """``(shortest, stop)`` (s) for the approaches of a PD law with gains ``kp`` (1/s²) and ``kd``
+    (1/s), one per axis: the shortest approach asks at most the acceleration ``kp·|Δx|`` a step
+    of ``Δx`` would at once (``10/√3·|Δx|/T² ≤ kp·|Δx|``), and a moving reference stops in no less
+    time, decelerating at most as the law's ``kd·|ẋ|`` (``15/8·|ẋ|/T ≤ kd·|ẋ|``)."""
+    shortest = float(np.sqrt(_QUINTIC_PEAK_ACCELERATION / np.min(kp)))
+    damping = float(np.min(kd))
+    return shortest, max(shortest, _QUINTIC_PEAK_SPEED / damping) if damping > 0.0 else shortest
+
+
 def _time_within_speed_limits(robot: RobotModel, extent: FloatArray) -> float:
     """The least ``T`` (s) for which joint speeds of ``extent/T`` (``extent`` in rad, one per joint)
     stay within :data:`JOINT_TARGET_SPEED_SHARE` of the velocity limits (no bound where a joint has
@@ -479,13 +489,7 @@ class JointTargetSource(TargetSource):
         self._t0 = 0.0
         self._mode = "hold"
         ctrl: Any = controller  # a ComputedTorque: config.kp (1/s²), > 0
-        self._shortest_approach = float(np.sqrt(_QUINTIC_PEAK_ACCELERATION / np.min(ctrl.config.kp)))
-        # A moving reference is brought to rest over this long (s) before an approach: its
-        # deceleration, at most 15/8·|q̇|/T, no more than the law's kd·|q̇| for the same error.
-        kd = float(np.min(ctrl.config.kd))
-        self._stop_time = (
-            max(self._shortest_approach, _QUINTIC_PEAK_SPEED / kd) if kd > 0.0 else self._shortest_approach
-        )
+        self._shortest_approach, self._stop_time = _approach_times(ctrl.config.kp, ctrl.config.kd)
         node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
         node.create_subscription(
             JointTrajectoryMsg, "~/joint_trajectory", self._on_trajectory, TARGET_QOS, raw=True
@@ -734,13 +738,8 @@ class PoseTargetSource(TargetSource):
         self.controlled = ctrl.config.frame
         self.reach = Reach.of(controller.robot, ctrl.config.frame)
         self._rows = np.array([AXIS_NAMES.index(a) for a in ctrl.config.constrained_axes])
-        kp = np.min(np.asarray(ctrl.config.kp)[self._rows])
-        self._shortest_approach = float(np.sqrt(_QUINTIC_PEAK_ACCELERATION / kp))
-        # A moving reference first stops (as a joint target's: JointTargetSource).
-        kd = float(np.min(np.asarray(ctrl.config.kd)[self._rows]))
-        self._stop_time = (
-            max(self._shortest_approach, _QUINTIC_PEAK_SPEED / kd) if kd > 0.0 else self._shortest_approach
-        )
+        gains = np.asarray(ctrl.config.kp)[self._rows], np.asarray(ctrl.config.kd)[self._rows]
+        self._shortest_approach, self._stop_time = _approach_times(*gains)
         self._pending: PoseReference | None = None
         self._active: PoseReference | None = None
         self._approach: PoseApproach | None = None
