@@ -573,7 +573,8 @@ class JointTargetSource(TargetSource):
             # A moving reference stops first: one quintic over the whole move, timed by its
             # distance, had carried the start velocity on the wrong way (0.8 rad, at 0.76 of
             # joint_1's limit, for a target 3 rad behind a reference at 0.7 rad/s).
-            q_from = q0 + (0.5 * self._stop_time) * (np.zeros(self.n) if v0 is None else v0)
+            if v0 is not None:
+                q_from = q0 + (0.5 * self._stop_time) * v0
             times.append(self._stop_time)
             waypoints.append(q_from)
         distance = self.robot.difference(target.q, q_from)
@@ -773,13 +774,13 @@ class PoseTargetSource(TargetSource):
         start = self._current(state)
         move = np.concatenate(
             (goal.position - start.position, start.rotation @ pin.log3(start.rotation.T @ goal.rotation))
-        )
-        along_path, q_end = self._joint_speed_time(state.q, move[self._rows])
+        )[self._rows]  # on the constrained axes
+        along_path, q_end = self._joint_speed_time(state.q, move)
         # Near a singularity the arm under achd_rnea does not follow that path (0.001 rad from the
         # stretched pose, timed by it alone: 4.5 times a velocity limit); the first-order bound
         # at the start is far longer there (minutes: the arm crawls) and holds it in the limits.
         jacobian = self.robot.frame_jacobian(state.q, self.controlled)[self._rows]
-        at_start = np.linalg.pinv(jacobian, rcond=_APPROACH_RCOND) @ move[self._rows]  # rad per unit σ
+        at_start = np.linalg.pinv(jacobian, rcond=_APPROACH_RCOND) @ move  # rad per unit σ
         slowest = max(along_path, _time_within_speed_limits(self.robot, _QUINTIC_PEAK_SPEED * at_start))
         # The path's own displacement against the move (the arm may stand off its reference).
         begin = self.robot.frame_placement(state.q, self.controlled)
@@ -787,9 +788,7 @@ class PoseTargetSource(TargetSource):
         moved = np.concatenate(
             (end.translation - begin.translation, pin.log3(end.rotation @ begin.rotation.T))
         )
-        short = moved - move
-        length = max(float(np.linalg.norm(move[self._rows])), 1e-12)
-        shortfall = float(np.linalg.norm(short[self._rows])) / length
+        shortfall = float(np.linalg.norm(moved[self._rows] - move)) / max(float(np.linalg.norm(move)), 1e-12)
         if shortfall > _APPROACH_SHORTFALL:
             raise TargetError(
                 f"target pose: the straight move there from the current reference passes a singularity "
