@@ -530,7 +530,8 @@ def test_se3_error_needs_a_full_linear_or_angular_set(gen3: RobotModel) -> None:
 def test_a_pose_approach_is_consistent_in_pose_twist_and_acceleration(moving: bool) -> None:
     """The sampled twist and acceleration are the time derivatives of the sampled pose (central
     differences), the start is the given state and the end the goal at rest. From a moving start
-    the acceleration drops ``R·J̇_r·θ̇`` (the docstring): checked loosely there."""
+    (its acceleration not along its twist) the move after the stop is off the line through
+    ``θ = 0``, where the acceleration needs ``R·J̇_r·θ̇`` (dropped, it was up to 4.6e-3 of 2.1 rad/s² off)."""
     rng = np.random.default_rng(3)
     r0 = pin.exp3(rng.normal(size=3))
     start = PoseReference(
@@ -540,22 +541,23 @@ def test_a_pose_approach_is_consistent_in_pose_twist_and_acceleration(moving: bo
         rng.normal(size=6) * 0.5 if moving else None,
     )
     goal = PoseReference(np.array([0.2, -0.3, 0.6]), pin.exp3(rng.normal(size=3)) @ r0)
-    approach = PoseApproach(start, goal, 1.5)
+    approach = PoseApproach(start, goal, 1.5, stop_time=0.3 if moving else 0.0)
     first = approach.sample(0.0)
     assert np.allclose(first.position, start.position) and np.allclose(first.rotation, start.rotation)
     assert np.allclose(first.twist, 0.0 if start.twist is None else start.twist, atol=1e-12)
     assert np.allclose(
         first.acceleration, 0.0 if start.acceleration is None else start.acceleration, atol=1e-12
     )
-    assert approach.sample(1.5) is approach.goal and approach.sample(9.0) is approach.goal
+    end = approach.duration
+    assert end == pytest.approx(1.8 if moving else 1.5)
+    assert approach.sample(end) is approach.goal and approach.sample(9.0) is approach.goal
     assert np.array_equal(approach.goal.position, goal.position) and approach.goal.twist is None
     h = 1e-5
-    for t in np.linspace(0.05, 1.45, 15):
+    for t in np.linspace(0.05, end - 0.05, 18):
         before, now, after = approach.sample(t - h), approach.sample(t), approach.sample(t + h)
         velocity = (after.position - before.position) / (2 * h)
         omega = pin.log3(after.rotation @ before.rotation.T) / (2 * h)  # base axes
         assert np.allclose(now.twist, np.concatenate((velocity, omega)), rtol=0, atol=1e-6)
         acceleration = (after.twist - before.twist) / (2 * h)
         assert np.allclose(now.acceleration[:3], acceleration[:3], rtol=0, atol=1e-5)
-        tolerance = 0.05 if moving else 1e-5
-        assert np.allclose(now.acceleration[3:], acceleration[3:], rtol=0, atol=tolerance)
+        assert np.allclose(now.acceleration[3:], acceleration[3:], rtol=0, atol=1e-5)
