@@ -115,6 +115,11 @@ def test_controller_params_sections_and_errors() -> None:
         controller_node_config({"model_file": "/nonexistent.urdf"})
     with pytest.raises(ConfigError, match="executor"):
         controller_node_config({"executor": "multi_threaded"})
+    # rclpy only logs these and runs on (a quoted 'true' had left the node on the wall clock).
+    for make in (controller_node_config, sim_node_config):
+        for key, value in (("use_sim_time", "true"), ("start_type_description_service", 3)):
+            with pytest.raises(ConfigError, match=rf"{key}: expected true or false, got {value!r}"):
+                make({key: value})
     # Degrees where radians are meant: positions 30 rad past a limit would pass the watchdog.
     with pytest.raises(ConfigError, match=r"position_margin: expected at most π \(rad, not degrees\)"):
         controller_node_config({"watchdog.position_margin": 30})

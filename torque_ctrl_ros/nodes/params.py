@@ -162,6 +162,10 @@ def _duration(node: str, params: Mapping[str, Any]) -> float:
 
 
 def _common(node: str, params: Mapping[str, Any]) -> CommonConfig:
+    # rclpy only logs a wrongly typed one and runs on: use_sim_time 'true' had left the node on the
+    # wall clock, refusing every simulated state as stale.
+    for key in ROS_PARAMETERS:
+        _bool(node, params, key, True)
     return CommonConfig(
         qos_depth=_int(node, params, "qos_depth", 10, _MIN_QOS_DEPTH, _MAX_QUEUE),
         reliability=check_choice(f"{node}.reliability", params.get("reliability", "reliable"), RELIABILITIES),
