@@ -474,3 +474,10 @@ def test_a_controller_model_without_effort_limits_is_refused(launch: Any) -> Non
     ctrl = launch("controller_node", controller="gravity_comp", model_file=mjcf)
     assert ctrl.wait(30.0) == 2, ctrl.log()
     assert "gives no effort limit for joint(s) ['joint_1'" in ctrl.log()
+
+
+def test_an_empty_list_parameter_is_refused_with_a_hint(launch: Any) -> None:  # noqa: F811 - pytest fixtures
+    """rclpy refuses ``[]`` (no type) in words that name no parameter: the node adds what it was."""
+    ctrl = launch("controller_node", controller="gravity_comp", fallback_damping=[])
+    assert ctrl.wait(30.0) == 2, ctrl.log()
+    assert "PARAMETER_NOT_SET" in ctrl.log() and "an empty list, [], which has no type" in ctrl.log()

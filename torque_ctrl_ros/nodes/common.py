@@ -59,6 +59,11 @@ STATE_TOPIC = "/joint_states"
 COMMAND_TOPIC = "/effort_controller/commands"
 CLOCK_TOPIC = "/clock"
 DIAGNOSTICS_TOPIC = "/diagnostics"
+#: Added to rclpy's refusal of an untyped parameter value, which names no parameter.
+EMPTY_LIST_HINT = (
+    "a parameter was given an empty list, [], which has no type in ROS 2: remove that line (unset is "
+    "the default) or give it at least one element"
+)
 
 
 def parameters_of(node: Node) -> dict[str, Any]:
@@ -357,7 +362,10 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
         if runner is not None and not isinstance(exc, TorqueCtrlError | ParameterException):
             raise  # a ValueError once running is a bug: its traceback, not a configuration error
         # ValueError: rclpy refuses a parameter file value (e.g. an empty list) before we see it.
-        print(f"[{node_name}] error: {exc}", file=sys.stderr, flush=True)
+        message = str(exc)
+        if "PARAMETER_NOT_SET" in message:  # rclpy's words name no parameter; say what it was
+            message += f" ({EMPTY_LIST_HINT})"
+        print(f"[{node_name}] error: {message}", file=sys.stderr, flush=True)
         code = 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
