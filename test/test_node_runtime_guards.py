@@ -178,6 +178,21 @@ def test_diagnostics_keep_their_period_under_a_stream_of_misnamed_states(nodes: 
     assert _latest_status(node).message == "waiting"
 
 
+def test_diagnostics_say_when_no_state_came_yet(nodes: Nodes) -> None:
+    """Before the first state the time since the last one is inf (it had read the node's age,
+    as if a state had just come); after it, the time since that state."""
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    time.sleep(0.05)
+    node._publish_diagnostics()
+    values = {kv.key: kv.value for kv in _latest_status(node).values}
+    assert values["states_received"] == "0" and values["seconds_since_last_state"] == "inf"
+    node._on_state_message(_good(node))
+    time.sleep(0.05)
+    node._publish_diagnostics()
+    values = {kv.key: kv.value for kv in _latest_status(node).values}
+    assert 0.04 < float(values["seconds_since_last_state"]) < 5.0
+
+
 # ---------------------------------------------------------------- parameters
 def _ros_nodes(built: Any) -> list[Any]:
     if hasattr(built, "sim") and hasattr(built, "controller"):  # Composed

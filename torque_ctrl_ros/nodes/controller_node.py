@@ -575,7 +575,7 @@ class ControllerNode:
             **self._counts(),
             "rejected_total": wd.rejected_total,
             **{f"rejected_{r.value}": c for r, c in wd.rejected.items()},
-            "seconds_since_last_state": silent,
+            "seconds_since_last_state": silent if self.states else math.inf,  # inf: none yet
             "last_saturated_joints": ",".join(self.last_saturated),
             **{f"compute_{k}": v for k, v in percentiles_ms(self.compute_time.window()).items()},
             **{f"callback_{k}": v for k, v in percentiles_ms(self.callback_time.window()).items()},
