@@ -387,47 +387,73 @@ def test_the_timed_qp_controller_meets_the_problems_its_floor_replays(name: str)
     the untimed cold step at state 0) the benchmark does after it, the timed run from state 0
     builds exactly the recorded problems (without the reset, the first ~60 differed by up to
     3e-4 relative)."""
-    from torque_ctrl_ros.bench.compute import realistic_states
-    from torque_ctrl_ros.core import JointState, RobotModel
-    from torque_ctrl_ros.core.controllers import create_controller
+    from torque_ctrl_ros.bench.compute import controller_calls
     from torque_ctrl_ros.core.qp.problem import snapshot
-    from torque_ctrl_ros.paths import data_path
 
     count, warmup = 80, 50
-    robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
-    qs, vs = realistic_states(count)
-    states = [JointState(q, v) for q, v in zip(qs, vs, strict=True)]
-    ctrl: Any = create_controller(name, robot, BENCH_CONFIGS[name])
-    reference = ctrl.hold_reference(states[0])
-    recorded: list[list[Any]] = []
+    ctrl, states = _qp_controller_on_bench_states(name, count)
+    calls, restart = controller_calls(ctrl, states)  # the benchmark's own calls and restart
+    assert restart is not None
+    recorded = [replay.problems for replay in calls["qp"].replays]  # type: ignore[attr-defined]
     qps = [lv.qp for lv in ctrl.levels if lv.qp is not None]
-    for state in states:  # what qp_replay records: a cold run through the states
-        ctrl.compute(state, reference)
-        recorded.append([snapshot(qp) for qp in qps])
-    ctrl.reset()
-
     timed: list[list[Any]] = []
     warm = [True]
 
     def step(i: int) -> None:
-        ctrl.compute(states[i], reference)
+        calls["compute"](i)
         if not warm[0]:
             timed.append([snapshot(qp) for qp in qps])
 
     def reset() -> None:
-        ctrl.reset()
-        ctrl.compute(states[0], reference)  # the benchmark's untimed cold step
+        restart()
         warm[0] = False
 
     time_interleaved({"compute": step}, count, warmup=warmup, after_warmup=reset)
     worst = max(
         float(np.max(np.abs(a - b) / (1.0 + np.abs(b))))
-        for rec, got in zip(recorded, timed, strict=True)
-        for p_rec, p_got in zip(rec, got, strict=True)
-        for a, b in zip(p_got, p_rec, strict=True)
+        for k, got in enumerate(timed)
+        for problems, p_got in zip(recorded, got, strict=True)
+        for a, b in zip(p_got, problems[k], strict=True)
         if np.size(a)
     )
     assert worst <= 1e-12
+
+
+@pytest.mark.parametrize("name", ["qpid", "hqpid"])
+def test_the_qp_floor_solves_the_controllers_problems_as_it_does(name: str) -> None:
+    """The floor's replay, step by step next to the controller run cold from state 0 as the
+    recording was: each level's solution the controller's, in as many iterations (a replay that
+    solved cold, another state's problem, or nothing, would be another floor)."""
+    from torque_ctrl_ros.core import JointState
+
+    ctrl, states = _qp_controller_on_bench_states(name, 300)
+    replay = ctrl.qp_replay(np.array([s.q for s in states]), np.array([s.v for s in states]))
+    reference = ctrl.hold_reference(JointState(states[0].q, states[0].v))
+    iterations = []
+    for k, state in enumerate(states):
+        ctrl.compute(state, reference)
+        replay(k)
+        solutions = ctrl.last_solutions
+        assert len(solutions) == len(replay.replays)
+        for sol, level in zip(solutions, replay.replays, strict=True):
+            np.testing.assert_allclose(level.x, sol.x, rtol=0, atol=1e-8)
+            if k > 0 and not sol.retried:  # the replay solves state 0 at its set-up, untimed
+                assert level.iterations == sol.iterations, (k, level.iterations, sol.iterations)
+                iterations.append(sol.iterations)
+    assert max(iterations) > 0  # ProxSuite's levels iterate (hqpid's closed-form one does not)
+
+
+def _qp_controller_on_bench_states(name: str, count: int) -> tuple[Any, list[Any]]:
+    """A QP controller of the benchmark's configuration, and ``count`` of its states."""
+    from torque_ctrl_ros.bench.compute import realistic_states
+    from torque_ctrl_ros.core import JointState, RobotModel
+    from torque_ctrl_ros.core.controllers import create_controller
+    from torque_ctrl_ros.paths import data_path
+
+    robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
+    qs, vs = realistic_states(count)
+    states = [JointState(q, v) for q, v in zip(qs, vs, strict=True)]
+    return create_controller(name, robot, BENCH_CONFIGS[name]), states
 
 
 def test_a_run_cut_short_fails_every_target_of_its_section() -> None:

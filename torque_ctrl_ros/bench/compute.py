@@ -71,31 +71,13 @@ def run(
     states = [JointState(q, v) for q, v in zip(qs, vs, strict=True)]
     results: dict[str, Any] = {"states": count, "controllers": {}}
 
-    def stepper(controller: Controller[Any]) -> Callable[[int], object]:
-        """``controller.compute`` at state ``i``, the reference held at the first state."""
-        reference = controller.hold_reference(states[0])
-        return lambda i: controller.compute(states[i], reference)
-
     def rnea(i: int) -> object:
         return pin.rnea(model, data, q_pin[i], vs[i], zero)
 
     for name, params in controllers.items():
         controller: Controller[Any] = create_controller(name, robot, params)
-        calls = {"compute": stepper(controller), "rnea": rnea}
-        qp_replay = getattr(controller, "qp_replay", None)
-        reset = None
-        if callable(qp_replay):
-            calls["qp"] = qp_replay(qs, vs)  # also cold-starts the controller again
-
-            # The warm-up leaves the QPs warm and the collision gradient filtered: a timed run
-            # from state 0 then met slightly other problems than the ones recorded cold. The
-            # cold solve at state 0 is then taken untimed, as the replay took it at its set-up
-            # (timed, it had been the compute "max", ~500 µs, against a warm floor).
-            def restart(controller: Controller[Any] = controller, compute: Any = calls["compute"]) -> None:
-                controller.reset()
-                compute(0)
-
-            reset = restart
+        calls, reset = controller_calls(controller, states)
+        calls["rnea"] = rnea
         times = time_interleaved(calls, count, after_warmup=reset)
         figures: dict[str, Any] = dict(summarize_us(times["compute"]))
         figures["floor_rnea"] = summarize_us(times["rnea"])
@@ -105,10 +87,43 @@ def run(
             figures["ratio_to_qp_median"] = figures["median_us"] / figures["floor_qp"]["median_us"]
             figures["parts_us"] = qp_step_parts(name, params, robot, states[: min(count, paced)])
         # The same calls once per millisecond, idle in between: the compute a 1 kHz node sees.
-        fresh = stepper(create_controller(name, robot, params))
+        fresh = stepper(create_controller(name, robot, params), states)
         figures["paced_1khz"] = summarize_us(time_calls_paced(fresh, min(count, paced)))
         results["controllers"][name] = figures
     return results
+
+
+def stepper(controller: Controller[Any], states: list[JointState]) -> Callable[[int], object]:
+    """``controller.compute`` at state ``i``, the reference held at the first state."""
+    reference = controller.hold_reference(states[0])
+    return lambda i: controller.compute(states[i], reference)
+
+
+def controller_calls(
+    controller: Controller[Any], states: list[JointState]
+) -> tuple[dict[str, Callable[[int], object]], Callable[[], None] | None]:
+    """The calls timed for ``controller`` (``compute``; ``qp``, its bare warm solves, for the QP
+    controllers) and what to run between the warm-up and the timed run (``None``: nothing).
+
+    The warm-up leaves the QPs warm and the collision gradient filtered: a timed run from state 0
+    then met slightly other problems than the ones recorded cold. So the controller is reset and
+    its cold solve at state 0 taken untimed, as the replay took it at its set-up (timed, it had
+    been the compute "max", ~500 µs, against a warm floor).
+    """
+    calls: dict[str, Callable[[int], object]] = {"compute": stepper(controller, states)}
+    qp_replay = getattr(controller, "qp_replay", None)
+    if not callable(qp_replay):
+        return calls, None
+    qs = np.array([s.q for s in states])
+    vs = np.array([s.v for s in states])
+    calls["qp"] = qp_replay(qs, vs)  # also cold-starts the controller again
+    compute = calls["compute"]
+
+    def restart() -> None:
+        controller.reset()
+        compute(0)
+
+    return calls, restart
 
 
 def qp_step_parts(

@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -93,7 +93,7 @@ from ..qp.constraints import (
     SelfCollisionBarrier,
     SingularityBarrier,
 )
-from ..qp.problem import DenseQP, ProblemData, Solution, SolveStatus, WarmReplay, snapshot
+from ..qp.problem import DenseQP, ProblemData, Solution, SolveStatus, WarmReplay, WarmReplays, snapshot
 from ..qp.tasks import TASK_TYPES, KinematicsState, Task
 from ..robot import RobotModel
 from ..safety import DEFAULT_DAMPING
@@ -1046,7 +1046,7 @@ class _QPController(Controller[QPReference]):
         return info
 
     # ---------------------------------------------------------------- benchmark
-    def qp_replay(self, qs: FloatArray, vs: FloatArray) -> Callable[[int], None]:
+    def qp_replay(self, qs: FloatArray, vs: FloatArray) -> WarmReplays:
         """The QP floor of issue 6: ``solve(k)`` = bare warm solves of this controller's QP(s) at state ``k``.
 
         The controller runs once through the states ``(qs[k], vs[k])`` holding the reference
@@ -1066,22 +1066,18 @@ class _QPController(Controller[QPReference]):
                 problems.append(snapshot(qp))
         self.reset()
         c = self.config
-        replays = [
-            WarmReplay(
-                problems,
-                eps_abs=c.eps_abs,
-                max_iter=c.max_iter,
-                reset_proximal=qp.reset_proximal,
-                known_feasible=qp.known_feasible,
-            )
-            for qp, problems in zip(qps, recorded, strict=True)
-        ]
-
-        def solve(k: int) -> None:
-            for replay in replays:
-                replay(k)
-
-        return solve
+        return WarmReplays(
+            [
+                WarmReplay(
+                    problems,
+                    eps_abs=c.eps_abs,
+                    max_iter=c.max_iter,
+                    reset_proximal=qp.reset_proximal,
+                    known_feasible=qp.known_feasible,
+                )
+                for qp, problems in zip(qps, recorded, strict=True)
+            ]
+        )
 
     # ------------------------------------------------------------------ helpers
     @property

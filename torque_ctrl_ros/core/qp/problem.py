@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -416,7 +417,11 @@ class WarmReplay:
     starts from the one before). Like :meth:`DenseQP.solve`, a failed warm solve is redone
     from a cold ``init``: without that, a warm start from a failed iterate keeps failing and
     the "floor" would be slower than the real solve. One-variable problems without equality
-    rows are replayed through :meth:`DenseQP.solve`'s closed form, which is their solve.
+    rows are replayed through :meth:`DenseQP`'s closed form, which is their solve, without
+    :meth:`DenseQP.solve`'s checks (the recorded bounds are already clipped).
+
+    :attr:`x` and :attr:`iterations` read the last solve's result (for tests: the replay must
+    meet the controller's solutions, or the floor is another problem's).
     """
 
     def __init__(
@@ -456,7 +461,7 @@ class WarmReplay:
         if self._scalar is not None:
             scalar = self._scalar
             scalar.H[:], scalar.g[:], scalar.C[:], scalar.l[:], scalar.u[:] = H, g, C, lo, hi
-            scalar.solve()
+            scalar._solve_scalar()
             return
         qp = self._qp
         qp.update(H, g, A, b, C, lo, hi, **self._proximal)
@@ -466,3 +471,25 @@ class WarmReplay:
             qp.init(H, g, A, b, C, lo, hi)
             qp.solve()
             qp.settings.initial_guess = _WARM
+
+    @property
+    def x(self) -> FloatArray:
+        """The last solve's primal solution (a view, overwritten by the next solve)."""
+        return self._scalar._x_buf if self._scalar is not None else self._qp.results.x
+
+    @property
+    def iterations(self) -> int:
+        """The last solve's iterations (after a failed warm solve, its cold retry's; 0 in closed form)."""
+        return 0 if self._scalar is not None else int(self._qp.results.info.iter)
+
+
+class WarmReplays:
+    """Several :class:`WarmReplay` in order, one call solving each at ``k`` (one QP per level)."""
+
+    def __init__(self, replays: Sequence[WarmReplay]) -> None:
+        self.replays = tuple(replays)
+
+    def __call__(self, k: int) -> None:
+        """Every replay's problem ``k``, warm from its previous call."""
+        for replay in self.replays:
+            replay(k)
