@@ -530,3 +530,15 @@ def test_compare_times_this_tree_against_a_revision(
         compare.export_revision("HEAD", repo, tmp_path / "out")
     with pytest.raises(SystemExit):
         compare.main(["--controllers", "nope"])
+
+
+def test_the_benchmark_states_stay_within_the_velocity_limits() -> None:
+    """ "Realistic" states: over a full period of the slowest swing (5 s), no joint beyond 0.85 of
+    its speed limit (joint_6 had run at 1.14 of it on 30 % of the states)."""
+    from torque_ctrl_ros.bench.compute import realistic_states
+    from torque_ctrl_ros.core import RobotModel
+    from torque_ctrl_ros.paths import data_path
+
+    limit = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf")).velocity_limit
+    _, vs = realistic_states(5000)
+    assert np.all(np.abs(vs) <= 0.85 * limit), np.abs(vs).max(axis=0) / limit
