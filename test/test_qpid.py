@@ -751,6 +751,13 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
             QPID.from_params(robot, _params(**{key: value}))
     with pytest.raises(ConfigError, match=r"alpha·dt must be <= 1"):
         QPID.from_params(robot, _params(dt=0.01, **{"joint_velocity_limit.alpha": 150.0}))
+    # Second-order barriers: at α·Δt 0.85 their discrete step diverges; 0.5 is the largest
+    # without a mode that alternates in sign.
+    for group in ("joint_position_limit", "self_collision", "singularity"):
+        with pytest.raises(ConfigError, match=rf"{group}.alpha: alpha·dt must be <= 0.5 .* = 0.85"):
+            QPID.from_params(robot, _params(**{f"{group}.alpha": 850.0}))
+        QPID.from_params(robot, _params(**{f"{group}.alpha": 500.0}))
+        QPID.from_params(robot, _params(**{f"{group}.alpha": 850.0, f"{group}.enabled": False}))
     slow = [d / 10.0 for d in DEFAULT_DAMPING]  # the fallback held for 10 ms needs a tenth of the damping
     QPID.from_params(
         robot, _params(dt=0.01, fallback_damping=slow, **{"joint_velocity_limit.alpha": 100.0})

@@ -373,13 +373,17 @@ class QPIDConfig:
             barriers[group] = _check_barrier(f"{section}.{group}", cfg)
         if kw:
             raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}")
-        jv = barriers["joint_velocity_limit"]
-        if jv.enabled and jv.alpha * dt > 1.0:
-            # The first-order barrier keeps h ≥ 0 in discrete time only while α·Δt ≤ 1.
-            raise ConfigError(
-                f"{section}.joint_velocity_limit.alpha: alpha·dt must be <= 1 for the barrier to hold "
-                f"at each step, got {jv.alpha:g}·{dt:g} = {jv.alpha * dt:g}"
-            )
+        for group, cfg in barriers.items():
+            # Stepped at Δt with the torque held, a first-order barrier (ḣ = −α·h) gives
+            # h⁺ = (1 − α·Δt)·h: h ≥ 0 needs α·Δt ≤ 1. A second-order one (ḧ = −2α·ḣ − α²·h) has
+            # the step's eigenvalues both ≥ 0 only while α·Δt ≤ 1/2; beyond it one alternates in
+            # sign and h can cross 0 (from 0.7), and from 2√2 − 2 ≈ 0.83 it diverges.
+            bound = 1.0 if group == "joint_velocity_limit" else 0.5
+            if cfg.enabled and cfg.alpha * dt > bound:
+                raise ConfigError(
+                    f"{section}.{group}.alpha: alpha·dt must be <= {bound:g} for the barrier to hold "
+                    f"at each step, got {cfg.alpha:g}·{dt:g} = {cfg.alpha * dt:g}"
+                )
         for t in tasks:
             check_choice(f"{section}.{t.name}.type", t.type, sorted(TASK_TYPES))
             if t.type == "posture" and t.frame is not None:

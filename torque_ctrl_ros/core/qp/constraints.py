@@ -117,6 +117,11 @@ class JointPositionBarrier(_JointRowsBarrier):
 
     i.e. ``σ·q̈ + s ≥ −2α·σ·q̇ − α²·h`` with ``h = σ·q − [q_min; −q_max]``. Continuous joints
     have no rows. ``margin`` is the smallest ``h`` (rad).
+
+    A larger ``α`` brakes later and harder, until the torque limits cannot: MuJoCo, qpid, a
+    posture (kp 400) aimed past joints 2, 4 and 6 for 2 s: ``α`` 100 held (min ``h`` 2e-15 rad),
+    400 and 500 crossed by 5.2 and 6.1 mrad with 15 steps at the torque limits (the slack takes
+    what the torque cannot).
     """
 
     name = "joint_position"
