@@ -673,6 +673,7 @@ def test_hqpid_unfinished_lower_level_is_scaled_back_into_its_rows(
     monkeypatch.setattr(lv.qp, "solve", overshooting)
     _, info = controller.torque(HOME, np.zeros(7), ref)
     assert info["failed_level"] == -1.0 and info["scaled_level"] == 1.0 and info["levels_solved"] == 2.0
+    assert info["qp_status"] == SolveStatus.MAX_ITERATIONS.value  # the level's own (it had read 0)
     step = lv.Z.T.dot(controller.joint_acceleration - seen["qdd0"])
     assert 0.0 < step[0] < 1e3 and np.allclose(step, step[0])  # along the iterate, shortened
     rows = seen["C"].dot(step)

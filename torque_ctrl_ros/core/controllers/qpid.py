@@ -58,8 +58,9 @@ solution of the levels above it is used (it satisfies every hard constraint) and
 ``info["failed_level"]`` names the level that failed.
 
 Diagnostics (all floats). Every step's ``info``: ``qp_status`` (:class:`SolveStatus` of
-the first failed level, else 0), ``qp_iterations`` (sum over levels), ``qp_primal_residual``,
-``qp_dual_residual`` (max over levels), ``qp_solve_time_us`` (sum: update + solve),
+the first level whose solve did not succeed, scaled back or failed, else 0),
+``qp_iterations`` (sum over levels), ``qp_primal_residual``, ``qp_dual_residual`` (max over
+levels), ``qp_solve_time_us`` (sum: update + solve),
 ``prepare_time_us`` (kinematics, tasks, barriers: :meth:`~_QPController.prepare`), ``step_time_us``,
 ``fallback`` (0/1), ``failed_level`` (−1 if none), ``scaled_level`` (−1 if none; counted in
 ``levels_solved``), ``levels_solved``. On demand,
@@ -930,6 +931,8 @@ class _QPController(Controller[QPReference]):
             sol = qp.solve()
             sols.append(sol)
             if not sol.ok:
+                if status is SolveStatus.SOLVED:
+                    status = sol.status  # the first level that stopped short, scaled back or not
                 # The failed level's iterate is no warm start; start it cold next step.
                 qp.reset()
                 step = self._scaled_back(qp, sol.x) if lv.index > 0 else 0.0
@@ -939,7 +942,7 @@ class _QPController(Controller[QPReference]):
                         scaled_level = lv.index
                     self._qdd += lv.Z.dot(sol.x) * step
                     continue
-                failed_level, status = lv.index, sol.status
+                failed_level = lv.index
                 break
             levels_solved += 1
             if lv.index == 0:
