@@ -292,15 +292,37 @@ def test_mujoco_model_has_no_extra_dynamics(pair: Pair) -> None:
 #: An independent reference for the facts both files are generated from (one YAML: a typo in it
 #: would pass every other test here): MuJoCo Menagerie's ``kinova_gen3`` model, which stores each
 #: inertia in its own form (principal moments and a quaternion), its geometry left out, at two
-#: poses: joint angles (rad), gravity torques (N·m), the mass matrix's diagonal (kg·m²) and the
-#: tool point (its ``pinch_site``, m, base axes). Menagerie rounds its inertias: the two agree to
-#: 3e-8 (M) and 1e-14 (gravity, tool).
+#: poses: joint angles (rad), gravity torques (N·m), the mass matrix's diagonal (kg·m²), the
+#: tool point (its ``pinch_site``, m, base axes), ``M·w`` (N·m for 1 rad/s² on each joint,
+#: alternating signs: :data:`INDEPENDENT_W`) and the bias torques ``c(q, v) + g(q)`` at
+#: :data:`INDEPENDENT_V` (N·m). The last two see the off-diagonal inertia products and the
+#: velocity terms the diagonal and gravity miss (a flipped ``iyz`` of ``half_arm_1_link`` passed
+#: them). Menagerie rounds its inertias: the two agree to 3e-8 (M), 1e-7 (bias at a velocity) and
+#: 1e-14 (gravity, tool).
 INDEPENDENT_POSES = [
     (
         [0.0, 0.26179939, 3.14159265, -2.26892803, 0.0, 0.95993109, 1.57079633],
         [0.0, -8.726914069, -0.09244494139, 4.486113717, -0.003275222362, 0.9683060786, -0.001378304873],
         [0.25655086, 0.564646354, 0.16784916, 0.233366664, 0.008736121, 0.012906835, 0.000674042],
         [0.45666519, 0.001350101, 0.433724312],
+        [
+            0.4285145009,
+            -0.4459293049,
+            0.3233537582,
+            -0.1860776696,
+            -0.05236027748,
+            -0.005267425749,
+            0.005016089644,
+        ],
+        [
+            -0.1000668886,
+            -8.770422758,
+            -0.1575340256,
+            4.36111705,
+            0.002721362472,
+            0.9599134417,
+            -0.001921178831,
+        ],
     ),
     (
         [0.3, 1.2, -0.7, 1.9, 0.4, -1.1, 0.8],
@@ -315,13 +337,31 @@ INDEPENDENT_POSES = [
             0.0006740424404,
         ],
         [0.563248987, 0.128595607, 0.170766797],
+        [
+            1.064214139,
+            -0.7491661307,
+            0.2616774469,
+            -0.4472046838,
+            -0.05363903115,
+            -0.1009831393,
+            0.003365120276,
+        ],
+        [0.01422216954, -15.8882442, -3.830845666, -1.210991742, 0.4753226188, -0.8354886023, 0.05498708974],
     ),
 ]
+INDEPENDENT_W = [1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0]
+INDEPENDENT_V = [0.5, -0.4, 0.3, -0.2, 0.6, -0.5, 0.4]
 
 
-@pytest.mark.parametrize("angles, gravity, mass_diagonal, tool", INDEPENDENT_POSES)
+@pytest.mark.parametrize("angles, gravity, mass_diagonal, tool, mass_times_w, bias_at_v", INDEPENDENT_POSES)
 def test_descriptions_match_an_independent_model(
-    pair: Pair, angles: list[float], gravity: list[float], mass_diagonal: list[float], tool: list[float]
+    pair: Pair,
+    angles: list[float],
+    gravity: list[float],
+    mass_diagonal: list[float],
+    tool: list[float],
+    mass_times_w: list[float],
+    bias_at_v: list[float],
 ) -> None:
     q, v = pair.set_state(np.array(angles), np.zeros(len(angles)))
     g_pin = pair.pin_to_joint_order(pin.rnea(pair.pm, pair.pd, q, v, np.zeros(pair.pm.nv)))
@@ -335,3 +375,10 @@ def test_descriptions_match_an_independent_model(
         pair.pd.oMf[pair.pm.getFrameId(DESCRIPTION.tool.name)].translation, tool, atol=1e-8
     )
     np.testing.assert_allclose(pair.md.site_xpos[pair.mm.site(DESCRIPTION.tool.name).id], tool, atol=1e-8)
+    w = np.zeros(pair.pm.nv)
+    w[pair.pin_vadr] = INDEPENDENT_W
+    np.testing.assert_allclose(pair.pin_to_joint_order(M.dot(w)), mass_times_w, atol=1e-6)
+    q, v = pair.set_state(np.array(angles), np.array(INDEPENDENT_V))
+    bias = pair.pin_to_joint_order(pin.rnea(pair.pm, pair.pd, q, v, np.zeros(pair.pm.nv)))
+    np.testing.assert_allclose(bias, bias_at_v, atol=1e-6)
+    np.testing.assert_allclose(pair.mj_to_joint_order(pair.md.qfrc_bias), bias_at_v, atol=1e-6)
