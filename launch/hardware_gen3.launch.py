@@ -27,7 +27,8 @@ it. Until such a driver is running, this launch file starts a controller that wa
 The default model, ``urdf/gen3.urdf``, is the bare arm on an upright base: with a gripper or
 another tool, gravity compensation is off by its weight (a 0.9 kg gripper: several N*m at
 joint 2) until a description with the tool is given (``robot_description`` or ``model_file`` in
-``params_file``).
+``params_file``), the tool fixed to ``bracelet_link`` by fixed joints only (a finger joint would be
+an eighth joint the controller refuses to start with).
 
 Arguments:
     controller   gravity_comp | computed_torque | ...: overrides the ``controller`` of
