@@ -728,6 +728,6 @@ def test_a_pose_target_behind_a_moving_reference_stops_it_first(robot: RobotMode
     source.reference(JointState(HOME_Q, np.zeros(7), half))
     approach = source._approach
     y = np.array([approach.sample(t).position[1] for t in np.linspace(0.0, approach.duration, 2001)])
-    stop = source._stop_time
+    stop = source._planner.stop_time
     assert y.max() - moving.position[1] == pytest.approx(0.5 * stop * moving.twist[1], rel=1e-6)
     assert y[-1] == pytest.approx(start.position[1] - 0.3)

@@ -27,13 +27,16 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import TargetError
 from .validation import FloatArray
+
+if TYPE_CHECKING:
+    from .robot import RobotModel
 
 #: How far (rad, rad/s) the motion may pass a limit before it counts: a segment that ends at rest
 #: on a limit evaluates a few ulps beyond it at its computed extremum.
@@ -496,4 +499,34 @@ _QUINTIC = np.array(
 )
 
 
-__all__ = ["LIMIT_TOLERANCE", "JointTrajectory", "LimitViolation"]
+def check_motion(
+    robot: RobotModel,
+    trajectory: JointTrajectory,
+    first: int = 0,
+    last: int | None = None,
+    offset: float = 0.0,
+) -> None:
+    """Refuse a trajectory whose interpolated motion passes a position limit (bounded joints) or a
+    velocity limit (:meth:`JointTrajectory.limit_violation`, segments ``first`` to ``last − 1``);
+    ``offset`` (s) is added to the reported time so that it reads as the message's
+    ``time_from_start``.
+    """
+    found = trajectory.limit_violation(
+        robot.position_lower, robot.position_upper, robot.velocity_limit, first, last
+    )
+    if found is None:
+        return
+    name, t = robot.joint_names[found.joint], found.time + offset
+    if found.quantity == "position":
+        raise TargetError(
+            f"trajectory: the interpolated motion takes {name} to {found.value:.4f} rad at {t:.4f} s "
+            f"(time_from_start), past its position limit {found.limit:.4f} rad; add waypoints or "
+            "give velocities that keep it inside"
+        )
+    raise TargetError(
+        f"trajectory: the interpolated motion moves {name} at {found.value:.4f} rad/s at {t:.4f} s "
+        f"(time_from_start), above its velocity limit {found.limit:.4f} rad/s; slow it down"
+    )
+
+
+__all__ = ["LIMIT_TOLERANCE", "JointTrajectory", "LimitViolation", "check_motion"]

@@ -43,7 +43,6 @@ from operator import attrgetter
 from typing import Any
 
 import numpy as np
-import pinocchio as pin
 from geometry_msgs.msg import PoseStamped
 from rclpy.exceptions import InvalidTopicNameException
 from rclpy.node import Node
@@ -52,6 +51,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState as JointStateMsg
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
+from ..core.approach import JointApproachPlanner, PoseApproachPlanner
 from ..core.constrained_dynamics import AXIS_NAMES
 from ..core.controllers import Controller, PoseReference
 from ..core.controllers.cartesian import PoseApproach
@@ -59,7 +59,7 @@ from ..core.errors import ConfigError, StateError, TargetError
 from ..core.reach import Reach
 from ..core.robot import RobotModel
 from ..core.safety import MAX_ANGLE, JointNameMap
-from ..core.trajectory import JointTrajectory
+from ..core.trajectory import JointTrajectory, check_motion
 from ..core.types import JointReference, JointState
 from ..core.validation import FloatArray, as_vector
 from .common import ThrottledLog
@@ -91,46 +91,6 @@ MAX_START_DELAY = 60.0
 """Latest start (s after the node's clock) a trajectory may ask for: a later ``header.stamp`` is
 taken for one on another clock (a sender on wall time, ~1.8e9 s, to a node on sim time), which
 would otherwise wait for ever."""
-
-
-JOINT_TARGET_SPEED_SHARE = 0.5
-"""Share of each joint's velocity limit a joint or pose target's approach may reach at its peak.
-Stepped into the computed-torque law at once, a target 1 rad away had driven joint_1 at 3.7 rad/s
-against its 1.4 rad/s limit (the peak of a critically damped step is ``ω_n/e`` per rad of
-distance); stepped into achd_rnea's, a pose 0.3 m away had driven joint_5 at 3.9 times its limit."""
-
-#: Steps of the predicted joint path a pose target's approach is timed on, and the damping (m,
-#: rad) of the least-squares joint rates along it, which keeps them finite at a singularity.
-_APPROACH_SAMPLES = 40
-_APPROACH_DAMPING = 1e-3
-#: Singular values of the tool Jacobian below this share of the largest are left out of the
-#: bound taken at the start of a pose target's approach.
-_APPROACH_RCOND = 1e-4
-#: Largest share of a pose target's move the predicted joint path may end short of it: beyond,
-#: a singularity on the straight line stops it (the target is refused).
-_APPROACH_SHORTFALL = 0.2
-
-# A rest-to-rest quintic over ``T`` (minimum jerk) peaks at 15/8·Δq/T in speed and 10/√3·Δq/T² in
-# acceleration.
-_QUINTIC_PEAK_SPEED = 15.0 / 8.0
-_QUINTIC_PEAK_ACCELERATION = 10.0 / np.sqrt(3.0)
-
-
-def _approach_times(kp: FloatArray, kd: FloatArray) -> tuple[float, float]:
-    """``(shortest, stop)`` (s) for the approaches of a PD law with gains ``kp`` (1/s²) and ``kd``
-    (1/s), one per axis: the shortest approach asks at most the acceleration ``kp·|Δx|`` a step
-    of ``Δx`` would at once (``10/√3·|Δx|/T² ≤ kp·|Δx|``), and a moving reference stops in no less
-    time, decelerating at most as the law's ``kd·|ẋ|`` (``15/8·|ẋ|/T ≤ kd·|ẋ|``)."""
-    shortest = float(np.sqrt(_QUINTIC_PEAK_ACCELERATION / np.min(kp)))
-    damping = float(np.min(kd))
-    return shortest, max(shortest, _QUINTIC_PEAK_SPEED / damping) if damping > 0.0 else shortest
-
-
-def _time_within_speed_limits(robot: RobotModel, extent: FloatArray) -> float:
-    """The least ``T`` (s) for which joint speeds of ``extent/T`` (``extent`` in rad, one per joint)
-    stay within :data:`JOINT_TARGET_SPEED_SHARE` of the velocity limits (no bound where a joint has
-    none: its limit is inf)."""
-    return float(np.max(np.abs(extent) / (JOINT_TARGET_SPEED_SHARE * robot.velocity_limit)))
 
 
 class TargetSource(ABC):
@@ -373,36 +333,6 @@ def trajectory_points(
     return times, pos, vel, acc
 
 
-def check_motion(
-    robot: RobotModel,
-    trajectory: JointTrajectory,
-    first: int = 0,
-    last: int | None = None,
-    offset: float = 0.0,
-) -> None:
-    """Refuse a trajectory whose interpolated motion passes a position limit (bounded joints) or a
-    velocity limit (:meth:`JointTrajectory.limit_violation`, segments ``first`` to ``last − 1``);
-    ``offset`` (s) is added to the reported time so that it reads as the message's
-    ``time_from_start``.
-    """
-    found = trajectory.limit_violation(
-        robot.position_lower, robot.position_upper, robot.velocity_limit, first, last
-    )
-    if found is None:
-        return
-    name, t = robot.joint_names[found.joint], found.time + offset
-    if found.quantity == "position":
-        raise TargetError(
-            f"trajectory: the interpolated motion takes {name} to {found.value:.4f} rad at {t:.4f} s "
-            f"(time_from_start), past its position limit {found.limit:.4f} rad; add waypoints or "
-            "give velocities that keep it inside"
-        )
-    raise TargetError(
-        f"trajectory: the interpolated motion moves {name} at {found.value:.4f} rad/s at {t:.4f} s "
-        f"(time_from_start), above its velocity limit {found.limit:.4f} rad/s; slow it down"
-    )
-
-
 TargetFactory = Callable[[Node, Controller[Any]], TargetSource]
 
 #: Target source factory by controller name (the value of the ``controller`` parameter).
@@ -455,13 +385,10 @@ class NoTargetSource(HoldSource):
 class JointTargetSource(TargetSource):
     """``~/joint_target`` (JointState: position; velocity empty or zero) and ``~/joint_trajectory``.
 
-    A joint target is reached along a rest-to-rest quintic from the current reference (a moving
-    one first stops, along a quintic to ``q₀ + q̇₀·T_s/2`` over ``T_s = max(0.24 s, 1.875/min kd)``)
-    and then held until replaced. Its duration ``T`` is the shortest that keeps every joint at most
-    :data:`JOINT_TARGET_SPEED_SHARE` of its velocity limit (peak ``15/8·|Δq|/T``) and the peak
-    acceleration ``10/√3·|Δq|/T²`` at most ``kp·|Δq|``, what the step into the control law would
-    have asked at once: ``T = max(√(5.77/min kp), maxᵢ 1.875·|Δqᵢ|/(share·v_maxᵢ))`` (0.24 s
-    at least with the default ``kp`` 100; 2.7 s for 1 rad on joint_1).
+    A joint target is reached along a rest-to-rest quintic from the current reference, planned with
+    the law's gains (:class:`~..core.approach.JointApproachPlanner`: a moving reference stops first,
+    every joint at most half its velocity limit; 0.24 s at least with the default ``kp`` 100, 2.7 s
+    for 1 rad on joint_1), and then held until replaced.
 
     A trajectory (``header.stamp`` zero: start at the next joint state) starts from the current
     reference when its first point is later than 0; one stamped later than the joint state waits
@@ -489,7 +416,7 @@ class JointTargetSource(TargetSource):
         self._t0 = 0.0
         self._mode = "hold"
         ctrl: Any = controller  # a ComputedTorque: config.kp (1/s²), > 0
-        self._shortest_approach, self._stop_time = _approach_times(ctrl.config.kp, ctrl.config.kd)
+        self._planner = JointApproachPlanner(robot, ctrl.config.kp, ctrl.config.kd)
         node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
         node.create_subscription(
             JointTrajectoryMsg, "~/joint_trajectory", self._on_trajectory, TARGET_QOS, raw=True
@@ -563,36 +490,13 @@ class JointTargetSource(TargetSource):
         return np.array(state.q, dtype=np.float64), None, None
 
     def _approach(self, state: JointState, target: JointReference) -> JointTrajectory | None:
-        """The quintic from the current reference to ``target`` (see the class docstring), or
+        """The approach from the current reference to ``target`` (:class:`JointApproachPlanner`), or
         ``None`` after refusing it (its motion passes a limit: a start moving fast toward one)."""
-        q0, v0, a0 = self._current(state)
-        times: list[float] = []
-        waypoints: list[FloatArray] = []
-        q_from = q0
-        if (v0 is not None and v0.any()) or (a0 is not None and a0.any()):
-            # A moving reference stops first: one quintic over the whole move, timed by its
-            # distance, had carried the start velocity on the wrong way (0.8 rad, at 0.76 of
-            # joint_1's limit, for a target 3 rad behind a reference at 0.7 rad/s).
-            if v0 is not None:
-                q_from = q0 + (0.5 * self._stop_time) * v0
-            times.append(self._stop_time)
-            waypoints.append(q_from)
-        distance = self.robot.difference(target.q, q_from)
-        duration = max(
-            self._shortest_approach, _time_within_speed_limits(self.robot, _QUINTIC_PEAK_SPEED * distance)
-        )
-        times.append((times[-1] if times else 0.0) + duration)
-        waypoints.append(target.q)
-        rest = np.zeros((len(times), self.n))
         try:
-            approach = JointTrajectory(
-                times, np.array(waypoints), rest, rest, start=(q0, v0, a0), continuous=self.robot.continuous
-            )
-            check_motion(self.robot, approach)
+            return self._planner.plan(self._current(state), target.q)
         except TargetError as exc:
             self._refuse(f"joint target: {exc}")
             return None
-        return approach
 
     def _activate(self, state: JointState) -> None:
         assert self._pending is not None
@@ -718,17 +622,11 @@ class PoseTargetSource(TargetSource):
     norm (an all-zero default orientation is refused), every number finite and the position
     within the controlled frame's reach (:class:`Reach`).
 
-    The approach's duration ``T`` is the shortest that keeps the peak acceleration of each
-    constrained axis at most ``kp·|Δx|`` (what the step into the control law would ask at once:
-    ``T ≥ √(5.77/min kp)``) and each joint at most :data:`JOINT_TARGET_SPEED_SHARE` of its velocity
-    limit, both along the joint path predicted for the move (:meth:`_joint_speed_time`) and to first
-    order at its start (``q̇ = J⁺·ξ·σ̇``, ``σ̇`` peaking at ``1.875/T``, for the move ``ξ = [Δp;
-    R₀·θ₁]`` on the constrained axes). These are predictions, not guarantees: from home, 0.1–0.3 m
-    moves peaked at 0.38–0.53 of a limit; near a singularity the start's bound makes the move slow
-    (42 s for 0.1 m, 0.001 rad from the stretched pose, at 0.10 of a limit). A target whose
-    predicted path ends more than :data:`_APPROACH_SHORTFALL` of the move short (a singularity on
-    the straight line, e.g. from the stretched pose itself) is refused. Timing a target takes ~1 ms,
-    once, on the control thread.
+    The approach is planned on the constrained axes with the law's gains
+    (:class:`~..core.approach.PoseApproachPlanner`: every joint at most half its velocity limit
+    along the predicted joint path and at its start); a target whose predicted path ends more
+    than a fifth of the move short (a singularity on the straight line, e.g. from the stretched
+    pose itself) is refused. Planning takes ~1 ms, once, on the control thread.
     """
 
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
@@ -738,9 +636,9 @@ class PoseTargetSource(TargetSource):
         ctrl: Any = controller  # an AchdRnea: config.frame is the controlled frame
         self.controlled = ctrl.config.frame
         self.reach = Reach.of(controller.robot, ctrl.config.frame)
-        self._rows = np.array([AXIS_NAMES.index(a) for a in ctrl.config.constrained_axes])
-        gains = np.asarray(ctrl.config.kp)[self._rows], np.asarray(ctrl.config.kd)[self._rows]
-        self._shortest_approach, self._stop_time = _approach_times(*gains)
+        rows = np.array([AXIS_NAMES.index(a) for a in ctrl.config.constrained_axes])
+        kp, kd = np.asarray(ctrl.config.kp)[rows], np.asarray(ctrl.config.kd)[rows]
+        self._planner = PoseApproachPlanner(self.robot, self.controlled, rows, kp, kd)
         self._pending: PoseReference | None = None
         self._active: PoseReference | None = None
         self._approach: PoseApproach | None = None
@@ -766,63 +664,15 @@ class PoseTargetSource(TargetSource):
         return self._active if self._active is not None else self.controller.hold_reference(state)
 
     def _approach_to(self, state: JointState, goal: PoseReference) -> PoseApproach:
-        """The move from the current reference to ``goal``, timed as the class docstring says.
+        """The move from the current reference to ``goal`` (see the class docstring).
 
         Raises:
             TargetError: the predicted joint path ends short of the goal (a singularity on the way).
         """
-        start = self._current(state)
-        move = np.concatenate(
-            (goal.position - start.position, start.rotation @ pin.log3(start.rotation.T @ goal.rotation))
-        )[self._rows]  # on the constrained axes
-        along_path, q_end = self._joint_speed_time(state.q, move)
-        # Near a singularity the arm under achd_rnea does not follow that path (0.001 rad from the
-        # stretched pose, timed by it alone: 4.5 times a velocity limit); the first-order bound
-        # at the start is far longer there (minutes: the arm crawls) and holds it in the limits.
-        jacobian = self.robot.frame_jacobian(state.q, self.controlled)[self._rows]
-        at_start = np.linalg.pinv(jacobian, rcond=_APPROACH_RCOND) @ move  # rad per unit σ
-        slowest = max(along_path, _time_within_speed_limits(self.robot, _QUINTIC_PEAK_SPEED * at_start))
-        # The path's own displacement against the move (the arm may stand off its reference).
-        begin = self.robot.frame_placement(state.q, self.controlled)
-        end = self.robot.frame_placement(q_end, self.controlled)
-        moved = np.concatenate(
-            (end.translation - begin.translation, pin.log3(end.rotation @ begin.rotation.T))
-        )
-        shortfall = float(np.linalg.norm(moved[self._rows] - move)) / max(float(np.linalg.norm(move)), 1e-12)
-        if shortfall > _APPROACH_SHORTFALL:
-            raise TargetError(
-                f"target pose: the straight move there from the current reference passes a singularity "
-                f"of {self.controlled} (the predicted joint path ends {shortfall:.0%} of the move short); "
-                "move the arm away from it first, or use qpid"
-            )
-        return PoseApproach(start, goal, max(self._shortest_approach, slowest), self._stop_time)
-
-    def _joint_speed_time(self, q: FloatArray, move: FloatArray) -> tuple[float, FloatArray]:
-        """The shortest ``T`` (s) keeping every joint at most :data:`JOINT_TARGET_SPEED_SHARE` of
-        its velocity limit along the predicted joint path of the move ``ξ`` (the constrained
-        components of ``[Δp; R₀·θ₁]``, a constant twist per unit ``σ``), and the joint angles that
-        path ends at.
-
-        With ``σ(τ) = 10τ³ − 15τ⁴ + 6τ⁵``, ``τ = t/T``, the joints move at ``q̇ = q'(σ)·σ'(τ)/T``,
-        ``q'(σ) = J(q)⁺·ξ`` (damped least squares), integrated from ``q`` over
-        :data:`_APPROACH_SAMPLES` steps of ``τ``: each joint speed is judged where along the move
-        it happens, with the Jacobian of that point.
-        """
-        robot, rows = self.robot, self._rows
-        damping = _APPROACH_DAMPING**2 * np.eye(rows.size)
-        q = np.array(q, dtype=np.float64)
-        tau = np.linspace(0.0, 1.0, _APPROACH_SAMPLES + 1)
-        sigma = tau**3 * (10.0 + tau * (6.0 * tau - 15.0))
-        longest = 0.0
-        for k in range(_APPROACH_SAMPLES):
-            jacobian = robot.frame_jacobian(q, self.controlled)[rows]
-            rate = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + damping, move)  # q'(σ)
-            middle = 0.5 * (tau[k] + tau[k + 1])
-            longest = max(
-                longest, _time_within_speed_limits(robot, rate * 30.0 * (middle * (1.0 - middle)) ** 2)
-            )
-            q += (sigma[k + 1] - sigma[k]) * rate
-        return longest, q
+        try:
+            return self._planner.plan(state.q, self._current(state), goal)
+        except TargetError as exc:
+            raise TargetError(f"target pose: {exc}; move the arm away from it first, or use qpid") from None
 
     def reference(self, state: JointState) -> PoseReference:
         if self._pending is not None:
