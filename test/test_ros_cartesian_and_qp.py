@@ -31,7 +31,7 @@ from ros_helpers import (  # noqa: F401 - fixtures
 )
 
 from torque_ctrl_ros.core import JointState, RobotModel
-from torque_ctrl_ros.core.controllers import PoseReference, create_controller
+from torque_ctrl_ros.core.controllers import create_controller
 from torque_ctrl_ros.nodes.params import controller_node_config
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
@@ -284,9 +284,18 @@ def test_qp_controllers_take_task_targets_and_report(
     for q in (rec["q"][0], rec["q"][-1]):
         J = robot.frame_jacobian(q, TOOL)
         null_err.append(float(np.linalg.norm(null_projector(J) @ robot.difference(q_posture, q))))
-    # The node's target went through the quaternion: the same rotation to the last bit.
-    tool_ref = PoseReference.from_position_quaternion(target.translation, quat).se3
-    expected = core_loop(controller, steps, {"tool": tool_ref, "posture": q_posture})
+    # The node's target source approaches both targets from the first state (stamp 0); the same
+    # source, fed the same messages, gives the core loop its references.
+    from ros_helpers import FakeTargetNode
+
+    from torque_ctrl_ros.nodes.targets import TaskTargetSource
+
+    source = TaskTargetSource(
+        FakeTargetNode(), create_controller(controller, robot, shipped_section(controller))
+    )  # type: ignore[arg-type]
+    source._on_pose("tool", pose_msg(target.translation, quat))
+    source._on_joint_target(JointStateMsg(name=names[::-1], position=q_posture[::-1].tolist()))
+    expected = core_loop(controller, steps, source.reference)
     dev = np.abs(rec["q"] - expected["q"]).max()
     tail_speed = np.abs(rec["v"][-100:]).max()
     diag = running_sample(diags, "info_qp_status")

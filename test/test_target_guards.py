@@ -731,3 +731,107 @@ def test_a_pose_target_behind_a_moving_reference_stops_it_first(robot: RobotMode
     stop = source._planner.stop_time
     assert y.max() - moving.position[1] == pytest.approx(0.5 * stop * moving.twist[1], rel=1e-6)
     assert y[-1] == pytest.approx(start.position[1] - 0.3)
+
+
+# ------------------------------------------------------------------ QP task targets: approached
+@pytest.mark.parametrize("controller", ["qpid", "hqpid"])
+@pytest.mark.parametrize("move", [[0.0, 0.3, 0.0], [-0.2, 0.2, 0.1]])
+def test_a_qp_tool_target_is_approached_within_the_velocity_limits(
+    robot: RobotModel, controller: str, move: list[float]
+) -> None:
+    """The shipped qpid / hqpid on the MuJoCo plant, from home to a tool pose 0.3 m away: stepped
+    into the QP, the target had run joints 1 and 5 (1, 2, 3 and 5 for the mixed move) at exactly
+    their velocity limits, held there by the barriers. Approached, no joint passes 0.7 of its limit
+    and the tool ends on the target (hqpid: exactly; qpid: within its weighted posture's pull)."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
+    plant.reset("home")
+    node, source = _qp_source(robot, controller)
+    tool = robot.frame_placement(plant.q, TOOL)
+    msg = _pose(tool.translation + np.array(move))
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(tool.rotation).coeffs())
+    node.callbacks["~/tool/target"](msg)
+    peak = _closed_loop_peak_speeds(plant, source.controller, source, 6000)
+    assert np.all(peak <= 0.7 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
+    end = robot.frame_placement(plant.q, TOOL)
+    tolerance = 1e-5 if controller == "hqpid" else 2e-3
+    assert np.linalg.norm(end.translation - (tool.translation + move)) < tolerance
+    assert source.describe() == "tool" and source.rejected == 0 and not source._pose_moves  # arrived
+
+
+def test_qp_task_targets_are_approached_from_where_their_references_stand(robot: RobotModel) -> None:
+    """A tool target and a joint target to qpid: neither steps the reference (each starts where
+    the task's reference stands, at rest), both end on their targets at rest; a new tool target
+    mid-move starts where the moving reference stands; a pause shifts the moves; a reset holds
+    where the arm is."""
+    node, source = _qp_source(robot, "qpid")
+    state = JointState(HOME_Q, np.zeros(7), 1.0)
+    held = source.reference(state)
+    start = held["tool"]
+    goal_q = HOME_Q + np.array([0.3, 0.0, -0.2, 0.0, 0.0, 0.0, 0.0])
+    node.callbacks["~/tool/target"](_pose(start.translation + np.array([0.0, 0.2, 0.0])))
+    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal_q.tolist()))
+    first = source.reference(state)
+    assert np.allclose(first["tool"].pose.translation, start.translation, atol=1e-12)
+    assert np.allclose(first["tool"].pose.rotation, start.rotation, atol=1e-12)  # pose task: kept
+    assert not np.any(first["tool"].velocity) and np.allclose(first["posture"].q, HOME_Q, atol=1e-12)
+    pose_move, _ = source._pose_moves["tool"]
+    joint_move, _ = source._joint_moves["posture"]
+    # The posture task's kp (10) sets its shortest approach: √(5.77/10) s.
+    assert joint_move.duration >= math.sqrt(10.0 / math.sqrt(3.0) / 10.0) - 1e-12
+    early = source.reference(JointState(HOME_Q, np.zeros(7), 1.0 + joint_move.duration / 2))
+    assert np.abs(early["posture"].v).max() > 0.01
+    middle = source.reference(JointState(HOME_Q, np.zeros(7), 1.0 + pose_move.duration / 2))
+    assert np.linalg.norm(middle["tool"].velocity[:3]) > 0.01
+    node.callbacks["~/tool/target"](_pose(start.translation + np.array([0.0, 0.0, 0.1])))
+    after = source.reference(JointState(HOME_Q, np.zeros(7), 1.001 + pose_move.duration / 2))
+    assert np.linalg.norm(after["tool"].pose.translation - middle["tool"].pose.translation) < 1e-3
+    source.pause(2.0, 12.0)  # 10 s of fallback: the moves take up where they stood
+    paused = source.reference(JointState(HOME_Q, np.zeros(7), 11.001 + pose_move.duration / 2))
+    assert np.linalg.norm(paused["tool"].pose.translation - after["tool"].pose.translation) < 1e-6
+    end = source.reference(JointState(HOME_Q, np.zeros(7), 100.0))
+    assert np.allclose(
+        end["tool"].pose.translation, start.translation + np.array([0.0, 0.0, 0.1]), atol=1e-12
+    )
+    assert end["tool"].velocity is None and np.allclose(end["posture"], goal_q, atol=1e-12)
+    assert source.reference(JointState(HOME_Q, np.zeros(7), 100.001)) is end  # held: not rebuilt
+    source.reset()
+    moved = HOME_Q + 0.1
+    now = source.reference(JointState(moved, np.zeros(7), 100.002))
+    assert np.allclose(now["tool"].translation, robot.frame_placement(moved, TOOL).translation)
+    assert source.describe() == "hold"
+
+
+@pytest.mark.parametrize("kind", ["position", "orientation"])
+def test_a_position_or_orientation_task_moves_only_what_it_tracks(robot: RobotModel, kind: str) -> None:
+    """A position task's approach keeps the frame's rotation, an orientation task's its position."""
+    params = {
+        "tasks": ["tool", "posture"],
+        "tool": {"type": kind, "frame": TOOL, "kp": 100.0},
+        "posture": {"type": "posture", "kp": 10.0, "weight": 1e-3},
+    }
+    node = FakeTargetNode()
+    source = targets.TaskTargetSource(node, create_controller("qpid", robot, params))  # type: ignore[arg-type]
+    state = JointState(HOME_Q, np.zeros(7), 0.0)
+    source.reference(state)
+    tool = robot.frame_placement(HOME_Q, TOOL)
+    turned = pin.rpy.rpyToMatrix(0.0, 0.0, 0.4) @ tool.rotation
+    msg = _pose(tool.translation + np.array([0.1, 0.0, 0.0]))
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(turned).coeffs())
+    node.callbacks["~/tool/target"](msg)
+    source.reference(state)
+    move, _ = source._pose_moves["tool"]
+    for t in np.linspace(0.0, move.duration, 7):
+        pose = source.reference(JointState(HOME_Q, np.zeros(7), t))["tool"].pose
+        if kind == "position":
+            assert np.allclose(pose.rotation, tool.rotation, atol=1e-12)
+        else:
+            assert np.allclose(pose.translation, tool.translation, atol=1e-12)
+    end = source.reference(JointState(HOME_Q, np.zeros(7), move.duration + 1.0))["tool"].pose
+    if kind == "position":
+        assert np.allclose(end.translation, tool.translation + np.array([0.1, 0.0, 0.0]), atol=1e-12)
+    else:
+        assert np.allclose(end.rotation, turned, atol=1e-12)

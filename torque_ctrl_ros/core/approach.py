@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
+from numpy.typing import ArrayLike
 
 from .controllers.cartesian import PoseApproach, PoseReference
 from .errors import TargetError
@@ -134,7 +135,7 @@ class PoseApproachPlanner:
         self,
         robot: RobotModel,
         frame: str,
-        rows: FloatArray,
+        rows: ArrayLike,
         kp: FloatArray,
         kd: FloatArray,
         *,
