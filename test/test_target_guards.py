@@ -835,3 +835,85 @@ def test_a_position_or_orientation_task_moves_only_what_it_tracks(robot: RobotMo
         assert np.allclose(end.translation, tool.translation + np.array([0.1, 0.0, 0.0]), atol=1e-12)
     else:
         assert np.allclose(end.rotation, turned, atol=1e-12)
+
+
+# ------------------------------------------------------------------ streams of targets
+def _follow_stream(
+    plant: Any, ctrl: Any, source: Any, send: Any, span: tuple[float, float], rate: float
+) -> None:
+    """Run ``ctrl`` on the plant over ``span`` (s, state stamps), calling ``send(t)`` (a new target
+    at time ``t``) ``rate`` times a second."""
+    period = round(1000 / rate)
+    for k in range(round(span[0] * 1000), round(span[1] * 1000)):
+        if k % period == 0:
+            send(k * 1e-3)
+        state = JointState(plant.q.copy(), plant.v.copy(), k * 1e-3)
+        plant.set_torque(ctrl.compute(state, source.reference(state)).tau)
+        plant.step()
+
+
+@pytest.mark.parametrize("controller", ["achd_rnea", "qpid"])
+def test_a_stream_of_pose_targets_is_followed(robot: RobotModel, controller: str) -> None:
+    """A tool target moving 0.1 m/s along y, sent 30 times a second (an interactive marker, a
+    teleoperation device): each new target had started with a stop of the moving reference, so
+    the tool never set off (0.0 mm after 3 s). Now one quintic from the moving reference takes
+    each target that lies ahead: the tool follows ~15 mm behind and ends on the last one."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
+    plant.reset("home")
+    params = controller_node_config(shipped_parameters("controller_node") | {"controller": controller})
+    ctrl = create_controller(controller, robot, params.controller_params)
+    node = FakeTargetNode()
+    source: Any = (targets.PoseTargetSource if controller == "achd_rnea" else targets.TaskTargetSource)(
+        node,  # type: ignore[arg-type]
+        ctrl,
+    )
+    topic = "~/target_pose" if controller == "achd_rnea" else "~/tool/target"
+    tool = robot.frame_placement(plant.q, TOOL)
+    quaternion = pin.Quaternion(tool.rotation).coeffs()
+    last = [0.0]
+
+    def send(t: float) -> None:
+        if t <= 2.0:
+            msg = _pose(tool.translation + np.array([0.0, 0.1 * t, 0.0]))
+            o = msg.pose.orientation
+            o.x, o.y, o.z, o.w = (float(c) for c in quaternion)
+            node.callbacks[topic](msg)
+            last[0] = 0.1 * t
+
+    _follow_stream(plant, ctrl, source, send, (0.0, 2.0), 30.0)
+    behind = last[0] - (robot.frame_placement(plant.q, TOOL).translation[1] - tool.translation[1])
+    assert 0.0 < behind < 0.03, behind
+    _follow_stream(plant, ctrl, source, send, (2.0, 3.0), 30.0)
+    end = robot.frame_placement(plant.q, TOOL).translation - tool.translation
+    assert abs(end[1] - last[0]) < 2e-3 and source.rejected == 0
+
+
+def test_a_stream_of_joint_targets_is_followed(robot: RobotModel) -> None:
+    """Computed torque, joint_1's target moving 0.3 rad/s, sent 30 times a second: followed a few
+    hundredths of a rad behind (each target had stopped the moving reference first: it stood
+    still), ending on the last one."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
+    plant.reset("home")
+    ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    node = FakeTargetNode()
+    source = targets.JointTargetSource(node, ctrl)  # type: ignore[arg-type]
+    home = plant.q.copy()
+    last = [0.0]
+
+    def send(t: float) -> None:
+        if t <= 2.0:
+            goal = home + np.array([0.3 * t, 0, 0, 0, 0, 0, 0])
+            node.callbacks["~/joint_target"](
+                JointStateMsg(name=list(robot.joint_names), position=goal.tolist())
+            )
+            last[0] = 0.3 * t
+
+    _follow_stream(plant, ctrl, source, send, (0.0, 2.0), 30.0)
+    behind = last[0] - (plant.q[0] - home[0])
+    assert 0.0 < behind < 0.08, behind
+    _follow_stream(plant, ctrl, source, send, (2.0, 3.0), 30.0)
+    assert abs(plant.q[0] - home[0] - last[0]) < 1e-3 and source.rejected == 0

@@ -15,11 +15,18 @@ the reference stands (its velocity and acceleration too) to the target:
 
 Each is timed by two bounds: the peak acceleration ``10/√3·|Δx|/T²`` at most ``kp·|Δx|``, what the
 step into the law would have asked at once (``T ≥ √(5.77/min kp)``: 0.24 s for ``kp`` 100), and
-every joint at most :data:`SPEED_SHARE` of its velocity limit at the peak speed ``15/8·|Δx|/T``. A
-moving reference first stops, along a quintic to ``x₀ + ẋ₀·T_s/2`` over ``T_s = max(shortest,
-15/8 / min kd)`` (decelerating at most as the law's ``kd·|ẋ|`` would): one quintic from a moving
-start to the target had carried the reference on the wrong way (0.8 rad, at 0.76 of joint_1's
-limit, for a joint target 3 rad behind a reference at 0.7 rad/s).
+every joint at most :data:`SPEED_SHARE` of its velocity limit at the peak speed ``15/8·|Δx|/T``.
+
+From a moving reference (a new target while an approach is under way), one quintic from its
+position, velocity and acceleration takes the target when it stays on course: no axis backs away
+from its start or passes the goal by more than :data:`COURSE_TOLERANCE` of its move (and, for
+joints, every speed within the share or the start's own). So a stream of targets (an interactive
+marker, a teleoperation device at 30 Hz) is followed: stopping first for each one had kept the
+reference from ever setting off. Otherwise the reference first stops, along a quintic to
+``x₀ + ẋ₀·T_s/2`` over ``T_s = max(shortest, 15/8 / min kd)`` (decelerating at most as the law's
+``kd·|ẋ|`` would): one quintic from a reference moving away from the target had carried it on the
+wrong way (0.8 rad, at 0.76 of joint_1's limit, for a joint target 3 rad behind a reference at
+0.7 rad/s).
 """
 
 from __future__ import annotations
@@ -47,6 +54,16 @@ START_RCOND = 1e-4
 #: Largest share of a pose move the predicted joint path may end short of it: beyond, a singularity
 #: on the straight line stops it (refused where the planner is asked to).
 SHORTFALL = 0.2
+
+#: A new target reached from a moving reference by one quintic (no stop first) may take it past the
+#: goal or back beyond its start by this share of the move on each axis, plus :data:`COURSE_MARGIN`
+#: (rad, m); farther, the reference stops first.
+COURSE_TOLERANCE = 0.01
+COURSE_MARGIN = 1e-4
+#: A pose move whose joint motion, to first order at its start, is at most this (rad) on every
+#: joint is timed on that first-order motion alone: the predicted path (~1 ms) adds nothing there,
+#: and a stream of targets plans one move per message.
+LINEAR_MOVE = 0.1
 
 # A rest-to-rest quintic over ``T`` (minimum jerk) peaks at 15/8·Δq/T in speed and 10/√3·Δq/T² in
 # acceleration.
@@ -93,24 +110,49 @@ class JointApproachPlanner:
                 toward one).
         """
         q0, v0, a0 = start
-        times: list[float] = []
-        waypoints: list[FloatArray] = []
-        q_from = q0
         if (v0 is not None and v0.any()) or (a0 is not None and a0.any()):
-            if v0 is not None:
-                q_from = q0 + (0.5 * self.stop_time) * v0
-            times.append(self.stop_time)
-            waypoints.append(q_from)
-        distance = self.robot.difference(goal, q_from)
-        duration = max(self.shortest, time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * distance))
-        times.append((times[-1] if times else 0.0) + duration)
-        waypoints.append(goal)
-        rest = np.zeros((len(times), self.robot.n))
-        approach = JointTrajectory(
-            times, np.array(waypoints), rest, rest, start=start, continuous=self.robot.continuous
-        )
+            direct = self._quintics(start, [self._duration(q0, goal)], [goal])
+            if self._keeps_course(direct, q0):
+                check_motion(self.robot, direct)
+                return direct
+            # One quintic from a reference moving away from the goal had carried it on the wrong
+            # way; it stops first, half its speed times the stop time on.
+            q_stop = q0 if v0 is None else q0 + (0.5 * self.stop_time) * v0
+            times = [self.stop_time, self.stop_time + self._duration(q_stop, goal)]
+            approach = self._quintics(start, times, [q_stop, goal])
+        else:
+            approach = self._quintics(start, [self._duration(q0, goal)], [goal])
         check_motion(self.robot, approach)
         return approach
+
+    def _duration(self, q: FloatArray, goal: FloatArray) -> float:
+        """The rest-to-rest quintic's duration (s) from ``q`` to ``goal``."""
+        distance = self.robot.difference(goal, q)
+        return max(self.shortest, time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * distance))
+
+    def _quintics(
+        self,
+        start: tuple[FloatArray, FloatArray | None, FloatArray | None],
+        times: list[float],
+        waypoints: list[FloatArray],
+    ) -> JointTrajectory:
+        rest = np.zeros((len(times), self.robot.n))
+        return JointTrajectory(
+            times, np.array(waypoints), rest, rest, start=start, continuous=self.robot.continuous
+        )
+
+    def _keeps_course(self, approach: JointTrajectory, q0: FloatArray) -> bool:
+        """Whether one quintic from the moving start stays between its start and goal on every joint
+        (within :data:`COURSE_TOLERANCE`) and within :data:`SPEED_SHARE` of the velocity limits (or
+        of the start's own speed, where that is higher)."""
+        goal = approach.positions[-1]  # unwrapped against the start
+        slack = COURSE_TOLERANCE * np.abs(goal - q0) + COURSE_MARGIN
+        found = approach.limit_violation(
+            np.minimum(q0, goal) - slack,
+            np.maximum(q0, goal) + slack,
+            SPEED_SHARE * self.robot.velocity_limit,
+        )
+        return found is None
 
 
 class PoseApproachPlanner:
@@ -123,7 +165,7 @@ class PoseApproachPlanner:
     and at least :func:`approach_times`' shortest. These are predictions, not guarantees: from
     home, 0.1–0.3 m moves under achd_rnea peaked at 0.38–0.53 of a limit; near a singularity the
     start's bound makes the move slow (42 s for 0.1 m, 0.001 rad from the stretched pose). Planning
-    takes ~1 ms.
+    takes ~1 ms, ~0.2 ms for a move of at most :data:`LINEAR_MOVE` per joint (timed on the start).
 
     Args:
         refuse_shortfall: refuse a move whose predicted path ends more than :data:`SHORTFALL` of it
@@ -157,28 +199,59 @@ class PoseApproachPlanner:
         move = np.concatenate(
             (goal.position - start.position, start.rotation @ pin.log3(start.rotation.T @ goal.rotation))
         )[self.rows]
-        along_path, q_end = self.joint_speed_time(q, move)
-        # Near a singularity the arm does not follow that path (0.001 rad from the stretched pose
-        # under achd_rnea, timed by it alone: 4.5 times a velocity limit); the first-order bound at
-        # the start is far longer there (minutes: the arm crawls) and holds it in the limits.
+        # Near a singularity the arm does not follow the predicted path (0.001 rad from the
+        # stretched pose under achd_rnea, timed by it alone: 4.5 times a velocity limit); the
+        # first-order bound at the start is far longer there (minutes: the arm crawls) and holds
+        # it in the limits.
         jacobian = self.robot.frame_jacobian(q, self.frame)[self.rows]
         at_start = np.linalg.pinv(jacobian, rcond=START_RCOND) @ move  # rad per unit σ
-        slowest = max(along_path, time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * at_start))
-        if self.refuse_shortfall:
-            # The path's own displacement against the move (the arm may stand off its reference).
-            begin = self.robot.frame_placement(q, self.frame)
-            end = self.robot.frame_placement(q_end, self.frame)
-            moved = np.concatenate(
-                (end.translation - begin.translation, pin.log3(end.rotation @ begin.rotation.T))
+        slowest = time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * at_start)
+        size = max(float(np.linalg.norm(move)), 1e-12)
+        linear = float(np.abs(at_start).max()) <= LINEAR_MOVE and (
+            float(np.linalg.norm(jacobian @ at_start - move)) <= 0.01 * size
+        )
+        if not linear:
+            along_path, q_end = self.joint_speed_time(q, move)
+            slowest = max(slowest, along_path)
+            if self.refuse_shortfall:
+                self._check_shortfall(q, q_end, move, size)
+        duration = max(self.shortest, slowest)
+        moving = (start.twist is not None and start.twist.any()) or (
+            start.acceleration is not None and start.acceleration.any()
+        )
+        if moving:
+            direct = PoseApproach(start, goal, duration)
+            if self._keeps_course(direct):
+                return direct
+        return PoseApproach(start, goal, duration, self.stop_time)
+
+    def _check_shortfall(self, q: FloatArray, q_end: FloatArray, move: FloatArray, size: float) -> None:
+        """Refuse the move if the path predicted from ``q`` to ``q_end`` ends more than
+        :data:`SHORTFALL` of it short (measured from the arm: it may stand off its reference)."""
+        begin = self.robot.frame_placement(q, self.frame)
+        end = self.robot.frame_placement(q_end, self.frame)
+        moved = np.concatenate(
+            (end.translation - begin.translation, pin.log3(end.rotation @ begin.rotation.T))
+        )
+        shortfall = float(np.linalg.norm(moved[self.rows] - move)) / size
+        if shortfall > SHORTFALL:
+            raise TargetError(
+                f"the straight move there from the current reference passes a singularity of "
+                f"{self.frame} (the predicted joint path ends {shortfall:.0%} of the move short)"
             )
-            size = max(float(np.linalg.norm(move)), 1e-12)
-            shortfall = float(np.linalg.norm(moved[self.rows] - move)) / size
-            if shortfall > SHORTFALL:
-                raise TargetError(
-                    f"the straight move there from the current reference passes a singularity of "
-                    f"{self.frame} (the predicted joint path ends {shortfall:.0%} of the move short)"
-                )
-        return PoseApproach(start, goal, max(self.shortest, slowest), self.stop_time)
+
+    def _keeps_course(self, approach: PoseApproach) -> bool:
+        """Whether one quintic from the moving start stays between its start and goal on the
+        planner's axes of ``[p; θ]`` (within :data:`COURSE_TOLERANCE`). Its speed is not checked:
+        a moving pose reference comes from an earlier approach, planned within the speed share."""
+        path = approach.path
+        begin, end = path.positions[0], path.positions[-1]
+        slack = COURSE_TOLERANCE * np.abs(end - begin) + COURSE_MARGIN
+        lower = np.full(6, -np.inf)
+        upper = np.full(6, np.inf)
+        lower[self.rows] = (np.minimum(begin, end) - slack)[self.rows]
+        upper[self.rows] = (np.maximum(begin, end) + slack)[self.rows]
+        return path.limit_violation(lower, upper, np.inf) is None
 
     def joint_speed_time(self, q: FloatArray, move: FloatArray) -> tuple[float, FloatArray]:
         """The shortest ``T`` (s) keeping every joint at most :data:`SPEED_SHARE` of its velocity

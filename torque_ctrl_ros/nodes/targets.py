@@ -628,7 +628,7 @@ class PoseTargetSource(TargetSource):
     (:class:`~..core.approach.PoseApproachPlanner`: every joint at most half its velocity limit
     along the predicted joint path and at its start); a target whose predicted path ends more
     than a fifth of the move short (a singularity on the straight line, e.g. from the stretched
-    pose itself) is refused. Planning takes ~1 ms, once, on the control thread.
+    pose itself) is refused. Planning takes 0.2–1 ms, once per target, on the control thread.
     """
 
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
@@ -725,7 +725,7 @@ class TaskTargetSource(TargetSource):
     joint quintic for the posture tasks (:class:`~..core.approach.JointApproachPlanner`, timed by
     the slowest posture task's gains). Stepped into the QP, a tool target 0.3 m away had run
     joints 1 and 5 at exactly their velocity limits (the barriers held them there). Planning a
-    frame task's approach takes ~1 ms, once, on the control thread.
+    frame task's approach takes 0.2–1 ms, once per target, on the control thread.
 
     The reference is one ``{task: target}`` mapping, rebuilt only while a target moves or when one
     changes (the tasks skip revalidating target objects they have already seen).

@@ -190,6 +190,11 @@ class PoseApproach:
         rest = np.zeros((len(times), 6))
         self._path = JointTrajectory(times, np.array(points), rest, rest, start=begin)
 
+    @property
+    def path(self) -> JointTrajectory:
+        """The quintic(s) of ``[p; θ]`` (m, rad) over time, from the start's to the goal's."""
+        return self._path
+
     def sample(self, t: float) -> PoseReference:
         """The reference ``t`` s after the start (``goal`` itself from ``duration`` on)."""
         if t >= self.duration:
