@@ -460,6 +460,25 @@ def test_safe_brake_holds_each_command_until_the_next_and_stops_at_the_horizon(r
     last = brake.torque(1e9)
     assert brake.k == 10
     np.testing.assert_allclose(brake.torque(2e9), last, rtol=0, atol=0)
+    # A new window forgets the last one's longest gap (kept, one 25 ms gap had left every later
+    # window braking with K_d·2/25: on the plant, energy 0.73 of its start after 0.5 s, not 0.07).
+    brake = SafeBrake(robot, kd, horizon=0.5)
+    brake.start(q0, v0, 5.0, hold=1)
+    brake.torque(5.025)
+    brake.start(q0, v0, 6.0, hold=1)
+    brake.torque(6.001)
+    np.testing.assert_allclose(brake.command, robot.gravity(brake.q) - kd * brake.v, rtol=0, atol=1e-12)
+
+
+def test_safe_brake_predicts_the_time_that_passed_not_the_commands_sent(robot: RobotModel) -> None:
+    """Commands 1.4 ms apart: each rounds to one period, but the remainders add up and the
+    prediction keeps pace with the arm (200 commands, 280 periods; counted from each command's
+    time it had run 29 % behind)."""
+    brake = SafeBrake(robot, np.array(DEFAULT_DAMPING), horizon=1.0)
+    brake.start(np.zeros(7), np.zeros(7), 0.0, hold=1)
+    for k in range(1, 201):
+        brake.torque(1.4e-3 * k)
+    assert brake.k == 280
 
 
 def test_safe_brake_returns_the_command_before_saturation_and_holds_it_saturated(robot: RobotModel) -> None:
