@@ -619,6 +619,28 @@ def test_hqpid_lower_levels_are_never_reported_infeasible(robot: RobotModel) -> 
         plant.step()
     print(f"\n[hqpid, posture weight 1] lower-level failures by status: {statuses}")
     assert SolveStatus.PRIMAL_INFEASIBLE.value not in statuses
+    # Harder: the tool task at its torque limits (kp 2000), barriers off, a stiff posture below.
+    # ProxSuite still raised the alarm at eps_primal_inf 1e-12 (127 of 1 500 steps, u = 0 strictly
+    # inside every row): those solves stopped short, and say so.
+    params |= {"tool.kp": 2000.0, "posture.kp": 400.0}
+    params |= {f"{b}.enabled": False for b in ("self_collision", "singularity")}
+    params |= {f"{b}.enabled": False for b in ("joint_position_limit", "joint_velocity_limit")}
+    controller = HQPID.from_params(robot, params)
+    plant.set_state(HOME, np.zeros(robot.n))
+    ref = controller.hold_reference(JointState(HOME, np.zeros(robot.n)))
+    ref["posture"] = HOME + 1.0
+    lower: list[SolveStatus] = []
+    for k in range(1500):
+        if k % 750 == 0:
+            ref = dict(ref)
+            ref["tool"] = np.array([0.5, 0.3, 0.3]) if k == 0 else np.array([0.3, -0.4, 0.6])
+        tau, _ = controller.torque(plant.q, plant.v, ref)
+        if len(controller.last_solutions) > 1:
+            lower.append(controller.last_solutions[1].status)
+        plant.set_torque(np.clip(tau, -robot.effort_limit, robot.effort_limit))
+        plant.step()
+    assert lower.count(SolveStatus.MAX_ITERATIONS) > 10  # the hard case was met
+    assert SolveStatus.PRIMAL_INFEASIBLE not in lower
 
 
 def test_hqpid_lower_level_failure_keeps_upper_solution(
