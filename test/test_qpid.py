@@ -19,6 +19,7 @@ Stated tolerances:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -630,6 +631,8 @@ def test_hqpid_lower_levels_are_never_reported_infeasible(robot: RobotModel) -> 
     ref = controller.hold_reference(JointState(HOME, np.zeros(robot.n)))
     ref["posture"] = HOME + 1.0
     lower: list[SolveStatus] = []
+    room, at_limit = math.inf, 0
+    level = controller.levels[1].qp
     for k in range(1500):
         if k % 750 == 0:
             ref = dict(ref)
@@ -637,10 +640,14 @@ def test_hqpid_lower_levels_are_never_reported_infeasible(robot: RobotModel) -> 
         tau, _ = controller.torque(plant.q, plant.v, ref)
         if len(controller.last_solutions) > 1:
             lower.append(controller.last_solutions[1].status)
+            # Every row keeps the room past where level 0 left it, a bound it met included.
+            room = min(room, float(level.u.min()), float(-level.l.max()))
+        at_limit += int(np.any(np.abs(tau) >= robot.effort_limit * (1 - 1e-9)))
         plant.set_torque(np.clip(tau, -robot.effort_limit, robot.effort_limit))
         plant.step()
-    assert lower.count(SolveStatus.MAX_ITERATIONS) > 10  # the hard case was met
+    assert lower.count(SolveStatus.MAX_ITERATIONS) > 10 and at_limit > 10  # the hard case was met
     assert SolveStatus.PRIMAL_INFEASIBLE not in lower
+    assert room >= controller._tol * (1 - 1e-9), room
 
 
 def test_hqpid_lower_level_failure_keeps_upper_solution(
