@@ -39,6 +39,15 @@ def test_name_map_any_order_extras_ignored_and_cached() -> None:
     assert out.tolist() == [1.0, 2.0, 3.0]
 
 
+def test_name_map_cache_stays_bounded() -> None:
+    """A stream whose names keep changing (an extra joint named anew each time) must not grow the
+    cache without end."""
+    m = JointNameMap(NAMES)
+    for i in range(1000):
+        m.indices(("a", "b", "c", f"extra_{i}"))
+    assert 0 < len(m._cache) <= 64
+
+
 def test_name_map_errors_name_the_missing_joints() -> None:
     m = JointNameMap(NAMES)
     with pytest.raises(StateError, match=r"\['b'\]"):
@@ -274,11 +283,19 @@ def test_watchdog_stops_a_silent_stream_when_sim_time_froze() -> None:
         {"position_margin": math.inf},
         {"velocity_factor": 0.9},
         {"velocity_factor": "ten"},
+        {"max_age": 1.5},  # the bounds, just past them: 1 s and 10 s (seconds, not ms)
+        {"max_future": 10.5},
+        {"fallback_duration": 10.5},
     ],
 )
 def test_watchdog_config_rejects_bad_values(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         WatchdogConfig.create(**kwargs)
+
+
+def test_watchdog_config_takes_its_bounds() -> None:
+    cfg = WatchdogConfig.create(max_age=1.0, max_future=10.0, fallback_duration=10.0)
+    assert (cfg.max_age, cfg.max_future, cfg.fallback_duration) == (1.0, 10.0, 10.0)
 
 
 def _yaml_dampings() -> dict[str, np.ndarray]:
@@ -507,6 +524,19 @@ def test_watchdog_stops_a_window_when_the_clock_goes_back() -> None:
     assert wd.reject(RejectReason.NON_FINITE, "nan", 5.0) is Action.NONE
     assert wd.state is WatchdogState.STOPPED
     assert wd.accept(np.zeros(3), np.zeros(3), 5.001, 5.001) is Action.COMPUTE
+
+
+def test_watchdog_a_failure_after_the_clock_stepped_back_opens_a_new_window() -> None:
+    """A window opened at 10.0 s; the receiver's clock then steps back 0.5 s (less than a clock
+    reset) while the stamps go on, and the controller fails on the next good state: a new window
+    from 9.5 s, not a stop (nothing sent) for a window that seems to have begun in the future."""
+    wd = Watchdog(3, WatchdogConfig.create(fallback_duration=0.5))
+    z = np.zeros(3)
+    assert wd.accept(z, z, 9.99, 9.99) is Action.COMPUTE
+    assert wd.reject(RejectReason.STALE, "late", 10.0) is Action.FALLBACK
+    assert wd.accept(z, z, 10.01, 9.5) is Action.COMPUTE and wd.clock_resets == 0
+    assert wd.controller_failed("SolverError", 9.5) is Action.FALLBACK
+    assert wd.state is WatchdogState.FALLBACK and wd.fallback_since == 9.5
 
 
 def test_watchdog_safe_since_is_the_later_of_window_start_and_last_accept() -> None:
