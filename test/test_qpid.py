@@ -779,6 +779,8 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     ):
         with pytest.raises(ConfigError, match=match):
             QPID.from_params(robot, _params(**{key: value}))
+    with pytest.raises(ConfigError, match="at least one axis must have a weight > 0"):
+        QPID.from_params(robot, _params(**{"tool.weight": 0.0}))  # a task that would do nothing
     with pytest.raises(ConfigError, match=r"alpha·dt must be <= 1"):
         QPID.from_params(robot, _params(dt=0.01, **{"joint_velocity_limit.alpha": 150.0}))
     # Second-order barriers: at α·Δt 0.85 their discrete step diverges; 0.5 is the largest
@@ -857,6 +859,51 @@ def test_collision_rows_count_is_validated(robot: RobotModel) -> None:
     for bad in (0, pairs + 1, True, 2.5):
         with pytest.raises(ConfigError, match=r"pairs: expected an integer in \[1, "):
             QPID.from_params(robot, _params(**{"self_collision.pairs": bad}))
+
+
+def test_leftover_collision_rows_are_inactive(robot: RobotModel) -> None:
+    """With a row per pair, pairs that coincide (capsules ending on one joint sphere) leave fewer
+    distinct rows than pairs: the rows left over read inf and no gradient, not the distances of
+    an earlier state."""
+    model = SelfCollisionModel.from_file(robot, ROOT / "config" / "gen3_collision.yaml")
+    model = SelfCollisionModel.from_file(
+        robot, ROOT / "config" / "gen3_collision.yaml", pairs=model.num_pairs
+    )
+    rng = np.random.default_rng(1)
+    lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
+    hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
+
+    def filled(q: np.ndarray) -> int:
+        pin.computeAllTerms(robot.model, robot.data, robot.configuration(q), np.zeros(robot.n))
+        model.update(np.zeros(robot.n))
+        return int(np.isfinite(model.distances).sum())
+
+    qs = rng.uniform(lo, hi, (300, robot.n))
+    counts = [filled(q) for q in qs]
+    full, fewer = counts.index(max(counts)), counts.index(min(counts))
+    assert max(counts) == model.num_pairs > min(counts)  # both kinds of state were met
+    filled(qs[full])
+    filled(qs[fewer])
+    assert np.all(np.isinf(model.distances[min(counts) :]))
+    assert not np.any(model.gradients[min(counts) :])
+
+
+def test_reset_restarts_the_collision_gradient_filter(robot: RobotModel) -> None:
+    """200 steps at home, then the state jumps near a self-collision and the controller is reset
+    (as the node does after a fallback): its first torque is a fresh controller's (the gradient
+    filtered since home had moved it by 8.3 N·m)."""
+    near = np.array([2.9401, -2.1741, 2.2848, 2.4733, 2.8727, -1.4682, 2.9696])
+    controller = QPID.from_params(robot, _params())
+    home = JointState(HOME, np.zeros(robot.n))
+    reference = controller.hold_reference(home)
+    for _ in range(200):
+        controller.compute(home, reference)
+    controller.reset()
+    state = JointState(near, np.zeros(robot.n))
+    fresh = QPID.from_params(robot, _params())
+    tau = controller.compute(state, controller.hold_reference(state)).tau
+    assert controller.collision_barrier is not None and controller.collision_barrier.distance < 0.05
+    np.testing.assert_allclose(tau, fresh.compute(state, fresh.hold_reference(state)).tau, rtol=0, atol=1e-9)
 
 
 def test_collision_model_errors_are_config_errors(tmp_path: Path) -> None:
