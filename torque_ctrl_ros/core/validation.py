@@ -177,15 +177,6 @@ def as_seconds(field: str, value: Any, at_most: float, *, allow_zero: bool = Fal
     return x
 
 
-def check_names(field: str, names: Sequence[str], valid: Sequence[str]) -> None:
-    """Raise :class:`ConfigError` if a name in ``names`` is not in ``valid`` (lists both)."""
-    unknown = [n for n in names if n not in valid]
-    if unknown:
-        raise ConfigError(f"{field}: unknown name(s) {unknown}; valid names are {list(valid)}")
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{field}: duplicate names in {list(names)}")
-
-
 def check_choice(field: str, value: Any, choices: Sequence[str]) -> str:
     """Return ``value`` if it is one of ``choices``, else raise listing them."""
     if value not in choices:
