@@ -662,14 +662,20 @@ def test_a_joint_target_behind_a_moving_reference_stops_it_first(robot: RobotMod
     assert q1[-1] == pytest.approx(-2.0)
 
 
-def test_a_joint_target_whose_stop_passes_a_limit_is_refused(robot: RobotModel) -> None:
-    """joint_2 at 2.15 rad moving at 1.2 rad/s toward its 2.24 limit: stopping takes it to 2.29. The
-    target is refused and the trajectory, which stops in time, runs on."""
+def test_a_joint_target_behind_a_reference_moving_to_a_limit_stops_it_where_it_would_stop(
+    robot: RobotModel,
+) -> None:
+    """joint_2 at 2.15 rad moving at 1.2 rad/s toward its 2.24 limit, its trajectory stopping at
+    2.23: stopping at half its speed times the stop time took it to 2.29 and the target was
+    refused. The stop now ends where the trajectory would have (not past it, nor a limit)."""
     node, source = _moving_joint_source(robot, 1, 2.15, 1.2)
     node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=HOME_Q.tolist()))
     source.reference(JointState(HOME_Q, np.zeros(7), 3.5))
-    assert source.rejected == 1 and "position limit" in source.last_error, source.last_error
-    assert source.describe() == "trajectory"
+    assert source.rejected == 0 and source.describe() == "joint_target", source.last_error
+    approach = source._trajectory
+    assert approach.positions[1][1] == pytest.approx(2.23)  # the stop: the trajectory's rest point
+    q2 = [approach.sample(t)[0][1] for t in np.linspace(0.0, approach.duration, 2001)]
+    assert max(q2) <= robot.position_upper[1] and q2[-1] == pytest.approx(HOME_Q[1])
 
 
 def test_a_small_joint_target_takes_the_shortest_approach(robot: RobotModel) -> None:
@@ -917,3 +923,102 @@ def test_a_stream_of_joint_targets_is_followed(robot: RobotModel) -> None:
     assert 0.0 < behind < 0.08, behind
     _follow_stream(plant, ctrl, source, send, (2.0, 3.0), 30.0)
     assert abs(plant.q[0] - home[0] - last[0]) < 1e-3 and source.rejected == 0
+
+
+@pytest.mark.parametrize("controller", ["computed_torque", "qpid"])
+def test_a_joint_stream_that_turns_back_is_followed_back(robot: RobotModel, controller: str) -> None:
+    """joint_1's target streamed at 30 Hz up 0.3 rad/s for 1 s, back down for 1 s, then held at
+    home (re-sent): each message had restarted the reference's stop, the reference crept on the
+    wrong way and the arm stood at +0.35 rad until ~8 s (computed torque). Now the stop under way
+    is kept and the arm is back home within 2 s of the stream's end."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
+    plant.reset("home")
+    node = FakeTargetNode()
+    if controller == "computed_torque":
+        ctrl: Any = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+        source: Any = targets.JointTargetSource(node, ctrl)  # type: ignore[arg-type]
+    else:
+        # The posture task alone, stiff enough to follow: the shipped tool task would hold the arm.
+        params = {"tasks": ["posture"], "posture": {"type": "posture", "kp": 100.0}}
+        ctrl = create_controller("qpid", robot, params)
+        source = targets.TaskTargetSource(node, ctrl)  # type: ignore[arg-type]
+    home = plant.q.copy()
+
+    def send(t: float) -> None:
+        goal = home.copy()
+        goal[0] += 0.3 * (t if t < 1.0 else max(2.0 - t, 0.0))
+        node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+
+    _follow_stream(plant, ctrl, source, send, (0.0, 4.0), 30.0)
+    assert abs(plant.q[0] - home[0]) < 2e-3, plant.q[0] - home[0]
+    assert source.rejected == 0
+
+
+def test_a_target_sent_again_is_not_planned_again(robot: RobotModel) -> None:
+    """A device that keeps publishing its last pose: the target under way, sent again mid-approach,
+    leaves the approach as it is (replanned from the moving reference, it had overshot the target
+    by 38 mrad and rung for seconds)."""
+    node, source = _joint_source(robot)
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    goal = HOME_Q + np.array([0.6, 0, 0, 0, 0, 0, 0])
+    message = JointStateMsg(name=list(robot.joint_names), position=goal.tolist())
+    node.callbacks["~/joint_target"](message)
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    approach = source._trajectory
+    node.callbacks["~/joint_target"](message)
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.5))
+    assert source._trajectory is approach and source.received == 2
+    qp_node, qp_source = _qp_source(robot)
+    qp_source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    tool = _pose(robot.frame_placement(HOME_Q, TOOL).translation + np.array([0.0, 0.1, 0.0]))
+    for t in (1.0, 1.2):
+        qp_node.callbacks["~/tool/target"](tool)
+        qp_node.callbacks["~/joint_target"](message)
+        qp_source.reference(JointState(HOME_Q, np.zeros(7), t))
+        moves = (qp_source._pose_moves["tool"][0], qp_source._joint_moves["posture"][0])
+        if t == 1.0:
+            first = moves
+    assert moves[0] is first[0] and moves[1] is first[1]
+
+
+def test_a_small_pose_move_into_a_singularity_is_timed_on_its_path(robot: RobotModel) -> None:
+    """The elbow 0.18 rad from straight, a 7 cm move turning the joints by at most 0.099 rad to
+    first order at the start: timed on that alone (0.30 s), achd_rnea drove joint_4 at 3.6 times
+    its limit; at the end of that first-order motion the move needs 0.6 rad, so its path is
+    predicted (5.2 s)."""
+    from torque_ctrl_ros.core.approach import LINEAR_MOVE, START_RCOND, PoseApproachPlanner
+    from torque_ctrl_ros.core.controllers import PoseReference
+
+    q = np.array([0.9585, 0.8066, 2.5878, 0.1776, -2.0578, -1.6908, 0.3848])
+    move = np.array([0.055, -0.026, -0.0402, 0.0029, 0.0316, -0.0113])
+    first_order = np.linalg.pinv(robot.frame_jacobian(q, TOOL), rcond=START_RCOND) @ move
+    assert np.abs(first_order).max() <= LINEAR_MOVE
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), np.full(6, 100.0), np.full(6, 20.0))
+    start = PoseReference.from_se3(robot.frame_placement(q, TOOL))
+    goal = PoseReference(start.position + move[:3], pin.exp3(move[3:]) @ start.rotation)
+    assert planner.plan(q, start, goal).duration > 5.0
+
+
+def test_an_axis_a_qp_task_leaves_free_gets_no_feed_forward(robot: RobotModel) -> None:
+    """A pose task with kp 0 on its rotation axes: the approach's angular velocity and acceleration
+    are not fed to them (fed, up to 121 rad/s², they had turned the tool 2.2 rad toward the default
+    orientation of the message, which the configuration leaves free)."""
+    params = {
+        "tasks": ["tool", "posture"],
+        "tool": {"type": "pose", "frame": TOOL, "kp": [100.0, 100.0, 100.0, 0.0, 0.0, 0.0]},
+        "posture": {"type": "posture", "kp": 10.0, "weight": 1e-3},
+    }
+    node = FakeTargetNode()
+    source = targets.TaskTargetSource(node, create_controller("qpid", robot, params))  # type: ignore[arg-type]
+    source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
+    node.callbacks["~/tool/target"](
+        _pose(robot.frame_placement(HOME_Q, TOOL).translation + np.array([0.1, 0.0, 0.0]))
+    )
+    source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
+    move, _ = source._pose_moves["tool"]
+    for t in np.linspace(0.01, move.duration - 0.01, 9):
+        target = source.reference(JointState(HOME_Q, np.zeros(7), t))["tool"]
+        assert not target.velocity[3:].any() and not target.acceleration[3:].any()
+        assert np.abs(target.velocity[:3]).max() > 0.0

@@ -20,13 +20,17 @@ every joint at most :data:`SPEED_SHARE` of its velocity limit at the peak speed 
 From a moving reference (a new target while an approach is under way), one quintic from its
 position, velocity and acceleration takes the target when it stays on course: no axis backs away
 from its start or passes the goal by more than :data:`COURSE_TOLERANCE` of its move (and, for
-joints, every speed within the share or the start's own). So a stream of targets (an interactive
-marker, a teleoperation device at 30 Hz) is followed: stopping first for each one had kept the
-reference from ever setting off. Otherwise the reference first stops, along a quintic to
-``x₀ + ẋ₀·T_s/2`` over ``T_s = max(shortest, 15/8 / min kd)`` (decelerating at most as the law's
-``kd·|ẋ|`` would): one quintic from a reference moving away from the target had carried it on the
-wrong way (0.8 rad, at 0.76 of joint_1's limit, for a joint target 3 rad behind a reference at
-0.7 rad/s).
+joints, every speed within the share or the start's own, the quintic lengthened up to 3 times to
+get there). So a stream of targets (an interactive marker, a teleoperation device at 30 Hz) is
+followed: stopping first for each one had kept the reference from ever setting off. Otherwise
+the reference first stops, along a quintic to ``x₀ + ẋ₀·T_s/2`` over ``T_s = max(shortest,
+15/8 / min kd)`` (decelerating at most as the law's ``kd·|ẋ|`` would): one quintic from a
+reference moving away from the target had carried it on the wrong way (0.8 rad, at 0.76 of
+joint_1's limit, for a joint target 3 rad behind a reference at 0.7 rad/s). In joint space the
+stop is where the motion under way comes to rest when that is within ``T_s`` (so a stream's
+targets keep the stop under way instead of restarting it), and never past that rest point nor a
+position limit. The sources take a target sent again (a device repeating its last pose) as no
+new target.
 """
 
 from __future__ import annotations
@@ -100,28 +104,51 @@ class JointApproachPlanner:
         self.shortest, self.stop_time = approach_times(kp, kd)
 
     def plan(
-        self, start: tuple[FloatArray, FloatArray | None, FloatArray | None], goal: FloatArray
+        self,
+        start: tuple[FloatArray, FloatArray | None, FloatArray | None],
+        goal: FloatArray,
+        under_way: tuple[JointTrajectory, float] | None = None,
     ) -> JointTrajectory:
         """The approach from ``start`` = ``(q, q̇, q̈)`` (rad, rad/s, rad/s²; ``None`` for 0) to
         ``goal`` (rad), at rest there.
+
+        ``under_way``: the motion the reference follows and the time (s) into it ``start`` was
+        sampled at. Where a moving reference has to stop first and that motion comes to rest
+        within the stop time (an earlier approach's stop, or its goal), it is kept until there:
+        restarted with every new target of a stream, a stop had held the reference for seconds.
 
         Raises:
             TargetError: its motion passes a position or velocity limit (a start moving fast
                 toward one).
         """
         q0, v0, a0 = start
-        if (v0 is not None and v0.any()) or (a0 is not None and a0.any()):
-            direct = self._quintics(start, [self._duration(q0, goal)], [goal])
-            if self._keeps_course(direct, q0):
+        if not ((v0 is not None and v0.any()) or (a0 is not None and a0.any())):
+            approach = self._quintics(start, [self._duration(q0, goal)], [goal])
+            check_motion(self.robot, approach)
+            return approach
+        duration = self._duration(q0, goal)
+        for _ in range(4):  # lengthened while only a speed is too high (a start against the move)
+            direct = self._quintics(start, [duration], [goal])
+            verdict = self._course(direct, q0)
+            if verdict == "":
                 check_motion(self.robot, direct)
                 return direct
-            # One quintic from a reference moving away from the goal had carried it on the wrong
-            # way; it stops first, half its speed times the stop time on.
-            q_stop = q0 if v0 is None else q0 + (0.5 * self.stop_time) * v0
-            times = [self.stop_time, self.stop_time + self._duration(q_stop, goal)]
-            approach = self._quintics(start, times, [q_stop, goal])
+            if verdict == "course":
+                break
+            duration *= 1.5
+        # One quintic from a reference moving away from the goal had carried it on the wrong way:
+        # it stops first, where the motion under way comes to rest if that is soon enough, else
+        # half its speed times the stop time on (not past that rest point, nor a position limit).
+        rest = _next_rest(under_way)
+        if rest is not None and rest[0] <= self.stop_time:
+            t_stop, q_stop = rest
         else:
-            approach = self._quintics(start, [self._duration(q0, goal)], [goal])
+            t_stop = self.stop_time
+            q_stop = q0 if v0 is None else q0 + (0.5 * t_stop) * v0
+            if rest is not None:
+                q_stop = np.where((q_stop - rest[1]) * (rest[1] - q0) > 0.0, rest[1], q_stop)
+            q_stop = np.clip(q_stop, self.robot.position_lower, self.robot.position_upper)
+        approach = self._quintics(start, [t_stop, t_stop + self._duration(q_stop, goal)], [q_stop, goal])
         check_motion(self.robot, approach)
         return approach
 
@@ -141,10 +168,11 @@ class JointApproachPlanner:
             times, np.array(waypoints), rest, rest, start=start, continuous=self.robot.continuous
         )
 
-    def _keeps_course(self, approach: JointTrajectory, q0: FloatArray) -> bool:
-        """Whether one quintic from the moving start stays between its start and goal on every joint
-        (within :data:`COURSE_TOLERANCE`) and within :data:`SPEED_SHARE` of the velocity limits (or
-        of the start's own speed, where that is higher)."""
+    def _course(self, approach: JointTrajectory, q0: FloatArray) -> str:
+        """``""`` if one quintic from the moving start stays between its start and goal on every
+        joint (within :data:`COURSE_TOLERANCE`) and within :data:`SPEED_SHARE` of the velocity
+        limits (or of the start's own speed, where that is higher); else what it fails on,
+        ``"course"`` or ``"speed"``."""
         goal = approach.positions[-1]  # unwrapped against the start
         slack = COURSE_TOLERANCE * np.abs(goal - q0) + COURSE_MARGIN
         found = approach.limit_violation(
@@ -152,7 +180,22 @@ class JointApproachPlanner:
             np.maximum(q0, goal) + slack,
             SPEED_SHARE * self.robot.velocity_limit,
         )
-        return found is None
+        return "" if found is None else "course" if found.quantity == "position" else "speed"
+
+
+def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, FloatArray] | None:
+    """``(time left (s), q)`` of the first waypoint after ``t`` where the motion ``under_way =
+    (trajectory, t)`` is at rest (no velocity, no acceleration), or ``None``."""
+    if under_way is None:
+        return None
+    trajectory, t = under_way
+    for i in range(len(trajectory.times)):
+        if trajectory.times[i] <= t:
+            continue
+        still = not trajectory.velocities[i].any()
+        if still and (trajectory.accelerations is None or not trajectory.accelerations[i].any()):
+            return float(trajectory.times[i] - t), trajectory.positions[i]
+    return None
 
 
 class PoseApproachPlanner:
@@ -207,9 +250,7 @@ class PoseApproachPlanner:
         at_start = np.linalg.pinv(jacobian, rcond=START_RCOND) @ move  # rad per unit σ
         slowest = time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * at_start)
         size = max(float(np.linalg.norm(move)), 1e-12)
-        linear = float(np.abs(at_start).max()) <= LINEAR_MOVE and (
-            float(np.linalg.norm(jacobian @ at_start - move)) <= 0.01 * size
-        )
+        linear = self._linear(q, jacobian, at_start, move, size)
         if not linear:
             along_path, q_end = self.joint_speed_time(q, move)
             slowest = max(slowest, along_path)
@@ -224,6 +265,20 @@ class PoseApproachPlanner:
             if self._keeps_course(direct):
                 return direct
         return PoseApproach(start, goal, duration, self.stop_time)
+
+    def _linear(
+        self, q: FloatArray, jacobian: FloatArray, at_start: FloatArray, move: FloatArray, size: float
+    ) -> bool:
+        """Whether the move is small enough to time on its first-order joint motion ``J⁺·ξ`` alone:
+        at most :data:`LINEAR_MOVE` on every joint, met to 1 % by it, and the same at the end of
+        that motion (heading into a singularity, a move 0.1 rad long at the start had needed 0.6
+        at its end: timed on the start alone, achd_rnea drove joint_4 at 3.6 times its limit)."""
+        if float(np.abs(at_start).max()) > LINEAR_MOVE:
+            return False
+        if float(np.linalg.norm(jacobian @ at_start - move)) > 0.01 * size:
+            return False
+        at_end = self.robot.frame_jacobian(q + at_start, self.frame)[self.rows]
+        return float(np.abs(np.linalg.pinv(at_end, rcond=START_RCOND) @ move).max()) <= LINEAR_MOVE
 
     def _check_shortfall(self, q: FloatArray, q_end: FloatArray, move: FloatArray, size: float) -> None:
         """Refuse the move if the path predicted from ``q`` to ``q_end`` ends more than

@@ -335,6 +335,11 @@ def trajectory_points(
     return times, pos, vel, acc
 
 
+def _same_pose(a: PoseReference, b: PoseReference | None) -> bool:
+    """Whether ``b`` is the pose ``a`` (bit for bit: a target sent again)."""
+    return b is not None and np.array_equal(a.position, b.position) and np.array_equal(a.rotation, b.rotation)
+
+
 TargetFactory = Callable[[Node, Controller[Any]], TargetSource]
 
 #: Target source factory by controller name (the value of the ``controller`` parameter).
@@ -494,8 +499,9 @@ class JointTargetSource(TargetSource):
     def _approach(self, state: JointState, target: JointReference) -> JointTrajectory | None:
         """The approach from the current reference to ``target`` (:class:`JointApproachPlanner`), or
         ``None`` after refusing it (its motion passes a limit: a start moving fast toward one)."""
+        under_way = None if self._trajectory is None else (self._trajectory, state.stamp - self._t0)
         try:
-            return self._planner.plan(self._current(state), target.q)
+            return self._planner.plan(self._current(state), target.q, under_way)
         except TargetError as exc:
             self._refuse(f"joint target: {exc}")
             return None
@@ -505,6 +511,12 @@ class JointTargetSource(TargetSource):
         kind, payload = self._pending
         self._pending = None
         if kind == "target":
+            if (
+                self._mode == "joint_target"
+                and self._fixed is not None
+                and np.array_equal(payload.q, self._fixed.q)
+            ):
+                return  # the target under way, sent again (a device repeating its last pose)
             approach = self._approach(state, payload)
             if approach is not None:
                 self._fixed, self._trajectory, self._t0, self._mode = (
@@ -677,8 +689,10 @@ class PoseTargetSource(TargetSource):
             raise TargetError(f"target pose: {exc}; move the arm away from it first, or use qpid") from None
 
     def reference(self, state: JointState) -> PoseReference:
-        if self._pending is not None:
-            goal, self._pending = self._pending, None
+        goal, self._pending = self._pending, None
+        if goal is not None and self._mode == "target_pose" and _same_pose(goal, self._active):
+            goal = None  # the target under way, sent again (replanned, it overshot and rang)
+        if goal is not None:
             try:
                 self._approach, self._t0 = self._approach_to(state, goal), state.stamp
                 self._active, self._mode = goal, "target_pose"
@@ -757,9 +771,18 @@ class TaskTargetSource(TargetSource):
         }
         #: Approach planners of the tasks that track at least one axis (weight and kp above 0).
         self._pose_planners: dict[str, PoseApproachPlanner] = {}
+        #: Per task, 1 on the axes it tracks and 0 elsewhere: an approach's velocity and
+        #: acceleration go to those only (fed to an axis with kp 0, they had turned the tool 2.2
+        #: rad toward an orientation its configuration leaves free).
+        self._feed: dict[str, FloatArray] = {}
         for name, kind in self.kinds.items():
             task = tasks[name]
             tracked = (task.weight > 0.0) & (task.kp > 0.0)
+            if kind == "posture":
+                self._feed[name] = tracked.astype(np.float64)
+            else:
+                self._feed[name] = np.zeros(6)
+                self._feed[name][self.AXES[kind][tracked]] = 1.0
             if kind in self.CARTESIAN and tracked.any():
                 self._pose_planners[name] = PoseApproachPlanner(
                     robot,
@@ -782,6 +805,8 @@ class TaskTargetSource(TargetSource):
         #: Approaches under way: task → (approach, the stamp it started at, moved on by pauses).
         self._pose_moves: dict[str, tuple[PoseApproach, float]] = {}
         self._joint_moves: dict[str, tuple[JointTrajectory, float]] = {}
+        #: The last target each task took (a target sent again is not planned again).
+        self._goals: dict[str, Any] = {}
         self._targeted: set[str] = set()
         self.topics: dict[str, str] = {}
         for name, kind in self.kinds.items():
@@ -837,12 +862,19 @@ class TaskTargetSource(TargetSource):
         self._reference = dict(self.controller.hold_reference(state))
         self._pose_moves.clear()
         self._joint_moves.clear()
+        self._goals.clear()
         for name, planner in self._pose_planners.items():
             self._poses[name] = PoseReference.from_se3(self.robot.frame_placement(state.q, planner.frame))
 
     def _take(self, name: str, target: Any, state: JointState, reference: dict[str, Any]) -> None:
         """Start the approach of task ``name`` to ``target`` from its current reference (or step
-        ``reference`` there, for a task that tracks no axis)."""
+        ``reference`` there, for a task that tracks no axis). The target it last took, sent again,
+        changes nothing (replanned from a moving reference, it had overshot and rung)."""
+        last = self._goals.get(name)
+        if last is not None and (
+            _same_pose(target, last) if isinstance(target, PoseReference) else np.array_equal(target, last)
+        ):
+            return
         if self.kinds[name] == "posture":
             self._take_joint_target(name, target, state, reference)
             return
@@ -861,6 +893,7 @@ class TaskTargetSource(TargetSource):
         else:
             goal = target
         self._pose_moves[name] = (planner.plan(state.q, now, goal), state.stamp)
+        self._goals[name] = target
         self._targeted.add(name)
 
     def _take_joint_target(
@@ -872,16 +905,19 @@ class TaskTargetSource(TargetSource):
             return
         moving = self._joint_moves.get(name)
         start: tuple[FloatArray, FloatArray | None, FloatArray | None]
+        under_way = None
         if moving is not None:
-            start = moving[0].sample(state.stamp - moving[1])
+            under_way = (moving[0], state.stamp - moving[1])
+            start = moving[0].sample(under_way[1])
         else:
             held = reference[name]
             start = (np.array(getattr(held, "q", held), dtype=np.float64), None, None)
         try:
-            self._joint_moves[name] = (self._joint_planner.plan(start, q), state.stamp)
+            self._joint_moves[name] = (self._joint_planner.plan(start, q, under_way), state.stamp)
         except TargetError as exc:  # the active target runs on
             self._refuse(f"joint target: {exc}")
             return
+        self._goals[name] = q
         self._targeted.add(name)
 
     def reference(self, state: JointState) -> dict[str, Any]:
@@ -898,14 +934,20 @@ class TaskTargetSource(TargetSource):
         self._pending = {}
         for name, (pose_move, t0) in list(self._pose_moves.items()):
             pose = pose_move.sample(state.stamp - t0)
-            reference[name] = CartesianTarget(pose.se3, pose.twist, pose.acceleration)
+            feed = self._feed[name]
+            twist, acceleration = pose.twist, pose.acceleration
+            reference[name] = CartesianTarget(
+                pose.se3,
+                None if twist is None else twist * feed,
+                None if acceleration is None else acceleration * feed,
+            )
             if pose is pose_move.goal:  # arrived: held from now on
                 self._poses[name] = pose
                 del self._pose_moves[name]
         for name, (joint_move, t0) in list(self._joint_moves.items()):
             q, v, a = joint_move.sample(state.stamp - t0)
             if state.stamp - t0 < joint_move.duration:
-                reference[name] = JointReference(q, v, a)
+                reference[name] = JointReference(q, v * self._feed[name], a * self._feed[name])
             else:  # arrived: held from now on
                 reference[name] = q
                 del self._joint_moves[name]
@@ -922,6 +964,7 @@ class TaskTargetSource(TargetSource):
         self._reference = None
         self._pose_moves.clear()
         self._joint_moves.clear()
+        self._goals.clear()
         self._targeted.clear()
 
     def describe(self) -> str:
