@@ -188,12 +188,14 @@ def test_qp_frame_task_targets_out_of_reach_are_refused(robot: RobotModel, contr
 
 
 # ------------------------------------------------------------------ joint targets: approached
-def _closed_loop_peak_speeds(plant: Any, ctrl: Any, source: Any, steps: int) -> np.ndarray:
-    """Run ``ctrl`` on ``source``'s references on the MuJoCo ``plant`` (1 ms steps, no torque
-    saturated) and return each joint's largest speed (rad/s)."""
+def _closed_loop_peak_speeds(
+    plant: Any, ctrl: Any, source: Any, steps: int, start: float = 0.0
+) -> np.ndarray:
+    """Run ``ctrl`` on ``source``'s references on the MuJoCo ``plant`` (1 ms steps from the state
+    stamp ``start``, s; no torque saturated) and return each joint's largest speed (rad/s)."""
     peak = np.zeros(plant.n)
     for k in range(steps):
-        state = JointState(plant.q.copy(), plant.v.copy(), k * 1e-3)
+        state = JointState(plant.q.copy(), plant.v.copy(), start + k * 1e-3)
         out = ctrl.compute(state, source.reference(state))
         assert not out.saturated.any()
         plant.set_torque(out.tau)
@@ -1022,3 +1024,60 @@ def test_an_axis_a_qp_task_leaves_free_gets_no_feed_forward(robot: RobotModel) -
         target = source.reference(JointState(HOME_Q, np.zeros(7), t))["tool"]
         assert not target.velocity[3:].any() and not target.acceleration[3:].any()
         assert np.abs(target.velocity[:3]).max() > 0.0
+
+
+def test_a_pose_target_just_behind_a_moving_reference_is_timed_from_its_stop(robot: RobotModel) -> None:
+    """Half way through a 0.3 m move (0.14 m/s), a target 3 cm behind the reference: it stops
+    first, running on 17 mm, and the move back is timed from where it stopped (timed on the 3 cm
+    from where it stood, the 4.7 cm back had taken joint_5 to 0.85 of its limit)."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
+    plant.reset("home")
+    params = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
+    ctrl = create_controller("achd_rnea", robot, params.controller_params)
+    node = FakeTargetNode()
+    source = targets.PoseTargetSource(node, ctrl)  # type: ignore[arg-type]
+    tool = robot.frame_placement(plant.q, TOOL)
+    quaternion = pin.Quaternion(tool.rotation).coeffs()
+
+    def pose_message(position: np.ndarray) -> PoseStamped:
+        msg = _pose(position)
+        o = msg.pose.orientation
+        o.x, o.y, o.z, o.w = (float(c) for c in quaternion)
+        return msg
+
+    node.callbacks["~/target_pose"](pose_message(tool.translation + np.array([0.0, 0.3, 0.0])))
+    _follow_stream(plant, ctrl, source, lambda t: None, (0.0, 0.001), 1000.0)
+    half = round(source._approach.duration / 2, 3)
+    _follow_stream(plant, ctrl, source, lambda t: None, (0.001, half), 1000.0)
+    reference = source._approach.sample(half - source._t0)
+    node.callbacks["~/target_pose"](pose_message(reference.position - np.array([0.0, 0.03, 0.0])))
+    peak = _closed_loop_peak_speeds(plant, ctrl, source, 2000, start=half)
+    assert np.all(peak <= 0.6 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
+    end = robot.frame_placement(plant.q, TOOL).translation
+    assert abs(end[1] - (reference.position[1] - 0.03)) < 1e-3 and source.rejected == 0
+
+
+def test_a_joint_target_further_ahead_of_a_reference_speeding_up_is_taken_without_a_stop(
+    robot: RobotModel,
+) -> None:
+    """1 rad on joint_1, then at 1 s (0.61 rad/s, still speeding up) a target at 1.5 rad: no
+    quintic from there stays within half the limit (0.717 rad/s at best against 0.698), and
+    stopping for that had brought the reference to rest and set it off again. One quintic takes
+    it, within 0.625 of the limit."""
+    node, source = _joint_source(robot)
+    source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
+    goal = HOME_Q.copy()
+    goal[0] += 1.0
+    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+    source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
+    moving = source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    assert moving.v[0] == pytest.approx(0.61, abs=0.01) and moving.a[0] > 0.0
+    goal[0] += 0.5
+    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    approach = source._trajectory
+    assert len(approach.times) == 2  # one quintic, no stop
+    speeds = [approach.sample(t)[1][0] for t in np.linspace(0.0, approach.duration, 2001)]
+    assert min(speeds) > -1e-9 and max(speeds) <= 0.625 * robot.velocity_limit[0]

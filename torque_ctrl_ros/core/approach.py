@@ -20,17 +20,17 @@ every joint at most :data:`SPEED_SHARE` of its velocity limit at the peak speed 
 From a moving reference (a new target while an approach is under way), one quintic from its
 position, velocity and acceleration takes the target when it stays on course: no axis backs away
 from its start or passes the goal by more than :data:`COURSE_TOLERANCE` of its move (and, for
-joints, every speed within the share or the start's own, the quintic lengthened up to 3 times to
-get there). So a stream of targets (an interactive marker, a teleoperation device at 30 Hz) is
-followed: stopping first for each one had kept the reference from ever setting off. Otherwise
-the reference first stops, along a quintic to ``x₀ + ẋ₀·T_s/2`` over ``T_s = max(shortest,
-15/8 / min kd)`` (decelerating at most as the law's ``kd·|ẋ|`` would): one quintic from a
-reference moving away from the target had carried it on the wrong way (0.8 rad, at 0.76 of
-joint_1's limit, for a joint target 3 rad behind a reference at 0.7 rad/s). In joint space the
-stop is where the motion under way comes to rest when that is within ``T_s`` (so a stream's
-targets keep the stop under way instead of restarting it), and never past that rest point nor a
-position limit. The sources take a target sent again (a device repeating its last pose) as no
-new target.
+joints, every speed within :data:`DIRECT_SPEED_SHARE` or the start's own, the quintic lengthened
+up to 3.4 times to get there). So a stream of targets (an interactive marker, a teleoperation
+device at 30 Hz) is followed: stopping first for each one had kept the reference from ever
+setting off. Otherwise the reference first stops, along a quintic to ``x₀ + ẋ₀·T_s/2`` over
+``T_s = max(shortest, 15/8 / min kd)`` (decelerating at most as the law's ``kd·|ẋ|`` would), and
+the move after it is timed from there: one quintic from a reference moving away from the target
+had carried it on the wrong way (0.8 rad, at 0.76 of joint_1's limit, for a joint target 3 rad
+behind a reference at 0.7 rad/s). In joint space the stop is where the motion under way comes to
+rest when that is within ``T_s`` (so a stream's targets keep the stop under way instead of
+restarting it), and never past that rest point nor a position limit. The sources take a target
+sent again (a device repeating its last pose) as no new target.
 """
 
 from __future__ import annotations
@@ -68,6 +68,14 @@ COURSE_MARGIN = 1e-4
 #: joint is timed on that first-order motion alone: the predicted path (~1 ms) adds nothing there,
 #: and a stream of targets plans one move per message.
 LINEAR_MOVE = 0.1
+
+#: Durations tried, as factors of the rest-to-rest one, for one quintic from a moving reference,
+#: and the share of each velocity limit it may reach. A reference still speeding up toward a target
+#: sent further ahead has no quintic within :data:`SPEED_SHARE` (joint_1 at 0.61 rad/s, 1.2 rad
+#: short of it: 0.717 rad/s at best against the share's 0.698), and stopping it for that had
+#: brought the arm to rest and set it off again.
+_DURATION_FACTORS = (1.0, 1.5, 2.25, 3.375)
+DIRECT_SPEED_SHARE = 0.625
 
 # A rest-to-rest quintic over ``T`` (minimum jerk) peaks at 15/8·Δq/T in speed and 10/√3·Δq/T² in
 # acceleration.
@@ -127,15 +135,15 @@ class JointApproachPlanner:
             check_motion(self.robot, approach)
             return approach
         duration = self._duration(q0, goal)
-        for _ in range(4):  # lengthened while only a speed is too high (a start against the move)
-            direct = self._quintics(start, [duration], [goal])
+        # Where only a speed is too high, longer durations (a start moving against the move).
+        for factor in _DURATION_FACTORS:
+            direct = self._quintics(start, [max(self.shortest, factor * duration)], [goal])
             verdict = self._course(direct, q0)
             if verdict == "":
                 check_motion(self.robot, direct)
                 return direct
             if verdict == "course":
                 break
-            duration *= 1.5
         # One quintic from a reference moving away from the goal had carried it on the wrong way:
         # it stops first, where the motion under way comes to rest if that is soon enough, else
         # half its speed times the stop time on (not past that rest point, nor a position limit).
@@ -170,15 +178,15 @@ class JointApproachPlanner:
 
     def _course(self, approach: JointTrajectory, q0: FloatArray) -> str:
         """``""`` if one quintic from the moving start stays between its start and goal on every
-        joint (within :data:`COURSE_TOLERANCE`) and within :data:`SPEED_SHARE` of the velocity
-        limits (or of the start's own speed, where that is higher); else what it fails on,
-        ``"course"`` or ``"speed"``."""
+        joint (within :data:`COURSE_TOLERANCE`) and within :data:`DIRECT_SPEED_SHARE` of the
+        velocity limits (or of the start's own speed, where that is higher); else what it fails
+        on, ``"course"`` or ``"speed"``."""
         goal = approach.positions[-1]  # unwrapped against the start
         slack = COURSE_TOLERANCE * np.abs(goal - q0) + COURSE_MARGIN
         found = approach.limit_violation(
             np.minimum(q0, goal) - slack,
             np.maximum(q0, goal) + slack,
-            SPEED_SHARE * self.robot.velocity_limit,
+            DIRECT_SPEED_SHARE * self.robot.velocity_limit,
         )
         return "" if found is None else "course" if found.quantity == "position" else "speed"
 
@@ -239,6 +247,32 @@ class PoseApproachPlanner:
         Raises:
             TargetError: ``refuse_shortfall`` and the predicted joint path ends short of the goal.
         """
+        moving = (start.twist is not None and start.twist.any()) or (
+            start.acceleration is not None and start.acceleration.any()
+        )
+        if moving:
+            direct = PoseApproach(start, goal, self._duration(q, start, goal))
+            if self._keeps_course(direct):
+                return direct
+            # Stopping first, the reference runs on by half its speed times the stop time: the
+            # move after it is timed from there (timed on the move from the start, a target 3 cm
+            # behind a reference at 0.14 m/s had taken joint_5 to 0.85 of its limit).
+            twist = np.zeros(6) if start.twist is None else start.twist
+            half = 0.5 * self.stop_time
+            stop = PoseReference(
+                start.position + half * twist[:3],
+                start.rotation @ pin.exp3(half * (start.rotation.T @ twist[3:])),
+            )
+            return PoseApproach(start, goal, self._duration(q, stop, goal), self.stop_time)
+        return PoseApproach(start, goal, self._duration(q, start, goal))
+
+    def _duration(self, q: FloatArray, start: PoseReference, goal: PoseReference) -> float:
+        """The duration (s) of the rest-to-rest move from ``start`` to ``goal`` (see the class
+        docstring), the arm at ``q``.
+
+        Raises:
+            TargetError: ``refuse_shortfall`` and the predicted joint path ends short of the goal.
+        """
         move = np.concatenate(
             (goal.position - start.position, start.rotation @ pin.log3(start.rotation.T @ goal.rotation))
         )[self.rows]
@@ -250,21 +284,12 @@ class PoseApproachPlanner:
         at_start = np.linalg.pinv(jacobian, rcond=START_RCOND) @ move  # rad per unit σ
         slowest = time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * at_start)
         size = max(float(np.linalg.norm(move)), 1e-12)
-        linear = self._linear(q, jacobian, at_start, move, size)
-        if not linear:
+        if not self._linear(q, jacobian, at_start, move, size):
             along_path, q_end = self.joint_speed_time(q, move)
             slowest = max(slowest, along_path)
             if self.refuse_shortfall:
                 self._check_shortfall(q, q_end, move, size)
-        duration = max(self.shortest, slowest)
-        moving = (start.twist is not None and start.twist.any()) or (
-            start.acceleration is not None and start.acceleration.any()
-        )
-        if moving:
-            direct = PoseApproach(start, goal, duration)
-            if self._keeps_course(direct):
-                return direct
-        return PoseApproach(start, goal, duration, self.stop_time)
+        return max(self.shortest, slowest)
 
     def _linear(
         self, q: FloatArray, jacobian: FloatArray, at_start: FloatArray, move: FloatArray, size: float

@@ -392,10 +392,11 @@ class NoTargetSource(HoldSource):
 class JointTargetSource(TargetSource):
     """``~/joint_target`` (JointState: position; velocity empty or zero) and ``~/joint_trajectory``.
 
-    A joint target is reached along a rest-to-rest quintic from the current reference, planned with
-    the law's gains (:class:`~..core.approach.JointApproachPlanner`: a moving reference stops first,
-    every joint at most half its velocity limit; 0.24 s at least with the default ``kp`` 100, 2.7 s
-    for 1 rad on joint_1), and then held until replaced.
+    A joint target is reached along a quintic from the current reference, planned with the law's
+    gains (:class:`~..core.approach.JointApproachPlanner`: every joint at most half its velocity
+    limit, 0.24 s at least with the default ``kp`` 100, 2.7 s for 1 rad on joint_1; a moving
+    reference goes on into it when that stays on course, else stops first), and then held until
+    replaced; the target under way sent again changes nothing.
 
     A trajectory (``header.stamp`` zero: start at the next joint state) starts from the current
     reference when its first point is later than 0; one stamped later than the joint state waits
