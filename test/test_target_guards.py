@@ -1081,3 +1081,64 @@ def test_a_joint_target_further_ahead_of_a_reference_speeding_up_is_taken_withou
     assert len(approach.times) == 2  # one quintic, no stop
     speeds = [approach.sample(t)[1][0] for t in np.linspace(0.0, approach.duration, 2001)]
     assert min(speeds) > -1e-9 and max(speeds) <= 0.625 * robot.velocity_limit[0]
+
+
+def test_a_joint_target_interrupting_a_trajectory_that_ends_decelerating_stops_at_its_end(
+    robot: RobotModel,
+) -> None:
+    """A trajectory ending at joint_2's limit at rest with its final deceleration given (as
+    MoveIt sends), interrupted 0.1 s before its end by a target behind: its last point is where
+    it rests (the stop had gone on from the reference's speed and the target had been refused:
+    2.2411 rad, past the limit)."""
+    node, source = _joint_source(robot)
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    limit = robot.position_upper[1]
+    points = []
+    for t, q2, v2, a2 in ((2.5, limit - 0.2, 0.8, 0.0), (2.9, limit, 0.0, -4.0)):
+        point = _point(t, np.r_[HOME_Q[:1], q2, HOME_Q[2:]], np.r_[0.0, v2, np.zeros(5)])
+        point.accelerations = [0.0, a2, 0.0, 0.0, 0.0, 0.0, 0.0]
+        points.append(point)
+    node.callbacks["~/joint_trajectory"](TrajectoryMsg(joint_names=list(robot.joint_names), points=points))
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    assert source.rejected == 0, source.last_error
+    moving = source.reference(JointState(HOME_Q, np.zeros(7), 3.8))
+    assert moving.v[1] > 0.1
+    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=HOME_Q.tolist()))
+    source.reference(JointState(HOME_Q, np.zeros(7), 3.8))
+    assert source.rejected == 0 and source.describe() == "joint_target", source.last_error
+    approach = source._trajectory
+    assert approach.positions[1][1] == pytest.approx(limit, abs=1e-12)
+    q2 = [approach.sample(t)[0][1] for t in np.linspace(0.0, approach.duration, 4001)]
+    assert max(q2) <= limit + 1e-9
+
+
+@pytest.mark.parametrize("controller", ["achd_rnea", "qpid"])
+def test_a_pose_stream_that_turns_back_is_followed_back(robot: RobotModel, controller: str) -> None:
+    """A tool target streamed at 30 Hz up 0.1 m/s along y for 1 s, then back: each message behind
+    the moving reference had restarted its stop, which carried it on the wrong way (the reference
+    88 mm out at 2 s and back only at ~3 s; the tool 14 mm out at 2.5 s). The stop under way is
+    kept: back on the start by 2.5 s."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
+    plant.reset("home")
+    params = controller_node_config(shipped_parameters("controller_node") | {"controller": controller})
+    ctrl = create_controller(controller, robot, params.controller_params)
+    node = FakeTargetNode()
+    source: Any = (targets.PoseTargetSource if controller == "achd_rnea" else targets.TaskTargetSource)(
+        node,  # type: ignore[arg-type]
+        ctrl,
+    )
+    topic = "~/target_pose" if controller == "achd_rnea" else "~/tool/target"
+    tool = robot.frame_placement(plant.q, TOOL)
+    quaternion = pin.Quaternion(tool.rotation).coeffs()
+
+    def send(t: float) -> None:
+        msg = _pose(tool.translation + np.array([0.0, 0.1 * (t if t < 1.0 else max(2.0 - t, 0.0)), 0.0]))
+        o = msg.pose.orientation
+        o.x, o.y, o.z, o.w = (float(c) for c in quaternion)
+        node.callbacks[topic](msg)
+
+    _follow_stream(plant, ctrl, source, send, (0.0, 2.5), 30.0)
+    y = robot.frame_placement(plant.q, TOOL).translation[1] - tool.translation[1]
+    assert abs(y) < 2e-3 and source.rejected == 0, y

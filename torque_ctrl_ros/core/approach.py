@@ -27,10 +27,11 @@ setting off. Otherwise the reference first stops, along a quintic to ``x₀ + �
 ``T_s = max(shortest, 15/8 / min kd)`` (decelerating at most as the law's ``kd·|ẋ|`` would), and
 the move after it is timed from there: one quintic from a reference moving away from the target
 had carried it on the wrong way (0.8 rad, at 0.76 of joint_1's limit, for a joint target 3 rad
-behind a reference at 0.7 rad/s). In joint space the stop is where the motion under way comes to
-rest when that is within ``T_s`` (so a stream's targets keep the stop under way instead of
-restarting it), and never past that rest point nor a position limit. The sources take a target
-sent again (a device repeating its last pose) as no new target.
+behind a reference at 0.7 rad/s). The stop is where the motion under way comes to rest (its own
+stop, its goal, a trajectory's waypoint at rest) when that is within ``T_s``, so a stream's
+targets keep the stop under way instead of restarting it; in joint space it is never past that
+rest point nor a position limit. The sources take a target sent again (a device repeating its
+last pose) as no new target.
 """
 
 from __future__ import annotations
@@ -183,10 +184,12 @@ class JointApproachPlanner:
         on, ``"course"`` or ``"speed"``."""
         goal = approach.positions[-1]  # unwrapped against the start
         slack = COURSE_TOLERANCE * np.abs(goal - q0) + COURSE_MARGIN
+        # Within the position limits too: past one, it stops first instead of being refused.
+        robot = self.robot
         found = approach.limit_violation(
-            np.minimum(q0, goal) - slack,
-            np.maximum(q0, goal) + slack,
-            DIRECT_SPEED_SHARE * self.robot.velocity_limit,
+            np.maximum(np.minimum(q0, goal) - slack, robot.position_lower),
+            np.minimum(np.maximum(q0, goal) + slack, robot.position_upper),
+            DIRECT_SPEED_SHARE * robot.velocity_limit,
         )
         return "" if found is None else "course" if found.quantity == "position" else "speed"
 
@@ -201,7 +204,8 @@ def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, 
         if trajectory.times[i] <= t:
             continue
         still = not trajectory.velocities[i].any()
-        if still and (trajectory.accelerations is None or not trajectory.accelerations[i].any()):
+        last = i == len(trajectory.times) - 1  # held at rest after it, whatever its acceleration
+        if still and (last or trajectory.accelerations is None or not trajectory.accelerations[i].any()):
             return float(trajectory.times[i] - t), trajectory.positions[i]
     return None
 
@@ -240,9 +244,19 @@ class PoseApproachPlanner:
         self.shortest, self.stop_time = approach_times(kp, kd)
         self.refuse_shortfall = refuse_shortfall
 
-    def plan(self, q: FloatArray, start: PoseReference, goal: PoseReference) -> PoseApproach:
+    def plan(
+        self,
+        q: FloatArray,
+        start: PoseReference,
+        goal: PoseReference,
+        under_way: tuple[PoseApproach, float] | None = None,
+    ) -> PoseApproach:
         """The approach from ``start`` (the reference, with its twist and acceleration) to ``goal``,
         the arm at ``q`` (rad: where the joint path is predicted from).
+
+        ``under_way``: the approach the reference follows and the time (s) into it ``start`` was
+        sampled at; where a moving reference has to stop first, that approach's stop (or its
+        goal) is kept when it comes within the stop time, as in joint space.
 
         Raises:
             TargetError: ``refuse_shortfall`` and the predicted joint path ends short of the goal.
@@ -250,21 +264,31 @@ class PoseApproachPlanner:
         moving = (start.twist is not None and start.twist.any()) or (
             start.acceleration is not None and start.acceleration.any()
         )
-        if moving:
-            direct = PoseApproach(start, goal, self._duration(q, start, goal))
-            if self._keeps_course(direct):
-                return direct
-            # Stopping first, the reference runs on by half its speed times the stop time: the
-            # move after it is timed from there (timed on the move from the start, a target 3 cm
-            # behind a reference at 0.14 m/s had taken joint_5 to 0.85 of its limit).
+        if not moving:
+            return PoseApproach(start, goal, self._duration(q, start, goal))
+        direct = PoseApproach(start, goal, self._duration(q, start, goal))
+        if self._keeps_course(direct):
+            return direct
+        # Stopping first: where the approach under way comes to rest soon enough (restarted with
+        # every message, a stream turning back had carried the reference 33 mm on the wrong way),
+        # else half its speed times the stop time on. The move after the stop is timed from
+        # there (timed from the start, a target 3 cm behind a reference at 0.14 m/s had taken
+        # joint_5 to 0.85 of its limit).
+        t_stop, stop = self.stop_time, None
+        if under_way is not None:
+            approach, t = under_way
+            rest = approach.stop if approach.stop is not None and approach.stop[0] > t else None
+            rest = rest or (approach.duration, approach.goal)
+            if 0.0 < rest[0] - t <= self.stop_time:
+                t_stop, stop = rest[0] - t, rest[1]
+        if stop is None:
             twist = np.zeros(6) if start.twist is None else start.twist
             half = 0.5 * self.stop_time
             stop = PoseReference(
                 start.position + half * twist[:3],
                 start.rotation @ pin.exp3(half * (start.rotation.T @ twist[3:])),
             )
-            return PoseApproach(start, goal, self._duration(q, stop, goal), self.stop_time)
-        return PoseApproach(start, goal, self._duration(q, start, goal))
+        return PoseApproach(start, goal, self._duration(q, stop, goal), t_stop, stop)
 
     def _duration(self, q: FloatArray, start: PoseReference, goal: PoseReference) -> float:
         """The duration (s) of the rest-to-rest move from ``start`` to ``goal`` (see the class

@@ -684,8 +684,9 @@ class PoseTargetSource(TargetSource):
         Raises:
             TargetError: the predicted joint path ends short of the goal (a singularity on the way).
         """
+        under_way = None if self._approach is None else (self._approach, state.stamp - self._t0)
         try:
-            return self._planner.plan(state.q, self._current(state), goal)
+            return self._planner.plan(state.q, self._current(state), goal, under_way)
         except TargetError as exc:
             raise TargetError(f"target pose: {exc}; move the arm away from it first, or use qpid") from None
 
@@ -893,7 +894,8 @@ class TaskTargetSource(TargetSource):
             goal = PoseReference(now.position.copy(), np.array(target, dtype=np.float64))
         else:
             goal = target
-        self._pose_moves[name] = (planner.plan(state.q, now, goal), state.stamp)
+        under_way = None if moving is None else (moving[0], state.stamp - moving[1])
+        self._pose_moves[name] = (planner.plan(state.q, now, goal, under_way), state.stamp)
         self._goals[name] = target
         self._targeted.add(name)
 

@@ -160,13 +160,19 @@ class PoseApproach:
     the line from the stop point to the goal need not pass ``θ = 0``), so it is taken by a central
     difference (:func:`_jr_dot_theta_dot`).
 
-    A moving start first stops, over ``stop_time`` (s), at ``[p; θ]`` moved on by half its speed
-    times ``stop_time``; the move to ``goal`` then takes ``duration`` more. :attr:`duration` is the
-    whole, past which ``goal`` is returned.
+    A moving start first stops, over ``stop_time`` (s), at ``stop`` (by default at ``[p; θ]`` moved
+    on by half its speed times ``stop_time``); the move to ``goal`` then takes ``duration`` more.
+    :attr:`duration` is the whole, past which ``goal`` is returned; :attr:`stop` is ``(stop_time,
+    the pose it stops at)``, or ``None`` without a stop.
     """
 
     def __init__(
-        self, start: PoseReference, goal: PoseReference, duration: float, stop_time: float = 0.0
+        self,
+        start: PoseReference,
+        goal: PoseReference,
+        duration: float,
+        stop_time: float = 0.0,
+        stop: PoseReference | None = None,
     ) -> None:
         start, goal = check_pose_reference(start), check_pose_reference(goal)
         self.goal = goal
@@ -184,8 +190,15 @@ class PoseApproach:
         )
         end = np.concatenate((goal.position, pin.log3(r0t @ goal.rotation)))
         times, points = [duration], [end]
+        self.stop: tuple[float, PoseReference] | None = None
         if stop_time > 0.0 and (begin[1].any() or begin[2].any()):
-            times, points = [stop_time, stop_time + duration], [begin[0] + 0.5 * stop_time * begin[1], end]
+            if stop is None:
+                at = begin[0] + 0.5 * stop_time * begin[1]
+                stop = PoseReference(at[:3], start.rotation @ pin.exp3(at[3:]))
+            else:
+                at = np.concatenate((stop.position, pin.log3(r0t @ stop.rotation)))
+            times, points = [stop_time, stop_time + duration], [at, end]
+            self.stop = (stop_time, stop)
         self.duration = times[-1]
         rest = np.zeros((len(times), 6))
         self._path = JointTrajectory(times, np.array(points), rest, rest, start=begin)
