@@ -1142,3 +1142,22 @@ def test_a_pose_stream_that_turns_back_is_followed_back(robot: RobotModel, contr
     _follow_stream(plant, ctrl, source, send, (0.0, 2.5), 30.0)
     y = robot.frame_placement(plant.q, TOOL).translation[1] - tool.translation[1]
     assert abs(y) < 2e-3 and source.rejected == 0, y
+
+
+def test_a_slow_stop_of_a_spinning_tool_does_not_turn_it_back(robot: RobotModel) -> None:
+    """The tool spinning at 0.6 rad/s about its axis and a stop of 12.5 s (kd 0.15): it runs on
+    3.75 rad, more than π; given as a rotation the stop had folded to −2.53 rad and the spin turned
+    back to −0.67 rad/s before stopping."""
+    from torque_ctrl_ros.core.approach import PoseApproachPlanner
+    from torque_ctrl_ros.core.controllers import PoseReference
+
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), np.full(6, 100.0), np.full(6, 0.15))
+    tool = robot.frame_placement(HOME_Q, TOOL)
+    spin = tool.rotation @ np.array([0.0, 0.0, 0.6])
+    start = PoseReference(tool.translation.copy(), tool.rotation, np.r_[0.0, 0.0, 0.0, spin], np.zeros(6))
+    goal = PoseReference(tool.translation.copy(), tool.rotation @ pin.exp3(np.array([0.0, 0.0, -0.3])))
+    approach = planner.plan(HOME_Q, start, goal)
+    assert approach.stop is not None and approach.stop[0] == pytest.approx(12.5)
+    assert approach.path.positions[1][5] == pytest.approx(0.5 * 12.5 * 0.6)
+    speeds = [(tool.rotation.T @ approach.sample(t).twist[3:])[2] for t in np.linspace(0.0, 12.5, 501)]
+    assert min(speeds) >= -1e-9

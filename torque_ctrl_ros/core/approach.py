@@ -274,21 +274,21 @@ class PoseApproachPlanner:
         # else half its speed times the stop time on. The move after the stop is timed from
         # there (timed from the start, a target 3 cm behind a reference at 0.14 m/s had taken
         # joint_5 to 0.85 of its limit).
-        t_stop, stop = self.stop_time, None
         if under_way is not None:
             approach, t = under_way
             rest = approach.stop if approach.stop is not None and approach.stop[0] > t else None
             rest = rest or (approach.duration, approach.goal)
             if 0.0 < rest[0] - t <= self.stop_time:
-                t_stop, stop = rest[0] - t, rest[1]
-        if stop is None:
-            twist = np.zeros(6) if start.twist is None else start.twist
-            half = 0.5 * self.stop_time
-            stop = PoseReference(
-                start.position + half * twist[:3],
-                start.rotation @ pin.exp3(half * (start.rotation.T @ twist[3:])),
-            )
-        return PoseApproach(start, goal, self._duration(q, stop, goal), t_stop, stop)
+                return PoseApproach(start, goal, self._duration(q, rest[1], goal), rest[0] - t, rest[1])
+        twist = np.zeros(6) if start.twist is None else start.twist
+        half = 0.5 * self.stop_time
+        stop = PoseReference(
+            start.position + half * twist[:3],
+            start.rotation @ pin.exp3(half * (start.rotation.T @ twist[3:])),
+        )
+        # PoseApproach places that stop itself, on its rotation vector unwrapped (given as a
+        # rotation, a run-on beyond π had been folded back: a slow stop turning the tool back).
+        return PoseApproach(start, goal, self._duration(q, stop, goal), self.stop_time)
 
     def _duration(self, q: FloatArray, start: PoseReference, goal: PoseReference) -> float:
         """The duration (s) of the rest-to-rest move from ``start`` to ``goal`` (see the class

@@ -395,8 +395,8 @@ class JointTargetSource(TargetSource):
     A joint target is reached along a quintic from the current reference, planned with the law's
     gains (:class:`~..core.approach.JointApproachPlanner`: every joint at most half its velocity
     limit, 0.24 s at least with the default ``kp`` 100, 2.7 s for 1 rad on joint_1; a moving
-    reference goes on into it when that stays on course, else stops first), and then held until
-    replaced; the target under way sent again changes nothing.
+    reference goes on into it when that stays on course, within 0.625 of the limits, else stops
+    first), and then held until replaced; the target under way sent again changes nothing.
 
     A trajectory (``header.stamp`` zero: start at the next joint state) starts from the current
     reference when its first point is later than 0; one stamped later than the joint state waits
