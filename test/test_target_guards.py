@@ -866,36 +866,51 @@ def test_a_stream_of_pose_targets_is_followed(robot: RobotModel, controller: str
     teleoperation device): each new target had started with a stop of the moving reference, so
     the tool never set off (0.0 mm after 3 s). Now one quintic from the moving reference takes
     each target that lies ahead: the tool follows ~15 mm behind and ends on the last one."""
-    from torque_ctrl_ros.sim.plant import MujocoPlant
-
-    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
-    plant.reset("home")
-    params = controller_node_config(shipped_parameters("controller_node") | {"controller": controller})
-    ctrl = create_controller(controller, robot, params.controller_params)
-    node = FakeTargetNode()
-    source: Any = (targets.PoseTargetSource if controller == "achd_rnea" else targets.TaskTargetSource)(
-        node,  # type: ignore[arg-type]
-        ctrl,
-    )
-    topic = "~/target_pose" if controller == "achd_rnea" else "~/tool/target"
-    tool = robot.frame_placement(plant.q, TOOL)
-    quaternion = pin.Quaternion(tool.rotation).coeffs()
+    arm = _ToolTargets(robot, controller)
     last = [0.0]
 
     def send(t: float) -> None:
         if t <= 2.0:
-            msg = _pose(tool.translation + np.array([0.0, 0.1 * t, 0.0]))
-            o = msg.pose.orientation
-            o.x, o.y, o.z, o.w = (float(c) for c in quaternion)
-            node.callbacks[topic](msg)
+            arm.send(np.array([0.0, 0.1 * t, 0.0]))
             last[0] = 0.1 * t
 
-    _follow_stream(plant, ctrl, source, send, (0.0, 2.0), 30.0)
-    behind = last[0] - (robot.frame_placement(plant.q, TOOL).translation[1] - tool.translation[1])
+    _follow_stream(arm.plant, arm.ctrl, arm.source, send, (0.0, 2.0), 30.0)
+    behind = last[0] - arm.moved()[1]
     assert 0.0 < behind < 0.03, behind
-    _follow_stream(plant, ctrl, source, send, (2.0, 3.0), 30.0)
-    end = robot.frame_placement(plant.q, TOOL).translation - tool.translation
-    assert abs(end[1] - last[0]) < 2e-3 and source.rejected == 0
+    _follow_stream(arm.plant, arm.ctrl, arm.source, send, (2.0, 3.0), 30.0)
+    assert abs(arm.moved()[1] - last[0]) < 2e-3 and arm.source.rejected == 0
+
+
+class _ToolTargets:
+    """A controller of the shipped configuration taking tool targets (achd_rnea's ``target_pose``
+    or a QP's ``tool`` task) on the MuJoCo plant at home."""
+
+    def __init__(self, robot: RobotModel, controller: str) -> None:
+        from torque_ctrl_ros.sim.plant import MujocoPlant
+
+        self.robot = robot
+        self.plant = MujocoPlant(
+            Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names
+        )
+        self.plant.reset("home")
+        params = controller_node_config(shipped_parameters("controller_node") | {"controller": controller})
+        self.ctrl = create_controller(controller, robot, params.controller_params)
+        self.node = FakeTargetNode()
+        kind = targets.PoseTargetSource if controller == "achd_rnea" else targets.TaskTargetSource
+        self.source: Any = kind(self.node, self.ctrl)  # type: ignore[arg-type]
+        self.topic = "~/target_pose" if controller == "achd_rnea" else "~/tool/target"
+        self.tool = robot.frame_placement(self.plant.q, TOOL)
+
+    def send(self, offset: np.ndarray) -> None:
+        """A target ``offset`` (m, base axes) from the tool's start, in its start orientation."""
+        msg = _pose(self.tool.translation + offset)
+        o = msg.pose.orientation
+        o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(self.tool.rotation).coeffs())
+        self.node.callbacks[self.topic](msg)
+
+    def moved(self) -> np.ndarray:
+        """How far the tool is from its start (m, base axes)."""
+        return self.robot.frame_placement(self.plant.q, TOOL).translation - self.tool.translation
 
 
 def test_a_stream_of_joint_targets_is_followed(robot: RobotModel) -> None:
@@ -1030,33 +1045,18 @@ def test_a_pose_target_just_behind_a_moving_reference_is_timed_from_its_stop(rob
     """Half way through a 0.3 m move (0.14 m/s), a target 3 cm behind the reference: it stops
     first, running on 17 mm, and the move back is timed from where it stopped (timed on the 3 cm
     from where it stood, the 4.7 cm back had taken joint_5 to 0.85 of its limit)."""
-    from torque_ctrl_ros.sim.plant import MujocoPlant
-
-    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
-    plant.reset("home")
-    params = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
-    ctrl = create_controller("achd_rnea", robot, params.controller_params)
-    node = FakeTargetNode()
-    source = targets.PoseTargetSource(node, ctrl)  # type: ignore[arg-type]
-    tool = robot.frame_placement(plant.q, TOOL)
-    quaternion = pin.Quaternion(tool.rotation).coeffs()
-
-    def pose_message(position: np.ndarray) -> PoseStamped:
-        msg = _pose(position)
-        o = msg.pose.orientation
-        o.x, o.y, o.z, o.w = (float(c) for c in quaternion)
-        return msg
-
-    node.callbacks["~/target_pose"](pose_message(tool.translation + np.array([0.0, 0.3, 0.0])))
+    arm = _ToolTargets(robot, "achd_rnea")
+    plant, ctrl, source = arm.plant, arm.ctrl, arm.source
+    arm.send(np.array([0.0, 0.3, 0.0]))
     _follow_stream(plant, ctrl, source, lambda t: None, (0.0, 0.001), 1000.0)
     half = round(source._approach.duration / 2, 3)
     _follow_stream(plant, ctrl, source, lambda t: None, (0.001, half), 1000.0)
     reference = source._approach.sample(half - source._t0)
-    node.callbacks["~/target_pose"](pose_message(reference.position - np.array([0.0, 0.03, 0.0])))
+    back = reference.position - arm.tool.translation - np.array([0.0, 0.03, 0.0])
+    arm.send(back)
     peak = _closed_loop_peak_speeds(plant, ctrl, source, 2000, start=half)
     assert np.all(peak <= 0.6 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
-    end = robot.frame_placement(plant.q, TOOL).translation
-    assert abs(end[1] - (reference.position[1] - 0.03)) < 1e-3 and source.rejected == 0
+    assert abs(arm.moved()[1] - back[1]) < 1e-3 and source.rejected == 0
 
 
 def test_a_joint_target_further_ahead_of_a_reference_speeding_up_is_taken_without_a_stop(
@@ -1118,30 +1118,14 @@ def test_a_pose_stream_that_turns_back_is_followed_back(robot: RobotModel, contr
     the moving reference had restarted its stop, which carried it on the wrong way (the reference
     88 mm out at 2 s and back only at ~3 s; the tool 14 mm out at 2.5 s). The stop under way is
     kept: back on the start by 2.5 s."""
-    from torque_ctrl_ros.sim.plant import MujocoPlant
-
-    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
-    plant.reset("home")
-    params = controller_node_config(shipped_parameters("controller_node") | {"controller": controller})
-    ctrl = create_controller(controller, robot, params.controller_params)
-    node = FakeTargetNode()
-    source: Any = (targets.PoseTargetSource if controller == "achd_rnea" else targets.TaskTargetSource)(
-        node,  # type: ignore[arg-type]
-        ctrl,
-    )
-    topic = "~/target_pose" if controller == "achd_rnea" else "~/tool/target"
-    tool = robot.frame_placement(plant.q, TOOL)
-    quaternion = pin.Quaternion(tool.rotation).coeffs()
+    arm = _ToolTargets(robot, controller)
 
     def send(t: float) -> None:
-        msg = _pose(tool.translation + np.array([0.0, 0.1 * (t if t < 1.0 else max(2.0 - t, 0.0)), 0.0]))
-        o = msg.pose.orientation
-        o.x, o.y, o.z, o.w = (float(c) for c in quaternion)
-        node.callbacks[topic](msg)
+        arm.send(np.array([0.0, 0.1 * (t if t < 1.0 else max(2.0 - t, 0.0)), 0.0]))
 
-    _follow_stream(plant, ctrl, source, send, (0.0, 2.5), 30.0)
-    y = robot.frame_placement(plant.q, TOOL).translation[1] - tool.translation[1]
-    assert abs(y) < 2e-3 and source.rejected == 0, y
+    _follow_stream(arm.plant, arm.ctrl, arm.source, send, (0.0, 2.5), 30.0)
+    y = arm.moved()[1]
+    assert abs(y) < 2e-3 and arm.source.rejected == 0, y
 
 
 def test_a_slow_stop_of_a_spinning_tool_does_not_turn_it_back(robot: RobotModel) -> None:
