@@ -196,7 +196,8 @@ class JointApproachPlanner:
 
 def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, FloatArray] | None:
     """``(time left (s), q)`` of the first waypoint after ``t`` where the motion ``under_way =
-    (trajectory, t)`` is at rest (no velocity, no acceleration), or ``None``."""
+    (trajectory, t)`` is at rest (no velocity, and no acceleration but at the last point, after
+    which it is held), or ``None``."""
     if under_way is None:
         return None
     trajectory, t = under_way
