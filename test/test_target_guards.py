@@ -254,14 +254,16 @@ def test_a_pose_target_is_approached_within_the_velocity_limits(robot: RobotMode
     assert source.describe() == "target_pose" and source._approach is None  # arrived, held
 
 
-@pytest.mark.parametrize("eps", [0.0, 0.001])
+@pytest.mark.parametrize("eps", [0.0, 1e-4, 0.001, 0.03])
 def test_a_pose_target_across_a_singularity_is_refused_and_near_one_is_slow(
     robot: RobotModel, eps: float
 ) -> None:
     """From the stretched pose (joints 4 and 6 at ``eps``), 0.1 m sideways keeping the orientation:
     stepped, or timed at the start alone where the singular direction is dropped (0.24 s), the
-    arm reached 26 times a velocity limit. Exactly there the straight line passes the singularity:
-    refused, the active target kept. 0.001 rad off it, timed long (tens of seconds)."""
+    arm reached 26 times a velocity limit; timed on the damped path 1e-4 rad from it (6.2 s, the
+    damping hides a singular value that small), 4.4 times. Up to ~0.001 rad from it the move is
+    mostly along the lost direction: refused, the active target kept. 0.03 rad off it, timed long
+    (65 s; in MuJoCo 0.18 of a limit at most)."""
     params = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
     ctrl = create_controller("achd_rnea", robot, params.controller_params)
     node = FakeTargetNode()
@@ -276,8 +278,8 @@ def test_a_pose_target_across_a_singularity_is_refused_and_near_one_is_slow(
     o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(tool.rotation).coeffs())
     node.callbacks["~/target_pose"](msg)
     reference = source.reference(state)
-    if eps == 0.0:
-        assert source.rejected == 1 and "passes a singularity" in source.last_error, source.last_error
+    if eps <= 0.001:
+        assert source.rejected == 1 and "singular direction" in source.last_error, source.last_error
         assert reference is held and source.describe() == "hold"
     else:
         assert source.rejected == 0 and source._approach is not None

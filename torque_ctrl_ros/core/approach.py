@@ -220,13 +220,14 @@ class PoseApproachPlanner:
     its start (``q̇ = J⁺·ξ·σ̇``, ``σ̇`` peaking at ``1.875/T``, for the move ``ξ`` on the axes),
     and at least :func:`approach_times`' shortest. These are predictions, not guarantees: from
     home, 0.1–0.3 m moves under achd_rnea peaked at 0.38–0.53 of a limit; near a singularity the
-    start's bound makes the move slow (42 s for 0.1 m, 0.001 rad from the stretched pose). Planning
+    start's bound makes the move slow (65 s for 0.1 m sideways, 0.03 rad from the stretched pose). Planning
     takes ~1 ms, ~0.2 ms for a move of at most :data:`LINEAR_MOVE` per joint (timed on the start).
 
     Args:
-        refuse_shortfall: refuse a move whose predicted path ends more than :data:`SHORTFALL` of it
-            short (a singularity on the straight line, e.g. from the stretched pose itself), which a
-            law without a singularity barrier would cross at many times a velocity limit.
+        refuse_shortfall: refuse a move more than :data:`SHORTFALL` of which lies along directions
+            the start's Jacobian has (nearly) lost, or whose predicted path ends more than that
+            short (a singularity on the straight line, e.g. from the stretched pose itself), which
+            a law without a singularity barrier would cross at many times a velocity limit.
     """
 
     def __init__(
@@ -309,6 +310,16 @@ class PoseApproachPlanner:
         at_start = np.linalg.pinv(jacobian, rcond=START_RCOND) @ move  # rad per unit σ
         slowest = time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * at_start)
         size = max(float(np.linalg.norm(move)), 1e-12)
+        if self.refuse_shortfall:
+            # Mostly along a direction the start's Jacobian has (nearly) lost: the predicted path
+            # cannot see it either where its damping exceeds that singular value (0.1 mm from the
+            # stretched pose it timed 0.1 m sideways at 6.2 s: achd_rnea ran 4.4 times a limit).
+            dropped = float(np.linalg.norm(jacobian @ at_start - move)) / size
+            if dropped > SHORTFALL:
+                raise TargetError(
+                    f"the straight move there from the current reference leaves along a singular "
+                    f"direction of {self.frame} ({dropped:.0%} of the move)"
+                )
         if not self._linear(q, jacobian, at_start, move, size):
             along_path, q_end = self.joint_speed_time(q, move)
             slowest = max(slowest, along_path)
