@@ -20,18 +20,17 @@ every joint at most :data:`SPEED_SHARE` of its velocity limit at the peak speed 
 From a moving reference (a new target while an approach is under way), one quintic from its
 position, velocity and acceleration takes the target when it stays on course: no axis backs away
 from its start or passes the goal by more than :data:`COURSE_TOLERANCE` of its move (and, for
-joints, every speed within :data:`DIRECT_SPEED_SHARE` or the start's own, the quintic lengthened
-up to 3.4 times to get there). So a stream of targets (an interactive marker, a teleoperation
-device at 30 Hz) is followed: stopping first for each one had kept the reference from ever
-setting off. Otherwise the reference first stops, along a quintic to ``x₀ + ẋ₀·T_s/2`` over
-``T_s = max(shortest, 15/8 / min kd)`` (decelerating at most as the law's ``kd·|ẋ|`` would), and
-the move after it is timed from there: one quintic from a reference moving away from the target
-had carried it on the wrong way (0.8 rad, at 0.76 of joint_1's limit, for a joint target 3 rad
-behind a reference at 0.7 rad/s). The stop is where the motion under way comes to rest (its own
-stop, its goal, a trajectory's waypoint at rest) when that is within ``T_s``, so a stream's
-targets keep the stop under way instead of restarting it; in joint space it is never past that
-rest point nor a position limit. The sources take a target sent again (a device repeating its
-last pose) as no new target.
+joints, every speed within :data:`DIRECT_SPEED_SHARE` or the start's own). So a stream of
+targets (an interactive marker, a teleoperation device at 30 Hz) is followed: stopping first for
+each one had kept the reference from ever setting off. Otherwise the reference first stops,
+along a quintic to ``x₀ + ẋ₀·T_s/2`` over ``T_s = max(shortest, 15/8 / min kd)`` (decelerating
+at most as the law's ``kd·|ẋ|`` would), and the move after it is timed from there: one quintic
+from a reference moving away from the target had carried it on the wrong way (0.8 rad, at 0.76
+of joint_1's limit, for a joint target 3 rad behind a reference at 0.7 rad/s). The stop is where
+the motion under way comes to rest (its own stop, its goal, a trajectory's waypoint at rest)
+when that is within ``T_s``, so a stream's targets keep the stop under way instead of restarting
+it; in joint space it is never past that rest point nor a position limit. The sources take a
+target sent again (a device repeating its last pose) as no new target.
 """
 
 from __future__ import annotations
@@ -70,12 +69,10 @@ COURSE_MARGIN = 1e-4
 #: and a stream of targets plans one move per message.
 LINEAR_MOVE = 0.1
 
-#: Durations tried, as factors of the rest-to-rest one, for one quintic from a moving reference,
-#: and the share of each velocity limit it may reach. A reference still speeding up toward a target
-#: sent further ahead has no quintic within :data:`SPEED_SHARE` (joint_1 at 0.61 rad/s, 1.2 rad
-#: short of it: 0.717 rad/s at best against the share's 0.698), and stopping it for that had
-#: brought the arm to rest and set it off again.
-_DURATION_FACTORS = (1.0, 1.5, 2.25, 3.375)
+#: The share of each velocity limit one quintic from a moving reference may reach. A reference
+#: still speeding up toward a target sent further ahead has no quintic within :data:`SPEED_SHARE`
+#: (joint_1 at 0.61 rad/s, 1.2 rad short of it: 0.717 rad/s at best against the share's 0.698),
+#: and stopping it for that had brought the arm to rest and set it off again.
 DIRECT_SPEED_SHARE = 0.625
 
 # A rest-to-rest quintic over ``T`` (minimum jerk) peaks at 15/8·Δq/T in speed and 10/√3·Δq/T² in
@@ -135,16 +132,10 @@ class JointApproachPlanner:
             approach = self._quintics(start, [self._duration(q0, goal)], [goal])
             check_motion(self.robot, approach)
             return approach
-        duration = self._duration(q0, goal)
-        # Where only a speed is too high, longer durations (a start moving against the move).
-        for factor in _DURATION_FACTORS:
-            direct = self._quintics(start, [max(self.shortest, factor * duration)], [goal])
-            verdict = self._course(direct, q0)
-            if verdict == "":
-                check_motion(self.robot, direct)
-                return direct
-            if verdict == "course":
-                break
+        direct = self._quintics(start, [self._duration(q0, goal)], [goal])
+        if self._keeps_course(direct, q0):
+            check_motion(self.robot, direct)
+            return direct
         # One quintic from a reference moving away from the goal had carried it on the wrong way:
         # it stops first, where the motion under way comes to rest if that is soon enough, else
         # half its speed times the stop time on (not past that rest point, nor a position limit).
@@ -177,11 +168,10 @@ class JointApproachPlanner:
             times, np.array(waypoints), rest, rest, start=start, continuous=self.robot.continuous
         )
 
-    def _course(self, approach: JointTrajectory, q0: FloatArray) -> str:
-        """``""`` if one quintic from the moving start stays between its start and goal on every
+    def _keeps_course(self, approach: JointTrajectory, q0: FloatArray) -> bool:
+        """Whether one quintic from the moving start stays between its start and goal on every
         joint (within :data:`COURSE_TOLERANCE`) and within :data:`DIRECT_SPEED_SHARE` of the
-        velocity limits (or of the start's own speed, where that is higher); else what it fails
-        on, ``"course"`` or ``"speed"``."""
+        velocity limits (or of the start's own speed, where that is higher)."""
         goal = approach.positions[-1]  # unwrapped against the start
         slack = COURSE_TOLERANCE * np.abs(goal - q0) + COURSE_MARGIN
         # Within the position limits too: past one, it stops first instead of being refused.
@@ -191,7 +181,7 @@ class JointApproachPlanner:
             np.minimum(np.maximum(q0, goal) + slack, robot.position_upper),
             DIRECT_SPEED_SHARE * robot.velocity_limit,
         )
-        return "" if found is None else "course" if found.quantity == "position" else "speed"
+        return found is None
 
 
 def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, FloatArray] | None:
