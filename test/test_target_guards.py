@@ -1147,3 +1147,70 @@ def test_a_slow_stop_of_a_spinning_tool_does_not_turn_it_back(robot: RobotModel)
     assert approach.path.positions[1][5] == pytest.approx(0.5 * 12.5 * 0.6)
     speeds = [(tool.rotation.T @ approach.sample(t).twist[3:])[2] for t in np.linspace(0.0, 12.5, 501)]
     assert min(speeds) >= -1e-9
+
+
+def test_qp_and_pose_targets_after_arrival_and_turned_only(robot: RobotModel) -> None:
+    """A second QP tool target after the first has arrived starts where the first ended (from the
+    first's start, the reference had jumped 0.1 m in a tick); a target at the same position but
+    turned is a new target, not the same one sent again."""
+    node, source = _qp_source(robot)
+    source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
+    tool = robot.frame_placement(HOME_Q, TOOL)
+    node.callbacks["~/tool/target"](_pose(tool.translation + np.array([0.0, 0.1, 0.0])))
+    source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
+    arrived = source.reference(JointState(HOME_Q, np.zeros(7), 30.0))["tool"].pose
+    node.callbacks["~/tool/target"](_pose(tool.translation + np.array([0.0, 0.1, 0.1])))
+    first = source.reference(JointState(HOME_Q, np.zeros(7), 30.001))["tool"].pose
+    assert np.linalg.norm(first.translation - arrived.translation) < 1e-6
+    for make in (lambda: _qp_source(robot), lambda: _pose_source(robot)[::2]):
+        node, source = make()
+        topic = "~/tool/target" if isinstance(source, targets.TaskTargetSource) else "~/target_pose"
+        source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
+        for t, rotation in ((0.0, tool.rotation), (30.0, pin.rpy.rpyToMatrix(0.0, 0.0, 0.5) @ tool.rotation)):
+            msg = _pose(tool.translation + np.array([0.0, 0.05, 0.0]))
+            o = msg.pose.orientation
+            o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(rotation).coeffs())
+            node.callbacks[topic](msg)
+            source.reference(JointState(HOME_Q, np.zeros(7), t))
+        end = source.reference(JointState(HOME_Q, np.zeros(7), 60.0))
+        assert np.allclose(
+            end["tool"].pose.rotation if isinstance(end, dict) else end.rotation, rotation, atol=1e-9
+        )
+
+
+def test_a_stop_runs_on_half_the_speed_times_the_stop_time_when_the_motion_rests_later(
+    robot: RobotModel,
+) -> None:
+    """A target behind a reference moving 0.7 rad/s whose own rest is 3 s away: the stop runs on
+    0.5·T_s·v (0.084 rad), not to that far rest point (4.3 rad on the wrong way)."""
+    from torque_ctrl_ros.core.approach import JointApproachPlanner
+
+    planner = JointApproachPlanner(robot, np.full(7, 100.0), np.full(7, 20.0))
+    v = np.zeros(7)
+    v[0] = 0.7
+    under_way = JointTrajectory(
+        [3.0], np.array([HOME_Q + np.r_[2.1, np.zeros(6)]]), np.zeros((1, 7)), None, start=(HOME_Q, v, None)
+    )
+    start = under_way.sample(1.0)
+    approach = planner.plan(start, HOME_Q - np.r_[1.0, np.zeros(6)], (under_way, 1.0))
+    q1 = [approach.sample(t)[0][0] for t in np.linspace(0.0, approach.duration, 4001)]
+    assert max(q1) - start[0][0] == pytest.approx(0.5 * planner.stop_time * start[1][0], rel=1e-6)
+
+
+def test_a_pose_approach_reaches_a_given_stop_exactly(robot: RobotModel) -> None:
+    """A stop given as a pose turned from the start (a stop kept from an earlier approach) is
+    reached exactly, at rest, at the stop time."""
+    from torque_ctrl_ros.core.controllers.cartesian import PoseApproach, PoseReference
+
+    rotation = robot.frame_placement(HOME_Q, TOOL).rotation
+    start = PoseReference(
+        np.array([0.4, 0.0, 0.4]), rotation, np.r_[0.1, 0.0, 0.0, 0.0, 0.0, 0.3], np.zeros(6)
+    )
+    stop = PoseReference(np.array([0.41, 0.0, 0.4]), rotation @ pin.exp3(np.array([0.0, 0.2, 0.1])))
+    goal = PoseReference(np.array([0.3, 0.1, 0.4]), rotation)
+    approach = PoseApproach(start, goal, 1.0, 0.4, stop)
+    at = approach.sample(0.4)
+    assert np.allclose(at.position, stop.position, atol=1e-12) and np.allclose(
+        at.rotation, stop.rotation, atol=1e-12
+    )
+    assert np.allclose(at.twist, 0.0, atol=1e-12)
