@@ -970,7 +970,9 @@ def test_a_joint_stream_that_turns_back_is_followed_back(robot: RobotModel, cont
         goal[0] += 0.3 * (t if t < 1.0 else max(2.0 - t, 0.0))
         node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
 
-    _follow_stream(plant, ctrl, source, send, (0.0, 4.0), 30.0)
+    _follow_stream(plant, ctrl, source, send, (0.0, 1.5), 30.0)
+    assert plant.q[0] - home[0] < 0.26  # on its way back (0.15 sent; restarting stops: ~0.32)
+    _follow_stream(plant, ctrl, source, send, (1.5, 4.0), 30.0)
     assert abs(plant.q[0] - home[0]) < 2e-3, plant.q[0] - home[0]
     assert source.rejected == 0
 
