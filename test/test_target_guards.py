@@ -1216,3 +1216,34 @@ def test_a_pose_approach_reaches_a_given_stop_exactly(robot: RobotModel) -> None
         at.rotation, stop.rotation, atol=1e-12
     )
     assert np.allclose(at.twist, 0.0, atol=1e-12)
+
+
+def test_qp_feed_forward_goes_only_to_the_tracked_axes_and_joints(robot: RobotModel) -> None:
+    """A pose task weighted 0 on its rotation axes and a posture task with kp 0 on joint_7: a tool
+    target that also turns 1 rad is timed on the translation alone, and neither the turn nor
+    joint_7's motion is fed forward (fed, joint_7 had got 0.61 rad/s of reference)."""
+    params = {
+        "tasks": ["tool", "posture"],
+        "tool": {"type": "pose", "frame": TOOL, "kp": 100.0, "weight": [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]},
+        "posture": {"type": "posture", "kp": [10.0] * 6 + [0.0], "weight": 1e-3},
+    }
+    node = FakeTargetNode()
+    source = targets.TaskTargetSource(node, create_controller("qpid", robot, params))  # type: ignore[arg-type]
+    source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
+    tool = robot.frame_placement(HOME_Q, TOOL)
+    msg = _pose(tool.translation + np.array([0.1, 0.0, 0.0]))
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = (
+        float(c) for c in pin.Quaternion(pin.rpy.rpyToMatrix(1.0, 0.0, 0.0) @ tool.rotation).coeffs()
+    )
+    node.callbacks["~/tool/target"](msg)
+    node.callbacks["~/joint_target"](
+        JointStateMsg(name=list(robot.joint_names), position=(HOME_Q + 0.3).tolist())
+    )
+    source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
+    tool_move, posture_move = source._pose_moves["tool"][0], source._joint_moves["posture"][0]
+    assert tool_move.duration < 1.0  # the translation's time, not the turn's
+    for t in np.linspace(0.01, min(tool_move.duration, posture_move.duration) - 0.01, 7):
+        reference = source.reference(JointState(HOME_Q, np.zeros(7), t))
+        assert not reference["tool"].velocity[3:].any() and reference["posture"].v[6] == 0.0
+        assert np.abs(reference["posture"].v[:6]).max() > 0.0
