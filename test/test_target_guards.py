@@ -1247,3 +1247,35 @@ def test_qp_feed_forward_goes_only_to_the_tracked_axes_and_joints(robot: RobotMo
         reference = source.reference(JointState(HOME_Q, np.zeros(7), t))
         assert not reference["tool"].velocity[3:].any() and reference["posture"].v[6] == 0.0
         assert np.abs(reference["posture"].v[:6]).max() > 0.0
+
+
+def test_a_pose_target_sent_again_is_not_planned_again(robot: RobotModel) -> None:
+    """achd_rnea's target under way, sent again mid-approach, leaves the approach as it is."""
+    node, ctrl, source = _pose_source(robot)
+    start = ctrl.hold_reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    message = _pose(start.position + np.array([0.0, 0.1, 0.0]))
+    o = message.pose.orientation
+    o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(start.rotation).coeffs())
+    node.callbacks["~/target_pose"](message)
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    approach = source._approach
+    node.callbacks["~/target_pose"](message)
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.3))
+    assert source._approach is approach and source.received == 2
+
+
+def test_a_joint_target_at_a_limit_ahead_of_a_reference_moving_to_it_is_taken(robot: RobotModel) -> None:
+    """joint_2 at 2.10 rad moving 1 rad/s toward its 2.24 limit, a target exactly at the limit:
+    one quintic there may pass it by its course tolerance, so it stops first instead (within the
+    limit), rather than being refused (2.2401 rad)."""
+    from torque_ctrl_ros.core.approach import JointApproachPlanner
+
+    planner = JointApproachPlanner(robot, np.full(7, 100.0), np.full(7, 20.0))
+    limit = robot.position_upper[1]
+    q0, v0 = HOME_Q.copy(), np.zeros(7)
+    q0[1], v0[1] = 2.10, 1.0
+    goal = q0.copy()
+    goal[1] = limit
+    approach = planner.plan((q0, v0, None), goal)
+    q2 = [approach.sample(t)[0][1] for t in np.linspace(0.0, approach.duration, 4001)]
+    assert max(q2) <= limit + 1e-9 and q2[-1] == pytest.approx(limit)
