@@ -1279,3 +1279,17 @@ def test_a_joint_target_at_a_limit_ahead_of_a_reference_moving_to_it_is_taken(ro
     approach = planner.plan((q0, v0, None), goal)
     q2 = [approach.sample(t)[0][1] for t in np.linspace(0.0, approach.duration, 4001)]
     assert max(q2) <= limit + 1e-9 and q2[-1] == pytest.approx(limit)
+
+
+def test_a_stop_toward_a_limit_ends_on_it_not_past_it(robot: RobotModel) -> None:
+    """joint_2 at 2.09 rad, 1.3 rad/s and slowing at 8 rad/s² toward its 2.24 limit, a target
+    behind: half its speed times the stop time on would be 2.25, past the limit, and the target was
+    refused; the stop is held to the limit and the target taken."""
+    from torque_ctrl_ros.core.approach import JointApproachPlanner
+
+    planner = JointApproachPlanner(robot, np.full(7, 100.0), np.full(7, 20.0))
+    q0, v0, a0 = HOME_Q.copy(), np.zeros(7), np.zeros(7)
+    q0[1], v0[1], a0[1] = 2.09, 1.3, -8.0
+    approach = planner.plan((q0, v0, a0), HOME_Q)
+    q2 = [approach.sample(t)[0][1] for t in np.linspace(0.0, approach.duration, 4001)]
+    assert max(q2) <= robot.position_upper[1] + 1e-9 and q2[-1] == pytest.approx(HOME_Q[1])
