@@ -985,12 +985,7 @@ def test_a_target_sent_again_is_not_planned_again(robot: RobotModel) -> None:
     source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
     goal = HOME_Q + np.array([0.6, 0, 0, 0, 0, 0, 0])
     message = JointStateMsg(name=list(robot.joint_names), position=goal.tolist())
-    node.callbacks["~/joint_target"](message)
-    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
-    approach = source._trajectory
-    node.callbacks["~/joint_target"](message)
-    source.reference(JointState(HOME_Q, np.zeros(7), 1.5))
-    assert source._trajectory is approach and source.received == 2
+    assert _planned_once(node, source, "~/joint_target", message, "_trajectory")
     qp_node, qp_source = _qp_source(robot)
     qp_source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
     tool = _pose(robot.frame_placement(HOME_Q, TOOL).translation + np.array([0.0, 0.1, 0.0]))
@@ -1256,12 +1251,18 @@ def test_a_pose_target_sent_again_is_not_planned_again(robot: RobotModel) -> Non
     message = _pose(start.position + np.array([0.0, 0.1, 0.0]))
     o = message.pose.orientation
     o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(start.rotation).coeffs())
-    node.callbacks["~/target_pose"](message)
+    assert _planned_once(node, source, "~/target_pose", message, "_approach")
+
+
+def _planned_once(node: FakeTargetNode, source: Any, topic: str, message: Any, approach: str) -> bool:
+    """Whether ``message`` sent on ``topic`` again mid-approach leaves the approach (the source's
+    attribute ``approach``) as it was, both messages received."""
+    node.callbacks[topic](message)
     source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
-    approach = source._approach
-    node.callbacks["~/target_pose"](message)
+    first = getattr(source, approach)
+    node.callbacks[topic](message)
     source.reference(JointState(HOME_Q, np.zeros(7), 1.3))
-    assert source._approach is approach and source.received == 2
+    return getattr(source, approach) is first and source.received == 2
 
 
 def test_a_joint_target_at_a_limit_ahead_of_a_reference_moving_to_it_is_taken(robot: RobotModel) -> None:
