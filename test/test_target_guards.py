@@ -653,7 +653,7 @@ def test_a_joint_target_behind_a_moving_reference_stops_it_first(robot: RobotMod
     node, source = _moving_joint_source(robot, 0, 1.0, 0.7)
     goal = HOME_Q.copy()
     goal[0] = -2.0
-    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+    _send_joint_target(node, robot, goal)
     source.reference(JointState(HOME_Q, np.zeros(7), 3.5))
     assert source.rejected == 0 and source.describe() == "joint_target"
     samples = np.array([source._trajectory.sample(t)[:2] for t in np.linspace(0.0, 20.0, 20001)])
@@ -673,7 +673,7 @@ def test_a_joint_target_behind_a_reference_moving_to_a_limit_stops_it_where_it_w
     2.23: stopping at half its speed times the stop time took it to 2.29 and the target was
     refused. The stop now ends where the trajectory would have (not past it, nor a limit)."""
     node, source = _moving_joint_source(robot, 1, 2.15, 1.2)
-    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=HOME_Q.tolist()))
+    _send_joint_target(node, robot, HOME_Q)
     source.reference(JointState(HOME_Q, np.zeros(7), 3.5))
     assert source.rejected == 0 and source.describe() == "joint_target", source.last_error
     approach = source._trajectory
@@ -688,11 +688,16 @@ def test_a_small_joint_target_takes_the_shortest_approach(robot: RobotModel) -> 
     source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
     goal = HOME_Q.copy()
     goal[3] += 0.01
-    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+    _send_joint_target(node, robot, goal)
     source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
     assert source._trajectory.times[-1] == pytest.approx(0.2403, abs=1e-4)
     acceleration = np.array([source._trajectory.sample(t)[2][3] for t in np.linspace(0.0, 0.3, 30001)])
     assert np.abs(acceleration).max() <= 100.0 * 0.01 * (1 + 1e-6)
+
+
+def _send_joint_target(node: FakeTargetNode, robot: RobotModel, q: np.ndarray) -> None:
+    """``q`` (rad, model order) to the source's ``~/joint_target``, as a JointState by name."""
+    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=q.tolist()))
 
 
 def _pose_source(robot: RobotModel) -> tuple[FakeTargetNode, Any, Any]:
@@ -782,7 +787,7 @@ def test_qp_task_targets_are_approached_from_where_their_references_stand(robot:
     start = held["tool"]
     goal_q = HOME_Q + np.array([0.3, 0.0, -0.2, 0.0, 0.0, 0.0, 0.0])
     node.callbacks["~/tool/target"](_pose(start.translation + np.array([0.0, 0.2, 0.0])))
-    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal_q.tolist()))
+    _send_joint_target(node, robot, goal_q)
     first = source.reference(state)
     assert np.allclose(first["tool"].pose.translation, start.translation, atol=1e-12)
     assert np.allclose(first["tool"].pose.rotation, start.rotation, atol=1e-12)  # pose task: kept
@@ -968,7 +973,7 @@ def test_a_joint_stream_that_turns_back_is_followed_back(robot: RobotModel, cont
     def send(t: float) -> None:
         goal = home.copy()
         goal[0] += 0.3 * (t if t < 1.0 else max(2.0 - t, 0.0))
-        node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+        _send_joint_target(node, robot, goal)
 
     _follow_stream(plant, ctrl, source, send, (0.0, 1.5), 30.0)
     assert plant.q[0] - home[0] < 0.26  # on its way back (0.15 sent; restarting stops: ~0.32)
@@ -1069,12 +1074,12 @@ def test_a_joint_target_further_ahead_of_a_reference_speeding_up_is_taken_withou
     source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
     goal = HOME_Q.copy()
     goal[0] += 1.0
-    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+    _send_joint_target(node, robot, goal)
     source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
     moving = source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
     assert moving.v[0] == pytest.approx(0.61, abs=0.01) and moving.a[0] > 0.0
     goal[0] += 0.5
-    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
+    _send_joint_target(node, robot, goal)
     source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
     approach = source._trajectory
     assert len(approach.times) == 2  # one quintic, no stop
@@ -1102,7 +1107,7 @@ def test_a_joint_target_interrupting_a_trajectory_that_ends_decelerating_stops_a
     assert source.rejected == 0, source.last_error
     moving = source.reference(JointState(HOME_Q, np.zeros(7), 3.8))
     assert moving.v[1] > 0.1
-    node.callbacks["~/joint_target"](JointStateMsg(name=list(robot.joint_names), position=HOME_Q.tolist()))
+    _send_joint_target(node, robot, HOME_Q)
     source.reference(JointState(HOME_Q, np.zeros(7), 3.8))
     assert source.rejected == 0 and source.describe() == "joint_target", source.last_error
     approach = source._trajectory
