@@ -371,6 +371,30 @@ _ONE_JOINT = """<mujoco><option integrator="Euler" gravity="0 0 0"/><worldbody><
 
 
 @pytest.mark.parametrize(
+    ("actuator", "fragment"),
+    [
+        ('<general joint="j" dyntype="filter" dynprm="0.1"/>', "activation dynamics"),
+        ('<motor joint="j" gear="0"/>', "gear 0"),
+        ('<motor joint="j" nsample="3" delay="0.002"/>', "delays its control"),
+        ('<motor joint="j" damping="5"/>', "damping or armature"),
+        ('<position joint="j" kp="100" kv="10" damping="5"/>', "damping or armature"),
+        ('<motor joint="j" armature="0.1"/>', "damping or armature"),
+    ],
+    ids=["activation", "gear-0", "delay", "motor-damping", "position-damping", "armature"],
+)
+def test_an_actuator_that_is_no_exact_torque_source_is_refused(
+    tmp_path: Path, actuator: str, fragment: str
+) -> None:
+    """MuJoCo 4's actuator delay, damping and armature had been taken silently: the delay applied
+    every torque 2 ms late, the damping of a nulled position actuator put −4 N·m on the joint at
+    zero command while ``tau_applied`` read 0."""
+    path = tmp_path / "one_joint.xml"
+    path.write_text(_ONE_JOINT.replace("JOINT", "").replace("ACTUATOR", actuator))
+    with pytest.raises(ModelError, match=f"actuator .* on joint j .*{fragment}"):
+        MujocoPlant(path)
+
+
+@pytest.mark.parametrize(
     ("joint", "actuator", "limits"),
     [
         # MuJoCo's joint torque is gear·clamp(force, forcerange): with gear −2, [−10, 20].

@@ -87,7 +87,9 @@ class MujocoPlant:
 
         ``joint_names`` defaults to every hinge and slide joint in model order. Raises
         :class:`ModelError` for a missing or invalid file, an unknown or repeated joint name, or
-        an actuator the plant cannot turn into a torque source.
+        an actuator the plant cannot turn into a torque source (activation dynamics, a gain that
+        is not fixed, gear 0, a bias other than none / affine, a delayed control, or damping or
+        armature of the actuator's own).
         """
         path = Path(mjcf_path)
         if not path.is_file():
@@ -165,6 +167,22 @@ class MujocoPlant:
                 raise ModelError(f"{label} needs a fixed non-zero gain to be used as a torque source")
             if model.actuator_gear[a, 0] == 0:
                 raise ModelError(f"{label} has gear 0")
+            if model.actuator_delay[a] > 0.0 or model.actuator_history[a, 0] > 0:
+                # Every torque would reach the joint late: a delay the control loop's damping
+                # bounds do not allow for (core/robot.py checks them for one period).
+                raise ModelError(
+                    f"{label} delays its control (delay / nsample); a torque source acts at once"
+                )
+            if (
+                model.actuator_damping[a] != 0.0
+                or model.actuator_dampingpoly[a].any()
+                or model.actuator_armature[a]
+            ):
+                # Its passive force would act while tau_applied reads only the command.
+                raise ModelError(
+                    f"{label} has damping or armature of its own; set them on the joint (damping, "
+                    "armature), where they are the model's physics"
+                )
             if model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_NONE:
                 modes.append(MODE_MOTOR)
                 motor_idx.append(i)
