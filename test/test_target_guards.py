@@ -615,6 +615,37 @@ def test_a_negative_trajectory_stamp_is_refused(robot: RobotModel) -> None:
     assert source.rejected == 1 and "negative" in source.last_error and source.received == 0
 
 
+def test_a_first_point_at_time_zero_must_be_where_the_reference_is(robot: RobotModel) -> None:
+    """Taken at once, a first point 3 rad away on joint_1 had made the reference jump there: the
+    torques clipped joint by joint spun joints 3, 5 and 7, which had no error, to 13–16 times their
+    velocity limits. Within the start tolerance (MoveIt's first point is the state it planned
+    from), across ±π on a continuous joint too, it is taken as before."""
+    names = list(robot.joint_names)
+    node, source = _joint_source(robot)
+    node.now_ns = 100 * 10**9
+    start = np.zeros(7)
+    start[0] = 3.14
+    rest = JointState(start, np.zeros(7), 100.0)
+    source.reference(rest)
+    far = start.copy()
+    far[0] = 0.14
+    far_later = far.copy()
+    far_later[1] = 0.2
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(names, [(0.0, far, None), (2.0, far_later, None)]))
+    ref = source.reference(JointState(start, np.zeros(7), 100.001))
+    assert source.rejected == 1 and "3.000 rad from the current reference on joint_1" in source.last_error
+    assert source.describe() == "hold" and ref.q[0] == 3.14
+
+    near = start.copy()
+    near[0] = 3.135 - 2 * np.pi  # 0.005 rad short of 3.14, written across ±π
+    later = near.copy()
+    later[1] = 0.2
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(names, [(0.0, near, None), (2.0, later, None)]))
+    ref = source.reference(JointState(start, np.zeros(7), 100.002))
+    assert source.rejected == 1, source.last_error
+    assert source.describe() == "trajectory" and ref.q[0] == pytest.approx(near[0])
+
+
 # ------------------------------------------------------------------ approaches from a moving reference
 HOME_Q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
 

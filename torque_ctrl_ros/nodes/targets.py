@@ -94,6 +94,12 @@ MAX_START_DELAY = 60.0
 taken for one on another clock (a sender on wall time, ~1.8e9 s, to a node on sim time), which
 would otherwise wait for ever."""
 
+START_TOLERANCE = 0.01
+"""Farthest (rad, any joint) a trajectory's first point at ``time_from_start`` 0 may be from the
+current reference (MoveIt's default ``allowed_start_tolerance``). Such a point is taken at once: 3
+rad away on joint_1, the reference had jumped there and the torques clipped joint by joint had spun
+joints 3, 5 and 7, which had no error, to 13–16 times their velocity limits."""
+
 
 class TargetSource(ABC):
     """Turns target messages into one controller's reference.
@@ -399,7 +405,8 @@ class JointTargetSource(TargetSource):
     first), and then held until replaced; the target under way sent again changes nothing.
 
     A trajectory (``header.stamp`` zero: start at the next joint state) starts from the current
-    reference when its first point is later than 0; one stamped later than the joint state waits
+    reference when its first point is later than 0, else at that point, which must then lie within
+    :data:`START_TOLERANCE` of the reference; one stamped later than the joint state waits
     for it while the active target runs on (at most :data:`MAX_START_DELAY` ahead of the node's
     clock); after its end the last point is held. An empty trajectory stops the arm where the
     reference of a trajectory or of a joint target's approach stands (no jump; the reference is
@@ -559,8 +566,18 @@ class JointTargetSource(TargetSource):
                     None if acc is None else acc[due],
                 )
                 t0 = state.stamp
+            times, pos, vel, acc = points
+            if times[0] == 0.0:
+                off = np.abs(self.robot.difference(pos[0], self._current(state)[0]))
+                worst = int(np.argmax(off))
+                if off[worst] > START_TOLERANCE:
+                    self._refuse(
+                        f"trajectory: its first point, at time_from_start 0, is {off[worst]:.3f} rad from "
+                        f"the current reference on {self.robot.joint_names[worst]} (at most "
+                        f"{START_TOLERANCE:g} rad): give it a time_from_start > 0 to reach it from there"
+                    )
+                    return
             try:
-                times, pos, vel, acc = points
                 trajectory = JointTrajectory(
                     times, pos, vel, acc, start=self._current(state), continuous=self.robot.continuous
                 )
