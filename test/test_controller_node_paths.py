@@ -219,21 +219,24 @@ def test_an_unexpected_exception_in_the_controller_also_gets_the_safe_command(
 
     node = make_controller()
     q, v = np.full(7, 0.1), np.full(7, 0.05)
-    node._on_state_message(_state_msg(q, v, _now(node)))
+    # States 1 ms apart by their stamps: the safe command is damped for the stream's period, and
+    # stamped by the clock as sent, a slow host had made that 2 ms (2/3 of the damping sent).
+    t = _now(node)
+    node._on_state_message(_state_msg(q, v, t))
 
     def broken(state: JointState, reference: Any) -> Any:
         raise RuntimeError("test: a library failed")
 
     computed = node.controller.compute
     node.controller.compute = broken
-    node._on_state_message(_state_msg(q, v, _now(node)))
+    node._on_state_message(_state_msg(q, v, t + 0.001))
     np.testing.assert_allclose(
         node.publisher.torques[-1], _clip(robot, robot.gravity(q) - np.array(DEFAULT_DAMPING) * v), atol=1e-9
     )
     assert node.watchdog.last_reason is RejectReason.CONTROLLER_ERROR
     assert "unexpected RuntimeError: test: a library failed" in node.watchdog.last_message
     node.controller.compute = computed
-    node._on_state_message(_state_msg(q, v, _now(node)))
+    node._on_state_message(_state_msg(q, v, t + 0.002))
     assert node.watchdog.state.value == "ok" and len(node.publisher.torques) == 3
 
 
