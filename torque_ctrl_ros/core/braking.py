@@ -39,10 +39,10 @@ in doubt and the next state may not come: it damps with ``K_d·2/``:data:`FIRST_
 safe held that long (the simulator's command timeout; a driver's is a few periods). Held 1 ms,
 as at 1 kHz, that costs one period of damping (energy at the end 7 % either way); with ``K_d``,
 a first command held 20 / 50 ms, then states every 1 ms, took joint 7 to 2.2 / 5.9 times its
-velocity limit; with the scaling the fastest joint reached 0.49 / 0.59 of its own. When it answers a good state the controller
-failed on, the stream is alive and the command is restarted from each such state: damped for
-the stream's period (``K_d`` at 1 kHz; restarted with ``K_d`` every 10 / 25 ms instead, the
-energy had grown 10 / 100-fold).
+velocity limit; with the scaling the fastest joint reached 0.49 / 0.59 of its own. When it
+answers a good state the controller failed on, the stream is alive and the command is
+restarted from each such state: damped for the stream's period (``K_d`` at 1 kHz; restarted
+with ``K_d`` every 10 / 25 ms instead, the energy had grown 10 / 100-fold).
 Beyond that, every damping bound here is for one state per 1 ms; on a stream of one state
 every ``m`` ms each damping of this package is ``m`` times closer to its bound, this one
 included.
