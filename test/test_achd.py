@@ -273,6 +273,29 @@ def _ik(robot: RobotModel, target: pin.SE3, q0: np.ndarray) -> np.ndarray:
     return robot.wrap(q)
 
 
+def test_a_saturated_command_keeps_the_constrained_acceleration_on_its_line(gen3: RobotModel) -> None:
+    """A 0.3 m step stepped into a stiff law (kp 1000 /s²): the command is scaled along q̈_ACHD
+    (the tool's acceleration keeps its direction), not clipped joint by joint."""
+    plant = MujocoPlant(SCENE, gen3.joint_names)
+    plant.reset("home")
+    ctrl = AchdRnea(gen3, AchdRneaConfig.create(gen3.n, kp=1000.0))
+    start = ctrl.hold_reference(JointState(plant.q, plant.v))
+    ref = PoseReference.from_se3(pin.SE3(start.rotation, start.position + np.array([0.0, 0.3, 0.0])))
+    scaled = 0
+    for _ in range(50):
+        q, v = plant.q, plant.v
+        out = ctrl.compute(JointState(q, v), ref)
+        if out.info["torque_scale"] < 1.0:
+            scaled += 1
+            qdd = np.linalg.solve(gen3.mass_matrix(q), out.tau - gen3.nonlinear_effects(q, v))
+            asked = ctrl.solve(q, v, ref).dynamics.qdd
+            np.testing.assert_allclose(qdd, out.info["torque_scale"] * asked, rtol=0, atol=1e-8)
+            assert np.max(np.abs(out.tau) / gen3.effort_limit) == pytest.approx(1.0)
+        plant.set_torque(out.tau)
+        plant.step()
+    assert scaled > 10
+
+
 def test_table_touch_keyframe(gen3: RobotModel) -> None:
     """`table_touch`: tool down, capsule tip on the table top at (0.40, 0), contact at distance 0."""
     plant = MujocoPlant(SCENE_TABLE, gen3.joint_names)

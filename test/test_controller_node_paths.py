@@ -7,6 +7,7 @@ model, not taken from the node. No DDS traffic is needed; the node is built on i
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -111,6 +112,17 @@ def _clip(robot: RobotModel, tau: np.ndarray) -> np.ndarray:
     return np.clip(tau, -robot.effort_limit, robot.effort_limit)
 
 
+def _scaled(robot: RobotModel, tau: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Computed torque as sent: beyond the limits, ``c + s·(τ − c)`` with ``s`` the largest that
+    fits every joint (``c = C·q̇ + g``, within the limits in these tests)."""
+    c = robot.nonlinear_effects(q, v)
+    s = 1.0
+    for t, b, limit in zip(tau, c, robot.effort_limit, strict=True):
+        if abs(t) > limit:
+            s = min(s, (math.copysign(limit, t) - b) / (t - b))
+    return c + s * (tau - c)
+
+
 # ---------------------------------------------------------------- 1. the joints parameter's order
 @pytest.mark.parametrize(
     "order",
@@ -135,7 +147,7 @@ def test_commands_are_in_the_order_of_the_joints_parameter(
         np.testing.assert_allclose(node.target._fixed.q, q_target)  # model order
         # The target's approach at this state (sampled again: the same reference).
         reference = node.target.reference(JointState(q, v, stamp))
-        expected = _clip(robot, _computed_torque(robot, q, v, q_target, reference))  # model order
+        expected = _scaled(robot, _computed_torque(robot, q, v, q_target, reference), q, v)  # model order
         reorder = [JOINTS.index(j) for j in order]
         np.testing.assert_allclose(node.publisher.torques[-1], expected[reorder], rtol=0, atol=1e-9)
         # The permutation matters for this state: the model order would not pass.
@@ -177,7 +189,10 @@ def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
     q1, v1 = np.full(7, 0.1), np.full(7, 0.05)
     node._on_state_message(_state_msg(q1, v1, _now(node)))
     np.testing.assert_allclose(
-        node.publisher.torques[-1], _clip(robot, _computed_torque(robot, q1, v1, q1)), rtol=0, atol=1e-9
+        node.publisher.torques[-1],
+        _scaled(robot, _computed_torque(robot, q1, v1, q1), q1, v1),
+        rtol=0,
+        atol=1e-9,
     )
     computed = node.controller.compute
     calls: list[JointState] = []
@@ -375,8 +390,10 @@ def test_robot_description_builds_the_robot_it_describes(
     q, v = np.array([0.2, 0.6, -0.3, 1.2, 0.1, -0.5, 0.3]), np.full(7, 0.1)
     node._on_state_message(_state_msg(q, v, _now(node)))
     tau = node.publisher.torques[-1]
-    np.testing.assert_allclose(tau, _clip(described, _computed_torque(described, q, v, q)), rtol=0, atol=1e-9)
-    from_file = _clip(robot, _computed_torque(robot, q, v, q))
+    np.testing.assert_allclose(
+        tau, _scaled(described, _computed_torque(described, q, v, q), q, v), rtol=0, atol=1e-9
+    )
+    from_file = _scaled(robot, _computed_torque(robot, q, v, q), q, v)
     if edited:
         assert np.abs(tau - from_file).max() > 0.1  # the description won over model_file
     else:
@@ -415,7 +432,7 @@ def test_saturated_commands_are_clipped_and_counted(
     raw = _computed_torque(robot, q, v, q_target)
     over = np.abs(raw) > robot.effort_limit
     assert over.any() and not over.all()  # the case this test is about
-    np.testing.assert_allclose(node.publisher.torques[-1], _clip(robot, raw), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(node.publisher.torques[-1], _scaled(robot, raw, q, v), rtol=0, atol=1e-9)
     assert np.all(np.abs(node.publisher.torques[-1]) <= robot.effort_limit)
     names = tuple(j for j, o in zip(JOINTS, over, strict=True) if o)
     assert node.saturated_commands == 1 and node.last_saturated == names

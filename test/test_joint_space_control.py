@@ -144,6 +144,38 @@ def test_saturation_caps_torque_and_names_the_joints(robot: RobotModel, plant: M
     assert {"joint_2", "joint_4"} <= seen
 
 
+def test_a_saturated_command_keeps_the_joints_without_error_still(
+    robot: RobotModel, plant: MujocoPlant
+) -> None:
+    """A 3 rad step on joint_1 alone: the command is scaled along q̈ (one joint at its limit, the
+    others' share of the coupling scaled with it). Clipped joint by joint, it had spun
+    joints 3, 5 and 7, which had no error, to 13–16 times their velocity limits."""
+    controller = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    reference = JointReference(plant.q + np.eye(robot.n)[0] * 3.0)
+    peak = np.zeros(robot.n)
+    scales = []
+    for _ in range(3000):
+        q, v = plant.q, plant.v
+        out = controller.compute(JointState(q, v), reference)
+        scales.append(out.info["torque_scale"])
+        if out.info["torque_scale"] < 1.0:
+            # The joints asked for more than they have (the coupling on joints 3, 5 and 7 too);
+            # the one that sets the scale is at its limit.
+            assert "joint_1" in out.saturated_joints
+            assert np.max(np.abs(out.tau) / robot.effort_limit) == pytest.approx(1.0)
+            # On the model, the acceleration is the asked one scaled: no joint but joint_1 moves.
+            qdd = np.linalg.solve(robot.mass_matrix(q), out.tau - robot.nonlinear_effects(q, v))
+            asked = np.linalg.solve(robot.mass_matrix(q), out.tau_unsaturated - robot.nonlinear_effects(q, v))
+            np.testing.assert_allclose(qdd, out.info["torque_scale"] * asked, rtol=0, atol=1e-9)
+        plant.set_torque(out.tau)
+        plant.step()
+        peak = np.maximum(peak, np.abs(plant.v) / robot.velocity_limit)
+    print(f"peak speed / limit {np.round(peak, 3)}, smallest torque_scale {min(scales):.3f}")
+    assert 0.0 < min(scales) < 0.6 and scales[-1] == 1.0
+    assert peak[1:].max() < 0.01
+    assert abs(robot.difference(reference.q, plant.q)[0]) < 1e-6
+
+
 def test_controller_configs_reject_bad_values(robot: RobotModel) -> None:
     with pytest.raises(ConfigError, match=r"computed_torque.kp: expected every entry > 0, got \[-1.0"):
         ComputedTorqueConfig.create(7, [-1.0] * 7)

@@ -45,9 +45,11 @@ class ControlOutput:
     Attributes:
         tau: the command to send (N·m), saturated to the effort limits.
         tau_unsaturated: the command before saturation (N·m).
-        saturated: per joint, ``True`` where saturation changed the command.
+        saturated: per joint, ``True`` where the command was beyond the joint's limit (or clipped
+            after scaling, see :class:`~.saturation.TorqueLimiter`).
         saturated_joints: names of the saturated joints.
         info: scalar diagnostics (names and units are documented by each controller).
+        torque_scale: the factor ``s`` of a command scaled toward its bias (1: not scaled).
     """
 
     tau: FloatArray
@@ -55,6 +57,7 @@ class ControlOutput:
     saturated: NDArray[np.bool_]
     saturated_joints: tuple[str, ...]
     info: dict[str, float] = field(default_factory=dict)
+    torque_scale: float = 1.0
 
     @property
     def any_saturated(self) -> bool:

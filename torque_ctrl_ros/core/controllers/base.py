@@ -30,9 +30,14 @@ class Controller(ABC, Generic[RefT]):
         name: the value of the ``controller`` parameter that selects this class.
         robot: the model the torques are computed with.
         limiter: the saturation applied to every command.
+        scales_saturated_torque: the torque is ``M(q)·q̈ + c(q, q̇)``: a command beyond the
+            limits is scaled along ``q̈`` rather than clipped joint by joint
+            (:class:`~..saturation.TorqueLimiter`); its info then carries ``torque_scale``,
+            the factor ``s`` (1 when nothing was beyond a limit).
     """
 
     name: ClassVar[str] = ""
+    scales_saturated_torque: ClassVar[bool] = False
 
     def __init__(self, robot: RobotModel) -> None:
         self.robot = robot
@@ -78,6 +83,12 @@ class Controller(ABC, Generic[RefT]):
         tau = np.asarray(tau, dtype=np.float64)
         if not all_finite(tau):
             raise SolverError(f"{self.name}: non-finite torque {tau.tolist()}")
+        if self.scales_saturated_torque:
+            if self.limiter.exceeds(tau):
+                out = self.limiter.apply(tau, info, self.robot.nonlinear_effects(q, v))
+                out.info["torque_scale"] = out.torque_scale
+                return out
+            info["torque_scale"] = 1.0
         return self.limiter.apply(tau, info)
 
 

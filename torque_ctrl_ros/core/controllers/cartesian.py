@@ -416,10 +416,13 @@ class AchdRnea(Controller[PoseReference]):
     Diagnostics (``info``): ``position_error`` (m), ``orientation_error`` (rad), the norms of
     ``p_ref − p`` and ``log3(R_ref Rᵀ)`` on the *constrained* axes only (an unconstrained axis
     is not regulated), with either ``pose_error``;
-    ``regularised`` (0/1); ``delassus_condition``; ``constraint_residual``.
+    ``regularised`` (0/1); ``delassus_condition``; ``constraint_residual``; ``torque_scale``.
+    A command beyond the effort limits is scaled along ``q̈`` (``torque_scale`` < 1), keeping
+    the tool's acceleration on its line, rather than clipped joint by joint.
     """
 
     name = "achd_rnea"
+    scales_saturated_torque = True
     PARAMS = frozenset(
         {
             "frame",

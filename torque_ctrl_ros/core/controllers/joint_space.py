@@ -133,10 +133,16 @@ class ComputedTorque(Controller[JointReference]):
     where ``⊖`` takes the short way round on continuous joints. On an exact plant each
     joint error ``e = q_ref − q`` then obeys ``ë + K_d·ė + K_p·e = 0``.
 
-    Diagnostics: ``max_abs_error`` (rad), the largest joint position error.
+    A command beyond the effort limits is scaled along ``q̈_cmd`` (``τ = c + s·(τ − c)``, see
+    :class:`~..saturation.TorqueLimiter`), not clipped joint by joint: the joints the reference
+    does not move stay still.
+
+    Diagnostics: ``max_abs_error`` (rad), the largest joint position error; ``torque_scale``,
+    the factor ``s`` (1 when nothing was beyond a limit).
     """
 
     name = "computed_torque"
+    scales_saturated_torque = True
 
     def __init__(self, robot: RobotModel, config: ComputedTorqueConfig) -> None:
         super().__init__(robot)
