@@ -5,9 +5,11 @@ What a ROS 2 component container does with composable nodes: same topics, same p
 never leave the process, and one executor runs both nodes' callbacks. The simulator's loop spins
 that executor, so in lockstep the controller's answer is computed inside the simulator's wait.
 
-Measured here (computed torque, 2-core shared VM, SCHED_FIFO): in the benchmark, lockstep
-7.6–11.4× real time against 3.6–6.2× with two pinned processes (~2.3× unpinned, in an earlier
-measurement); realtime 1 kHz state→command latency p50 0.18 ms instead of ~0.35 (one 4 s run).
+Measured here (computed torque, 2-core shared VM, SCHED_FIFO): in the benchmark with the CPUs
+free to halt, lockstep 7.6–11.4× real time against 3.6–6.2× with two pinned processes (~2.3×
+unpinned, in an earlier measurement); with them polling (the benchmark's default since
+2026-12-04) 7.69× against 6.82×; realtime 1 kHz state→command latency p50 0.18 ms instead of
+~0.35 (one 4 s run).
 
 Run (node-scoped overrides use ``<node>:<name>:=<value>``)::
 
