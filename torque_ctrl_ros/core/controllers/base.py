@@ -83,13 +83,11 @@ class Controller(ABC, Generic[RefT]):
         tau = np.asarray(tau, dtype=np.float64)
         if not all_finite(tau):
             raise SolverError(f"{self.name}: non-finite torque {tau.tolist()}")
-        if self.scales_saturated_torque:
-            if self.limiter.exceeds(tau):
-                out = self.limiter.apply(tau, info, self.robot.nonlinear_effects(q, v))
-                out.info["torque_scale"] = out.torque_scale
-                return out
-            info["torque_scale"] = 1.0
-        return self.limiter.apply(tau, info)
+        if not self.scales_saturated_torque:
+            return self.limiter.apply(tau, info)
+        out = self.limiter.apply(tau, info, lambda: self.robot.nonlinear_effects(q, v))
+        out.info["torque_scale"] = out.torque_scale
+        return out
 
 
 def reject_unknown_keys(section: str, params: Mapping[str, Any], known: set[str]) -> None:
