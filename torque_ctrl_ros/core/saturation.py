@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -14,8 +14,7 @@ class TorqueLimiter:
     """Bring a command within ``[-limit_i, limit_i]`` (N·m) and report the joints that asked for more.
 
     By default each joint is clipped: every joint within its limit keeps its command exactly.
-    A controller whose command is ``τ = M(q)·q̈ + c(q, q̇)`` can pass ``bias``, a function
-    returning ``c`` (called only when needed), instead:
+    A controller whose command is ``τ = M(q)·q̈ + c(q, q̇)`` can pass ``c`` as ``bias`` instead:
     a command beyond the limits is then scaled toward it, ``τ' = c + s·(τ − c)`` with the
     largest ``s`` in ``[0, 1]`` that fits every joint, which on an exact model scales ``q̈``
     itself (``q̈' = s·q̈``): the motion keeps its direction and a joint asked for no acceleration
@@ -36,11 +35,10 @@ class TorqueLimiter:
         self,
         tau: FloatArray,
         info: dict[str, float] | None = None,
-        bias: Callable[[], FloatArray] | None = None,
+        bias: FloatArray | None = None,
     ) -> ControlOutput:
         """Return a :class:`ControlOutput` with ``tau`` within the limits: clipped, or, when
-        ``bias`` is given, scaled toward what it returns (N·m; called only when a joint is
-        beyond its limit) and then clipped (see the class docs)."""
+        ``bias`` (N·m) is given, scaled toward it and then clipped (see the class docs)."""
         tau = np.asarray(tau, dtype=np.float64)
         clipped = np.minimum(np.maximum(tau, self._lower), self.limit)
         saturated = clipped != tau
@@ -50,7 +48,7 @@ class TorqueLimiter:
             names: tuple[str, ...] = ()
         else:
             if bias is not None:
-                c = bias()
+                c = bias
                 share = tau - c
                 # s ≤ (limit − c)/(τ − c) where τ − c > 0, s ≤ (−limit − c)/(τ − c) where it is < 0.
                 with np.errstate(divide="ignore", invalid="ignore"):

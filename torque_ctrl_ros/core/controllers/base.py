@@ -83,10 +83,11 @@ class Controller(ABC, Generic[RefT]):
         tau = np.asarray(tau, dtype=np.float64)
         if not all_finite(tau):
             raise SolverError(f"{self.name}: non-finite torque {tau.tolist()}")
-        if not self.scales_saturated_torque:
-            return self.limiter.apply(tau, info)
-        out = self.limiter.apply(tau, info, lambda: self.robot.nonlinear_effects(q, v))
-        out.info["torque_scale"] = out.torque_scale
+        out = self.limiter.apply(tau, info)
+        if self.scales_saturated_torque:
+            if out.saturated_joints:  # c(q, q̇) only then: the normal step costs nothing more
+                out = self.limiter.apply(tau, info, self.robot.nonlinear_effects(q, v))
+            out.info["torque_scale"] = out.torque_scale
         return out
 
 
