@@ -438,6 +438,19 @@ def test_alpha_validation() -> None:
         alpha_from_axes(["x", "x"])
 
 
+def test_a_solve_on_earlier_kinematics_recomputes_their_dynamics(gen3: RobotModel) -> None:
+    """Kinematics passed in after another state's were computed: M and c are those of the state
+    passed, not the buffer's latest (reused, q̈ was 256 rad/s² off)."""
+    dyn = ConstrainedDynamics(gen3, TOOL)
+    rng = np.random.default_rng(1)
+    (qa, va), (qb, vb) = _random_state(gen3, rng), _random_state(gen3, rng)
+    alpha, beta, tau = alpha_from_axes(["x", "y", "z"]), np.zeros(3), gen3.gravity(qa)
+    fresh = dyn.solve(qa, va, alpha, beta, tau).qdd.copy()
+    kin_a = dyn.kinematics(qa, va)
+    dyn.kinematics(qb, vb)
+    np.testing.assert_allclose(dyn.solve(qa, va, alpha, beta, tau, kinematics=kin_a).qdd, fresh, atol=1e-9)
+
+
 def test_solver_rejects_bad_inputs_and_regularises(gen3: RobotModel) -> None:
     solver = ConstrainedDynamics(gen3, TOOL)
     q, v = np.zeros(gen3.n), np.zeros(gen3.n)

@@ -404,6 +404,8 @@ def test_an_actuator_that_is_no_exact_torque_source_is_refused(
         ('actuatorfrcrange="-3 3"', '<motor joint="j"/>', (-3.0, 3.0)),
         ('actuatorfrcrange="-3 3"', '<position joint="j" kp="100" kv="10"/>', (-3.0, 3.0)),
         ('actuatorfrcrange="-3 3"', "", (-3.0, 3.0)),
+        # A motor's gain scales its control too: ctrl = τ/(gear·gain).
+        ("", '<general joint="j" gear="2" gainprm="5"/>', (-np.inf, np.inf)),
     ],
     ids=[
         "motor-negative-gear",
@@ -411,6 +413,7 @@ def test_an_actuator_that_is_no_exact_torque_source_is_refused(
         "motor-joint-range",
         "nulled-joint-range",
         "applied-joint-range",
+        "motor-gear-and-gain",
     ],
 )
 def test_every_torque_mode_applies_what_the_model_allows(
@@ -425,3 +428,29 @@ def test_every_torque_mode_applies_what_the_model_allows(
         plant.step()
         assert plant.tau_applied[0] == pytest.approx(expected, abs=1e-12), plant.joint_modes
         assert plant.qacc[0] == pytest.approx(expected, abs=1e-9)  # unit inertia, no gravity
+
+
+def test_the_residual_counts_the_joints_own_damping(tmp_path: Path) -> None:
+    """Joint damping is the model's physics (an actuator's own is refused): the residual rebuilds
+    q̈ with it (without, 3 rad/s² at damping 3 and 1 rad/s)."""
+    path = tmp_path / "damped.xml"
+    path.write_text(_ONE_JOINT.replace("JOINT", 'damping="3"').replace("ACTUATOR", '<motor joint="j"/>'))
+    plant = MujocoPlant(path)
+    plant.set_state([0.0], [1.0])
+    plant.set_torque([0.5])
+    assert plant.dynamics_residual() < 1e-12
+    plant.step()
+    assert plant.qacc[0] == pytest.approx(0.5 - 3.0)  # I = 1 kg·m²
+
+
+def test_the_plant_checks_damping_on_the_configurations_the_robot_model_uses(plant: MujocoPlant) -> None:
+    """Its docstring's claim: for the Gen3, the same samples (the continuous joints over ±π)."""
+    from torque_ctrl_ros.core import RobotModel
+    from torque_ctrl_ros.core.robot import damping_configurations
+    from torque_ctrl_ros.paths import data_path
+
+    robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
+    np.testing.assert_array_equal(
+        plant._default_damping_samples()[0],
+        damping_configurations(robot.position_lower, robot.position_upper),
+    )

@@ -221,6 +221,11 @@ def test_achd_reports_constrained_axes_only_and_damps_continuously(robot: RobotM
         HOME, np.zeros(7), PoseReference(held.position + np.array([0.0, 0.0, 0.05]), held.rotation)
     )
     assert info["position_error"] == pytest.approx(0.0, abs=1e-12)
+    # The same for orientation: x and rz constrained, 0.1 rad off about x, free.
+    c = AchdRnea(robot, AchdRneaConfig.create(robot.n, constrained_axes=["x", "rz"]))
+    turned = pin.exp3(np.array([0.1, 0.0, 0.0])) @ held.rotation
+    _, info = c.torque(HOME, np.zeros(7), PoseReference(held.position, turned))
+    assert info["orientation_error"] == pytest.approx(0.0, abs=1e-12)
     alpha = alpha_from_axes(["x", "y", "z", "rx", "ry", "rz"])
     dyn = ConstrainedDynamics(robot, TOOL, rcond=1e-6)
     for s in np.geomspace(1e-1, 1e-6, 400):  # toward the stretched pose

@@ -140,3 +140,30 @@ def test_moving_columns_mark_the_joints_between_the_root_and_a_body(robot: Robot
         assert mask.tolist() == [1.0] * joint + [0.0] * (robot.n - joint)  # a serial chain
         np.testing.assert_array_equal(data.J * mask, pin.getJointJacobian(model, data, joint, pin.WORLD))
     assert robot.dofs_moving("end_effector_link") == 7 and robot.dofs_moving("shoulder_link") == 1
+
+
+_ONE_LINK = """<robot name="r"><link name="base"/>
+<link name="l1"><inertial><mass value="1"/><origin xyz="0.3 0 0"/>
+<inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<joint name="j1" type="TYPE"><parent link="base"/><child link="l1"/><axis xyz="0 1 0"/>LIMIT</joint>
+</robot>"""
+
+
+@pytest.mark.parametrize(
+    ("kind", "limit"),
+    [
+        ("continuous", '<limit effort="0" velocity="0"/>'),
+        ("revolute", '<limit lower="0" upper="0" effort="10" velocity="1"/>'),
+    ],
+    ids=["zero-effort-and-velocity", "empty-range"],
+)
+def test_limits_a_description_leaves_open_are_none(kind: str, limit: str) -> None:
+    """URDF's 0 effort / velocity and an empty position range mean "none given": no limit (as 0,
+    every torque had been refused), and a joint without a range is continuous (wrapped: 3.1 and
+    −3.1 rad are 0.083 apart, not 6.2)."""
+    robot = RobotModel.from_urdf_string(_ONE_LINK.replace("TYPE", kind).replace("LIMIT", limit))
+    if kind == "continuous":
+        assert robot.effort_limit[0] == np.inf and robot.velocity_limit[0] == np.inf
+    assert robot.continuous.tolist() == [True]
+    assert robot.position_lower[0] == -np.inf and robot.position_upper[0] == np.inf
+    assert robot.difference(np.array([3.1]), np.array([-3.1]))[0] == pytest.approx(6.2 - 2 * np.pi)

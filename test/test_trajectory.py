@@ -226,3 +226,15 @@ def test_quintic_segments_are_checked_at_their_exact_extrema() -> None:
     found = rest.limit_violation([-10.0], [10.0], [1.40625 - 1e-6])
     assert found is not None and found.quantity == "velocity" and found.time == pytest.approx(2.0, abs=1e-9)
     assert rest.limit_violation([-10.0], [10.0], [1.40625 + 1e-6]) is None
+
+
+def test_a_quintic_passing_a_limit_through_its_waypoint_accelerations_is_found() -> None:
+    """Both waypoints 0.05 rad inside the limit, at rest, with 4 rad/s² at each: the segment rises
+    to 0.125 rad above them mid-way. A screen of the segment's bound without the accelerations'
+    share had passed it unchecked."""
+    tr = JointTrajectory([0.0, 1.0], [[2.19], [2.19]], [[0.0], [0.0]], [[4.0], [4.0]])
+    found = tr.limit_violation([-10.0], [2.24], [100.0])
+    assert found is not None and found.quantity == "position"
+    assert found.value == pytest.approx(2.19 + 0.125, abs=1e-12) and found.time == pytest.approx(
+        0.5, abs=1e-9
+    )
