@@ -201,13 +201,18 @@ def test_limiter_scales_toward_the_bias_until_every_joint_fits() -> None:
     out = limiter.apply(np.array([3.0, 1.0, -4.0]), {}, bias=np.array([0.5, 0.5, 1.0]))
     np.testing.assert_allclose(out.tau, [1.0, 0.6, 0.0], rtol=0, atol=1e-15)
     assert out.torque_scale == pytest.approx(0.2) and out.saturated_joints == ("a",)
-    # Within the limits nothing changes; the bias alone beyond one: s = 0, then clipped.
+    # Within the limits nothing changes.
     out = limiter.apply(np.array([0.9, -2.0, 5.0]), {}, bias=np.zeros(3))
     np.testing.assert_array_equal(out.tau, [0.9, -2.0, 5.0])
     assert out.torque_scale == 1.0 and out.saturated_joints == ()
-    out = limiter.apply(np.array([3.0, 1.0, 0.0]), {}, bias=np.array([1.5, 0.0, 0.0]))
-    np.testing.assert_array_equal(out.tau, [1.0, 0.0, 0.0])
-    assert out.torque_scale == 0.0 and out.saturated_joints == ("a",)
+    # A joint c alone puts beyond its limit is clipped there and does not set s (it had made
+    # s 0: no feedback on any joint); one past its limit by rounding is clipped, not reported.
+    out = limiter.apply(np.array([3.0, 3.0, 0.0]), {}, bias=np.array([1.5, 0.0, 0.0]))
+    np.testing.assert_allclose(out.tau, [1.0, 2.0, 0.0], rtol=0, atol=1e-15)
+    assert out.torque_scale == pytest.approx(2.0 / 3.0) and out.saturated_joints == ("a", "b")
+    out = limiter.apply(np.array([1.0 + 1e-7, -2.0 - 1e-7, 0.0]), {}, bias=np.zeros(3))
+    np.testing.assert_array_equal(out.tau, [1.0, -2.0, 0.0])
+    assert out.saturated_joints == () and out.torque_scale == 1.0
 
 
 def test_limiter_reports_nothing_within_limits() -> None:

@@ -9,6 +9,12 @@ import numpy as np
 from .types import ControlOutput
 from .validation import FloatArray, as_vector
 
+ROUNDING = 1e-5
+"""Excess (N·m) past a limit that counts as at the limit, not beyond it: clipped, not reported.
+The QP controllers bound τ in their QPs, and ``τ = M·q̈ + c`` rebuilt from the solution came
+back up to ~1e-7 N·m past the limit (HQPID's lower levels have 1e-6 of room): named saturated,
+such joints had filled the saturation counts of a QP working at its torque bounds."""
+
 
 class TorqueLimiter:
     """Bring a command within ``[-limit_i, limit_i]`` (N·m) and report the joints that asked for more.
@@ -16,12 +22,16 @@ class TorqueLimiter:
     By default each joint is clipped: every joint within its limit keeps its command exactly.
     A controller whose command is ``τ = M(q)·q̈ + c(q, q̇)`` can pass ``c`` as ``bias`` instead:
     a command beyond the limits is then scaled toward it, ``τ' = c + s·(τ − c)`` with the
-    largest ``s`` in ``[0, 1]`` that fits every joint, which on an exact model scales ``q̈``
-    itself (``q̈' = s·q̈``): the motion keeps its direction and a joint asked for no acceleration
-    gets none. Clipped joint by joint, the command keeps the other joints' share of the inertia
-    coupling while the saturated joint no longer accelerates as planned: a 3 rad step on
-    joint_1 under computed torque had spun joints 3, 5 and 7, asked to stay still, to 13–16
-    times their velocity limits. What is still beyond a limit (``c`` alone is) is clipped.
+    largest ``s`` in ``[0, 1]`` that fits every joint ``c`` leaves room on, which on an exact
+    model scales ``q̈`` itself (``q̈' = s·q̈``): the motion keeps its direction and a joint asked
+    for no acceleration gets none. Clipped joint by joint, the command keeps the other joints'
+    share of the inertia coupling while the saturated joint no longer accelerates as planned: a 3
+    rad step on joint_1 under computed torque had spun joints 3, 5 and 7, asked to stay still, to
+    13–16 times their velocity limits. A joint that ``c`` alone puts beyond its limit (e.g. the
+    Coriolis torque of an arm several times over its speed limits) is clipped there whatever
+    ``s`` is, so it does not set ``s``: counted, it had made ``s`` 0 and taken the feedback off
+    every joint. A joint's command at most :data:`ROUNDING` past its limit is clipped without
+    being reported.
     """
 
     def __init__(self, joint_names: Sequence[str], effort_limit: FloatArray) -> None:
@@ -30,6 +40,7 @@ class TorqueLimiter:
             "effort_limit", effort_limit, len(self.joint_names), strictly_positive=True, allow_inf=True
         )
         self._lower = -self.limit
+        self._beyond = self.limit + ROUNDING  # |τ| above this is reported
 
     def apply(
         self,
@@ -41,7 +52,7 @@ class TorqueLimiter:
         ``bias`` (N·m) is given, scaled toward it and then clipped (see the class docs)."""
         tau = np.asarray(tau, dtype=np.float64)
         clipped = np.minimum(np.maximum(tau, self._lower), self.limit)
-        saturated = clipped != tau
+        saturated = np.abs(tau) > self._beyond
         scale = 1.0
         # np.count_nonzero: ~0.15 µs against ~0.65 µs for saturated.any() (a full reduction).
         if not np.count_nonzero(saturated):
@@ -53,11 +64,11 @@ class TorqueLimiter:
                 # s ≤ (limit − c)/(τ − c) where τ − c > 0, s ≤ (−limit − c)/(τ − c) where it is < 0.
                 with np.errstate(divide="ignore", invalid="ignore"):
                     bounds = np.where(share > 0.0, self.limit - c, self._lower - c) / share
-                fits = bounds[share != 0.0]
+                fits = bounds[(share != 0.0) & (c >= self._lower) & (c <= self.limit)]
                 scale = min(1.0, max(0.0, float(fits.min()))) if fits.size else 1.0
                 limited = c + scale * share
                 clipped = np.minimum(np.maximum(limited, self._lower), self.limit)
-                saturated |= clipped != limited  # c alone beyond a limit
+                saturated |= np.abs(limited - clipped) > ROUNDING  # c alone beyond a limit
             names = tuple(n for n, s in zip(self.joint_names, saturated, strict=True) if s)
         return ControlOutput(
             tau=clipped,

@@ -45,8 +45,8 @@ class ControlOutput:
     Attributes:
         tau: the command to send (N·m), saturated to the effort limits.
         tau_unsaturated: the command before saturation (N·m).
-        saturated: per joint, ``True`` where the command was beyond the joint's limit (or clipped
-            after scaling, see :class:`~.saturation.TorqueLimiter`).
+        saturated: per joint, ``True`` where the command was beyond the joint's limit by more than
+            rounding (or clipped after scaling; see :class:`~.saturation.TorqueLimiter`).
         saturated_joints: names of the saturated joints.
         info: scalar diagnostics (names and units are documented by each controller).
         torque_scale: the factor ``s`` of a command scaled toward its bias (1: not scaled).
