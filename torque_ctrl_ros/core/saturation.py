@@ -52,13 +52,14 @@ class TorqueLimiter:
         ``bias`` (N·m) is given, scaled toward it and then clipped (see the class docs)."""
         tau = np.asarray(tau, dtype=np.float64)
         clipped = np.minimum(np.maximum(tau, self._lower), self.limit)
-        saturated = np.abs(tau) > self._beyond
+        saturated = clipped != tau
         scale = 1.0
         # np.count_nonzero: ~0.15 µs against ~0.65 µs for saturated.any() (a full reduction).
         if not np.count_nonzero(saturated):
             names: tuple[str, ...] = ()
         else:
-            if bias is not None:
+            saturated = np.abs(tau) > self._beyond  # then only: a rounding excess is not reported
+            if bias is not None and np.count_nonzero(saturated):
                 c = bias
                 share = tau - c
                 # s ≤ (limit − c)/(τ − c) where τ − c > 0, s ≤ (−limit − c)/(τ − c) where it is < 0.
