@@ -240,9 +240,10 @@ def test_watchdog_reports_a_silent_stream() -> None:
     wd.silence(0.01, 0.01)
     assert wd.state is WatchdogState.OK
     wd.silence(0.1, 0.1)
-    assert wd.state is WatchdogState.FALLBACK and "no joint state" in wd.last_message
+    assert wd.state is WatchdogState.FALLBACK and wd.last_message == "no joint state for 100 ms"
     wd.silence(0.6, 0.6)
-    assert wd.state is WatchdogState.STOPPED
+    # The stop says how long the silence has lasted (it had repeated the fallback's 100 ms).
+    assert wd.state is WatchdogState.STOPPED and wd.last_message == "no joint state for 600 ms"
 
 
 def test_a_silence_opens_the_fallback_window_when_the_stream_went_stale() -> None:

@@ -441,6 +441,9 @@ class Watchdog:
             now - self.fallback_since > cfg.fallback_duration
             or silent_for - cfg.max_age > cfg.fallback_duration
         ):
+            if silent_for > cfg.max_age:  # the silence goes on: the stop's reason, as long as now
+                self.last_reason = RejectReason.STALE
+                self.last_message = f"no joint state for {silent_for * 1e3:.0f} ms"
             self._set(WatchdogState.STOPPED)
 
     def end_window(self) -> None:
