@@ -454,3 +454,20 @@ def test_the_plant_checks_damping_on_the_configurations_the_robot_model_uses(pla
         plant._default_damping_samples()[0],
         damping_configurations(robot.position_lower, robot.position_upper),
     )
+
+
+def test_gravity_is_the_models_and_leaves_the_simulation_alone(plant: MujocoPlant) -> None:
+    """``gravity()`` (the simulator's hold safe torque) is the URDF model's g(q) to rounding, at
+    any velocity, and changes nothing in the running simulation."""
+    from torque_ctrl_ros.core import RobotModel
+    from torque_ctrl_ros.paths import data_path
+
+    robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        q, v = rng.uniform(-2.0, 2.0, 7), rng.uniform(-1.0, 1.0, 7)
+        plant.set_state(q, v)
+        before = plant.data.qfrc_bias.copy()
+        np.testing.assert_allclose(plant.gravity(), robot.gravity(q), rtol=0, atol=1e-10)
+        np.testing.assert_array_equal(plant.data.qfrc_bias, before)
+        np.testing.assert_array_equal(plant.v, v)

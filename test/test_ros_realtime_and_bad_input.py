@@ -440,11 +440,13 @@ def test_wrong_commands_to_the_sim_are_rejected(launch: Any, probe: Probe) -> No
     assert values["_message"].startswith("safe torque")
     with probe.lock:
         recent = [m for _, m in states[-200:]]
-    # The torque applied over a step (the effort of the state after it) is the damping of the
-    # state it started from, clamped to the effort limits, never the rejected data. Checked on
-    # consecutive states, exactly: against the same state's velocity, a 0.5 N·m margin failed on
-    # a slow host, where the falling arm's velocity changed by 1.9 rad/s within one step.
-    limit = RobotModel.from_urdf_file(URDF).effort_limit
+    # The torque applied over a step (the effort of the state after it) is the hold safe torque
+    # g(q) − K_d·q̇ of the state it started from, clamped to the effort limits, never the rejected
+    # data. Checked on consecutive states, exactly (against the same state's velocity, a 0.5 N·m
+    # margin had failed on a slow host, where an arm falling under damping alone changed its
+    # velocity by 1.9 rad/s within one step).
+    robot = RobotModel.from_urdf_file(URDF)
+    limit = robot.effort_limit
     step_ns = 1_000_000
     pairs = [
         (a, b)
@@ -455,9 +457,8 @@ def test_wrong_commands_to_the_sim_are_rejected(launch: Any, probe: Probe) -> No
     for before, after in pairs:
         effort = np.array(after.effort)
         assert np.all(np.isfinite(effort))
-        np.testing.assert_allclose(
-            effort, np.clip(-damping * np.array(before.velocity), -limit, limit), atol=1e-9
-        )
+        hold = robot.gravity(np.array(before.position)) - damping * np.array(before.velocity)
+        np.testing.assert_allclose(effort, np.clip(hold, -limit, limit), atol=1e-9)
     print(f"sim rejected {values['rejected_commands']} commands; safe torque active; still running")
 
 

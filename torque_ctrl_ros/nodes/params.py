@@ -274,7 +274,7 @@ def controller_node_config(params: Mapping[str, Any], node: str = "controller_no
 
 
 MODES = ("realtime", "lockstep")
-SAFE_TORQUES = ("damping", "zero")
+SAFE_TORQUES = ("hold", "damping", "zero")
 
 
 @dataclass(frozen=True)
@@ -291,9 +291,12 @@ class SimNodeConfig:
         lockstep_timeout: lockstep: wall time (s, at most 60) waiting for the answer before the safe
             torque.
         wait_for_controller: hold the first state (republishing it) until a command answers it.
-        safe_torque: ``damping`` (``−K_d·q̇``) or ``zero``, applied when no valid command is at hand.
-        safe_damping: ``K_d`` (N·m·s/rad) of the damping safe torque; scalar or one per driven
-            joint, in the model's order of them.
+        safe_torque: applied when no valid command is at hand: ``hold`` (``g(q) − K_d·q̇``, the
+            model's own gravity: the arm stays about where it was, as a braked arm does),
+            ``damping`` (``−K_d·q̇``: the arm falls under gravity, slowed; killed mid-run, the
+            controller had let joint_2 drop 1.8 rad in 2 s) or ``zero``.
+        safe_damping: ``K_d`` (N·m·s/rad) of the ``hold`` and ``damping`` safe torques; scalar or
+            one per driven joint, in the model's order of them.
         duration: simulated seconds to run (0: until stopped).
         record_file: ``.npz`` with t, q, v, tau of every step, written at exit ("" = none). Kept
             in memory, allocated at start: needs ``duration > 0``, at most 1 GiB (1.7 h of the
@@ -388,7 +391,7 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
         command_timeout=as_seconds(f"{node}.command_timeout", params.get("command_timeout", 0.05), 1.0),
         lockstep_timeout=as_seconds(f"{node}.lockstep_timeout", params.get("lockstep_timeout", 1.0), 60.0),
         wait_for_controller=_bool(node, params, "wait_for_controller", True),
-        safe_torque=check_choice(f"{node}.safe_torque", params.get("safe_torque", "damping"), SAFE_TORQUES),
+        safe_torque=check_choice(f"{node}.safe_torque", params.get("safe_torque", "hold"), SAFE_TORQUES),
         safe_damping=damping,
         duration=_duration(node, params),
         record_file=_output_file(node, params, "record_file"),

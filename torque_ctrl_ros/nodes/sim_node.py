@@ -113,6 +113,7 @@ class SimNode:
         plant.reset(cfg.keyframe or None)
         self.n = plant.n
         self.safe_damping = cfg.damping_vector(plant.model_joint_names, plant.joint_names, plant)
+        self._hold = cfg.safe_torque == "hold"
         self.dt_ns = round(plant.timestep * 1e9)
         self.t0_ns = round(plant.time * 1e9)
         self.k = 0
@@ -347,7 +348,10 @@ class SimNode:
             plant.set_torque(self.command)
             self.safe_active = False
         else:
-            plant.set_torque(-self.safe_damping * plant.v)
+            tau = -self.safe_damping * plant.v
+            if self._hold:
+                tau += plant.gravity()
+            plant.set_torque(tau)
             self.missing += 1
             self.safe_active = True
         plant.step()

@@ -129,6 +129,8 @@ class MujocoPlant:
 
         self._tau_cmd = np.zeros(len(names))
         self._mass = np.zeros((model.nv, model.nv))
+        self._gravity_data: mujoco.MjData | None = None  # for gravity(): created on first use
+        self._gravity_all = np.zeros(model.nv)
         self._damping_samples: tuple[FloatArray, FloatArray] | None = None  # (configurations, M⁻¹ block)
         mujoco.mj_forward(model, self._data)
 
@@ -410,6 +412,21 @@ class MujocoPlant:
     # ------------------------------------------------------------------------------------------
     # Checks and queries
     # ------------------------------------------------------------------------------------------
+
+    def gravity(self) -> FloatArray:
+        """Generalised gravity ``g(q)`` (N·m) on the driven joints at the current positions: the
+        torque that holds the arm still, from the plant's own model (MuJoCo's inverse dynamics at
+        ``q̇ = 0``, ``q̈ = 0``, on a data copy: the simulation's own data is left as it is)."""
+        model = self._model
+        if self._gravity_data is None:
+            self._gravity_data = mujoco.MjData(model)
+        data = self._gravity_data
+        data.qpos[:] = self._data.qpos
+        data.qvel[:] = 0.0
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        mujoco.mj_rne(model, data, 0, self._gravity_all)
+        return self._gravity_all[self._vadr].copy()
 
     def dynamics_residual(self) -> float:
         """Largest |q̈_rebuilt − qacc| (rad/s²) over all DoFs at the current state.
