@@ -586,6 +586,37 @@ def test_a_trajectory_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) -> 
     assert abs(reference.q[0] - held[0]) < 2e-3, (reference.q[0], held[0])
 
 
+@pytest.mark.parametrize(("moved", "resumed"), [(0.05, True), (0.3, False)])
+def test_a_trajectory_is_dropped_after_a_fallback_the_arm_moved_far_in(
+    nodes: Nodes, moved: float, resumed: bool
+) -> None:
+    """Back from 0.1 s of bad states 0.3 rad away on joint_2 (a controller stalled over a plant
+    that let the arm fall): taken up where it stood, the trajectory had been stepped into the law
+    (joint_2 at its torque limit, joint_6 past its velocity limit); now dropped, the arm held
+    where it is. A small move (the brake's stop) still takes it up."""
+    from torque_ctrl_ros.core.types import JointState
+
+    node, at = _trajectory_on_sim_time(nodes, 1.5)
+    source = node.target
+    q = HOME
+    for k in range(1, 301):
+        at(k, q)
+        q = source.reference(JointState(q, np.zeros(7), 100.0 + k * 1e-3)).q.copy()
+    for k in range(301, 401):
+        at(k, np.full(7, np.nan))
+    assert node.watchdog.state.value == "fallback"
+    sagged = q.copy()
+    sagged[1] += moved
+    at(401, sagged)
+    reference = source.reference(JointState(sagged, np.zeros(7), 100.401))
+    assert node.watchdog.state.value == "ok"
+    if resumed:
+        assert source.describe() == "trajectory" and abs(reference.q[0] - q[0]) < 2e-3
+    else:
+        assert source.describe() == "hold"
+        np.testing.assert_array_equal(reference.q, sagged)
+
+
 def test_a_trajectory_pauses_only_while_the_safe_torque_is_on(nodes: Nodes) -> None:
     """Every other state refused (non-finite) along a trajectory: the torque computed for each good
     state is applied for its period, so the trajectory pauses 1 ms per refused state, half the

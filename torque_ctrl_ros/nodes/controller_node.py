@@ -67,6 +67,13 @@ from .targets import create_target_source
 from .wire import CommandWire, JointStateWire
 
 NODE_NAME = "controller_node"
+RESUME_TOLERANCE = 0.1
+"""Farthest (rad, any joint) the arm may have moved from the last state the controller computed
+on for its target to take up again after a fallback or a silence: beyond, the reference that
+stood still meanwhile is as far, and the law would step into it (the controller stalled 0.3 s
+over a simulator that let the arm fall, joint_2 had come back from 0.42 rad at its torque limit,
+joint_6 past its velocity limit); the target is then dropped and the arm held where it is, as
+after a stop. 0.1 rad asks 10 rad/s² of computed torque at its ``kp`` of 100."""
 #: States closer together than this (s): /diagnostics wait for the next state (see _on_diagnostics_timer).
 _DEFER_DIAGNOSTICS_S = 0.05
 _LEVEL = {
@@ -152,6 +159,7 @@ class ControllerNode:
         # States naming none of our joints (e.g. a gripper's driver on the same topic): not ours.
         self.foreign_states = 0
         self._last_computed_stamp = math.inf  # stamp (s) of the last state the controller was run on
+        self._computed_q = np.full(robot.n, np.nan)  # and its positions (NaN before any)
         self._joint_set = frozenset(robot.joint_names)
         self._order_noted = False  # the first readable state's joint order was compared with `joints`
         self.order_warning = ""  # what was said if it differed
@@ -380,6 +388,7 @@ class ControllerNode:
             self._recent_steps.append(step)
             self._computed_step = max(self._recent_steps)
         self._last_computed_stamp = stamp
+        np.copyto(self._computed_q, wd.last_good.q)
         self._rejected_when_computed = wd.rejected_total
         self._safe_from_stamp = math.nan
         self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
@@ -444,6 +453,19 @@ class ControllerNode:
         """The target at the first state computed (stamp ``stamp``, s) after a stop or a fallback."""
         wd = self.watchdog
         last = self._last_computed_stamp
+        if previous not in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
+            return
+        moved = np.abs(self.controller.robot.difference(wd.last_good.q, self._computed_q))
+        if not moved.max() <= RESUME_TOLERANCE:  # also NaN: nothing computed yet
+            if self._computed_q[0] == self._computed_q[0]:
+                joint = self.controller.robot.joint_names[int(np.argmax(moved))]
+                self.log.warning(
+                    "moved while silent",
+                    f"the arm moved {moved.max():.3f} rad ({joint}) since the last state computed on, "
+                    f"more than {RESUME_TOLERANCE:g}: target dropped, holding where it is",
+                )
+            self.target.reset()
+            return
         if previous is WatchdogState.STOPPED:
             # A stop from silence alone, read on the wall clock, with the stamps going on as if
             # there had been none (a stalled or paused simulator, its sim time standing still):
