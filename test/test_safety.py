@@ -244,6 +244,14 @@ def test_watchdog_reports_a_silent_stream() -> None:
     wd.silence(0.6, 0.6)
     # The stop says how long the silence has lasted (it had repeated the fallback's 100 ms).
     assert wd.state is WatchdogState.STOPPED and wd.last_message == "no joint state for 600 ms"
+    # A fallback on refused states keeps their reason at the stop, though the node passes the
+    # time since the last good state as the silence (NaN states had been reported as none).
+    wd = Watchdog(3, WatchdogConfig.create(max_age=0.02, fallback_duration=0.5))
+    _good(wd, 0.0)
+    for k in range(1, 491):
+        wd.reject(RejectReason.NON_FINITE, "joint state has non-finite position", k * 1e-3)
+    wd.silence(0.52, 0.52)
+    assert wd.state is WatchdogState.STOPPED and wd.last_message == "joint state has non-finite position"
 
 
 def test_a_silence_opens_the_fallback_window_when_the_stream_went_stale() -> None:

@@ -282,6 +282,7 @@ class Watchdog:
         self._window_before_accept = math.nan
         self.last_reason: RejectReason | None = None
         self.last_message = ""
+        self._silent = False  # the fallback came from silence(), and no state was refused since
         self.rejected: dict[RejectReason, int] = dict.fromkeys(RejectReason, 0)
         self._rejected_total = 0  # the sum of ``rejected``, read on every state by the node
         self.transitions = 0
@@ -398,6 +399,7 @@ class Watchdog:
         self._rejected_total += 1
         self.last_reason = reason
         self.last_message = message
+        self._silent = False
         return self.tick(now, bad=True)
 
     def tick(self, now: float, bad: bool = False) -> Action:
@@ -436,13 +438,16 @@ class Watchdog:
             self.last_reason = RejectReason.STALE
             self.last_message = f"no joint state for {silent_for * 1e3:.0f} ms"
             self.fallback_since = now - silent_for + cfg.max_age
+            self._silent = True
             self._set(WatchdogState.FALLBACK)
         if self.state is WatchdogState.FALLBACK and (
             now - self.fallback_since > cfg.fallback_duration
             or silent_for - cfg.max_age > cfg.fallback_duration
         ):
-            if silent_for > cfg.max_age:  # the silence goes on: the stop's reason, as long as now
-                self.last_reason = RejectReason.STALE
+            if self._silent:
+                # A silence that goes on: the stop's reason, as long as now. (A fallback on
+                # refused states keeps theirs: the node counts its silence from the last good
+                # state, and a stream of NaN states had been reported as no state at all.)
                 self.last_message = f"no joint state for {silent_for * 1e3:.0f} ms"
             self._set(WatchdogState.STOPPED)
 
