@@ -617,6 +617,24 @@ def test_a_trajectory_is_dropped_after_a_fallback_the_arm_moved_far_in(
         np.testing.assert_array_equal(reference.q, sagged)
 
 
+def test_gravity_compensation_moved_by_hand_in_a_fallback_says_nothing_of_targets(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No target to drop: the resume check had warned "target dropped, holding where it is" for a
+    controller that holds nothing (gravity_comp, the hardware default, guided by hand)."""
+    spy = _ErrorSpy(monkeypatch, "the arm moved")
+    node, at = _node_on_sim_time(nodes, "gravity_comp")
+    for k in range(1, 11):
+        at(k, HOME)
+    for k in range(11, 111):
+        at(k, np.full(7, np.nan))
+    moved = HOME.copy()
+    moved[1] += 0.3
+    at(111, moved)
+    assert node.watchdog.state.value == "ok" and node.target.describe() == "none"
+    assert spy.calls == []
+
+
 def test_a_trajectory_pauses_only_while_the_safe_torque_is_on(nodes: Nodes) -> None:
     """Every other state refused (non-finite) along a trajectory: the torque computed for each good
     state is applied for its period, so the trajectory pauses 1 ms per refused state, half the

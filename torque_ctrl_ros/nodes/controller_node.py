@@ -453,8 +453,11 @@ class ControllerNode:
         """The target at the first state computed (stamp ``stamp``, s) after a stop or a fallback."""
         wd = self.watchdog
         last = self._last_computed_stamp
-        if previous not in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
-            return
+        if (
+            previous not in (WatchdogState.FALLBACK, WatchdogState.STOPPED)
+            or self.target.describe() == "none"
+        ):
+            return  # (no target, e.g. gravity_comp: nothing to take up or drop)
         moved = np.abs(self.controller.robot.difference(wd.last_good.q, self._computed_q))
         if not moved.max() <= RESUME_TOLERANCE:  # also NaN: nothing computed yet
             if self._computed_q[0] == self._computed_q[0]:

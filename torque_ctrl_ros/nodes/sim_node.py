@@ -31,8 +31,8 @@ Modes:
 
 Invalid commands (wrong length, NaN/inf, unreadable bytes with ``serialized_io``; with plain
 messages rclpy drops unreadable ones before this node sees them) are rejected with a throttled error;
-until a valid one arrives the plant gets the safe torque (``−K_d·q̇`` or zero), reported on
-/diagnostics.
+until a valid one arrives the plant gets the safe torque (by default ``hold``, ``g(q) − K_d·q̇``;
+``damping``, ``−K_d·q̇``; or zero), reported on /diagnostics.
 
 Parameters (``config/gen3_controllers.yaml``) are read once at start-up: later changes are refused.
 """
