@@ -128,6 +128,25 @@ def test_controller_params_sections_and_errors() -> None:
         controller_node_config({"qos_overrides./effort_controller/commands.publisher.depth": 1})
 
 
+def test_the_defaults_are_the_shipped_parameters() -> None:
+    """Run without the YAML, the nodes behave as with it (watchdog, simulator timing, safe torque):
+    the one difference is the controller, which is gravity_comp without a file (README), and its
+    parameters with it; ``joints`` empty means the model's order, which the YAML spells out."""
+    import dataclasses
+
+    from ros_helpers import shipped_parameters
+
+    for config, node, differ in (
+        (controller_node_config, "controller_node", {"controller", "controller_params", "joints"}),
+        (sim_node_config, "sim_node", set()),
+    ):
+        default, shipped = config({}), config(shipped_parameters(node))
+        for field in dataclasses.fields(default):
+            if field.name not in differ:
+                assert repr(getattr(default, field.name)) == repr(getattr(shipped, field.name)), field.name
+    assert controller_node_config({}).controller == "gravity_comp"
+
+
 def test_sim_params_defaults_and_errors() -> None:
     cfg = sim_node_config({})
     assert cfg.mode == "realtime" and cfg.keyframe == "home" and cfg.mjcf.endswith("scene.xml")

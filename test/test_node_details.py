@@ -39,6 +39,45 @@ def test_a_rejected_command_stops_the_held_one(nodes: Any) -> None:
     assert not sim._command_fresh()  # the plant gets the safe torque, not the 5 N·m
 
 
+def test_an_answer_counts_for_its_own_state_only(nodes: Any) -> None:
+    """Realtime: a late answer to state 4 is held but leaves state 5 unanswered; one 60 ms old
+    (command_timeout 50 ms) is stale, not taken."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.05)
+    sim.k = 5
+    sim._take_command(np.zeros(sim.n), sim.t0_ns + 4 * sim.dt_ns)
+    assert sim.have_command and not sim.answered
+    sim.k = 100
+    sim._take_command(np.ones(sim.n), sim.t0_ns + 40 * sim.dt_ns)
+    assert sim.stale_answers == 1 and not sim.command.any()  # the held one stands
+
+
+def test_in_lockstep_each_state_waits_for_its_own_answer(nodes: Any) -> None:
+    """An answer to an earlier state is not held at all, each published state waits for its own
+    answer, and /diagnostics' safe-torque flag follows the steps."""
+    sim = nodes.make("sim", mode="lockstep", wait_for_controller=False, duration=1.001)
+    assert sim.max_steps == 1001  # 1.001e9 / 1e6 is 1000.9999999999999: rounded, not cut
+    sim.k = 5
+    sim._take_command(np.full(sim.n, 3.0), sim.t0_ns + 4 * sim.dt_ns)
+    assert sim.stale_answers == 1 and not sim.have_command and not sim.command.any()
+    sim.k = 0
+    sim._take_command(np.zeros(sim.n), sim.t0_ns)
+    assert sim.answered
+    sim._step(sim.answered_validly)
+    sim._publish_state()
+    assert not sim.answered and not sim.answered_validly
+    sim._step(False)
+    assert sim.safe_active
+    sim._step(True)
+    assert not sim.safe_active  # a commanded step clears the flag /diagnostics report
+
+
+def test_a_command_timeout_under_two_steps_is_refused(nodes: Any) -> None:
+    from torque_ctrl_ros.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="less than two steps"):
+        nodes.make("sim", mode="realtime", command_timeout=0.0015)
+
+
 def test_an_infinite_command_is_rejected() -> None:
     """v04: check_command must refuse inf, not only NaN (no test sends inf)."""
     from torque_ctrl_ros.core.errors import StateError

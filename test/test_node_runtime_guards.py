@@ -635,6 +635,86 @@ def test_gravity_compensation_moved_by_hand_in_a_fallback_says_nothing_of_target
     assert spy.calls == []
 
 
+def test_a_stop_after_a_real_gap_in_the_stamps_drops_the_trajectory(nodes: Nodes) -> None:
+    """The stream silent 1 s by its own stamps (the arm's time went on): the watchdog stops, and the
+    next state holds the arm. Kept, the trajectory had been sampled 1 s further on (joint_1's
+    reference 0.95 rad against the arm's 0.10: 23.5 N·m)."""
+    from torque_ctrl_ros.core.types import JointState
+
+    node, at = _trajectory_on_sim_time(nodes, 1.5)
+    source = node.target
+    q = HOME
+    for k in range(1, 301):
+        at(k, q)
+        q = source.reference(JointState(q, np.zeros(7), 100.0 + k * 1e-3)).q.copy()
+    at(1300, q)
+    assert source.describe() == "hold"
+    reference = source.reference(JointState(q, np.zeros(7), 101.3))
+    assert abs(reference.q[0] - q[0]) < 1e-9
+
+
+@pytest.mark.parametrize("timer_ticked", [False, True])
+def test_a_bad_state_after_a_long_gap_is_a_silence_too(nodes: Nodes, timer_ticked: bool) -> None:
+    """A state without velocities 1 s after the last good one: the gap stops the arm whether or not
+    the diagnostics timer ticked in it. Read as a gap only for readable states, it had got a safe
+    command braking from the state 1 s old when the timer had not ticked."""
+    from rclpy.time import Time
+
+    node, at = _node_on_sim_time(nodes, "gravity_comp")
+    for k in range(1, 6):
+        at(k, HOME)
+    clock = node.node.get_clock()
+    clock.set_ros_time_override(Time(nanoseconds=(100_000 + 1005) * 1_000_000, clock_type=clock.clock_type))
+    if timer_ticked:
+        node._check_silence(time.monotonic() + 1.0)
+    msg = _state_msg(HOME, 101.005)
+    msg.velocity = []
+    sent = len(node.publisher.sent)
+    node._on_state_message(msg)
+    assert node.watchdog.state.value == "stopped" and len(node.publisher.sent) == sent
+
+
+def test_a_second_fallback_on_a_frozen_clock_brakes_from_the_new_last_good_state(nodes: Nodes) -> None:
+    """use_sim_time, the clock standing still: good q1, bad, good q2, bad. The second safe command
+    is gravity at q2 (it had braked from q1: −8.7 N·m on joint_2 where g(q2) is −15.8)."""
+    from rclpy.time import Time
+
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=True)
+    clock = node.node.get_clock()
+    clock.set_ros_time_override(Time(nanoseconds=100_000_000_000, clock_type=clock.clock_type))
+    q2 = HOME + np.array([0.0, 0.5, 0.0, 0.5, 0.0, 0.0, 0.0])
+    for k, q in enumerate((HOME, np.full(7, np.nan), q2, np.full(7, np.nan))):
+        node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
+    assert node.fallback_commands == 2
+    limit = node.robot.effort_limit
+    np.testing.assert_allclose(_torques(node)[-1], np.clip(node.robot.gravity(q2), -limit, limit), atol=1e-9)
+
+
+def test_commands_echo_the_wall_clock_stamp_of_the_state_exactly(nodes: Nodes) -> None:
+    """The command's label carries the state's stamp in ns as it came (through a float it had come
+    back 97 ns off), and a refused state does not become the last good one (63 ns off)."""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    from torque_ctrl_ros.nodes.wire import CommandWire
+
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    ns = node.node.get_clock().now().nanoseconds
+    while round(ns * 1e-9 * 1e9) == ns:  # a stamp a float in seconds does not carry exactly
+        ns += 1
+    good = JointStateMsg(name=JOINTS, position=HOME.tolist(), velocity=[0.0] * 7)
+    good.header.stamp.sec, good.header.stamp.nanosec = divmod(ns, 10**9)
+    node._on_state_bytes(serialize_message(good))
+    assert CommandWire.decode(node.publisher.sent[-1])[1] == ns
+    bad = JointStateMsg(name=JOINTS, position=[float("nan")] * 7, velocity=[0.0] * 7)
+    bad.header.stamp.sec, bad.header.stamp.nanosec = divmod(ns + 1_000_001, 10**9)
+    node._on_state_bytes(serialize_message(bad))
+    node._on_state_bytes(
+        b"\x00\x01\x00\x00" + bytes(8) + b"\xff\xff\xff\x7f"
+    )  # unreadable: the last good stamp
+    assert CommandWire.decode(node.publisher.sent[-1])[1] == ns
+
+
 def test_a_trajectory_pauses_only_while_the_safe_torque_is_on(nodes: Nodes) -> None:
     """Every other state refused (non-finite) along a trajectory: the torque computed for each good
     state is applied for its period, so the trajectory pauses 1 ms per refused state, half the

@@ -215,6 +215,20 @@ def test_limiter_scales_toward_the_bias_until_every_joint_fits() -> None:
     assert out.saturated_joints == () and out.torque_scale == 1.0
 
 
+def test_limiter_clips_and_reports_what_the_bias_alone_puts_past_a_limit() -> None:
+    """Joint b asks 1.9 (within its 2) but its c = 2.5 is past it: with s = 1/3 from joint a it
+    would get 2.3, clipped to 2 and named. With no joint able to set s (c past the limit on every
+    joint that moves), s stays 1: b gets the 1.0 it asked, not its c clipped (2.0)."""
+    limiter = TorqueLimiter(("a", "b", "c"), np.array([1.0, 2.0, np.inf]))
+    out = limiter.apply(np.array([3.0, 1.9, 0.0]), {}, bias=np.array([0.0, 2.5, 0.0]))
+    np.testing.assert_allclose(out.tau, [1.0, 2.0, 0.0], rtol=0, atol=1e-12)
+    assert out.saturated_joints == ("a", "b")
+    limiter = TorqueLimiter(("a", "b"), np.array([1.0, 2.0]))
+    out = limiter.apply(np.array([3.0, 1.0]), {}, bias=np.array([1.5, 2.5]))
+    assert out.torque_scale == 1.0
+    np.testing.assert_allclose(out.tau, [1.0, 1.0], rtol=0, atol=1e-12)
+
+
 def test_limiter_reports_nothing_within_limits() -> None:
     limiter = TorqueLimiter(("a", "b"), np.array([1.0, np.inf]))
     out = limiter.apply(np.array([0.5, 1e9]))

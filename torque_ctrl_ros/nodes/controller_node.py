@@ -312,7 +312,9 @@ class ControllerNode:
         wcfg = wd.config
         counted = min(stamp, now + wcfg.max_age)
         gap = counted - wd.last_good.stamp  # inf before the first good state
-        if error is None and self._silence_after() < gap < math.inf:
+        # A state that cannot be used (missing velocities) still tells by its stamp how long the
+        # stream was silent (unreadable bytes carry the last good stamp: no gap).
+        if self._silence_after() < gap < math.inf:
             self._note_silence(now, gap)
         previous, rejected_before = wd.state, wd.rejected_total
         if error is not None or q is None or v is None:
