@@ -185,6 +185,7 @@ def test_values_that_would_fail_later_are_refused_at_start(tmp_path: Path) -> No
         ({"qos_depth": 5}, r"qos_depth: expected an integer in \[10, 100000\]"),  # drops after a stall
         ({"diagnostics_period": 1e-9}, "diagnostics_period: expected at least 0.05 s"),  # kept a node busy
         ({"command_queue_depth": 10**11}, "command_queue_depth"),
+        ({"command_queue_depth": True}, r"command_queue_depth: expected an integer .* got True"),  # not 1
         ({"diagnostics_period": 1.0e12}, "diagnostics_period: expected at most 3600 s"),
         ({"duration": 1.0e300}, r"duration: expected at most 1e\+09 s"),  # its step count overflowed
         ({"stats_file": str(tmp_path / "no" / "such" / "s.json")}, "stats_file: folder .* does not exist"),

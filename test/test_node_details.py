@@ -85,6 +85,9 @@ def test_an_infinite_command_is_rejected() -> None:
 
     with pytest.raises(StateError):
         check_command(np.array([np.inf, 0, 0, 0, 0, 0, 0.0]), 7)
+    for size in (6, 8):  # too long too: it would have made np.copyto raise in the callback
+        with pytest.raises(StateError, match=f"has {size} entries, expected 7"):
+            check_command(np.zeros(size), 7)
 
 
 def test_an_unreadable_command_answers_no_state(nodes: Any) -> None:
