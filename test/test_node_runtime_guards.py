@@ -564,17 +564,26 @@ def _trajectory_on_sim_time(nodes: Nodes, duration: float) -> tuple[Any, Callabl
     return node, at
 
 
+def _along_a_trajectory(nodes: Nodes) -> tuple[Any, Callable[[int, np.ndarray], None], np.ndarray]:
+    """:func:`_trajectory_on_sim_time` (1.5 s) after 300 states on which the arm followed the
+    reference exactly; also returns where the arm then is."""
+    from torque_ctrl_ros.core.types import JointState
+
+    node, at = _trajectory_on_sim_time(nodes, 1.5)
+    q = HOME
+    for k in range(1, 301):
+        at(k, q)
+        q = node.target.reference(JointState(q, np.zeros(7), 100.0 + k * 1e-3)).q.copy()
+    return node, at, q
+
+
 def test_a_trajectory_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) -> None:
     """0.4 s of bad states in the middle of a trajectory (the safe torque holds the arm): sampled on
     its own clock, the reference had jumped 0.35 rad ahead of the held arm on recovery (14 N·m)."""
     from torque_ctrl_ros.core.types import JointState
 
-    node, at = _trajectory_on_sim_time(nodes, 1.5)
+    node, at, q = _along_a_trajectory(nodes)
     source = node.target
-    q = HOME
-    for k in range(1, 301):  # the arm follows the reference exactly
-        at(k, q)
-        q = source.reference(JointState(q, np.zeros(7), 100.0 + k * 1e-3)).q.copy()
     held = q
     assert source.describe() == "trajectory" and held[0] > 0.05
     for k in range(301, 701):
@@ -596,12 +605,8 @@ def test_a_trajectory_is_dropped_after_a_fallback_the_arm_moved_far_in(
     where it is. A small move (the brake's stop) still takes it up."""
     from torque_ctrl_ros.core.types import JointState
 
-    node, at = _trajectory_on_sim_time(nodes, 1.5)
+    node, at, q = _along_a_trajectory(nodes)
     source = node.target
-    q = HOME
-    for k in range(1, 301):
-        at(k, q)
-        q = source.reference(JointState(q, np.zeros(7), 100.0 + k * 1e-3)).q.copy()
     for k in range(301, 401):
         at(k, np.full(7, np.nan))
     assert node.watchdog.state.value == "fallback"
@@ -641,12 +646,8 @@ def test_a_stop_after_a_real_gap_in_the_stamps_drops_the_trajectory(nodes: Nodes
     reference 0.95 rad against the arm's 0.10: 23.5 N·m)."""
     from torque_ctrl_ros.core.types import JointState
 
-    node, at = _trajectory_on_sim_time(nodes, 1.5)
+    node, at, q = _along_a_trajectory(nodes)
     source = node.target
-    q = HOME
-    for k in range(1, 301):
-        at(k, q)
-        q = source.reference(JointState(q, np.zeros(7), 100.0 + k * 1e-3)).q.copy()
     at(1300, q)
     assert source.describe() == "hold"
     reference = source.reference(JointState(q, np.zeros(7), 101.3))
