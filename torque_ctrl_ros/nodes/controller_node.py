@@ -462,7 +462,7 @@ class ControllerNode:
             return  # (no target, e.g. gravity_comp: nothing to take up or drop)
         moved = np.abs(self.controller.robot.difference(wd.last_good.q, self._computed_q))
         if not moved.max() <= RESUME_TOLERANCE:  # also NaN: nothing computed yet
-            if self._computed_q[0] == self._computed_q[0]:
+            if not math.isnan(self._computed_q[0]):  # (a first fallback before any: nothing to say)
                 joint = self.controller.robot.joint_names[int(np.argmax(moved))]
                 self.log.warning(
                     "moved while silent",
