@@ -460,10 +460,10 @@ class ControllerNode:
             or self.target.describe() == "none"
         ):
             return  # (no target, e.g. gravity_comp: nothing to take up or drop)
-        moved = np.abs(self.controller.robot.difference(wd.last_good.q, self._computed_q))
+        moved = np.abs(self.robot.difference(wd.last_good.q, self._computed_q))
         if not moved.max() <= RESUME_TOLERANCE:  # also NaN: nothing computed yet
             if not math.isnan(self._computed_q[0]):  # (a first fallback before any: nothing to say)
-                joint = self.controller.robot.joint_names[int(np.argmax(moved))]
+                joint = self.robot.joint_names[int(np.argmax(moved))]
                 self.log.warning(
                     "moved while silent",
                     f"the arm moved {moved.max():.3f} rad ({joint}) since the last state computed on, "

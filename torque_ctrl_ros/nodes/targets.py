@@ -571,9 +571,10 @@ class JointTargetSource(TargetSource):
                 )
                 t0 = state.stamp
             times, pos, vel, acc = points
+            current = self._current(state)
             if times[0] == 0.0:
                 off = np.minimum(
-                    np.abs(self.robot.difference(pos[0], self._current(state)[0])),
+                    np.abs(self.robot.difference(pos[0], current[0])),
                     np.abs(self.robot.difference(pos[0], state.q)),
                 )
                 worst = int(np.argmax(off))
@@ -587,7 +588,7 @@ class JointTargetSource(TargetSource):
                     return
             try:
                 trajectory = JointTrajectory(
-                    times, pos, vel, acc, start=self._current(state), continuous=self.robot.continuous
+                    times, pos, vel, acc, start=current, continuous=self.robot.continuous
                 )
                 # Only the segment from the start and the next one differ from those checked in the
                 # callback (the first waypoint's estimated velocity changes with the start).
