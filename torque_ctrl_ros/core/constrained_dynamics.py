@@ -253,7 +253,7 @@ class ConstrainedDynamics:
         # kinematics() call, or a solve() handed other kinematics): no copies needed.
         self._nle = data.nle
         self._m_inv = None  # factorised lazily: hold_reference() needs no inverse
-        kin = FrameKinematics(data.oMf[fid].copy(), jac, jac @ v, np.array(drift))
+        kin = FrameKinematics(data.oMf[fid].copy(), jac, jac.dot(v), np.array(drift))
         self._terms_of = kin
         return kin
 
@@ -336,7 +336,7 @@ class ConstrainedDynamics:
         exactly and two matrix products are saved.
         """
         kin = self.kinematics(q, v) if kinematics is None else kinematics
-        tau = tau_ff if f_ext is None else tau_ff + kin.jacobian.T @ f_ext
+        tau = tau_ff if f_ext is None else tau_ff + kin.jacobian.T.dot(f_ext)
         m_inv, c = self._terms(q, v, kin)
 
         rows = alpha_rows
@@ -344,12 +344,12 @@ class ConstrainedDynamics:
             jc = kin.jacobian[rows]  # = αᵀ J, n_c × n
             drift_c = kin.drift[rows]  # = αᵀ J̇ q̇ (n_c,)
         else:
-            jc = alpha.T @ kin.jacobian
-            drift_c = alpha.T @ kin.drift
-        qdd_free = m_inv @ (tau - c)
-        rhs = beta - drift_c - jc @ qdd_free
-        m_inv_jct = m_inv @ jc.T  # n × n_c
-        delassus = jc @ m_inv_jct  # symmetric up to rounding
+            jc = alpha.T.dot(kin.jacobian)
+            drift_c = alpha.T.dot(kin.drift)
+        qdd_free = m_inv.dot(tau - c)
+        rhs = beta - drift_c - jc.dot(qdd_free)
+        m_inv_jct = m_inv.dot(jc.T)  # n × n_c
+        delassus = jc.dot(m_inv_jct)  # symmetric up to rounding
         # The eigendecomposition reads the lower triangle only, which is as good as the
         # symmetric part ½(D + Dᵀ) (they differ by rounding). Should LAPACK fail, the
         # eigenvalues are NaN and the finiteness check below raises SolverError.
@@ -360,14 +360,14 @@ class ConstrainedDynamics:
         regularised = not d_min >= eps
         mu = eps * (1.0 - (max(d_min, 0.0) / eps) ** 2) if regularised else 0.0
         # A null Delassus matrix (no joint moves the constrained axes) still gets mu = eps > 0.
-        lam = eigvec @ ((eigvec.T @ rhs) / (eigval + mu))
-        qdd = qdd_free + m_inv_jct @ lam
-        r = jc @ qdd + drift_c - beta
-        residual = math.sqrt(float(r @ r))
-        constraint_torque = jc.T @ lam
+        lam = eigvec.dot(eigvec.T.dot(rhs) / (eigval + mu))
+        qdd = qdd_free + m_inv_jct.dot(lam)
+        r = jc.dot(qdd) + drift_c - beta
+        residual = math.sqrt(float(r.dot(r)))
+        constraint_torque = jc.T.dot(lam)
         # Squared norms are non-finite iff an entry is (or an entry exceeds ~1e154, which is
         # no usable acceleration either): two dot products instead of isfinite() + all().
-        if not math.isfinite(float(qdd @ qdd) + float(lam @ lam)):
+        if not math.isfinite(float(qdd.dot(qdd)) + float(lam.dot(lam))):
             raise SolverError(
                 f"constrained dynamics at {self.frame!r}: non-finite result "
                 f"(Delassus eigenvalues {eigval.tolist()})"

@@ -513,7 +513,7 @@ class AchdRnea(Controller[PoseReference]):
         tracking_error = np.empty(6)
         placement = kin.placement
         np.subtract(ref.position, placement.translation, out=tracking_error[:3])
-        tracking_error[3:] = pin.log3(ref.rotation @ placement.rotation.T)
+        tracking_error[3:] = pin.log3(ref.rotation.dot(placement.rotation.T))
         if cfg.pose_error == "decoupled":
             error = tracking_error
         else:
@@ -523,7 +523,7 @@ class AchdRnea(Controller[PoseReference]):
         if ref.acceleration is not None:
             a_des += ref.acceleration
         rows = self._alpha_rows
-        beta = self.alpha.T @ a_des if rows is None else a_des[rows]
+        beta = self.alpha.T.dot(a_des) if rows is None else a_des[rows]
         tau_ff = -cfg.joint_damping * v
         if cfg.gravity_feedforward:
             tau_ff += dyn.gravity(q, kin)  # g(q) from the same computeAllTerms pass
@@ -545,8 +545,8 @@ class AchdRnea(Controller[PoseReference]):
         e_lin = e[self._linear_rows]
         e_ang = e[self._angular_rows]
         info = {
-            "position_error": math.sqrt(float(e_lin @ e_lin)),
-            "orientation_error": math.sqrt(float(e_ang @ e_ang)),
+            "position_error": math.sqrt(float(e_lin.dot(e_lin))),
+            "orientation_error": math.sqrt(float(e_ang.dot(e_ang))),
             "regularised": float(sol.dynamics.regularised),
             "delassus_condition": sol.dynamics.delassus_condition,
             "constraint_residual": sol.dynamics.constraint_residual,
