@@ -9,6 +9,26 @@ from torque_ctrl_ros.core.errors import ConfigError
 from torque_ctrl_ros.core.validation import ROTATION_TOLERANCE, as_positive_float, as_rotation, as_vector
 
 
+def test_as_vector_float64_fast_path_copies_and_still_checks() -> None:
+    """A float64 vector of the right length skips the general checks only when it is finite and no
+    bound is asked: the result is a copy, and bad values or bounds get the same refusals."""
+    given = np.array([1.0, -2.0, 3.0])
+    out = as_vector("f", given, 3)
+    assert out.tolist() == [1.0, -2.0, 3.0] and out is not given and not np.shares_memory(out, given)
+    strided = np.arange(6.0)[::2]  # a view: the copy is a contiguous vector of its own
+    assert as_vector("f", strided, 3).flags.c_contiguous
+    for bad in (np.array([1.0, np.nan, 3.0]), np.array([1.0, np.inf, 3.0])):
+        with pytest.raises(ConfigError, match="f: expected finite numbers"):
+            as_vector("f", bad, 3)
+    assert as_vector("f", np.array([1.0, np.inf, 3.0]), 3, allow_inf=True)[1] == np.inf
+    with pytest.raises(ConfigError, match="expected 3 numbers, got shape"):
+        as_vector("f", np.zeros(4), 3)
+    with pytest.raises(ConfigError, match="expected every entry >= 0"):
+        as_vector("f", given, 3, min_value=0.0)
+    with pytest.raises(ConfigError, match="expected every entry > 0"):
+        as_vector("f", given, 3, strictly_positive=True)
+
+
 @pytest.mark.parametrize(
     "value",
     [

@@ -63,7 +63,20 @@ def as_vector(
         min_value: reject entries below this bound.
         strictly_positive: reject entries ``<= 0``.
         allow_inf: accept ``±inf`` entries (never NaN).
+
+    A finite float64 vector of the right length without bounds to check (a reference a node may
+    pass every control step) is copied after one dot product, ~0.7 µs against ~3 for the checks
+    below.
     """
+    if (
+        type(value) is np.ndarray
+        and value.dtype == np.float64
+        and value.shape == (size,)
+        and min_value is None
+        and not strictly_positive
+        and all_finite(value)
+    ):
+        return value.copy()
     if not _numeric(value):
         raise error(f"{field}: expected {size} numbers, got {_describe(value)}")
     try:

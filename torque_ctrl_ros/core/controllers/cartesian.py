@@ -214,13 +214,13 @@ class PoseApproach:
             return self.goal
         x, xd, xdd = self._path.sample(t)
         theta, theta_d = x[3:], xd[3:]
-        rotation = self._r0 @ pin.exp3(theta)
+        rotation = self._r0.dot(pin.exp3(theta))
         jr = pin.Jexp3(theta)
         return PoseReference(
             x[:3],
             rotation,
-            np.concatenate((xd[:3], rotation @ (jr @ theta_d))),
-            np.concatenate((xdd[:3], rotation @ (jr @ xdd[3:] + _jr_dot_theta_dot(theta, theta_d)))),
+            np.concatenate((xd[:3], rotation.dot(jr.dot(theta_d)))),
+            np.concatenate((xdd[:3], rotation.dot(jr.dot(xdd[3:]) + _jr_dot_theta_dot(theta, theta_d)))),
         )
 
 
@@ -236,7 +236,7 @@ def _jr_dot_theta_dot(theta: FloatArray, theta_d: FloatArray) -> FloatArray:
         return np.zeros(3)
     step = 1e-4 / speed  # s, so that the rotation vector moves 1e-4 rad each way
     ahead, behind = pin.Jexp3(theta + step * theta_d), pin.Jexp3(theta - step * theta_d)
-    return (ahead - behind) @ theta_d / (2.0 * step)
+    return (ahead - behind).dot(theta_d) / (2.0 * step)
 
 
 def pose_error(current: pin.SE3, target: pin.SE3, kind: str = "decoupled") -> FloatArray:
