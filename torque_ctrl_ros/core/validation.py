@@ -65,7 +65,7 @@ def as_vector(
         allow_inf: accept ``±inf`` entries (never NaN).
 
     A finite float64 vector of the right length without bounds to check (a reference a node may
-    pass every control step) is copied after one dot product, ~0.7 µs against ~3 for the checks
+    pass every control step) is copied after one dot product, ~0.8 µs against ~2 for the checks
     below.
     """
     if (
