@@ -192,14 +192,11 @@ def test_self_collision_barrier_row_against_finite_differences(robot: RobotModel
         kin.update(q, v)
         barrier.update(kin)
         np.testing.assert_allclose(barrier.C[0], g, rtol=0.0, atol=1e-6)
-    # (b), (c) two updates in a row: filtered gradient, drift and the row's bound. The states are
-    # unrelated: the pairs' ranking would read their distance changes as speeds, so it is restarted
-    # (row 0 is then the closest pair, as at the first update).
+    # (b), (c) two updates in a row: filtered gradient, drift and the row's bound.
     for (q1, v1, g1, _, _), (q2, v2, g2, d, drift) in itertools.pairwise(states):
         barrier.reset()
         kin.update(q1, v1)
         barrier.update(kin)
-        col.forget_rates()
         kin.update(q2, v2)
         barrier.update(kin)
         filtered = g1 + beta * (g2 - g1)
@@ -209,42 +206,6 @@ def test_self_collision_barrier_row_against_finite_differences(robot: RobotModel
         tol = 1e-6 + 2.0 * alpha * 1e-6 * float(np.abs(v2).sum())
         assert math.isclose(barrier.lower[0], lower, abs_tol=tol), (barrier.lower[0], lower)
         assert math.isclose(barrier.margin, d - d_safe, abs_tol=1e-12)
-
-
-@pytest.mark.parametrize("pairs", [1, 2])
-def test_collision_rows_are_ranked_by_the_barrier_quantity(robot: RobotModel, pairs: int) -> None:
-    """Ranked for a barrier, the tracked pairs are those with the smallest ``ψ = ḋ + α·(d − d_safe)``,
-    ``ḋ`` the change of each pair's distance over the period; the first update ranks by distance,
-    and so does the next after ``forget_rates``. ``distance`` stays the smallest of all pairs. Two
-    states 1 ms apart at which the pair of smallest ``ψ`` is not the closest pair."""
-    alpha, d_safe, period = 10.0, 0.02, 1e-3
-    data = robot.model.createData()
-    rng = np.random.default_rng(2)
-    while True:
-        q1 = rng.uniform(-3.0, 3.0, robot.n)
-        q2 = q1 + rng.normal(0.0, 2e-3, robot.n)
-        d1, k1, _, _ = _closest(SelfCollisionModel.from_file(robot, COLLISION), robot, data, q1)
-        d2, k2, _, _ = _closest(SelfCollisionModel.from_file(robot, COLLISION), robot, data, q2)
-        psi = (d2 - d1) / period + alpha * (d2 - d_safe)
-        if d2.min() > 0.0 and int(np.argmin(psi)) != k2 and np.partition(psi, 1)[1] - psi.min() > 1e-3:
-            break
-    col = SelfCollisionModel.from_file(robot, COLLISION, pairs=pairs)
-    col.rank_by_barrier(alpha, period)
-    kin = KinematicsState(robot)
-
-    def update(q: np.ndarray) -> None:
-        kin.update(q, np.zeros(robot.n))
-        col.update(kin.v, kin.JJd)
-
-    update(q1)
-    assert col.tracked_pairs[0] == col.pair_links[k1]  # no rate yet: by distance
-    update(q2)
-    assert col.tracked_pairs[0] == col.pair_links[int(np.argmin(psi))]
-    assert col.distances[0] == pytest.approx(d2[int(np.argmin(psi))], abs=1e-12)
-    assert col.distance == pytest.approx(d2.min(), abs=1e-12) and col.closest_pair == col.pair_links[k2]
-    col.forget_rates()
-    update(q2)
-    assert col.tracked_pairs[0] == col.pair_links[k2]
 
 
 def _segment_distance(a0: np.ndarray, a1: np.ndarray, b0: np.ndarray, b1: np.ndarray) -> float:

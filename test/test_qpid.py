@@ -295,44 +295,6 @@ def test_self_collision_barrier(robot: RobotModel, enabled: bool) -> None:
         assert mon.d_min < 0.0  # the same target collides: the test can fail
 
 
-@pytest.mark.parametrize("ranked", [True, False])
-def test_collision_rows_go_to_the_pairs_nearest_to_breaking_their_barrier(
-    robot: RobotModel, ranked: bool
-) -> None:
-    """Without the joint velocity barrier, a posture target past the limits (kp 400) folds the arm
-    fast: the (base, spherical wrist 1) pair closes at ~0.94 m/s. Rows on the two closest pairs
-    took it only 62 mm away, its ``ψ = ḋ + α·(d − d_safe)`` already −0.52 m/s, and the distance
-    went 9 mm below ``d_safe`` (``ranked=False`` checks that this still happens, so that the test
-    can fail); rows on the pairs with the smallest ``ψ`` keep it within 0.5 mm."""
-    d_safe = 0.02
-    params = _params(
-        **{
-            "tool.type": "pose",
-            "posture.kp": 400.0,
-            "posture.weight": 1.0,
-            "joint_position_limit.enabled": True,
-            "joint_velocity_limit.enabled": False,
-            "self_collision.enabled": True,
-            "self_collision.d_safe": d_safe,
-            "singularity.enabled": True,
-        }
-    )
-    controller = QPID.from_params(robot, params)
-    assert controller.collision_barrier is not None
-    if not ranked:
-        controller.collision_barrier.collision._previous_weight = None  # rows on the closest pairs, as before
-    reference = controller.hold_reference(JointState(HOME, np.zeros(robot.n)))
-    reference["posture"] = np.array([0.0, 3.0, 3.1, -3.2, 0.0, 3.0, 1.57])
-    mon = _Monitor(robot)
-    _run(controller, reference, 1.0, scene=ARM_ONLY, on_step=mon)
-    print(f"\n[collision rows by {'psi' if ranked else 'distance'}] d_min {mon.d_min * 1000:.2f} mm")
-    if ranked:
-        assert mon.d_min >= d_safe - 0.0005
-        assert mon.fallbacks == 0
-    else:
-        assert mon.d_min < d_safe - 0.005
-
-
 # --------------------------------------------------------------------------- (4)
 @pytest.mark.parametrize("enabled", [True, False])
 def test_singularity_barrier(robot: RobotModel, enabled: bool) -> None:

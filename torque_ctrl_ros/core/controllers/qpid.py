@@ -177,8 +177,7 @@ class BarrierConfig:
 @dataclass(frozen=True)
 class CollisionConfig(BarrierConfig):
     """Self-collision barrier: ``d_safe`` (m), capsule ``model`` file, gradient ``filter`` gain,
-    ``pairs``: how many capsule pairs get a row (those nearest to breaking the barrier, see
-    :class:`~..qp.constraints.SelfCollisionBarrier`)."""
+    ``pairs``: how many of the closest capsule pairs get a row."""
 
     d_safe: float = 0.02
     model: str = "gen3_collision.yaml"
@@ -610,7 +609,7 @@ class _QPController(Controller[QPReference]):
             cc = c.self_collision
             model = SelfCollisionModel.from_file(robot, _collision_path(cc.model), cc.pairs)
             self.collision_barrier = SelfCollisionBarrier(
-                robot, model, cc.alpha, cc.d_safe, filter_gain=cc.filter, soft=cc.soft, period=c.dt
+                robot, model, cc.alpha, cc.d_safe, filter_gain=cc.filter, soft=cc.soft
             )
             barriers.append(self.collision_barrier)
         if c.singularity.enabled:

@@ -155,12 +155,10 @@ class SelfCollisionModel:
 
     Call :meth:`update` after the robot's kinematics (joint placements and world joint
     Jacobians in ``robot.data``, and their time variation ``data.dJ`` for the drift, e.g.
-    after ``pinocchio.computeAllTerms``) to fill :attr:`distance` and :attr:`closest_pair` (the
-    smallest distance of all pairs and its pair), and the rows of the ``pairs`` tracked pairs:
-    :attr:`distances`, :attr:`gradients`, :attr:`drifts`, :attr:`tracked_pairs`, with
-    :attr:`gradient`, :attr:`drift`, :attr:`witness` and :attr:`normal` those of the first row.
-    The tracked pairs are the closest ones, closest first, or after :meth:`rank_by_barrier` the
-    ones nearest to breaking a second-order barrier.
+    after ``pinocchio.computeAllTerms``) to fill :attr:`distance`, :attr:`gradient`,
+    :attr:`drift`, :attr:`closest_pair`, :attr:`witness` and :attr:`normal` (the closest
+    pair's), and the same of the ``pairs`` closest pairs, closest first: :attr:`distances`,
+    :attr:`gradients`, :attr:`drifts`, :attr:`tracked_pairs`.
 
     Raises:
         ConfigError: a link of the spec is not a frame of the model (the message lists
@@ -249,28 +247,6 @@ class SelfCollisionModel:
         self.closest_pair: tuple[str, str] = self.pair_links[0]
         self.witness = (np.zeros(3), np.zeros(3))
         self.normal = np.zeros(3)
-        self._previous_weight: float | None = None  # 1/(1 + α·h) when ranked for a barrier
-        self._previous: list[float] | None = None  # every pair's distance at the last update
-
-    def rank_by_barrier(self, alpha: float, period: float) -> None:
-        """Track the pairs with the smallest ``ψ = ḋ + α·(d − d_safe)`` (m/s) from now on.
-
-        ``ψ ≥ 0`` is what the second-order barrier ``ψ̇ + α·ψ ≥ 0`` keeps, and ``d ≥ d_safe``
-        follows from it only for a pair whose row starts with ``ψ ≥ 0``: ``d − d_safe =
-        (h₀ + ψ₀·t)·e^(−α·t)`` at the least. By distance, a pair closing fast took a row only once
-        it was among the closest, with ``ψ`` already negative (0.94 m/s at 62 mm: ``ψ = −0.52``
-        m/s, and the distance went 9 mm below ``d_safe``). Ranked by ``ψ``, a pair takes a row as
-        its ``ψ`` falls below that of the pairs holding them. ``ḋ`` is the change of the pair's
-        distance since the previous update over ``period`` (s), the control period; the first
-        update after construction or :meth:`forget_rates` ranks by distance. ``d_safe`` shifts every
-        pair's ``ψ`` alike, so the order does not depend on it.
-        """
-        self._previous_weight = 1.0 / (1.0 + float(alpha) * float(period))
-        self._previous = None
-
-    def forget_rates(self) -> None:
-        """The next update ranks by distance: the state does not follow the last one."""
-        self._previous = None
 
     @classmethod
     def from_file(cls, robot: RobotModel, path: str | Path, pairs: int = 1) -> SelfCollisionModel:
@@ -319,37 +295,28 @@ class SelfCollisionModel:
             JJd4 = self._JJd
         else:
             JJd4 = JJd[:, None]  # (2, 1, 6, n), as the pair masks broadcast
-        self.distance = float(self._results[k].min_distance)
-        self.closest_pair = self.pair_links[k]
-        if self.pairs == 1 and self._previous_weight is None:
+        if self.pairs == 1:
             self._pair_terms(0, k, v, JJd4)
         else:
-            self._track(v, JJd4)
+            self._track_closest(v, JJd4)
+        self.distance = float(self.distances[0])
         self.drift = float(self.drifts[0])
+        self.closest_pair = self.tracked_pairs[0]
         return self.distance
 
-    def _track(self, v: FloatArray | None, JJd4: FloatArray) -> None:
-        """Rows for the :attr:`pairs` first pairs by distance (or ``ψ``, :meth:`rank_by_barrier`),
-        skipping a pair at the distance of one already taken to within 1 nm: capsules ending on
-        the same joint sphere give the same witness points, distance and gradient, and two
-        identical rows made the QP degenerate (its solve ran out of iterations); distinct pairs
-        that close are a coincidence, and the row they would take goes to the next pair. Rows left
-        over stay inactive (distance inf, gradient and drift 0).
+    def _track_closest(self, v: FloatArray | None, JJd4: FloatArray) -> None:
+        """Rows for the :attr:`pairs` closest pairs, skipping a pair at the distance of a closer
+        one to within 1 nm: capsules ending on the same joint sphere give the same witness
+        points, distance and gradient, and two identical rows made the QP degenerate (its solve
+        ran out of iterations); distinct pairs that close are a coincidence, and the row they
+        would take goes to the next pair. Rows left over stay inactive (distance inf, gradient
+        and drift 0).
         """
         distances = [res.min_distance for res in self._results]
-        keys = distances
-        if self._previous_weight is not None:
-            previous, self._previous = self._previous, distances
-            if previous is not None:
-                # ψ = (d − d_prev)/h + α·(d − d_safe) = (1/h + α)·(d − w·d_prev) − α·d_safe with
-                # w = 1/(1 + α·h): the same order as d − w·d_prev, two operations a pair.
-                w = self._previous_weight
-                keys = [d - w * p for d, p in zip(distances, previous, strict=True)]
         row, last = 0, -math.inf
-        for k in sorted(range(len(distances)), key=keys.__getitem__):
+        for k in sorted(range(len(distances)), key=distances.__getitem__):
             d = distances[k]
-            # Coinciding pairs have the same distance and rate, so they come one after the other.
-            if abs(d - last) < 1e-9:
+            if d - last < 1e-9:
                 continue
             last = d
             self._pair_terms(row, k, v, JJd4)

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ConfigError
-from ..robot import CONTROL_PERIOD, RobotModel
+from ..robot import RobotModel
 from ..validation import FloatArray, as_positive_float
 from .collision import SelfCollisionModel
 from .tasks import KinematicsState
@@ -182,20 +182,14 @@ class JointVelocityBarrier(_JointRowsBarrier):
 class SelfCollisionBarrier(Barrier):
     """Second-order barrier on the capsule distances: ``h_i = d_i(q) − d_safe`` (m).
 
-    One row per tracked pair, the ``collision.pairs`` pairs with the smallest
-    ``ψ = ḋ + α·(d − d_safe)``, the quantity the row keeps non-negative
-    (:meth:`~.collision.SelfCollisionModel.rank_by_barrier`)::
+    One row per tracked pair, the ``collision.pairs`` closest ones (closest first)::
 
         ∇d_i·q̈ + s_i ≥ −drift_i − 2α·∇d_i·q̇ − α²·(d_i − d_safe)
 
     A single row on the closest pair let a second pair close in unconstrained: with the
     Gen3's tool driven at its base, the bracelet took over the row only 9 mm from ``d_safe``
-    and dipped 6 mm below it; with two rows (the default) it stays within ~1.5 mm, as with
-    three (see ``test/test_qpid.py``). Rows on the two *closest* pairs had held only while the
-    joint velocity barrier capped the speeds: without it, a pair closing at 0.94 m/s took a
-    row 62 mm away with ``ψ`` already −0.52 m/s and went 9 mm below ``d_safe`` (ranked by
-    ``ψ``, at most 0.05 mm in the same runs; ``test_qpid``). Each pair costs ~5 µs a step, the
-    ranking ~4 µs. Each row's ``∇d``
+    and dipped 6 mm below it; with the two closest pairs (the default) it stays within ~1.5 mm,
+    as with three (see ``test/test_qpid.py``). Each pair costs ~5 µs a step. Each row's ``∇d``
     is passed through a first-order exponential filter ``∇d_f ← ∇d_f + β·(∇d − ∇d_f)``
     (``β = 0.2`` by default) so the row does not jump when the pair in it changes;
     ``drift = (d/dt ∇d)·q̇`` comes from the witness points' bias accelerations (see
@@ -214,14 +208,11 @@ class SelfCollisionBarrier(Barrier):
         *,
         filter_gain: float = 0.2,
         soft: bool = True,
-        period: float = CONTROL_PERIOD,
     ) -> None:
         super().__init__(collision.pairs, soft=soft)
         self.collision = collision
         self.alpha = _alpha("self_collision.alpha", alpha)
         self.d_safe = as_positive_float("self_collision.d_safe", d_safe, allow_zero=True)
-        # The control period (s): the pairs' ḋ for their ranking is their distance change per step.
-        collision.rank_by_barrier(self.alpha, as_positive_float("self_collision period", period))
         self.filter_gain = as_positive_float("self_collision.filter", filter_gain)
         if self.filter_gain > 1.0:
             raise ConfigError(f"self_collision.filter: expected a gain in (0, 1], got {filter_gain!r}")
@@ -232,10 +223,8 @@ class SelfCollisionBarrier(Barrier):
         self._rate = np.zeros(collision.pairs)  # ∇d_f·q̇ per row, a work array
 
     def reset(self) -> None:
-        """Restart the gradient filter (next update takes the raw gradient) and the pairs' ranking
-        (next update ranks them by distance)."""
+        """Restart the gradient filter (next update takes the raw gradient)."""
         self._fresh = True
-        self.collision.forget_rates()
 
     def update(self, kin: KinematicsState) -> None:
         col = self.collision
