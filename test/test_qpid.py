@@ -840,6 +840,23 @@ def test_diagnostics_count_active_rows_per_group_with_an_empty_group(robot: Robo
     assert diag["active_constraints"] == sum(diag[f"active.{b.name}"] for b in controller.barriers)
 
 
+@pytest.mark.parametrize("klass", [QPID, HQPID])
+def test_the_collision_barrier_without_the_velocity_barrier_is_refused(
+    robot: RobotModel, klass: type
+) -> None:
+    """The collision barrier holds ``d_safe`` only with the joint speeds capped: with the velocity
+    barrier off, a posture target past the limits at kp 400 (the arm folding at ~0.9 m/s) took the
+    capsules 9 mm inside ``d_safe`` and a tool driven into the base at kp 250 overlapped them, the
+    QP solved and no slack used. Either barrier alone is accepted."""
+    params = _params(**{"posture.level": int(klass is HQPID), "joint_velocity_limit.enabled": False})
+    with pytest.raises(ConfigError, match=r"self_collision: enabled with joint_velocity_limit disabled"):
+        klass.from_params(robot, params)
+    without_collision = klass.from_params(robot, {**params, "self_collision.enabled": False})
+    assert "self_collision" not in [b.name for b in without_collision.barriers]
+    both = klass.from_params(robot, {**params, "joint_velocity_limit.enabled": True})
+    assert {"self_collision", "joint_velocity"} <= {b.name for b in both.barriers}
+
+
 def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
     """Pinocchio reads no velocity limits from the MJCF: the joint velocity barrier, enabled by
     default, had silently no rows."""

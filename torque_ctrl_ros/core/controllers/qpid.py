@@ -385,6 +385,17 @@ class QPIDConfig:
                     f"{section}.{group}.alpha: alpha·dt must be <= {bound:g} for the barrier to hold "
                     f"at each step, got {cfg.alpha:g}·{dt:g} = {cfg.alpha * dt:g}"
                 )
+        if barriers["self_collision"].enabled and not barriers["joint_velocity_limit"].enabled:
+            # The distance model leaves out the normal's rotation, an error that grows with the
+            # speed squared, and the rows go to the closest pairs: with the joint speeds capped it
+            # held d_safe to ~2 mm; uncapped, the capsules went 5–14 mm inside d_safe with the QP
+            # solved and no slack used, or overlapped (tool kp 225–400), nothing reported.
+            raise ConfigError(
+                f"{section}.self_collision: enabled with joint_velocity_limit disabled; the collision "
+                "barrier holds d_safe only while the joint speeds stay within their limits (without, "
+                "the capsules went 5-14 mm inside d_safe or overlapped): enable "
+                f"{section}.joint_velocity_limit (the model needs velocity limits) or disable self_collision"
+            )
         for t in tasks:
             check_choice(f"{section}.{t.name}.type", t.type, sorted(TASK_TYPES))
             if t.type == "posture" and t.frame is not None:

@@ -29,7 +29,10 @@ down to −0.85 m/s² over random states (about 40 % of ``α²·h`` at ``α = 10
 So a barrier built on it is not conservative: driving the tool into the base with
 ``d_safe = 30 mm`` (slack unused, rows on the two closest pairs) the distance dipped 1.4 mm
 below ``d_safe`` at a tool ``kp`` of 100 and 1.8 mm at 400 (2.1 mm without the gradient
-filter). Pick ``d_safe`` with that margin.
+filter). Pick ``d_safe`` with that margin. The missing term grows with the speed squared:
+with the joint velocity barrier off the arm moved several times faster, ``d̈`` was overestimated
+by ~12 m/s² while a row held, and the capsules went 5–14 mm inside ``d_safe`` or overlapped
+(tool kp 225–400), so the QP controllers accept this barrier only with that one.
 
 A capsule is ``coal.Capsule(radius, length)`` with the full segment length (coal keeps half of
 it as ``halfLength``; given the half length, every capsule had covered only the middle half of

@@ -189,7 +189,11 @@ class SelfCollisionBarrier(Barrier):
     A single row on the closest pair let a second pair close in unconstrained: with the
     Gen3's tool driven at its base, the bracelet took over the row only 9 mm from ``d_safe``
     and dipped 6 mm below it; with the two closest pairs (the default) it stays within ~1.5 mm,
-    as with three (see ``test/test_qpid.py``). Each pair costs ~5 µs a step. Each row's ``∇d``
+    as with three (see ``test/test_qpid.py``). These figures need the joint velocity barrier,
+    which :class:`~..controllers.qpid.QPIDConfig` therefore requires with this one: without it the
+    arm folded at ~0.9 m/s, a pair closing that fast took a row 62 mm away and the capsules went
+    5–14 mm inside ``d_safe`` or overlapped (see :mod:`.collision`). Each pair costs ~5 µs a step.
+    Each row's ``∇d``
     is passed through a first-order exponential filter ``∇d_f ← ∇d_f + β·(∇d − ∇d_f)``
     (``β = 0.2`` by default) so the row does not jump when the pair in it changes;
     ``drift = (d/dt ∇d)·q̇`` comes from the witness points' bias accelerations (see
