@@ -16,6 +16,15 @@ REACH_MARGIN = 0.01
 """Added to :class:`Reach`'s bound (m): it only keeps a target a few mm out (a tool frame measured
 slightly short) from being refused."""
 
+STRETCH_MARGIN = 0.015
+"""How far (m) inside :class:`Reach`'s bound without its margin a target must lie for a law without a
+singularity barrier (``achd_rnea``): :meth:`Reach.check_clear_of_stretch`. The bound is reached only
+where the offsets line up (straight up, 0.9028 m for the Gen3's tool); sideways the arm stretches
+at 0.8975 m, and from home in MuJoCo an approached tool target there ran joint_5 at 3.7 times its
+velocity limit, 5 mm beyond it (still within the bound) at 13.9 times, through the stretched
+singularity. 3 mm inside the sideways stretch it peaked at 0.55 of a limit, 10 mm inside at 0.53
+(and 10 mm inside the upward stretch at 0.48): this margin leaves 10 mm sideways."""
+
 
 @dataclass(frozen=True)
 class Reach:
@@ -27,7 +36,7 @@ class Reach:
     a circle about that axis, and every rotation after it can only add ``Σ_{j≥3}‖t_j‖ + ‖t_f‖``
     (triangle inequality; the joints are revolute: a joint moves nothing at its own origin). The
     origin is then within that sum of the circle. It is an outer bound, tight only where every
-    offset after ``j₂`` can line up pointing away from the circle: for the Gen3's tool, 0.9025 m
+    offset after ``j₂`` can line up pointing away from the circle: for the Gen3's tool, 0.9028 m
     (+ :data:`REACH_MARGIN`) from a circle of 5.4 mm radius 0.285 m above the base. (Measured
     from the base origin, as before 2026-12-04, the bound was 1.198 m in every direction, where
     the arm reaches 0.90 m sideways: a target 1.15 m out was taken, and ``achd_rnea`` ran
@@ -113,9 +122,24 @@ class Reach:
                 f"the rest of the chain reaches ({self.radius:.3f} m)"
             )
 
+    def check_clear_of_stretch(self, position: FloatArray, what: str) -> None:
+        """Refuse a target ``position`` (m, base frame) within :data:`STRETCH_MARGIN` of the bound
+        (before its :data:`REACH_MARGIN`): near full stretch, where the arm can only get to it
+        through (or past) its stretched singularity."""
+        distance = self.distance(position)
+        limit = self.radius - REACH_MARGIN - STRETCH_MARGIN
+        if not distance <= limit:
+            raise TargetError(
+                f"{what}: position {_point(position)} m is {distance:.4g} m from the circle "
+                f"{self.joint}'s rotation moves the next joint on, more than {limit:.3f} m: within "
+                f"{STRETCH_MARGIN * 1e3:g} mm of full stretch the arm would pass its stretched singularity "
+                "(the wrist at several times its velocity limits); use qpid, whose singularity barrier "
+                "holds it back, to go there"
+            )
+
 
 def _point(position: FloatArray) -> str:
     return "(" + ", ".join(f"{float(x):.4g}" for x in position) + ")"
 
 
-__all__ = ["REACH_MARGIN", "Reach"]
+__all__ = ["REACH_MARGIN", "STRETCH_MARGIN", "Reach"]

@@ -661,13 +661,16 @@ class PoseTargetSource(TargetSource):
 
     ``header.frame_id`` must name the base frame (no TF here); the quaternion must be near unit
     norm (an all-zero default orientation is refused), every number finite and the position
-    within the controlled frame's reach (:class:`Reach`).
+    within the controlled frame's reach (:class:`Reach`) and clear of its full stretch
+    (:meth:`Reach.check_clear_of_stretch`: 15 mm inside the reach bound).
 
     The approach is planned on the constrained axes with the law's gains
     (:class:`~..core.approach.PoseApproachPlanner`: every joint at most half its velocity limit
     along the predicted joint path and at its start); a target whose predicted path ends more
     than a fifth of the move short (a singularity on the straight line, e.g. from the stretched
-    pose itself) is refused. Planning takes 0.2–1 ms, once per target, on the control thread.
+    pose itself) is refused. Planning takes 0.2–1 ms, once per target, on the control thread, up
+    to ~2 ms when a moving reference has to stop first (both moves are planned): each target of a
+    stream that turns back then makes its step late.
     """
 
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
@@ -692,6 +695,7 @@ class PoseTargetSource(TargetSource):
             check_frame(msg, self.frame, "target pose")
             ref = pose_reference(msg, "target pose")
             self.reach.check(ref.position, "target pose")
+            self.reach.check_clear_of_stretch(ref.position, "target pose")
         except TargetError as exc:
             self._refuse(str(exc))
             return
