@@ -161,7 +161,7 @@ def test_reach_is_an_outer_bound_as_tight_as_the_stretched_arm(robot: RobotModel
 
 
 @pytest.mark.parametrize("x", [1000.0, 1e200, 1.3, 1.0])
-@pytest.mark.filterwarnings("ignore:overflow encountered in dot:RuntimeWarning")  # 1e200 squared
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # 1e200 m is refused, not warned about
 def test_achd_pose_targets_out_of_reach_are_refused(robot: RobotModel, x: float) -> None:
     node = FakeTargetNode()
     source = targets.PoseTargetSource(node, AchdRnea(robot))  # type: ignore[arg-type]

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from torque_ctrl_ros.core.errors import ConfigError
-from torque_ctrl_ros.core.validation import ROTATION_TOLERANCE, as_positive_float, as_rotation, as_vector
+from torque_ctrl_ros.core.validation import (
+    ROTATION_TOLERANCE,
+    all_finite,
+    as_positive_float,
+    as_rotation,
+    as_vector,
+)
 
 
 def test_as_vector_float64_fast_path_copies_and_still_checks() -> None:
@@ -27,6 +33,27 @@ def test_as_vector_float64_fast_path_copies_and_still_checks() -> None:
         as_vector("f", given, 3, min_value=0.0)
     with pytest.raises(ConfigError, match="expected every entry > 0"):
         as_vector("f", given, 3, strictly_positive=True)
+    for other in (np.array([1, 2, 3]), np.array([1.0, 2.0, 3.0], dtype=np.float32)):
+        assert as_vector("f", other, 3).dtype == np.float64  # not the fast path's copy
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize(
+    "value, finite",
+    [
+        ([1e200, 0.0, 0.0], True),  # numpy's x·x overflowed here, with a RuntimeWarning
+        ([1e308, 1e308, 1.0], True),  # the sum overflows: the elementwise test settles it
+        ([np.inf, -np.inf, 0.0], False),
+        ([1.0, np.nan, 2.0], False),
+        ([-np.inf, 1.0, 2.0], False),
+        ([0.0, 1.0, 2.0], True),
+    ],
+)
+def test_all_finite_is_exact_and_never_warns(value: list[float], finite: bool) -> None:
+    assert all_finite(np.array(value)) is finite
+    assert all_finite(np.array([value, value])) is finite  # the elementwise path
+    if finite:
+        assert as_vector("f", np.array(value), 3).tolist() == value
 
 
 @pytest.mark.parametrize(
