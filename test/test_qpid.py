@@ -34,7 +34,7 @@ from torque_ctrl_ros.core.controllers import create_controller
 from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, QPIDConfig
 from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
-from torque_ctrl_ros.core.qp.constraints import LinearBarrier
+from torque_ctrl_ros.core.qp.constraints import LinearBarrier, SelfCollisionBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
 from torque_ctrl_ros.core.qp.tasks import CartesianTarget
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
@@ -855,6 +855,12 @@ def test_the_collision_barrier_without_the_velocity_barrier_is_refused(
     assert "self_collision" not in [b.name for b in without_collision.barriers]
     both = klass.from_params(robot, {**params, "joint_velocity_limit.enabled": True})
     assert {"self_collision", "joint_velocity"} <= {b.name for b in both.barriers}
+    # Passed in directly, past the config, the collision barrier is refused alike.
+    bare = klass.from_params(robot, {**params, "self_collision.enabled": False})
+    collision = SelfCollisionBarrier(robot, SelfCollisionModel.from_file(robot, COLLISION), 10.0, 0.02)
+    config = bare.config
+    with pytest.raises(ConfigError, match=r"a self-collision barrier needs a joint velocity barrier"):
+        klass(robot, config, extra_barriers=[collision])
 
 
 def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
@@ -863,8 +869,10 @@ def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
     mjcf = RobotModel.from_file(ARM_ONLY)
     assert not np.isfinite(mjcf.velocity_limit).any()
     params = {"tasks": ["posture"], "posture.type": "posture", "self_collision.enabled": False}
-    with pytest.raises(ConfigError, match="joint_velocity_limit: enabled, but no joint"):
+    # The way out names both groups: self_collision (on by default) needs the velocity barrier.
+    with pytest.raises(ConfigError, match="joint_velocity_limit: enabled, but no joint") as refused:
         QPID.from_params(mjcf, params)
+    assert "qpid.self_collision.enabled: false too" in str(refused.value)
     controller = QPID.from_params(mjcf, {**params, "joint_velocity_limit.enabled": False})
     assert [b.name for b in controller.barriers] == ["joint_position", "singularity"]
 

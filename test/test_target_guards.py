@@ -201,6 +201,14 @@ def test_achd_pose_targets_near_full_stretch_are_refused(robot: RobotModel) -> N
     qp_node, qp = _qp_source(robot, "qpid")
     qp_node.callbacks["~/tool/target"](_pose(sideways.translation))
     assert qp.received == 1 and qp.rejected == 0
+    # 0.03 mm past the limit: both distances to the same digits, so the message reads as a refusal.
+    outward_unit = sideways.translation - reach.center
+    outward_unit[2] = 0.0
+    outward_unit /= np.linalg.norm(outward_unit)
+    barely = sideways.translation - (reach.distance(sideways.translation) - (limit + 3e-5)) * outward_unit
+    node.callbacks["~/target_pose"](_pose(barely))
+    assert f"is {reach.distance(barely):.4f} m" in source.last_error, source.last_error
+    assert f"more than {limit:.4f} m" in source.last_error and "use qpid or hqpid" in source.last_error
 
     # Just inside the limit, sideways, the stretched pose's orientation: approached from home.
     outward = sideways.translation - reach.center

@@ -130,11 +130,11 @@ class Reach:
         limit = self.radius - REACH_MARGIN - STRETCH_MARGIN
         if not distance <= limit:
             raise TargetError(
-                f"{what}: position {_point(position)} m is {distance:.4g} m from the circle "
-                f"{self.joint}'s rotation moves the next joint on, more than {limit:.3f} m: within "
+                f"{what}: position {_point(position)} m is {distance:.4f} m from the circle "
+                f"{self.joint}'s rotation moves the next joint on, more than {limit:.4f} m: within "
                 f"{STRETCH_MARGIN * 1e3:g} mm of full stretch the arm would pass its stretched singularity "
-                "(the wrist at several times its velocity limits); use qpid, whose singularity barrier "
-                "holds it back, to go there"
+                "(the wrist at several times its velocity limits); use qpid or hqpid, whose singularity "
+                "barrier holds it back, to go there"
             )
 
 

@@ -394,7 +394,8 @@ class QPIDConfig:
                 f"{section}.self_collision: enabled with joint_velocity_limit disabled; the collision "
                 "barrier holds d_safe only while the joint speeds stay within their limits (without, "
                 "the capsules went 5-14 mm inside d_safe or overlapped): enable "
-                f"{section}.joint_velocity_limit (the model needs velocity limits) or disable self_collision"
+                f"{section}.joint_velocity_limit (the model needs velocity limits) or disable "
+                f"{section}.self_collision"
             )
         for t in tasks:
             check_choice(f"{section}.{t.name}.type", t.type, sorted(TASK_TYPES))
@@ -613,7 +614,8 @@ class _QPController(Controller[QPReference]):
             if not jv.rows:
                 raise ConfigError(
                     f"{self.name}.joint_velocity_limit: enabled, but no joint of the model has a velocity "
-                    "limit (an MJCF gives none; use the URDF, or set enabled: false)"
+                    "limit (an MJCF gives none; use the URDF, or set enabled: false, and "
+                    f"{self.name}.self_collision.enabled: false too, which needs it)"
                 )
             barriers.append(jv)
         if c.self_collision.enabled:
@@ -631,6 +633,13 @@ class _QPController(Controller[QPReference]):
         names = [b.name for b in barriers]
         if len(set(names)) != len(names):
             raise ConfigError(f"barrier names must be unique, got {names}")
+        kinds = {type(b) for b in barriers}
+        if SelfCollisionBarrier in kinds and JointVelocityBarrier not in kinds:
+            # As QPIDConfig refuses it, for a collision barrier passed in directly.
+            raise ConfigError(
+                f"{self.name}: a self-collision barrier needs a joint velocity barrier (it holds d_safe "
+                f"only at capped joint speeds), got barriers {names}"
+            )
         return barriers
 
     def _stack_barrier_rows(self) -> list[tuple[int, int, int]]:
