@@ -127,13 +127,22 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
         assert fig["floor_qp"]["samples"] == 40
         # Where its step goes: every part timed, nested parts smaller than what holds them.
         parts = fig["parts_us"]
-        expected = {"compute", "step", "prepare", "kinematics", "qp_solve", "fill_and_rest"}
+        expected = {
+            "compute",
+            "step",
+            "prepare",
+            "kinematics",
+            "qp_solve",
+            "fill_and_rest",
+            "qp_floor_after_prepare",
+        }
         expected |= {f"task.{t}" for t in BENCH_CONFIGS[name]["tasks"]}
         expected |= {"barrier.joint_position", "barrier.self_collision", "barrier.singularity"}
         assert expected <= set(parts), sorted(parts)
         assert all(_finite(v) and v > 0 for v in parts.values()), parts
         assert parts["prepare"] < parts["step"] <= parts["compute"], parts
         assert parts["qp_solve"] < parts["step"], parts
+        assert parts["qp_floor_after_prepare"] < parts["step"], parts  # a solve, not a step
 
     conversions = data["conversions"]
     for node_side in (

@@ -271,7 +271,9 @@ def format_report(results: dict[str, Any]) -> str:
                 "\nQP controllers' step by part, medians µs (back to back, along the same motion): compute = "
                 "state check + step + saturation; step = prepare + QP solve + fill & rest, timed inside the "
                 "step; prepare's parts timed one by one in its order on a second instance (their sum leaves "
-                "out the tasks' cost terms and the reference); QP solve = every level's update + solve"
+                "out the tasks' cost terms and the reference); QP solve = every level's update + solve; "
+                "QP floor after prepare = the floor's bare solves, each right after the second instance's "
+                "kinematics, tasks and barriers (the caches as the step leaves them; not the targets' floor)"
             )
             columns = list(dict.fromkeys(k for fig in qp_parts.values() for k in fig))
             parts.append(
