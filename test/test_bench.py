@@ -170,6 +170,44 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
     assert "QP controllers' step by part" in printed
 
 
+def test_the_floor_after_prepare_replays_each_state_once_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``qp_floor_after_prepare`` times the floor's replay of state k right after the prepare work
+    at state k: every state once, in order (a warm start follows the one before), and a real
+    solve each time (a no-op, or one problem solved over and over, would read far cheaper)."""
+    from torque_ctrl_ros.bench.compute import qp_step_parts, realistic_states
+    from torque_ctrl_ros.core import JointState, RobotModel
+    from torque_ctrl_ros.core.controllers.qpid import QPID
+    from torque_ctrl_ros.paths import data_path
+
+    replayed: list[int] = []
+    solutions: list[np.ndarray] = []
+    original = QPID.qp_replay
+
+    def recording(self: QPID, qs: np.ndarray, vs: np.ndarray) -> Any:
+        replay = original(self, qs, vs)
+
+        def call(k: int) -> None:
+            replay(k)
+            replayed.append(k)
+            solutions.append(replay.replays[0].x.copy())
+
+        return call
+
+    monkeypatch.setattr(QPID, "qp_replay", recording)
+    robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
+    qs, vs = realistic_states(6)
+    states = [JointState(q, v) for q, v in zip(qs, vs, strict=True)]
+    parts = qp_step_parts("qpid", BENCH_CONFIGS["qpid"], robot, states)
+    assert replayed == list(range(len(states)))
+    # The replayed problems are the controller's: its q̈ at each state, from a fresh instance.
+    fresh = QPID.from_params(robot, BENCH_CONFIGS["qpid"])
+    reference = fresh.hold_reference(states[0])
+    for state, x in zip(states, solutions, strict=True):
+        fresh.compute(state, reference)
+        np.testing.assert_allclose(x[: robot.n], fresh.joint_acceleration, atol=1e-6)
+    assert _finite(parts["qp_floor_after_prepare"]) and parts["qp_floor_after_prepare"] > 0
+
+
 def test_only_runs_below_the_issues_sizes_are_flagged() -> None:
     full = {"sections": ["compute", "conversions", "dds", "lockstep"], "states": 10_000, "dds_seconds": 20.0}
     assert below_issue_sizes(full) == []

@@ -34,7 +34,7 @@ from torque_ctrl_ros.core.controllers import create_controller
 from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, QPIDConfig
 from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
-from torque_ctrl_ros.core.qp.constraints import LinearBarrier, SelfCollisionBarrier
+from torque_ctrl_ros.core.qp.constraints import JointVelocityBarrier, LinearBarrier, SelfCollisionBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
 from torque_ctrl_ros.core.qp.tasks import CartesianTarget
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
@@ -862,6 +862,18 @@ def test_the_collision_barrier_without_the_velocity_barrier_is_refused(
     with pytest.raises(ConfigError, match=r"a self-collision barrier needs a joint velocity barrier"):
         klass(robot, config, extra_barriers=[collision])
 
+    class Subclassed(SelfCollisionBarrier):
+        pass
+
+    subclassed = Subclassed(robot, SelfCollisionModel.from_file(robot, COLLISION), 10.0, 0.02)
+    with pytest.raises(ConfigError, match=r"a self-collision barrier needs a joint velocity barrier"):
+        klass(robot, config, extra_barriers=[subclassed])
+    velocity = JointVelocityBarrier(robot, 10.0)
+    assert {b.name for b in klass(robot, config, extra_barriers=[collision, velocity]).barriers} >= {
+        "self_collision",
+        "joint_velocity",
+    }
+
 
 def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
     """Pinocchio reads no velocity limits from the MJCF: the joint velocity barrier, enabled by
@@ -872,7 +884,17 @@ def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
     # The way out names both groups: self_collision (on by default) needs the velocity barrier.
     with pytest.raises(ConfigError, match="joint_velocity_limit: enabled, but no joint") as refused:
         QPID.from_params(mjcf, params)
-    assert "qpid.self_collision.enabled: false too" in str(refused.value)
+    assert "self_collision" not in str(refused.value)  # already off: nothing more to turn off
+    with pytest.raises(ConfigError, match="joint_velocity_limit: enabled, but no joint") as refused:
+        QPID.from_params(mjcf, {**params, "self_collision.enabled": True})
+    assert "and qpid.self_collision.enabled: false, which needs it" in str(refused.value)
+    # Passed in directly, a velocity barrier without rows (no limits in the MJCF) caps nothing.
+    no_rows = JointVelocityBarrier(mjcf, 10.0)
+    assert no_rows.rows == 0
+    off = QPIDConfig.from_params(mjcf, {**params, "joint_velocity_limit.enabled": False})
+    collision = SelfCollisionBarrier(mjcf, SelfCollisionModel.from_file(mjcf, COLLISION), 10.0, 0.02)
+    with pytest.raises(ConfigError, match=r"needs a joint velocity barrier with rows"):
+        QPID(mjcf, off, extra_barriers=[collision, no_rows])
     controller = QPID.from_params(mjcf, {**params, "joint_velocity_limit.enabled": False})
     assert [b.name for b in controller.barriers] == ["joint_position", "singularity"]
 

@@ -131,7 +131,8 @@ class Reach:
         if not distance <= limit:
             raise TargetError(
                 f"{what}: position {_point(position)} m is {distance:.4f} m from the circle "
-                f"{self.joint}'s rotation moves the next joint on, more than {limit:.4f} m: within "
+                f"{self.joint}'s rotation moves the next joint on, more than {limit:.4f} m "
+                f"(by {1e3 * (distance - limit):.2g} mm): within "
                 f"{STRETCH_MARGIN * 1e3:g} mm of full stretch the arm would pass its stretched singularity "
                 "(the wrist at several times its velocity limits); use qpid or hqpid, whose singularity "
                 "barrier holds it back, to go there"

@@ -612,10 +612,14 @@ class _QPController(Controller[QPReference]):
         if c.joint_velocity_limit.enabled:
             jv = JointVelocityBarrier(robot, c.joint_velocity_limit.alpha, soft=c.joint_velocity_limit.soft)
             if not jv.rows:
+                also = (
+                    f", and {self.name}.self_collision.enabled: false, which needs it"
+                    if c.self_collision.enabled
+                    else ""
+                )
                 raise ConfigError(
                     f"{self.name}.joint_velocity_limit: enabled, but no joint of the model has a velocity "
-                    "limit (an MJCF gives none; use the URDF, or set enabled: false, and "
-                    f"{self.name}.self_collision.enabled: false too, which needs it)"
+                    f"limit (an MJCF gives none; use the URDF, or set enabled: false{also})"
                 )
             barriers.append(jv)
         if c.self_collision.enabled:
@@ -633,12 +637,12 @@ class _QPController(Controller[QPReference]):
         names = [b.name for b in barriers]
         if len(set(names)) != len(names):
             raise ConfigError(f"barrier names must be unique, got {names}")
-        kinds = {type(b) for b in barriers}
-        if SelfCollisionBarrier in kinds and JointVelocityBarrier not in kinds:
+        capped = any(isinstance(b, JointVelocityBarrier) and b.rows for b in barriers)
+        if not capped and any(isinstance(b, SelfCollisionBarrier) for b in barriers):
             # As QPIDConfig refuses it, for a collision barrier passed in directly.
             raise ConfigError(
-                f"{self.name}: a self-collision barrier needs a joint velocity barrier (it holds d_safe "
-                f"only at capped joint speeds), got barriers {names}"
+                f"{self.name}: a self-collision barrier needs a joint velocity barrier with rows (it holds "
+                f"d_safe only at capped joint speeds), got barriers {names}"
             )
         return barriers
 
