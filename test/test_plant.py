@@ -471,3 +471,16 @@ def test_gravity_is_the_models_and_leaves_the_simulation_alone(plant: MujocoPlan
         np.testing.assert_allclose(plant.gravity(), robot.gravity(q), rtol=0, atol=1e-10)
         np.testing.assert_array_equal(plant.data.qfrc_bias, before)
         np.testing.assert_array_equal(plant.v, v)
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_the_safe_torque_damps_and_holds_against_gravity_only_when_asked(
+    plant: MujocoPlant, hold: bool
+) -> None:
+    """``safe_torque`` is ``g(q) − K_d·q̇`` with ``hold`` and ``−K_d·q̇`` without, per joint."""
+    damping = np.array([2.0, 2.0, 0.5, 1.0, 0.2, 0.2, 0.2])
+    q, v = np.linspace(-1.0, 1.0, 7), np.linspace(0.7, -0.5, 7)
+    plant.set_state(q, v)
+    expected = -damping * v + (plant.gravity() if hold else 0.0)
+    np.testing.assert_allclose(plant.safe_torque(damping, hold=hold), expected, rtol=0, atol=1e-12)
+    assert np.abs(plant.gravity()).max() > 1.0  # so that the two cases differ

@@ -348,10 +348,7 @@ class SimNode:
             plant.set_torque(self.command)
             self.safe_active = False
         else:
-            tau = -self.safe_damping * plant.v
-            if self._hold:
-                tau += plant.gravity()
-            plant.set_torque(tau)
+            plant.set_torque(plant.safe_torque(self.safe_damping, hold=self._hold))
             self.missing += 1
             self.safe_active = True
         plant.step()

@@ -428,6 +428,15 @@ class MujocoPlant:
         mujoco.mj_rne(model, data, 0, self._gravity_all)
         return self._gravity_all[self._vadr].copy()
 
+    def safe_torque(self, damping: FloatArray, *, hold: bool) -> FloatArray:
+        """The torque (N·m) applied when no valid command is due: ``−K_d·q̇`` (``damping`` is
+        ``K_d``, N·m·s/rad per joint), plus ``g(q)`` with ``hold`` so that the arm stays about
+        where it is, as a braked arm would (without, it falls under its own weight)."""
+        tau = -damping * self.v
+        if hold:
+            tau += self.gravity()
+        return tau
+
     def dynamics_residual(self) -> float:
         """Largest |q̈_rebuilt − qacc| (rad/s²) over all DoFs at the current state.
 
