@@ -127,7 +127,7 @@ class ControllerNode:
         self._safe_window_stamp = math.nan
         self._safe_window_now = math.nan
         self._rejected_when_computed = 0  # Watchdog.rejected_total at the last computed state
-        self._computed_step = 0.0  # the stream's period (s): the longest of _recent_steps
+        self._stream_period = 0.0  # the stream's period (s): the longest of _recent_steps
         self._recent_steps: deque[float] = deque(maxlen=10)  # s between computed states in a row
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         limits = (robot.position_lower, robot.position_upper)
@@ -388,7 +388,7 @@ class ControllerNode:
         # (25 ± 5 ms) is not, after one short step (one step alone: 89 fallbacks in 400 states).
         if 0.0 < step < 1.0 and wd.rejected_total == self._rejected_when_computed:
             self._recent_steps.append(step)
-            self._computed_step = max(self._recent_steps)
+            self._stream_period = max(self._recent_steps)
         self._last_computed_stamp = stamp
         np.copyto(self._computed_q, wd.last_good.q)
         self._rejected_when_computed = wd.rejected_total
@@ -488,7 +488,7 @@ class ControllerNode:
             # had fallen silent first and the arm held its command through the silence: paused
             # from that state.
             since = self._safe_from_stamp
-            silent_after = last + max(wd.config.max_age, 1.5 * self._computed_step)
+            silent_after = last + max(wd.config.max_age, 1.5 * self._stream_period)
             if not last < since <= min(stamp, silent_after):  # also when nan
                 since = last
             if stamp > since:
@@ -500,7 +500,7 @@ class ControllerNode:
         alive), else :data:`FIRST_HOLD_PERIODS`."""
         if self.watchdog.last_reason is not RejectReason.CONTROLLER_ERROR:
             return FIRST_HOLD_PERIODS
-        return max(1, round(self._computed_step / self.brake.period))
+        return max(1, round(self._stream_period / self.brake.period))
 
     def _time_callback(self, seconds: float, stamp_ns: int) -> None:
         """Record the whole state→command path (s); count it as a deadline miss when longer than
@@ -567,9 +567,9 @@ class ControllerNode:
         silent: ``max_age``, or 1.5 of the stream's period when that is longer; while the period
         is not known yet, ``max_age + fallback_duration`` (only a gap that stops the arm)."""
         wcfg = self.watchdog.config
-        if self._computed_step <= 0.0:
+        if self._stream_period <= 0.0:
             return wcfg.max_age + wcfg.fallback_duration
-        return max(wcfg.max_age, 1.5 * self._computed_step)
+        return max(wcfg.max_age, 1.5 * self._stream_period)
 
     def _note_silence(self, now: float, silent: float) -> None:
         """:meth:`Watchdog.silence` (``now``: the node's clock, s), logging a transition."""

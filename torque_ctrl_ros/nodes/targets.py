@@ -76,7 +76,7 @@ thread, linear in the points (7 joints, positions, velocities and accelerations,
 host): rclpy's conversion of the message ~6 µs a point (2 000: 12 ms, 10 000: 61 ms), the checks
 in the callback ~1–3 µs (~3 µs when every quintic segment runs near a limit), the build at
 activation ~1–3 µs. 2 000 points then take ~16–28 ms, below the simulator's 50 ms command
-timeout; 10 000 (the bound until 2026-12-04) took ~100–150 ms. The count is read from the
+timeout; 10 000 took ~100–150 ms. The count is read from the
 message's bytes before any conversion (:func:`~.wire.trajectory_sizes`), so a larger count
 costs nothing to refuse; so is the number of joint names (:data:`MAX_TRAJECTORY_NAMES`) and the
 message's size (:data:`MAX_TRAJECTORY_BYTES`)."""
@@ -840,7 +840,6 @@ class TaskTargetSource(TargetSource):
         #: The last target each task took (a target sent again is not planned again).
         self._goals: dict[str, Any] = {}
         self._targeted: set[str] = set()
-        self.topics: dict[str, str] = {}
         for name, kind in self.kinds.items():
             if kind not in self.CARTESIAN:
                 continue
@@ -853,10 +852,8 @@ class TaskTargetSource(TargetSource):
                 raise ConfigError(
                     f"{controller.name}.tasks: task name {name!r} is not a valid topic name: {exc}"
                 ) from None
-            self.topics[name] = topic
         if self.posture_tasks:
             node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
-            self.topics.update({name: "~/joint_target" for name in self.posture_tasks})
 
     def _on_pose(self, task: str, msg: PoseStamped) -> None:
         what = f"{task} target"

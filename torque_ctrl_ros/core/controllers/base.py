@@ -3,7 +3,8 @@
 A controller is built from a :class:`~torque_ctrl_ros.core.robot.RobotModel` and a
 validated configuration object. :meth:`Controller.compute` checks the state, asks
 the subclass for the raw torque, refuses non-finite results and saturates last.
-Subclasses implement :meth:`Controller.torque` and :meth:`Controller.hold_reference`.
+Subclasses implement :meth:`Controller.from_params`, :meth:`Controller.torque` and
+:meth:`Controller.hold_reference`.
 """
 
 from __future__ import annotations

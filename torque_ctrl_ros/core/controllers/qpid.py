@@ -154,7 +154,9 @@ def _null_space_basis(J: FloatArray, work: FloatArray, out: FloatArray) -> None:
 class TaskConfig:
     """One task: ``type`` in ``pose | position | orientation | posture``; ``frame`` for the
     Cartesian ones; ``kp`` (1/s²), ``kd`` (1/s, default ``2·√kp``) and ``weight`` scalars or
-    per axis; ``level`` (0 = highest priority, hqpid only)."""
+    per axis; ``level`` (0 = highest priority, hqpid only). ``weight`` multiplies the squared
+    acceleration error (m/s², rad/s²) of each axis in the cost: only the ratios between the
+    weights of a level (and to ``acceleration_weight``, ``velocity_weight``) matter."""
 
     name: str
     type: str
@@ -187,7 +189,8 @@ class CollisionConfig(BarrierConfig):
 
 @dataclass(frozen=True)
 class SingularityConfig(BarrierConfig):
-    """Singularity barrier on ``w = √det(J·Jᵀ)`` of ``frame``: keep ``w ≥ w_min``."""
+    """Singularity barrier on ``w = √det(J·Jᵀ)`` of ``frame``: keep ``w ≥ w_min`` (m³: three
+    rows of ``J`` are in m, three have no unit)."""
 
     w_min: float = 0.01
     frame: str = "end_effector_link"
@@ -200,9 +203,11 @@ class QPIDConfig:
     Attributes:
         tasks: the tasks, in declaration order.
         dt: control period ``Δt`` (s) used by the ``W3`` term.
-        acceleration_weight: ``W2`` diagonal (per joint), regularises ``q̈``.
-        velocity_weight: ``W3`` diagonal (per joint), damps the next-step velocity.
-        slack_weight: ``w_s``, linear cost of each barrier slack.
+        acceleration_weight: ``W2`` diagonal (per joint, on ``q̈²`` in (rad/s²)²), regularises ``q̈``.
+        velocity_weight: ``W3`` diagonal (per joint, on the next-step velocity squared, (rad/s)²),
+            damps it.
+        slack_weight: ``w_s``, linear cost of each barrier slack (per unit of the row's slack:
+            rad/s², m/s², m³/s²); large, so that a slack is used only where the rows cannot hold.
         fallback_damping: ``K_d`` (N·m·s/rad) of the fallback torque ``g − K_d·q̇``.
         eps_abs, max_iter: solver tolerance and cap on the outer iterations of one solve
             attempt; a failed warm attempt is retried cold once (see :mod:`..qp.problem`), so
@@ -469,7 +474,7 @@ class _TaskTerms(NamedTuple):
     """A task's share of a level's cost, refilled every step (see :meth:`_QPController.prepare`)."""
 
     task: Task
-    w2: FloatArray  # 2·W as a column (dim × 1)
+    two_w: FloatArray  # 2·W as a column (dim × 1)
     WJ: FloatArray  # 2·W·J (dim × n)
     res: FloatArray  # ẍᵈ − J̇·q̇ (dim)
     H: FloatArray  # 2·JᵀW·J (n × n)
@@ -751,9 +756,9 @@ class _QPController(Controller[QPReference]):
             )
             for t in self.tasks
         }
-        for t, w2, WJ, _, H, _ in self._terms.values():
+        for t, two_w, WJ, _, H, _ in self._terms.values():
             if t.constant_jacobian:
-                np.multiply(t.J, w2, out=WJ)
+                np.multiply(t.J, two_w, out=WJ)
                 t.J.T.dot(WJ, out=H)
         # The terms refilled every step: the cost matrices of constant-Jacobian tasks are fixed.
         self._term_list = [(terms, not terms.task.constant_jacobian) for terms in self._terms.values()]
@@ -868,10 +873,10 @@ class _QPController(Controller[QPReference]):
         self._set_reference(reference)
         kin = self.kin
         kin.update(q, v)
-        for (t, w2, WJ, res, H, g), varying in self._term_list:
+        for (t, two_w, WJ, res, H, g), varying in self._term_list:
             t.update(kin)
             if varying:
-                np.multiply(t.J, w2, out=WJ)
+                np.multiply(t.J, two_w, out=WJ)
                 t.J.T.dot(WJ, out=H)
             np.subtract(t.desired, t.drift, out=res)
             res.dot(WJ, out=g)
@@ -1078,7 +1083,8 @@ class _QPController(Controller[QPReference]):
 
     # ---------------------------------------------------------------- benchmark
     def qp_replay(self, qs: FloatArray, vs: FloatArray) -> WarmReplays:
-        """The QP floor of issue 6: ``solve(k)`` = bare warm solves of this controller's QP(s) at state ``k``.
+        """The QP floor the benchmark compares with: ``solve(k)`` = bare warm solves of this
+        controller's QP(s) at state ``k``.
 
         The controller runs once through the states ``(qs[k], vs[k])`` holding the reference
         at the first one (as the compute benchmark does) and every level's problem is

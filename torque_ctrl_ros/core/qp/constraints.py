@@ -188,10 +188,11 @@ class SelfCollisionBarrier(Barrier):
 
     A single row on the closest pair let a second pair close in unconstrained: with the
     Gen3's tool driven at its base, the bracelet took over the row only 9 mm from ``d_safe``
-    and dipped 6 mm below it; with the two closest pairs (the default) it stays within ~1.5 mm,
-    as with three (see ``test/test_qpid.py``). These figures need the joint velocity barrier,
-    which :class:`~..controllers.qpid.QPIDConfig` therefore requires with this one: without it the
-    arm folded at ~0.9 m/s, a pair closing that fast took a row 62 mm away and the capsules went
+    and dipped 6 mm below it; with the two closest pairs (the default) it stays within ~2 mm
+    (1.4–1.8 mm measured, see :mod:`.collision`; ``test/test_qpid.py`` allows 3), as with
+    three. These figures need the joint velocity barrier, which
+    :class:`~..controllers.qpid.QPIDConfig` therefore requires with this one: without it the arm
+    folded at ~0.9 m/s, a pair closing that fast took a row 62 mm away and the capsules went
     5–14 mm inside ``d_safe`` or overlapped (see :mod:`.collision`). Each pair costs ~5 µs a step.
     Each row's ``∇d``
     is passed through a first-order exponential filter ``∇d_f ← ∇d_f + β·(∇d − ∇d_f)``
