@@ -267,6 +267,44 @@ def test_achd_shipped_parameters_are_accepted(robot: RobotModel) -> None:
     create_controller("achd_rnea", robot, ctrl.controller_params)
 
 
+@pytest.mark.parametrize("delay", [0, 1, 3, 5])
+def test_the_pd_radius_follows_the_recursion_at_any_delay(delay: int) -> None:
+    """``pd_spectral_radius(delay=d)`` against the recursion it models, simulated with the
+    command ``d`` periods late: the error decays exactly where the radius is below 1. Pins the
+    docstring's figures for the real Gen3's 3–5 ms: kp 1e5 (accepted by the one-period check)
+    grows there, ~3.2e4 / ~1.3e4 at critical damping are the edge, the defaults decay."""
+    import math
+    from collections import deque
+
+    from torque_ctrl_ros.core.robot import pd_spectral_radius
+
+    h = 1e-3
+
+    def grows(kp: float, kd: float) -> bool:
+        e, v = 1e-3, 0.0
+        past = deque([(e, v)] * (delay + 1), maxlen=delay + 1)  # past[0]: the pair d periods ago
+        for _ in range(20_000):
+            e_late, v_late = past[0]
+            v = v - h * (kp * e_late + kd * v_late)
+            e = e + h * v
+            past.append((e, v))
+            if abs(e) > 1.0:
+                return True
+        return abs(e) > 1e-3
+
+    for kp in (100.0, 1.2e4, 1.4e4, 3.1e4, 3.3e4, 1e5, 1.7e5, 4e6, 5e6):
+        kd = 2.0 * math.sqrt(kp)
+        radius = pd_spectral_radius(kp, kd, delay=delay)
+        assert (radius > 1.0) == grows(kp, kd), (kp, radius)
+    crit = {3: (3.1e4, 3.3e4), 5: (1.2e4, 1.4e4)}
+    if delay in crit:
+        below, above = crit[delay]
+        assert pd_spectral_radius(below, 2.0 * math.sqrt(below), delay=delay) < 1.0
+        assert pd_spectral_radius(above, 2.0 * math.sqrt(above), delay=delay) > 1.0
+        assert pd_spectral_radius(1e5, 2.0 * math.sqrt(1e5), delay=delay) > 1.0
+        assert pd_spectral_radius(100.0, 20.0, delay=delay) < 1.0
+
+
 def test_pd_gains_are_checked_against_the_delayed_discrete_loop() -> None:
     """Computed torque (and the constrained solve at the tool) leave ë = −kp·e − kd·ė per axis;
     at 1 kHz with one period of delay kp 2e5 at critical damping grows (a reviewer's closed loop

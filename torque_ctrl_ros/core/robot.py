@@ -161,25 +161,30 @@ def check_damping_stability(
 _FRAME_DAMPING_MARGIN = 0.98
 
 
-def pd_spectral_radius(kp: float, kd: float, period: float = CONTROL_PERIOD) -> float:
+def pd_spectral_radius(kp: float, kd: float, period: float = CONTROL_PERIOD, delay: int = 1) -> float:
     """Spectral radius of the error dynamics ``ë = −kp·e − kd·ė`` of one axis (an exact model:
     computed torque, or the constrained solve at the tool), integrated as the plant is
-    (semi-implicit Euler, step ``h``) with the command one period late::
+    (semi-implicit Euler, step ``h``) with the command ``d = delay`` periods late::
 
-        v_{k+1} = v_k − h·(kp·e_{k−1} + kd·v_{k−1}),   e_{k+1} = e_k + h·v_{k+1}
+        v_{k+1} = v_k − h·(kp·e_{k−d} + kd·v_{k−d}),   e_{k+1} = e_k + h·v_{k+1}
 
-    Below 1 the error decays. (Without the delay the bound is ``h·kd < 2`` and
-    ``h²·kp + 2·h·kd < 4``; with it, kp 1e5 at critical damping gives 0.87, 2e5 gives 1.07.)
+    Below 1 the error decays. (Without delay the bound is ``h·kd < 2`` and
+    ``h²·kp + 2·h·kd < 4``; one period late, what the gain checks assume, kp 1e5 at critical
+    damping gives 0.87, 2e5 gives 1.07.) Longer delays allow less: 3 or 5 periods late (the real
+    Gen3's 3–5 ms), critical damping is stable only up to kp ~3.2e4 or ~1.3e4 (kp 1e5 gives 1.15
+    and 1.17; the defaults, kp 100 and kd 20, 0.992). The checks keep one period, the
+    simulator's: the real actuators' rotor inertia, which the model lacks, lowers the effective
+    gains there by a factor Kinova does not publish.
     """
     h = period
-    a = np.array(
-        [
-            [1.0, h, -h * h * kp, -h * h * kd],
-            [0.0, 1.0, -h * kp, -h * kd],
-            [1.0, 0.0, 0.0, 0.0],
-            [0.0, 1.0, 0.0, 0.0],
-        ]
-    )
+    # State [e_k, v_k, e_{k−1}, v_{k−1}, …, e_{k−d}, v_{k−d}]: the command acts on the last pair.
+    a = np.zeros((2 * delay + 2, 2 * delay + 2))
+    a[1, 1] = 1.0
+    a[1, 2 * delay] -= h * kp
+    a[1, 2 * delay + 1] -= h * kd
+    a[0] = h * a[1]
+    a[0, 0] += 1.0
+    a[2:, :-2] = np.eye(2 * delay)  # shift the history by one period
     return float(np.abs(np.linalg.eigvals(a)).max())
 
 
