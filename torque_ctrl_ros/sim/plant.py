@@ -45,7 +45,8 @@ class MujocoPlant:
     ``motor`` (one motor actuator: fixed gain, no bias, no activation, joint transmission)
         ``ctrl = τ_i / (gear·gain)``. MuJoCo then clamps ctrl to ``ctrlrange`` and the actuator
         force to ``forcerange``, so :attr:`tau_applied` shows the clamped torque. This is an
-        exact torque plant: no term other than τ is added, whatever the integrator.
+        exact torque plant: no term other than τ is added, whatever the integrator (the model's
+        own joint-range and contact forces aside, which no controller model has).
     ``nulled_position`` (one affine actuator, e.g. a Menagerie ``<position kp kv>``)
         τ_i goes into ``qfrc_applied`` (clamped to what the actuator could give,
         ``gear·forcerange`` when it is force-limited, and to the joint's ``actuatorfrcrange``
