@@ -40,7 +40,7 @@ bench: $(STAMP)
 	$(PY) -m torque_ctrl_ros.bench
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check torque_ctrl_ros test tools launch
+	$(VENV)/bin/ruff check torque_ctrl_ros test tools launch setup.py
 	$(VENV)/bin/mypy
 
 clean:

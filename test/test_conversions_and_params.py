@@ -451,7 +451,7 @@ def test_command_labels_are_read_only_as_the_encoders_write_them() -> None:
     assert CommandWire.decode(bytes(raw)) is None  # left to rclpy, which stops at the NUL
 
 
-NODES = ("sim_node", "controller_node", "sim_and_controller")
+NODES = ("sim_node", "controller_node")
 
 
 def test_the_shipped_parameter_file_reaches_only_our_nodes() -> None:
@@ -465,9 +465,21 @@ def test_the_shipped_parameter_file_reaches_only_our_nodes() -> None:
         ("/**/controller_nodes:\n  ros__parameters: {}\n", "section '/**/controller_nodes'"),
         ("- controller_node\n", "expected node sections"),
         ("controller_node: [\n", "parameter file"),
-        ("/arm/controller_node:\n  ros__parameters: {}\n/**:\n  ros__parameters: {}\n", None),
+        ("/**/controller_node:\n  ros__parameters: {}\n/**:\n  ros__parameters: {}\n", None),
+        ("/controller_node:\n  ros__parameters: {}\n/*/sim_node:\n  ros__parameters: {}\n", None),
+        ("/arm/controller_node:\n  ros__parameters: {}\n", "is for namespace '/arm'"),
+        ("sim_and_controller:\n  ros__parameters:\n    controller: qpid\n", "section 'sim_and_controller'"),
     ],
-    ids=["misspelt", "misspelt-under-a-wildcard", "a-list", "bad-yaml", "namespace-and-wildcard"],
+    ids=[
+        "misspelt",
+        "misspelt-under-a-wildcard",
+        "a-list",
+        "bad-yaml",
+        "wildcards",
+        "root-namespace",
+        "another-namespace",
+        "the-composed-process-name",
+    ],
 )
 def test_a_parameter_file_section_for_no_node_is_refused(
     tmp_path: Path, text: str, error: str | None
@@ -482,3 +494,14 @@ def test_a_parameter_file_section_for_no_node_is_refused(
     else:
         with pytest.raises(ConfigError, match=re.escape(error)):
             check_params_file(path, NODES)
+
+
+def test_a_parameter_file_for_nodes_in_a_namespace_needs_that_namespace(tmp_path: Path) -> None:
+    """With the nodes in ``/arm``, its sections and wildcards pass, a bare or other one does not."""
+    path = tmp_path / "params.yaml"
+    path.write_text("/arm/controller_node:\n  ros__parameters: {}\n/**:\n  ros__parameters: {}\n")
+    check_params_file(path, NODES, namespace="/arm")
+    for other in ("controller_node", "/left/controller_node"):
+        path.write_text(f"{other}:\n  ros__parameters: {{}}\n")
+        with pytest.raises(ConfigError, match=re.escape("the nodes here run in '/arm'")):
+            check_params_file(path, NODES, namespace="arm")

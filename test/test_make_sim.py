@@ -241,16 +241,29 @@ def test_the_tracking_error_is_summarised_in_constant_memory() -> None:
     assert stats.rms == pytest.approx(math.sqrt((0.01 + 0.09 + 0.04) / 3), rel=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("section", "error"),
+    [
+        ("controller_nodes", "section 'controller_nodes' names no node"),
+        ("sim_and_controller", "section 'sim_and_controller' names no node"),
+        ("/arm/controller_node", "section '/arm/controller_node' is for namespace '/arm'"),
+    ],
+    ids=["misspelt", "the-composed-process-name", "a-namespace"],
+)
 def test_a_parameter_file_section_for_no_node_stops_the_runner_at_once(
     ros_domain: int,  # noqa: F811 - pytest fixture
     tmp_path: Path,
+    section: str,
+    error: str,
 ) -> None:
     """A misspelt ``controller_node:`` section: rclpy ignores it, and the controller on its
-    defaults (wall clock) had refused every simulated state as stale while the run waited for ever."""
+    defaults (wall clock) had refused every simulated state as stale while the run waited for ever.
+    The same for the composed process's name (its nodes are ``sim_node`` and ``controller_node``)
+    and a namespace (the runner starts its nodes in none)."""
     shipped = (Path(__file__).resolve().parents[1] / "config" / "gen3_controllers.yaml").read_text()
     typo = tmp_path / "typo.yaml"
-    typo.write_text(shipped.replace("\ncontroller_node:", "\ncontroller_nodes:"))
+    typo.write_text(shipped.replace("\ncontroller_node:", f"\n{section}:"))
     assert typo.read_text() != shipped
     runner = _runner(ros_domain, tmp_path / "out", "--duration", "1", "--params-file", str(typo))
     out, _ = runner.communicate(timeout=60)
-    assert runner.returncode == 2 and "section 'controller_nodes' names no node" in out, out
+    assert runner.returncode == 2 and error in out, out

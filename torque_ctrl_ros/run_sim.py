@@ -529,10 +529,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         placement = Placement.from_spec(args.rt_priority, args.cpus, parse_cpu_latency(args.cpu_latency_us))
-        # The nodes this runner may start: the two processes, or both in one (composed).
+        # The nodes this runner starts, without a namespace.
         check_params_file(
-            args.params_file or data_path("config", "gen3_controllers.yaml"),
-            ("sim_node", "controller_node", "sim_and_controller"),
+            args.params_file or data_path("config", "gen3_controllers.yaml"), ("sim_node", "controller_node")
         )
     except ConfigError as exc:
         parser.error(str(exc))

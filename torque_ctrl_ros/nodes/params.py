@@ -400,16 +400,18 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
     )
 
 
-def check_params_file(path: Path, nodes: Sequence[str]) -> None:
-    """Refuse a parameter file with a section that reaches none of ``nodes``.
+def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> None:
+    """Refuse a parameter file with a section that reaches none of ``nodes`` (started in
+    ``namespace``, ``""`` for none).
 
-    rclpy passes a node only the sections named after it (``controller_node:``, or with a
+    rclpy passes a node only the sections named after it (``controller_node:``, or with its
     namespace ``/arm/controller_node:``) or a wildcard (``/**:``); any other is ignored without
     a word. A misspelt section had left the controller on its built-in defaults (``use_sim_time``
     false, so every simulated state was refused as stale) and ``make sim`` waiting for ever.
 
     Raises:
-        ConfigError: unreadable YAML, not a mapping of sections, or a section for another node.
+        ConfigError: unreadable YAML, not a mapping of sections, or a section for another node
+            or another namespace.
     """
     import yaml  # only the runner reads the file itself; the nodes get it from rcl
 
@@ -420,9 +422,16 @@ def check_params_file(path: Path, nodes: Sequence[str]) -> None:
     if not isinstance(sections, dict):
         raise ConfigError(f"parameter file {path}: expected node sections (e.g. controller_node:)")
     for key in sections:
-        name = str(key).strip("/").rsplit("/", 1)[-1]
+        ns, _, name = str(key).strip("/").rpartition("/")
         if name not in nodes and "*" not in name:
             raise ConfigError(
                 f"parameter file {path}: section {key!r} names no node started here; expected one of "
-                f"{sorted(nodes)} (with an optional namespace) or a wildcard such as '/**'"
+                f"{sorted(nodes)} (in namespace {'/' + namespace.strip('/')!r}) or a wildcard such "
+                "as '/**'"
+            )
+        # "**" matches any number of namespace levels, also as the whole key ("/**").
+        if ns != namespace.strip("/") and "*" not in ns and name != "**":
+            raise ConfigError(
+                f"parameter file {path}: section {key!r} is for namespace {'/' + ns!r}, but the nodes "
+                f"here run in {'/' + namespace.strip('/')!r}: rclpy would not pass it to them"
             )

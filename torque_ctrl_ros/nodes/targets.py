@@ -96,7 +96,7 @@ would otherwise wait for ever."""
 
 START_TOLERANCE = 0.01
 """Farthest (rad, on each joint) a trajectory's first point at ``time_from_start`` 0 may be from
-both the current reference and the measured position (the value of MoveIt's
+the current reference or the measured position (the nearer of the two, joint by joint) (the value of MoveIt's
 ``allowed_start_tolerance``, which MoveIt checks against the measured state its first point is
 taken from). Such a point is taken at once: 3 rad away on joint_1, the reference had jumped there
 and the torques clipped joint by joint had spun joints 3, 5 and 7, which had no error, to 13–16
