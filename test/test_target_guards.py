@@ -1404,3 +1404,21 @@ def test_a_stop_toward_a_limit_ends_on_it_not_past_it(robot: RobotModel) -> None
     approach = planner.plan((q0, v0, a0), HOME_Q)
     q2 = [approach.sample(t)[0][1] for t in np.linspace(0.0, approach.duration, 4001)]
     assert max(q2) <= robot.position_upper[1] + 1e-9 and q2[-1] == pytest.approx(HOME_Q[1])
+
+
+@pytest.mark.parametrize(
+    ("source", "controller"),
+    [
+        ("JointTargetSource", "achd_rnea"),
+        ("PoseTargetSource", "computed_torque"),
+        ("TaskTargetSource", "gravity_comp"),
+    ],
+)
+def test_a_target_source_refuses_a_controller_it_is_not_written_for(
+    robot: RobotModel, source: str, controller: str
+) -> None:
+    """Each source reads its controller's own fields (gains, frame, tasks): given another kind it
+    says which it expects instead of failing on a missing attribute."""
+    ctrl = create_controller(controller, robot, {})
+    with pytest.raises(TypeError, match=f"was given a {type(ctrl).__name__}"):
+        getattr(targets, source)(FakeTargetNode(), ctrl)

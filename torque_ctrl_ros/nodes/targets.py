@@ -40,11 +40,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from operator import attrgetter
-from typing import Any, ClassVar
+from typing import Any, TypeVar
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
-from numpy.typing import NDArray
 from rclpy.exceptions import InvalidTopicNameException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
@@ -54,10 +53,10 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from ..core.approach import JointApproachPlanner, PoseApproachPlanner
 from ..core.constrained_dynamics import AXIS_NAMES
-from ..core.controllers import Controller, PoseReference
+from ..core.controllers import HQPID, QPID, AchdRnea, ComputedTorque, Controller, PoseReference
 from ..core.controllers.cartesian import PoseApproach
 from ..core.errors import ConfigError, StateError, TargetError
-from ..core.qp.tasks import CartesianTarget
+from ..core.qp.tasks import CartesianTarget, FrameTask
 from ..core.reach import Reach
 from ..core.robot import RobotModel
 from ..core.safety import MAX_ANGLE, JointNameMap
@@ -350,8 +349,19 @@ def _same_pose(a: PoseReference, b: PoseReference | None) -> bool:
 
 
 TargetFactory = Callable[[Node, Controller[Any]], TargetSource]
+CtrlT = TypeVar("CtrlT", bound=Controller[Any])
+
 
 #: Target source factory by controller name (the value of the ``controller`` parameter).
+def _expect(controller: Controller[Any], *kinds: type[CtrlT]) -> CtrlT:
+    """``controller`` as one of ``kinds``, the controllers a target source is written for."""
+    if not isinstance(controller, kinds):
+        raise TypeError(
+            f"a target source for {[k.__name__ for k in kinds]} was given a {type(controller).__name__}"
+        )
+    return controller
+
+
 TARGET_SOURCES: dict[str, TargetFactory] = {}
 
 
@@ -434,7 +444,7 @@ class JointTargetSource(TargetSource):
         self._trajectory: JointTrajectory | None = None
         self._t0 = 0.0
         self._mode = "hold"
-        ctrl: Any = controller  # a ComputedTorque: config.kp (1/s²), > 0
+        ctrl = _expect(controller, ComputedTorque)
         self._planner = JointApproachPlanner(robot, ctrl.config.kp, ctrl.config.kd)
         node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
         node.create_subscription(
@@ -677,7 +687,7 @@ class PoseTargetSource(TargetSource):
         super().__init__(node, controller)
         self.robot = controller.robot
         self.frame = base_frame(controller.robot)
-        ctrl: Any = controller  # an AchdRnea: config.frame is the controlled frame
+        ctrl = _expect(controller, AchdRnea)
         self.controlled = ctrl.config.frame
         self.reach = Reach.of(controller.robot, ctrl.config.frame)
         rows = np.array([AXIS_NAMES.index(a) for a in ctrl.config.constrained_axes])
@@ -777,29 +787,23 @@ class TaskTargetSource(TargetSource):
     changes (the tasks skip revalidating target objects they have already seen).
     """
 
-    CARTESIAN = ("pose", "position", "orientation")
-    #: The axes of ``x, y, z, rx, ry, rz`` each kind of frame task tracks.
-    AXES: ClassVar[dict[str, NDArray[np.intp]]] = {
-        "pose": np.arange(6),
-        "position": np.arange(3),
-        "orientation": np.arange(3, 6),
-    }
-
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
         super().__init__(node, controller)
         robot = controller.robot
         self.robot = robot
         self.frame = base_frame(robot)
         self.map = JointNameMap(robot.joint_names)
-        ctrl: Any = controller  # a QPID / HQPID: task_names, task(name).kind
+        ctrl = _expect(controller, QPID, HQPID)
         tasks = {name: ctrl.task(name) for name in ctrl.task_names}
         self.kinds = {name: task.kind for name, task in tasks.items()}
         self.posture_tasks = tuple(n for n, k in self.kinds.items() if k == "posture")
+        #: The tasks on a frame (pose, position, orientation): each takes a PoseStamped target.
+        self.frame_tasks = {name: task for name, task in tasks.items() if isinstance(task, FrameTask)}
         #: The reach of each task that takes a position (pose, position).
         self.reach = {
-            name: Reach.of(robot, tasks[name].frame)
-            for name, kind in self.kinds.items()
-            if kind in ("pose", "position")
+            name: Reach.of(robot, task.frame)
+            for name, task in self.frame_tasks.items()
+            if task.kind in ("pose", "position")
         }
         #: Approach planners of the tasks that track at least one axis (weight and kp above 0).
         self._pose_planners: dict[str, PoseApproachPlanner] = {}
@@ -807,22 +811,17 @@ class TaskTargetSource(TargetSource):
         #: acceleration go to those only (fed to an axis with kp 0, they had turned the tool 2.2
         #: rad toward an orientation its configuration leaves free).
         self._feed: dict[str, FloatArray] = {}
-        for name, kind in self.kinds.items():
-            task = tasks[name]
+        for name, task in tasks.items():
             tracked = (task.weight > 0.0) & (task.kp > 0.0)
-            if kind == "posture":
+            if not isinstance(task, FrameTask):  # posture
                 self._feed[name] = tracked.astype(np.float64)
-            else:
-                self._feed[name] = np.zeros(6)
-                self._feed[name][self.AXES[kind][tracked]] = 1.0
-            if kind in self.CARTESIAN and tracked.any():
+                continue
+            axes = np.arange(6)[task.rows][tracked]  # of x, y, z, rx, ry, rz
+            self._feed[name] = np.zeros(6)
+            self._feed[name][axes] = 1.0
+            if tracked.any():
                 self._pose_planners[name] = PoseApproachPlanner(
-                    robot,
-                    task.frame,
-                    self.AXES[kind][tracked],
-                    task.kp[tracked],
-                    task.kd[tracked],
-                    refuse_shortfall=False,
+                    robot, task.frame, axes, task.kp[tracked], task.kd[tracked], refuse_shortfall=False
                 )
         self._joint_planner: JointApproachPlanner | None = None
         gains = [(tasks[n].kp, tasks[n].kd) for n in self.posture_tasks]
@@ -840,9 +839,7 @@ class TaskTargetSource(TargetSource):
         #: The last target each task took (a target sent again is not planned again).
         self._goals: dict[str, Any] = {}
         self._targeted: set[str] = set()
-        for name, kind in self.kinds.items():
-            if kind not in self.CARTESIAN:
-                continue
+        for name in self.frame_tasks:
             topic = f"~/{name}/target"
             try:
                 node.create_subscription(

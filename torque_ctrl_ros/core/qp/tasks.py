@@ -201,7 +201,7 @@ class Task(ABC):
         return as_vector(field, value, size, error=TargetError)
 
 
-class _FrameTask(Task):
+class FrameTask(Task):
     """Shared code of the tasks on one frame: Jacobian and drift rows ``rows`` of the 6-D ones."""
 
     rows: ClassVar[slice] = slice(0, 6)
@@ -280,7 +280,7 @@ def _as6(name: str, value: Any) -> FloatArray:
     return as_vector(f"{name} target velocity/acceleration", value, 6, error=TargetError)
 
 
-class FramePoseTask(_FrameTask):
+class FramePoseTask(FrameTask):
     """Full pose of a frame (6-D): ``e = [p_ref − p; log₃(R_ref·Rᵀ)]``."""
 
     kind = "pose"
@@ -297,7 +297,7 @@ class FramePoseTask(_FrameTask):
         self._error_ang[:] = pin.log3(self._target_R.dot(current.rotation.T))
 
 
-class PositionTask(_FrameTask):
+class PositionTask(FrameTask):
     """Position of a frame origin (3-D): ``e = p_ref − p`` (m).
 
     Targets: a ``pinocchio.SE3`` or :class:`CartesianTarget` (translation used) or a
@@ -322,7 +322,7 @@ class PositionTask(_FrameTask):
         return kin.data.oMf[self.frame_id].translation.copy()
 
 
-class OrientationTask(_FrameTask):
+class OrientationTask(FrameTask):
     """Orientation of a frame (3-D): ``e = log₃(R_ref·Rᵀ)`` (rad, base-frame axes).
 
     Targets: a ``pinocchio.SE3`` or :class:`CartesianTarget` (rotation used) or a 3 × 3
@@ -375,7 +375,7 @@ class JointPostureTask(Task):
         target_q = as_vector(f"{self.name} target position", q, n, error=TargetError)
         ref_vel = self._optional(f"{self.name} target velocity", vel, n)
         ref_acc = self._optional(f"{self.name} target acceleration", acc, n)
-        # Stored only once every part is valid (see _FrameTask._set_target).
+        # Stored only once every part is valid (see FrameTask._set_target).
         self._target_q[:] = target_q
         self._ref_vel[:] = ref_vel
         self._ref_acc[:] = ref_acc
