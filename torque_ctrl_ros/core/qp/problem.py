@@ -95,6 +95,13 @@ def _configure(qp: proxqp.dense.QP, eps_abs: float, max_iter: int, known_feasibl
         settings.eps_primal_inf = _KNOWN_FEASIBLE_EPS_PRIMAL_INF
 
 
+def _default_proximal(qp: proxqp.dense.QP) -> dict[str, float]:
+    """The solver's default proximal parameters, as ``update`` takes them: a warm solve restarted
+    from these rather than the last solve's adapted ones needs fewer iterations (docs/performance.md)."""
+    settings = qp.settings
+    return {"rho": settings.default_rho, "mu_eq": settings.default_mu_eq, "mu_in": settings.default_mu_in}
+
+
 _SOLVED = proxqp.QPSolverOutput.PROXQP_SOLVED
 _WARM = proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
 _COLD = proxqp.InitialGuess.EQUALITY_CONSTRAINED_INITIAL_GUESS
@@ -205,15 +212,8 @@ class DenseQP:
         self._qp = proxqp.dense.QP(n, n_eq, n_in)
         self.known_feasible = bool(known_feasible)
         _configure(self._qp, eps_abs, max_iter, self.known_feasible)
-        settings = self._qp.settings
         self.reset_proximal = bool(reset_proximal)
-        self._proximal: dict[str, float] = {}
-        if reset_proximal:
-            self._proximal = {
-                "rho": settings.default_rho,
-                "mu_eq": settings.default_mu_eq,
-                "mu_in": settings.default_mu_in,
-            }
+        self._proximal = _default_proximal(self._qp) if reset_proximal else {}
         self._initialised = False
         self._last_ok = False
         self._x_buf = np.zeros(n)
@@ -452,14 +452,7 @@ class WarmReplay:
         qp.init(H, g, A, b, C, lo, hi)
         qp.solve()
         qp.settings.initial_guess = _WARM
-        settings = qp.settings
-        self._proximal: dict[str, float] = {}
-        if reset_proximal:  # as DenseQP does
-            self._proximal = {
-                "rho": settings.default_rho,
-                "mu_eq": settings.default_mu_eq,
-                "mu_in": settings.default_mu_in,
-            }
+        self._proximal = _default_proximal(qp) if reset_proximal else {}  # as DenseQP does
 
     def __call__(self, k: int) -> None:
         """Solve problem ``k`` warm from the previous call's result."""
