@@ -350,3 +350,14 @@ def test_a_twist_damping_at_the_sampled_bound_is_refused(robot: RobotModel) -> N
     with pytest.raises(ConfigError, match=r">= 0\.98"):
         robot.check_frame_damping("f", kd, "end_effector_link", [0, 0, 381.5, 0, 0, 0])
     assert robot.check_frame_damping("f", kd, "end_effector_link", [0, 0, 360.0, 0, 0, 0]) < 0.98
+
+
+def test_a_damping_eigenvalue_of_exactly_one_is_refused() -> None:
+    """``λ = h·M⁻¹·K_d = 1`` makes the velocity ring (× (1 − λ) = 0, then sign flips with any
+    delay): the bound is exclusive."""
+    from torque_ctrl_ros.core.robot import check_damping_stability
+
+    args = (1e-3, np.ones((1, 1, 1)), np.zeros((1, 1)), ["j"])
+    with pytest.raises(ConfigError, match="reaches eigenvalue 1 >= 1"):
+        check_damping_stability("f", np.array([1000.0]), *args)
+    assert check_damping_stability("f", np.array([999.0]), *args) == pytest.approx(0.999)

@@ -56,6 +56,11 @@ def test_name_map_errors_name_the_missing_joints() -> None:
         m.take(["a", "b", "c"], np.zeros(2), np.empty(3))
     with pytest.raises(ConfigError, match="duplicate"):
         JointNameMap(["a", "a"])
+    # An arm joint named twice in a state: two values and no telling which is right. An extra
+    # name repeated is not the arm's business.
+    with pytest.raises(StateError, match=r"joint\(s\) \['b'\] named more than once"):
+        m.indices(["a", "b", "c", "b"])
+    assert m.indices(["a", "x", "b", "x", "c"]).tolist() == [0, 2, 4]
 
 
 def _good(wd: Watchdog, t: float) -> Action:
@@ -71,6 +76,9 @@ def test_watchdog_classifies_bad_states() -> None:
     assert wd.check(q, np.array([0, 0, np.inf]), 0.0, 0.0)[0] is RejectReason.NON_FINITE
     assert wd.check(q, v, 1.0, 1.021)[0] is RejectReason.STALE
     assert wd.check(q, v, 1.0, 1.019) is None
+    # The bound itself is still fresh (0.02 − 0 is exactly max_age), a hair past it is not.
+    assert wd.check(q, v, 0.0, 0.02) is None
+    assert wd.check(q, v, 0.0, 0.0200001)[0] is RejectReason.STALE
     assert wd.check(q, v, 3.0, 1.0)[0] is RejectReason.INCONSISTENT  # 2 s in the future
     _good(wd, 1.0)
     assert wd.check(q, v, 0.99, 1.0)[0] is RejectReason.INCONSISTENT  # time went back
@@ -585,3 +593,11 @@ def test_a_state_hours_old_is_said_to_be_on_another_clock() -> None:
     assert reason is RejectReason.STALE and "another clock" in message
     reason, message = wd.check(np.zeros(2), np.zeros(2), 0.5, 1.5) or (None, "")
     assert reason is RejectReason.STALE and "another clock" not in message
+
+
+def test_safe_brake_predicts_no_further_than_its_horizon_in_one_call(robot: RobotModel) -> None:
+    """50 ms since the start with a 10 ms horizon: 10 periods predicted, not 50."""
+    brake = SafeBrake(robot, np.array(DEFAULT_DAMPING), horizon=0.01)
+    brake.start(np.zeros(7), np.full(7, 0.1), 1.0, hold=1)
+    brake.torque(1.05)
+    assert brake.k == brake.max_periods == 10

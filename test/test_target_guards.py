@@ -1422,3 +1422,13 @@ def test_a_target_source_refuses_a_controller_it_is_not_written_for(
     ctrl = create_controller(controller, robot, {})
     with pytest.raises(TypeError, match=f"was given a {type(ctrl).__name__}"):
         getattr(targets, source)(FakeTargetNode(), ctrl)
+
+
+def test_approach_times_follow_the_weakest_axis() -> None:
+    """The shortest approach asks at most what the softest axis's ``kp`` would at once, a stop
+    decelerates at most as the least ``kd`` does: per-axis gains take the smallest."""
+    from torque_ctrl_ros.core.approach import QUINTIC_PEAK_ACCELERATION, QUINTIC_PEAK_SPEED, approach_times
+
+    shortest, stop = approach_times(np.array([100.0, 400.0]), np.array([2.0, 40.0]))
+    assert shortest == pytest.approx(math.sqrt(QUINTIC_PEAK_ACCELERATION / 100.0))  # 0.240 s
+    assert stop == pytest.approx(QUINTIC_PEAK_SPEED / 2.0)  # 0.9375 s

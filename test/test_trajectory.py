@@ -238,3 +238,13 @@ def test_a_quintic_passing_a_limit_through_its_waypoint_accelerations_is_found()
     assert found.value == pytest.approx(2.19 + 0.125, abs=1e-12) and found.time == pytest.approx(
         0.5, abs=1e-9
     )
+
+
+def test_cubic_segments_are_checked_at_their_velocity_extremum() -> None:
+    """A rest-to-rest cubic of 1 rad over 1 s peaks at 1.5 rad/s mid-way, between its ends (both
+    at rest): a limit of 1.4 is passed there, one of 1.5 + 1e-6 is not."""
+    tr = JointTrajectory([0.0, 1.0], [[0.0], [1.0]], [[0.0], [0.0]])
+    found = tr.limit_violation([-math.inf], [math.inf], [1.4])
+    assert found is not None and found.quantity == "velocity"
+    assert found.value == pytest.approx(1.5, abs=1e-12) and found.time == pytest.approx(0.5, abs=1e-9)
+    assert tr.limit_violation([-math.inf], [math.inf], [1.5 + 1e-6]) is None
