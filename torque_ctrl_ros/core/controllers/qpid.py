@@ -270,7 +270,7 @@ class QPIDConfig:
         for name in names:
             if "." in name or not name:
                 raise ConfigError(f"{section}.tasks: invalid task name {name!r} (no dots, not empty)")
-            sub = {k[len(name) + 1 :]: flat.pop(k) for k in list(flat) if k.startswith(name + ".")}
+            sub = _pop_prefixed(flat, name)
             unknown = sorted(set(sub) - _TASK_KEYS)
             if unknown:
                 raise ConfigError(
@@ -287,14 +287,14 @@ class QPIDConfig:
         }
         kwargs: dict[str, Any] = {}
         for group, klass in groups.items():
-            sub = {k[len(group) + 1 :]: flat.pop(k) for k in list(flat) if k.startswith(group + ".")}
+            sub = _pop_prefixed(flat, group)
             valid = set(klass.__dataclass_fields__)
             unknown = sorted(set(sub) - valid)
             if unknown:
                 raise ConfigError(f"{section}.{group}: unknown key(s) {unknown}; valid are {sorted(valid)}")
             default = getattr(cls, group)
             kwargs[group] = klass(**{**default.__dict__, **sub})
-        solver = {k[len("solver.") :]: flat.pop(k) for k in list(flat) if k.startswith("solver.")}
+        solver = _pop_prefixed(flat, "solver")
         unknown = sorted(set(solver) - {"eps_abs", "max_iter"})
         if unknown:
             raise ConfigError(
@@ -357,60 +357,17 @@ class QPIDConfig:
             broadcast_scalar=True,
             min_value=0.0,
         )
-        eps_abs = as_positive_float(f"{section}.solver.eps_abs", kw.pop("eps_abs", base.eps_abs))
-        if eps_abs > _MAX_EPS_ABS:
-            raise ConfigError(
-                f"{section}.solver.eps_abs: expected at most {_MAX_EPS_ABS:g} (the residuals are in "
-                f"rad/s² and N·m: a looser 'solved' answer is a wrong torque), got {eps_abs!r}"
-            )
-        max_iter = kw.pop("max_iter", base.max_iter)
-        if (
-            isinstance(max_iter, bool)
-            or not isinstance(max_iter, int | np.integer)
-            or not 1 <= max_iter <= _MAX_ITER
-        ):
-            raise ConfigError(
-                f"{section}.solver.max_iter: expected an integer in [1, {_MAX_ITER}] (a failing solve "
-                f"runs 2·max_iter iterations, ~1.5–2 ms at 50), got {max_iter!r}"
-            )
+        eps_abs, max_iter = _check_solver(
+            section, kw.pop("eps_abs", base.eps_abs), kw.pop("max_iter", base.max_iter)
+        )
         barriers: dict[str, Any] = {}
         for group in ("joint_position_limit", "joint_velocity_limit", "self_collision", "singularity"):
             cfg = kw.pop(group, getattr(base, group))
             barriers[group] = _check_barrier(f"{section}.{group}", cfg)
         if kw:
             raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}")
-        for group, cfg in barriers.items():
-            # Stepped at Δt with the torque held, a first-order barrier (ḣ = −α·h) gives
-            # h⁺ = (1 − α·Δt)·h: h ≥ 0 needs α·Δt ≤ 1. A second-order one (ḧ = −2α·ḣ − α²·h) has
-            # the step's eigenvalues both ≥ 0 only while α·Δt ≤ 1/2; beyond it one alternates in
-            # sign and h can cross 0 (from 0.7), and from 2√2 − 2 ≈ 0.83 it diverges.
-            bound = 1.0 if group == "joint_velocity_limit" else 0.5
-            if cfg.enabled and cfg.alpha * dt > bound:
-                raise ConfigError(
-                    f"{section}.{group}.alpha: alpha·dt must be <= {bound:g} for the barrier to hold "
-                    f"at each step, got {cfg.alpha:g}·{dt:g} = {cfg.alpha * dt:g}"
-                )
-        if barriers["self_collision"].enabled and not barriers["joint_velocity_limit"].enabled:
-            # The distance model leaves out the normal's rotation, an error that grows with the
-            # speed squared, and the rows go to the closest pairs: with the joint speeds capped it
-            # held d_safe to ~2 mm; uncapped, the capsules went 5–14 mm inside d_safe with the QP
-            # solved and no slack used, or overlapped (tool kp 225–400), nothing reported.
-            raise ConfigError(
-                f"{section}.self_collision: enabled with joint_velocity_limit disabled; the collision "
-                "barrier holds d_safe only while the joint speeds stay within their limits (without, "
-                "the capsules went 5-14 mm inside d_safe or overlapped): enable "
-                f"{section}.joint_velocity_limit (the model needs velocity limits) or disable "
-                f"{section}.self_collision"
-            )
-        for t in tasks:
-            check_choice(f"{section}.{t.name}.type", t.type, sorted(TASK_TYPES))
-            if t.type == "posture" and t.frame is not None:
-                raise ConfigError(f"{section}.{t.name}.frame: a posture task has no frame")
-            if t.type != "posture" and t.frame is None:
-                raise ConfigError(f"{section}.{t.name}.frame: required for a {t.type} task")
-        levels = sorted({t.level for t in tasks if isinstance(t.level, int | np.integer)})
-        if levels and levels != list(range(len(levels))):
-            raise ConfigError(f"{section}: task levels must be consecutive from 0, got {levels}")
+        _check_barrier_groups(section, barriers, dt)
+        _check_tasks(section, tasks)
         return cls(
             tasks=tuple(tasks),
             dt=dt,
@@ -419,9 +376,74 @@ class QPIDConfig:
             slack_weight=ws,
             fallback_damping=damping,
             eps_abs=eps_abs,
-            max_iter=int(max_iter),
+            max_iter=max_iter,
             **barriers,
         )
+
+
+def _pop_prefixed(flat: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """Remove the keys ``<prefix>.<rest>`` from ``flat``; return them as ``{rest: value}``."""
+    start = len(prefix) + 1
+    return {k[start:]: flat.pop(k) for k in list(flat) if k.startswith(prefix + ".")}
+
+
+def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int]:
+    """``solver.eps_abs`` (positive, at most :data:`_MAX_EPS_ABS`) and ``solver.max_iter`` (an
+    integer in ``[1, _MAX_ITER]``)."""
+    eps = as_positive_float(f"{section}.solver.eps_abs", eps_abs)
+    if eps > _MAX_EPS_ABS:
+        raise ConfigError(
+            f"{section}.solver.eps_abs: expected at most {_MAX_EPS_ABS:g} (the residuals are in "
+            f"rad/s² and N·m: a looser 'solved' answer is a wrong torque), got {eps!r}"
+        )
+    is_int = isinstance(max_iter, int | np.integer) and not isinstance(max_iter, bool)
+    if not is_int or not 1 <= max_iter <= _MAX_ITER:
+        raise ConfigError(
+            f"{section}.solver.max_iter: expected an integer in [1, {_MAX_ITER}] (a failing solve "
+            f"runs 2·max_iter iterations, ~1.5–2 ms at 50), got {max_iter!r}"
+        )
+    return eps, int(max_iter)
+
+
+def _check_barrier_groups(section: str, barriers: Mapping[str, BarrierConfig], dt: float) -> None:
+    """What the barrier groups need together: each ``alpha`` small enough for the period ``dt``,
+    and the joint velocity barrier wherever the collision barrier is on."""
+    for group, cfg in barriers.items():
+        # Stepped at Δt with the torque held, a first-order barrier (ḣ = −α·h) gives
+        # h⁺ = (1 − α·Δt)·h: h ≥ 0 needs α·Δt ≤ 1. A second-order one (ḧ = −2α·ḣ − α²·h) has
+        # the step's eigenvalues both ≥ 0 only while α·Δt ≤ 1/2; beyond it one alternates in
+        # sign and h can cross 0 (from 0.7), and from 2√2 − 2 ≈ 0.83 it diverges.
+        bound = 1.0 if group == "joint_velocity_limit" else 0.5
+        if cfg.enabled and cfg.alpha * dt > bound:
+            raise ConfigError(
+                f"{section}.{group}.alpha: alpha·dt must be <= {bound:g} for the barrier to hold "
+                f"at each step, got {cfg.alpha:g}·{dt:g} = {cfg.alpha * dt:g}"
+            )
+    if barriers["self_collision"].enabled and not barriers["joint_velocity_limit"].enabled:
+        # The distance model leaves out the normal's rotation, an error that grows with the
+        # speed squared, and the rows go to the closest pairs: with the joint speeds capped it
+        # held d_safe to ~2 mm; uncapped, the capsules went 5–14 mm inside d_safe with the QP
+        # solved and no slack used, or overlapped (tool kp 225–400), nothing reported.
+        raise ConfigError(
+            f"{section}.self_collision: enabled with joint_velocity_limit disabled; the collision "
+            "barrier holds d_safe only while the joint speeds stay within their limits (without, "
+            "the capsules went 5-14 mm inside d_safe or overlapped): enable "
+            f"{section}.joint_velocity_limit (the model needs velocity limits) or disable "
+            f"{section}.self_collision"
+        )
+
+
+def _check_tasks(section: str, tasks: Sequence[TaskConfig]) -> None:
+    """Each task's type and frame (a frame for every task but posture), and levels ``0, 1, …``."""
+    for t in tasks:
+        check_choice(f"{section}.{t.name}.type", t.type, sorted(TASK_TYPES))
+        if t.type == "posture" and t.frame is not None:
+            raise ConfigError(f"{section}.{t.name}.frame: a posture task has no frame")
+        if t.type != "posture" and t.frame is None:
+            raise ConfigError(f"{section}.{t.name}.frame: required for a {t.type} task")
+    levels = sorted({t.level for t in tasks if isinstance(t.level, int | np.integer)})
+    if levels and levels != list(range(len(levels))):
+        raise ConfigError(f"{section}: task levels must be consecutive from 0, got {levels}")
 
 
 def _scalar_if_one(value: Any) -> Any:
