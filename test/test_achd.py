@@ -16,19 +16,14 @@ import proxsuite
 import pytest
 
 from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.approach import PoseApproach
 from torque_ctrl_ros.core.constrained_dynamics import (
     ConstrainedDynamics,
     alpha_from_axes,
     check_alpha,
 )
 from torque_ctrl_ros.core.controllers import create_controller
-from torque_ctrl_ros.core.controllers.cartesian import (
-    AchdRnea,
-    AchdRneaConfig,
-    PoseApproach,
-    PoseReference,
-    pose_error,
-)
+from torque_ctrl_ros.core.controllers.cartesian import AchdRnea, AchdRneaConfig, PoseReference, pose_error
 from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.types import JointState
 from torque_ctrl_ros.sim.plant import MujocoPlant

@@ -1307,7 +1307,8 @@ def test_a_stop_runs_on_half_the_speed_times_the_stop_time_when_the_motion_rests
 def test_a_pose_approach_reaches_a_given_stop_exactly(robot: RobotModel) -> None:
     """A stop given as a pose turned from the start (a stop kept from an earlier approach) is
     reached exactly, at rest, at the stop time."""
-    from torque_ctrl_ros.core.controllers.cartesian import PoseApproach, PoseReference
+    from torque_ctrl_ros.core.approach import PoseApproach
+    from torque_ctrl_ros.core.controllers.cartesian import PoseReference
 
     rotation = robot.frame_placement(HOME_Q, TOOL).rotation
     start = PoseReference(

@@ -51,10 +51,9 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState as JointStateMsg
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
-from ..core.approach import JointApproachPlanner, PoseApproachPlanner
+from ..core.approach import JointApproachPlanner, PoseApproach, PoseApproachPlanner
 from ..core.constrained_dynamics import AXIS_NAMES
 from ..core.controllers import HQPID, QPID, AchdRnea, ComputedTorque, Controller, PoseReference
-from ..core.controllers.cartesian import PoseApproach
 from ..core.errors import ConfigError, StateError, TargetError
 from ..core.qp.tasks import CartesianTarget, FrameTask
 from ..core.reach import Reach
@@ -775,7 +774,7 @@ class TaskTargetSource(TargetSource):
 
     Each target is reached along an approach from the task's current reference, planned with the
     task's gains on the axes it tracks (weight and ``kp`` above 0): a
-    :class:`~..core.controllers.cartesian.PoseApproach` for a frame task
+    :class:`~..core.approach.PoseApproach` for a frame task
     (:class:`~..core.approach.PoseApproachPlanner`, every joint at most half its velocity limit
     along the predicted path, not refused near a singularity: the QP's barriers hold there), a
     joint quintic for the posture tasks (:class:`~..core.approach.JointApproachPlanner`, timed by
