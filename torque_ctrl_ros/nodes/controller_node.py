@@ -61,7 +61,7 @@ from .common import (
     write_output,
 )
 from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
-from .params import controller_node_config
+from .params import ControllerNodeConfig, controller_node_config
 from .scheduling import current_policy
 from .targets import create_target_source
 from .wire import CommandWire, JointStateWire
@@ -84,6 +84,40 @@ _LEVEL = {
 }
 
 
+def _load_robot(cfg: ControllerNodeConfig, node_name: str) -> RobotModel:
+    """The controller's model, from ``robot_description`` when given, else ``model_file``; refused
+    without an effort limit on every joint."""
+    if cfg.robot_description:
+        robot = RobotModel.from_urdf_string(cfg.robot_description)
+    else:
+        robot = RobotModel.from_file(cfg.model_file)
+    unlimited = [
+        name
+        for name, limit in zip(robot.joint_names, robot.effort_limit, strict=True)
+        if not np.isfinite(limit)
+    ]
+    if unlimited:
+        # Saturation is the last thing applied to every command: without a limit a torque
+        # controller could send anything. (Pinocchio's MJCF reader takes no actuator limits.)
+        raise ConfigError(
+            f"{node_name}: the model ({robot.source}) gives no effort limit for joint(s) {unlimited}; "
+            "use a description with limits, e.g. urdf/gen3.urdf"
+        )
+    return robot
+
+
+def _command_joints(cfg: ControllerNodeConfig, robot: RobotModel, node_name: str) -> tuple[str, ...]:
+    """The order of the joints in a command (``joints``, the model's by default): every joint of
+    the model, once."""
+    joints = cfg.joints or robot.joint_names
+    if sorted(joints) != sorted(robot.joint_names):
+        raise ConfigError(
+            f"{node_name}.joints: must list every joint of the model once, got {list(joints)}; "
+            f"model joints are {list(robot.joint_names)}"
+        )
+    return tuple(joints)
+
+
 class ControllerNode:
     """Wires a core controller to ROS topics; no dynamics here."""
 
@@ -92,30 +126,8 @@ class ControllerNode:
             node_name, allow_undeclared_parameters=True, automatically_declare_parameters_from_overrides=True
         )
         cfg = self.config = controller_node_config(parameters_of(node), node_name)
-        if cfg.robot_description:
-            robot = RobotModel.from_urdf_string(cfg.robot_description)
-        else:
-            robot = RobotModel.from_file(cfg.model_file)
-        unlimited = [
-            name
-            for name, limit in zip(robot.joint_names, robot.effort_limit, strict=True)
-            if not np.isfinite(limit)
-        ]
-        if unlimited:
-            # Saturation is the last thing applied to every command: without a limit a torque
-            # controller could send anything. (Pinocchio's MJCF reader takes no actuator limits.)
-            raise ConfigError(
-                f"{node_name}: the model ({robot.source}) gives no effort limit for joint(s) {unlimited}; "
-                "use a description with limits, e.g. urdf/gen3.urdf"
-            )
-        joints = cfg.joints or robot.joint_names
-        if sorted(joints) != sorted(robot.joint_names):
-            raise ConfigError(
-                f"{node_name}.joints: must list every joint of the model once, got {list(joints)}; "
-                f"model joints are {list(robot.joint_names)}"
-            )
-        self.robot = robot
-        self.joints = tuple(joints)
+        self.robot = robot = _load_robot(cfg, node_name)
+        self.joints = _command_joints(cfg, robot, node_name)
         self.controller = create_controller(cfg.controller, robot, cfg.controller_params)
         self.damping = cfg.damping_vector(robot.n, robot)
         # The safe command of a fallback: braking from the last good state (core/braking.py).
