@@ -528,86 +528,95 @@ class JointTargetSource(TargetSource):
             return None
 
     def _activate(self, state: JointState) -> None:
+        """Take the pending joint target, stop or trajectory at ``state`` (its clock and pose)."""
         assert self._pending is not None
         kind, payload = self._pending
         self._pending = None
         if kind == "target":
-            if (
-                self._mode == "joint_target"
-                and self._fixed is not None
-                and np.array_equal(payload.q, self._fixed.q)
-            ):
-                return  # the target under way, sent again (a device repeating its last pose)
-            approach = self._approach(state, payload)
-            if approach is not None:
-                self._fixed, self._trajectory, self._t0, self._mode = (
-                    payload,
-                    approach,
-                    state.stamp,
-                    "joint_target",
-                )
+            self._activate_target(state, payload)
         elif kind == "stop":
-            if self._trajectory is not None:
-                q, _, _ = self._current(state)
-            else:  # a joint target still 1 rad away had kept the arm going and reported "hold"
-                q = state.q
-            self._fixed, self._trajectory, self._mode = (
-                JointReference(np.array(q, dtype=np.float64)),
-                None,
-                "hold",
-            )
+            self._activate_stop(state)
         else:
-            stamp, points = payload
-            t0 = stamp if stamp > 0.0 else state.stamp
-            late = state.stamp - t0
-            if late > 0.0:
-                # Stamped before this state: the points already due are dropped and the rest
-                # keep their times, reached from the current reference (no jump into the middle).
-                times, pos, vel, acc = points
-                end = float(times[-1])
-                due = times > late
-                if not due.any():
-                    self._refuse(
-                        f"trajectory ended {late - end:.3f} s before the joint state it arrived at "
-                        f"(header.stamp {stamp:.3f} s, last point at {end:.3f} s)"
-                    )
-                    return
-                points = (
-                    times[due] - late,
-                    pos[due],
-                    None if vel is None else vel[due],
-                    None if acc is None else acc[due],
-                )
-                t0 = state.stamp
+            self._activate_trajectory(state, *payload)
+
+    def _activate_target(self, state: JointState, target: JointReference) -> None:
+        if (
+            self._mode == "joint_target"
+            and self._fixed is not None
+            and np.array_equal(target.q, self._fixed.q)
+        ):
+            return  # the target under way, sent again (a device repeating its last pose)
+        approach = self._approach(state, target)
+        if approach is not None:
+            self._fixed, self._trajectory, self._t0, self._mode = (
+                target,
+                approach,
+                state.stamp,
+                "joint_target",
+            )
+
+    def _activate_stop(self, state: JointState) -> None:
+        if self._trajectory is not None:
+            q, _, _ = self._current(state)
+        else:  # a joint target still 1 rad away had kept the arm going and reported "hold"
+            q = state.q
+        self._fixed, self._trajectory, self._mode = (
+            JointReference(np.array(q, dtype=np.float64)),
+            None,
+            "hold",
+        )
+
+    def _activate_trajectory(self, state: JointState, stamp: float, points: Any) -> None:
+        t0 = stamp if stamp > 0.0 else state.stamp
+        late = state.stamp - t0
+        if late > 0.0:
+            # Stamped before this state: the points already due are dropped and the rest
+            # keep their times, reached from the current reference (no jump into the middle).
             times, pos, vel, acc = points
-            current = self._current(state)
-            if times[0] == 0.0:
-                off = np.minimum(
-                    np.abs(self.robot.difference(pos[0], current[0])),
-                    np.abs(self.robot.difference(pos[0], state.q)),
+            end = float(times[-1])
+            due = times > late
+            if not due.any():
+                self._refuse(
+                    f"trajectory ended {late - end:.3f} s before the joint state it arrived at "
+                    f"(header.stamp {stamp:.3f} s, last point at {end:.3f} s)"
                 )
-                worst = int(np.argmax(off))
-                if off[worst] > START_TOLERANCE:
-                    self._refuse(
-                        f"trajectory: its first point, at time_from_start 0, is {off[worst]:.3f} rad from "
-                        f"the current reference and from the arm on {self.robot.joint_names[worst]} (at "
-                        f"most {START_TOLERANCE:g} rad): give it a time_from_start > 0 to reach it from "
-                        "there"
-                    )
-                    return
-            try:
-                trajectory = JointTrajectory(
-                    times, pos, vel, acc, start=current, continuous=self.robot.continuous
-                )
-                # Only the segment from the start and the next one differ from those checked in the
-                # callback (the first waypoint's estimated velocity changes with the start).
-                check_motion(self.robot, trajectory, last=2, offset=max(late, 0.0))
-            except TargetError as exc:
-                self._refuse(str(exc))
                 return
-            self._trajectory = trajectory
-            self._t0 = t0
-            self._fixed, self._mode = None, "trajectory"
+            points = (
+                times[due] - late,
+                pos[due],
+                None if vel is None else vel[due],
+                None if acc is None else acc[due],
+            )
+            t0 = state.stamp
+        times, pos, vel, acc = points
+        current = self._current(state)
+        if times[0] == 0.0:
+            off = np.minimum(
+                np.abs(self.robot.difference(pos[0], current[0])),
+                np.abs(self.robot.difference(pos[0], state.q)),
+            )
+            worst = int(np.argmax(off))
+            if off[worst] > START_TOLERANCE:
+                self._refuse(
+                    f"trajectory: its first point, at time_from_start 0, is {off[worst]:.3f} rad from "
+                    f"the current reference and from the arm on {self.robot.joint_names[worst]} (at "
+                    f"most {START_TOLERANCE:g} rad): give it a time_from_start > 0 to reach it from "
+                    "there"
+                )
+                return
+        try:
+            trajectory = JointTrajectory(
+                times, pos, vel, acc, start=current, continuous=self.robot.continuous
+            )
+            # Only the segment from the start and the next one differ from those checked in the
+            # callback (the first waypoint's estimated velocity changes with the start).
+            check_motion(self.robot, trajectory, last=2, offset=max(late, 0.0))
+        except TargetError as exc:
+            self._refuse(str(exc))
+            return
+        self._trajectory = trajectory
+        self._t0 = t0
+        self._fixed, self._mode = None, "trajectory"
 
     def _pending_stamp(self) -> float | None:
         """``header.stamp`` (s) of the pending trajectory (0: at the next state); None if none."""
