@@ -31,13 +31,27 @@ computed from the state and held for one period ``h``.
 
 Without delay the velocity follows ``q̇⁺ = (I − h·M⁻¹·K_d)·q̇``: each mode is multiplied by
 ``1 − λ`` per period, so it decays while ``λ < 2``, and rings (flips sign every period) from
-``λ = 1``. With ``d`` periods of delay, ``q̇⁺ = q̇ − λ·q̇₋d`` decays only while
-``λ < 2·sin(π/(2·(2d + 1)))``: 1 for one period (a late step in the simulator's realtime mode, a
-transport delay), 0.62 for two, 0.44 for three, 0.28 for five. The bound is one period's: no
-ringing, and a late step cannot make it grow. The real Gen3's 3–5 ms would ask for less on this
-model, but its actuators' reflected rotor inertia, which the model lacks (Kinova does not publish
-it), lowers ``λ`` there by a factor nobody here could measure.
+``λ = 1``. With the command ``d`` periods late, ``q̇⁺ = q̇ − λ·q̇₋d`` decays only while
+``λ <`` :func:`damping_eigenvalue_bound` ``(d) = 2·sin(π/(2·(2d + 1)))``: 1 for one period (a
+late step in the simulator's realtime mode, a transport delay), 0.62 for two, 0.44 for three,
+0.35 for four. The bound is one period's: no ringing, and a late step cannot make it grow.
+
+The simulator shows a command in the next state (1 ms from state to the state that shows it);
+the real Gen3's 3–5 ms command-to-measurement delay is ``d`` = 2–4 periods on top of that
+first one, bounds 0.62–0.35. The Gen3 defaults (:data:`~.safety.DEFAULT_DAMPING`) reach 0.975 on
+this model where joints 1, 3, 5 and 7 line up (0.32 at home): in MuJoCo with the commands 3 or 5
+ms late, a damping torque with them rang joints 1 and 3 up to 27–190 rad/s there (README,
+"Damping and the real arm's delay"). The real actuators' reflected rotor inertia, which the
+model lacks (Kinova does not publish it), lowers ``λ`` there by a factor nobody here could
+measure.
 """
+
+
+def damping_eigenvalue_bound(delay: int) -> float:
+    """Largest ``λ`` (exclusive) for which ``q̇⁺ = q̇ − λ·q̇₋d`` decays with the damping command
+    ``d = delay`` ≥ 1 periods late: ``2·sin(π/(2·(2d + 1)))`` (1, 0.618, 0.445, 0.347 for 1–4)."""
+    return 2.0 * math.sin(math.pi / (2.0 * (2 * delay + 1)))
+
 
 DAMPING_SAMPLES = 300
 """Seeded random configurations over which a damping is checked, besides the zero pose and a grid
@@ -170,11 +184,12 @@ def pd_spectral_radius(kp: float, kd: float, period: float = CONTROL_PERIOD, del
 
     Below 1 the error decays. (Without delay the bound is ``h·kd < 2`` and
     ``h²·kp + 2·h·kd < 4``; one period late, what the gain checks assume, kp 1e5 at critical
-    damping gives 0.87, 2e5 gives 1.07.) Longer delays allow less: 3 or 5 periods late (the real
-    Gen3's 3–5 ms), critical damping is stable only up to kp ~3.2e4 or ~1.3e4 (kp 1e5 gives 1.15
-    and 1.17; the defaults, kp 100 and kd 20, 0.992). The checks keep one period, the
-    simulator's: the real actuators' rotor inertia, which the model lacks, lowers the effective
-    gains there by a factor Kinova does not publish.
+    damping gives 0.87, 2e5 gives 1.07.) Longer delays allow less: 2 to 4 periods late (the real
+    Gen3's 3–5 ms command-to-measurement, see :data:`DAMPING_EIGENVALUE_MAX`), critical damping
+    is stable only up to kp ~6.2e4 to ~2.0e4 (kp 1e5 gives 1.09–1.17; the defaults, kp 100 and kd
+    20, 0.991–0.992). The checks keep one period, the simulator's: the real actuators' rotor
+    inertia, which the model lacks, lowers the effective gains there by a factor Kinova does not
+    publish.
     """
     h = period
     # State [e_k, v_k, e_{k−1}, v_{k−1}, …, e_{k−d}, v_{k−d}]: the command acts on the last pair.
