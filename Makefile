@@ -1,7 +1,8 @@
 # Two commands set up everything on a fresh machine with Python 3.11:
 #   make sim    the simulated Gen3 under a controller (CONTROLLER=..., DURATION=... simulated
 #               seconds, PIN=auto to pin the two nodes to one CPU each, RT=20 for SCHED_FIFO 20,
-#               CPU_LATENCY=0 to keep the CPUs polling instead of halting while the nodes run)
+#               CPU_LATENCY=0 to keep the CPUs polling instead of halting while the nodes run,
+#               PARAMS=file.yaml for another parameter file)
 #   make test   the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -15,6 +16,7 @@ PIN ?= none
 RT ?= 0
 CPU_LATENCY ?= none
 PYTEST_ARGS ?=
+PARAMS ?=
 # 7x7 matrices never gain from BLAS threads; idle BLAS threads spinning next to a 1 kHz loop
 # on 2 cores cost far more than they give.
 export OPENBLAS_NUM_THREADS := 1
@@ -34,7 +36,7 @@ test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 sim: $(STAMP)
-	$(PY) -m torque_ctrl_ros.run_sim --controller $(CONTROLLER) --mode $(MODE) --duration $(DURATION) --cpus $(PIN) --rt-priority $(RT) --cpu-latency-us $(CPU_LATENCY)
+	$(PY) -m torque_ctrl_ros.run_sim --controller $(CONTROLLER) --mode $(MODE) --duration $(DURATION) --cpus $(PIN) --rt-priority $(RT) --cpu-latency-us $(CPU_LATENCY) $(if $(PARAMS),--params-file $(PARAMS))
 
 bench: $(STAMP)
 	$(PY) -m torque_ctrl_ros.bench

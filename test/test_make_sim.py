@@ -15,11 +15,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from ros_helpers import requires_rclpy, ros_domain, ros_env  # noqa: F401 - ros_domain is a fixture
 
 from torque_ctrl_ros.bench.host import cpu_ticks
-from torque_ctrl_ros.run_sim import watchdog_summary
+from torque_ctrl_ros.run_sim import demo_trajectory, watchdog_summary
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, requires_rclpy]
 
@@ -64,7 +65,7 @@ def test_make_sim_tracks_the_demo_trajectory_and_prints_its_summary(ros_domain: 
     tracking = _figure(r"tracking error\s+vs trajectory.*: max (\S+) rad", summary)
     assert tracking < 0.15
     assert _figure(r"rejected (\d+)", summary) == 0
-    assert "fallback commands 0," in summary and "'stale': 0, 'non_finite': 0" in summary
+    assert "fallback commands 0," in summary and "refused states none," in summary
     # On time (a quiet host), computed torque tracks to ~1e-4 rad, every state is answered and
     # the watchdog never trips during the run (its end, when the states stop, is said apart).
     # Realtime on a loaded host, late steps hold old commands and a descheduled simulator is a
@@ -267,3 +268,56 @@ def test_a_parameter_file_section_for_no_node_stops_the_runner_at_once(
     runner = _runner(ros_domain, tmp_path / "out", "--duration", "1", "--params-file", str(typo))
     out, _ = runner.communicate(timeout=60)
     assert runner.returncode == 2 and error in out, out
+
+
+def test_the_demo_swings_only_when_its_way_back_fits_in_the_run() -> None:
+    """Waypoints a second apart, the last back at the start pose by the end of the run; a run too
+    short for one swing gets none (it had sent a lone point at the start pose and reported
+    tracking a trajectory the arm never moved on)."""
+    q0 = np.zeros(7)
+    points = demo_trajectory(q0, 10.0, 0.7)
+    times = [t for t, _ in points]
+    assert times == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0] and 0.7 + times[-1] <= 10.0
+    np.testing.assert_array_equal(points[-1][1], q0)
+    assert np.abs(points[0][1]).max() == pytest.approx(0.3)
+    assert [t for t, _ in demo_trajectory(q0, 3.0, 0.7)] == [1.0, 2.0]
+    assert demo_trajectory(q0, 2.0, 0.7) == []
+
+
+def test_the_summary_words_counts_and_what_was_not_granted() -> None:
+    """Refused states by reason (none when all are 0), late steps as a share of the steps, and
+    a scheduling request the nodes did not get."""
+    import argparse
+
+    from torque_ctrl_ros.run_sim import _counts_text, _not_granted, _share
+
+    assert _counts_text({"stale": 0, "non_finite": 0}) == "none"
+    assert _counts_text({"stale": 3, "non_finite": 0, "inconsistent": 1}) == "stale 3, inconsistent 1"
+    assert _counts_text(None) == "?"
+    assert _share(35, 10_000) == " = 0.35 %" and _share("?", 10) == "" and _share(3, 0) == ""
+    asked = argparse.Namespace(rt_priority=20, cpu_latency_us="0")
+    assert _not_granted(asked, ["fifo:20 cpus:0 cpu_latency:0us", "fifo:20 cpus:1 cpu_latency:0us"]) == ""
+    note = _not_granted(asked, ["normal cpus:0", "normal cpus:1"])
+    assert "SCHED_FIFO 20 and a CPU latency of 0 µs: not granted" in note
+    assert _not_granted(argparse.Namespace(rt_priority=0, cpu_latency_us="none"), ["normal"]) == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--duration", "-1"], "expected simulated seconds >= 0"),
+        (["--duration", "inf"], "expected simulated seconds >= 0"),
+        (["--rt-priority", "-5"], "rt priority: expected an integer 0..99"),
+        (["--rt-priority", "200"], "rt priority: expected an integer 0..99"),
+    ],
+)
+def test_bad_runner_arguments_stop_it_before_any_node_starts(
+    args: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Caught by the runner's own argument parser (they had reached the nodes, which refused them
+    under names the user never typed: sim_node.duration, TORQUE_CTRL_RT_PRIORITY)."""
+    from torque_ctrl_ros.run_sim import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    assert stop.value.code == 2 and error in capsys.readouterr().err

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -318,13 +318,17 @@ class Domain:
 
 def demo_trajectory(q0: np.ndarray, duration: float, start: float) -> list[tuple[float, np.ndarray]]:
     """Waypoints (s from ``start``, rad): joints 1, 4, 6 swing ±0.3 rad and joint 2 ±0.2 rad,
-    one waypoint a second."""
+    one waypoint a second, back at ``q0`` by ``duration`` (s of simulated time, as ``start``) at
+    the latest; none (no demo) when not even one swing and the way back fit (a run of less than
+    ~4 s: the demo starts ~1–1.5 s in)."""
     pattern = np.zeros_like(q0)
     pattern[[0, 1, 3, 5]] = [0.3, 0.2, 0.3, 0.3]
     points, sign, t = [], 1.0, 1.0
-    while t < max(duration - start - 0.5, 1.0):
+    while start + t + 1.0 <= duration:
         points.append((t, q0 + sign * pattern))
         sign, t = -sign, t + 1.0
+    if not points:
+        return []
     points.append((t, q0.copy()))
     return points
 
@@ -442,6 +446,9 @@ class Monitor:
         start = t_now + 0.5  # explicit start time: the monitor knows exactly what is tracked
         # Until Ctrl-C (duration 0): a minute of motion, then hold.
         points = demo_trajectory(self.q0, self.duration if self.duration > 0 else 60.0, start)
+        if not points:
+            self.sends_trajectory = False  # too short a run for the demo: the arm holds its pose
+            return
         msg = TrajectoryMsg(joint_names=self.names)
         sec, nsec = divmod(round(start * 1e9), 1_000_000_000)
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
@@ -492,6 +499,17 @@ class Monitor:
         self.rclpy.shutdown(context=self.context)
 
 
+def _duration(text: str) -> float:
+    """``--duration``: a finite number of simulated seconds ≥ 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected simulated seconds >= 0 (0: until Ctrl-C), got {text!r}")
+    return value
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
@@ -501,7 +519,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--controller", default="computed_torque", choices=sorted(CONTROLLERS))
     parser.add_argument("--mode", default="realtime", choices=["realtime", "lockstep"])
-    parser.add_argument("--duration", type=float, default=10.0, help="simulated seconds (0: until Ctrl-C)")
+    parser.add_argument(
+        "--duration", type=_duration, default=10.0, help="simulated seconds (0: until Ctrl-C)"
+    )
     parser.add_argument(
         "--params-file", type=Path, default=None, help="default: config/gen3_controllers.yaml"
     )
@@ -587,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         pair.stop()
         errors = monitor.errors
         tracked = (
-            f"trajectory (sent at t = {monitor.sent_at:.2f} s, the initial pose before)"
+            f"trajectory (sent at t = {monitor.sent_at:.2f} s; before it, the initial pose)"
             if monitor.reference is not None
             else "initial pose"
         )
@@ -642,6 +662,16 @@ def print_summary(
     what, errors = tracking
     sim, ctrl = pair.stats()
     out = pair.out
+    silent = [name for name, stats in zip(NodePair.NAMES, (sim, ctrl), strict=True) if not stats]
+    if silent:
+        # A node that never ran (a refused parameter, a crash) leaves nothing to sum up: its
+        # error, printed above, is the result; placeholders would bury it.
+        print(
+            f"summary ({'interrupted' if interrupted else 'failed'}): {args.controller}, {args.mode}: "
+            f"{' and '.join(silent)} wrote no summary (see the errors above; logs in {out})",
+            flush=True,
+        )
+        return
     lat = sim.get("latency", {})
     comp = ctrl.get("compute", {})
     parts = step_parts(sim, ctrl)
@@ -652,7 +682,9 @@ def print_summary(
         f"{sim.get('wall_time_s', float('nan')):.2f} s wall"
         f" ({sim.get('step_rate_hz', float('nan')):.1f} steps/s, "
         f"{sim.get('realtime_factor', float('nan')):.2f}x real time)",
-        "  scheduling       " + ", ".join(f"{k} {v}" for k, v in pair.scheduling().items()),
+        "  scheduling       "
+        + ", ".join(f"{k} {v}" for k, v in pair.scheduling().items())
+        + _not_granted(args, pair.scheduling().values()),
     ]
     if steal:
         lines.append(
@@ -677,17 +709,43 @@ def print_summary(
         "  step (ms, p50)   "
         + "  ".join(f"{name.replace('_', ' ')} {part['p50_ms']:.3f}" for name, part in parts.items()),
         f"  commands         received {sim.get('commands_received', '?')}, late steps "
-        f"{sim.get('late_steps', '?')} (in {sim.get('late_runs', '?')} runs, longest "
-        f"{sim.get('longest_late_run', '?')}),"
+        f"{sim.get('late_steps', '?')}{_share(sim.get('late_steps'), sim.get('steps'))} (in "
+        f"{sim.get('late_runs', '?')} runs, longest {sim.get('longest_late_run', '?')}),"
         f" steps on safe torque {sim.get('missing_command_steps', '?')}, rejected "
         f"{sim.get('rejected_commands', '?')}",
         f"  controller       watchdog {watchdog_summary(ctrl)}, refused states "
-        f"{ctrl.get('rejected', '?')},"
+        f"{_counts_text(ctrl.get('rejected'))},"
         f" fallback commands {ctrl.get('fallback_commands', '?')}, saturated "
         f"{ctrl.get('saturated_commands', '?')}",
         f"  logs             {out}",
     ]
     print("\n".join(lines), flush=True)
+
+
+def _share(count: Any, total: Any) -> str:
+    """`` = 0.35 %`` of ``total`` steps, or nothing where either is missing."""
+    if not isinstance(count, int | float) or not isinstance(total, int | float) or total <= 0:
+        return ""
+    return f" = {100.0 * count / total:.2f} %"
+
+
+def _counts_text(counts: Any) -> str:
+    """``none`` or ``stale 3, non_finite 1`` from a ``{reason: count}`` mapping (``?`` if missing)."""
+    if not isinstance(counts, Mapping):
+        return "?"
+    nonzero = [f"{k} {v}" for k, v in counts.items() if v]
+    return ", ".join(nonzero) if nonzero else "none"
+
+
+def _not_granted(args: argparse.Namespace, policies: Iterable[str]) -> str:
+    """What was asked of the nodes' scheduling and not granted (a node's log says why), or nothing."""
+    got = list(policies)
+    notes = []
+    if args.rt_priority > 0 and not all(p.startswith("fifo:") for p in got):
+        notes.append(f"SCHED_FIFO {args.rt_priority}")
+    if parse_cpu_latency(args.cpu_latency_us) is not None and not all("cpu_latency:" in p for p in got):
+        notes.append(f"a CPU latency of {args.cpu_latency_us} µs")
+    return f" (asked for {' and '.join(notes)}: not granted, see the nodes' logs)" if notes else ""
 
 
 if __name__ == "__main__":

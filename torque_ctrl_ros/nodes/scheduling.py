@@ -276,11 +276,15 @@ class Placement:
         this process may use; none with fewer) or ``SIM:CONTROLLER`` lists (``0:1``, ``0-1:2``).
 
         Raises:
-            ConfigError: another spec, or a malformed list.
+            ConfigError: another spec, a malformed list, or a priority or latency out of range.
         """
         if cpu_latency_us is not None and not 0 <= cpu_latency_us <= _MAX_CPU_LATENCY_US:
             raise ConfigError(
                 f"cpu latency: expected 0..{_MAX_CPU_LATENCY_US} µs or no request, got {cpu_latency_us!r}"
+            )
+        if not 0 <= rt_priority <= 99:
+            raise ConfigError(
+                f"rt priority: expected an integer 0..99 (0: normal scheduling), got {rt_priority!r}"
             )
         spec = cpus.strip()
         if spec in ("", "none"):
