@@ -244,6 +244,72 @@ def test_joint_limits_hold_for_10_s(robot: RobotModel) -> None:
     assert plant.q[1] > robot.position_upper[1] - 0.02 and plant.q[5] > robot.position_upper[5] - 0.02
 
 
+def test_the_least_slack_weight_accepted_still_holds_the_joint_limits(robot: RobotModel) -> None:
+    """``slack_weight`` 1e4, the lower end of its range, against the 10 s run above (3 s): the
+    velocity limits hold (with 1e3 joint 6 had run at 5.1 times its limit; it is refused)."""
+    controller = QPID.from_params(
+        robot, {"tasks": ["posture"], "posture.type": "posture", "posture.kp": 400.0, "slack_weight": 1e4}
+    )
+    target = HOME.copy()
+    target[1], target[3], target[5] = 3.0, -3.2, 3.0
+    mon = _Monitor(robot)
+    _run(controller, {"posture": target}, 3.0, scene=ARM_ONLY, on_step=mon)
+    assert mon.speed_ratio <= 1.01 and mon.limit_excess <= 0.005 and mon.fallbacks == 0
+    with pytest.raises(ConfigError, match="slack_weight: expected 10000 to 1e"):
+        QPID.from_params(robot, {"tasks": ["posture"], "posture.type": "posture", "slack_weight": 1e3})
+
+
+@pytest.mark.parametrize(
+    ("controller", "extra", "match"),
+    [
+        (
+            "hqpid",
+            {"tool.weight": 1000.0, "posture.level": 1},
+            r"in level 0, tool.weight 1000 is 1e\+07 times",
+        ),
+        ("hqpid", {"acceleration_weight": 1e-7, "posture.level": 1}, r"regularisation of joint_1 \(1e-07"),
+        ("qpid", {"tool.weight": 3000.0}, r"tool.weight 3000 is 2.73e\+06 times"),
+        ("qpid", {"tool.weight": 1e300}, r"qpid.tool.weight: expected at most 1e\+06"),
+        ("qpid", {"acceleration_weight": 1e300}, r"acceleration_weight: expected at most 1e\+06"),
+        ("qpid", {"solver.eps_abs": 1e-16}, r"eps_abs: expected at least 1e-14"),
+    ],
+)
+def test_weights_the_solver_cannot_meet_its_tolerance_with_are_refused(
+    robot: RobotModel, controller: str, extra: dict[str, Any], match: str
+) -> None:
+    """Each of these had been accepted, then fell back on every step of a tool move in MuJoCo
+    (the arm never moved) or on non-finite data; the same move with qpid's tool at 1000 (ratio
+    9.1e5, within the bound) is accepted and reached its target."""
+    klass = QPID if controller == "qpid" else HQPID
+    with pytest.raises(ConfigError, match=match):
+        klass.from_params(robot, _params(**extra))
+    QPID.from_params(robot, _params(**{"tool.weight": 1000.0}))
+
+
+def test_an_unregularised_lower_level_is_refused(robot: RobotModel) -> None:
+    """With ``acceleration_weight`` 0 an orientation level under a pose task on the same frame has
+    no cost left: its closed-form solve took the sign of rounding noise and moved the self-motion
+    by up to 73 rad/s² (3 N·m torque steps) with the QP reported solved."""
+    params = {
+        "tasks": ["tool", "ori"],
+        "tool.type": "pose",
+        "tool.frame": TOOL,
+        "ori.type": "orientation",
+        "ori.frame": TOOL,
+        "ori.level": 1,
+        "acceleration_weight": 0.0,
+    }
+    with pytest.raises(ConfigError, match="inf times the regularisation"):
+        HQPID.from_params(robot, params)
+    controller = HQPID.from_params(robot, {**params, "acceleration_weight": 1e-4})
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        state = JointState(HOME + rng.uniform(-0.2, 0.2, 7), rng.uniform(-0.3, 0.3, 7))
+        controller.compute(state, controller.hold_reference(JointState(HOME, np.zeros(7))))
+        level0 = controller.last_solutions[0].x[: robot.n]
+        assert np.abs(controller.joint_acceleration - level0).max() < 1e-4  # 73 with none
+
+
 def test_a_row_that_needs_slack_loosens_no_other_row(robot: RobotModel) -> None:
     """Joint 4 starts at 6 rad/s (over its 1.40 limit: its velocity row needs slack); joint 7 at
     1.20 rad/s under its 1.22 limit is pulled on by the posture task. Joint 7's own row,

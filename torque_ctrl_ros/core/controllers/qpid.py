@@ -115,8 +115,24 @@ _MAX_EPS_ABS = 1e-3
 #: Most solver iterations per attempt accepted: a failing level runs 2·max_iter of them, ~1.5–2 ms
 #: at 50, so already 30–40 ms at this cap (beyond, proxsuite itself refuses values ≥ 2⁶³).
 _MAX_ITER = 1000
-#: Accepted range of ``slack_weight`` (the default is 1e6).
-_SLACK_WEIGHT_RANGE = (1e-6, 1e12)
+#: Tightest solver tolerance accepted: 1e-14 held along a tool move in MuJoCo, 1e-16 fell back on
+#: every step (the residuals cannot get below rounding).
+_MIN_EPS_ABS = 1e-14
+#: Accepted range of ``slack_weight`` (the default is 1e6). Below 1e4 the barriers give way: a
+#: posture task at kp 400 driven past three joint limits ran joint 6 at 5.1 times its velocity
+#: limit with 1e3 (16.6 with 1 or less), at 1.000 from 1e4 on; above 1e12 the scaled slacks
+#: overflow.
+_SLACK_WEIGHT_RANGE = (1e4, 1e12)
+#: Largest weight accepted for a task, ``acceleration_weight`` or ``velocity_weight`` entry (1e300
+#: had been accepted, then every step fell back on non-finite data).
+_MAX_WEIGHT = 1e6
+#: Largest ratio accepted, in one level, between its largest Cartesian task weight and the smallest
+#: regularisation of a joint (``acceleration_weight + Δt²·velocity_weight`` plus the weight of the
+#: level's posture tasks on that joint). The level's Hessian is that ill-conditioned, and the
+#: solver's absolute tolerance then falls below its rounding: with 1e7 (hqpid's tool at 1000, or
+#: acceleration_weight 1e-7) every step fell back, the arm never moved; 3e6 still held. With no
+#: regularisation at all, a lower hqpid level solved rounding noise (torque steps of 3 N·m).
+_MAX_WEIGHT_RATIO = 1e6
 # Rows within this distance of their bound count as active in diagnostics.
 _ACTIVE_TOL = 1e-6
 #: Room (rad/s², m/s², N·m: the rows' units) a lower HQPID level has past a bound the level above
@@ -155,8 +171,10 @@ class TaskConfig:
     """One task: ``type`` in ``pose | position | orientation | posture``; ``frame`` for the
     Cartesian ones; ``kp`` (1/s²), ``kd`` (1/s, default ``2·√kp``) and ``weight`` scalars or
     per axis; ``level`` (0 = highest priority, hqpid only). ``weight`` multiplies the squared
-    acceleration error (m/s², rad/s²) of each axis in the cost: only the ratios between the
-    weights of a level (and to ``acceleration_weight``, ``velocity_weight``) matter."""
+    acceleration error (m/s², rad/s²) of each axis in the cost: the ratios between the weights of
+    a level (and to ``acceleration_weight``, ``velocity_weight``) decide the optimum, their size
+    how well the solver meets its absolute tolerance (bounds: :data:`_MAX_WEIGHT`,
+    :data:`_MAX_WEIGHT_RATIO`)."""
 
     name: str
     type: str
@@ -342,6 +360,9 @@ class QPIDConfig:
             broadcast_scalar=True,
             min_value=0.0,
         )
+        for key, weights in (("acceleration_weight", w2), ("velocity_weight", w3)):
+            if weights.max() > _MAX_WEIGHT:
+                raise ConfigError(f"{section}.{key}: expected at most {_MAX_WEIGHT:g}, got {weights.max():g}")
         ws = as_positive_float(f"{section}.slack_weight", kw.pop("slack_weight", base.slack_weight))
         if not _SLACK_WEIGHT_RANGE[0] <= ws <= _SLACK_WEIGHT_RANGE[1]:
             # The solver sees the slacks scaled by 1/√w_s: beyond these, σ² or (w_s·σ)² overflow
@@ -391,6 +412,11 @@ def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int
     """``solver.eps_abs`` (positive, at most :data:`_MAX_EPS_ABS`) and ``solver.max_iter`` (an
     integer in ``[1, _MAX_ITER]``)."""
     eps = as_positive_float(f"{section}.solver.eps_abs", eps_abs)
+    if eps < _MIN_EPS_ABS:
+        raise ConfigError(
+            f"{section}.solver.eps_abs: expected at least {_MIN_EPS_ABS:g} (the residuals cannot get below "
+            f"rounding: every solve would run out of iterations), got {eps!r}"
+        )
     if eps > _MAX_EPS_ABS:
         raise ConfigError(
             f"{section}.solver.eps_abs: expected at most {_MAX_EPS_ABS:g} (the residuals are in "
@@ -610,6 +636,7 @@ class _QPController(Controller[QPReference]):
         self.last_solutions: list[Solution] = []
         self._last_fallback = False
         self._check_frozen_rows_independent()
+        self._check_level_conditioning()
 
     def _build_tasks(self, config: QPIDConfig) -> list[Task]:
         """One task object per configured task, in the configured order."""
@@ -799,6 +826,34 @@ class _QPController(Controller[QPReference]):
         self._rows = np.zeros(self.n_b + n)
         self._lo = np.zeros(self.n_b + n)
         self._hi = np.full(self.n_b + n, np.inf)
+
+    def _check_level_conditioning(self) -> None:
+        """Refuse a level whose Cartesian task weights are more than :data:`_MAX_WEIGHT_RATIO` above
+        the smallest regularisation of a joint in that level (its posture tasks included): the
+        solver cannot meet its tolerance on such a level, or (with none) solves rounding noise."""
+        c = self.config
+        base = c.acceleration_weight + c.dt**2 * c.velocity_weight
+        for lv in self.levels:
+            reg = base + sum((t.weight for t in lv.tasks if t.kind == "posture"), np.zeros(self.robot.n))
+            cartesian = [t for t in lv.tasks if t.kind != "posture"]
+            if not cartesian:
+                continue
+            top = max(cartesian, key=lambda t: float(t.weight.max()))
+            weight, least = float(top.weight.max()), float(reg.min())
+            if weight > _MAX_WEIGHT:
+                raise ConfigError(
+                    f"{self.name}.{top.name}.weight: expected at most {_MAX_WEIGHT:g}, got {weight:g}"
+                )
+            if not weight <= _MAX_WEIGHT_RATIO * least:
+                joint = self.robot.joint_names[int(np.argmin(reg))]
+                raise ConfigError(
+                    f"{self.name}: in level {lv.index}, {top.name}.weight {weight:g} is "
+                    f"{weight / least if least > 0.0 else math.inf:.3g} times the regularisation of "
+                    f"{joint} ({least:g}: acceleration_weight + dt²·velocity_weight + the level's posture "
+                    f"weights), more than {_MAX_WEIGHT_RATIO:g}: the solver cannot meet its tolerance on "
+                    "so ill-conditioned a QP (every step falls back); raise acceleration_weight or lower "
+                    "the task's weight"
+                )
 
     def _check_frozen_rows_independent(self) -> None:
         """Refuse a level below tasks whose weighted rows depend on each other everywhere, where
