@@ -557,8 +557,8 @@ def test_null_space_basis(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_rows_frozen_twice_are_refused_where_they_hide_freedom(robot: RobotModel) -> None:
     """A position task above a pose task on the same frame: 9 weighted rows of rank 6. ``Z`` of
     ``7 − 9`` columns had skipped the posture level below, though the elbow's self-motion was
-    free (a posture target moved no torque). Posture above a pose task (13 rows, rank 7) leaves
-    nothing below either way, so it stands."""
+    free (a posture target moved no torque). Posture above the other two weights all 7 DoFs:
+    the levels below could never act, which is refused too."""
     params = {
         "tasks": ["pos", "pose", "posture"],
         **{"pos.type": "position", "pos.frame": TOOL, "pos.level": 0},
@@ -568,7 +568,8 @@ def test_rows_frozen_twice_are_refused_where_they_hide_freedom(robot: RobotModel
     with pytest.raises(ConfigError, match=r"level 2 would lose 1 DoF\(s\)"):
         HQPID.from_params(robot, params)
     params |= {"posture.level": 0, "pos.level": 1, "pose.level": 2, "pose.type": "orientation"}
-    assert HQPID.from_params(robot, params).levels[2].qp is None
+    with pytest.raises(ConfigError, match=r"above level 1 \(\[.posture.\]\) weight all 7 DoFs"):
+        HQPID.from_params(robot, params)
 
 
 def test_hierarchy_ignores_zero_weight_rows(robot: RobotModel) -> None:
@@ -1143,3 +1144,13 @@ def test_a_config_built_directly_is_validated_like_one_from_create(robot: RobotM
         HQPID(robot, QPIDConfig(()))
     with pytest.raises(ConfigError, match="duplicate names"):
         QPID(robot, QPIDConfig(tasks * 2))
+
+
+@pytest.mark.parametrize(("level", "shown"), [(0.0, "0.0"), (-1, "-1"), (True, "True")])
+def test_a_task_level_that_is_no_integer_from_0_is_refused_by_name(
+    robot: RobotModel, level: Any, shown: str
+) -> None:
+    """``tool.level: 0.0`` had been left out of the level check, whose message then read
+    "consecutive from 0, got [1]" without naming the task or what was wrong."""
+    with pytest.raises(ConfigError, match=rf"hqpid.tool.level: expected an integer >= 0, got {shown}"):
+        HQPID.from_params(robot, _params(**{"tool.level": level, "posture.level": 1}))

@@ -36,11 +36,11 @@ cost, so it freezes nothing: a pose task weighted ``[1, 1, 1, 0, 0, 0]`` freezes
 position task does). Level ``k`` minimises its tasks' cost (plus the regularisation) over
 ``u`` subject to every barrier, with the slack level 0 used kept, and the torque limits
 ``|M·q̈ + nle| ≤ τ_max``; the weighted task accelerations of the levels above cannot change
-(``J_j[w_j > 0]·Z_k = 0``) and ``u = 0`` is always feasible. A level with ``r_k = 0`` has
-nothing left to decide and is skipped. These QPs are small (``r_k`` variables, no equality rows);
-an earlier version kept ``[q̈; τ; s]`` on every level and froze the tasks above with equality
-rows, which made degenerate problems needing hundreds of iterations. The torque sent is
-``τ = M·q̈ + nle`` for the final ``q̈``.
+(``J_j[w_j > 0]·Z_k = 0``) and ``u = 0`` is always feasible. A level with ``r_k = 0`` (the
+tasks above weight every DoF) is refused: its tasks could never act. These QPs are small
+(``r_k`` variables, no equality rows); an earlier version kept ``[q̈; τ; s]`` on every level
+and froze the tasks above with equality rows, which made degenerate problems needing hundreds
+of iterations. The torque sent is ``τ = M·q̈ + nle`` for the final ``q̈``.
 
 Each level owns one :class:`~torque_ctrl_ros.core.qp.problem.DenseQP`, initialised once
 and then updated in place and warm-started.
@@ -467,8 +467,11 @@ def _check_tasks(section: str, tasks: Sequence[TaskConfig]) -> None:
             raise ConfigError(f"{section}.{t.name}.frame: a posture task has no frame")
         if t.type != "posture" and t.frame is None:
             raise ConfigError(f"{section}.{t.name}.frame: required for a {t.type} task")
-    levels = sorted({t.level for t in tasks if isinstance(t.level, int | np.integer)})
-    if levels and levels != list(range(len(levels))):
+    for t in tasks:
+        if isinstance(t.level, bool) or not isinstance(t.level, int | np.integer) or t.level < 0:
+            raise ConfigError(f"{section}.{t.name}.level: expected an integer >= 0, got {t.level!r}")
+    levels = sorted({int(t.level) for t in tasks})
+    if levels != list(range(len(levels))):
         raise ConfigError(f"{section}: task levels must be consecutive from 0, got {levels}")
 
 
@@ -569,13 +572,11 @@ class _Level:
             self.frozen_rows.append((t.J, block, None if weighted.size == t.dim else weighted))
             row += weighted.size
         n_frozen = self.J_frozen.shape[0]
-        self.nz = 2 * n + n_s if index == 0 else max(n - n_frozen, 0)
+        self.nz = 2 * n + n_s if index == 0 else n - n_frozen  # > 0: checked by _build_levels
         self.Z = np.zeros((n, self.nz))
         self.HZ = np.zeros((n, self.nz))  # H·Z, a work array
         self.qr_work = np.zeros((n, n_frozen))  # J_frozenᵀ, factorised in place for Z
-        self.qp: DenseQP | None = None
-        if self.nz == 0:
-            return
+        self.qp: DenseQP
         if index > 0:
             # u = 0 meets every row (see _fill_lower): an infeasibility report is a false alarm.
             qp = self.qp = DenseQP(
@@ -635,7 +636,6 @@ class _QPController(Controller[QPReference]):
         self._build_cost_terms(config)
         self.last_solutions: list[Solution] = []
         self._last_fallback = False
-        self._check_frozen_rows_independent()
         self._check_level_conditioning()
 
     def _build_tasks(self, config: QPIDConfig) -> list[Task]:
@@ -764,6 +764,7 @@ class _QPController(Controller[QPReference]):
         frozen: list[Task] = []
         # Level 0's slack variables are s/σ (see the module docs).
         self._slack_scale = 1.0 / math.sqrt(c.slack_weight)
+        self._check_frozen_rows(groups)
         for k, group in enumerate(groups):
             levels.append(
                 _Level(
@@ -782,7 +783,6 @@ class _QPController(Controller[QPReference]):
             frozen.extend(group)
         self._tau_max = robot.effort_limit.copy()  # inf where the model gives none
         top = levels[0].qp
-        assert top is not None  # level 0 always has q̈ to decide
         top.l[self.n_b : self.n_b + n] = -self._tau_max
         top.u[self.n_b : self.n_b + n] = self._tau_max
         top.g[2 * n :] = c.slack_weight * self._slack_scale
@@ -855,38 +855,44 @@ class _QPController(Controller[QPReference]):
                     "the task's weight"
                 )
 
-    def _check_frozen_rows_independent(self) -> None:
-        """Refuse a level below tasks whose weighted rows depend on each other everywhere, where
-        that hides freedom they leave.
+    def _check_frozen_rows(self, groups: Sequence[Sequence[Task]]) -> None:
+        """Refuse a level (``groups[k]``, its tasks) below tasks whose weighted rows hide freedom
+        they leave, or leave none.
 
         ``Z`` has ``n − rows`` columns, which spans the whole null space only for independent rows:
         a position task above a pose task on the same frame freezes 9 rows of rank 6, and the
         posture level below was skipped (``nz = 0``) though the self-motion was free. The rank is
-        the largest over a few random configurations (a singular pose lowers it anywhere).
+        the largest over a few random configurations (a singular pose lowers it anywhere). Rows
+        above that take every DoF leave a level nothing to act on: refused too.
         """
         rng = np.random.default_rng(0)
-        robot = self.robot
+        robot, n = self.robot, self.robot.n
         lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
         hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
-        samples = rng.uniform(lo, hi, (5, robot.n))
-        for lv in self.levels[1:]:
-            rows = lv.J_frozen.shape[0]
-            if rows == 0:
-                continue
+        samples = rng.uniform(lo, hi, (5, n))
+        for k in range(1, len(groups)):
+            frozen = [t for group in groups[:k] for t in group]
+            rows = sum(int(np.count_nonzero(t.weight > 0.0)) for t in frozen)
             rank = 0
             for q in samples:
-                self.kin.update(q, np.zeros(robot.n))
-                for t in lv.frozen:
+                self.kin.update(q, np.zeros(n))
+                for t in frozen:
                     t.update(self.kin)
-                lv.fill_frozen()
-                rank = max(rank, int(np.linalg.matrix_rank(lv.J_frozen)))
-            lost = (robot.n - rank) - lv.nz  # DoFs left free above that Z would not span
+                stacked = np.vstack([t.J[t.weight > 0.0] for t in frozen])
+                rank = max(rank, int(np.linalg.matrix_rank(stacked)))
+            names = [t.name for t in frozen]
+            lost = (n - rank) - max(n - rows, 0)  # DoFs left free above that Z would not span
             if lost > 0:
-                names = [t.name for t in lv.frozen]
                 raise ConfigError(
-                    f"{self.name}: the tasks above level {lv.index} ({names}) weight {rows} rows, of which "
+                    f"{self.name}: the tasks above level {k} ({names}) weight {rows} rows, of which "
                     f"only {rank} are independent (e.g. two tasks on one frame sharing axes): level "
-                    f"{lv.index} would lose {lost} DoF(s); weight fewer axes or merge those tasks"
+                    f"{k} would lose {lost} DoF(s); weight fewer axes or merge those tasks"
+                )
+            if rank >= n:
+                raise ConfigError(
+                    f"{self.name}: the tasks above level {k} ({names}) weight all {n} DoFs, so the "
+                    f"tasks of level {k} ({[t.name for t in groups[k]]}) could never act; put them "
+                    "higher, or weight fewer axes above"
                 )
 
     # --------------------------------------------------------------- construction
@@ -918,8 +924,7 @@ class _QPController(Controller[QPReference]):
     def reset(self) -> None:
         """Cold-start every QP and restart the gradient filter (e.g. after a state jump)."""
         for lv in self.levels:
-            if lv.qp is not None:
-                lv.qp.reset()
+            lv.qp.reset()
         if self.collision_barrier is not None:
             self.collision_barrier.reset()
 
@@ -1027,9 +1032,6 @@ class _QPController(Controller[QPReference]):
         status = SolveStatus.SOLVED
         for lv in self.levels:
             qp = lv.qp
-            if qp is None:  # nothing left to decide: the level above's q̈ stands
-                levels_solved += 1
-                continue
             if lv.index == 0:
                 self._fill_top(lv, qp)
             else:
@@ -1172,7 +1174,7 @@ class _QPController(Controller[QPReference]):
         the calls (``bench.compute``).
         """
         reference = self.hold_reference(JointState(qs[0], vs[0]))
-        qps = [lv.qp for lv in self.levels if lv.qp is not None]
+        qps = [lv.qp for lv in self.levels]
         recorded: list[list[ProblemData]] = [[] for _ in qps]
         for q, v in zip(qs, vs, strict=True):
             self.compute(JointState(q, v), reference)
