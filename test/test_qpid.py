@@ -1154,3 +1154,19 @@ def test_a_task_level_that_is_no_integer_from_0_is_refused_by_name(
     "consecutive from 0, got [1]" without naming the task or what was wrong."""
     with pytest.raises(ConfigError, match=rf"hqpid.tool.level: expected an integer >= 0, got {shown}"):
         HQPID.from_params(robot, _params(**{"tool.level": level, "posture.level": 1}))
+
+
+def test_a_posture_target_beyond_any_angle_is_refused(robot: RobotModel) -> None:
+    """1e200 rad (finite) had been taken: the posture error overflowed the cost and every step
+    fell back, said only in the step's info. Refused as computed_torque's references are."""
+    controller = QPID.from_params(robot, _params())
+    state = JointState(HOME, np.zeros(robot.n))
+    reference = dict(controller.hold_reference(state))
+    far = HOME.copy()
+    far[0] = 1e200
+    with pytest.raises(TargetError, match=r"posture target position: \|q\| above 1e\+06 rad"):
+        controller.compute(state, {**reference, "posture": far})
+    near = HOME.copy()
+    near[0] = 1e5  # a continuous joint many turns round: still an angle
+    out = controller.compute(state, {**reference, "posture": near})
+    assert out.info["fallback"] == 0.0

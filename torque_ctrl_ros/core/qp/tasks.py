@@ -32,6 +32,7 @@ import pinocchio as pin
 
 from ..errors import ConfigError, TargetError
 from ..robot import RobotModel
+from ..safety import MAX_ANGLE
 from ..types import JointReference
 from ..validation import FloatArray, all_finite, as_rotation, as_vector
 
@@ -373,6 +374,12 @@ class JointPostureTask(Task):
         else:
             q, vel, acc = target, None, None
         target_q = as_vector(f"{self.name} target position", q, n, error=TargetError)
+        if not np.abs(target_q).max() <= MAX_ANGLE:
+            # Beyond it no angle difference resolves (an error of 1e200 rad had overflowed the
+            # cost: every step fell back, reported only in the step's info).
+            raise TargetError(
+                f"{self.name} target position: |q| above {MAX_ANGLE:g} rad: {target_q.tolist()}"
+            )
         ref_vel = self._optional(f"{self.name} target velocity", vel, n)
         ref_acc = self._optional(f"{self.name} target acceleration", acc, n)
         # Stored only once every part is valid (see FrameTask._set_target).
