@@ -81,8 +81,11 @@ def test_as_vector_takes_numbers() -> None:
     assert as_vector("f", 2, 3, broadcast_scalar=True).tolist() == [2.0, 2.0, 2.0]
     # PyYAML (a YAML 1.1 reader) reads 1.0e6 as a string: numeric strings are numbers.
     assert as_vector("f", ["1.0e6", 2, "-3"], 3).tolist() == [1e6, 2.0, -3.0]
-    with pytest.raises(ConfigError, match="expected 3 numbers"):
+    with pytest.raises(ConfigError, match="expected a number or 3 numbers"):
         as_vector("f", True, 3, broadcast_scalar=True)
+    # Where a scalar is taken, the message says so (a typo in a scalar kp had read "7 numbers").
+    with pytest.raises(ConfigError, match="f: expected a number or 3 numbers, got '10O'"):
+        as_vector("f", "10O", 3, broadcast_scalar=True)
 
 
 @pytest.mark.parametrize("value", [True, False, "one", b"2", 10**400, float("nan"), "inf", -1.0])

@@ -77,16 +77,17 @@ def as_vector(
         and all_finite(value)
     ):
         return value.copy()
+    expected = f"a number or {size} numbers" if broadcast_scalar else f"{size} numbers"
     if not _numeric(value):
-        raise error(f"{field}: expected {size} numbers, got {_describe(value)}")
+        raise error(f"{field}: expected {expected}, got {_describe(value)}")
     try:
         arr = np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise error(f"{field}: expected {size} numbers, got {_describe(value)} ({exc})") from None
+        raise error(f"{field}: expected {expected}, got {_describe(value)} ({exc})") from None
     if arr.ndim == 0 and broadcast_scalar:
         arr = np.full(size, float(arr))
     if arr.shape != (size,):
-        raise error(f"{field}: expected {size} numbers, got shape {arr.shape}: {_describe(value)}")
+        raise error(f"{field}: expected {expected}, got shape {arr.shape}: {_describe(value)}")
     bad = np.isnan(arr) if allow_inf else ~np.isfinite(arr)
     if bad.any():
         raise error(f"{field}: expected finite numbers, got {_describe(arr.tolist())}")
