@@ -705,7 +705,8 @@ def print_summary(
         f"  latency (ms)     state->command p50 {ms(lat, 'p50_ms')}  p90 {ms(lat, 'p90_ms')}  p99 "
         f"{ms(lat, 'p99_ms')}"
         f"  max {ms(lat, 'max_ms')}",
-        f"  compute (ms)     p50 {ms(comp, 'p50_ms')}  p99 {ms(comp, 'p99_ms')}",
+        f"  compute (ms)     p50 {ms(comp, 'p50_ms')}  p99 {ms(comp, 'p99_ms')}"
+        "  (in the node: the target's reference and the controller)",
         "  step (ms, p50)   "
         + "  ".join(f"{name.replace('_', ' ')} {part['p50_ms']:.3f}" for name, part in parts.items()),
         f"  commands         received {sim.get('commands_received', '?')}, late steps "
