@@ -1170,3 +1170,23 @@ def test_a_posture_target_beyond_any_angle_is_refused(robot: RobotModel) -> None
     near[0] = 1e5  # a continuous joint many turns round: still an angle
     out = controller.compute(state, {**reference, "posture": near})
     assert out.info["fallback"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        ({"singularity.w_min": 0.5}, r"singularity.w_min: 0.5 m³ is above the manipulability .*at most 0.1"),
+        ({"self_collision.d_safe": 0.3}, r"self_collision.d_safe: 0.3 m is more than .*at most 0.1"),
+    ],
+)
+def test_a_barrier_bound_the_arm_can_meet_nowhere_is_refused(
+    robot: RobotModel, extra: dict[str, Any], match: str
+) -> None:
+    """Hard, such a barrier had made every step fall back (soft, it leans on its slack for ever);
+    the Gen3's tool reaches a manipulability of ~0.11 m³ at most and its closest capsules are at
+    most ~0.14 m apart. Bounds it can meet are accepted."""
+    for soft in (True, False):
+        group = next(iter(extra)).split(".")[0]
+        with pytest.raises(ConfigError, match=match):
+            QPID.from_params(robot, _params(**extra, **{f"{group}.soft": soft}))
+    QPID.from_params(robot, _params(**{"singularity.w_min": 0.1, "self_collision.d_safe": 0.1}))

@@ -256,6 +256,15 @@ class SelfCollisionModel:
         """Build from a collision YAML file (``pairs``: how many of the closest pairs to track)."""
         return cls(robot, CollisionSpec.from_file(path), pairs)
 
+    def closest_distance(self, q: FloatArray) -> float:
+        """The smallest pair distance (m) at configuration ``q`` (rad); leaves the tracked pairs,
+        gradients and drifts of the last :meth:`update` as they were."""
+        model, data = self.robot.model, self.robot.data
+        pin.forwardKinematics(model, data, self.robot.configuration(q))
+        pin.updateGeometryPlacements(model, data, self.geom_model, self.geom_data)
+        pin.computeDistances(self.geom_model, self.geom_data)
+        return min(res.min_distance for res in self.geom_data.distanceResults)
+
     def pair_distances(self) -> FloatArray:
         """Distance of every pair (m) from the last :meth:`update`, in :attr:`pair_links` order."""
         return np.array([res.min_distance for res in self.geom_data.distanceResults])

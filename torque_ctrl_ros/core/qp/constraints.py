@@ -218,6 +218,14 @@ class SelfCollisionBarrier(Barrier):
         self.collision = collision
         self.alpha = _alpha("self_collision.alpha", alpha)
         self.d_safe = as_positive_float("self_collision.d_safe", d_safe, allow_zero=True)
+        widest = max(collision.closest_distance(q) for q in sample_configurations(robot))
+        if self.d_safe >= widest:
+            # Never met: a hard row is infeasible at every step (the QP falls back on each), a
+            # soft one pulls on its slack for ever.
+            raise ConfigError(
+                f"self_collision.d_safe: {d_safe!r} m is more than the closest pair of capsules is "
+                f"apart anywhere sampled (at most {widest:.4g} m): the barrier could never hold"
+            )
         self.filter_gain = as_positive_float("self_collision.filter", filter_gain)
         if self.filter_gain > 1.0:
             raise ConfigError(f"self_collision.filter: expected a gain in (0, 1], got {filter_gain!r}")
@@ -283,6 +291,20 @@ _inv: Callable[..., Any] = getattr(_ulinalg, "inv", np.linalg.inv)
 SINGULAR_W = 1e-6
 
 
+def sample_configurations(robot: RobotModel, count: int = 200) -> FloatArray:
+    """``count`` seeded random configurations (rad) within the joint limits (``±π`` where there
+    are none), for checking at start that a barrier's bound can be met somewhere."""
+    lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
+    hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
+    return np.random.default_rng(0).uniform(lo, hi, (count, robot.n))
+
+
+def _manipulability(robot: RobotModel, frame: str, q: FloatArray) -> float:
+    """``√det(J·Jᵀ)`` of ``frame`` at ``q`` (m³)."""
+    J = robot.frame_jacobian(q, frame)
+    return math.sqrt(max(float(np.linalg.det(J.dot(J.T))), 0.0))
+
+
 class SingularityBarrier(Barrier):
     """Second-order barrier on the manipulability ``w(q) = √det(J·Jᵀ)`` of a frame: ``h = w − w_min``.
 
@@ -342,6 +364,14 @@ class SingularityBarrier(Barrier):
             raise ConfigError(
                 f"singularity.w_min: expected >= {10.0 * SINGULAR_W:g} m³, got {w_min!r}: below "
                 f"{SINGULAR_W:g} the manipulability's derivatives are rounding noise"
+            )
+        most = max(_manipulability(robot, frame, q) for q in sample_configurations(robot))
+        if self.w_min >= most:
+            # Never met: a hard row is infeasible at every step (the QP falls back on each), a
+            # soft one pulls on its slack for ever.
+            raise ConfigError(
+                f"singularity.w_min: {w_min!r} m³ is above the manipulability of {frame!r} anywhere "
+                f"sampled (at most {most:.4g} m³): the barrier could never hold"
             )
         self.robot = robot
         n = robot.n
