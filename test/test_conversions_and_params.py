@@ -466,8 +466,11 @@ def test_the_shipped_parameter_file_reaches_only_our_nodes() -> None:
         ("- controller_node\n", "expected node sections"),
         ("controller_node: [\n", "parameter file"),
         ("/**/controller_node:\n  ros__parameters: {}\n/**:\n  ros__parameters: {}\n", None),
-        ("/controller_node:\n  ros__parameters: {}\n/*/sim_node:\n  ros__parameters: {}\n", None),
+        ("/controller_node:\n  ros__parameters: {}\n/*:\n  ros__parameters: {}\n", None),
+        ("/**/*:\n  ros__parameters: {}\nsim_*:\n  ros__parameters: {}\n", None),
         ("/arm/controller_node:\n  ros__parameters: {}\n", "is for namespace '/arm'"),
+        ("/*/sim_node:\n  ros__parameters: {}\n", "is for namespace '/*'"),
+        ("/arm/**:\n  ros__parameters: {}\n", "is for namespace '/arm'"),
         ("sim_and_controller:\n  ros__parameters:\n    controller: qpid\n", "section 'sim_and_controller'"),
     ],
     ids=[
@@ -477,7 +480,10 @@ def test_the_shipped_parameter_file_reaches_only_our_nodes() -> None:
         "bad-yaml",
         "wildcards",
         "root-namespace",
+        "token-wildcards",
         "another-namespace",
+        "one-namespace-level-of-any-name",
+        "anything-under-another-namespace",
         "the-composed-process-name",
     ],
 )
@@ -486,7 +492,8 @@ def test_a_parameter_file_section_for_no_node_is_refused(
 ) -> None:
     """rclpy ignores a section named after no node without a word: a misspelt ``controller_node``
     left the controller on its defaults (sim-time states refused as stale) and make sim waiting
-    for ever."""
+    for ever. Wildcards as rcl reads them (checked against rclpy: a node in no namespace gets
+    ``/**``, ``/*``, ``/**/*``, ``/**/controller_node``, not ``/*/controller_node`` nor ``/arm/**``)."""
     path = tmp_path / "params.yaml"
     path.write_text(text)
     if error is None:
@@ -499,9 +506,12 @@ def test_a_parameter_file_section_for_no_node_is_refused(
 def test_a_parameter_file_for_nodes_in_a_namespace_needs_that_namespace(tmp_path: Path) -> None:
     """With the nodes in ``/arm``, its sections and wildcards pass, a bare or other one does not."""
     path = tmp_path / "params.yaml"
-    path.write_text("/arm/controller_node:\n  ros__parameters: {}\n/**:\n  ros__parameters: {}\n")
+    path.write_text(
+        "/arm/controller_node:\n  ros__parameters: {}\n/**:\n  ros__parameters: {}\n"
+        "/*/sim_node:\n  ros__parameters: {}\n/arm/**:\n  ros__parameters: {}\n"
+    )
     check_params_file(path, NODES, namespace="/arm")
-    for other in ("controller_node", "/left/controller_node"):
+    for other in ("controller_node", "/left/controller_node", "/left/**", "/*"):
         path.write_text(f"{other}:\n  ros__parameters: {{}}\n")
         with pytest.raises(ConfigError, match=re.escape("the nodes here run in '/arm'")):
             check_params_file(path, NODES, namespace="arm")

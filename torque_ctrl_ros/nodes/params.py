@@ -14,6 +14,7 @@ the other registered controllers may stay in the file (one file configures every
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -421,17 +422,33 @@ def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> 
         raise ConfigError(f"parameter file {path}: {exc}") from None
     if not isinstance(sections, dict):
         raise ConfigError(f"parameter file {path}: expected node sections (e.g. controller_node:)")
+    prefix = "/" + namespace.strip("/") if namespace.strip("/") else ""
+    full_names = [f"{prefix}/{node}" for node in nodes]
     for key in sections:
+        if any(_section_pattern(str(key)).fullmatch(full) for full in full_names):
+            continue
         ns, _, name = str(key).strip("/").rpartition("/")
-        if name not in nodes and "*" not in name:
-            raise ConfigError(
-                f"parameter file {path}: section {key!r} names no node started here; expected one of "
-                f"{sorted(nodes)} (in namespace {'/' + namespace.strip('/')!r}) or a wildcard such "
-                "as '/**'"
-            )
-        # "**" matches any number of namespace levels, also as the whole key ("/**").
-        if ns != namespace.strip("/") and "*" not in ns and name != "**":
+        if name in nodes or "*" in name:
             raise ConfigError(
                 f"parameter file {path}: section {key!r} is for namespace {'/' + ns!r}, but the nodes "
-                f"here run in {'/' + namespace.strip('/')!r}: rclpy would not pass it to them"
+                f"here run in {prefix or '/'!r}: rclpy would not pass it to them"
             )
+        raise ConfigError(
+            f"parameter file {path}: section {key!r} names no node started here; expected one of "
+            f"{sorted(nodes)} (in namespace {prefix or '/'!r}) or a wildcard such as '/**'"
+        )
+
+
+def _section_pattern(key: str) -> re.Pattern[str]:
+    """The fully qualified node names a parameter-file section reaches, as rcl matches them:
+    ``*`` stands for one name token, ``**`` for any number of them (none too), and a key without
+    a leading ``/`` is taken from the root (``controller_node`` is ``/controller_node``)."""
+    parts = []
+    for token in key.strip("/").split("/"):
+        if token == "**":
+            parts.append("(/[^/]+)*")
+        elif token == "*":
+            parts.append("/[^/]+")
+        else:
+            parts.append("/" + re.escape(token).replace(r"\*", "[^/]*"))
+    return re.compile("".join(parts))
