@@ -245,8 +245,9 @@ def test_joint_limits_hold_for_10_s(robot: RobotModel) -> None:
 
 
 def test_the_least_slack_weight_accepted_still_holds_the_joint_limits(robot: RobotModel) -> None:
-    """``slack_weight`` 1e4, the lower end of its range, against the 10 s run above (3 s): the
-    velocity limits hold (with 1e3 joint 6 had run at 5.1 times its limit; it is refused)."""
+    """``slack_weight`` 1e4 times the task's weight, the least accepted, against the 10 s run above
+    (3 s): the velocity limits hold (at 1e3 times, joint 6 had run at 5.1 times its limit: refused,
+    whatever the two values)."""
     controller = QPID.from_params(
         robot, {"tasks": ["posture"], "posture.type": "posture", "posture.kp": 400.0, "slack_weight": 1e4}
     )
@@ -255,8 +256,11 @@ def test_the_least_slack_weight_accepted_still_holds_the_joint_limits(robot: Rob
     mon = _Monitor(robot)
     _run(controller, {"posture": target}, 3.0, scene=ARM_ONLY, on_step=mon)
     assert mon.speed_ratio <= 1.01 and mon.limit_excess <= 0.005 and mon.fallbacks == 0
-    with pytest.raises(ConfigError, match="slack_weight: expected 10000 to 1e"):
-        QPID.from_params(robot, {"tasks": ["posture"], "posture.type": "posture", "slack_weight": 1e3})
+    posture = {"tasks": ["posture"], "posture.type": "posture"}
+    for slack, weight in ((1e3, 1.0), (1e4, 10.0), (1e5, 100.0)):
+        with pytest.raises(ConfigError, match="slack_weight: .* is less than 10000 times the largest task"):
+            QPID.from_params(robot, {**posture, "slack_weight": slack, "posture.weight": weight})
+    QPID.from_params(robot, {**posture, "slack_weight": 1e3, "posture.weight": 0.1})
 
 
 @pytest.mark.parametrize(
@@ -270,6 +274,12 @@ def test_the_least_slack_weight_accepted_still_holds_the_joint_limits(robot: Rob
         ("hqpid", {"acceleration_weight": 1e-7, "posture.level": 1}, r"regularisation of joint_1 \(1e-07"),
         ("qpid", {"tool.weight": 3000.0}, r"tool.weight 3000 is 2.73e\+06 times"),
         ("qpid", {"tool.weight": 1e300}, r"qpid.tool.weight: expected at most 1e\+06"),
+        ("qpid", {"posture.weight": 1e300}, r"qpid.posture.weight: expected at most 1e\+06"),
+        (
+            "hqpid",
+            {"tool.weight": 1e4, "posture.level": 1, "solver.eps_abs": 1e-6},
+            r"1e\+08 times .* more than 1e\+07 \(at solver.eps_abs 1e-06\)",
+        ),
         ("qpid", {"acceleration_weight": 1e300}, r"acceleration_weight: expected at most 1e\+06"),
         ("qpid", {"solver.eps_abs": 1e-16}, r"eps_abs: expected at least 1e-14"),
     ],
@@ -278,12 +288,17 @@ def test_weights_the_solver_cannot_meet_its_tolerance_with_are_refused(
     robot: RobotModel, controller: str, extra: dict[str, Any], match: str
 ) -> None:
     """Each of these had been accepted, then fell back on every step of a tool move in MuJoCo
-    (the arm never moved) or on non-finite data; the same move with qpid's tool at 1000 (ratio
-    9.1e5, within the bound) is accepted and reached its target."""
+    (the arm never moved) or on non-finite data. qpid's tool at 1000 (ratio 9.1e5, within the
+    bound) had reached its target on the same move; hqpid's at 1000 did with eps_abs 1e-6."""
     klass = QPID if controller == "qpid" else HQPID
     with pytest.raises(ConfigError, match=match):
         klass.from_params(robot, _params(**extra))
-    QPID.from_params(robot, _params(**{"tool.weight": 1000.0}))
+    # Within the bounds (the slack weight kept 1e4 times the task's): accepted.
+    QPID.from_params(robot, _params(**{"tool.weight": 1000.0, "slack_weight": 1e7}))
+    HQPID.from_params(
+        robot,
+        _params(**{"tool.weight": 1000.0, "posture.level": 1, "slack_weight": 1e7, "solver.eps_abs": 1e-6}),
+    )
 
 
 def test_an_unregularised_lower_level_is_refused(robot: RobotModel) -> None:

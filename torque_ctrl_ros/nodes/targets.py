@@ -351,7 +351,6 @@ TargetFactory = Callable[[Node, Controller[Any]], TargetSource]
 CtrlT = TypeVar("CtrlT", bound=Controller[Any])
 
 
-#: Target source factory by controller name (the value of the ``controller`` parameter).
 def _expect(controller: Controller[Any], *kinds: type[CtrlT]) -> CtrlT:
     """``controller`` as one of ``kinds``, the controllers a target source is written for."""
     if not isinstance(controller, kinds):
@@ -361,6 +360,7 @@ def _expect(controller: Controller[Any], *kinds: type[CtrlT]) -> CtrlT:
     return controller
 
 
+#: Target source factory by controller name (the value of the ``controller`` parameter).
 TARGET_SOURCES: dict[str, TargetFactory] = {}
 
 

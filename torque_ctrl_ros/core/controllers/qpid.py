@@ -118,21 +118,33 @@ _MAX_ITER = 1000
 #: Tightest solver tolerance accepted: 1e-14 held along a tool move in MuJoCo, 1e-16 fell back on
 #: every step (the residuals cannot get below rounding).
 _MIN_EPS_ABS = 1e-14
-#: Accepted range of ``slack_weight`` (the default is 1e6). Below 1e4 the barriers give way: a
-#: posture task at kp 400 driven past three joint limits ran joint 6 at 5.1 times its velocity
-#: limit with 1e3 (16.6 with 1 or less), at 1.000 from 1e4 on; above 1e12 the scaled slacks
-#: overflow.
-_SLACK_WEIGHT_RANGE = (1e4, 1e12)
+#: Accepted range of ``slack_weight`` (the default is 1e6): beyond it the scaled slacks overflow.
+_SLACK_WEIGHT_RANGE = (1e-6, 1e12)
+#: Least ``slack_weight`` accepted per unit of the largest task weight. A slack is used where a
+#: task's marginal cost ``2·w·|ẍ|`` exceeds ``w_s``; at 1e4 the barriers hold against task
+#: accelerations up to ~5 000 (m/s², rad/s²). A posture task at kp 400 driven past three joint
+#: limits ran joint 6 at 5.1 times its velocity limit at a ratio of 1e3 (slack_weight 1e3 and
+#: weight 1, or 1e4 and 10, or 1e5 and 100), at 1.000 at 1e4 (1e4 and 1, 1e3 and 0.1, 1e2 and 0.01).
+_MIN_SLACK_PER_WEIGHT = 1e4
 #: Largest weight accepted for a task, ``acceleration_weight`` or ``velocity_weight`` entry (1e300
 #: had been accepted, then every step fell back on non-finite data).
 _MAX_WEIGHT = 1e6
-#: Largest ratio accepted, in one level, between its largest Cartesian task weight and the smallest
-#: regularisation of a joint (``acceleration_weight + Δt²·velocity_weight`` plus the weight of the
-#: level's posture tasks on that joint). The level's Hessian is that ill-conditioned, and the
-#: solver's absolute tolerance then falls below its rounding: with 1e7 (hqpid's tool at 1000, or
-#: acceleration_weight 1e-7) every step fell back, the arm never moved; 3e6 still held. With no
-#: regularisation at all, a lower hqpid level solved rounding noise (torque steps of 3 N·m).
-_MAX_WEIGHT_RATIO = 1e6
+
+
+def _max_weight_ratio(eps_abs: float) -> float:
+    """Largest ratio accepted, in one level, between its largest Cartesian task weight and the
+    smallest regularisation of a joint (``acceleration_weight + Δt²·velocity_weight`` plus the
+    weight of the level's posture tasks on that joint), at solver tolerance ``eps_abs``.
+
+    The level's Hessian is that ill-conditioned, and the solver's absolute tolerance falls below
+    its rounding: hqpid along a tool move in MuJoCo (acceleration_weight 1e-4) held at 3e6 and fell
+    back on every step at 1e7 with eps_abs 1e-9 or 1e-8, held at 1e7 and fell back at 1e8 with
+    1e-7 or 1e-6. With no regularisation at all, a lower hqpid level solved rounding noise (torque
+    steps of 3 N·m).
+    """
+    return 1e7 if eps_abs >= 1e-7 else 1e6
+
+
 # Rows within this distance of their bound count as active in diagnostics.
 _ACTIVE_TOL = 1e-6
 #: Room (rad/s², m/s², N·m: the rows' units) a lower HQPID level has past a bound the level above
@@ -174,7 +186,7 @@ class TaskConfig:
     acceleration error (m/s², rad/s²) of each axis in the cost: the ratios between the weights of
     a level (and to ``acceleration_weight``, ``velocity_weight``) decide the optimum, their size
     how well the solver meets its absolute tolerance (bounds: :data:`_MAX_WEIGHT`,
-    :data:`_MAX_WEIGHT_RATIO`)."""
+       :func:`_max_weight_ratio`)."""
 
     name: str
     type: str
@@ -537,7 +549,7 @@ class _Level:
 
     Level 0 solves over ``z = [q̈; τ; s]`` (dynamics as equality rows; barrier, torque and
     slack rows). A level ``k > 0`` solves over ``u`` in ``q̈ = q̈*_{k−1} + Z·u``; its rows are
-    ``C_b·Z`` and ``M·Z``. ``qp`` is ``None`` when the levels above leave no freedom.
+    ``C_b·Z`` and ``M·Z`` (the levels above always leave some: :meth:`_QPController._check_frozen_rows`).
 
     ``J_frozen`` stacks the rows with weight > 0 of the tasks above (``frozen``), ``Jᶠ =
     [J_j[w_j > 0]]_j``, and ``Z`` spans its null space: ``nz = n − rows(Jᶠ)`` (weights are
@@ -572,7 +584,7 @@ class _Level:
             self.frozen_rows.append((t.J, block, None if weighted.size == t.dim else weighted))
             row += weighted.size
         n_frozen = self.J_frozen.shape[0]
-        self.nz = 2 * n + n_s if index == 0 else n - n_frozen  # > 0: checked by _build_levels
+        self.nz = 2 * n + n_s if index == 0 else n - n_frozen  # > 0: checked by _check_frozen_rows
         self.Z = np.zeros((n, self.nz))
         self.HZ = np.zeros((n, self.nz))  # H·Z, a work array
         self.qr_work = np.zeros((n, n_frozen))  # J_frozenᵀ, factorised in place for Z
@@ -828,11 +840,20 @@ class _QPController(Controller[QPReference]):
         self._hi = np.full(self.n_b + n, np.inf)
 
     def _check_level_conditioning(self) -> None:
-        """Refuse a level whose Cartesian task weights are more than :data:`_MAX_WEIGHT_RATIO` above
-        the smallest regularisation of a joint in that level (its posture tasks included): the
-        solver cannot meet its tolerance on such a level, or (with none) solves rounding noise."""
+        """Refuse task weights above :data:`_MAX_WEIGHT`, a ``slack_weight`` under
+        :data:`_MIN_SLACK_PER_WEIGHT` times the largest of them, and a level whose Cartesian task
+        weights are more than :func:`_max_weight_ratio` above the smallest regularisation of a joint
+        in that level (its posture tasks included): the solver cannot meet its tolerance on such a
+        level, or (with none) solves rounding noise."""
         c = self.config
+        heaviest = max(self.tasks, key=lambda t: float(t.weight.max()))
+        most = float(heaviest.weight.max())
+        if most > _MAX_WEIGHT:
+            raise ConfigError(
+                f"{self.name}.{heaviest.name}.weight: expected at most {_MAX_WEIGHT:g}, got {most:g}"
+            )
         base = c.acceleration_weight + c.dt**2 * c.velocity_weight
+        bound = _max_weight_ratio(c.eps_abs)
         for lv in self.levels:
             reg = base + sum((t.weight for t in lv.tasks if t.kind == "posture"), np.zeros(self.robot.n))
             cartesian = [t for t in lv.tasks if t.kind != "posture"]
@@ -840,20 +861,22 @@ class _QPController(Controller[QPReference]):
                 continue
             top = max(cartesian, key=lambda t: float(t.weight.max()))
             weight, least = float(top.weight.max()), float(reg.min())
-            if weight > _MAX_WEIGHT:
-                raise ConfigError(
-                    f"{self.name}.{top.name}.weight: expected at most {_MAX_WEIGHT:g}, got {weight:g}"
-                )
-            if not weight <= _MAX_WEIGHT_RATIO * least:
+            if not weight <= bound * least:
                 joint = self.robot.joint_names[int(np.argmin(reg))]
                 raise ConfigError(
                     f"{self.name}: in level {lv.index}, {top.name}.weight {weight:g} is "
                     f"{weight / least if least > 0.0 else math.inf:.3g} times the regularisation of "
                     f"{joint} ({least:g}: acceleration_weight + dt²·velocity_weight + the level's posture "
-                    f"weights), more than {_MAX_WEIGHT_RATIO:g}: the solver cannot meet its tolerance on "
-                    "so ill-conditioned a QP (every step falls back); raise acceleration_weight or lower "
-                    "the task's weight"
+                    f"weights), more than {bound:g} (at solver.eps_abs {c.eps_abs:g}): the solver cannot "
+                    "meet its tolerance on so ill-conditioned a QP (every step falls back); raise "
+                    "acceleration_weight or lower the task's weight"
                 )
+        if not c.slack_weight >= _MIN_SLACK_PER_WEIGHT * most:
+            raise ConfigError(
+                f"{self.name}.slack_weight: {c.slack_weight:g} is less than {_MIN_SLACK_PER_WEIGHT:g} times "
+                f"the largest task weight ({heaviest.name}: {most:g}): the tasks would push the barriers "
+                "aside (at 1e3 times, a joint ran at 5.1 times its velocity limit)"
+            )
 
     def _check_frozen_rows(self, groups: Sequence[Sequence[Task]]) -> None:
         """Refuse a level (``groups[k]``, its tasks) below tasks whose weighted rows hide freedom

@@ -257,8 +257,9 @@ class SelfCollisionModel:
         return cls(robot, CollisionSpec.from_file(path), pairs)
 
     def closest_distance(self, q: FloatArray) -> float:
-        """The smallest pair distance (m) at configuration ``q`` (rad); leaves the tracked pairs,
-        gradients and drifts of the last :meth:`update` as they were."""
+        """The smallest pair distance (m) at configuration ``q`` (rad), for checks at start: it
+        overwrites the robot's kinematics data and :meth:`pair_distances` (the tracked pairs,
+        gradients and drifts of the last :meth:`update` stay as they were)."""
         model, data = self.robot.model, self.robot.data
         pin.forwardKinematics(model, data, self.robot.configuration(q))
         pin.updateGeometryPlacements(model, data, self.geom_model, self.geom_data)

@@ -1,0 +1,106 @@
+"""The make sim runner's own logic, without nodes or DDS: the summary's wording, the demo
+trajectory, the argument checks (test_make_sim.py runs the runner itself)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ros_helpers import requires_rclpy
+
+from torque_ctrl_ros.run_sim import demo_trajectory, watchdog_summary
+
+pytestmark = [requires_rclpy]  # run_sim imports the nodes' modules
+
+
+def test_the_watchdog_line_tells_the_end_of_the_run_from_a_trip_during_it() -> None:
+    end = {
+        "watchdog_state": "fallback",
+        "watchdog_transitions": 2,  # waiting → ok → fallback
+        "watchdog_reason": "no joint state for 391 ms",
+        "watchdog_reason_kind": "stale",
+        "rejected": {"stale": 0, "non_finite": 0},
+    }
+    assert watchdog_summary(end) == "ok until the states ended, then fallback (no joint state for 391 ms)"
+    stopped = {**end, "watchdog_state": "stopped", "watchdog_transitions": 3}
+    assert watchdog_summary(stopped).startswith("ok until the states ended, then stopped")
+    # A refused state, or a trip and a recovery before the end, is no clean end.
+    non_finite = "joint state has non-finite position or velocity"
+    refused = {
+        **end,
+        "rejected": {"stale": 0, "non_finite": 4},
+        "watchdog_reason": non_finite,
+        "watchdog_reason_kind": "non_finite",
+    }
+    assert watchdog_summary(refused) == f"fallback ({non_finite})"
+    tripped = {**end, "watchdog_transitions": 4}
+    assert watchdog_summary(tripped) == "fallback (no joint state for 391 ms)"
+    assert watchdog_summary({**end, "watchdog_state": "ok", "watchdog_transitions": 3}) == "ok"
+    assert watchdog_summary({}) == "?"
+
+
+def test_the_tracking_error_is_summarised_in_constant_memory() -> None:
+    """Max, RMS, last and count, kept as running values (a list of every state's error had grown
+    by ~100 MB an hour at 1 kHz in a run without end)."""
+    import math
+
+    from torque_ctrl_ros.run_sim import ErrorStats
+
+    stats = ErrorStats()
+    assert stats.count == 0 and math.isnan(stats.rms) and math.isnan(stats.last)
+    for value in (0.1, 0.3, 0.2):
+        stats.add(value)
+    assert (stats.count, stats.max, stats.last) == (3, 0.3, 0.2)
+    assert stats.rms == pytest.approx(math.sqrt((0.01 + 0.09 + 0.04) / 3), rel=1e-12)
+
+
+def test_the_demo_swings_only_when_its_way_back_fits_in_the_run() -> None:
+    """Waypoints a second apart, the last back at the start pose by the end of the run; a run too
+    short for one swing gets none (it had sent a lone point at the start pose and reported
+    tracking a trajectory the arm never moved on)."""
+    q0 = np.zeros(7)
+    points = demo_trajectory(q0, 10.0, 0.7)
+    times = [t for t, _ in points]
+    assert times == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0] and 0.7 + times[-1] <= 10.0
+    np.testing.assert_array_equal(points[-1][1], q0)
+    assert np.abs(points[0][1]).max() == pytest.approx(0.3)
+    assert [t for t, _ in demo_trajectory(q0, 3.0, 0.7)] == [1.0, 2.0]
+    assert demo_trajectory(q0, 2.0, 0.7) == []
+
+
+def test_the_summary_words_counts_and_what_was_not_granted() -> None:
+    """Refused states by reason (none when all are 0), late steps as a share of the steps, and
+    a scheduling request the nodes did not get."""
+    import argparse
+
+    from torque_ctrl_ros.run_sim import _counts_text, _not_granted, _share
+
+    assert _counts_text({"stale": 0, "non_finite": 0}) == "none"
+    assert _counts_text({"stale": 3, "non_finite": 0, "inconsistent": 1}) == "stale 3, inconsistent 1"
+    assert _counts_text(None) == "?"
+    assert _share(35, 10_000) == " = 0.35 %" and _share("?", 10) == "" and _share(3, 0) == ""
+    asked = argparse.Namespace(rt_priority=20, cpu_latency_us="0")
+    assert _not_granted(asked, ["fifo:20 cpus:0 cpu_latency:0us", "fifo:20 cpus:1 cpu_latency:0us"]) == ""
+    note = _not_granted(asked, ["normal cpus:0", "normal cpus:1"])
+    assert "SCHED_FIFO 20 and a CPU latency of 0 µs: not granted" in note
+    assert _not_granted(argparse.Namespace(rt_priority=0, cpu_latency_us="none"), ["normal"]) == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--duration", "-1"], "expected simulated seconds >= 0"),
+        (["--duration", "inf"], "expected simulated seconds >= 0"),
+        (["--rt-priority", "-5"], "rt priority: expected an integer 0..99"),
+        (["--rt-priority", "200"], "rt priority: expected an integer 0..99"),
+    ],
+)
+def test_bad_runner_arguments_stop_it_before_any_node_starts(
+    args: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Caught by the runner's own argument parser (they had reached the nodes, which refused them
+    under names the user never typed: sim_node.duration, TORQUE_CTRL_RT_PRIORITY)."""
+    from torque_ctrl_ros.run_sim import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    assert stop.value.code == 2 and error in capsys.readouterr().err
