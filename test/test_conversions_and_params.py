@@ -414,17 +414,18 @@ def test_share_dir_found_from_the_package_location(
 
 def test_command_labels_are_read_only_as_the_encoders_write_them() -> None:
     """Read loosely, ``joints@1.5`` had been 1 s and 5 ns and ``joints@1_0.000000001`` ten seconds;
-    a label with a NUL inside read differently on the CDR path (to its length) than through rclpy
-    (to the NUL)."""
+    taken as untagged instead, such a command skipped the simulator's check of the state it
+    answers: a malformed ``joints@`` label is an error now, another label no stamp. A label with a
+    NUL inside read differently on the CDR path (to its length) than through rclpy (to the NUL)."""
     from torque_ctrl_ros.nodes.conversions import label_stamp_ns
     from torque_ctrl_ros.nodes.wire import CommandWire
 
     assert label_stamp_ns("joints@5.000000001") == 5 * 10**9 + 1
     assert label_stamp_ns("joints@-2.500000000") == -1_500_000_000  # as divmod writes −1.5 s
+    assert label_stamp_ns("other@1.000000000") is None and label_stamp_ns("joints") is None
     for label in (
         "joints@1.5",
         "joints@1_0.000000001",
-        "other@1.000000000",
         "joints@ 3.100000000",
         "joints@1.2000000000",
         "joints@1",
@@ -433,20 +434,21 @@ def test_command_labels_are_read_only_as_the_encoders_write_them() -> None:
         "joints@" + "9" * 5000 + ".000000000",  # had raised ValueError (int() of > 4 300 digits)
         "joints@12345678901.000000000",  # beyond an int32 of seconds
     ):
-        assert label_stamp_ns(label) is None, label
+        with pytest.raises(StateError, match="expected joints@<sec>.<nanosec>"):
+            label_stamp_ns(label)
     wire = CommandWire(7)
     raw = bytearray(wire.encode(np.zeros(7), 5 * 10**9))
     at = bytes(raw).index(b"joints@")
     assert CommandWire.decode(bytes(raw))[1] == 5 * 10**9
     assert label_stamp_ns("joints@2147483647.999999999") == 2147483647 * 10**9 + 999_999_999
-    # The same 5 000-digit label on the CDR path: a command without a stamp, not an exception.
+    # The same 5 000-digit label on the CDR path: the same error, not another exception.
     from rclpy.serialization import serialize_message
     from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
     msg = Float64MultiArray(data=[0.0] * 7)
     msg.layout.dim = [MultiArrayDimension(label="joints@" + "9" * 5000 + ".000000000", size=7, stride=7)]
-    decoded = CommandWire.decode(serialize_message(msg))
-    assert decoded is not None and decoded[1] is None
+    with pytest.raises(StateError, match="expected joints@"):
+        CommandWire.decode(serialize_message(msg))
     raw[at + 3] = 0
     assert CommandWire.decode(bytes(raw)) is None  # left to rclpy, which stops at the NUL
 

@@ -1285,3 +1285,21 @@ def test_catching_up_polls_for_messages_once_a_step(nodes: Nodes, monkeypatch: p
     sim.run()
     assert len(per_step) == 60
     assert max(per_step) == 1, per_step
+
+
+def test_a_command_with_a_malformed_stamp_label_is_rejected_on_both_paths(nodes: Nodes) -> None:
+    """``joints@0.9`` (nanoseconds not in nine digits) had been taken as untagged: held in realtime
+    with no check of the state it answers. Rejected now, through rclpy's message and the bytes."""
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.05)
+    msg = Float64MultiArray(data=[0.5] * sim.n)
+    msg.layout.dim = [MultiArrayDimension(label="joints@0.9", size=sim.n, stride=sim.n)]
+    sim._on_command(msg)
+    assert sim.rejected == 1 and not sim.have_command and "expected joints@<sec>.<nanosec>" in sim.last_reject
+    sim._on_command_bytes(serialize_message(msg))
+    assert sim.rejected == 2 and not sim.have_command and sim.commands_received == 2
+    msg.layout.dim[0].label = "joints@0.000000000"  # the same command, well formed: held
+    sim._on_command(msg)
+    assert sim.have_command and sim.rejected == 2

@@ -132,7 +132,7 @@ def decode_command(msg: Float64MultiArray, n: int) -> tuple[FloatArray, int | No
     ``tau`` is a read-only view of the message buffer.
 
     Raises:
-        StateError: wrong length or non-finite entries.
+        StateError: wrong length, non-finite entries, or a malformed stamp label.
     """
     return check_command(np.frombuffer(msg.data, dtype=np.float64), n), command_stamp_ns(msg)
 
@@ -158,12 +158,16 @@ def command_stamp_ns(msg: Float64MultiArray) -> int | None:
 
 def label_stamp_ns(label: str) -> int | None:
     """The answered-state stamp (ns) in a ``joints@<sec>.<nanosec>`` label as the encoders write it
-    (``sec`` an integer, ``nanosec`` nine digits: ``sec·1e9 + nanosec``), or ``None``.
+    (``sec`` an integer, ``nanosec`` nine digits: ``sec·1e9 + nanosec``), or ``None`` for a label
+    without ``joints@`` (an untagged command).
 
-    Anything else is no stamp: read loosely, ``joints@1.5`` had been 1 s and 5 ns, and ``1_0``
-    ten seconds (``int`` takes underscores and spaces). So is a ``sec`` of more than ten digits
-    (``builtin_interfaces/Time`` holds an int32): one of 5 000 digits had raised out of the
-    simulator's command callback (Python refuses to convert over 4 300) and ended the process.
+    Raises:
+        StateError: a ``joints@`` label written otherwise. Read loosely, ``joints@1.5`` had been
+            1 s and 5 ns, and ``1_0`` ten seconds (``int`` takes underscores and spaces); taken
+            as untagged, such a command skipped the check of the state it answers. So is a
+            ``sec`` of more than ten digits (``builtin_interfaces/Time`` holds an int32): one of
+            5 000 digits had raised out of the simulator's command callback (Python refuses to
+            convert over 4 300) and ended the process.
     """
     prefix = COMMAND_LABEL + "@"
     if not label.startswith(prefix):
@@ -178,5 +182,8 @@ def label_stamp_ns(label: str) -> int | None:
         and digits.isascii()
         and digits.isdigit()
     ):
-        return None
+        raise StateError(
+            f"command layout label {label[:40]!r}: expected {prefix}<sec>.<nanosec> (an integer of at most "
+            "ten digits, then nine digits), the stamp of the state it answers"
+        )
     return int(sec) * _NS + int(nsec)

@@ -206,7 +206,12 @@ class SimNode:
     # ---------------------------------------------------------------- commands
     def _on_command_bytes(self, raw: bytes) -> None:
         """A serialized command: read in place, or deserialized by rclpy if not little-endian CDR."""
-        fast = self.command_wire.decode(raw)
+        try:
+            fast = self.command_wire.decode(raw)
+        except StateError as exc:  # a malformed stamp label
+            self.commands_received += 1
+            self._reject_command(str(exc), None)
+            return
         if fast is not None:
             self._take_command(fast[0], fast[1])
             return
@@ -223,7 +228,13 @@ class SimNode:
         self._on_command(msg)
 
     def _on_command(self, msg: Float64MultiArray) -> None:
-        self._take_command(np.frombuffer(msg.data, dtype=np.float64), command_stamp_ns(msg))
+        try:
+            stamp = command_stamp_ns(msg)
+        except StateError as exc:  # a malformed stamp label
+            self.commands_received += 1
+            self._reject_command(str(exc), None)
+            return
+        self._take_command(np.frombuffer(msg.data, dtype=np.float64), stamp)
 
     def _take_command(self, data: np.ndarray, stamp: int | None) -> None:
         """Hold ``data`` (N·m) as the command if valid; ``stamp``: the state it answers, if tagged."""

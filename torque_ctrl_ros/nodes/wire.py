@@ -256,7 +256,11 @@ class CommandWire:
     def decode(raw: bytes) -> tuple[FloatArray, int | None] | None:
         """``(tau, answered_stamp_ns)`` of a serialized command, else ``None`` (not LE CDR, or
         truncated). ``tau`` is a read-only view of ``raw``; its length and values are the
-        caller's to check, as with :func:`.conversions.decode_command`."""
+        caller's to check, as with :func:`.conversions.decode_command`.
+
+        Raises:
+            StateError: a malformed stamp label (:func:`.conversions.label_stamp_ns`).
+        """
         try:
             if raw[:2] != CDR_LE[:2]:
                 return None
