@@ -484,3 +484,22 @@ def test_the_safe_torque_damps_and_holds_against_gravity_only_when_asked(
     expected = -damping * v + (plant.gravity() if hold else 0.0)
     np.testing.assert_allclose(plant.safe_torque(damping, hold=hold), expected, rtol=0, atol=1e-12)
     assert np.abs(plant.gravity()).max() > 1.0  # so that the two cases differ
+
+
+def test_a_keyframe_outside_a_joint_range_is_refused(tmp_path: Path) -> None:
+    """joint_2 at 3.0 rad (range ±2.24) had been taken: the range constraint threw it back at
+    6.6 rad/s within 50 ms. The shipped keyframes pass."""
+    text = SCENE.read_text().replace(
+        '<key name="home"',
+        '<key name="outside" qpos="0 3.0 3.14159265 -2.26892803 0 0.95993109 1.57079633" '
+        'ctrl="0 0 0 0 0 0 0"/>\n    <key name="home"',
+    )
+    scene = tmp_path / "scene.xml"
+    scene.write_text(text.replace('file="gen3.xml"', f'file="{ARM}"'))
+    plant = MujocoPlant(scene)
+    for name in ("home", "retract"):
+        plant.reset(name)
+    with pytest.raises(
+        ModelError, match=r"keyframe 'outside' in scene.xml puts joint\(s\) outside .*'joint_2': \(3.0"
+    ):
+        plant.reset("outside")

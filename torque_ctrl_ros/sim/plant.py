@@ -37,6 +37,10 @@ _DIVERGED = (
 )
 
 
+#: How far (rad, m) a reset pose may be past a joint's range: rounding in a keyframe's text.
+_RANGE_TOLERANCE = 1e-9
+
+
 class MujocoPlant:
     """Joint-torque interface to a MuJoCo model (e.g. ``mjcf/scene.xml`` of the Gen3).
 
@@ -350,7 +354,9 @@ class MujocoPlant:
     def reset(self, keyframe: str | None = None) -> None:
         """Reset the data (to ``keyframe`` if given), zero the torque command, then :meth:`forward`.
 
-        Raises :class:`ModelError` listing the valid keyframes for an unknown name.
+        Raises :class:`ModelError` listing the valid keyframes for an unknown name, or naming the
+        driven joints the pose puts outside their ranges (the joint-range constraint would throw
+        them back: joint_2 at 3.0 of ±2.24 rad was at −6.6 rad/s 50 ms later, holding gravity).
         """
         if keyframe is None:
             mujoco.mj_resetData(self._model, self._data)
@@ -361,6 +367,17 @@ class MujocoPlant:
                     f"unknown keyframe {keyframe!r} in {self._path.name}; valid keyframes: {list(names)}"
                 )
             mujoco.mj_resetDataKeyframe(self._model, self._data, names.index(keyframe))
+        model, q = self._model, self._data.qpos[self._qadr]
+        limited = model.jnt_limited[self._joint_ids].astype(bool)
+        low, high = model.jnt_range[self._joint_ids].T
+        outside = limited & ((q < low - _RANGE_TOLERANCE) | (q > high + _RANGE_TOLERANCE))
+        if outside.any():
+            where = "keyframe " + repr(keyframe) if keyframe is not None else "the model's qpos0"
+            bad = {
+                self._joint_names[i]: (round(float(q[i]), 4), [float(low[i]), float(high[i])])
+                for i in np.flatnonzero(outside)
+            }
+            raise ModelError(f"{where} in {self._path.name} puts joint(s) outside their ranges (rad): {bad}")
         self._diverged_seen = self._divergence_count()
         self._tau_cmd = np.zeros(self.n)
         self.forward()
