@@ -1303,3 +1303,29 @@ def test_a_command_with_a_malformed_stamp_label_is_rejected_on_both_paths(nodes:
     msg.layout.dim[0].label = "joints@0.000000000"  # the same command, well formed: held
     sim._on_command(msg)
     assert sim.have_command and sim.rejected == 2
+
+
+def test_a_model_stepping_other_than_the_control_period_is_refused(nodes: Nodes, tmp_path: Path) -> None:
+    """A 2 ms model had run: the controllers check their gains and dampings for 1 ms (the default
+    damping's eigenvalue doubles to 1.95 at 2 ms, unstable), and the simulator's own check passed
+    its halved safe damping."""
+    from torque_ctrl_ros.core.errors import ConfigError
+    from torque_ctrl_ros.paths import data_path
+
+    arm = Path(data_path("mjcf", "gen3.xml"))
+    text = arm.read_text()
+    assert 'timestep="0.001"' in text
+    (tmp_path / "gen3.xml").write_text(text.replace('timestep="0.001"', 'timestep="0.002"'))
+    (tmp_path / "scene.xml").write_text(Path(data_path("mjcf", "scene.xml")).read_text())
+    with pytest.raises(ConfigError, match=r"mjcf: .* steps 2 ms; the controllers here run at 1 ms"):
+        nodes.make("sim", mjcf=str(tmp_path / "scene.xml"), safe_damping=[1.0, 1.0, 0.25, 0.5, 0.1, 0.1, 0.1])
+
+
+@pytest.mark.parametrize(("duration", "steps"), [(0.0025, 3), (0.0035, 4), (0.0005, 1), (0.0104, 10)])
+def test_a_duration_runs_the_nearest_whole_number_of_steps_halves_up(
+    nodes: Nodes, duration: float, steps: int
+) -> None:
+    """Python's round() had taken halves to even: 2.5 ms ran 2 steps and 3.5 ms 4, and exactly half
+    a step was refused as "less than half a step"."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, duration=duration)
+    assert sim.max_steps == steps

@@ -39,6 +39,7 @@ Parameters (``config/gen3_controllers.yaml``) are read once at start-up: later c
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -51,6 +52,7 @@ from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
 from ..core.errors import ConfigError, StateError
+from ..core.robot import CONTROL_PERIOD
 from ..sim.plant import MujocoPlant
 from .common import (
     CLOCK_TOPIC,
@@ -114,10 +116,19 @@ class SimNode:
         self.n = plant.n
         self.safe_damping = cfg.damping_vector(plant.model_joint_names, plant.joint_names, plant)
         self._hold = cfg.safe_torque == "hold"
+        if abs(plant.timestep - CONTROL_PERIOD) > 1e-12:
+            # The controllers check their gains and dampings for one command per CONTROL_PERIOD
+            # (the default damping's eigenvalue, 0.975 at 1 ms, is 1.95 at 2 ms: unstable).
+            raise ConfigError(
+                f"{node_name}.mjcf: {cfg.mjcf} steps {plant.timestep * 1e3:g} ms; the controllers here "
+                f"run at {CONTROL_PERIOD * 1e3:g} ms (the Gen3's torque loop) and check their gains for "
+                "that period: set the model's <option timestep>"
+            )
         self.dt_ns = round(plant.timestep * 1e9)
         self.t0_ns = round(plant.time * 1e9)
         self.k = 0
-        self.max_steps = round(cfg.duration * 1e9 / self.dt_ns) if cfg.duration > 0 else 0
+        # The nearest whole number of steps, halves rounded up (round() takes them to even).
+        self.max_steps = math.floor(cfg.duration * 1e9 / self.dt_ns + 0.5) if cfg.duration > 0 else 0
         if cfg.duration > 0 and self.max_steps == 0:  # 0 steps would mean "until stopped"
             raise ConfigError(
                 f"{node_name}.duration: {cfg.duration!r} s is less than half a step "
