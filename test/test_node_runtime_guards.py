@@ -1329,3 +1329,30 @@ def test_a_duration_runs_the_nearest_whole_number_of_steps_halves_up(
     a step was refused as "less than half a step"."""
     sim = nodes.make("sim", mode="realtime", wait_for_controller=False, duration=duration)
     assert sim.max_steps == steps
+
+
+def test_the_simulator_warns_when_more_than_one_controller_publishes_commands(nodes: Nodes) -> None:
+    """Two controllers each answer every state and whichever comes first drives the arm (202 and
+    98 steps of 300 in a review's lockstep run), with /diagnostics at ok: it now says so."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from std_msgs.msg import Float64MultiArray
+
+    from torque_ctrl_ros.nodes.common import COMMAND_TOPIC
+
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
+    sim.diag_pub = Recorder()
+    publishers = [sim.node.create_publisher(Float64MultiArray, COMMAND_TOPIC, 10) for _ in range(2)]
+    deadline = time.monotonic() + 5.0
+    while sim.node.count_publishers(COMMAND_TOPIC) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sim._diag_next = 0.0
+    sim._maybe_diagnostics()
+    status = sim.diag_pub.sent[-1].status[0]
+    assert status.level == DiagnosticStatus.WARN and status.message.startswith("2 publishers on"), status
+    sim.node.destroy_publisher(publishers[1])
+    deadline = time.monotonic() + 5.0
+    while sim.node.count_publishers(COMMAND_TOPIC) > 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sim._diag_next = 0.0
+    sim._maybe_diagnostics()
+    assert sim.diag_pub.sent[-1].status[0].level == DiagnosticStatus.OK

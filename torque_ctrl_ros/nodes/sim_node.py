@@ -475,10 +475,19 @@ class SimNode:
             **{f"step_time_{k}": v for k, v in percentiles_ms(self.step_time.window()).items()},
             **{f"state_out_{k}": v for k, v in percentiles_ms(self.state_out.window()).items()},
         }
+        # Two controllers on the topic answer every state, and whichever comes first drives the
+        # arm (lockstep: 202 and 98 steps of 300 in a review; realtime: the later one): say so.
+        commanders = self.node.count_publishers(COMMAND_TOPIC)
+        values["command_publishers"] = commanders
         if self.safe_active:
             level, message = (
                 DiagnosticStatus.ERROR,
                 f"safe torque ({self.config.safe_torque}): no valid command",
+            )
+        elif commanders > 1:
+            level, message = (
+                DiagnosticStatus.WARN,
+                f"{commanders} publishers on {COMMAND_TOPIC}: more than one controller drives the arm",
             )
         elif waiting:
             level, message = DiagnosticStatus.WARN, "waiting for a controller"
