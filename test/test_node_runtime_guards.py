@@ -1356,3 +1356,18 @@ def test_the_simulator_warns_when_more_than_one_controller_publishes_commands(no
     sim._diag_next = 0.0
     sim._maybe_diagnostics()
     assert sim.diag_pub.sent[-1].status[0].level == DiagnosticStatus.OK
+
+
+def test_a_lockstep_simulator_waiting_for_an_answer_says_so(nodes: Nodes) -> None:
+    """No controller: /diagnostics had stayed silent for the whole lockstep_timeout (the last
+    status, possibly ok, standing up to a minute); now they say what is awaited while it lasts."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    sim = nodes.make("sim", mode="lockstep", wait_for_controller=False, diagnostics_period=0.2)
+    sim.diag_pub = Recorder()
+    sim._diag_next = 0.0
+    t0 = time.monotonic()
+    sim._await_answer(0.7)
+    assert 0.65 < time.monotonic() - t0 < 2.0 and not sim.answered
+    warned = [a.status[0] for a in sim.diag_pub.sent if a.status[0].level == DiagnosticStatus.WARN]
+    assert len(warned) >= 2 and warned[0].message.startswith("lockstep: no answer to state 0 for"), warned

@@ -395,6 +395,27 @@ class SimNode:
             # for an absent controller lasts lockstep_timeout (seconds).
             self.executor.spin_once(timeout_sec=min(remaining, _STOP_POLL_S))
 
+    def _await_answer(self, timeout: float) -> None:
+        """Lockstep: take commands until the current state is answered or ``timeout`` (s) has
+        passed. Past :data:`_STOP_POLL_S` without an answer, ``/diagnostics`` (when due) and the
+        log say what it waits for: a gone controller had left both quiet for the whole timeout
+        (up to a minute), the last status standing."""
+        start = time.monotonic()
+        deadline = start + timeout
+        while not self.answered and not STOP.is_set():
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            self._spin_until(min(deadline, now + _STOP_POLL_S), until_answered=True)
+            waited = time.monotonic() - start
+            if not self.answered and waited > _STOP_POLL_S:
+                self._maybe_diagnostics(answer_wait=waited)
+                self.log.warning(
+                    "awaiting answer",
+                    f"lockstep: no answer to state {self.k} for {waited:.1f} s (safe torque after "
+                    f"lockstep_timeout {timeout:g} s)",
+                )
+
     def _wait_for_controller(self) -> None:
         """Hold state 0, republishing it, until a command answers it."""
         last_note = time.monotonic()
@@ -420,7 +441,7 @@ class SimNode:
         clock = time.perf_counter
         while (self.max_steps == 0 or self.k < self.max_steps) and not STOP.is_set():
             if cfg.mode == "lockstep":
-                self._spin_until(time.monotonic() + cfg.lockstep_timeout, until_answered=True)
+                self._await_answer(cfg.lockstep_timeout)
                 if STOP.is_set():  # stopped while waiting: no step on a command that never came
                     break
                 t_work = clock()
@@ -451,7 +472,7 @@ class SimNode:
         self._spin_until(time.monotonic() + 0.05, until_answered=True)
 
     # ---------------------------------------------------------------- reporting
-    def _maybe_diagnostics(self, waiting: bool = False) -> None:
+    def _maybe_diagnostics(self, waiting: bool = False, answer_wait: float = 0.0) -> None:
         now = time.monotonic()
         if now < self._diag_next:
             return
@@ -483,6 +504,11 @@ class SimNode:
             level, message = (
                 DiagnosticStatus.ERROR,
                 f"safe torque ({self.config.safe_torque}): no valid command",
+            )
+        elif answer_wait > 0.0:
+            level, message = (
+                DiagnosticStatus.WARN,
+                f"lockstep: no answer to state {self.k} for {answer_wait:.1f} s",
             )
         elif commanders > 1:
             level, message = (
