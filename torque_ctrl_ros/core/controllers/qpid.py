@@ -93,6 +93,7 @@ from ..qp.constraints import (
     JointVelocityBarrier,
     SelfCollisionBarrier,
     SingularityBarrier,
+    sample_configurations,
 )
 from ..qp.problem import DenseQP, ProblemData, Solution, SolveStatus, WarmReplay, WarmReplays, snapshot
 from ..qp.tasks import TASK_TYPES, KinematicsState, Task
@@ -888,11 +889,8 @@ class _QPController(Controller[QPReference]):
         the largest over a few random configurations (a singular pose lowers it anywhere). Rows
         above that take every DoF leave a level nothing to act on: refused too.
         """
-        rng = np.random.default_rng(0)
-        robot, n = self.robot, self.robot.n
-        lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
-        hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
-        samples = rng.uniform(lo, hi, (5, n))
+        n = self.robot.n
+        samples = sample_configurations(self.robot, 5)
         for k in range(1, len(groups)):
             frozen = [t for group in groups[:k] for t in group]
             rows = sum(int(np.count_nonzero(t.weight > 0.0)) for t in frozen)
