@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import time
 import traceback
-from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,7 +39,7 @@ from ..core.braking import FIRST_HOLD_PERIODS, SafeBrake
 from ..core.controllers import create_controller
 from ..core.errors import ConfigError, StateError, TorqueCtrlError
 from ..core.robot import RobotModel
-from ..core.safety import Action, RejectReason, Watchdog, WatchdogState
+from ..core.safety import Action, RejectReason, StreamPeriod, Watchdog, WatchdogState
 from ..core.types import ControlOutput, JointState
 from ..core.validation import all_finite
 from .common import (
@@ -139,8 +138,7 @@ class ControllerNode:
         self._safe_window_stamp = math.nan
         self._safe_window_now = math.nan
         self._rejected_when_computed = 0  # Watchdog.rejected_total at the last computed state
-        self._stream_period = 0.0  # the stream's period (s): the longest of _recent_steps
-        self._recent_steps: deque[float] = deque(maxlen=10)  # s between computed states in a row
+        self.stream = StreamPeriod()  # the states' period, from the stamps of those computed on
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         limits = (robot.position_lower, robot.position_upper)
         self.watchdog = Watchdog(robot.n, cfg.watchdog, limits, robot.velocity_limit, robot.joint_names)
@@ -170,7 +168,6 @@ class ControllerNode:
         self.states_via_rclpy = 0  # serialized states the CDR codec left to rclpy
         # States naming none of our joints (e.g. a gripper's driver on the same topic): not ours.
         self.foreign_states = 0
-        self._last_computed_stamp = math.inf  # stamp (s) of the last state the controller was run on
         self._computed_q = np.full(robot.n, np.nan)  # and its positions (NaN before any)
         self._joint_set = frozenset(robot.joint_names)
         self._order_noted = False  # the first readable state's joint order was compared with `joints`
@@ -326,7 +323,7 @@ class ControllerNode:
         gap = counted - wd.last_good.stamp  # inf before the first good state
         # A state that cannot be used (missing velocities) still tells by its stamp how long the
         # stream was silent (unreadable bytes carry the last good stamp: no gap).
-        if self._silence_after() < gap < math.inf:
+        if self.stream.silence_after(wd.config) < gap < math.inf:
             self._note_silence(now, gap)
         previous, rejected_before = wd.state, wd.rejected_total
         if error is not None or q is None or v is None:
@@ -393,15 +390,7 @@ class ControllerNode:
             # the first step at a new pose) belongs to another state.
             self.controller.reset()
         self._resume_target(previous, stamp)
-        step = stamp - self._last_computed_stamp
-        # The stream's own period: the longest of the last steps between two computed states
-        # with none refused between them. A gap noted as silence counts, so that a stream slowing
-        # to 40 Hz is learnt, not a silence at every state; the longest, so that a jittery one
-        # (25 ± 5 ms) is not, after one short step (one step alone: 89 fallbacks in 400 states).
-        if 0.0 < step < 1.0 and wd.rejected_total == self._rejected_when_computed:
-            self._recent_steps.append(step)
-            self._stream_period = max(self._recent_steps)
-        self._last_computed_stamp = stamp
+        self.stream.computed(stamp, none_refused_since=wd.rejected_total == self._rejected_when_computed)
         np.copyto(self._computed_q, wd.last_good.q)
         self._rejected_when_computed = wd.rejected_total
         self._safe_from_stamp = math.nan
@@ -466,7 +455,7 @@ class ControllerNode:
     def _resume_target(self, previous: WatchdogState, stamp: float) -> None:
         """The target at the first state computed (stamp ``stamp``, s) after a stop or a fallback."""
         wd = self.watchdog
-        last = self._last_computed_stamp
+        last = self.stream.last_stamp
         if (
             previous not in (WatchdogState.FALLBACK, WatchdogState.STOPPED)
             or self.target.describe() == "none"
@@ -500,7 +489,7 @@ class ControllerNode:
             # had fallen silent first and the arm held its command through the silence: paused
             # from that state.
             since = self._safe_from_stamp
-            silent_after = last + max(wd.config.max_age, 1.5 * self._stream_period)
+            silent_after = last + max(wd.config.max_age, 1.5 * self.stream.period)
             if not last < since <= min(stamp, silent_after):  # also when nan
                 since = last
             if stamp > since:
@@ -512,7 +501,7 @@ class ControllerNode:
         alive), else :data:`FIRST_HOLD_PERIODS`."""
         if self.watchdog.last_reason is not RejectReason.CONTROLLER_ERROR:
             return FIRST_HOLD_PERIODS
-        return max(1, round(self._stream_period / self.brake.period))
+        return max(1, round(self.stream.period / self.brake.period))
 
     def _time_callback(self, seconds: float, stamp_ns: int) -> None:
         """Record the whole state→command path (s); count it as a deadline miss when longer than
@@ -573,15 +562,6 @@ class ControllerNode:
             now == self._safe_window_now
             and stamp - self._safe_window_stamp > self.watchdog.config.fallback_duration
         )
-
-    def _silence_after(self) -> float:
-        """The gap (s) between two states' stamps beyond which the stream counts as having been
-        silent: ``max_age``, or 1.5 of the stream's period when that is longer; while the period
-        is not known yet, ``max_age + fallback_duration`` (only a gap that stops the arm)."""
-        wcfg = self.watchdog.config
-        if self._stream_period <= 0.0:
-            return wcfg.max_age + wcfg.fallback_duration
-        return max(wcfg.max_age, 1.5 * self._stream_period)
 
     def _note_silence(self, now: float, silent: float) -> None:
         """:meth:`Watchdog.silence` (``now``: the node's clock, s), logging a transition."""
