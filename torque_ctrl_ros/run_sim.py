@@ -672,6 +672,7 @@ def print_summary(
             flush=True,
         )
         return
+    policies = pair.scheduling()
     lat = sim.get("latency", {})
     comp = ctrl.get("compute", {})
     parts = step_parts(sim, ctrl)
@@ -683,8 +684,8 @@ def print_summary(
         f" ({sim.get('step_rate_hz', float('nan')):.1f} steps/s, "
         f"{sim.get('realtime_factor', float('nan')):.2f}x real time)",
         "  scheduling       "
-        + ", ".join(f"{k} {v}" for k, v in pair.scheduling().items())
-        + _not_granted(args, pair.scheduling().values()),
+        + ", ".join(f"{k} {v}" for k, v in policies.items())
+        + _not_granted(args, policies.values()),
     ]
     if steal:
         lines.append(

@@ -119,8 +119,18 @@ def damping_configurations(
     rows = [zero[None]]
     if math.prod(len(a) for a in axes) <= _MAX_GRID:
         rows.append(np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, lo.size))
-    rows.append(np.random.default_rng(seed).uniform(lo, hi, (count, lo.size)))
+    rows.append(random_configurations(lower, upper, count, seed))
     return np.vstack(rows)
+
+
+def random_configurations(
+    lower: FloatArray, upper: FloatArray, count: int, seed: int = _DAMPING_SEED
+) -> FloatArray:
+    """``count`` seeded configurations (rad), ``count × n``, uniform within ``[lower, upper]``
+    (``±π`` where a bound is infinite: a continuous joint repeats after 2π)."""
+    lo = np.where(np.isfinite(lower), lower, -np.pi)
+    hi = np.where(np.isfinite(upper), upper, np.pi)
+    return np.random.default_rng(seed).uniform(lo, hi, (count, lo.size))
 
 
 def damping_eigenvalues(m_inv: FloatArray, kd: FloatArray, period: float) -> FloatArray:

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ConfigError
-from ..robot import RobotModel
+from ..robot import RobotModel, random_configurations
 from ..validation import FloatArray, as_positive_float
 from .collision import SelfCollisionModel
 from .tasks import KinematicsState
@@ -299,11 +299,9 @@ SAMPLED_MAX_MARGIN = 1.1
 
 
 def sample_configurations(robot: RobotModel, count: int = 200) -> FloatArray:
-    """``count`` seeded random configurations (rad) within the joint limits (``±π`` where there
-    are none), for checking at start that a barrier's bound can be met somewhere."""
-    lo = np.where(np.isfinite(robot.position_lower), robot.position_lower, -np.pi)
-    hi = np.where(np.isfinite(robot.position_upper), robot.position_upper, np.pi)
-    return np.random.default_rng(0).uniform(lo, hi, (count, robot.n))
+    """``count`` seeded random configurations (rad) within the joint limits, for checking at start
+    that a barrier's bound can be met somewhere (:func:`~..robot.random_configurations`)."""
+    return random_configurations(robot.position_lower, robot.position_upper, count)
 
 
 def _manipulability(robot: RobotModel, frame: str, q: FloatArray) -> float:
