@@ -38,8 +38,9 @@ from std_msgs.msg import Float64MultiArray
 from ..core.braking import FIRST_HOLD_PERIODS, SafeBrake
 from ..core.controllers import create_controller
 from ..core.errors import ConfigError, StateError, TorqueCtrlError
+from ..core.resume import Resume, ResumeKind, ResumeTracker
 from ..core.robot import RobotModel
-from ..core.safety import Action, RejectReason, StreamPeriod, Watchdog, WatchdogState
+from ..core.safety import Action, RejectReason, Watchdog, WatchdogState
 from ..core.types import ControlOutput, JointState
 from ..core.validation import all_finite
 from .common import (
@@ -66,13 +67,6 @@ from .targets import create_target_source
 from .wire import CommandWire, JointStateWire
 
 NODE_NAME = "controller_node"
-RESUME_TOLERANCE = 0.1
-"""Farthest (rad, any joint) the arm may have moved from the last state the controller computed
-on for its target to take up again after a fallback or a silence: beyond, the reference that
-stood still meanwhile is as far, and the law would step into it (the controller stalled 0.3 s
-over a simulator that let the arm fall, joint_2 had come back from 0.42 rad at its torque limit,
-joint_6 past its velocity limit); the target is then dropped and the arm held where it is, as
-after a stop. 0.1 rad asks 10 rad/s² of computed torque at its ``kp`` of 100."""
 #: States closer together than this (s): /diagnostics wait for the next state (see _on_diagnostics_timer).
 _DEFER_DIAGNOSTICS_S = 0.05
 _LEVEL = {
@@ -132,16 +126,11 @@ class ControllerNode:
         # The safe command of a fallback: braking from the last good state (core/braking.py).
         self.brake = SafeBrake(robot, self.damping, cfg.watchdog.fallback_duration)
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
-        self._safe_from_stamp = math.nan  # stamp (s) of the first state the safe command answered
-        # The stamp (s, as it came) and the node's clock (s) at the first safe command since a
-        # torque was last computed (a controller failing again does not restart them).
-        self._safe_window_stamp = math.nan
-        self._safe_window_now = math.nan
-        self._rejected_when_computed = 0  # Watchdog.rejected_total at the last computed state
-        self.stream = StreamPeriod()  # the states' period, from the stamps of those computed on
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         limits = (robot.position_lower, robot.position_upper)
         self.watchdog = Watchdog(robot.n, cfg.watchdog, limits, robot.velocity_limit, robot.joint_names)
+        # What a target does when control resumes after a fallback or a stop (core/resume.py).
+        self.resume = ResumeTracker(robot.n, cfg.watchdog, robot.difference)
         self.decoder = JointStateDecoder(robot.joint_names)
         self.encoder = CommandEncoder(robot.n)
         # States in and commands out as CDR bytes when both codecs pass their self-check.
@@ -168,7 +157,6 @@ class ControllerNode:
         self.states_via_rclpy = 0  # serialized states the CDR codec left to rclpy
         # States naming none of our joints (e.g. a gripper's driver on the same topic): not ours.
         self.foreign_states = 0
-        self._computed_q = np.full(robot.n, np.nan)  # and its positions (NaN before any)
         self._joint_set = frozenset(robot.joint_names)
         self._order_noted = False  # the first readable state's joint order was compared with `joints`
         self.order_warning = ""  # what was said if it differed
@@ -311,7 +299,7 @@ class ControllerNode:
         wd = self.watchdog
         # A gap in the stamps is a silence whether or not the diagnostics timer (the other place
         # that notes silence, once a second) ticked inside it: the watchdog falls back, or stops
-        # after a long one, and a trajectory pauses for it (_resume_target). Read from the stamps:
+        # after a long one, and a trajectory pauses for it (core/resume.py). Read from the stamps:
         # the arm's (wall) time, or sim time, which a slow or paused simulator keeps continuous.
         # A gap counts once it is longer than max_age and 1.5 of the stream's period (a 40 Hz
         # driver's states, 25 ms apart, are no silence); before that period is known, only a
@@ -323,7 +311,7 @@ class ControllerNode:
         gap = counted - wd.last_good.stamp  # inf before the first good state
         # A state that cannot be used (missing velocities) still tells by its stamp how long the
         # stream was silent (unreadable bytes carry the last good stamp: no gap).
-        if self.stream.silence_after(wd.config) < gap < math.inf:
+        if self.resume.silence_after() < gap < math.inf:
             self._note_silence(now, gap)
         previous, rejected_before = wd.state, wd.rejected_total
         if error is not None or q is None or v is None:
@@ -341,7 +329,7 @@ class ControllerNode:
         t0 = t_computed = 0.0  # set when the controller is called
         if action is Action.COMPUTE:
             action, out, t0, t_computed = self._compute(previous, counted, now)
-        if action is Action.FALLBACK and self._window_over_by_stamps(stamp, now):
+        if action is Action.FALLBACK and self.resume.window_over(stamp, now):
             wd.end_window()
             action = Action.NONE
         if action is Action.FALLBACK:
@@ -389,11 +377,7 @@ class ControllerNode:
             # from its last step (warm starts, filtered collision gradients: 17 N·m off on
             # the first step at a new pose) belongs to another state.
             self.controller.reset()
-        self._resume_target(previous, stamp)
-        self.stream.computed(stamp, none_refused_since=wd.rejected_total == self._rejected_when_computed)
-        np.copyto(self._computed_q, wd.last_good.q)
-        self._rejected_when_computed = wd.rejected_total
-        self._safe_from_stamp = math.nan
+        self._resume_target(self.resume.computed(previous, wd, stamp))
         self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
         self.state_age.add(now - stamp)
         t0 = time.perf_counter()
@@ -408,7 +392,7 @@ class ControllerNode:
             self.log.error("controller exception", traceback.format_exc().rstrip())
             action = wd.controller_failed(f"unexpected {type(exc).__name__}: {exc}", now)
         else:
-            self._safe_window_stamp = math.nan  # a torque computed: no safe command since
+            self.resume.torque_computed()
         t_computed = time.perf_counter()
         self.compute_time.add(t_computed - t0)
         return action, out, t0, t_computed
@@ -417,8 +401,7 @@ class ControllerNode:
         """The safe brake's command for a state the watchdog refused or the controller failed on;
         ``None`` if it is not finite (withheld)."""
         wd = self.watchdog
-        if math.isnan(self._safe_from_stamp):
-            self._safe_from_stamp = stamp
+        self.resume.safe_command(stamp)
         since = wd.safe_since
         if since != self._brake_since:  # a new window, or a new last good state
             # Timed from this first safe command, not from `since`: after a silence the
@@ -452,48 +435,22 @@ class ControllerNode:
                 "restart the node to control again",
             )
 
-    def _resume_target(self, previous: WatchdogState, stamp: float) -> None:
-        """The target at the first state computed (stamp ``stamp``, s) after a stop or a fallback."""
-        wd = self.watchdog
-        last = self.stream.last_stamp
-        if (
-            previous not in (WatchdogState.FALLBACK, WatchdogState.STOPPED)
-            or self.target.describe() == "none"
-        ):
-            return  # (no target, e.g. gravity_comp: nothing to take up or drop)
-        moved = np.abs(self.robot.difference(wd.last_good.q, self._computed_q))
-        if not moved.max() <= RESUME_TOLERANCE:  # also NaN: nothing computed yet
-            if not math.isnan(self._computed_q[0]):  # (a first fallback before any: nothing to say)
-                joint = self.robot.joint_names[int(np.argmax(moved))]
-                self.log.warning(
-                    "moved while silent",
-                    f"the arm moved {moved.max():.3f} rad ({joint}) since the last state computed on, "
-                    f"more than {RESUME_TOLERANCE:g}: target dropped, holding where it is",
-                )
-            self.target.reset()
+    def _resume_target(self, resume: Resume) -> None:
+        """Apply what :meth:`ResumeTracker.computed` decided to the target (none to a controller
+        without one, e.g. gravity_comp), saying why when the arm moved."""
+        if self.target.describe() == "none" or resume.kind is ResumeKind.KEEP:
             return
-        if previous is WatchdogState.STOPPED:
-            # A stop from silence alone, read on the wall clock, with the stamps going on as if
-            # there had been none (a stalled or paused simulator, its sim time standing still):
-            # nothing happened to the arm, and the target stands. Otherwise the arm held or
-            # stopped: hold where it is now.
-            silence_only = wd.rejected_total == self._rejected_when_computed
-            if not (silence_only and stamp - last <= wd.config.max_age):
-                self.target.reset()
-        elif previous is WatchdogState.FALLBACK:
-            # Trajectories take up where they stood when the safe torque took over: at the first
-            # refused state, until which the last computed torque was applied (paused from the
-            # last computed state, each fallback had cost a period more: a stream with every
-            # other state refused had frozen the trajectory). Later than expected after the last
-            # computed state (max_age, or 1.5 of the stream's period when slower), the stream
-            # had fallen silent first and the arm held its command through the silence: paused
-            # from that state.
-            since = self._safe_from_stamp
-            silent_after = last + max(wd.config.max_age, 1.5 * self.stream.period)
-            if not last < since <= min(stamp, silent_after):  # also when nan
-                since = last
-            if stamp > since:
-                self.target.pause(since, stamp)
+        if resume.kind is ResumeKind.PAUSE:
+            self.target.pause(resume.since, resume.until)
+            return
+        if resume.joint >= 0:
+            self.log.warning(
+                "moved while silent",
+                f"the arm moved {resume.moved:.3f} rad ({self.robot.joint_names[resume.joint]}) since the "
+                f"last state computed on, more than {self.resume.tolerance:g}: target dropped, holding "
+                "where it is",
+            )
+        self.target.reset()
 
     def _first_hold(self) -> int:
         """Periods the brake's first command is expected to be held (:meth:`SafeBrake.start`):
@@ -501,7 +458,7 @@ class ControllerNode:
         alive), else :data:`FIRST_HOLD_PERIODS`."""
         if self.watchdog.last_reason is not RejectReason.CONTROLLER_ERROR:
             return FIRST_HOLD_PERIODS
-        return max(1, round(self.stream.period / self.brake.period))
+        return max(1, round(self.resume.stream.period / self.brake.period))
 
     def _time_callback(self, seconds: float, stamp_ns: int) -> None:
         """Record the whole state→command path (s); count it as a deadline miss when longer than
@@ -549,19 +506,6 @@ class ControllerNode:
         if self.states:
             self._note_silence(self.node.get_clock().now().nanoseconds * 1e-9, silent)
         return silent
-
-    def _window_over_by_stamps(self, stamp: float, now: float) -> bool:
-        """Whether the fallback window is over by the states' stamps (``stamp``, s, as it came)
-        while the node's clock (``now``) has stood still since its first safe command
-        (``use_sim_time`` without ``/clock``: that clock could never end it). Only then: on a
-        running clock, one wild stamp had stopped the arm and dropped its trajectory."""
-        if math.isnan(self._safe_window_stamp):
-            self._safe_window_stamp, self._safe_window_now = stamp, now
-            return False
-        return (
-            now == self._safe_window_now
-            and stamp - self._safe_window_stamp > self.watchdog.config.fallback_duration
-        )
 
     def _note_silence(self, now: float, silent: float) -> None:
         """:meth:`Watchdog.silence` (``now``: the node's clock, s), logging a transition."""

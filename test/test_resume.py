@@ -1,0 +1,201 @@
+"""What a target does when control resumes after a fallback or a stop (core/resume.py, no ROS).
+
+The watchdog is driven as the controller node drives it: ``check`` then ``accept`` / ``reject``
+per state, ``silence`` from its timer; the tracker is told of each computed state and each safe
+command in the same order as the node tells it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from torque_ctrl_ros.core.resume import RESUME_TOLERANCE, ResumeKind, ResumeTracker
+from torque_ctrl_ros.core.safety import Action, RejectReason, Watchdog, WatchdogConfig, WatchdogState
+
+N = 3
+CONFIG = WatchdogConfig.create(max_age=0.02, fallback_duration=0.5)
+DT = 0.001
+
+
+def _plain_difference(q_to: np.ndarray, q_from: np.ndarray) -> np.ndarray:
+    return q_to - q_from
+
+
+class Loop:
+    """A watchdog and a tracker fed states stamped on the node's clock (``now == stamp``)."""
+
+    def __init__(self, difference=_plain_difference) -> None:
+        self.wd = Watchdog(N, CONFIG)
+        self.tracker = ResumeTracker(N, CONFIG, difference)
+        self.decisions: list = []
+
+    def good(self, stamp: float, q: np.ndarray | None = None, now: float | None = None) -> None:
+        """A good state: computed on, the controller answering it."""
+        q = np.zeros(N) if q is None else q
+        now = stamp if now is None else now
+        previous = self.wd.state
+        assert self.wd.check(q, np.zeros(N), stamp, now) is None
+        if self.wd.accept(q, np.zeros(N), stamp, now) is Action.COMPUTE:
+            self.decisions.append(self.tracker.computed(previous, self.wd, stamp))
+            self.tracker.torque_computed()
+
+    def bad(self, stamp: float, now: float | None = None) -> Action:
+        """A refused state, answered by a safe command while the window is open."""
+        now = stamp if now is None else now
+        action = self.wd.reject(RejectReason.NON_FINITE, "nan", now)
+        if action is Action.FALLBACK and self.tracker.window_over(stamp, now):
+            self.wd.end_window()
+            action = Action.NONE
+        if action is Action.FALLBACK:
+            self.tracker.safe_command(stamp)
+        return action
+
+    def run(self, start: float, steps: int, q: np.ndarray | None = None) -> float:
+        for k in range(steps):
+            self.good(start + k * DT, q)
+        return start + (steps - 1) * DT
+
+
+def test_a_stream_without_fallback_keeps_the_target_and_learns_its_period() -> None:
+    loop = Loop()
+    t = loop.run(1.0, 20)
+    assert {d.kind for d in loop.decisions} == {ResumeKind.KEEP}
+    assert loop.tracker.stream.period == pytest.approx(DT)
+    assert loop.tracker.silence_after() == pytest.approx(CONFIG.max_age)  # 1.5 ms is shorter
+    # 30 ms of refused states between two computed ones are no step of the stream's.
+    for k in range(1, 31):
+        loop.bad(t + k * DT)
+    loop.run(t + 0.031, 2)
+    assert loop.tracker.stream.period == pytest.approx(DT)
+
+
+def test_after_refused_states_the_target_is_paused_from_the_first_safe_command() -> None:
+    """The last computed torque was applied until the first refused state: the target's time
+    stands still from that state's stamp to the resuming one's, not from the last computed."""
+    loop = Loop()
+    t = loop.run(1.0, 10)
+    for k in range(1, 6):
+        assert loop.bad(t + k * DT) is Action.FALLBACK
+    loop.good(t + 6 * DT)
+    resume = loop.decisions[-1]
+    assert resume.kind is ResumeKind.PAUSE
+    assert resume.since == pytest.approx(t + DT) and resume.until == pytest.approx(t + 6 * DT)
+    loop.good(t + 7 * DT)
+    assert loop.decisions[-1].kind is ResumeKind.KEEP  # back to OK: the next one keeps
+
+
+def test_a_silence_before_the_refused_states_pauses_from_the_last_computed_state() -> None:
+    """The stream fell silent first (the arm held its last command through it), then refused
+    states came: the pause starts at the last computed state, not at the first refused one."""
+    loop = Loop()
+    t = loop.run(1.0, 10)
+    loop.wd.silence(t + 0.05, 0.05)
+    assert loop.wd.state is WatchdogState.FALLBACK
+    loop.bad(t + 0.06)
+    loop.good(t + 0.07)
+    resume = loop.decisions[-1]
+    assert resume.kind is ResumeKind.PAUSE
+    assert resume.since == pytest.approx(t) and resume.until == pytest.approx(t + 0.07)
+
+
+def test_an_arm_that_moved_more_than_the_tolerance_drops_the_target_and_says_which_joint() -> None:
+    loop = Loop()
+    t = loop.run(1.0, 10)
+    loop.bad(t + DT)
+    moved = np.array([0.0, 0.0, -(RESUME_TOLERANCE + 0.05)])
+    loop.good(t + 2 * DT, moved)
+    resume = loop.decisions[-1]
+    assert resume.kind is ResumeKind.DROP
+    assert resume.joint == 2 and resume.moved == pytest.approx(RESUME_TOLERANCE + 0.05)
+    # Within the tolerance: taken up again.
+    loop.bad(t + 3 * DT)
+    loop.good(t + 4 * DT, moved + 0.5 * RESUME_TOLERANCE)
+    assert loop.decisions[-1].kind is ResumeKind.PAUSE
+
+
+def test_the_tolerance_is_measured_with_the_robots_difference() -> None:
+    """A continuous joint wrapped from π to −π has not moved: the robot's difference says so."""
+
+    def wrapped(q_to: np.ndarray, q_from: np.ndarray) -> np.ndarray:
+        d = q_to - q_from
+        return d - 2.0 * np.pi * np.rint(d / (2.0 * np.pi))
+
+    loop = Loop(wrapped)
+    t = loop.run(1.0, 5, np.array([0.0, 0.0, math.pi - 0.01]))
+    loop.bad(t + DT)
+    loop.good(t + 2 * DT, np.array([0.0, 0.0, -math.pi + 0.01]))
+    assert loop.decisions[-1].kind is ResumeKind.PAUSE
+
+
+def test_a_fallback_before_any_computed_state_drops_without_a_joint() -> None:
+    """A controller that failed on the very first state: nothing computed before, no motion to
+    name (the node then says nothing and holds)."""
+    loop = Loop()
+    loop.wd.accept(np.zeros(N), np.zeros(N), 1.0, 1.0)
+    loop.wd.controller_failed("boom", 1.0)
+    assert loop.wd.state is WatchdogState.FALLBACK
+    loop.tracker.safe_command(1.0)
+    loop.good(1.001)
+    resume = loop.decisions[-1]
+    assert resume.kind is ResumeKind.DROP and resume.joint == -1
+
+
+def test_after_a_stop_from_silence_alone_with_continuous_stamps_the_target_stands() -> None:
+    """A stalled simulator under sim time: the steady clock's silence stopped the arm while the
+    node's clock stood with the stamps, which go on where they were."""
+    loop = Loop()
+    t = loop.run(1.0, 10)
+    loop.wd.silence(t, 1.0)
+    assert loop.wd.state is WatchdogState.STOPPED
+    loop.good(t + DT)
+    assert loop.decisions[-1].kind is ResumeKind.KEEP
+
+
+@pytest.mark.parametrize("case", ["refused", "gap"])
+def test_after_other_stops_the_target_is_dropped(case: str) -> None:
+    """Stopped on refused states (the arm braked), or resumed with the stamps past ``max_age``
+    after the last computed one (time went on without control): hold where the arm is."""
+    loop = Loop()
+    t = loop.run(1.0, 10)
+    if case == "refused":
+        loop.bad(t + DT)
+        loop.bad(t + 0.6)
+        assert loop.wd.state is WatchdogState.STOPPED
+        loop.good(t + 0.7)
+    else:
+        loop.wd.silence(t + 1.0, 1.0)
+        loop.good(t + 1.0)
+    assert loop.wd.state is WatchdogState.OK
+    assert loop.decisions[-1].kind is ResumeKind.DROP and loop.decisions[-1].joint == -1
+
+
+def test_the_window_ends_by_the_stamps_only_while_the_clock_stands_still() -> None:
+    loop = Loop()
+    t = loop.run(1.0, 10)
+    frozen = t + DT
+    stamps = [t + DT + k * 0.1 for k in range(7)]
+    actions = [loop.bad(s, now=frozen) for s in stamps]
+    # 0.6 s of stamps past the first safe command's, the clock at one value: over after 0.5 s.
+    assert actions[:6] == [Action.FALLBACK] * 6 and actions[6] is Action.NONE
+    assert loop.wd.state is WatchdogState.STOPPED
+
+    running = Loop()
+    t = running.run(1.0, 10)
+    # A running clock ends the window itself; one wild stamp far ahead does not.
+    assert running.bad(t + DT) is Action.FALLBACK
+    assert running.bad(t + 5.0, now=t + 2 * DT) is Action.FALLBACK
+
+
+def test_a_computed_torque_opens_a_new_window() -> None:
+    """After the controller answered, the next fallback times its window from its own first safe
+    command (else a second fallback on a frozen clock would end at once)."""
+    loop = Loop()
+    t = loop.run(1.0, 10)
+    frozen = t + DT
+    loop.bad(t + DT, now=frozen)
+    loop.good(t + 0.2, now=frozen)
+    assert loop.bad(t + 0.55, now=frozen) is Action.FALLBACK  # 0.35 s into the new window
+    assert loop.bad(t + 0.75, now=frozen) is Action.FALLBACK

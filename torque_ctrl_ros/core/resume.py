@@ -1,0 +1,171 @@
+"""What happens to a target when control resumes after a fallback or a stop (pure: no ROS here).
+
+Between two states a controller computed on, the :class:`~.safety.Watchdog` may have refused
+states (the safe brake answered them) or the stream may have fallen silent. When a torque is
+computed again, the target the controller tracks either
+
+* stands as it was (``KEEP``): nothing was refused, or the stream only paused with its stamps;
+* takes up where it stood (``PAUSE``): a trajectory's time is shifted by the span the safe
+  command held the arm, so the reference does not jump ahead of it;
+* is dropped (``DROP``): the arm moved more than :data:`RESUME_TOLERANCE` meanwhile, or stopped;
+  the caller holds where the arm is.
+
+:class:`ResumeTracker` keeps the bookkeeping this needs (the last computed state, the first safe
+command's stamp, the stream's period) and decides; the caller (the controller node) applies the
+decision to its target source and logs it. It also ends a fallback window by the states' own
+stamps when the caller's clock stands still (:meth:`ResumeTracker.window_over`).
+
+All times are in seconds: ``stamp`` on the states' clock, ``now`` on the caller's clock.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .safety import StreamPeriod, Watchdog, WatchdogConfig, WatchdogState
+from .validation import FloatArray
+
+RESUME_TOLERANCE = 0.1
+"""Farthest (rad, any joint) the arm may have moved from the last state the controller computed
+on for its target to take up again after a fallback or a silence: beyond, the reference that
+stood still meanwhile is as far, and the law would step into it (the controller stalled 0.3 s
+over a simulator that let the arm fall, joint_2 had come back from 0.42 rad at its torque limit,
+joint_6 past its velocity limit); the target is then dropped and the arm held where it is, as
+after a stop. 0.1 rad asks 10 rad/s² of computed torque at its ``kp`` of 100."""
+
+
+class ResumeKind(enum.Enum):
+    """What the target does at the first state computed on after a fallback or a stop."""
+
+    KEEP = "keep"  # stands as it was
+    PAUSE = "pause"  # its time stood still from ``Resume.since`` to the resuming state's stamp
+    DROP = "drop"  # forgotten: hold where the arm is
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A decision of :meth:`ResumeTracker.computed`.
+
+    Attributes:
+        kind: what the target does.
+        since: ``PAUSE``: the stamp (s) from which the target stood still (nan otherwise).
+        until: ``PAUSE``: the resuming state's stamp (s) (nan otherwise).
+        moved: ``DROP`` because the arm moved: the largest joint motion (rad) since the last
+            state computed on; 0 otherwise.
+        joint: the index (controller order) of that joint; -1 when no move caused the drop.
+    """
+
+    kind: ResumeKind
+    since: float = math.nan
+    until: float = math.nan
+    moved: float = 0.0
+    joint: int = -1
+
+
+KEEP = Resume(ResumeKind.KEEP)
+DROP = Resume(ResumeKind.DROP)
+
+
+class ResumeTracker:
+    """Bookkeeping between the states a controller computed on and the safe commands between
+    them; decides what the target does when control resumes (module docstring).
+
+    Call, per state: :meth:`computed` when the watchdog accepted it (before the controller runs),
+    then :meth:`torque_computed` if the controller answered it; :meth:`safe_command` for each safe
+    command sent, and :meth:`window_over` while in a fallback. ``difference(q_to, q_from)`` is the
+    robot's configuration difference (rad; the short way round on continuous joints).
+    """
+
+    def __init__(
+        self,
+        n: int,
+        config: WatchdogConfig,
+        difference: Callable[[FloatArray, FloatArray], FloatArray],
+        tolerance: float = RESUME_TOLERANCE,
+    ) -> None:
+        self.config = config
+        self.tolerance = tolerance
+        self._difference = difference
+        self.stream = StreamPeriod()  #: the states' period, from the stamps of those computed on
+        self._computed_q = np.full(n, np.nan)  # positions (rad) of the last state computed on
+        self._rejected_when_computed = 0  # Watchdog.rejected_total at that state
+        self._safe_from_stamp = math.nan  # stamp (s) of the first state a safe command answered
+        # The stamp (s, as it came) and the caller's clock (s) at the first safe command since a
+        # torque was last computed (a controller failing again does not restart them).
+        self._window_stamp = math.nan
+        self._window_now = math.nan
+
+    def silence_after(self) -> float:
+        """The gap (s) between two states' stamps beyond which the stream was silent
+        (:meth:`StreamPeriod.silence_after`)."""
+        return self.stream.silence_after(self.config)
+
+    def computed(self, previous: WatchdogState, watchdog: Watchdog, stamp: float) -> Resume:
+        """The watchdog accepted a state stamped ``stamp`` (s) and a torque is about to be computed
+        on it, the watchdog having been in ``previous`` before; returns what the target does.
+
+        - After OK or WAITING: ``KEEP``.
+        - The arm moved more than :attr:`tolerance` on any joint since the last state computed on
+          (or none was): ``DROP``, with the motion when there was a previous state.
+        - After STOPPED: ``KEEP`` if the stop came from silence alone (no state refused since the
+          last computed) with the stamps going on as if there had been none (within ``max_age``:
+          a stalled or paused simulator, its time standing still); otherwise ``DROP``.
+        - After FALLBACK: ``PAUSE`` from the first state the safe command answered, until which
+          the last computed torque was applied; or from the last state computed on when that
+          first one came later than a silence allows (the stream fell silent first and the arm
+          held its command through it), or is unknown. ``KEEP`` when no time passed.
+        """
+        last = self.stream.last_stamp
+        resume = self._decide(previous, watchdog, stamp, last)
+        rejected = watchdog.rejected_total
+        self.stream.computed(stamp, none_refused_since=rejected == self._rejected_when_computed)
+        np.copyto(self._computed_q, watchdog.last_good.q)
+        self._rejected_when_computed = rejected
+        self._safe_from_stamp = math.nan
+        return resume
+
+    def _decide(self, previous: WatchdogState, watchdog: Watchdog, stamp: float, last: float) -> Resume:
+        if previous not in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
+            return KEEP
+        moved = np.abs(self._difference(watchdog.last_good.q, self._computed_q))
+        if not moved.max() <= self.tolerance:  # also NaN: nothing computed on yet
+            if math.isnan(self._computed_q[0]):
+                return DROP
+            joint = int(np.argmax(moved))
+            return Resume(ResumeKind.DROP, moved=float(moved[joint]), joint=joint)
+        if previous is WatchdogState.STOPPED:
+            silence_only = watchdog.rejected_total == self._rejected_when_computed
+            return KEEP if silence_only and stamp - last <= self.config.max_age else DROP
+        since = self._safe_from_stamp
+        silent_after = last + max(self.config.max_age, 1.5 * self.stream.period)
+        if not last < since <= min(stamp, silent_after):  # also when nan
+            since = last
+        return Resume(ResumeKind.PAUSE, since=since, until=stamp) if stamp > since else KEEP
+
+    def torque_computed(self) -> None:
+        """The controller answered the state :meth:`computed` was called for: no safe command
+        since, and the next one opens a new window for :meth:`window_over`."""
+        self._window_stamp = math.nan
+
+    def safe_command(self, stamp: float) -> None:
+        """A safe command answers the state stamped ``stamp`` (s)."""
+        if math.isnan(self._safe_from_stamp):
+            self._safe_from_stamp = stamp
+
+    def window_over(self, stamp: float, now: float) -> bool:
+        """Whether the fallback window is over by the states' stamps (``stamp``, s, as it came)
+        while the caller's clock (``now``) has stood still since the first safe command of the
+        window (``use_sim_time`` without ``/clock``: that clock could never end it). Only then:
+        on a running clock, one wild stamp had stopped the arm and dropped its trajectory."""
+        if math.isnan(self._window_stamp):
+            self._window_stamp, self._window_now = stamp, now
+            return False
+        return now == self._window_now and stamp - self._window_stamp > self.config.fallback_duration
+
+
+__all__ = ["DROP", "KEEP", "RESUME_TOLERANCE", "Resume", "ResumeKind", "ResumeTracker"]
