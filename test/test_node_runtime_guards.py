@@ -1305,6 +1305,48 @@ def test_a_command_with_a_malformed_stamp_label_is_rejected_on_both_paths(nodes:
     assert sim.have_command and sim.rejected == 2
 
 
+@pytest.mark.parametrize(
+    ("size", "stride", "offset", "claimed"),
+    [
+        (6, 6, 0, "dim[0].size 6, dim[0].stride 6, data_offset 0"),
+        (7, 7, 1, "dim[0].size 7, dim[0].stride 7, data_offset 1"),
+        (7, 14, 0, "dim[0].size 7, dim[0].stride 14, data_offset 0"),
+        (None, None, 3, "no dimension, data_offset 3"),
+    ],
+)
+def test_a_command_whose_layout_is_not_its_data_is_rejected_on_both_paths(
+    nodes: Nodes, size: int | None, stride: int | None, offset: int, claimed: str
+) -> None:
+    """A command whose layout said 6 torques, or 7 from offset 1, had been applied as its 7 values.
+    Rejected now like one of the wrong length: counted, logged with what the layout claimed, the
+    plant back on the safe torque, the state answered (not waited on). The CDR path leaves it to
+    rclpy's message, which is refused alike. A command without a dimension stays untagged."""
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.05)
+    sim._publish_state()
+    good = Float64MultiArray(data=[0.5] * sim.n)
+    good.layout.dim = [MultiArrayDimension(label="joints@0.000000000", size=sim.n, stride=sim.n)]
+    bad = Float64MultiArray(data=[0.5] * sim.n)
+    bad.layout.data_offset = offset
+    if size is not None:
+        bad.layout.dim = [MultiArrayDimension(label="joints@0.000000000", size=size, stride=stride)]
+    for rejected, take in enumerate(
+        (sim._on_command, lambda m: sim._on_command_bytes(serialize_message(m))), 1
+    ):
+        take(good)
+        assert sim.have_command and sim.answered_validly
+        take(bad)
+        assert sim.rejected == rejected and not sim.have_command and not sim._command_fresh()
+        assert sim.answered and not sim.answered_validly
+        assert f"layout claims {claimed} for 7 values" in sim.last_reject, sim.last_reject
+    assert sim.commands_via_rclpy == 1  # the bad one; the good one took the fast path
+    untagged = Float64MultiArray(data=[0.5] * sim.n)  # ros2 topic pub: no layout at all
+    sim._on_command_bytes(serialize_message(untagged))
+    assert sim.have_command and sim.command_stamp is None and sim.rejected == 2
+
+
 def test_a_model_stepping_other_than_the_control_period_is_refused(nodes: Nodes, tmp_path: Path) -> None:
     """A 2 ms model had run: the controllers check their gains and dampings for 1 ms (the default
     damping's eigenvalue doubles to 1.95 at 2 ms, unstable), and the simulator's own check passed

@@ -8,6 +8,8 @@ deserialize with rclpy), never as wrong numbers.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -185,6 +187,52 @@ def test_command_decode_reads_any_float64_multiarray() -> None:
     no_nul = bytearray(raw)
     no_nul[no_nul.index(b"\0", no_nul.index(b"joints@"))] = ord("9")
     assert CommandWire.decode(bytes(no_nul)) is None
+
+
+# ((dim[0] label or None for no dimension, size, stride, data_offset, values), plain: n values from 0).
+_LAYOUTS = [
+    (("joints@3.000000004", 7, 7, 0, 7), True),
+    (("joints", 3, 3, 0, 3), True),  # plain, of another length: the length is the caller's to check
+    ((None, 0, 0, 0, 7), True),  # no dimension (``ros2 topic pub {data: [...]}``): untagged
+    (("joints@3.000000004", 7, 7, 1, 7), False),
+    (("joints@3.000000004", 6, 6, 0, 7), False),
+    (("joints@3.000000004", 8, 8, 0, 7), False),
+    (("joints@3.000000004", 7, 14, 0, 7), False),
+    (("joints@3.000000004", 0, 0, 0, 7), False),  # a default MultiArrayDimension with a label set
+    ((None, 0, 0, 2, 7), False),
+]
+
+
+@pytest.mark.parametrize(("layout", "plain"), _LAYOUTS)
+def test_command_layouts_are_checked_alike_on_both_paths(layout: tuple, plain: bool) -> None:
+    """``dim[0].size`` / ``stride`` and ``data_offset`` had not been compared with ``data``: a command
+    saying it holds 6 torques, or 7 from offset 1, was applied as its 7 values. Both paths agree:
+    the CDR decoder leaves all but a plain layout to rclpy (``None``), whose message is refused,
+    saying what the layout claimed."""
+    from torque_ctrl_ros.core.errors import StateError
+    from torque_ctrl_ros.nodes.conversions import check_command_layout, decode_command
+
+    label, size, stride, offset, count = layout
+    msg = Float64MultiArray(data=[float(k) for k in range(count)])
+    msg.layout.data_offset = offset
+    if label is not None:
+        msg.layout.dim = [MultiArrayDimension(label=label, size=size, stride=stride)]
+    raw = serialize_message(msg)
+    decoded = CommandWire.decode(_with_garbage_padding(raw, Float64MultiArray))
+    if plain:
+        assert decoded is not None and decoded[0].tolist() == list(msg.data)
+        check_command_layout(msg.layout, count)
+        if count == 7:
+            assert decode_command(msg, 7)[0].tolist() == list(msg.data)
+        return
+    assert decoded is None
+    claimed = f"dim[0].size {size}, dim[0].stride {stride}" if label is not None else "no dimension"
+    with pytest.raises(
+        StateError, match=re.escape(f"layout claims {claimed}, data_offset {offset} for {count} values")
+    ):
+        check_command_layout(deserialize_message(raw, Float64MultiArray).layout, count)
+    with pytest.raises(StateError, match="layout claims"):
+        decode_command(msg, 7)
 
 
 def test_clock_bytes() -> None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 from builtin_interfaces.msg import Time
 from sensor_msgs.msg import JointState as JointStateMsg
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout
 
 from ..core.errors import StateError
 from ..core.safety import JointNameMap
@@ -132,9 +132,46 @@ def decode_command(msg: Float64MultiArray, n: int) -> tuple[FloatArray, int | No
     ``tau`` is a read-only view of the message buffer.
 
     Raises:
-        StateError: wrong length, non-finite entries, or a malformed stamp label.
+        StateError: a layout other than ``len(data)`` values from offset 0
+            (:func:`check_command_layout`), wrong length, non-finite entries, or a malformed
+            stamp label.
     """
-    return check_command(np.frombuffer(msg.data, dtype=np.float64), n), command_stamp_ns(msg)
+    tau = np.frombuffer(msg.data, dtype=np.float64)
+    check_command_layout(msg.layout, tau.size)
+    return check_command(tau, n), command_stamp_ns(msg)
+
+
+def plain_layout(count: int, data_offset: int, size: int | None, stride: int | None) -> bool:
+    """Whether a ``Float64MultiArray`` layout describes its ``count`` values from offset 0, as the
+    encoders write it: ``data_offset`` 0 and, if there is a first dimension (``size``, ``stride``;
+    ``None`` without one), its ``size`` and ``stride`` both ``count``. Dimensions after the first
+    are not read."""
+    return data_offset == 0 and (size is None or size == stride == count)
+
+
+def check_command_layout(layout: MultiArrayLayout, count: int) -> None:
+    """Refuse a command whose ``layout`` says anything but ``count`` values from offset 0.
+
+    Read as its layout says (``dim[0].size`` values from ``data_offset``), such a command holds
+    other torques than ``data``, or fewer: applied as ``data``, it is not what its sender described.
+    No dimension at all is a plain (untagged) command.
+
+    Raises:
+        StateError: saying what the layout claimed.
+    """
+    dims = layout.dim
+    size, stride = (dims[0].size, dims[0].stride) if dims else (None, None)
+    if plain_layout(count, layout.data_offset, size, stride):
+        return
+    claimed = (
+        f"dim[0].size {size}, dim[0].stride {stride}, data_offset {layout.data_offset}"
+        if dims
+        else f"no dimension, data_offset {layout.data_offset}"
+    )
+    raise StateError(
+        f"effort command layout claims {claimed} for {count} values in data; expected dim[0].size = "
+        "dim[0].stride = len(data) and data_offset 0"
+    )
 
 
 def check_command(tau: FloatArray, n: int) -> FloatArray:

@@ -29,8 +29,9 @@ Modes:
         controller echoes, see conversions.py), then step. Results do not depend on machine load.
         A command without that stamp is ignored (counted in ``untagged_commands``).
 
-Invalid commands (wrong length, NaN/inf, unreadable bytes with ``serialized_io``; with plain
-messages rclpy drops unreadable ones before this node sees them) are rejected with a throttled error;
+Invalid commands (wrong length, NaN/inf, a layout other than ``len(data)`` values from offset 0,
+unreadable bytes with ``serialized_io``; with plain messages rclpy drops unreadable ones before this
+node sees them) are rejected with a throttled error;
 until a valid one arrives the plant gets the safe torque (by default ``hold``, ``g(q) − K_d·q̇``;
 ``damping``, ``−K_d·q̇``; or zero), reported on /diagnostics.
 
@@ -49,7 +50,7 @@ from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState as JointStateMsg
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, MultiArrayLayout
 
 from ..core.errors import ConfigError, StateError
 from ..core.robot import CONTROL_PERIOD
@@ -73,7 +74,13 @@ from .common import (
     write_json,
     write_output,
 )
-from .conversions import JointStateEncoder, check_command, command_stamp_ns, ns_to_stamp
+from .conversions import (
+    JointStateEncoder,
+    check_command,
+    check_command_layout,
+    command_stamp_ns,
+    ns_to_stamp,
+)
 from .params import sim_node_config
 from .scheduling import current_policy
 from .wire import ClockWire, CommandWire, JointStateWire
@@ -245,10 +252,13 @@ class SimNode:
             self.commands_received += 1
             self._reject_command(str(exc), None)
             return
-        self._take_command(np.frombuffer(msg.data, dtype=np.float64), stamp)
+        self._take_command(np.frombuffer(msg.data, dtype=np.float64), stamp, msg.layout)
 
-    def _take_command(self, data: np.ndarray, stamp: int | None) -> None:
-        """Hold ``data`` (N·m) as the command if valid; ``stamp``: the state it answers, if tagged."""
+    def _take_command(
+        self, data: np.ndarray, stamp: int | None, layout: MultiArrayLayout | None = None
+    ) -> None:
+        """Hold ``data`` (N·m) as the command if valid; ``stamp``: the state it answers, if tagged;
+        ``layout``: the message's, to be checked (``None``: the CDR decoder took only a plain one)."""
         now = time.monotonic()
         self.commands_received += 1
         current = self.t0_ns + self.k * self.dt_ns
@@ -286,6 +296,8 @@ class SimNode:
                 self.stale_answers += 1
             return
         try:
+            if layout is not None:
+                check_command_layout(layout, data.size)
             tau = check_command(data, self.n)
         except StateError as exc:
             self._reject_command(str(exc), answers_current)

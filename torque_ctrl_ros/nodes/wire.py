@@ -47,6 +47,7 @@ from .conversions import (
     JointStateEncoder,
     command_stamp_ns,
     label_stamp_ns,
+    plain_layout,
     stamp_to_ns,
 )
 
@@ -56,6 +57,7 @@ _NS = 1_000_000_000
 _HEADER = 4  # alignment counts from the byte after the encapsulation header
 _STAMP = struct.Struct("<iI")  # builtin_interfaces/Time: int32 sec, uint32 nanosec
 _U32 = struct.Struct("<I")
+_SIZE_STRIDE = struct.Struct("<II")  # std_msgs/MultiArrayDimension: uint32 size, uint32 stride
 
 
 def _aligned(offset: int, size: int) -> int:
@@ -254,9 +256,12 @@ class CommandWire:
 
     @staticmethod
     def decode(raw: bytes) -> tuple[FloatArray, int | None] | None:
-        """``(tau, answered_stamp_ns)`` of a serialized command, else ``None`` (not LE CDR, or
-        truncated). ``tau`` is a read-only view of ``raw``; its length and values are the
-        caller's to check, as with :func:`.conversions.decode_command`.
+        """``(tau, answered_stamp_ns)`` of a serialized command, else ``None`` (not LE CDR,
+        truncated, or a layout other than ``count`` values from offset 0, see
+        :func:`.conversions.plain_layout`: the caller reads those through rclpy, and
+        :func:`.conversions.check_command_layout` says what is wrong). ``tau`` is a read-only view
+        of ``raw``; its length and values are the caller's to check, as with
+        :func:`.conversions.decode_command`.
 
         Raises:
             StateError: a malformed stamp label (:func:`.conversions.label_stamp_ns`).
@@ -267,8 +272,10 @@ class CommandWire:
             (dims,) = _U32.unpack_from(raw, _HEADER)
             at = _HEADER + 4
             label = ""
+            size = stride = None
             for k in range(dims):
                 (length,) = _U32.unpack_from(raw, at)
+                at_size = _aligned(at + 4 + length, 4)
                 if k == 0:
                     if length < 1 or raw[at + 3 + length] != 0:  # a CDR string ends in NUL
                         return None
@@ -276,10 +283,13 @@ class CommandWire:
                     if 0 in text:  # rclpy cuts a string there: read by it instead
                         return None
                     label = text.decode()
-                at = _aligned(at + 4 + length, 4) + 8  # size, stride
-            at = _aligned(at, 4) + 4  # data_offset
-            (count,) = _U32.unpack_from(raw, at)
-            at = _aligned(at + 4, 8) if count else at + 4
+                    size, stride = _SIZE_STRIDE.unpack_from(raw, at_size)
+                at = at_size + 8
+            (offset,) = _U32.unpack_from(raw, at)  # data_offset (at is 4-aligned here)
+            (count,) = _U32.unpack_from(raw, at + 4)
+            if not plain_layout(count, offset, size, stride):
+                return None
+            at = _aligned(at + 8, 8) if count else at + 8
             if len(raw) < at + 8 * count:
                 return None
             tau = np.frombuffer(raw, dtype=np.float64, count=count, offset=at)
