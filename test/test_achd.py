@@ -7,6 +7,7 @@ controller at 1 kHz, zero-order hold, no delay. Measured figures are printed (``
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import mujoco
@@ -507,6 +508,28 @@ def test_controller_rejects_bad_targets_and_config(gen3: RobotModel) -> None:
         with pytest.raises(ConfigError, match=match):
             create_controller("achd_rnea", gen3, params)
     create_controller("achd_rnea", gen3, {"frame": "forearm_link", "constrained_axes": ["x", "y", "z"]})
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # refused, not overflowing
+def test_a_target_beyond_any_reach_is_refused(gen3: RobotModel) -> None:
+    """A target given to the controller 1e160 m out (finite) had been taken: the constrained solve
+    overflowed and raised a SolverError on every step (1e100 m: a command scaled by 6e-101).
+    Refused beyond MAX_TARGET_DISTANCE now, as non-finite ones were already, and the accepted
+    reference stays; 5 m out (past the arm's reach) the command is scaled to the limits."""
+    ctrl = AchdRnea(gen3)
+    state = JointState(np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57]), np.zeros(gen3.n))
+    hold = ctrl.hold_reference(state)
+    tau_held = ctrl.compute(state, hold).tau
+    for far, shown in ((1e160, "1e+160"), (-10.5, "-10.5"), (1e100, "1e+100")):
+        with pytest.raises(
+            TargetError, match=rf"achd_rnea target: position \(0\.4, 0, {re.escape(shown)}\) m"
+        ):
+            ctrl.compute(state, PoseReference(np.array([0.4, 0.0, far]), hold.rotation))
+        np.testing.assert_allclose(ctrl.compute(state, hold).tau, tau_held, atol=1e-9)
+    with pytest.raises(TargetError, match="finite"):
+        ctrl.compute(state, PoseReference(np.array([0.4, 0.0, np.inf]), hold.rotation))
+    out = ctrl.compute(state, PoseReference(np.array([0.4, 0.0, 5.0]), hold.rotation))
+    assert np.isfinite(out.tau).all() and out.torque_scale < 1.0
 
 
 def _near_stretched_step(robot: RobotModel, rcond: float) -> tuple[float, int]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -1185,6 +1186,42 @@ def test_a_posture_target_beyond_any_angle_is_refused(robot: RobotModel) -> None
     near[0] = 1e5  # a continuous joint many turns round: still an angle
     out = controller.compute(state, {**reference, "posture": near})
     assert out.info["fallback"] == 0.0
+
+
+@pytest.mark.parametrize("klass", [QPID, HQPID])
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # refused, not overflowing
+def test_a_frame_target_beyond_any_reach_is_refused(robot: RobotModel, klass: type) -> None:
+    """A pose or position target given to the core 1e160 m out (finite) had been taken: every
+    step's QP then failed to converge and fell back, said only in the step's info (at the highest
+    gains accepted, from 50 m out). Refused beyond MAX_TARGET_DISTANCE now, as non-finite ones
+    were already; 5 m out (past the arm's reach, but a number its task holds) still solves. An
+    orientation task reads no translation: whatever it holds is left alone."""
+    from torque_ctrl_ros.core.reach import MAX_TARGET_DISTANCE
+
+    assert MAX_TARGET_DISTANCE == 10.0
+    state = JointState(HOME, np.zeros(robot.n))
+    for kind in ("pose", "position"):
+        ctrl = klass.from_params(robot, _params(**{"tool.type": kind}))
+        held = ctrl.hold_reference(state)
+        tau_held = ctrl.compute(state, held).tau
+        R = held["tool"].rotation if kind == "pose" else np.eye(3)
+        for far in (1e160, -10.5, 1e300):
+            p = np.array([0.3, far, 0.4])
+            targets = [pin.SE3(R, p), CartesianTarget(pin.SE3(R, p))] + ([p] if kind == "position" else [])
+            for target in targets:
+                shown = f"tool target: position (0.3, {far:.4g}, 0.4) m is beyond ±10 m of the base frame"
+                with pytest.raises(TargetError, match=re.escape(shown)):
+                    ctrl.compute(state, {**held, "tool": target})
+                np.testing.assert_allclose(ctrl.compute(state, held).tau, tau_held, atol=1e-9)
+        for bad in (np.nan, np.inf, -np.inf):
+            with pytest.raises(TargetError, match="finite"):
+                ctrl.compute(state, {**held, "tool": pin.SE3(R, np.array([0.3, bad, 0.4]))})
+        out = ctrl.compute(state, {**held, "tool": pin.SE3(R, np.array([0.3, 5.0, 0.4]))})
+        assert out.info["fallback"] == 0.0 and np.isfinite(out.tau).all()
+    orientation = klass.from_params(robot, _params(**{"tool.type": "orientation"}))
+    held = orientation.hold_reference(state)
+    far_origin = pin.SE3(held["tool"], np.array([1e160, 0.0, 0.0]))
+    assert orientation.compute(state, {**held, "tool": far_origin}).info["fallback"] == 0.0
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,26 @@ velocity limit, 5 mm beyond it (still within the bound) at 13.9 times, through t
 singularity. 3 mm inside the sideways stretch it peaked at 0.55 of a limit, 10 mm inside at 0.53
 (and 10 mm inside the upward stretch at 0.48): this margin leaves 10 mm sideways."""
 
+MAX_TARGET_DISTANCE = 10.0
+"""Largest coordinate (m, base frame) of a Cartesian target position a core task or controller
+takes (:func:`check_target_position`): far past any arm's reach (the Gen3's tool: 0.91 m, see
+:class:`Reach`, which the nodes check first), so only absurd numbers are refused (a unit
+mistake, 1e160 m). Within it the laws here still solve at the highest gains they accept; beyond,
+the error times the gain outgrows them: from home at rest, at kp 1.5e5 1/s², the QP solved
+targets 20 m out and fell back from 50 m out (at kp 100 1/s² from 1e5 m), and achd_rnea's
+constrained solve was non-finite (a SolverError) at 1e160 m."""
+
+
+def check_target_position(position: FloatArray, what: str) -> None:
+    """Refuse a target ``position`` (m, base frame) with a coordinate beyond
+    ±:data:`MAX_TARGET_DISTANCE` (or NaN)."""
+    limit = MAX_TARGET_DISTANCE
+    if not all(-limit <= x <= limit for x in position.tolist()):
+        raise TargetError(
+            f"{what}: position {_point(position)} m is beyond ±{limit:g} m of the base frame origin, "
+            "far past any arm's reach"
+        )
+
 
 @dataclass(frozen=True)
 class Reach:
@@ -143,4 +163,4 @@ def _point(position: FloatArray) -> str:
     return "(" + ", ".join(f"{float(x):.4g}" for x in position) + ")"
 
 
-__all__ = ["REACH_MARGIN", "STRETCH_MARGIN", "Reach"]
+__all__ = ["MAX_TARGET_DISTANCE", "REACH_MARGIN", "STRETCH_MARGIN", "Reach", "check_target_position"]

@@ -49,6 +49,7 @@ from ..constrained_dynamics import (
     selection_rows,
 )
 from ..errors import ConfigError, TargetError
+from ..reach import check_target_position
 from ..robot import RobotModel, check_pd_gains
 from ..safety import DEFAULT_DAMPING
 from ..types import JointState
@@ -398,6 +399,7 @@ class AchdRnea(Controller[PoseReference]):
         """``check_pose_reference(reference)``, run once per reference object."""
         if reference is not self._reference_in or self._reference is None:
             ref = check_pose_reference(reference)
+            check_target_position(ref.position, f"{self.name} target")
             self._reference_se3 = ref.se3
             self._reference = ref
             self._reference_in = reference

@@ -31,6 +31,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import ConfigError, TargetError
+from ..reach import check_target_position
 from ..robot import RobotModel
 from ..safety import MAX_ANGLE
 from ..types import JointReference
@@ -236,6 +237,8 @@ class FrameTask(Task):
             pose, vel, acc = target, None, None
         checked_pose = self._as_pose(pose)
         s = self.rows
+        if s.start < 3:  # the task reads the translation (pose, position)
+            check_target_position(checked_pose.translation, f"{self.name} target")
         ref_vel = self._optional(
             f"{self.name} target velocity", None if vel is None else _as6(self.name, vel)[s], self.dim
         )
