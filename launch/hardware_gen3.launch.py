@@ -33,7 +33,13 @@ an eighth joint the controller refuses to start with).
 Arguments:
     controller   gravity_comp | computed_torque | ...: overrides the ``controller`` of
                  ``params_file`` (default gravity_comp, the first controller to try on an arm)
-    params_file  controller_node parameters (default: config/gen3_controllers.yaml)
+    params_file  controller_node parameters (default: config/gen3_controllers.yaml, the
+                 simulation's)
+    hardware_params_file
+                 layered over ``params_file`` (its values win): what differs on the real arm
+                 (default: config/gen3_hardware.yaml: ``command_delay`` 5 ms, against which the
+                 closed-loop dampings and gains are checked at start, dampings that pass that
+                 check, a 0.1 s fallback window); "": ``params_file`` alone
     max_age      watchdog: joint states older than this (s) are refused (wall clock here);
                  default "": the ``watchdog.max_age`` of ``params_file`` stands
     rt_priority  SCHED_FIFO priority of the controller process (default 20; 0: normal
@@ -72,6 +78,10 @@ PACKAGE = "torque_ctrl_ros"
 def _controller_node(context: LaunchContext) -> list[Node]:
     """controller_node on ``params_file``, overridden only by the arguments given a value."""
     overrides: dict[str, object] = {"controller": LaunchConfiguration("controller"), "use_sim_time": False}
+    files = [LaunchConfiguration("params_file").perform(context)]
+    hardware = LaunchConfiguration("hardware_params_file").perform(context).strip()
+    if hardware:
+        files.append(hardware)
     max_age = LaunchConfiguration("max_age").perform(context).strip()
     if max_age:
         try:
@@ -89,7 +99,7 @@ def _controller_node(context: LaunchContext) -> list[Node]:
                 "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
                 "TORQUE_CTRL_CPU_LATENCY_US": LaunchConfiguration("cpu_latency_us"),
             },
-            parameters=[LaunchConfiguration("params_file"), overrides],
+            parameters=[*files, overrides],
         )
     ]
 
@@ -105,6 +115,11 @@ def generate_launch_description() -> LaunchDescription:
                 "params_file",
                 default_value=str(share / "config" / "gen3_controllers.yaml"),
                 description="controller_node parameters",
+            ),
+            DeclareLaunchArgument(
+                "hardware_params_file",
+                default_value=str(share / "config" / "gen3_hardware.yaml"),
+                description='the real arm\'s differences, layered over params_file; "": none',
             ),
             DeclareLaunchArgument(
                 "max_age",

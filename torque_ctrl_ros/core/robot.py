@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
@@ -34,17 +35,52 @@ Without delay the velocity follows ``q̇⁺ = (I − h·M⁻¹·K_d)·q̇``: eac
 ``λ = 1``. With the command ``d`` periods late, ``q̇⁺ = q̇ − λ·q̇₋d`` decays only while
 ``λ <`` :func:`damping_eigenvalue_bound` ``(d) = 2·sin(π/(2·(2d + 1)))``: 1 for one period (a
 late step in the simulator's realtime mode, a transport delay), 0.62 for two, 0.44 for three,
-0.35 for four. The bound is one period's: no ringing, and a late step cannot make it grow.
+0.35 for four. This bound is one period's: no ringing, and a late step cannot make it grow;
+:meth:`RobotModel.check_damping` uses the lower one of the robot's ``command_delay`` for a
+damping fed back from measurements (:func:`delay_periods`).
 
 The simulator shows a command in the next state (1 ms from state to the state that shows it);
 the real Gen3's 3–5 ms command-to-measurement delay is ``d`` = 2–4 periods on top of that
-first one, bounds 0.62–0.35. The Gen3 defaults (:data:`~.safety.DEFAULT_DAMPING`) reach 0.975 on
-this model where joints 1, 3, 5 and 7 line up (0.32 at home): in MuJoCo with the commands 3 or 5
-ms late, a damping torque with them rang joints 1 and 3 up to 27–190 rad/s there (README,
-"Damping and the real arm's delay"). The real actuators' reflected rotor inertia, which the
-model lacks (Kinova does not publish it), lowers ``λ`` there by a factor nobody here could
-measure.
+first one, bounds 0.62–0.35 (``config/gen3_hardware.yaml`` sets 5 ms). The Gen3 defaults
+(:data:`~.safety.DEFAULT_DAMPING`) reach 0.975 on this model where joints 1, 3, 5 and 7 line up
+(0.32 at home): in MuJoCo with the commands 3 or 5 ms late, a damping torque with them rang
+joints 1 and 3 up to 27–190 rad/s there (README, "Damping and the real arm's delay"). The real
+actuators' reflected rotor inertia, which the model lacks (Kinova does not publish it), lowers
+``λ`` there by a factor nobody here could measure.
 """
+
+
+DELAYED_DAMPING: tuple[float, ...] = (0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.08)
+"""Per-joint ``K_d`` (N·m·s/rad) of a closed-loop damping on the Gen3 with the command 5 ms late
+(the real arm through its base): the largest eigenvalue of ``h·M⁻¹·K_d`` stays at 0.305 over
+5000 random configurations and the checked ones, below ``damping_eigenvalue_bound(4)`` = 0.347
+(:data:`~.safety.DEFAULT_DAMPING` reaches 0.975 where joints 1 and 3 line up). Tried in MuJoCo as
+achd_rnea's ``joint_damping`` with the commands 3 and 5 ms late: settled (README, "Damping and
+the real arm's delay"). ``config/gen3_hardware.yaml`` sets it for the closed-loop dampings."""
+
+MAX_COMMAND_DELAY = 0.05
+"""Longest ``command_delay`` (s) taken: 50 periods; a longer one is a number in milliseconds."""
+
+
+def check_command_delay(field: str, seconds: Any) -> float:
+    """``seconds`` as a command delay (s, see :meth:`RobotModel.set_command_delay`); :class:`ConfigError`
+    outside ``[CONTROL_PERIOD,`` :data:`MAX_COMMAND_DELAY` ``]``."""
+    value = as_positive_float(field, seconds)
+    if not CONTROL_PERIOD <= value <= MAX_COMMAND_DELAY:
+        raise ConfigError(
+            f"{field}: expected {CONTROL_PERIOD:g} to {MAX_COMMAND_DELAY:g} s (a command shows in the state "
+            f"one period after the state it answers at the earliest; the value is in seconds), got {value:g}"
+        )
+    return value
+
+
+def delay_periods(command_delay: float, period: float = CONTROL_PERIOD) -> int:
+    """The ``d`` of :func:`damping_eigenvalue_bound` and :func:`pd_spectral_radius` for a
+    command-to-measurement delay ``command_delay`` (s, from a state to the first state that
+    shows the command answering it): the periods beyond the first, at least 1 (a late step,
+    which the simulator's realtime mode and any transport can add). 1 ms (the simulator) and
+    2 ms give 1, the real Gen3's 3 and 5 ms give 2 and 4."""
+    return max(1, round(command_delay / period) - 1)
 
 
 def damping_eigenvalue_bound(delay: int) -> float:
@@ -150,10 +186,12 @@ def check_damping_stability(
     m_inv: FloatArray,
     configurations: FloatArray,
     joint_names: Sequence[str],
+    delay: int = 1,
 ) -> float:
     """Largest eigenvalue ``λ`` of ``h·M⁻¹·K_d`` over ``m_inv`` (one ``M⁻¹`` per configuration);
-    :class:`ConfigError` when ``λ >= 1`` (:data:`DAMPING_EIGENVALUE_MAX`: beyond it the velocity
-    rings, and grows with one period of delay).
+    :class:`ConfigError` when ``λ >=`` :func:`damping_eigenvalue_bound` ``(delay)`` (for one
+    period, :data:`DAMPING_EIGENVALUE_MAX`: beyond it the velocity rings, and grows with one
+    period of delay; for ``delay`` periods, beyond it the delayed damping makes it grow).
 
     The message names the joint that moves most in the worst mode (``v = M⁻¹·√K_d·w`` for the
     eigenvector ``w`` of ``√K_d·M⁻¹·√K_d``).
@@ -163,12 +201,21 @@ def check_damping_stability(
     eigenvalues = damping_eigenvalues(m_inv, kd, period)
     worst = int(np.argmax(eigenvalues))
     largest = float(eigenvalues[worst])
-    if largest < DAMPING_EIGENVALUE_MAX:
+    bound = damping_eigenvalue_bound(delay)
+    if largest < bound:
         return largest
     s = np.sqrt(kd)
     _, vectors = np.linalg.eigh(s[:, None] * m_inv[worst] * s)
     joint = joint_names[int(np.argmax(np.abs(m_inv[worst] @ (s * vectors[:, -1]))))]
     q_worst = np.round(configurations[worst], 2).tolist()
+    if delay > 1:
+        raise ConfigError(
+            f"{field}: {kd.tolist()} N·m·s/rad is too much for a damping command "
+            f"{_late(delay, period)}: h·M⁻¹·K_d reaches eigenvalue "
+            f"{largest:.3g} >= {bound:.3g} (at q = {q_worst} rad), and the velocity of {joint} grows "
+            "(unstable). Lower it on the joints that line up there, e.g. the Gen3's "
+            f'{list(DELAYED_DAMPING)} (README, "Damping and the real arm\'s delay").'
+        )
     raise ConfigError(
         f"{field}: {kd.tolist()} N·m·s/rad is too much to apply once per {period * 1e3:g} ms: "
         f"h·M⁻¹·K_d reaches eigenvalue {largest:.3g} >= {DAMPING_EIGENVALUE_MAX:g} (at q = {q_worst} "
@@ -197,9 +244,10 @@ def pd_spectral_radius(kp: float, kd: float, period: float = CONTROL_PERIOD, del
     damping gives 0.87, 2e5 gives 1.07.) Longer delays allow less: 2 to 4 periods late (the real
     Gen3's 3–5 ms command-to-measurement, see :data:`DAMPING_EIGENVALUE_MAX`), critical damping
     is stable only up to kp ~6.2e4 to ~2.0e4 (kp 1e5 gives 1.09–1.17; the defaults, kp 100 and kd
-    20, 0.991–0.992). The checks keep one period, the simulator's: the real actuators' rotor
-    inertia, which the model lacks, lowers the effective gains there by a factor Kinova does not
-    publish.
+    20, 0.991–0.992). The checks use the robot's :attr:`RobotModel.delay_periods`: one period
+    for the simulator, four with ``command_delay`` 5 ms (``config/gen3_hardware.yaml``). The real
+    actuators' rotor inertia, which the model lacks, lowers the effective gains there by a factor
+    Kinova does not publish.
     """
     h = period
     # State [e_k, v_k, e_{k−1}, v_{k−1}, …, e_{k−d}, v_{k−d}]: the command acts on the last pair.
@@ -213,18 +261,32 @@ def pd_spectral_radius(kp: float, kd: float, period: float = CONTROL_PERIOD, del
     return float(np.abs(np.linalg.eigvals(a)).max())
 
 
-def check_pd_gains(field: str, kp: FloatArray, kd: FloatArray, axes: Sequence[str]) -> None:
+def _late(delay: int, period: float = CONTROL_PERIOD) -> str:
+    """How late a command is, for messages: one period of delay (the margin every check keeps), or
+    the ``command_delay`` that ``delay`` periods beyond the first stand for."""
+    if delay == 1:
+        return "one period late"
+    return f"{(delay + 1) * period * 1e3:g} ms late (command_delay)"
+
+
+#: The largest kp (1/s²) that passes :func:`check_pd_gains` at critical damping, per delay (periods).
+_CRITICAL_KP_MAX = {1: "~1.6e5", 2: "~6.2e4", 4: "~2.0e4"}
+
+
+def check_pd_gains(field: str, kp: FloatArray, kd: FloatArray, axes: Sequence[str], delay: int = 1) -> None:
     """:class:`ConfigError` naming the first axis whose gains :func:`pd_spectral_radius` finds
-    unstable at 1 kHz with one period of delay (the delay every damping bound here allows)."""
+    unstable at 1 kHz with the command ``delay`` periods late (1: the delay every damping bound
+    here allows by default; more with a robot's :attr:`RobotModel.command_delay`)."""
     for name, p, d in zip(axes, kp, kd, strict=True):
-        radius = pd_spectral_radius(float(p), float(d))
+        radius = pd_spectral_radius(float(p), float(d), delay=delay)
         if not radius < 1.0:
+            critical = _CRITICAL_KP_MAX.get(delay)
             raise ConfigError(
                 f"{field}: kp {float(p):g} 1/s², kd {float(d):g} 1/s on {name} are unstable at "
-                f"{1e-3 / CONTROL_PERIOD:g} kHz with one period of delay (the error grows by "
+                f"{1e-3 / CONTROL_PERIOD:g} kHz with the command {_late(delay)} (the error grows by "
                 f"{radius:.3g} per period); "
                 + ("kd = 0 leaves it undamped" if float(d) == 0.0 else "lower them")
-                + " (at critical damping, kd = 2·√kp, kp up to ~1.6e5 passes)"
+                + (f" (at critical damping, kd = 2·√kp, kp up to {critical} passes)" if critical else "")
             )
 
 
@@ -246,6 +308,9 @@ class RobotModel:
         self.model = model
         self.data = model.createData()
         self.source = source
+        #: s from a state to the first state showing the command that answers it (see
+        #: :meth:`set_command_delay`); the damping and gain checks allow for it.
+        self.command_delay = CONTROL_PERIOD
         names: list[str] = []
         continuous: list[bool] = []
         idx_q: list[int] = []
@@ -523,7 +588,26 @@ class RobotModel:
         m_inv = self._damping_samples_or_given(configurations)[1]
         return float(damping_eigenvalues(m_inv, kd_vec, as_positive_float("period", period)).max())
 
-    def check_damping(self, field: str, kd: ArrayLike, period: float = CONTROL_PERIOD) -> float:
+    def set_command_delay(self, seconds: float) -> None:
+        """Set :attr:`command_delay` (s): from a state to the first state that shows the command
+        answering it. 1 ms (the default) in the simulator, which applies a command over the step
+        after the state it answers; 3–5 ms reported for the real Gen3 (through its base: 5).
+        Closed-loop dampings and PD gains are checked against it from then on
+        (:attr:`delay_periods`); set it before creating a controller.
+
+        Raises:
+            ConfigError: not a duration in ``[CONTROL_PERIOD,`` :data:`MAX_COMMAND_DELAY` ``]``.
+        """
+        self.command_delay = check_command_delay("command_delay", seconds)
+
+    @property
+    def delay_periods(self) -> int:
+        """:func:`delay_periods` of :attr:`command_delay`: 1 for the simulator, 4 for 5 ms."""
+        return delay_periods(self.command_delay)
+
+    def check_damping(
+        self, field: str, kd: ArrayLike, period: float = CONTROL_PERIOD, *, open_loop: bool = False
+    ) -> float:
         """Refuse a damping ``K_d`` that the explicit per-period update would make unstable.
 
         A torque ``g(q) − K_d·q̇`` (or ``−K_d·q̇``) computed from the state and held for one period
@@ -540,10 +624,17 @@ class RobotModel:
         A scalar ``K_d = 1`` gives ``λ ≈ 3.54`` on the Gen3: its wrist (~7e-4 kg·m²) needs ~10×
         less damping than its shoulder.
 
+        A damping fed back from the measured state is late by :attr:`command_delay`: with
+        :attr:`delay_periods` ``d > 1`` the bound is :func:`damping_eigenvalue_bound` ``(d)``
+        (0.347 for the Gen3's 5 ms). ``open_loop`` keeps the one-period bound: a damping the caller
+        applies to its own prediction (the safe brake, :mod:`.braking`), which no measurement late
+        or not feeds.
+
         Args:
             field: parameter name for the message (e.g. ``"gravity_comp.damping"``).
             kd: N·m·s/rad, ``n`` values ``>= 0`` or one scalar for every joint.
             period: ``h`` (s).
+            open_loop: the damping acts on a prediction, not on measurements.
 
         Returns:
             ``λ`` (0 for no damping).
@@ -553,7 +644,8 @@ class RobotModel:
         if not kd_vec.any():
             return 0.0
         qs, m_inv = self._damping_samples_or_given(None)
-        return check_damping_stability(field, kd_vec, h, m_inv, qs, self.joint_names)
+        delay = 1 if open_loop else self.delay_periods
+        return check_damping_stability(field, kd_vec, h, m_inv, qs, self.joint_names, delay)
 
     def check_frame_damping(
         self,
@@ -594,12 +686,13 @@ class RobotModel:
         eigenvalues = h * np.linalg.eigvalsh(np.swapaxes(L, 1, 2) @ damping @ L)[:, -1]
         worst = int(np.argmax(eigenvalues))
         largest = float(eigenvalues[worst])
-        bound = DAMPING_EIGENVALUE_MAX * _FRAME_DAMPING_MARGIN
+        delay = self.delay_periods
+        bound = damping_eigenvalue_bound(delay) * _FRAME_DAMPING_MARGIN
         if largest >= bound:
             raise ConfigError(
                 f"{field}: joint damping {kd_vec.tolist()} N·m·s/rad with {b.tolist()} on the twist of "
                 f"{self.model.frames[fid].name!r} is too much to apply once per {h * 1e3:g} ms (unstable "
-                "with one period of delay): "
+                f"with the command {_late(delay, h)}): "
                 f"h·M⁻¹·(K_d + Jᵀ·B·J) reaches eigenvalue {largest:.3g} >= {bound:g} "
                 f"(at q = {np.round(qs[worst], 2).tolist()} rad); lower the twist damping on the axes the "
                 "wrist turns"

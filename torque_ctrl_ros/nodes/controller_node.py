@@ -96,6 +96,8 @@ def _load_robot(cfg: ControllerNodeConfig, node_name: str) -> RobotModel:
             f"{node_name}: the model ({robot.source}) gives no effort limit for joint(s) {unlimited}; "
             "use a description with limits, e.g. urdf/gen3.urdf"
         )
+    # Before any controller is made: their damping and gain checks allow for this delay.
+    robot.set_command_delay(cfg.command_delay)
     return robot
 
 

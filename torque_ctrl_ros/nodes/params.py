@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core.controllers import CONTROLLERS
 from ..core.errors import ConfigError
-from ..core.robot import RobotModel
+from ..core.robot import CONTROL_PERIOD, RobotModel, check_command_delay
 from ..core.safety import DEFAULT_DAMPING, WatchdogConfig
 from ..core.validation import FloatArray, as_positive_float, as_seconds, as_vector, check_choice
 from ..paths import data_path
@@ -192,6 +192,10 @@ class ControllerNodeConfig:
         fallback_damping: ``K_d`` (N·m·s/rad) of the safe command ``g(q̂) − K_d·q̂̇`` on the state
             predicted from the last good one (:class:`~torque_ctrl_ros.core.braking.SafeBrake`);
             scalar or per joint in the model's joint order.
+        command_delay: s from a joint state to the first state showing the command that answers
+            it (:meth:`~torque_ctrl_ros.core.robot.RobotModel.set_command_delay`): 1 ms for the
+            simulator, 3–5 ms reported for the real Gen3; closed-loop dampings and PD gains are
+            checked against it.
         common: shared settings.
     """
 
@@ -202,6 +206,7 @@ class ControllerNodeConfig:
     model_file: str
     watchdog: WatchdogConfig
     fallback_damping: Any
+    command_delay: float = CONTROL_PERIOD
     common: CommonConfig = field(default_factory=CommonConfig)
 
     def damping_vector(self, n: int, robot: RobotModel | None = None) -> FloatArray:
@@ -209,12 +214,14 @@ class ControllerNodeConfig:
 
         With ``robot``, also refuses (:class:`ConfigError`) a damping that the safe command,
         applied once per :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD`, would make unstable:
-        largest eigenvalue of ``h·M⁻¹·K_d`` ``>= 1`` (:meth:`RobotModel.check_damping`).
+        largest eigenvalue of ``h·M⁻¹·K_d`` ``>= 1`` (:meth:`RobotModel.check_damping`). The bound
+        is one period's whatever ``command_delay``: the safe brake damps its own prediction, which
+        no late measurement feeds.
         """
         field = "controller_node.fallback_damping"
         kd = as_vector(field, self.fallback_damping, n, broadcast_scalar=True, min_value=0.0)
         if robot is not None:
-            robot.check_damping(field, kd)
+            robot.check_damping(field, kd, open_loop=True)
         return kd
 
 
@@ -230,6 +237,7 @@ CONTROLLER_NODE_KEYS = {
     "watchdog.position_margin",
     "watchdog.velocity_factor",
     "fallback_damping",
+    "command_delay",
 } | _COMMON_KEYS
 
 
@@ -270,6 +278,9 @@ def controller_node_config(params: Mapping[str, Any], node: str = "controller_no
             velocity_factor=params.get("watchdog.velocity_factor", 10.0),
         ),
         fallback_damping=damping,
+        command_delay=check_command_delay(
+            f"{node}.command_delay", params.get("command_delay", CONTROL_PERIOD)
+        ),
         common=_common(node, params),
     )
 

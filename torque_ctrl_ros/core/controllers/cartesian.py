@@ -352,6 +352,15 @@ class AchdRnea(Controller[PoseReference]):
             raise ConfigError(f"achd_rnea.frame: {exc}") from None
         self.alpha = alpha_from_axes(list(self.config.constrained_axes), error=ConfigError)
         check_pose_error_axes(self.config.pose_error, self.config.constrained_axes)  # a config built directly
+        # create() checked the gains one period late; the robot's arm may be later than that.
+        used = [AXIS_NAMES.index(a) for a in self.config.constrained_axes]
+        check_pd_gains(
+            "achd_rnea",
+            self.config.kp[used],
+            self.config.kd[used],
+            [AXIS_NAMES[i] for i in used],
+            robot.delay_periods,
+        )
         axes, dofs = len(self.config.constrained_axes), robot.dofs_moving(self.config.frame)
         if dofs < axes:
             # The constraint rows are then dependent everywhere: every step would be regularised.

@@ -148,6 +148,9 @@ class ComputedTorque(Controller[JointReference]):
         super().__init__(robot)
         # Validated again: a config built directly (not by create) had run negative stiffness.
         self.config = ComputedTorqueConfig.create(robot.n, config.kp, config.kd)
+        # create() checked the gains one period late; the robot's arm may be later than that.
+        joints = [f"joint #{i + 1}" for i in range(robot.n)]
+        check_pd_gains("computed_torque", self.config.kp, self.config.kd, joints, robot.delay_periods)
         self._reference_in: JointReference | None = None
         self._reference = JointReference(np.zeros(robot.n))
 

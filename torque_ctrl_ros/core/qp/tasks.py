@@ -32,7 +32,7 @@ import pinocchio as pin
 
 from ..errors import ConfigError, TargetError
 from ..reach import check_target_position
-from ..robot import RobotModel
+from ..robot import RobotModel, check_pd_gains
 from ..safety import MAX_ANGLE
 from ..types import JointReference
 from ..validation import FloatArray, all_finite, as_rotation, as_vector
@@ -137,6 +137,11 @@ class Task(ABC):
             if kd is None
             else as_vector(f"{name}.kd", kd, dim, broadcast_scalar=True, min_value=0.0)
         )
+        axes = self.axis_names if len(self.axis_names) == dim else tuple(f"axis #{i + 1}" for i in range(dim))
+        # Reached, a task's axis follows ë = −kp·e − kd·ė one period (or command_delay) late. An axis
+        # with kp = 0 holds no position (it asks an acceleration, or damps a velocity): not checked.
+        held = np.flatnonzero(self.kp > 0.0)
+        check_pd_gains(name, self.kp[held], self.kd[held], [axes[i] for i in held], robot.delay_periods)
         self.weight = as_vector(f"{name}.weight", weight, dim, broadcast_scalar=True, min_value=0.0)
         if not float(self.weight.max()) > 0.0:
             raise ConfigError(f"{name}.weight: at least one axis must have a weight > 0")

@@ -1,0 +1,178 @@
+"""The real arm's command delay in the start-up checks (``command_delay``) and the hardware
+parameter file that sets it (``config/gen3_hardware.yaml``, layered by the hardware launch file).
+
+A damping or gain fed back from a measured state is late by ``command_delay``: the simulator's
+1 ms is checked with one period of margin; the real Gen3's 5 ms four periods late.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from ros_helpers import in_process_controllers, requires_rclpy, ros_domain  # noqa: F401
+
+from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.controllers import create_controller
+from torque_ctrl_ros.core.errors import ConfigError
+from torque_ctrl_ros.core.robot import (
+    DELAYED_DAMPING,
+    damping_eigenvalue_bound,
+    delay_periods,
+    pd_spectral_radius,
+)
+from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
+from torque_ctrl_ros.nodes.params import controller_node_config
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTROLLERS = ("gravity_comp", "computed_torque", "achd_rnea", "qpid", "hqpid")
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested sections as rclpy flattens them (``watchdog.max_age``, ``qpid.tool.kp``)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out |= _flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v}
+    return out
+
+
+def _params(*files: str) -> dict[str, Any]:
+    """controller_node's parameters from ``config/<file>`` layered in order, as a launch file's
+    ``parameters=[...]`` list does (a later file's value wins)."""
+    params: dict[str, Any] = {}
+    for name in files:
+        params |= _flat(
+            yaml.safe_load((ROOT / "config" / name).read_text())["controller_node"]["ros__parameters"]
+        )
+    return params
+
+
+def _start(params: dict[str, Any], controller: str) -> Any:
+    """What the controller node does at start with these parameters: config, robot with its
+    delay, the fallback damping's check, the controller."""
+    cfg = controller_node_config(params | {"controller": controller})
+    robot = RobotModel.from_file(cfg.model_file)
+    robot.set_command_delay(cfg.command_delay)
+    cfg.damping_vector(robot.n, robot)
+    return create_controller(controller, robot, cfg.controller_params)
+
+
+def test_delay_in_periods() -> None:
+    """1 ms (the simulator) and 2 ms keep the one-period margin; 3 and 5 ms are 2 and 4 periods
+    beyond the simulator's, the bounds the README gives."""
+    assert [delay_periods(d) for d in (0.001, 0.002, 0.003, 0.005)] == [1, 1, 2, 4]
+    assert damping_eigenvalue_bound(delay_periods(0.005)) == pytest.approx(0.347, abs=1e-3)
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_every_controller_starts_with_the_hardware_file_layered_over_the_shipped_one(controller: str) -> None:
+    params = _params("gen3_controllers.yaml", "gen3_hardware.yaml")
+    assert params["command_delay"] == 0.005 and params["watchdog.fallback_duration"] == 0.1
+    ctrl = _start(params, controller)
+    assert ctrl.robot.delay_periods == 4
+
+
+@pytest.mark.parametrize(
+    ("controller", "field"),
+    [
+        ("achd_rnea", r"achd_rnea\.joint_damping"),
+        ("qpid", r"qpid\.fallback_damping"),
+        ("hqpid", r"hqpid\.fallback_damping"),
+    ],
+)
+def test_the_simulators_dampings_are_refused_five_ms_late(controller: str, field: str) -> None:
+    """The shipped simulator values (0.975 where joints 1 and 3 line up) rang the arm in MuJoCo
+    with the commands 3–5 ms late: with ``command_delay`` 5 ms they stop the node at start,
+    naming the parameter and the vector that passes."""
+    params = _params("gen3_controllers.yaml") | {"command_delay": 0.005}
+    with pytest.raises(ConfigError, match=field) as err:
+        _start(params, controller)
+    assert "5 ms late (command_delay)" in str(err.value)
+    _start(_params("gen3_controllers.yaml"), controller)  # at 1 ms they pass
+
+
+def test_a_closed_loop_damping_is_checked_late_and_the_brake_is_not(robot: RobotModel) -> None:
+    robot.set_command_delay(0.005)
+    with pytest.raises(ConfigError, match=r"gravity_comp\.damping: .* 5 ms late \(command_delay\)") as err:
+        create_controller("gravity_comp", robot, {"damping": list(DEFAULT_DAMPING)})
+    assert str(list(DELAYED_DAMPING)) in str(err.value)
+    create_controller("gravity_comp", robot, {"damping": list(DELAYED_DAMPING)})
+    # The safe brake damps its own prediction: the one-period bound, whatever the delay.
+    cfg = controller_node_config({"fallback_damping": list(DEFAULT_DAMPING), "command_delay": 0.005})
+    assert cfg.damping_vector(robot.n, robot).tolist() == list(DEFAULT_DAMPING)
+
+
+def test_pd_gains_are_checked_at_the_robots_delay(robot: RobotModel) -> None:
+    """kp 1e5 at critical damping: stable one period late (radius 0.87), not four (1.17)."""
+    kp = 1.0e5
+    kd = 2.0 * np.sqrt(kp)
+    assert pd_spectral_radius(kp, kd, delay=1) < 1.0 < pd_spectral_radius(kp, kd, delay=4)
+    gains = {"kp": kp, "kd": kd}
+    create_controller("computed_torque", robot, gains)
+    create_controller("achd_rnea", robot, gains)
+    create_controller(
+        "qpid", robot, {"tasks": ["tool"], "tool": {"type": "pose", "frame": "end_effector_link"} | gains}
+    )
+    robot.set_command_delay(0.005)
+    with pytest.raises(ConfigError, match=r"computed_torque: kp 100000 .* 5 ms late \(command_delay\)"):
+        create_controller("computed_torque", robot, gains)
+    with pytest.raises(ConfigError, match=r"achd_rnea: kp 100000 .* 5 ms late"):
+        create_controller("achd_rnea", robot, gains)
+    tool_only = {"tasks": ["tool"], "tool": {"type": "pose", "frame": "end_effector_link"} | gains}
+    with pytest.raises(ConfigError, match=r"tool: kp 100000 .* on x .* 5 ms late"):
+        create_controller("qpid", robot, tool_only | {"fallback_damping": list(DELAYED_DAMPING)})
+    create_controller("computed_torque", robot, {"kp": 100.0})  # the defaults pass at 5 ms
+
+
+def test_qp_task_gains_are_checked(robot: RobotModel) -> None:
+    """A QP task's axis, reached, follows the PD law of computed torque: the same bound."""
+    with pytest.raises(ConfigError, match=r"posture: kp 1e\+06 .* on joint_1"):
+        create_controller("qpid", robot, {"tasks": ["posture"], "posture": {"type": "posture", "kp": 1.0e6}})
+
+
+@pytest.mark.parametrize("value", [0.0, 0.0005, 5.0, "5 ms", float("nan")])
+def test_a_command_delay_that_is_no_delay_in_seconds_is_refused(value: Any) -> None:
+    with pytest.raises(ConfigError, match=r"controller_node\.command_delay"):
+        controller_node_config({"command_delay": value})
+
+
+def test_the_hardware_launch_layers_the_hardware_file_by_default() -> None:
+    """Read as text (launch is not installable here): the argument exists with the file as its
+    default, and the node gets ``params_file`` then it."""
+    source = (ROOT / "launch" / "hardware_gen3.launch.py").read_text()
+    assert '"hardware_params_file"' in source and '"gen3_hardware.yaml"' in source
+    assert "parameters=[*files, overrides]" in source
+    assert (ROOT / "config" / "gen3_hardware.yaml").is_file()
+
+
+@requires_rclpy
+def test_the_controller_node_starts_on_the_hardware_file_four_periods_late(ros_domain: int) -> None:  # noqa: F811
+    """The node sets the robot's delay before making the controller."""
+    with in_process_controllers(ros_domain) as make:
+        node = make(ROOT / "config" / "gen3_hardware.yaml", controller="achd_rnea")
+        assert node.robot.delay_periods == 4 and node.watchdog.config.fallback_duration == 0.1
+
+
+@requires_rclpy
+def test_the_controller_node_refuses_the_simulators_damping_five_ms_late(ros_domain: int) -> None:  # noqa: F811
+    with (
+        in_process_controllers(ros_domain) as make,
+        pytest.raises(ConfigError, match=r"achd_rnea\.joint_damping.* 5 ms late"),
+    ):
+        make(controller="achd_rnea", command_delay=0.005)
+
+
+def test_a_twist_damping_is_checked_at_the_robots_delay(robot: RobotModel) -> None:
+    """achd_rnea's ``free_axis_damping`` adds ``Jᵀ·B·J`` to the joint damping, fed back as late."""
+    params = {
+        "constrained_axes": ["x", "y", "rx", "ry", "rz"],
+        "joint_damping": list(DELAYED_DAMPING),
+        "free_axis_damping": 200.0,
+    }
+    create_controller("achd_rnea", robot, params)
+    robot.set_command_delay(0.005)
+    with pytest.raises(ConfigError, match=r"free_axis_damping: .* 5 ms late \(command_delay\)"):
+        create_controller("achd_rnea", robot, params)
