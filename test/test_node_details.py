@@ -16,6 +16,7 @@ from ros_helpers import FakeTargetNode, requires_rclpy, ros_domain  # noqa: F401
 from test_node_runtime_guards import (  # noqa: F401
     HOME,
     JOINTS,
+    _node_on_sim_time,
     _now,
     _state_msg,
     _trajectory_on_sim_time,
@@ -300,6 +301,45 @@ def test_the_diagnostics_say_what_they_name(nodes: Any) -> None:
     values = {kv.key: kv.value for kv in st.values}
     assert float(values["state_age_p50_ms"]) > 0.0  # c12
     assert st.message.startswith("fallback: ") and node.watchdog.last_message in st.message  # c30
+
+
+def test_a_state_stream_off_one_khz_is_warned_of(nodes: Any) -> None:
+    """The gains and dampings were checked for a state per 1 ms: a driver at 500 Hz (each damping
+    twice as close to its bound) is a WARN naming the period; 1 kHz with a few lost states is not."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    node, at = _node_on_sim_time(nodes, "gravity_comp")
+    for k in range(1, 41):
+        at(k, HOME)
+    node._publish_diagnostics()  # the first window: no stamp before it
+    for k in range(41, 84):
+        if k % 20:  # two states lost
+            at(k, HOME)
+    node._publish_diagnostics()
+    st = node.diag_publisher.sent[-1].status[0]
+    values = {kv.key: kv.value for kv in st.values}
+    assert st.level == DiagnosticStatus.OK and 1.0 < float(values["state_period_ms"]) < 1.1
+    assert values["state_publishers"] == "0"  # states given in-process: nobody publishes them
+    for k in range(85, 165, 2):
+        at(k, HOME)
+    node._publish_diagnostics()
+    st = node.diag_publisher.sent[-1].status[0]
+    assert st.level == DiagnosticStatus.WARN
+    assert "every 2.00 ms (500 Hz)" in st.message and "1 ms" in st.message
+
+
+def test_the_stream_warnings() -> None:
+    """More than one publisher of this arm's states (none naming other joints) is a WARN; a
+    gripper's driver on the topic (foreign states) is not."""
+    from torque_ctrl_ros.nodes.controller_node import _mean_step, _stream_warning
+
+    assert _mean_step(0, 5_000_000, 40) != _mean_step(0, 5_000_000, 40)  # nan: no stamp before
+    assert _mean_step(1_000_000, 11_000_000, 10) == pytest.approx(1e-3)
+    assert _mean_step(1_000_000, 11_000_000, 9) != _mean_step(1_000_000, 11_000_000, 9)
+    assert _stream_warning(1.2e-3, 1, 0) == "" and _stream_warning(float("nan"), 1, 0) == ""
+    assert "800 Hz" in _stream_warning(1.25e-3 + 1e-9, 1, 0)
+    assert "2 publishers on /joint_states" in _stream_warning(1e-3, 2, 0)
+    assert _stream_warning(1e-3, 2, 5) == ""
 
 
 # ------------------------------------------------------------------ targets

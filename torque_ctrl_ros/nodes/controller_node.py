@@ -39,7 +39,7 @@ from ..core.braking import FIRST_HOLD_PERIODS, SafeBrake
 from ..core.controllers import create_controller
 from ..core.errors import ConfigError, StateError, TorqueCtrlError
 from ..core.resume import Resume, ResumeKind, ResumeTracker
-from ..core.robot import RobotModel
+from ..core.robot import CONTROL_PERIOD, RobotModel
 from ..core.safety import Action, RejectReason, Watchdog, WatchdogState
 from ..core.types import ControlOutput, JointState
 from ..core.validation import all_finite
@@ -187,6 +187,7 @@ class ControllerNode:
         self._last_state_wall = time.monotonic()
         self._last_state_now = 0.0
         self._window_start = (time.monotonic(), 0, 0)
+        self._window_stamp_ns = 0  # stamp of the last command published before the window
         self._started = time.monotonic()
         self.executor = make_executor(cfg.common.executor)
         self.executor.add_node(node)
@@ -528,6 +529,9 @@ class ControllerNode:
         t_start, states0, commands0 = self._window_start
         span = max(now_wall - t_start, 1e-9)
         self._window_start = (now_wall, self.states, self.commands)
+        step = _mean_step(self._window_stamp_ns, self._last_stamp_ns, self.commands - commands0)
+        self._window_stamp_ns = self._last_stamp_ns
+        state_publishers = self.node.count_publishers(STATE_TOPIC)
         wd = self.watchdog
         # The controller's costlier diagnostics of the same step, computed only now.
         details = self.controller.diagnostics() if self._last_computed else {}
@@ -536,6 +540,8 @@ class ControllerNode:
             "watchdog_state": wd.state.value,
             "watchdog_reason": wd.last_message,
             "state_rate_hz": (self.states - states0) / span,
+            "state_period_ms": step * 1e3,
+            "state_publishers": state_publishers,
             "command_rate_hz": (self.commands - commands0) / span,
             **self._counts(),
             "rejected_total": wd.rejected_total,
@@ -563,6 +569,11 @@ class ControllerNode:
             message = f"controller fallback on {new_fallbacks} step(s) since the last report: " + ", ".join(
                 f"{k} {v:.3g}" for k, v in self.last_fallback_info.items() if k.startswith("qp_")
             )
+        warning = _stream_warning(step, state_publishers, self.foreign_states)
+        if warning:
+            self.log.warning("stream", warning)
+            if level == DiagnosticStatus.OK:
+                level, message = DiagnosticStatus.WARN, warning
         array = DiagnosticArray()
         array.header.stamp = self.node.get_clock().now().to_msg()
         array.status = [
@@ -641,6 +652,43 @@ class ControllerNode:
 
 #: The compute parts a controller may report in its ``info``: (summary name, key in µs).
 INFO_PARTS = (("prepare", "prepare_time_us"), ("qp_solve", "qp_solve_time_us"))
+
+
+#: Mean step between answered states' stamps, as a share of CONTROL_PERIOD, beyond which the
+#: stream is not the 1 kHz every gain and damping check assumes (a few lost states stay inside).
+_PERIOD_TOLERANCE = 0.25
+
+
+def _mean_step(first_ns: int, last_ns: int, count: int) -> float:
+    """Mean step (s) between the stamps of ``count`` states answered after the one stamped
+    ``first_ns``, the last stamped ``last_ns``; nan for fewer than 10 or no stamp before them."""
+    if count < 10 or first_ns <= 0 or last_ns <= first_ns:
+        return math.nan
+    return (last_ns - first_ns) * 1e-9 / count
+
+
+def _stream_warning(step: float, state_publishers: int, foreign_states: int) -> str:
+    """What /diagnostics warn of in the joint-state stream, "" if nothing:
+
+    - a mean step (s) off :data:`CONTROL_PERIOD` by more than :data:`_PERIOD_TOLERANCE`: the
+      dampings and gains were checked for one state per 1 ms; at 500 Hz each is twice as close
+      to its bound (the defaults' 0.975 becomes 1.95: unstable);
+    - more than one publisher on the state topic while no state named other joints (a gripper's
+      driver sharing the topic does): a second source of this arm's states, e.g. a
+      joint_state_publisher started with a description next to the driver, whose states the
+      controller would answer as the arm's.
+    """
+    if abs(step - CONTROL_PERIOD) > _PERIOD_TOLERANCE * CONTROL_PERIOD:  # (not for nan)
+        return (
+            f"joint states come every {step * 1e3:.2f} ms ({1.0 / step:.0f} Hz): the controllers' gains and "
+            f"dampings were checked for one every {CONTROL_PERIOD * 1e3:g} ms"
+        )
+    if state_publishers > 1 and foreign_states == 0:
+        return (
+            f"{state_publishers} publishers on {STATE_TOPIC}: joint states of this arm from more than one "
+            "source (a joint_state_publisher next to the driver?)"
+        )
+    return ""
 
 
 class StepParts:
