@@ -492,8 +492,10 @@ def _running_trajectory(node: Any, q0: np.ndarray) -> Any:
 def test_an_empty_trajectory_holds_the_reference_reached(
     make_controller: Callable[..., Any], robot: RobotModel
 ) -> None:
-    """Stopping holds the reference where the trajectory had got to, at rest: not the measured
-    position, not the rest of the trajectory."""
+    """Stopping brings the reference to rest from where the trajectory had got to, its velocity
+    and acceleration carried on (stepped to rest at once, 1.125 rad/s had asked −5.75 N·m): half
+    its speed times the stop time on, then held: not the measured position, not the rest of the
+    trajectory."""
     node = make_controller()
     q0 = np.zeros(7)
     target = _running_trajectory(node, q0)
@@ -503,9 +505,15 @@ def test_an_empty_trajectory_holds_the_reference_reached(
     target._on_trajectory(_trajectory_msg([], []))
     assert target.received == 2 and target.rejected == 0
     measured = np.full(7, 0.05)  # not where the reference is
-    held = expected.sample(1.2)[0]
+    q, v, a = expected.sample(1.2)
+    assert np.abs(v).max() > 0.1
+    ref = target.reference(_at(measured, T0 + 1.2))
+    for got, want in ((ref.q, q), (ref.v, v), (ref.a, a)):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    stop_time = target._planner.stop_time
+    held = q + 0.5 * stop_time * v
     assert np.abs(held - measured).max() > 0.05 and np.abs(held - POSITIONS[-1]).max() > 0.05
-    for t in (T0 + 1.2, T0 + 1.7, T0 + 5.0):  # past the trajectory's end too
+    for t in (T0 + 1.2 + stop_time, T0 + 1.7, T0 + 5.0):  # past the trajectory's end too
         ref = target.reference(_at(measured, t))
         np.testing.assert_allclose(ref.q, held, rtol=0, atol=1e-12)
         assert ref.v is None or not np.any(ref.v)

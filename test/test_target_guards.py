@@ -1433,3 +1433,157 @@ def test_approach_times_follow_the_weakest_axis() -> None:
     shortest, stop = approach_times(np.array([100.0, 400.0]), np.array([2.0, 40.0]))
     assert shortest == pytest.approx(math.sqrt(QUINTIC_PEAK_ACCELERATION / 100.0))  # 0.240 s
     assert stop == pytest.approx(QUINTIC_PEAK_SPEED / 2.0)  # 0.9375 s
+
+
+# ------------------------------------------------------------------ no torque step from a new target
+def _moving_trajectory(robot: RobotModel) -> tuple[FakeTargetNode, Any, Any]:
+    """A computed-torque source (kp 100, kd 20) whose trajectory runs joint_1 from HOME_Q to 1.5 rad
+    over 2 s (started at stamp 1.0), and its reference at stamp 2.0, mid-way: 1.125 rad/s."""
+    node, source = _joint_source(robot)
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    goal = HOME_Q.copy()
+    goal[0] = 1.5
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(list(robot.joint_names), [(2.0, goal, None)]))
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    ref = source.reference(JointState(HOME_Q, np.zeros(7), 2.0))
+    assert source.describe() == "trajectory" and ref.v[0] == pytest.approx(1.125)
+    return node, source, ref
+
+
+def _torque_step(source: Any, before: Any, after: Any) -> np.ndarray:
+    """The change of the computed torque (N·m) from ``before`` to ``after``, the arm on ``before``."""
+    q, v = before.q, np.zeros(7) if before.v is None else before.v
+    return source.controller.torque(q, v, after)[0] - source.controller.torque(q, v, before)[0]
+
+
+def test_a_first_point_at_time_zero_starts_from_the_reference_velocity(robot: RobotModel) -> None:
+    """A replan of a trajectory running 1.125 rad/s on joint_1, its first point at time 0 where the
+    reference is (positions only, as a planner replanning from the state sends): the point's
+    velocity had been taken as 0 and the reference stepped to rest, −4.6 N·m on joint_1 at once
+    (and 0 without the point, or stamped 0.5 ms earlier). It starts from the reference's velocity
+    and acceleration now, as from a first point later than 0."""
+    node, source, before = _moving_trajectory(robot)
+    goal = before.q.copy()
+    goal[0] += 0.5
+    node.callbacks["~/joint_trajectory"](
+        _trajectory_msg(list(robot.joint_names), [(0.0, before.q, None), (1.0, goal, None)])
+    )
+    after = source.reference(JointState(before.q, before.v, 2.0))
+    assert source.rejected == 0 and source.received == 2, source.last_error
+    np.testing.assert_allclose(after.q, before.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(after.v, before.v, rtol=0, atol=1e-12)
+    # What is left is the cubic's own acceleration from that velocity (-1.5 rad/s²): 0.4 N·m.
+    assert np.abs(_torque_step(source, before, after)).max() < 0.5
+
+
+def test_a_first_point_at_time_zero_must_move_as_the_reference_does(robot: RobotModel) -> None:
+    """At rest, a first point at time 0 with 1 rad/s on joint_1 had been taken: the reference
+        stepped to 1 rad/s, +5.1 N·m at once; its acceleration was not compared either (5 rad/s²: +1.3
+    N·m). Refused
+        beyond the start tolerances (0.05 rad/s, 1 rad/s² with kp 100, kd 20); within them the
+        reference's own velocity and acceleration are kept. A lone point at time 0 is a stop at once:
+        refused while the reference moves."""
+    names = list(robot.joint_names)
+    goal = HOME_Q.copy()
+    goal[0] += 0.5
+    node, source = _joint_source(robot)
+    rest = source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+
+    def send(v0: float, a0: float) -> Any:
+        first = _point(0.0, HOME_Q, np.eye(7)[0] * v0)
+        first.accelerations = list(np.eye(7)[0] * a0)
+        last = _point(1.0, goal, np.zeros(7))
+        last.accelerations = [0.0] * 7
+        node.callbacks["~/joint_trajectory"](TrajectoryMsg(joint_names=names, points=[first, last]))
+        return source.reference(JointState(HOME_Q, np.zeros(7), 1.001))
+
+    send(1.0, 0.0)
+    assert source.rejected == 1 and source.describe() == "hold"
+    assert re.search(
+        r"time_from_start 0, has velocity 1\.000 rad/s on joint_1 where the current reference has "
+        r"0\.000 rad/s \(at most 0\.05 rad/s apart",
+        source.last_error,
+    ), source.last_error
+    send(0.0, 5.0)
+    assert source.rejected == 2 and "acceleration 5.000 rad/s² on joint_1" in source.last_error
+    ref = send(0.03, 0.5)
+    assert source.rejected == 2 and source.describe() == "trajectory", source.last_error
+    start = source._trajectory.sample(0.0)
+    np.testing.assert_allclose(start[1], 0.0, atol=1e-12)
+    np.testing.assert_allclose(start[2], 0.0, atol=1e-12)
+    assert np.abs(_torque_step(source, rest, ref)).max() < 0.1  # 1 ms into the move from rest
+    assert source.start_velocity_tolerance == pytest.approx(np.full(7, 0.05))
+    assert source.start_acceleration_tolerance == pytest.approx(np.full(7, 1.0))
+
+    node, source, before = _moving_trajectory(robot)
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(names, [(0.0, before.q, None)]))
+    source.reference(JointState(before.q, before.v, 2.0))
+    assert source.rejected == 1 and "its only point, at time_from_start 0, is at rest" in source.last_error
+    assert source.describe() == "trajectory"
+
+
+def test_an_empty_trajectory_stops_a_moving_reference_without_a_torque_step(robot: RobotModel) -> None:
+    """Stopped at once, a reference at 1.125 rad/s on joint_1 had stepped to rest: −5.75 N·m on
+    joint_1 and −4.45 on joint_3 on the next torque, the arm 0.041 rad past the held point. The
+    stop decelerates it along the approach planner's stop (0.24 s, 0.135 rad on), and the
+    reference is held there."""
+    node, source, before = _moving_trajectory(robot)
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(list(robot.joint_names), []))
+    after = source.reference(JointState(before.q, before.v, 2.0))
+    assert source.rejected == 0 and source.describe() == "hold", source.last_error
+    np.testing.assert_allclose(after.v, before.v, rtol=0, atol=1e-12)
+    assert np.abs(_torque_step(source, before, after)).max() < 1e-9
+    stop_time = source._planner.stop_time
+    assert stop_time == pytest.approx(0.24, abs=1e-3)
+    samples = [
+        source.reference(JointState(before.q, before.v, 2.0 + t)) for t in np.linspace(0, stop_time, 241)
+    ]
+    decel = min(r.a[0] for r in samples)
+    assert decel == pytest.approx(-1.5 * 1.125 / stop_time, rel=1e-3)  # quintic to q + v·T/2: 1.5·v/T
+    held = source.reference(JointState(before.q, before.v, 3.0))
+    assert held.q[0] == pytest.approx(before.q[0] + 0.5 * stop_time * 1.125, abs=1e-12)
+    assert not np.any(held.v) and not np.any(held.a)
+    # A reference within the start tolerances of rest is held at once.
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(list(robot.joint_names), []))
+    again = source.reference(JointState(before.q, before.v, 3.0))
+    assert source._trajectory is None and np.array_equal(again.q, held.q)
+
+
+def test_trajectory_accelerations_beyond_the_effort_bound_are_refused(robot: RobotModel) -> None:
+    """A final acceleration of 300 rad/s² on joint_1 20 ms after the point before (its speed peaks
+    at 0.41 rad/s, within the limit) had been taken: −73 N·m at once on joint_1 against its 39.
+    Accelerations are bounded where the inertia alone would need a joint's whole effort limit
+    (:func:`acceleration_limits`: 25.9 rad/s² on joint_1), at the points and along the segments;
+    MoveIt's small final deceleration stays accepted."""
+    names = list(robot.joint_names)
+    node, source = _joint_source(robot)
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
+    q1 = HOME_Q.copy()
+    q1[0] += 0.01
+    points = [_point(1.0, q1, np.zeros(7)), _point(1.02, q1, np.zeros(7))]
+    points[0].accelerations = [0.0] * 7
+    points[1].accelerations = list(np.eye(7)[0] * 300.0)
+    node.callbacks["~/joint_trajectory"](TrajectoryMsg(joint_names=names, points=points))
+    assert source.rejected == 1 and source.received == 0
+    assert re.search(
+        r"accelerates joint_1 at -?\d+\.\d\d rad/s² at 1\.0\d+ s \(time_from_start\), "
+        r"above its bound 25\.\d\d rad/s²",
+        source.last_error,
+    ), source.last_error
+    # The same end at 20 rad/s², and a positions-only cubic asking 0.3 rad in 0.1 s (180 rad/s²).
+    points[1].accelerations = list(np.eye(7)[0] * -20.0)
+    points[0].time_from_start = Duration(sec=1)
+    points[1].time_from_start = Duration(sec=2)
+    node.callbacks["~/joint_trajectory"](TrajectoryMsg(joint_names=names, points=points))
+    assert source.rejected == 1 and source.received == 1, source.last_error
+    q2 = HOME_Q.copy()
+    q2[1] += 0.3
+    node.callbacks["~/joint_trajectory"](_trajectory_msg(names, [(1.0, HOME_Q, None), (1.1, q2, None)]))
+    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))  # its first segments are checked here
+    assert source.rejected == 2 and "accelerates joint_2 at 180.00 rad/s² at 1.0000 s" in source.last_error
+
+    from torque_ctrl_ros.core.trajectory import acceleration_limits
+
+    bound = acceleration_limits(robot)
+    np.testing.assert_allclose(bound[:4], [25.9, 25.7, 91.6, 69.7], rtol=1e-2)
+    assert (bound[4:] > 400.0).all()

@@ -248,3 +248,46 @@ def test_cubic_segments_are_checked_at_their_velocity_extremum() -> None:
     assert found is not None and found.quantity == "velocity"
     assert found.value == pytest.approx(1.5, abs=1e-12) and found.time == pytest.approx(0.5, abs=1e-9)
     assert tr.limit_violation([-math.inf], [math.inf], [1.5 + 1e-6]) is None
+
+
+def test_acceleration_violations_match_dense_sampling() -> None:
+    """The acceleration check finds the exact extrema of q̈ (the ends of a cubic's linear q̈, the
+    ends and jerk roots of a quintic's cubic q̈): what sampling finds past the bound it reports,
+    and it reports nothing sampling does not (the position and velocity bounds left open)."""
+    rng = np.random.default_rng(11)
+    amax = np.full(2, 15.0)
+    found_some = 0
+    for trial in range(120):
+        m = int(rng.integers(2, 5))
+        t = np.cumsum(rng.uniform(0.2, 1.0, m))
+        p = rng.uniform(-1.0, 1.0, (m, 2))
+        v = rng.uniform(-1.0, 1.0, (m, 2)) if trial % 3 else None
+        a = rng.uniform(-6.0, 6.0, (m, 2)) if trial % 3 == 2 else None
+        traj = JointTrajectory(t, p, v, a)
+        ts = np.linspace(0.0, traj.duration - 1e-9, 4001)
+        qdd = np.array([traj.sample(float(x))[2] for x in ts])
+        excess = (np.abs(qdd) - amax).max()
+        found = traj.limit_violation(-np.inf, np.inf, np.inf, acceleration_limit=amax)
+        if excess > 1e-6:
+            assert found is not None and found.quantity == "acceleration", trial
+        if found is not None:
+            found_some += 1
+            # The motion's own value there (either side of a waypoint: a cubic's q̈ jumps), and
+            # at most a hair above what sampling finds anywhere.
+            there = [traj.sample(found.time + d)[2][found.joint] for d in (-1e-9, 0.0, 1e-9)]
+            assert min(abs(x - found.value) for x in there) < 1e-5, trial
+            assert found.limit < abs(found.value) <= np.abs(qdd).max() * 1.01, trial
+    assert 20 < found_some < 110  # both outcomes exercised
+
+
+def test_acceleration_bound_widens_only_for_a_given_first_acceleration() -> None:
+    """A quintic's first segment may be as far past the bound as its first point's acceleration
+    (the state a trajectory starts from: the reference's own); later segments may not."""
+    traj = JointTrajectory([0.0, 1.0], [[0.0], [0.0]], [[0.0], [0.0]], [[8.0], [0.0]])
+    assert traj.limit_violation(-np.inf, np.inf, np.inf, acceleration_limit=[2.0]) is None
+    # The interior peak of the same quintic's deceleration: past 2 rad/s², below 8.
+    q_dd = [abs(traj.sample(float(x))[2][0]) for x in np.linspace(0.05, 1.0, 400)]
+    assert 2.0 < max(q_dd) < 8.0
+    shifted = JointTrajectory([0.0, 1.0, 2.0], [[0.0], [0.0], [0.0]], [[0.0]] * 3, [[0.0], [8.0], [0.0]])
+    found = shifted.limit_violation(-np.inf, np.inf, np.inf, acceleration_limit=[2.0])
+    assert found is not None and found.quantity == "acceleration" and abs(found.value) > 2.0

@@ -29,10 +29,12 @@ state again when it takes effect): a refused one is counted in ``targets_rejecte
 (throttled) and leaves the active target unchanged. Refused besides malformed input: a joint
 named twice; a joint target with a non-zero velocity (a held point is at rest); a trajectory of
 more than :data:`MAX_TRAJECTORY_POINTS` points, whose interpolated motion passes a position or
-velocity limit between its waypoints (:func:`check_motion`), whose last point still moves, or
-stamped before 0 or more than :data:`MAX_START_DELAY` ahead; a pose or position target the frame
-cannot reach (:class:`~..core.reach.Reach`: farther from the circle joint_1 turns the next
-joint's origin on than the rest of the chain reaches).
+velocity limit or asks an acceleration beyond what the effort limits allow between its waypoints
+(:func:`check_motion`, :func:`~..core.trajectory.acceleration_limits`), whose last point still
+moves, whose first point at time 0 is not where and how the reference moves
+(:data:`START_TOLERANCE`), or stamped before 0 or more than :data:`MAX_START_DELAY` ahead; a pose
+or position target the frame cannot reach (:class:`~..core.reach.Reach`: farther from the circle
+joint_1 turns the next joint's origin on than the rest of the chain reaches).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from ..core.qp.tasks import CartesianTarget, FrameTask
 from ..core.reach import Reach
 from ..core.robot import RobotModel
 from ..core.safety import MAX_ANGLE, JointNameMap
-from ..core.trajectory import JointTrajectory, check_motion
+from ..core.trajectory import JointTrajectory, acceleration_limits, check_motion
 from ..core.types import JointReference, JointState
 from ..core.validation import FloatArray, as_vector
 from .common import ThrottledLog
@@ -99,7 +101,14 @@ the current reference or the measured position (the nearer of the two, joint by 
 taken from). Such a point is taken at once: 3 rad away on joint_1, the reference had jumped there
 and the torques clipped joint by joint had spun joints 3, 5 and 7, which had no error, to 13–16
 times their velocity limits. Near the measured position the jump only takes the error down (an
-arm lagging its reference under a load the model lacks: 0.044 rad on joint_6 with 20 g more)."""
+arm lagging its reference under a load the model lacks: 0.044 rad on joint_6 with 20 g more).
+
+Its velocities and accelerations, if given, must be within
+:meth:`JointTargetSource.start_tolerances` of the reference's (changes that step the
+computed-torque law's command no more than this position tolerance does: 0.05 rad/s and 1 rad/s²
+with ``kp`` 100, ``kd`` 20); the trajectory then starts from the reference's velocity and
+acceleration (positions only: always), so they do not step. Taken as given, a first point with
+velocity 0 had stepped a reference moving 1.125 rad/s on joint_1 to rest: −4.6 N·m at once."""
 
 
 class TargetSource(ABC):
@@ -418,17 +427,20 @@ class JointTargetSource(TargetSource):
 
     A trajectory (``header.stamp`` zero: start at the next joint state) starts from the current
     reference when its first point is later than 0, else at that point, which must then lie within
-    :data:`START_TOLERANCE` of the reference or of the measured position; one stamped later than
-    the joint state waits for it while the active target runs on (at most
-    :data:`MAX_START_DELAY` ahead of the node's clock); after its end the last point is held. An
-    empty trajectory stops the arm where the reference of a trajectory or of a joint target's
-    approach stands (no jump; the reference is where the arm is meant to be), or, from a hold,
-    where the arm is. One stamped before the joint state it takes effect at drops the points
-    already due and reaches the next one from the current reference; one that ended before it is
-    refused. On continuous joints every segment
-    takes the short way round (the waypoints are unwrapped against the one before, the start
-    first). Positions outside the model's joint limits are refused, at the waypoints and along the
-    interpolated motion, and so are speeds above its velocity limits.
+    :data:`START_TOLERANCE` of the reference or of the measured position, with the reference's
+    velocity and acceleration (given ones may differ by :meth:`start_tolerances`, else it is
+    refused); one stamped later than the joint state waits for it while the active target runs on
+    (at most :data:`MAX_START_DELAY` ahead of the node's clock); after its end the last point is
+    held. An empty trajectory stops a moving reference of a trajectory or of a joint target's
+    approach along the planner's stop (:meth:`JointApproachPlanner.stop`: its velocity and
+    acceleration carried on, at rest ``q̇·T_s/2`` further on after ``T_s``, 0.24 s with kp 100; no
+    torque step), holds one at rest where it stands, or, from a hold, holds where the arm is. One
+    stamped before the joint state it takes effect at drops the points already due and reaches
+    the next one from the current reference; one that ended before it is refused. On continuous
+    joints every segment takes the short way round (the waypoints are unwrapped against the one
+    before, the start first). Positions outside the model's joint limits are refused, at the
+    waypoints and along the interpolated motion, and so are speeds above its velocity limits and
+    accelerations above :attr:`acceleration_limit` (25.9 rad/s² on the Gen3's joint_1).
     A joint target's velocities must be empty or zero.
     """
 
@@ -445,10 +457,28 @@ class JointTargetSource(TargetSource):
         self._mode = "hold"
         ctrl = _expect(controller, ComputedTorque)
         self._planner = JointApproachPlanner(robot, ctrl.config.kp, ctrl.config.kd)
+        #: Largest |q̈| (rad/s²) per joint a trajectory may ask (:func:`acceleration_limits`).
+        self.acceleration_limit = acceleration_limits(robot)
+        self.start_velocity_tolerance, self.start_acceleration_tolerance = self.start_tolerances(
+            ctrl.config.kp, ctrl.config.kd
+        )
         node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
         node.create_subscription(
             JointTrajectoryMsg, "~/joint_trajectory", self._on_trajectory, TARGET_QOS, raw=True
         )
+
+    @staticmethod
+    def start_tolerances(kp: FloatArray, kd: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``(velocity (rad/s), acceleration (rad/s²))`` per joint: how far a first point at time 0
+        (or a stop at once) may change the reference's velocity and acceleration. The law commands
+        ``q̈_ref + kp·e + kd·ė``; :data:`START_TOLERANCE` lets the position step by 0.01 rad, i.e.
+        the command by ``kp·0.01``, and the same step is let through for ``kd·Δq̇`` and ``Δq̈``:
+        ``Δq̇ ≤ kp·0.01/kd``, ``Δq̈ ≤ kp·0.01`` (0.05 rad/s and 1 rad/s² with kp 100, kd 20; ``inf``
+        where ``kd`` is 0)."""
+        step = START_TOLERANCE * np.asarray(kp, dtype=np.float64)
+        kd = np.asarray(kd, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            return np.where(kd > 0.0, step / kd, np.inf), step
 
     # ---------------------------------------------------------------- callbacks
     def _on_joint_target(self, msg: JointStateMsg) -> None:
@@ -486,10 +516,16 @@ class JointTargetSource(TargetSource):
             # Validate now: times, then the motion in between. The start is added at activation,
             # where the first waypoint's estimated velocity changes with it (0 here): that first
             # segment is checked then, with the next (checked here as it never runs, it had
-            # refused motions within the limits).
+            # refused motions within the limits). A first point at time 0 takes the reference's
+            # velocity and acceleration then, which changes its segment only from a moving one.
             times, _, vel, _ = points
             first = 1 if times[0] > 0.0 and vel is None else 0
-            check_motion(self.robot, JointTrajectory(*points, continuous=self.robot.continuous), first)
+            check_motion(
+                self.robot,
+                JointTrajectory(*points, continuous=self.robot.continuous),
+                first,
+                acceleration_limit=self.acceleration_limit,
+            )
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
             return
@@ -556,15 +592,30 @@ class JointTargetSource(TargetSource):
             )
 
     def _activate_stop(self, state: JointState) -> None:
-        if self._trajectory is not None:
-            q, _, _ = self._current(state)
-        else:  # a joint target still 1 rad away had kept the arm going and reported "hold"
-            q = state.q
-        self._fixed, self._trajectory, self._mode = (
-            JointReference(np.array(q, dtype=np.float64)),
-            None,
-            "hold",
+        """Stop a moving reference along :meth:`JointApproachPlanner.stop` (its velocity and
+        acceleration carried on, no torque step), else hold where it stands (from a hold, where
+        the arm is). Stepped to rest at once, a reference moving 1.125 rad/s on joint_1 had asked
+        −5.75 N·m and the arm overshot the held point by 0.041 rad; the smooth stop runs on 0.135
+        rad (``q̇·T_s/2``, 0.24 s with kp 100). A reference moving no more than
+        :meth:`start_tolerances` is held at once (the step it asks is no larger than a start's)."""
+        self._mode = "hold"
+        if self._trajectory is None:  # a joint target still 1 rad away had kept the arm going
+            self._fixed = JointReference(np.array(state.q, dtype=np.float64))
+            return
+        current = self._current(state)
+        q, v, a = current
+        slow = (v is None or bool(np.all(np.abs(v) <= self.start_velocity_tolerance))) and (
+            a is None or bool(np.all(np.abs(a) <= self.start_acceleration_tolerance))
         )
+        if not slow:
+            try:
+                stopping = self._planner.stop(current, (self._trajectory, state.stamp - self._t0))
+            except TargetError as exc:  # rare: its rest point within a hair of a limit
+                self.log.warning("stop", f"stop: held at once, its smooth stop refused ({exc})")
+            else:
+                self._fixed, self._trajectory, self._t0 = None, stopping, state.stamp
+                return
+        self._fixed, self._trajectory = JointReference(np.array(q, dtype=np.float64)), None
 
     def _activate_trajectory(self, state: JointState, stamp: float, points: Any) -> None:
         t0 = stamp if stamp > 0.0 else state.stamp
@@ -591,18 +642,10 @@ class JointTargetSource(TargetSource):
         times, pos, vel, acc = points
         current = self._current(state)
         if times[0] == 0.0:
-            off = np.minimum(
-                np.abs(self.robot.difference(pos[0], current[0])),
-                np.abs(self.robot.difference(pos[0], state.q)),
-            )
-            worst = int(np.argmax(off))
-            if off[worst] > START_TOLERANCE:
-                self._refuse(
-                    f"trajectory: its first point, at time_from_start 0, is {off[worst]:.3f} rad from "
-                    f"the current reference and from the arm on {self.robot.joint_names[worst]} (at "
-                    f"most {START_TOLERANCE:g} rad): give it a time_from_start > 0 to reach it from "
-                    "there"
-                )
+            try:
+                times, pos, vel, acc, current = self._from_first_point(state, current, points)
+            except TargetError as exc:
+                self._refuse(str(exc))
                 return
         try:
             trajectory = JointTrajectory(
@@ -610,13 +653,89 @@ class JointTargetSource(TargetSource):
             )
             # Only the segment from the start and the next one differ from those checked in the
             # callback (the first waypoint's estimated velocity changes with the start).
-            check_motion(self.robot, trajectory, last=2, offset=max(late, 0.0))
+            check_motion(
+                self.robot,
+                trajectory,
+                last=2,
+                offset=max(late, 0.0),
+                acceleration_limit=self.acceleration_limit,
+            )
         except TargetError as exc:
             self._refuse(str(exc))
             return
         self._trajectory = trajectory
         self._t0 = t0
         self._fixed, self._mode = None, "trajectory"
+
+    def _from_first_point(
+        self,
+        state: JointState,
+        current: tuple[FloatArray, FloatArray | None, FloatArray | None],
+        points: TrajectoryPoints,
+    ) -> tuple[
+        FloatArray,
+        FloatArray,
+        FloatArray | None,
+        FloatArray | None,
+        tuple[FloatArray, FloatArray | None, FloatArray | None],
+    ]:
+        """The points after a first point at time 0 and the start that replaces it: its position
+        (within :data:`START_TOLERANCE` of the reference or the arm), the reference's velocity and
+        acceleration (the given ones within :meth:`start_tolerances` of them). A lone point is
+        the trajectory's end, at rest: the reference must be slow enough to stop there at once.
+
+        Raises:
+            TargetError: the point is farther than that (the message names the joint).
+        """
+        times, pos, vel, acc = points
+        names = self.robot.joint_names
+        off = np.minimum(
+            np.abs(self.robot.difference(pos[0], current[0])),
+            np.abs(self.robot.difference(pos[0], state.q)),
+        )
+        worst = int(np.argmax(off))
+        if off[worst] > START_TOLERANCE:
+            raise TargetError(
+                f"trajectory: its first point, at time_from_start 0, is {off[worst]:.3f} rad from "
+                f"the current reference and from the arm on {names[worst]} (at most "
+                f"{START_TOLERANCE:g} rad): give it a time_from_start > 0 to reach it from there"
+            )
+        v_ref = np.zeros(self.n) if current[1] is None else current[1]
+        a_ref = np.zeros(self.n) if current[2] is None else current[2]
+        lone = len(times) == 1
+        given_v = np.zeros(self.n) if lone else vel[0] if vel is not None else None
+        given_a = np.zeros(self.n) if lone else acc[0] if acc is not None else None
+        for what, unit, given, ref, tolerance in (
+            ("velocity", "rad/s", given_v, v_ref, self.start_velocity_tolerance),
+            ("acceleration", "rad/s²", given_a, a_ref, self.start_acceleration_tolerance),
+        ):
+            if given is None:
+                continue
+            excess = np.abs(given - ref) - tolerance
+            j = int(np.argmax(excess))
+            if excess[j] > 0.0:
+                point = (
+                    "its only point, at time_from_start 0, is at rest"
+                    if lone
+                    else f"its first point, at time_from_start 0, has {what} {given[j]:.3f} {unit}"
+                )
+                raise TargetError(
+                    f"trajectory: {point} on {names[j]} where the current reference has "
+                    f"{ref[j]:.3f} {unit} (at most {tolerance[j]:.3g} {unit} apart: the reference "
+                    f"would step); give the point the reference's {what} or a time_from_start > 0, "
+                    "or stop with an empty trajectory"
+                )
+        if lone:
+            return times, pos, vel, acc, current
+        start = (pos[0], v_ref, a_ref)
+        rest = slice(1, None)
+        return (
+            times[rest],
+            pos[rest],
+            None if vel is None else vel[rest],
+            None if acc is None else acc[rest],
+            start,
+        )
 
     def _pending_stamp(self) -> float | None:
         """``header.stamp`` (s) of the pending trajectory (0: at the next state); None if none."""
