@@ -677,13 +677,14 @@ def test_a_bad_state_after_a_long_gap_is_a_silence_too(nodes: Nodes, timer_ticke
 
 def test_a_second_fallback_on_a_frozen_clock_brakes_from_the_new_last_good_state(nodes: Nodes) -> None:
     """use_sim_time, the clock standing still: good q1, bad, good q2, bad. The second safe command
-    is gravity at q2 (it had braked from q1: −8.7 N·m on joint_2 where g(q2) is −15.8)."""
+    is gravity at q2 (it had braked from q1: −8.7 N·m on joint_2 where g(q2) is −12.5). q2 lies
+    0.25 rad from q1, within the watchdog's reach over 2 ms (0.28 rad: no jump)."""
     from rclpy.time import Time
 
     node = nodes.make("controller", controller="gravity_comp", use_sim_time=True)
     clock = node.node.get_clock()
     clock.set_ros_time_override(Time(nanoseconds=100_000_000_000, clock_type=clock.clock_type))
-    q2 = HOME + np.array([0.0, 0.5, 0.0, 0.5, 0.0, 0.0, 0.0])
+    q2 = HOME + np.array([0.0, 0.25, 0.0, 0.25, 0.0, 0.0, 0.0])
     for k, q in enumerate((HOME, np.full(7, np.nan), q2, np.full(7, np.nan))):
         node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
     assert node.fallback_commands == 2

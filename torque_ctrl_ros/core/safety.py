@@ -11,7 +11,10 @@ Two pieces:
   state, :class:`~torque_ctrl_ros.core.braking.SafeBrake`) for at most ``fallback_duration``
   seconds, after which it stops publishing.
   Given the robot's limits, it also refuses states no arm can be in (a position far past a
-  joint limit, a velocity many times its limit): a sensor or driver fault, not a motion.
+  joint limit, a velocity many times its limit): a sensor or driver fault, not a motion; and a
+  state whose position no motion could have reached from the last good state's in the time
+  between their stamps: a second publisher on the joint-state topic, its states interleaved
+  with the driver's (:meth:`Watchdog.check`).
 
 State machine (``WatchdogState``)::
 
@@ -154,7 +157,9 @@ class RejectReason(enum.Enum):
     STALE = "stale"
     NON_FINITE = "non_finite"
     INCONSISTENT = "inconsistent"  # missing joints, lengths that disagree, time going back
-    OUT_OF_RANGE = "out_of_range"  # finite but implausible: far past a position or velocity limit
+    # Finite but implausible: far past a position or velocity limit, or farther from the last good
+    # state than that velocity bound allows in the time between their stamps (a jump).
+    OUT_OF_RANGE = "out_of_range"
     CONTROLLER_ERROR = "controller_error"  # the controller raised on a state that looked good
 
 
@@ -170,10 +175,12 @@ class WatchdogConfig:
         position_margin: how far (rad) past a bounded joint's position limit a measured
             position may be before the state is refused.
         velocity_factor: a measured speed above ``velocity_factor`` × the joint's velocity limit
-            refuses the state.
+            refuses the state, and so does a position farther from the last good state's than
+            that speed covers in the time between their stamps (at least ``max_age``).
 
-    The two plausibility bounds are wide on purpose: they catch values no motion produces
-    (1e6 rad, a wrapped encoder count, a unit mix-up), not a controller pushing against a limit.
+    The plausibility bounds are wide on purpose: they catch values no motion produces (1e6 rad,
+    a wrapped encoder count, a unit mix-up, another publisher's pose), not a controller pushing
+    against a limit.
     """
 
     max_age: float = 0.02
@@ -271,10 +278,15 @@ class Watchdog:
         self.position_max = np.where(bounded, np.minimum(upper + margin, MAX_ANGLE), MAX_ANGLE)
         # The largest float, not inf, where the model has no limit: |v| <= it still refuses inf.
         self.speed_max = np.minimum(vmax * self.config.velocity_factor, np.finfo(np.float64).max)
+        # Jumps (see check): the shortest time a step is measured over, and the reach over it.
+        self.jump_floor = self.config.max_age
+        self._reach_floor = self.speed_max * self.jump_floor
+        self._wrap_scale = np.where(bounded, 0.0, 2.0 * math.pi)  # short way round where no limits
         # |q - centre| <= half_width and |v| <= speed_max also fail on NaN: one test per array.
         self._centre = 0.5 * (self.position_min + self.position_max)
         self._half_width = 0.5 * (self.position_max - self.position_min)
         self._buf = np.empty(n)
+        self._reach = np.empty(n)
         self._ok = np.empty(n, dtype=bool)
         self.state = WatchdogState.WAITING
         self.last_good = LastGood(np.zeros(n), np.zeros(n), -math.inf)
@@ -308,6 +320,33 @@ class Watchdog:
         For this order an accepted stamp counts as at most ``max_age`` ahead of the clock that
         received it: one state stamped up to ``max_future`` ahead does not make the correct
         states after it look old for longer than ``max_age``.
+
+        A state whose position no motion could have reached from the last good state's is
+        :attr:`RejectReason.OUT_OF_RANGE` (a jump), per joint::
+
+            |q − q_good| > speed_max · max(Δt, max_age),   Δt = t − t_good
+
+        with ``speed_max`` = ``velocity_factor`` × the velocity limit, ``q − q_good`` the short way
+        round on a joint without position limits (+π−ε to −π+ε is 2ε), and both stamps counted
+        as at most ``max_age`` ahead of the clock that received them (as for the order). It
+        catches a second publisher of the arm's joints, such as a joint_state_publisher at the
+        zero pose next to the driver: their states interleave, and the controller had computed
+        torques from either pose in turn (computed_torque: −39 N·m on joint_2 instead of −8.7).
+
+        The floor of Δt is ``max_age``, the timing error the watchdog tolerates elsewhere (a state
+        that late is fresh; a stamp counts as at most that far ahead): a driver's stamps jitter
+        (two states stamped 0.1 ms apart), and the bound must not shrink with them. On the Gen3,
+        with ``velocity_factor`` 10 and ``max_age`` 0.02 s, it is 1.4 rad/s · 10 · 0.02 s ≈
+        0.28 rad (0.24 on the wrist): 200 times a 1 kHz step at the velocity limit, while the
+        home pose lies 2.3 rad (joint_4) and π (joint_3) from the zero pose.
+
+        Not checked before the first good state, nor on a state that starts over after a clock
+        reset (a restarted simulator may start at any pose). After a gap the bound grows with Δt
+        (14 rad after 1 s: any pose), so the first state after a fallback or a stop is taken when
+        the arm could have got there meanwhile. The first state decides which stream is trusted:
+        if the other publisher's came first, the driver's are refused until that publisher has
+        been silent long enough for the step (zero pose to home: 0.23 s, so never while it
+        publishes at 10 Hz); each refusal's message points at a second publisher.
         """
         if not self._plausible(q, v):
             return self._implausible(q, v)
@@ -330,7 +369,45 @@ class Watchdog:
             )
         if -age > self.config.max_future:
             return RejectReason.INCONSISTENT, f"joint state stamped {-age:.3f} s in the future"
+        if self.has_good and not stamp < self._order_stamp:  # older: a clock reset, let through above
+            dt = min(stamp, now + self.config.max_age) - self._order_stamp
+            if not self._reachable(q, dt):
+                return self._jumped(q, dt)
         return None
+
+    def _reachable(self, q: FloatArray, dt: float) -> bool:
+        """Whether ``|q − q_good| <= speed_max · max(dt, jump_floor)`` on every joint, taking
+        the plain difference (every step: no allocation). A joint without limits that fails it
+        may still be within reach the short way round: :meth:`_jumped` decides (seldom)."""
+        buf = self._buf
+        np.subtract(q, self.last_good.q, out=buf)
+        np.abs(buf, out=buf)
+        reach = (
+            self._reach_floor if dt <= self.jump_floor else np.multiply(self.speed_max, dt, out=self._reach)
+        )
+        # count_nonzero, not .all(): 0.2 µs against 0.9 µs for seven booleans.
+        return int(np.count_nonzero(np.less_equal(buf, reach, out=self._ok))) == self.n
+
+    def _jumped(self, q: FloatArray, dt: float) -> tuple[RejectReason, str] | None:
+        """The refusal of a state out of reach of the last good one, naming the joint farthest
+        past its reach; ``None`` if every joint is within reach the short way round."""
+        step = np.subtract(q, self.last_good.q)
+        step -= self._wrap_scale * np.rint(step * (0.5 / math.pi))
+        span = max(dt, self.jump_floor)
+        excess = np.abs(step) - self.speed_max * span  # rad beyond reach (> 0: out of it)
+        i = int(np.argmax(excess))
+        if not excess[i] > 0.0:
+            return None
+        others = int(np.count_nonzero(excess > 0.0)) - 1
+        also = f" (and {others} other joint{'s' if others > 1 else ''})" if others else ""
+        return (
+            RejectReason.OUT_OF_RANGE,
+            f"joint {self.joint_names[i]} jumped {step[i]:+.4g} rad{also} in {dt * 1e3:.3g} ms since "
+            f"the last good state, farther than {self.speed_max[i] * span:.3g} rad "
+            f"({self.speed_max[i]:.3g} rad/s, watchdog.velocity_factor × the velocity limit, over "
+            f"{span * 1e3:.3g} ms): is a second node publishing this arm's joints on the joint-state "
+            f"topic (a joint_state_publisher next to the driver)?",
+        )
 
     def _plausible(self, q: FloatArray, v: FloatArray) -> bool:
         """Finite, within ``position_min..max`` and ``|v| <= speed_max`` (every step: no allocation)."""
