@@ -411,13 +411,13 @@ class Watchdog:
 
     def _plausible(self, q: FloatArray, v: FloatArray) -> bool:
         """Finite, within ``position_min..max`` and ``|v| <= speed_max`` (every step: no allocation)."""
-        buf, ok = self._buf, self._ok
+        buf, ok, n = self._buf, self._ok, self.n
         np.subtract(q, self._centre, out=buf)
         np.abs(buf, out=buf)
-        if not np.less_equal(buf, self._half_width, out=ok).all():
+        if np.count_nonzero(np.less_equal(buf, self._half_width, out=ok)) != n:  # not .all(): see _reachable
             return False
         np.abs(v, out=buf)
-        return bool(np.less_equal(buf, self.speed_max, out=ok).all())
+        return int(np.count_nonzero(np.less_equal(buf, self.speed_max, out=ok))) == n
 
     def _implausible(self, q: FloatArray, v: FloatArray) -> tuple[RejectReason, str]:
         """The reason and a message naming the first offending joint (off the hot path)."""
