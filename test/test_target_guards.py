@@ -475,29 +475,6 @@ def test_the_earliest_violation_is_reported() -> None:
     assert found.value == pytest.approx(1.8)
 
 
-def test_limit_violation_matches_dense_sampling() -> None:
-    rng = np.random.default_rng(3)
-    lo, hi, vmax = np.full(2, -1.05), np.full(2, 1.05), np.full(2, 1.6)
-    for trial in range(90):
-        m = int(rng.integers(2, 5))
-        t = np.cumsum(rng.uniform(0.2, 1.0, m))
-        p = rng.uniform(-1.0, 1.0, (m, 2))
-        v = rng.uniform(-1.0, 1.0, (m, 2)) if trial % 3 else None
-        a = rng.uniform(-3.0, 3.0, (m, 2)) if trial % 3 == 2 else None
-        traj = JointTrajectory(t, p, v, a)
-        ts = np.linspace(0.0, traj.duration, 4001)
-        samples = [traj.sample(float(x)) for x in ts]
-        q = np.array([s[0] for s in samples])
-        qd = np.array([s[1] for s in samples])
-        excess = max((q - hi).max(), (lo - q).max(), (np.abs(qd) - vmax).max())
-        found = traj.limit_violation(lo, hi, vmax)
-        if excess > 1e-3:
-            assert found is not None, trial
-        if found is not None:
-            assert excess > -1e-3, (trial, found)
-            assert abs(found.value) >= (found.limit if found.quantity == "velocity" else abs(found.limit))
-
-
 def test_a_trajectory_with_too_many_points_is_refused(
     robot: RobotModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -250,20 +251,44 @@ def test_cubic_segments_are_checked_at_their_velocity_extremum() -> None:
     assert tr.limit_violation([-math.inf], [math.inf], [1.5 + 1e-6]) is None
 
 
-def test_acceleration_violations_match_dense_sampling() -> None:
-    """The acceleration check finds the exact extrema of q̈ (the ends of a cubic's linear q̈, the
-    ends and jerk roots of a quintic's cubic q̈): what sampling finds past the bound it reports,
-    and it reports nothing sampling does not (the position and velocity bounds left open)."""
-    rng = np.random.default_rng(11)
-    amax = np.full(2, 15.0)
-    found_some = 0
-    for trial in range(120):
+def _random_trajectories(
+    seed: int, count: int, max_acceleration: float
+) -> Iterator[tuple[int, JointTrajectory]]:
+    """``count`` random 2-joint trajectories of 2–4 points: positions only, with velocities, and
+    with velocities and accelerations (up to ``max_acceleration``), in turn."""
+    rng = np.random.default_rng(seed)
+    for trial in range(count):
         m = int(rng.integers(2, 5))
         t = np.cumsum(rng.uniform(0.2, 1.0, m))
         p = rng.uniform(-1.0, 1.0, (m, 2))
         v = rng.uniform(-1.0, 1.0, (m, 2)) if trial % 3 else None
-        a = rng.uniform(-6.0, 6.0, (m, 2)) if trial % 3 == 2 else None
-        traj = JointTrajectory(t, p, v, a)
+        a = rng.uniform(-max_acceleration, max_acceleration, (m, 2)) if trial % 3 == 2 else None
+        yield trial, JointTrajectory(t, p, v, a)
+
+
+def test_limit_violation_matches_dense_sampling() -> None:
+    lo, hi, vmax = np.full(2, -1.05), np.full(2, 1.05), np.full(2, 1.6)
+    for trial, traj in _random_trajectories(3, 90, 3.0):
+        ts = np.linspace(0.0, traj.duration, 4001)
+        samples = [traj.sample(float(x)) for x in ts]
+        q = np.array([s[0] for s in samples])
+        qd = np.array([s[1] for s in samples])
+        excess = max((q - hi).max(), (lo - q).max(), (np.abs(qd) - vmax).max())
+        found = traj.limit_violation(lo, hi, vmax)
+        if excess > 1e-3:
+            assert found is not None, trial
+        if found is not None:
+            assert excess > -1e-3, (trial, found)
+            assert abs(found.value) >= (found.limit if found.quantity == "velocity" else abs(found.limit))
+
+
+def test_acceleration_violations_match_dense_sampling() -> None:
+    """The acceleration check finds the exact extrema of q̈ (the ends of a cubic's linear q̈, the
+    ends and jerk roots of a quintic's cubic q̈): what sampling finds past the bound it reports,
+    and it reports nothing sampling does not (the position and velocity bounds left open)."""
+    amax = np.full(2, 15.0)
+    found_some = 0
+    for trial, traj in _random_trajectories(11, 120, 6.0):
         ts = np.linspace(0.0, traj.duration - 1e-9, 4001)
         qdd = np.array([traj.sample(float(x))[2] for x in ts])
         excess = (np.abs(qdd) - amax).max()
