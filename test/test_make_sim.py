@@ -8,6 +8,7 @@ must be there and the arm must have followed the trajectory the runner sent.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -225,3 +226,33 @@ def test_a_parameter_file_section_for_no_node_stops_the_runner_at_once(
     runner = _runner(ros_domain, tmp_path / "out", "--duration", "1", "--params-file", str(typo))
     out, _ = runner.communicate(timeout=60)
     assert runner.returncode == 2 and error in out, out
+
+
+def test_the_simulator_is_the_controllers_clock_whatever_the_file_says(
+    ros_domain: int,  # noqa: F811 - pytest fixture
+    tmp_path: Path,
+) -> None:
+    """config/gen3_hardware.yaml says ``use_sim_time: false`` (the real arm's clock): run as
+    make sim's parameter file it had every simulated state refused as stale and the run hung."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "torque_ctrl_ros.run_sim",
+        "--params-file",
+        str(Path(__file__).resolve().parents[1] / "config" / "gen3_hardware.yaml"),
+        "--controller",
+        "gravity_comp",
+        "--mode",
+        "lockstep",
+        "--duration",
+        "0.3",
+        "--out",
+        str(tmp_path),
+    ]
+    proc = subprocess.run(
+        cmd, env=ros_env(ros_domain), capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    controller = json.loads((tmp_path / "controller.json").read_text())
+    assert controller["commands_published"] >= 300, controller
+    assert sum(controller["rejected"].values()) == 0 and controller["fallback_commands"] == 0, controller

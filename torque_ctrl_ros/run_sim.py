@@ -214,6 +214,9 @@ class NodePair:
             "controller": self.controller,
             "stats_file": str(self.out / "controller.json"),
             **{k: param_literal(v) for k, v in self.controller_params.items()},
+            # The simulator is the clock, whatever the file says (as sim_gen3.launch.py): a file
+            # for the real arm (config/gen3_hardware.yaml: false) had every state refused as stale.
+            "use_sim_time": "true",
         }
         sim = {
             "mode": self.mode,
