@@ -64,6 +64,7 @@ def test_delay_in_periods() -> None:
     """1 ms (the simulator) and 2 ms keep the one-period margin; 3 and 5 ms are 2 and 4 periods
     beyond the simulator's, the bounds the README gives."""
     assert [delay_periods(d) for d in (0.001, 0.002, 0.003, 0.005)] == [1, 1, 2, 4]
+    assert delay_periods(0.0044) == 4 and delay_periods(0.0021) == 2  # rounded up: on the safe side
     assert damping_eigenvalue_bound(delay_periods(0.005)) == pytest.approx(0.347, abs=1e-3)
 
 
@@ -176,3 +177,36 @@ def test_a_twist_damping_is_checked_at_the_robots_delay(robot: RobotModel) -> No
     robot.set_command_delay(0.005)
     with pytest.raises(ConfigError, match=r"free_axis_damping: .* 5 ms late \(command_delay\)"):
         create_controller("achd_rnea", robot, params)
+
+
+def test_a_velocity_damping_task_axis_is_checked_as_a_damping(robot: RobotModel) -> None:
+    """kp 0 on a task axis: no position held, ė⁺ = ė − h·kd·ė₋d, held to the damping bound."""
+    tool = {"tasks": ["tool"], "fallback_damping": list(DELAYED_DAMPING)}
+
+    def make(kd: float) -> Any:
+        spec = {"type": "position", "frame": "end_effector_link", "kp": 0.0, "kd": kd}
+        return create_controller("qpid", robot, tool | {"tool": spec})
+
+    make(500.0)  # h·kd 0.5 < 1
+    with pytest.raises(ConfigError, match=r"tool: kd 5000 1/s with kp 0 on x .* h·kd = 5 >= 1"):
+        make(5000.0)
+    robot.set_command_delay(0.005)
+    with pytest.raises(ConfigError, match=r"tool: kd 500 .* 5 ms late .* 0\.5 >= 0\.347"):
+        make(500.0)
+
+
+@pytest.mark.parametrize(
+    ("group", "alpha"),
+    [("joint_velocity_limit", 400.0), ("joint_position_limit", 200.0), ("singularity", 200.0)],
+)
+def test_barrier_alphas_are_checked_at_the_robots_delay(robot: RobotModel, group: str, alpha: float) -> None:
+    """Within the one-period alpha bounds (α·Δt ≤ 1 first order, ≤ 0.5 second order) but unstable
+    four periods late: the velocity barrier's α·Δt 0.4 > 0.347; a second-order one's PD law
+    (α², 2α) with α = 200 (kp 4e4 > ~2.0e4)."""
+    tasks = {"tasks": ["tool"], "tool": {"type": "pose", "frame": "end_effector_link"}}
+    params = tasks | {"fallback_damping": list(DELAYED_DAMPING), group: {"alpha": alpha}}
+    create_controller("qpid", robot, params)
+    robot.set_command_delay(0.005)
+    with pytest.raises(ConfigError, match=rf"qpid\.{group}\.alpha: .*5 ms late"):
+        create_controller("qpid", robot, params)
+    create_controller("qpid", robot, tasks | {"fallback_damping": list(DELAYED_DAMPING)})  # the defaults pass

@@ -52,8 +52,8 @@ actuators' reflected rotor inertia, which the model lacks (Kinova does not publi
 
 DELAYED_DAMPING: tuple[float, ...] = (0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.08)
 """Per-joint ``K_d`` (N·m·s/rad) of a closed-loop damping on the Gen3 with the command 5 ms late
-(the real arm through its base): the largest eigenvalue of ``h·M⁻¹·K_d`` stays at 0.305 over
-5000 random configurations and the checked ones, below ``damping_eigenvalue_bound(4)`` = 0.347
+(the real arm through its base): the largest eigenvalue of ``h·M⁻¹·K_d`` is 0.308 over the
+checked configurations (0.300 over 5000 random ones), below ``damping_eigenvalue_bound(4)`` = 0.347
 (:data:`~.safety.DEFAULT_DAMPING` reaches 0.975 where joints 1 and 3 line up). Tried in MuJoCo as
 achd_rnea's ``joint_damping`` with the commands 3 and 5 ms late: settled (README, "Damping and
 the real arm's delay"). ``config/gen3_hardware.yaml`` sets it for the closed-loop dampings."""
@@ -77,10 +77,11 @@ def check_command_delay(field: str, seconds: Any) -> float:
 def delay_periods(command_delay: float, period: float = CONTROL_PERIOD) -> int:
     """The ``d`` of :func:`damping_eigenvalue_bound` and :func:`pd_spectral_radius` for a
     command-to-measurement delay ``command_delay`` (s, from a state to the first state that
-    shows the command answering it): the periods beyond the first, at least 1 (a late step,
-    which the simulator's realtime mode and any transport can add). 1 ms (the simulator) and
-    2 ms give 1, the real Gen3's 3 and 5 ms give 2 and 4."""
-    return max(1, round(command_delay / period) - 1)
+    shows the command answering it): the periods beyond the first, rounded up (4.4 ms is checked
+    as 5), at least 1 (a late step, which the simulator's realtime mode and any transport can
+    add). 1 ms (the simulator) and 2 ms give 1, the real Gen3's 3 and 5 ms give 2 and 4."""
+    # The tolerance keeps 3 ms (2.9999999999999996 periods) at 2.
+    return max(1, math.ceil(command_delay / period - 1.0 - 1e-9))
 
 
 def damping_eigenvalue_bound(delay: int) -> float:
@@ -211,7 +212,7 @@ def check_damping_stability(
     if delay > 1:
         raise ConfigError(
             f"{field}: {kd.tolist()} N·m·s/rad is too much for a damping command "
-            f"{_late(delay, period)}: h·M⁻¹·K_d reaches eigenvalue "
+            f"{describe_delay(delay)}: h·M⁻¹·K_d reaches eigenvalue "
             f"{largest:.3g} >= {bound:.3g} (at q = {q_worst} rad), and the velocity of {joint} grows "
             "(unstable). Lower it on the joints that line up there, e.g. the Gen3's "
             f'{list(DELAYED_DAMPING)} (README, "Damping and the real arm\'s delay").'
@@ -261,29 +262,41 @@ def pd_spectral_radius(kp: float, kd: float, period: float = CONTROL_PERIOD, del
     return float(np.abs(np.linalg.eigvals(a)).max())
 
 
-def _late(delay: int, period: float = CONTROL_PERIOD) -> str:
+def describe_delay(delay: int) -> str:
     """How late a command is, for messages: one period of delay (the margin every check keeps), or
-    the ``command_delay`` that ``delay`` periods beyond the first stand for."""
+    the ``command_delay`` that ``delay`` periods of :data:`CONTROL_PERIOD` beyond the first stand for
+    (whatever period the damping is applied at)."""
     if delay == 1:
         return "one period late"
-    return f"{(delay + 1) * period * 1e3:g} ms late (command_delay)"
+    return f"{(delay + 1) * CONTROL_PERIOD * 1e3:g} ms late (command_delay)"
 
 
 #: The largest kp (1/s²) that passes :func:`check_pd_gains` at critical damping, per delay (periods).
-_CRITICAL_KP_MAX = {1: "~1.6e5", 2: "~6.2e4", 4: "~2.0e4"}
+_CRITICAL_KP_MAX = {1: "~1.6e5", 2: "~6.2e4", 3: "~3.2e4", 4: "~2.0e4"}
 
 
 def check_pd_gains(field: str, kp: FloatArray, kd: FloatArray, axes: Sequence[str], delay: int = 1) -> None:
     """:class:`ConfigError` naming the first axis whose gains :func:`pd_spectral_radius` finds
     unstable at 1 kHz with the command ``delay`` periods late (1: the delay every damping bound
-    here allows by default; more with a robot's :attr:`RobotModel.command_delay`)."""
+    here allows by default; more with a robot's :attr:`RobotModel.command_delay`). An axis with
+    ``kp = 0`` holds no position: its velocity follows ``ė⁺ = ė − h·kd·ė₋d``, a damping held to
+    ``h·kd <`` :func:`damping_eigenvalue_bound` ``(delay)``."""
     for name, p, d in zip(axes, kp, kd, strict=True):
+        if float(p) == 0.0:
+            lam = CONTROL_PERIOD * float(d)
+            if not lam < damping_eigenvalue_bound(delay):
+                raise ConfigError(
+                    f"{field}: kd {float(d):g} 1/s with kp 0 on {name} is too much damping at "
+                    f"{1e-3 / CONTROL_PERIOD:g} kHz with the command {describe_delay(delay)}: h·kd = "
+                    f"{lam:.3g} >= {damping_eigenvalue_bound(delay):.3g} (the velocity error rings and grows)"
+                )
+            continue
         radius = pd_spectral_radius(float(p), float(d), delay=delay)
         if not radius < 1.0:
             critical = _CRITICAL_KP_MAX.get(delay)
             raise ConfigError(
                 f"{field}: kp {float(p):g} 1/s², kd {float(d):g} 1/s on {name} are unstable at "
-                f"{1e-3 / CONTROL_PERIOD:g} kHz with the command {_late(delay)} (the error grows by "
+                f"{1e-3 / CONTROL_PERIOD:g} kHz with the command {describe_delay(delay)} (the error grows by "
                 f"{radius:.3g} per period); "
                 + ("kd = 0 leaves it undamped" if float(d) == 0.0 else "lower them")
                 + (f" (at critical damping, kd = 2·√kp, kp up to {critical} passes)" if critical else "")
@@ -660,13 +673,14 @@ class RobotModel:
         A wrench ``−B∘ẋ`` on ``frame`` (``ẋ = J·q̇``, ``LOCAL_WORLD_ALIGNED``, ``B`` per axis:
         N·s/m, N·m·s/rad) is the joint torque ``−Jᵀ·B·J·q̇``: held for one period it adds to
         ``K_d``, and the largest eigenvalue of ``h·M⁻¹·(K_d + Jᵀ·B·J)`` over the damping
-        configurations must stay below :data:`DAMPING_EIGENVALUE_MAX`. With ``B = 0`` this is
-        :meth:`check_damping`.
+        configurations must stay below the bound :meth:`check_damping` uses (1 for the simulator;
+        :func:`damping_eigenvalue_bound` of :attr:`delay_periods` with a longer ``command_delay``).
+        With ``B = 0`` this is :meth:`check_damping`.
 
         Returns:
-            That eigenvalue. Raises :class:`ConfigError` when it is ``>= 0.98``: the damping
-            configurations were chosen for ``K_d`` alone, and with ``Jᵀ·B·J`` the worst pose can
-            lie between them (an optimiser found 1.0101 where they gave 1.0000).
+            That eigenvalue. Raises :class:`ConfigError` when it is ``>= 0.98`` times that bound:
+            the damping configurations were chosen for ``K_d`` alone, and with ``Jᵀ·B·J`` the worst
+            pose can lie between them (an optimiser found 1.0101 where they gave 1.0000).
         """
         kd_vec = as_vector(field, kd, self.n, broadcast_scalar=True, min_value=0.0)
         b = as_vector(field, twist_damping, 6, broadcast_scalar=True, min_value=0.0)
@@ -692,7 +706,7 @@ class RobotModel:
             raise ConfigError(
                 f"{field}: joint damping {kd_vec.tolist()} N·m·s/rad with {b.tolist()} on the twist of "
                 f"{self.model.frames[fid].name!r} is too much to apply once per {h * 1e3:g} ms (unstable "
-                f"with the command {_late(delay, h)}): "
+                f"with the command {describe_delay(delay)}): "
                 f"h·M⁻¹·(K_d + Jᵀ·B·J) reaches eigenvalue {largest:.3g} >= {bound:g} "
                 f"(at q = {np.round(qs[worst], 2).tolist()} rad); lower the twist damping on the axes the "
                 "wrist turns"

@@ -255,9 +255,7 @@ class AchdRneaConfig:
             if kd is None
             else as_vector("achd_rnea.kd", kd, 6, broadcast_scalar=True, min_value=0.0)
         )
-        # The constrained axes only: the others' gains are not used.
-        used = [AXIS_NAMES.index(a) for a in axes]
-        check_pd_gains("achd_rnea", kp_arr[used], kd_arr[used], [AXIS_NAMES[i] for i in used])
+        _check_gains(axes, kp_arr, kd_arr, delay=1)
         if not isinstance(gravity_feedforward, bool | np.bool_):
             raise ConfigError(
                 f"achd_rnea.gravity_feedforward: expected true or false, got {gravity_feedforward!r}"
@@ -283,6 +281,13 @@ class AchdRneaConfig:
             pose_error=kind,
             rcond=rc,
         )
+
+
+def _check_gains(axes: Sequence[str], kp: FloatArray, kd: FloatArray, delay: int) -> None:
+    """:func:`check_pd_gains` on the constrained ``axes`` only (the others' gains are not used),
+    with the command ``delay`` periods late."""
+    used = [AXIS_NAMES.index(a) for a in axes]
+    check_pd_gains("achd_rnea", kp[used], kd[used], [AXIS_NAMES[i] for i in used], delay)
 
 
 @dataclass(frozen=True)
@@ -353,14 +358,7 @@ class AchdRnea(Controller[PoseReference]):
         self.alpha = alpha_from_axes(list(self.config.constrained_axes), error=ConfigError)
         check_pose_error_axes(self.config.pose_error, self.config.constrained_axes)  # a config built directly
         # create() checked the gains one period late; the robot's arm may be later than that.
-        used = [AXIS_NAMES.index(a) for a in self.config.constrained_axes]
-        check_pd_gains(
-            "achd_rnea",
-            self.config.kp[used],
-            self.config.kd[used],
-            [AXIS_NAMES[i] for i in used],
-            robot.delay_periods,
-        )
+        _check_gains(self.config.constrained_axes, self.config.kp, self.config.kd, robot.delay_periods)
         axes, dofs = len(self.config.constrained_axes), robot.dofs_moving(self.config.frame)
         if dofs < axes:
             # The constraint rows are then dependent everywhere: every step would be regularised.

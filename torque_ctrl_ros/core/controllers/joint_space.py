@@ -36,8 +36,9 @@ class GravityCompensation(Controller[None]):
     """``tau = g(q) − K_d·q̇`` (N·m): the arm floats where it is, optionally damped.
 
     ``K_d`` acts once per control period ``h``, so it must keep every eigenvalue of
-    ``h·M(q)⁻¹·K_d`` below 1 (:meth:`RobotModel.check_damping`, ``h`` = 1 ms); a scalar above
-    0.28 N·m·s/rad breaks that on the Gen3's wrist and is refused with a :class:`ConfigError`.
+    ``h·M(q)⁻¹·K_d`` below 1 (:meth:`RobotModel.check_damping`, ``h`` = 1 ms; below 0.347 with the
+    robot's ``command_delay`` at the real Gen3's 5 ms); a scalar above 0.28 N·m·s/rad breaks that
+    on the Gen3's wrist and is refused with a :class:`ConfigError`.
     """
 
     name = "gravity_comp"
@@ -77,14 +78,15 @@ class ComputedTorqueConfig:
     kd: FloatArray
 
     @classmethod
-    def create(cls, n: int, kp: Any, kd: Any = None) -> ComputedTorqueConfig:
-        """Validated config; scalars apply to every joint; ``kd=None`` gives ``2·√kp``."""
+    def create(cls, n: int, kp: Any, kd: Any = None, delay: int = 1) -> ComputedTorqueConfig:
+        """Validated config; scalars apply to every joint; ``kd=None`` gives ``2·√kp``; the gains
+        checked with the command ``delay`` periods late (:func:`check_pd_gains`)."""
         kp_arr = as_vector("computed_torque.kp", kp, n, broadcast_scalar=True, strictly_positive=True)
         if kd is None:
             kd_arr = 2.0 * np.sqrt(kp_arr)
         else:
             kd_arr = as_vector("computed_torque.kd", kd, n, broadcast_scalar=True, min_value=0.0)
-        check_pd_gains("computed_torque", kp_arr, kd_arr, [f"joint #{i + 1}" for i in range(n)])
+        check_pd_gains("computed_torque", kp_arr, kd_arr, [f"joint #{i + 1}" for i in range(n)], delay)
         return cls(kp_arr, kd_arr)
 
 
@@ -146,11 +148,9 @@ class ComputedTorque(Controller[JointReference]):
 
     def __init__(self, robot: RobotModel, config: ComputedTorqueConfig) -> None:
         super().__init__(robot)
-        # Validated again: a config built directly (not by create) had run negative stiffness.
-        self.config = ComputedTorqueConfig.create(robot.n, config.kp, config.kd)
-        # create() checked the gains one period late; the robot's arm may be later than that.
-        joints = [f"joint #{i + 1}" for i in range(robot.n)]
-        check_pd_gains("computed_torque", self.config.kp, self.config.kd, joints, robot.delay_periods)
+        # Validated again: a config built directly (not by create) had run negative stiffness; and
+        # the robot's arm may be later than the one period create() assumes.
+        self.config = ComputedTorqueConfig.create(robot.n, config.kp, config.kd, robot.delay_periods)
         self._reference_in: JointReference | None = None
         self._reference = JointReference(np.zeros(robot.n))
 

@@ -97,7 +97,7 @@ from ..qp.constraints import (
 )
 from ..qp.problem import DenseQP, ProblemData, Solution, SolveStatus, WarmReplay, WarmReplays, snapshot
 from ..qp.tasks import TASK_TYPES, KinematicsState, Task
-from ..robot import RobotModel
+from ..robot import RobotModel, check_pd_gains, damping_eigenvalue_bound, describe_delay
 from ..safety import DEFAULT_DAMPING
 from ..types import JointState
 from ..validation import FloatArray, as_positive_float, as_vector, check_choice
@@ -444,6 +444,35 @@ def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int
     return eps, int(max_iter)
 
 
+def _check_barrier_delay(section: str, config: QPIDConfig, delay: int) -> None:
+    """With the command ``delay`` > 1 periods late (the robot's ``command_delay``), each enabled
+    barrier's ``alpha`` must also keep its closed loop stable: a first-order one (joint velocity:
+    ``h⁺ = h − α·Δt·h₋d``) needs ``α·Δt <`` :func:`damping_eigenvalue_bound` ``(d)``, a second-order
+    one the PD law ``kp = α², kd = 2α`` (:func:`check_pd_gains`). At one period the alpha bounds of
+    :func:`_check_barrier_groups` are the stricter (or the same)."""
+    if delay <= 1:
+        return
+    groups = {
+        "joint_position_limit": config.joint_position_limit,
+        "joint_velocity_limit": config.joint_velocity_limit,
+        "self_collision": config.self_collision,
+        "singularity": config.singularity,
+    }
+    for group, cfg in groups.items():
+        if not cfg.enabled:
+            continue
+        field = f"{section}.{group}.alpha"
+        if group == "joint_velocity_limit":
+            bound = damping_eigenvalue_bound(delay)
+            if not cfg.alpha * config.dt < bound:
+                raise ConfigError(
+                    f"{field}: alpha·dt {cfg.alpha * config.dt:g} must stay below {bound:.3g} with the "
+                    f"command {describe_delay(delay)}, or the velocity barrier's loop rings and grows"
+                )
+        else:
+            check_pd_gains(field, np.array([cfg.alpha**2]), np.array([2.0 * cfg.alpha]), ["its h"], delay)
+
+
 def _check_barrier_groups(section: str, barriers: Mapping[str, BarrierConfig], dt: float) -> None:
     """What the barrier groups need together: each ``alpha`` small enough for the period ``dt``,
     and the joint velocity barrier wherever the collision barrier is on."""
@@ -638,6 +667,7 @@ class _QPController(Controller[QPReference]):
         self.config = config = config.validated(robot, self.name)
         # The fallback torque is held for one control period, config.dt.
         robot.check_damping(f"{self.name}.fallback_damping", config.fallback_damping, config.dt)
+        _check_barrier_delay(self.name, config, robot.delay_periods)
         self.kin = KinematicsState(robot)
         self.tasks = self._build_tasks(config)
         self._task_by_name = {t.name: t for t in self.tasks}

@@ -138,10 +138,8 @@ class Task(ABC):
             else as_vector(f"{name}.kd", kd, dim, broadcast_scalar=True, min_value=0.0)
         )
         axes = self.axis_names if len(self.axis_names) == dim else tuple(f"axis #{i + 1}" for i in range(dim))
-        # Reached, a task's axis follows ë = −kp·e − kd·ė one period (or command_delay) late. An axis
-        # with kp = 0 holds no position (it asks an acceleration, or damps a velocity): not checked.
-        held = np.flatnonzero(self.kp > 0.0)
-        check_pd_gains(name, self.kp[held], self.kd[held], [axes[i] for i in held], robot.delay_periods)
+        # Reached, a task's axis follows ë = −kp·e − kd·ė one period (or command_delay) late.
+        check_pd_gains(name, self.kp, self.kd, axes, robot.delay_periods)
         self.weight = as_vector(f"{name}.weight", weight, dim, broadcast_scalar=True, min_value=0.0)
         if not float(self.weight.max()) > 0.0:
             raise ConfigError(f"{name}.weight: at least one axis must have a weight > 0")
