@@ -13,9 +13,16 @@ the reference stands (its velocity and acceleration too) to the target:
 * :class:`PoseApproachPlanner`: a frame's pose, a :class:`PoseApproach` (a straight line and a
   fixed rotation axis).
 
-Each is timed by two bounds: the peak acceleration ``10/√3·|Δx|/T²`` at most ``kp·|Δx|``, what the
-step into the law would have asked at once (``T ≥ √(5.77/min kp)``: 0.24 s for ``kp`` 100), and
-every joint at most :data:`SPEED_SHARE` of its velocity limit at the peak speed ``15/8·|Δx|/T``.
+Each is timed by three bounds: the peak acceleration ``10/√3·|Δx|/T²`` at most ``kp·|Δx|``, what
+the step into the law would have asked at once (``T ≥ √(5.77/min kp)``: 0.24 s for ``kp`` 100),
+every joint at most :data:`SPEED_SHARE` of its velocity limit at the peak speed ``15/8·|Δx|/T``,
+and every joint's acceleration at most its bound ``a_max`` (:func:`~.trajectory.acceleration_limits`,
+the bound a user's trajectory is held to): ``T ≥ √(5.77·|Δqᵢ|/a_maxᵢ)``. The first two alone let a
+joint approach ask up to ``v_max·√(0.41·kp)`` (``kp·|Δq|`` against ``0.41·v_max²/|Δq|``): 8.9
+rad/s² on joint_1 at ``kp`` 100, within its 25.9, but 89 at ``kp`` 1e4; the third decides only
+from ``kp`` ≈ 830 on (joints 1–2). Joint stops and quintics from a moving reference are lengthened
+until their exact peak is within the bound (the start's own acceleration allowed at the start);
+pose approaches and stops are timed on their predicted joint motion (:class:`PoseApproachPlanner`).
 
 From a moving reference (a new target while an approach is under way), one quintic from its
 position, velocity and acceleration takes the target when it stays on course: no axis backs away
@@ -35,6 +42,8 @@ target sent again (a device repeating its last pose) as no new target.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pinocchio as pin
 from numpy.typing import ArrayLike
@@ -42,7 +51,7 @@ from numpy.typing import ArrayLike
 from .controllers.cartesian import PoseReference, check_pose_reference
 from .errors import TargetError
 from .robot import RobotModel
-from .trajectory import JointTrajectory, check_motion
+from .trajectory import LIMIT_TOLERANCE, JointTrajectory, acceleration_limits, check_motion
 from .validation import FloatArray, as_positive_float
 
 SPEED_SHARE = 0.5
@@ -79,6 +88,14 @@ DIRECT_SPEED_SHARE = 0.625
 # acceleration.
 QUINTIC_PEAK_SPEED = 15.0 / 8.0
 QUINTIC_PEAK_ACCELERATION = 10.0 / np.sqrt(3.0)
+
+#: A quintic from a moving start lengthened to bring its acceleration within the bounds is searched
+#: over durations growing by this factor, in chunks of :data:`_STRETCH_CHUNK`, then refined twice by
+#: as many even steps (the least duration found to ~1e-5 of itself), up to :data:`_STRETCH_MOST`
+#: times the first.
+_STRETCH_RATIO = 1.05
+_STRETCH_CHUNK = 64
+_STRETCH_MOST = 1e4
 
 
 def approach_times(kp: FloatArray, kd: FloatArray) -> tuple[float, float]:
@@ -196,13 +213,17 @@ def _jr_dot_theta_dot(theta: FloatArray, theta_d: FloatArray) -> FloatArray:
 class JointApproachPlanner:
     """Joint approaches for a PD law with gains ``kp`` (1/s²) and ``kd`` (1/s) per joint.
 
-    ``T = max(√(5.77/min kp), maxᵢ 1.875·|Δqᵢ|/(share·v_maxᵢ))``: 0.24 s at least with ``kp``
-    100, 2.7 s for 1 rad on joint_1. On continuous joints the short way round.
+    ``T = max(√(5.77/min kp), maxᵢ 1.875·|Δqᵢ|/(share·v_maxᵢ), maxᵢ √(5.77·|Δqᵢ|/a_maxᵢ))``:
+    0.24 s at least with ``kp`` 100, 2.7 s for 1 rad on joint_1. On continuous joints the short
+    way round. ``a_max``: :attr:`acceleration_limit`; stops and quintics from a moving reference
+    are lengthened until their exact peak acceleration is within it (:meth:`_within_bounds`).
     """
 
     def __init__(self, robot: RobotModel, kp: FloatArray, kd: FloatArray) -> None:
         self.robot = robot
         self.shortest, self.stop_time = approach_times(kp, kd)
+        #: Largest |q̈| (rad/s²) per joint the approaches and stops ask (:func:`acceleration_limits`).
+        self.acceleration_limit = acceleration_limits(robot)
 
     def plan(
         self,
@@ -227,13 +248,15 @@ class JointApproachPlanner:
             approach = self._quintics(start, [self._duration(q0, goal)], [goal])
             check_motion(self.robot, approach)
             return approach
-        direct = self._quintics(start, [self._duration(q0, goal)], [goal])
+        distance = self.robot.difference(goal, q0)
+        duration = self._within_bounds(start, lambda _: distance, self._duration(q0, goal))
+        direct = self._quintics(start, [duration], [goal])
         if self._keeps_course(direct, q0):
             check_motion(self.robot, direct)
             return direct
         # One quintic from a reference moving away from the goal had carried it on the wrong way:
         # it stops first.
-        t_stop, q_stop = self._stop_point(q0, v0, under_way)
+        t_stop, q_stop = self._stop_point(start, under_way)
         approach = self._quintics(start, [t_stop, t_stop + self._duration(q_stop, goal)], [q_stop, goal])
         check_motion(self.robot, approach)
         return approach
@@ -251,35 +274,97 @@ class JointApproachPlanner:
         no acceleration, ``q(s) = q₀ + q̇·T_s·(s − s³ + s⁴/2)``, ``s = t/T_s``: it decelerates at most
         ``1.5·|q̇|/T_s`` (at ``s = ½``); from 1.125 rad/s on joint_1 with ``kp`` 100 it runs on 0.135
         rad over 0.24 s at up to 7.0 rad/s², where the step to rest had asked −5.75 N·m at once.
+        ``T_s`` grows past the stop time where that peak (exact, from any start) would pass
+        :attr:`acceleration_limit`: from 1 rad/s on joint_1 with ``kp`` 1e4 (stop time 0.024 s,
+        62 rad/s²), to ``1.5·1/25.9`` = 0.058 s.
 
         Raises:
             TargetError: its motion passes a position or velocity limit (a start moving fast
                 toward one, its rest point within a hair of it).
         """
-        t_stop, q_stop = self._stop_point(start[0], start[1], under_way)
+        t_stop, q_stop = self._stop_point(start, under_way)
         stopping = self._quintics(start, [t_stop], [q_stop])
         check_motion(self.robot, stopping)
         return stopping
 
     def _stop_point(
-        self, q0: FloatArray, v0: FloatArray | None, under_way: tuple[JointTrajectory, float] | None
+        self,
+        start: tuple[FloatArray, FloatArray | None, FloatArray | None],
+        under_way: tuple[JointTrajectory, float] | None,
     ) -> tuple[float, FloatArray]:
-        """``(time (s), q (rad))`` a moving reference at ``q0``, ``v0`` stops at: where the motion
-        under way comes to rest if that is within the stop time, else half its speed times the
-        stop time on (not past that rest point, nor a position limit)."""
+        """``(time (s), q (rad))`` a moving reference ``start`` = ``(q₀, q̇₀, q̈₀)`` stops at: where
+        the motion under way comes to rest if that is within the stop time, else half its speed
+        times the stop time on (not past that rest point, nor a position limit); the time
+        lengthened where the quintic there would pass :attr:`acceleration_limit` (the default
+        point moving on with it, ``q̇₀·T/2``)."""
+        q0, v0 = start[0], start[1]
         rest = _next_rest(under_way)
         if rest is not None and rest[0] <= self.stop_time:
-            return rest
-        t_stop = self.stop_time
-        q_stop = q0 if v0 is None else q0 + (0.5 * t_stop) * v0
-        if rest is not None:
-            q_stop = np.where((q_stop - rest[1]) * (rest[1] - q0) > 0.0, rest[1], q_stop)
-        return t_stop, np.clip(q_stop, self.robot.position_lower, self.robot.position_upper)
+            distance = rest[1] - q0
+            return self._within_bounds(start, lambda _: distance, rest[0]), rest[1]
+
+        def stop_at(t_stop: FloatArray) -> FloatArray:
+            q_stop = q0 if v0 is None else q0 + (0.5 * t_stop) * v0
+            if rest is not None:
+                q_stop = np.where((q_stop - rest[1]) * (rest[1] - q0) > 0.0, rest[1], q_stop)
+            return np.clip(q_stop, self.robot.position_lower, self.robot.position_upper)
+
+        t_stop = self._within_bounds(start, lambda t: stop_at(t) - q0, self.stop_time)
+        return t_stop, stop_at(np.asarray(t_stop))
 
     def _duration(self, q: FloatArray, goal: FloatArray) -> float:
-        """The rest-to-rest quintic's duration (s) from ``q`` to ``goal``."""
-        distance = self.robot.difference(goal, q)
-        return max(self.shortest, time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * distance))
+        """The rest-to-rest quintic's duration (s) from ``q`` to ``goal``: see the class docs."""
+        distance = np.abs(self.robot.difference(goal, q))
+        return max(
+            self.shortest,
+            time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * distance),
+            float(np.max(np.sqrt(QUINTIC_PEAK_ACCELERATION * distance / self.acceleration_limit))),
+        )
+
+    def _within_bounds(
+        self,
+        start: tuple[FloatArray, FloatArray | None, FloatArray | None],
+        distance: Callable[[FloatArray], FloatArray],
+        duration: float,
+    ) -> float:
+        """``duration`` (s) if the quintic over it from ``start`` = ``(q₀, q̇₀, q̈₀)`` to rest at
+        ``q₀ + distance(T)`` keeps every joint's ``|q̈|`` within :attr:`acceleration_limit` or the
+        start's own ``|q̈₀|`` (where every quintic from it starts, whatever its duration), else the
+        first longer duration found that does, to ~1e-5 of itself. ``distance`` maps durations
+        (K × 1, s) to moves (K × n, rad): the default stop point moves on with its time. Searched
+        over growing durations (:data:`_STRETCH_RATIO`), not solved for: the peak need not fall
+        monotonically with ``T`` (a start moving toward the goal cancels part of the move's
+        acceleration)."""
+        n = self.robot.n
+        v0 = np.zeros(n) if start[1] is None else np.asarray(start[1], dtype=np.float64)
+        a0 = np.zeros(n) if start[2] is None else np.asarray(start[2], dtype=np.float64)
+        bound = np.maximum(self.acceleration_limit, np.abs(a0)) + LIMIT_TOLERANCE
+
+        def first_within(durations: FloatArray) -> int | None:
+            T = durations[:, None]
+            ok = (_peak_acceleration(distance(T), v0, a0, T) <= bound).all(axis=1)
+            return int(np.argmax(ok)) if ok.any() else None
+
+        if first_within(np.array([duration])) is not None:
+            return duration
+        steps = _STRETCH_RATIO ** np.arange(1.0, _STRETCH_CHUNK + 1.0)
+        low = duration
+        while low < _STRETCH_MOST * duration:
+            grid = low * steps
+            k = first_within(grid)
+            if k is None:
+                low = float(grid[-1])
+                continue
+            high = float(grid[k])
+            low = float(grid[k - 1]) if k > 0 else low
+            for _ in range(2):  # refine between the last duration past the bound and the first within
+                grid = np.linspace(low, high, _STRETCH_CHUNK + 1)[1:]
+                k = first_within(grid)
+                assert k is not None  # the grid ends at ``high``
+                high = float(grid[k])
+                low = float(grid[k - 1]) if k > 0 else low
+            return high
+        return low  # none within _STRETCH_MOST times the first: the longest tried
 
     def _quintics(
         self,
@@ -308,6 +393,30 @@ class JointApproachPlanner:
         return found is None
 
 
+def _peak_acceleration(distance: FloatArray, v0: FloatArray, a0: FloatArray, T: FloatArray) -> FloatArray:
+    """Largest ``|q̈|`` (rad/s², K × n) of the quintics from ``(0, v0, a0)`` to ``(distance, 0, 0)``
+    (rad, rad/s, rad/s², at rest) over ``T`` (s, K × 1): exact.
+
+    With ``s = t/T`` and the quintic Hermite basis, ``q̈(s) = a0·(1 − 9s + 18s² − 10s³) +
+    v0/T·(−36s + 96s² − 60s³) + distance/T²·(60s − 180s² + 120s³)``, a cubic in ``s``: its
+    largest magnitude is at ``s`` = 0, 1 or a real root of ``q⃛`` (a quadratic) in between.
+    """
+    u = 1.0 / T
+    d, v = distance * (u * u), v0 * u
+    c1 = 60.0 * d - 36.0 * v - 9.0 * a0
+    c2 = -180.0 * d + 96.0 * v + 18.0 * a0
+    c3 = 120.0 * d - 60.0 * v - 10.0 * a0
+    # Roots of 3c₃·s² + 2c₂·s + c₁ without cancellation; NaN or ±inf where there are none.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = -(c2 + np.copysign(np.sqrt(c2 * c2 - 3.0 * c3 * c1), c2))
+        roots = (h / (3.0 * c3), c1 / h)
+    peak = np.abs(np.broadcast_to(a0, c1.shape))  # at s = 0; at s = 1 it is 0 (at rest)
+    for s in roots:
+        s = np.where((s > 0.0) & (s < 1.0), s, 0.0)  # outside (and NaN): the start, already counted
+        np.maximum(peak, np.abs(((c3 * s + c2) * s + c1) * s + a0), out=peak)
+    return peak
+
+
 def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, FloatArray] | None:
     """``(time left (s), q)`` of the first waypoint after ``t`` where the motion ``under_way =
     (trajectory, t)`` is at rest (no velocity, and no acceleration but at the last point, after
@@ -332,7 +441,11 @@ class PoseApproachPlanner:
     The duration ``T`` keeps each joint at most :data:`SPEED_SHARE` of its velocity limit both
     along the joint path predicted for the move (:meth:`joint_speed_time`) and to first order at
     its start (``q̇ = J⁺·ξ·σ̇``, ``σ̇`` peaking at ``1.875/T``, for the move ``ξ`` on the axes),
-    and at least :func:`approach_times`' shortest. These are predictions, not guarantees: from
+    each joint's move ``Δqᵢ`` (the larger of those two predictions) within its acceleration bound
+    as a rest-to-rest quintic (``T ≥ √(5.77·|Δqᵢ|/a_maxᵢ)``, :attr:`acceleration_limit`), and at
+    least :func:`approach_times`' shortest. A stop lasts long enough for ``1.5·|J⁺·ẋ|/T_s``
+    within the same bounds; a quintic from a moving start straight to the goal, or kept to an
+    earlier approach's stop, is not held to them. These are predictions, not guarantees: from
     home, 0.1–0.3 m moves under achd_rnea peaked at 0.38–0.53 of a limit; near a singularity the
     start's bound makes the move slow (65 s for 0.1 m sideways, 0.03 rad from the stretched pose). Planning
     takes ~1 ms, ~0.2 ms for a move of at most :data:`LINEAR_MOVE` per joint (timed on the start).
@@ -359,6 +472,8 @@ class PoseApproachPlanner:
         self.rows = np.asarray(rows, dtype=np.intp)
         self.shortest, self.stop_time = approach_times(kp, kd)
         self.refuse_shortfall = refuse_shortfall
+        #: Largest |q̈| (rad/s²) per joint the predicted joint motion may ask (:func:`acceleration_limits`).
+        self.acceleration_limit = acceleration_limits(robot)
 
     def plan(
         self,
@@ -397,14 +512,21 @@ class PoseApproachPlanner:
             if 0.0 < rest[0] - t <= self.stop_time:
                 return PoseApproach(start, goal, self._duration(q, rest[1], goal), rest[0] - t, rest[1])
         twist = np.zeros(6) if start.twist is None else start.twist
-        half = 0.5 * self.stop_time
+        # The stop decelerates at most 1.5·|ẋ|/T_s (JointApproachPlanner.stop); the joints, to
+        # first order, 1.5·|J⁺·ẋ|/T_s, held within their acceleration bounds (from 0.14 m/s at kp
+        # 1e5, the stop time's 7.6 ms had asked 2.5 times joint_1's).
+        rates = np.linalg.pinv(self.robot.frame_jacobian(q, self.frame)[self.rows], rcond=START_RCOND)
+        stop_time = max(
+            self.stop_time, float(np.max(1.5 * np.abs(rates @ twist[self.rows]) / self.acceleration_limit))
+        )
+        half = 0.5 * stop_time
         stop = PoseReference(
             start.position + half * twist[:3],
             start.rotation @ pin.exp3(half * (start.rotation.T @ twist[3:])),
         )
         # PoseApproach places that stop itself, on its rotation vector unwrapped (given as a
         # rotation, a run-on beyond π had been folded back: a slow stop turning the tool back).
-        return PoseApproach(start, goal, self._duration(q, stop, goal), self.stop_time)
+        return PoseApproach(start, goal, self._duration(q, stop, goal), stop_time)
 
     def _duration(self, q: FloatArray, start: PoseReference, goal: PoseReference) -> float:
         """The duration (s) of the rest-to-rest move from ``start`` to ``goal`` (see the class
@@ -434,12 +556,18 @@ class PoseApproachPlanner:
                     f"the straight move there from the current reference leaves along a singular "
                     f"direction of {self.frame} ({dropped:.0%} of the move)"
                 )
+        moved = np.abs(at_start)
         if not self._linear(q, jacobian, at_start, move, size):
             along_path, q_end = self.joint_speed_time(q, move)
             slowest = max(slowest, along_path)
+            moved = np.maximum(moved, np.abs(q_end - q))
             if self.refuse_shortfall:
                 self._check_shortfall(q, q_end, move, size)
-        return max(self.shortest, slowest)
+        # Each joint's move as a rest-to-rest quintic within its acceleration bound (the path's
+        # curvature left out, as in the speeds' first-order bound): at kp 1e4 the shortest time
+        # alone had timed 2 mm along x at 0.024 s, 1.4 times joint_2's bound (3.4 at kp 1e5).
+        accelerating = float(np.sqrt(QUINTIC_PEAK_ACCELERATION * np.max(moved / self.acceleration_limit)))
+        return max(self.shortest, slowest, accelerating)
 
     def _linear(
         self, q: FloatArray, jacobian: FloatArray, at_start: FloatArray, move: FloatArray, size: float

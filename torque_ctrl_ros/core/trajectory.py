@@ -548,11 +548,15 @@ def acceleration_limits(robot: RobotModel) -> FloatArray:
     seeded configurations within the position limits, ``±π`` on continuous joints). Above it the
     feedforward alone asks more than an actuator has wherever the arm is; below it gravity and the
     feedback still need their share, so it is a bound of what cannot be tracked, not of what can.
-    Gen3: 25.9, 25.7, 92, 70, 518, 459, 8001 rad/s² (joint_1 at home: M₁₁ = 0.256 kg·m², the
-    trajectory's 300 rad/s² had asked 73 N·m against 39). Kinova's ros2_control limits (1 rad/s² on
-    joints 1–4, 10 on 5–7, /work/shared/gen3/gen3_parameters.yaml) are a planner's conservative
-    choice, not a bound: this package's own joint approaches ask up to ~9 rad/s². Computed once
-    per model (~20 ms) and cached. ``inf`` where no joint has an effort limit.
+    Gen3: 25.9, 25.7, 92, 70, 518, 459, 8001 rad/s² (joint_1 at home: M₁₁ = 0.256 kg·m², so 300
+    rad/s² is 77 N·m of inertial torque alone against its 39; a trajectory asking that had
+    commanded −73 N·m at once, the measured torque, gravity and coupling in it). Kinova's
+    published ros2_control parameters for the Gen3 (1 rad/s² on joints 1–4, 10 on 5–7) are a
+    planner's conservative choice, not a bound. This package's own joint approaches from rest ask
+    up to ``v_max·√(0.41·kp)``: 8.9 rad/s² on joints 1–4 at the default ``kp`` 100 (``kd`` 20);
+    at higher gains they and the stops are lengthened to stay within these bounds (the
+    approaches of joints 1–2 from ``kp`` ≈ 830 on: :class:`~.approach.JointApproachPlanner`).
+    Computed once per model (~20 ms) and cached. ``inf`` where no joint has an effort limit.
     """
     cached = _ACCELERATION_LIMITS.get(robot)
     if cached is not None:

@@ -599,7 +599,9 @@ class JointTargetSource(TargetSource):
         rad (``q̇·T_s/2``, 0.24 s with kp 100). A reference moving no more than
         :meth:`start_tolerances` is held at once (the step it asks is no larger than a start's)."""
         self._mode = "hold"
-        if self._trajectory is None:  # a joint target still 1 rad away had kept the arm going
+        if self._trajectory is None:
+            # A hold already (or no reference yet): nothing moves to bring to rest. Held where the
+            # arm is, so that a stop never sets the arm moving toward a point it stands away from.
             self._fixed = JointReference(np.array(state.q, dtype=np.float64))
             return
         current = self._current(state)
