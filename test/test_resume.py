@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from torque_ctrl_ros.core.resume import RESUME_TOLERANCE, ResumeKind, ResumeTracker
+from torque_ctrl_ros.core.resume import RESUME_TOLERANCE, ResumeKind, ResumeTracker, StreamPeriod
 from torque_ctrl_ros.core.safety import Action, RejectReason, Watchdog, WatchdogConfig, WatchdogState
 
 N = 3
@@ -199,3 +199,50 @@ def test_a_computed_torque_opens_a_new_window() -> None:
     loop.good(t + 0.2, now=frozen)
     assert loop.bad(t + 0.55, now=frozen) is Action.FALLBACK  # 0.35 s into the new window
     assert loop.bad(t + 0.75, now=frozen) is Action.FALLBACK
+
+
+def test_the_stream_period_is_the_longest_recent_step_between_states_computed_in_a_row() -> None:
+    """Learnt from stamps: a jittery 25 ± 5 ms stream reads 30 ms, not its last short step; a step
+    across a refused state or of 1 s or more is none; silence starts past 1.5 periods (or
+    max_age), and before any period only past max_age + fallback_duration."""
+    config = WatchdogConfig.create(max_age=0.02, fallback_duration=0.5)
+    stream = StreamPeriod(window=10)
+    assert stream.period == 0.0 and stream.silence_after(config) == pytest.approx(0.52)
+    t = 1.0
+    for step in (0.025, 0.030, 0.020, 0.025, 0.020):
+        t += step
+        stream.computed(t, none_refused_since=True)
+    assert stream.period == pytest.approx(0.030) and stream.last_stamp == t
+    assert stream.silence_after(config) == pytest.approx(0.045)
+    stream.computed(t + 0.2, none_refused_since=False)  # across a refused state: not a step
+    stream.computed(t + 5.0, none_refused_since=True)  # a paused stream: not a step
+    assert stream.period == pytest.approx(0.030)
+    fast = StreamPeriod(window=3)
+    for k in range(1, 8):  # 40 Hz, then 1 kHz: the window forgets the slow steps
+        fast.computed(k * 0.025 if k < 4 else 0.075 + (k - 3) * 0.001, none_refused_since=True)
+    assert fast.period == pytest.approx(0.001)
+    assert fast.silence_after(config) == pytest.approx(0.02)  # max_age is longer than 1.5 ms
+
+
+def test_the_typical_step_is_the_median_of_the_recent_ones() -> None:
+    """0.0 before any step; the median, not the longest (the period): one slow step does not move
+    it, a stream that changed rate moves it once the window holds more new steps than old."""
+    stream = StreamPeriod(window=5)
+    assert stream.typical == 0.0
+    stream.computed(1.0, none_refused_since=True)
+    assert stream.typical == 0.0  # one stamp: no step yet
+    t = 1.0
+    for step in (0.025, 0.025, 0.060):
+        t += step
+        stream.computed(t, none_refused_since=True)
+    assert stream.typical == pytest.approx(0.025) and stream.period == pytest.approx(0.060)
+    t += 0.020
+    stream.computed(t, none_refused_since=True)  # 20, 25, 25, 60: the middle two's mean
+    assert stream.typical == pytest.approx(0.025)
+    for _ in range(3):  # 1 kHz from here: 3 of 5 steps are 1 ms
+        t += 0.001
+        stream.computed(t, none_refused_since=True)
+    assert stream.typical == pytest.approx(0.001) and stream.period == pytest.approx(0.060)
+    stream.computed(t + 2.0, none_refused_since=True)  # a pause: not a step
+    stream.computed(t + 2.5, none_refused_since=False)  # across a refused state: not a step
+    assert stream.typical == pytest.approx(0.001)

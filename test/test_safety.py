@@ -19,7 +19,6 @@ from torque_ctrl_ros.core.safety import (
     Action,
     JointNameMap,
     RejectReason,
-    StreamPeriod,
     Watchdog,
     WatchdogConfig,
     WatchdogState,
@@ -602,26 +601,3 @@ def test_safe_brake_predicts_no_further_than_its_horizon_in_one_call(robot: Robo
     brake.start(np.zeros(7), np.full(7, 0.1), 1.0, hold=1)
     brake.torque(1.05)
     assert brake.k == brake.max_periods == 10
-
-
-def test_the_stream_period_is_the_longest_recent_step_between_states_computed_in_a_row() -> None:
-    """Learnt from stamps: a jittery 25 ± 5 ms stream reads 30 ms, not its last short step; a step
-    across a refused state or of 1 s or more is none; silence starts past 1.5 periods (or
-    max_age), and before any period only past max_age + fallback_duration."""
-    config = WatchdogConfig.create(max_age=0.02, fallback_duration=0.5)
-    stream = StreamPeriod(window=10)
-    assert stream.period == 0.0 and stream.silence_after(config) == pytest.approx(0.52)
-    t = 1.0
-    for step in (0.025, 0.030, 0.020, 0.025, 0.020):
-        t += step
-        stream.computed(t, none_refused_since=True)
-    assert stream.period == pytest.approx(0.030) and stream.last_stamp == t
-    assert stream.silence_after(config) == pytest.approx(0.045)
-    stream.computed(t + 0.2, none_refused_since=False)  # across a refused state: not a step
-    stream.computed(t + 5.0, none_refused_since=True)  # a paused stream: not a step
-    assert stream.period == pytest.approx(0.030)
-    fast = StreamPeriod(window=3)
-    for k in range(1, 8):  # 40 Hz, then 1 kHz: the window forgets the slow steps
-        fast.computed(k * 0.025 if k < 4 else 0.075 + (k - 3) * 0.001, none_refused_since=True)
-    assert fast.period == pytest.approx(0.001)
-    assert fast.silence_after(config) == pytest.approx(0.02)  # max_age is longer than 1.5 ms

@@ -11,9 +11,10 @@ computed again, the target the controller tracks either
   the caller holds where the arm is.
 
 :class:`ResumeTracker` keeps the bookkeeping this needs (the last computed state, the first safe
-command's stamp, the stream's period) and decides; the caller (the controller node) applies the
-decision to its target source and logs it. It also ends a fallback window by the states' own
-stamps when the caller's clock stands still (:meth:`ResumeTracker.window_over`).
+command's stamp, the stream's period: :class:`StreamPeriod`) and decides; the caller (the
+controller node) applies the decision to its target source and logs it. It also ends a fallback
+window by the states' own stamps when the caller's clock stands still
+(:meth:`ResumeTracker.window_over`).
 
 All times are in seconds: ``stamp`` on the states' clock, ``now`` on the caller's clock.
 """
@@ -22,12 +23,14 @@ from __future__ import annotations
 
 import enum
 import math
+import statistics
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .safety import StreamPeriod, Watchdog, WatchdogConfig, WatchdogState
+from .safety import Watchdog, WatchdogConfig, WatchdogState
 from .validation import FloatArray
 
 RESUME_TOLERANCE = 0.1
@@ -37,6 +40,47 @@ stood still meanwhile is as far, and the law would step into it (the controller 
 over a simulator that let the arm fall, joint_2 had come back from 0.42 rad at its torque limit,
 joint_6 past its velocity limit); the target is then dropped and the arm held where it is, as
 after a stop. 0.1 rad asks 10 rad/s² of computed torque at its ``kp`` of 100."""
+
+
+class StreamPeriod:
+    """The period (s) of a stream of joint states, learnt from the stamps of the states a
+    controller computed on; what counts as a silence in it.
+
+    The period is the longest of the last ``window`` steps between two computed states with none
+    refused between them. A gap the watchdog noted as a silence counts, so that a stream slowing
+    to 40 Hz is learnt rather than taken for a silence at every state; the longest, so that a
+    jittery one (25 ± 5 ms) is not after one short step (one step alone: 89 fallbacks in 400
+    states). Steps of 1 s or more are none (a paused stream, another clock).
+    """
+
+    def __init__(self, window: int = 10) -> None:
+        self.period = 0.0  #: s; 0 until two states in a row were computed on
+        self.last_stamp = math.inf  #: stamp (s) of the last state computed on
+        self._steps: deque[float] = deque(maxlen=window)
+
+    def computed(self, stamp: float, none_refused_since: bool) -> None:
+        """A state stamped ``stamp`` (s) was computed on; ``none_refused_since``: no state was
+        refused since the last one computed on (the step between them is then the stream's)."""
+        step = stamp - self.last_stamp
+        if 0.0 < step < 1.0 and none_refused_since:
+            self._steps.append(step)
+            self.period = max(self._steps)
+        self.last_stamp = stamp
+
+    @property
+    def typical(self) -> float:
+        """The median (s) of the last ``window`` steps (:attr:`period` is their longest); 0.0
+        while there are none (of an even number, the mean of the middle two). The stream's usual
+        step, which one slow step does not move (25, 25, 60 ms: 25 ms, where the period is 60)."""
+        return statistics.median(self._steps) if self._steps else 0.0
+
+    def silence_after(self, config: WatchdogConfig) -> float:
+        """The gap (s) between two states' stamps beyond which the stream counts as having been
+        silent: ``max_age``, or 1.5 periods when that is longer; while the period is not known
+        yet, ``max_age + fallback_duration`` (only a gap that stops the arm)."""
+        if self.period <= 0.0:
+            return config.max_age + config.fallback_duration
+        return max(config.max_age, 1.5 * self.period)
 
 
 class ResumeKind(enum.Enum):
@@ -168,4 +212,4 @@ class ResumeTracker:
         return now == self._window_now and stamp - self._window_stamp > self.config.fallback_duration
 
 
-__all__ = ["DROP", "KEEP", "RESUME_TOLERANCE", "Resume", "ResumeKind", "ResumeTracker"]
+__all__ = ["DROP", "KEEP", "RESUME_TOLERANCE", "Resume", "ResumeKind", "ResumeTracker", "StreamPeriod"]

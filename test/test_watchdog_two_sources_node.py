@@ -1,0 +1,125 @@
+"""The controller node in this process (its callbacks called directly) fed two publishers of the
+arm's states: the driver at 1 kHz and a joint_state_publisher at the zero pose at 10 Hz. What the
+node publishes, logs and reports when its watchdog stops on two sources, and what becomes of its
+target when control resumes after the second publisher went quiet (core/safety.py, core/resume.py).
+No DDS traffic is needed; the node is built on its own domain id."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from ros_helpers import in_process_controllers, requires_rclpy, ros_domain  # noqa: F401
+
+from torque_ctrl_ros.core.safety import CONFLICT_WINDOW
+
+pytestmark = [pytest.mark.ros, requires_rclpy]
+
+JOINTS = [f"joint_{i}" for i in range(1, 8)]
+HOME = np.array([0.0, 0.26179939, 3.14159265, -2.26892803, 0.0, 0.95993109, 1.57079633])
+ZERO = np.zeros(7)
+
+
+class Sink:
+    """Stands in for a publisher: counts what is sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def publish(self, msg: Any) -> None:
+        self.sent.append(msg)
+
+
+class Logger:
+    """Stands in for the node's logger behind its ThrottledLog: (level, text) of each line."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str]] = []
+
+    def error(self, text: str) -> None:
+        self.lines.append(("error", text))
+
+    def warning(self, text: str) -> None:
+        self.lines.append(("warning", text))
+
+    def info(self, text: str) -> None:
+        self.lines.append(("info", text))
+
+
+@pytest.fixture
+def node(ros_domain: int) -> Iterator[Any]:  # noqa: F811
+    with in_process_controllers(ros_domain) as make:
+        node = make(use_sim_time=True, controller="computed_torque", **{"watchdog.max_age": 0.02})
+        node.publisher = Sink()
+        node.diag_publisher = Sink()
+        node.log._logger = Logger()
+        yield node
+
+
+def _sim_clock(node: Any) -> Callable[[float], float]:
+    """Sets the node's sim time to ``t`` (s) and returns ``t``."""
+    from rclpy.time import Time
+
+    clock = node.node.get_clock()
+
+    def at(t: float) -> float:
+        clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9), clock_type=clock.clock_type))
+        return t
+
+    return at
+
+
+def _state_msg(q: np.ndarray, stamp: float) -> Any:
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    msg = JointStateMsg(name=list(JOINTS), position=q.tolist(), velocity=[0.0] * 7)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
+    return msg
+
+
+def _diagnostics(node: Any) -> dict[str, str]:
+    node._publish_diagnostics()
+    return {kv.key: kv.value for kv in node.diag_publisher.sent[-1].status[0].values}
+
+
+def test_the_node_stops_on_two_publishers_says_why_and_resumes_holding_where_the_arm_is(node: Any) -> None:
+    """The driver's first state comes first, the joint_state_publisher's at 10.05 s, then every
+    100 ms until 10.95 s. Its first three are answered by a safe command each; the fourth (10.35 s)
+    stops the node: nothing published, the transition logged at once with the reason, refusals
+    logged as inconsistent, /diagnostics saying stopped and why. CONFLICT_WINDOW after the last
+    jump (the driver's state at 10.951 s) the driver's states are computed on again, and the
+    target (home, set before) is dropped: the node holds where the arm is."""
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    at = _sim_clock(node)
+    node.target._on_joint_target(JointStateMsg(name=list(JOINTS), position=HOME.tolist()))
+    events = [(10.0 + 1e-3 * k, HOME) for k in range(2200)]
+    events += [(10.05 + 0.1 * k + 1e-4, ZERO) for k in range(10)]
+    published: list[tuple[float, int]] = []  # (stamp, commands published for that state: 0 or 1)
+    diagnostics: dict[str, str] = {}
+    for stamp, q in sorted(events, key=lambda e: e[0]):
+        before = len(node.publisher.sent)
+        node._on_state_message(_state_msg(q, at(stamp + 2e-4)))
+        published.append((stamp, len(node.publisher.sent) - before))
+        if len(published) == 1:
+            assert node.target.describe() == "joint_target"  # taken up at the first state
+        if not diagnostics and stamp > 10.5:
+            diagnostics = _diagnostics(node)
+    assert node.target.describe() == "hold"  # dropped when control resumed
+    stop, resume = 10.35 + 1e-4, 10.951 + CONFLICT_WINDOW
+    assert sum(n for t, n in published if t < stop) == 351 + 3  # the driver's, and 3 safe commands
+    assert sum(n for t, n in published if stop <= t < resume) == 0
+    assert all(n == 1 for t, n in published if t > resume + 2e-3)
+    assert node.fallback_commands == 3 and node.watchdog.state.value == "ok"
+
+    assert diagnostics["watchdog_state"] == "stopped"
+    assert diagnostics["watchdog_reason"].startswith("joint states jump between poses"), diagnostics
+    assert int(diagnostics["rejected_inconsistent"]) > 100 and diagnostics["rejected_out_of_range"] == "3"
+    node.log.flush()
+    lines = node.log._logger.lines
+    stopped = [text for level, text in lines if text.startswith("watchdog ok -> stopped")]
+    assert len(stopped) == 1 and "more than one node may publish this arm's joints" in stopped[0], lines
+    assert any(text.startswith("joint state refused (inconsistent): joint states jump") for _, text in lines)
+    assert ("info", "watchdog stopped -> ok") in lines, lines
