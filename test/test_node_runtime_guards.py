@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +40,10 @@ class Nodes:
         self.domain = domain
         self.open: list[Any] = []
 
-    def make(self, kind: str, **params: Any) -> Any:
+    def make(self, kind: str, *, remaps: Sequence[str] = (), **params: Any) -> Any:
         """``kind``: ``controller``, ``sim`` or ``composed``; ``params``: ``-p`` overrides
-        (``node:name`` for one node only). Commands and /diagnostics go to :class:`Recorder` s."""
+        (``node:name`` for one node only); ``remaps``: ``-r`` arguments (``from:=to``). Commands
+        and /diagnostics go to :class:`Recorder` s."""
         import rclpy
 
         from torque_ctrl_ros.nodes.composed import Composed
@@ -52,6 +53,8 @@ class Nodes:
         args = ["--ros-args", "--params-file", str(CONFIG)]
         for key, value in params.items():
             args += ["-p", f"{key}:={param_literal(value)}"]
+        for remap in remaps:
+            args += ["-r", remap]
         rclpy.init(args=args, domain_id=self.domain)
         built = {"controller": ControllerNode, "sim": SimNode, "composed": Composed}[kind]()
         self.open.append(built)

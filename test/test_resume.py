@@ -238,11 +238,11 @@ def test_the_typical_step_is_the_median_of_the_recent_ones() -> None:
     assert stream.typical == pytest.approx(0.025) and stream.period == pytest.approx(0.060)
     t += 0.020
     stream.computed(t, none_refused_since=True)  # 20, 25, 25, 60: the middle two's mean
-    assert stream.typical == pytest.approx(0.025)
+    assert stream.typical == pytest.approx(0.025) and not stream.full  # 4 steps of 5
     for _ in range(3):  # 1 kHz from here: 3 of 5 steps are 1 ms
         t += 0.001
         stream.computed(t, none_refused_since=True)
-    assert stream.typical == pytest.approx(0.001) and stream.period == pytest.approx(0.060)
+    assert stream.typical == pytest.approx(0.001) and stream.period == pytest.approx(0.060) and stream.full
     stream.computed(t + 2.0, none_refused_since=True)  # a pause: not a step
     stream.computed(t + 2.5, none_refused_since=False)  # across a refused state: not a step
     assert stream.typical == pytest.approx(0.001)

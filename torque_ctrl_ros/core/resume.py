@@ -74,6 +74,12 @@ class StreamPeriod:
         step, which one slow step does not move (25, 25, 60 ms: 25 ms, where the period is 60)."""
         return statistics.median(self._steps) if self._steps else 0.0
 
+    @property
+    def full(self) -> bool:
+        """Whether ``window`` steps were learnt (then :attr:`typical` is a stream's, not one or
+        two steps between states sent by hand)."""
+        return len(self._steps) == self._steps.maxlen
+
     def silence_after(self, config: WatchdogConfig) -> float:
         """The gap (s) between two states' stamps beyond which the stream counts as having been
         silent: ``max_age``, or 1.5 periods when that is longer; while the period is not known

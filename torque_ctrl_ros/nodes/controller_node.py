@@ -147,9 +147,10 @@ class ControllerNode:
         qos = control_qos(cfg.common)
         self.publisher = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, qos)
         if self.serialized:
-            node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_bytes, qos, raw=True)
+            states = node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_bytes, qos, raw=True)
         else:
-            node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_message, qos)
+            states = node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_message, qos)
+        self._state_topic = states.topic_name  # remapped: count_publishers does not remap
         self.diag_publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         node.create_timer(cfg.common.diagnostics_period, self._on_diagnostics_timer, clock=self._steady)
@@ -187,7 +188,6 @@ class ControllerNode:
         self._last_state_wall = time.monotonic()
         self._last_state_now = 0.0
         self._window_start = (time.monotonic(), 0, 0)
-        self._window_stamp_ns = 0  # stamp of the last command published before the window
         self._started = time.monotonic()
         self.executor = make_executor(cfg.common.executor)
         self.executor.add_node(node)
@@ -529,9 +529,9 @@ class ControllerNode:
         t_start, states0, commands0 = self._window_start
         span = max(now_wall - t_start, 1e-9)
         self._window_start = (now_wall, self.states, self.commands)
-        step = _mean_step(self._window_stamp_ns, self._last_stamp_ns, self.commands - commands0)
-        self._window_stamp_ns = self._last_stamp_ns
-        state_publishers = self.node.count_publishers(STATE_TOPIC)
+        stream = self.resume.stream
+        step = stream.typical if stream.full else math.nan  # the usual step between computed states
+        state_publishers = self.node.count_publishers(self._state_topic)
         wd = self.watchdog
         # The controller's costlier diagnostics of the same step, computed only now.
         details = self.controller.diagnostics() if self._last_computed else {}
@@ -569,11 +569,13 @@ class ControllerNode:
             message = f"controller fallback on {new_fallbacks} step(s) since the last report: " + ", ".join(
                 f"{k} {v:.3g}" for k, v in self.last_fallback_info.items() if k.startswith("qp_")
             )
-        warning = _stream_warning(step, state_publishers, self.foreign_states)
+        warning = _stream_warning(step, state_publishers, self.foreign_states, self._state_topic)
         if warning:
             self.log.warning("stream", warning)
             if level == DiagnosticStatus.OK:
                 level, message = DiagnosticStatus.WARN, warning
+            else:  # (WAITING's WARN, or an ERROR: said after what it says)
+                message = f"{message}; {warning}"
         array = DiagnosticArray()
         array.header.stamp = self.node.get_clock().now().to_msg()
         array.status = [
@@ -654,23 +656,16 @@ class ControllerNode:
 INFO_PARTS = (("prepare", "prepare_time_us"), ("qp_solve", "qp_solve_time_us"))
 
 
-#: Mean step between answered states' stamps, as a share of CONTROL_PERIOD, beyond which the
-#: stream is not the 1 kHz every gain and damping check assumes (a few lost states stay inside).
+#: How far (a share of CONTROL_PERIOD) the stream's usual step may be from it: beyond, the stream is
+#: not the 1 kHz every gain and damping check assumes.
 _PERIOD_TOLERANCE = 0.25
 
 
-def _mean_step(first_ns: int, last_ns: int, count: int) -> float:
-    """Mean step (s) between the stamps of ``count`` states answered after the one stamped
-    ``first_ns``, the last stamped ``last_ns``; nan for fewer than 10 or no stamp before them."""
-    if count < 10 or first_ns <= 0 or last_ns <= first_ns:
-        return math.nan
-    return (last_ns - first_ns) * 1e-9 / count
-
-
-def _stream_warning(step: float, state_publishers: int, foreign_states: int) -> str:
+def _stream_warning(step: float, state_publishers: int, foreign_states: int, topic: str = STATE_TOPIC) -> str:
     """What /diagnostics warn of in the joint-state stream, "" if nothing:
 
-    - a mean step (s) off :data:`CONTROL_PERIOD` by more than :data:`_PERIOD_TOLERANCE`: the
+    - a usual step ``step`` (s, :attr:`StreamPeriod.typical`, nan while unknown) off
+      :data:`CONTROL_PERIOD` by more than :data:`_PERIOD_TOLERANCE`: the
       dampings and gains were checked for one state per 1 ms; at 500 Hz each is twice as close
       to its bound (the defaults' 0.975 becomes 1.95: unstable);
     - more than one publisher on the state topic while no state named other joints (a gripper's
@@ -685,7 +680,7 @@ def _stream_warning(step: float, state_publishers: int, foreign_states: int) -> 
         )
     if state_publishers > 1 and foreign_states == 0:
         return (
-            f"{state_publishers} publishers on {STATE_TOPIC}: joint states of this arm from more than one "
+            f"{state_publishers} publishers on {topic}: joint states of this arm from more than one "
             "source (a joint_state_publisher next to the driver?)"
         )
     return ""
