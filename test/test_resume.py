@@ -46,7 +46,7 @@ class Loop:
         """A refused state, answered by a safe command while the window is open."""
         now = stamp if now is None else now
         action = self.wd.reject(RejectReason.NON_FINITE, "nan", now)
-        if action is Action.FALLBACK and self.tracker.window_over(stamp, now):
+        if action is Action.FALLBACK and self.tracker.note_fallback(stamp, now):
             self.wd.end_window()
             action = Action.NONE
         if action is Action.FALLBACK:

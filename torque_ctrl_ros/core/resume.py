@@ -14,7 +14,7 @@ computed again, the target the controller tracks either
 command's stamp, the stream's period: :class:`StreamPeriod`) and decides; the caller (the
 controller node) applies the decision to its target source and logs it. It also ends a fallback
 window by the states' own stamps when the caller's clock stands still
-(:meth:`ResumeTracker.window_over`).
+(:meth:`ResumeTracker.note_fallback`).
 
 All times are in seconds: ``stamp`` on the states' clock, ``now`` on the caller's clock.
 """
@@ -126,9 +126,10 @@ class ResumeTracker:
     them; decides what the target does when control resumes (module docstring).
 
     Call, per state: :meth:`computed` when the watchdog accepted it (before the controller runs),
-    then :meth:`torque_computed` if the controller answered it; :meth:`safe_command` for each safe
-    command sent, and :meth:`window_over` while in a fallback. ``difference(q_to, q_from)`` is the
-    robot's configuration difference (rad; the short way round on continuous joints).
+    then :meth:`torque_computed` if the controller answered it; :meth:`note_fallback` for each
+    state the watchdog answers with a fallback, and :meth:`safe_command` for each safe command
+    sent. ``difference(q_to, q_from)`` is the robot's configuration difference (rad; the short way
+    round on continuous joints).
     """
 
     def __init__(
@@ -199,7 +200,7 @@ class ResumeTracker:
 
     def torque_computed(self) -> None:
         """The controller answered the state :meth:`computed` was called for: no safe command
-        since, and the next one opens a new window for :meth:`window_over`."""
+        since, and the next fallback opens a new window (:meth:`note_fallback`)."""
         self._window_stamp = math.nan
 
     def safe_command(self, stamp: float) -> None:
@@ -207,11 +208,12 @@ class ResumeTracker:
         if math.isnan(self._safe_from_stamp):
             self._safe_from_stamp = stamp
 
-    def window_over(self, stamp: float, now: float) -> bool:
-        """Whether the fallback window is over by the states' stamps (``stamp``, s, as it came)
-        while the caller's clock (``now``) has stood still since the first safe command of the
-        window (``use_sim_time`` without ``/clock``: that clock could never end it). Only then:
-        on a running clock, one wild stamp had stopped the arm and dropped its trajectory."""
+    def note_fallback(self, stamp: float, now: float) -> bool:
+        """The watchdog answered the state stamped ``stamp`` (s, as it came) with a fallback at
+        ``now``: the first since a torque was computed opens a window. Returns whether that window
+        is over by the states' stamps while the caller's clock has stood still since it opened
+        (``use_sim_time`` without ``/clock``: that clock could never end it). Only then: on a
+        running clock, one wild stamp had stopped the arm and dropped its trajectory."""
         if math.isnan(self._window_stamp):
             self._window_stamp, self._window_now = stamp, now
             return False

@@ -332,7 +332,7 @@ class ControllerNode:
         t0 = t_computed = 0.0  # set when the controller is called
         if action is Action.COMPUTE:
             action, out, t0, t_computed = self._compute(previous, counted, now)
-        if action is Action.FALLBACK and self.resume.window_over(stamp, now):
+        if action is Action.FALLBACK and self.resume.note_fallback(stamp, now):
             wd.end_window()
             action = Action.NONE
         if action is Action.FALLBACK:
