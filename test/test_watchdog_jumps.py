@@ -408,3 +408,36 @@ def test_without_velocity_limits_a_long_gap_warns_nothing() -> None:
         assert "farther than 20 rad" in refused[1] and "nan" not in refused[1] and "inf" not in refused[1]
         assert wd.check(np.array([-5e5, 19.0]), np.zeros(2), 2.0, 2.0) is None
         assert np.isfinite(wd._reach_over(1e300)).all()
+
+
+def test_the_stop_on_two_sources_is_timed_on_the_steady_clock_when_given(gen3: RobotModel) -> None:
+    """Under sim time in lockstep, the node publishing nothing while stopped, the simulator moves
+    one period per lockstep_timeout: timed on that clock the 1 s stop had lasted ~1000 timeouts,
+    and with the clock standing still (no /clock) for ever. Timed on a steady clock it ends 1 s
+    of it after the last jump, whatever the caller's ``now`` did."""
+    wall = [0.0]
+    limits = (gen3.position_lower, gen3.position_upper)
+    wd = Watchdog(
+        gen3.n,
+        WatchdogConfig.create(),
+        limits,
+        gen3.velocity_limit,
+        gen3.joint_names,
+        steady_clock=lambda: wall[0],
+    )
+    frozen = 10.0  # the node's (sim) clock stands still while nothing is answered
+    stamp = 10.0
+    for k in range(8):  # the driver and a zero-pose publisher in turn: 4 jumps, stopped
+        wall[0] += 0.01
+        stamp += 1e-3
+        _feed(wd, HOME if k % 2 == 0 else ZERO, stamp, frozen)
+    assert wd.conflict and wd.state is WatchdogState.STOPPED
+    for _ in range(99):  # the driver alone, one state per 10 ms of wall time: 0.99 s
+        wall[0] += 0.01
+        stamp += 1e-3
+        assert _feed(wd, HOME, stamp, frozen)[0] is Action.NONE
+    for _ in range(2):  # past 1 s without a jump: judged as after any stop, and computed on
+        wall[0] += 0.01
+        stamp += 1e-3
+        action, _ = _feed(wd, HOME, stamp, frozen)
+    assert action is Action.COMPUTE and not wd.conflict and wd.state is WatchdogState.OK

@@ -34,7 +34,7 @@ from __future__ import annotations
 import enum
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -268,12 +268,16 @@ class _Jumps:
         "message",
         "span_cap",
         "span_plain",
+        "steady",
         "stopped",
         "stops",
         "times",
     )
 
-    def __init__(self, speed_max: FloatArray, half_width: FloatArray) -> None:
+    def __init__(
+        self, speed_max: FloatArray, half_width: FloatArray, steady: Callable[[], float] | None
+    ) -> None:
+        self.steady = steady  # the clock (s) the stop on two sources is timed on, if not the caller's
         with np.errstate(divide="ignore"):
             self.span_cap: FloatArray = (2.0 * half_width + 1.0) / speed_max
         self.span_plain = float(self.span_cap.min())
@@ -314,11 +318,17 @@ class Watchdog:
         position_limits: tuple[FloatArray, FloatArray] | None = None,
         velocity_limit: FloatArray | None = None,
         joint_names: Sequence[str] | None = None,
+        steady_clock: Callable[[], float] | None = None,
     ) -> None:
         """``position_limits`` = (lower, upper) (rad) and ``velocity_limit`` (rad/s), ``n`` each,
         ±inf / inf where a joint has none, bound the plausible states (see
         :class:`WatchdogConfig`); without them, states need only be finite with ``|q| <=``
-        :data:`MAX_ANGLE`. ``joint_names`` (controller order) name the joint in refusals."""
+        :data:`MAX_ANGLE`. ``joint_names`` (controller order) name the joint in refusals.
+        ``steady_clock`` (s, e.g. ``time.monotonic``) times the stop on two sources
+        (:data:`CONFLICT_WINDOW`) instead of the caller's ``now``: under ``use_sim_time`` that
+        clock runs at the simulator's pace, which in lockstep advances one period per
+        ``lockstep_timeout`` while nothing is published (the 1 s stop had lasted ~1000 timeouts),
+        and without ``/clock`` not at all."""
         self.n = n
         self.config = config or WatchdogConfig()
         self.joint_names = tuple(joint_names) if joint_names is not None else tuple(f"#{i}" for i in range(n))
@@ -367,7 +377,7 @@ class Watchdog:
         self._order_stamp = -math.inf  # what a new stamp must not be older than (see check)
         # The 29th attribute: with a 30th, each attribute read is slower (CPython 3.11, measured:
         # check() on a good state 4.3 µs instead of 4.2), so the jump test keeps its own in _Jumps.
-        self._jumps = _Jumps(self.speed_max, self._half_width)
+        self._jumps = _Jumps(self.speed_max, self._half_width, steady_clock)
 
     def check(
         self, q: FloatArray, v: FloatArray, stamp: float, now: float
@@ -495,6 +505,8 @@ class Watchdog:
         i = int(np.argmax(excess))
         if not excess[i] > 0.0:
             return None
+        if self._jumps.steady is not None:
+            now = self._jumps.steady()
         times = self._jumps.times
         if times and now < times[-1] - self.config.max_age:
             times.clear()  # the clock went back (a restarted simulator): those were another run's
@@ -533,6 +545,8 @@ class Watchdog:
         """While stopped on two sources: note a jump of ``q`` (received at ``now``, s) from the last
         finite state received; whether the stop goes on (else it ends: judge ``q`` as usual)."""
         jumps = self._jumps
+        if jumps.steady is not None:
+            now = jumps.steady()
         if now < jumps.last_jump - self.config.max_age:
             jumps.last_jump = now  # the clock went back: the window starts again from here
         if np.isfinite(q).all():
@@ -716,6 +730,15 @@ class Watchdog:
     def conflicts(self) -> int:
         """Number of stops on two sources since start."""
         return self._jumps.stops
+
+    @property
+    def steady_clock(self) -> Callable[[], float] | None:
+        """The clock (s) the stop on two sources is timed on; ``None``: the caller's ``now``."""
+        return self._jumps.steady
+
+    @steady_clock.setter
+    def steady_clock(self, clock: Callable[[], float] | None) -> None:
+        self._jumps.steady = clock
 
     @property
     def rejected_total(self) -> int:

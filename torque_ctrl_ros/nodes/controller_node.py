@@ -130,7 +130,14 @@ class ControllerNode:
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         limits = (robot.position_lower, robot.position_upper)
-        self.watchdog = Watchdog(robot.n, cfg.watchdog, limits, robot.velocity_limit, robot.joint_names)
+        self.watchdog = Watchdog(
+            robot.n,
+            cfg.watchdog,
+            limits,
+            robot.velocity_limit,
+            robot.joint_names,
+            steady_clock=time.monotonic,
+        )
         # What a target does when control resumes after a fallback or a stop (core/resume.py).
         self.resume = ResumeTracker(robot.n, cfg.watchdog, robot.difference)
         self.decoder = JointStateDecoder(robot.joint_names)
@@ -574,7 +581,7 @@ class ControllerNode:
             self.log.warning("stream", warning)
             if level == DiagnosticStatus.OK:
                 level, message = DiagnosticStatus.WARN, warning
-            else:  # (WAITING's WARN, or an ERROR: said after what it says)
+            else:  # (WAITING's WARN, a controller fallback's WARN, or an ERROR: said after it)
                 message = f"{message}; {warning}"
         array = DiagnosticArray()
         array.header.stamp = self.node.get_clock().now().to_msg()
