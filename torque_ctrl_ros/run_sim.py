@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +61,14 @@ def child_env(domain: int) -> dict[str, str]:
 
 def start_node(
     module: str,
-    params_file: Path,
+    params_files: Sequence[Path],
     overrides: dict[str, str],
     env: dict[str, str],
     log: Path,
     placement: Placement = UNPLACED,
 ) -> subprocess.Popen:
-    """``python -m torque_ctrl_ros.nodes.<module> --ros-args --params-file ... -p k:=v``.
+    """``python -m torque_ctrl_ros.nodes.<module> --ros-args --params-file ... -p k:=v``, the
+    files in order (a later one's values win).
 
     ``placement``: the node asks for ``SCHED_FIFO`` and its CPUs itself (through
     ``$TORQUE_CTRL_RT_PRIORITY`` and ``$TORQUE_CTRL_CPUS``, see :mod:`.nodes.scheduling`).
@@ -77,9 +78,9 @@ def start_node(
         "-m",
         f"torque_ctrl_ros.nodes.{module}",
         "--ros-args",
-        "--params-file",
-        str(params_file),
     ]
+    for path in params_files:
+        cmd += ["--params-file", str(path)]
     for key, value in overrides.items():
         cmd += ["-p", f"{key}:={value}"]
     # Own session: Ctrl-C reaches only this runner, which then stops the nodes in order.
@@ -163,7 +164,9 @@ def float_or_nan(value: Any) -> float:
 class NodePair:
     """``controller_node`` and ``sim_node`` as two processes on one ROS domain.
 
-    Both read ``params_file`` (default ``config/gen3_controllers.yaml``) plus overrides. Logs go
+    Both read ``config/gen3_controllers.yaml``, then ``params_file`` layered over it when given
+    (its values win: a whole file, or only what differs, e.g. ``config/gen3_hardware.yaml``), then
+    overrides. Logs go
     to ``out/<node>.log``; each node writes its whole-run summary to ``out/sim.json`` or
     ``out/controller.json`` at exit. As a context manager, both processes are stopped (SIGINT,
     then SIGKILL) on exit. With ``composed``, both nodes run in one process instead
@@ -191,7 +194,10 @@ class NodePair:
         self.controller = controller
         self.mode = mode
         self.duration = duration
-        self.params_file = params_file or data_path("config", "gen3_controllers.yaml")
+        shipped = Path(data_path("config", "gen3_controllers.yaml"))
+        self.params_files = [shipped]
+        if params_file is not None and Path(params_file).resolve() != shipped.resolve():
+            self.params_files.append(Path(params_file))
         self.controller_params = controller_params or {}
         self.sim_params = sim_params or {}
         self.placement = placement
@@ -230,15 +236,15 @@ class NodePair:
             # One process (torque_ctrl_ros.nodes.composed): overrides scoped by node name.
             both = {f"controller_node:{k}": v for k, v in ctrl.items()}
             both |= {f"sim_node:{k}": v for k, v in sim.items()}
-            self.sim = start_node("composed", self.params_file, both, env, out / "sim_node.log", place)
+            self.sim = start_node("composed", self.params_files, both, env, out / "sim_node.log", place)
             return
-        self.sim = start_node("sim_node", self.params_file, sim, env, out / "sim_node.log", place)
+        self.sim = start_node("sim_node", self.params_files, sim, env, out / "sim_node.log", place)
         if before_controller is not None:
             before_controller()
         if not self.sim_running():  # it failed at start (its log says why): nothing to control
             return
         self.ctrl = start_node(
-            "controller_node", self.params_file, ctrl, env, out / "controller_node.log", place
+            "controller_node", self.params_files, ctrl, env, out / "controller_node.log", place
         )
 
     def scheduling(self) -> dict[str, str]:
@@ -526,7 +532,10 @@ def main(argv: list[str] | None = None) -> int:
         "--duration", type=_duration, default=10.0, help="simulated seconds (0: until Ctrl-C)"
     )
     parser.add_argument(
-        "--params-file", type=Path, default=None, help="default: config/gen3_controllers.yaml"
+        "--params-file",
+        type=Path,
+        default=None,
+        help="layered over config/gen3_controllers.yaml (its values win), e.g. config/gen3_hardware.yaml",
     )
     parser.add_argument(
         "--out", type=Path, default=None, help="folder for logs and stats (default: a temp folder)"
@@ -572,7 +581,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"make sim: controller={args.controller} mode={args.mode} duration={args.duration:g} s "
-        f"ROS_DOMAIN_ID={domain.id} config={pair.params_file}\nlogs and stats: {out}",
+        f"ROS_DOMAIN_ID={domain.id} config={' + '.join(str(p) for p in pair.params_files)}\n"
+        f"logs and stats: {out}",
         flush=True,
     )
     monitor = Monitor(domain.id, args.controller, args.duration)

@@ -576,7 +576,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--params-file",
         type=Path,
         default=None,
-        help="node parameters (default config/gen3_controllers.yaml)",
+        help="node parameters layered over config/gen3_controllers.yaml (its values win)",
     )
     args = parser.parse_args(argv)
     args.sections = [s for s in args.sections.split(",") if s]
