@@ -21,7 +21,8 @@ the bound a user's trajectory is held to): ``T ≥ √(5.77·|Δqᵢ|/a_maxᵢ)`
 joint approach ask up to ``v_max·√(0.41·kp)`` (``kp·|Δq|`` against ``0.41·v_max²/|Δq|``): 8.9
 rad/s² on joint_1 at ``kp`` 100, within its 25.9, but 89 at ``kp`` 1e4; the third decides only
 from ``kp`` ≈ 830 on (joints 1–2). Joint stops and quintics from a moving reference are lengthened
-until their exact peak is within the bound (the start's own acceleration allowed at the start);
+until their exact peak is within the bound (or within the start's own acceleration, when that
+is larger, over the whole quintic);
 pose approaches and stops are timed on their predicted joint motion (:class:`PoseApproachPlanner`).
 
 From a moving reference (a new target while an approach is under way), one quintic from its

@@ -448,8 +448,11 @@ def _check_barrier_delay(section: str, config: QPIDConfig, delay: int) -> None:
     """With the command ``delay`` > 1 periods late (the robot's ``command_delay``), each enabled
     barrier's ``alpha`` must also keep its closed loop stable: a first-order one (joint velocity:
     ``h⁺ = h − α·Δt·h₋d``) needs ``α·Δt <`` :func:`damping_eigenvalue_bound` ``(d)``, a second-order
-    one the PD law ``kp = α², kd = 2α`` (:func:`check_pd_gains`). At one period the alpha bounds of
-    :func:`_check_barrier_groups` are the stricter (or the same)."""
+    one the PD law ``kp = α², kd = 2α`` (:func:`check_pd_gains`: α up to ~141 1/s four periods late).
+
+    At one period only :func:`_check_barrier_groups` applies (α·Δt ≤ 1, ≤ 1/2). For the
+    second-order barriers that lets α up to 500 through, where this PD model reads a radius of 1.0
+    at 400 and 1.14 at 500 one period late (a review, 2026-12-05): not changed, the defaults are 10."""
     if delay <= 1:
         return
     groups = {
