@@ -271,6 +271,19 @@ def in_process_controllers(domain: int) -> Iterator[Callable[..., Any]]:
             rclpy.shutdown()
 
 
+def sim_clock(node: Any) -> Callable[[float], float]:
+    """``at(t)``: sets an in-process node's sim time to ``t`` (s) and returns ``t``."""
+    from rclpy.time import Time
+
+    clock = node.node.get_clock()
+
+    def at(t: float) -> float:
+        clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9), clock_type=clock.clock_type))
+        return t
+
+    return at
+
+
 def node_now(node: Any) -> float:
     """The ROS time (s) of an in-process node (sim or wall clock, as it was configured)."""
     return float(node.node.get_clock().now().nanoseconds * 1e-9)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ros_helpers import in_process_controllers, node_now, requires_rclpy, ros_domain  # noqa: F401
+from ros_helpers import in_process_controllers, node_now, requires_rclpy, ros_domain, sim_clock  # noqa: F401
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.errors import ConfigError, SolverError
@@ -255,19 +255,6 @@ def test_an_unexpected_exception_in_the_controller_also_gets_the_safe_command(
     assert node.watchdog.state.value == "ok" and len(node.publisher.torques) == 3
 
 
-def _sim_clock(node: Any) -> Callable[[float], float]:
-    """Sets the node's sim time to ``t`` (s) and returns ``t``."""
-    from rclpy.time import Time
-
-    clock = node.node.get_clock()
-
-    def at(t: float) -> float:
-        clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9), clock_type=clock.clock_type))
-        return t
-
-    return at
-
-
 _Q_GOOD = np.full(7, 0.1)
 _V_GOOD = np.array([0.3, -0.2, 0.4, 0.5, 0.6, -0.5, 0.5])
 
@@ -282,7 +269,7 @@ def test_bad_states_get_the_braking_prediction_not_a_held_torque(
     from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 
     node = make_controller(use_sim_time=True)
-    at = _sim_clock(node)
+    at = sim_clock(node)
     node._on_state_message(_state_msg(_Q_GOOD, _V_GOOD, at(1000.0)))
     expected = SafeBrake(robot, np.array(DEFAULT_DAMPING), horizon=0.5)
     nan = np.full(7, np.nan)
@@ -316,7 +303,7 @@ def test_the_first_safe_command_after_a_silence_brakes_from_the_good_state(
     from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 
     node = make_controller(use_sim_time=True, **{"watchdog.max_age": 0.02})
-    at = _sim_clock(node)
+    at = sim_clock(node)
     node._on_state_message(_state_msg(_Q_GOOD, _V_GOOD, at(1000.0)))
     if timer_ticked:
         node._note_silence(at(1000.25), 0.25)
@@ -337,7 +324,7 @@ def test_a_clock_gone_back_in_a_fallback_stops_the_safe_command(
     at 5 s: not answered (the window cannot be timed on the new clock; the safe command had
     been sent for ever); the new run's first good state is controlled again."""
     node = make_controller(use_sim_time=True)
-    at = _sim_clock(node)
+    at = sim_clock(node)
     node._on_state_message(_state_msg(_Q_GOOD, _V_GOOD, at(1000.0)))
     nan = np.full(7, np.nan)
     node._on_state_message(_state_msg(nan, nan, at(1000.001)))
@@ -354,7 +341,7 @@ def test_a_saturated_safe_command_is_counted(make_controller: Callable[..., Any]
     counted and named like any other (it had been clipped unseen). Here the controller fails on
     a good state: the stream is alive, the brake damps with K_d in full."""
     node = make_controller(use_sim_time=True)
-    at = _sim_clock(node)
+    at = sim_clock(node)
     q, fast = np.array([0.0, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0]), np.zeros(7)
     fast[1] = 10.0  # rad/s on joint 2, arm stretched out: g − K_d·q̇ is −43 N·m, past its 39
     node._on_state_message(_state_msg(q, fast, at(1000.0)))

@@ -6,12 +6,12 @@ No DDS traffic is needed; the node is built on its own domain id."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
-from ros_helpers import in_process_controllers, requires_rclpy, ros_domain  # noqa: F401
+from ros_helpers import in_process_controllers, requires_rclpy, ros_domain, sim_clock  # noqa: F401
 
 from torque_ctrl_ros.core.safety import CONFLICT_WINDOW
 
@@ -62,19 +62,6 @@ def node(ros_domain: int) -> Iterator[Any]:  # noqa: F811
         yield node
 
 
-def _sim_clock(node: Any) -> Callable[[float], float]:
-    """Sets the node's sim time to ``t`` (s) and returns ``t``."""
-    from rclpy.time import Time
-
-    clock = node.node.get_clock()
-
-    def at(t: float) -> float:
-        clock.set_ros_time_override(Time(nanoseconds=round(t * 1e9), clock_type=clock.clock_type))
-        return t
-
-    return at
-
-
 def _state_msg(q: np.ndarray, stamp: float) -> Any:
     from sensor_msgs.msg import JointState as JointStateMsg
 
@@ -97,7 +84,7 @@ def test_the_node_stops_on_two_publishers_says_why_and_resumes_holding_where_the
     target (home, set before) is dropped: the node holds where the arm is."""
     from sensor_msgs.msg import JointState as JointStateMsg
 
-    at = _sim_clock(node)
+    at = sim_clock(node)
     node.target._on_joint_target(JointStateMsg(name=list(JOINTS), position=HOME.tolist()))
     events = [(10.0 + 1e-3 * k, HOME) for k in range(2200)]
     events += [(10.05 + 0.1 * k + 1e-4, ZERO) for k in range(10)]
