@@ -81,7 +81,7 @@ def test_watchdog_classifies_bad_states() -> None:
     assert wd.check(q, v, 0.0, 0.0200001)[0] is RejectReason.STALE
     assert wd.check(q, v, 3.0, 1.0)[0] is RejectReason.INCONSISTENT  # 2 s in the future
     _good(wd, 1.0)
-    assert wd.check(q, v, 0.99, 1.0)[0] is RejectReason.INCONSISTENT  # time went back
+    assert wd.check(q, v, 0.99, 1.0)[0] is RejectReason.SUPERSEDED  # before the last accepted
 
 
 def test_watchdog_refuses_states_no_arm_can_be_in() -> None:
@@ -143,33 +143,33 @@ def test_watchdog_starts_over_when_the_clock_goes_back_with_the_stamps() -> None
     wd = Watchdog(3, WatchdogConfig.create(max_age=0.02))
     q, v = np.zeros(3), np.zeros(3)
     _good(wd, 9.4)
-    # An older stamp on a clock that went on: a reordered message, refused.
-    assert wd.check(q, v, 9.39, 9.401)[0] is RejectReason.INCONSISTENT
+    # An older stamp on a clock that went on: a reordered message, dropped.
+    assert wd.check(q, v, 9.39, 9.401)[0] is RejectReason.SUPERSEDED
     assert wd.clock_resets == 0
     # The simulator restarted: its states and the clock (sim time) start again from 0.
     assert wd.check(q, v, 0.001, 0.0015) is None
     assert wd.accept(q, v, 0.001, 0.0015) is Action.COMPUTE
     assert wd.clock_resets == 1 and wd.last_good.stamp == 0.001
     # From then on the new run's order holds again.
-    assert wd.check(q, v, 0.0005, 0.002)[0] is RejectReason.INCONSISTENT
+    assert wd.check(q, v, 0.0005, 0.002)[0] is RejectReason.SUPERSEDED
     assert _good(wd, 0.002) is Action.COMPUTE and wd.clock_resets == 1
 
 
 def test_watchdog_one_stamp_from_the_future_does_not_block_the_states_after_it() -> None:
     """A state stamped 0.9 s ahead (within max_future) is accepted; the correct states after it
-    are refused as older for at most max_age, not until the clock reaches its stamp."""
+    are dropped as older for at most max_age, not until the clock reaches its stamp."""
     wd = Watchdog(3, WatchdogConfig.create(max_age=0.02, max_future=1.0))
     q, v = np.zeros(3), np.zeros(3)
     _good(wd, 100.0)
     assert wd.check(q, v, 100.9, 100.001) is None
     wd.accept(q, v, 100.9, 100.001)
-    assert wd.check(q, v, 100.002, 100.002)[0] is RejectReason.INCONSISTENT  # within max_age of it
+    assert wd.check(q, v, 100.002, 100.002)[0] is RejectReason.SUPERSEDED  # within max_age of it
     for t in (100.022, 100.5):
         assert wd.check(q, v, t, t) is None
         assert wd.accept(q, v, t, t) is Action.COMPUTE
     assert wd.clock_resets == 0
-    # A reordered message is still refused when the stamps run at most max_age ahead.
-    assert wd.check(q, v, 100.4995, 100.501)[0] is RejectReason.INCONSISTENT
+    # A reordered message is still dropped when the stamps run at most max_age ahead.
+    assert wd.check(q, v, 100.4995, 100.501)[0] is RejectReason.SUPERSEDED
 
 
 def test_watchdog_falls_back_for_a_bounded_time_then_stops_and_recovers() -> None:
@@ -601,3 +601,21 @@ def test_safe_brake_predicts_no_further_than_its_horizon_in_one_call(robot: Robo
     brake.start(np.zeros(7), np.full(7, 0.1), 1.0, hold=1)
     brake.torque(1.05)
     assert brake.k == brake.max_periods == 10
+
+
+def test_a_swapped_or_duplicated_state_is_dropped_without_a_fallback() -> None:
+    """Stamped before a state already answered, the clock gone on (messages swapped on the way):
+    the newer one's command went out. Dropped (counted as superseded): no safe command, no transition, not a refusal, and the
+    next state is computed on as if nothing happened (refused as inconsistent, each had braked
+    mid-motion and reset the controller: 25 swapped pairs in 10 s, 50 transitions)."""
+    wd = Watchdog(3, WatchdogConfig.create(max_age=0.02))
+    q, v = np.zeros(3), np.zeros(3)
+    _good(wd, 1.000)
+    _good(wd, 1.002)
+    for stamp in (1.001, 1.0015):  # swapped on the way (a duplicate of the last is taken again)
+        reason, message = wd.check(q, v, stamp, 1.0025)
+        assert reason is RejectReason.SUPERSEDED and "dropped" in message
+        assert wd.reject(reason, message, 1.0025) is Action.NONE
+    assert wd.state is WatchdogState.OK and wd.transitions == 1 and wd.rejected_total == 0
+    assert wd.rejected[RejectReason.SUPERSEDED] == 2 and wd.last_reason is None
+    assert _good(wd, 1.003) is Action.COMPUTE

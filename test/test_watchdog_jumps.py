@@ -163,12 +163,12 @@ def test_a_far_pose_after_a_gap_is_accepted_when_the_gap_allows_it(gen3: RobotMo
 def test_a_restarted_simulator_starts_over_at_its_new_pose(gen3: RobotModel) -> None:
     """Sim time and the stamps go back to 0 with the arm at another pose: a new run, accepted
     (and counted as a clock reset); jumps in the new run are measured from its first state.
-    A reordered message (the clock went on) stays inconsistent, whatever its pose."""
+    A reordered message (the clock went on) is dropped as superseded, whatever its pose."""
     wd = _watchdog(gen3)
     for k in range(10):
         _feed(wd, HOME, 100.0 + 1e-3 * k)
     reason, _ = wd.check(ZERO, np.zeros(7), 100.005, 100.0095)
-    assert reason is RejectReason.INCONSISTENT
+    assert reason is RejectReason.SUPERSEDED
     assert _feed(wd, ZERO, 0.001, 0.0015) == (Action.COMPUTE, None)
     assert wd.clock_resets == 1 and np.array_equal(wd.last_good.q, ZERO)
     assert _feed(wd, ZERO, 0.002) == (Action.COMPUTE, None)

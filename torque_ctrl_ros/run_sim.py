@@ -651,7 +651,7 @@ def watchdog_summary(ctrl: Mapping[str, Any]) -> str:
     """
     state = ctrl.get("watchdog_state", "?")
     reason = ctrl.get("watchdog_reason") or ""
-    refused = sum(ctrl.get("rejected", {}).values())
+    refused = sum(n for kind, n in ctrl.get("rejected", {}).items() if kind != RejectReason.SUPERSEDED.value)
     if (
         state in (WatchdogState.FALLBACK.value, WatchdogState.STOPPED.value)
         and ctrl.get("watchdog_reason_kind") == RejectReason.STALE.value

@@ -181,6 +181,11 @@ class RejectReason(enum.Enum):
     # state than that velocity bound allows in the time between their stamps (a jump).
     OUT_OF_RANGE = "out_of_range"
     CONTROLLER_ERROR = "controller_error"  # the controller raised on a state that looked good
+    # Stamped before a state already answered (the clock not gone back), not stale: a duplicate or
+    # a pair swapped on the way. Dropped, not a fault: no safe command, no fallback (counted in
+    # ``Watchdog.rejected`` only). Refused as inconsistent, each had sent a brake mid-motion and
+    # reset the controller (a review: 25 swapped pairs in 10 s, 50 transitions).
+    SUPERSEDED = "superseded"
 
 
 @dataclass(frozen=True)
@@ -370,7 +375,7 @@ class Watchdog:
         self.last_message = ""
         self._silent = False  # the fallback came from silence(), and no state was refused since
         self.rejected: dict[RejectReason, int] = dict.fromkeys(RejectReason, 0)
-        self._rejected_total = 0  # the sum of ``rejected``, read on every state by the node
+        self._rejected_total = 0  # the sum of ``rejected`` but superseded, read on every state by the node
         self.transitions = 0
         self.clock_resets = 0  # accepted states stamped before the last good one (see check)
         self._accepted_at = -math.inf  # the receiver's clock (s) at the last accepted state
@@ -451,9 +456,9 @@ class Watchdog:
             )
         if self.has_good and stamp < self._order_stamp and not now < self._accepted_at:
             return (
-                RejectReason.INCONSISTENT,
+                RejectReason.SUPERSEDED,
                 f"joint state stamp {stamp:.6f} s is older than the last accepted "
-                f"{self.last_good.stamp:.6f} s",
+                f"{self.last_good.stamp:.6f} s: dropped",
             )
         if -age > self.config.max_future:
             return RejectReason.INCONSISTENT, f"joint state stamped {-age:.3f} s in the future"
@@ -643,8 +648,11 @@ class Watchdog:
         return self.reject(RejectReason.CONTROLLER_ERROR, message, now)
 
     def reject(self, reason: RejectReason, message: str, now: float) -> Action:
-        """Record a refused state received at ``now`` (s) and return what to do instead."""
+        """Record a refused state received at ``now`` (s) and return what to do instead
+        (:attr:`RejectReason.SUPERSEDED`: nothing; it is not counted in :attr:`rejected_total`)."""
         self.rejected[reason] += 1
+        if reason is RejectReason.SUPERSEDED:
+            return Action.NONE  # the newer state was answered: not a fault of the stream
         self._rejected_total += 1
         self.last_reason = reason
         self.last_message = message
