@@ -603,11 +603,12 @@ def test_safe_brake_predicts_no_further_than_its_horizon_in_one_call(robot: Robo
     assert brake.k == brake.max_periods == 10
 
 
-def test_a_swapped_or_duplicated_state_is_dropped_without_a_fallback() -> None:
+def test_a_swapped_state_is_dropped_without_a_fallback() -> None:
     """Stamped before a state already answered, the clock gone on (messages swapped on the way):
-    the newer one's command went out. Dropped (counted as superseded): no safe command, no transition, not a refusal, and the
-    next state is computed on as if nothing happened (refused as inconsistent, each had braked
-    mid-motion and reset the controller: 25 swapped pairs in 10 s, 50 transitions)."""
+    the newer one's command went out. Dropped (counted as superseded): no safe command, no
+    transition, not a refusal, and the next state is computed on as if nothing happened (refused
+    as inconsistent, each had braked mid-motion and reset the controller: 25 swapped pairs in
+    10 s, 50 transitions)."""
     wd = Watchdog(3, WatchdogConfig.create(max_age=0.02))
     q, v = np.zeros(3), np.zeros(3)
     _good(wd, 1.000)
