@@ -332,17 +332,30 @@ def test_a_state_stream_off_one_khz_is_warned_of(nodes: Any) -> None:
     assert "every 2.00 ms (500 Hz)" in st.message and "1 ms" in st.message
 
 
-def test_the_state_publishers_are_counted_on_the_remapped_topic(nodes: Any) -> None:
-    """count_publishers does not apply remaps: the node counts on its subscription's own topic."""
+def test_the_state_publishers_are_nodes_counted_on_the_remapped_topic(nodes: Any) -> None:
+    """The graph queries do not apply remaps: the node counts on its subscription's own topic. It
+    counts publishing nodes: a driver killed and restarted leaves its old endpoint in the graph
+    for ~16 s (Fast DDS's lease), which had read as a second publisher."""
+    import rclpy
     from sensor_msgs.msg import JointState as JointStateMsg
 
     node = nodes.make("controller", controller="gravity_comp", remaps=["/joint_states:=/arm/joint_states"])
-    for _ in range(2):
-        node.node.create_publisher(JointStateMsg, "/arm/joint_states", 10)
-    node._publish_diagnostics()
-    st = node.diag_publisher.sent[-1].status[0]
-    assert {kv.key: kv.value for kv in st.values}["state_publishers"] == "2"
-    assert "2 publishers on /arm/joint_states" in st.message
+    driver = rclpy.create_node("fake_driver")
+    jsp = rclpy.create_node("joint_state_publisher")
+    try:
+        for _ in range(2):  # one node's two endpoints (as a restarted driver's, for a while)
+            driver.create_publisher(JointStateMsg, "/arm/joint_states", 10)
+        node._publish_diagnostics()
+        values = {kv.key: kv.value for kv in node.diag_publisher.sent[-1].status[0].values}
+        assert values["state_publishers"] == "1"
+        jsp.create_publisher(JointStateMsg, "/arm/joint_states", 10)
+        node._publish_diagnostics()
+        st = node.diag_publisher.sent[-1].status[0]
+        assert {kv.key: kv.value for kv in st.values}["state_publishers"] == "2"
+        assert "2 publishers on /arm/joint_states" in st.message
+    finally:
+        driver.destroy_node()
+        jsp.destroy_node()
 
 
 def test_the_stream_warnings() -> None:

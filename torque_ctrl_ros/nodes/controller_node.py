@@ -538,7 +538,10 @@ class ControllerNode:
         self._window_start = (now_wall, self.states, self.commands)
         stream = self.resume.stream
         step = stream.typical if stream.full else math.nan  # the usual step between computed states
-        state_publishers = self.node.count_publishers(self._state_topic)
+        # Nodes, not endpoints: a driver killed and restarted leaves its old endpoint in the graph
+        # until its lease runs out (~16 s on Fast DDS), counted as a second publisher.
+        publishers = self.node.get_publishers_info_by_topic(self._state_topic)
+        state_publishers = len({(p.node_namespace, p.node_name) for p in publishers})
         wd = self.watchdog
         # The controller's costlier diagnostics of the same step, computed only now.
         details = self.controller.diagnostics() if self._last_computed else {}
