@@ -157,7 +157,7 @@ class ControllerNode:
             states = node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_bytes, qos, raw=True)
         else:
             states = node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_message, qos)
-        self._state_topic = states.topic_name  # remapped: count_publishers does not remap
+        self._state_topic = states.topic_name  # remapped: the graph queries do not remap
         self.diag_publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         node.create_timer(cfg.common.diagnostics_period, self._on_diagnostics_timer, clock=self._steady)
