@@ -1455,11 +1455,10 @@ def test_a_first_point_at_time_zero_starts_from_the_reference_velocity(robot: Ro
 
 def test_a_first_point_at_time_zero_must_move_as_the_reference_does(robot: RobotModel) -> None:
     """At rest, a first point at time 0 with 1 rad/s on joint_1 had been taken: the reference
-        stepped to 1 rad/s, +5.1 N·m at once; its acceleration was not compared either (5 rad/s²: +1.3
-    N·m). Refused
-        beyond the start tolerances (0.05 rad/s, 1 rad/s² with kp 100, kd 20); within them the
-        reference's own velocity and acceleration are kept. A lone point at time 0 is a stop at once:
-        refused while the reference moves."""
+    stepped to 1 rad/s, +5.1 N·m at once. Refused beyond the start tolerance (0.05 rad/s with kp
+    100, kd 20); within it the reference's own velocity is kept. A given acceleration is not
+    compared: the reference's is kept and the first segment blends into the next point's. A lone
+    point at time 0 is a stop at once: refused while the reference moves."""
     names = list(robot.joint_names)
     goal = HOME_Q.copy()
     goal[0] += 0.5
@@ -1481,10 +1480,15 @@ def test_a_first_point_at_time_zero_must_move_as_the_reference_does(robot: Robot
         r"0\.000 rad/s \(at most 0\.05 rad/s apart",
         source.last_error,
     ), source.last_error
-    send(0.0, 5.0)
-    assert source.rejected == 2 and "acceleration 5.000 rad/s² on joint_1" in source.last_error
+    # MoveIt's time-optimal parameterisation starts from rest at its acceleration (10 rad/s² on
+    # the wrist at full scaling; 5 here on joint_1): taken, the first segment blending from the
+    # reference's 0 into the next point, no torque step.
+    ref = send(0.0, 5.0)
+    assert source.rejected == 1 and source.describe() == "trajectory", source.last_error
+    np.testing.assert_allclose(source._trajectory.sample(0.0)[2], 0.0, atol=1e-12)
+    assert np.abs(_torque_step(source, rest, ref)).max() < 0.1
     ref = send(0.03, 0.5)
-    assert source.rejected == 2 and source.describe() == "trajectory", source.last_error
+    assert source.rejected == 1 and source.describe() == "trajectory", source.last_error
     start = source._trajectory.sample(0.0)
     np.testing.assert_allclose(start[1], 0.0, atol=1e-12)
     np.testing.assert_allclose(start[2], 0.0, atol=1e-12)

@@ -103,12 +103,15 @@ and the torques clipped joint by joint had spun joints 3, 5 and 7, which had no 
 times their velocity limits. Near the measured position the jump only takes the error down (an
 arm lagging its reference under a load the model lacks: 0.044 rad on joint_6 with 20 g more).
 
-Its velocities and accelerations, if given, must be within
-:meth:`JointTargetSource.start_tolerances` of the reference's (changes that step the
-computed-torque law's command no more than this position tolerance does: 0.05 rad/s and 1 rad/s²
-with ``kp`` 100, ``kd`` 20); the trajectory then starts from the reference's velocity and
-acceleration (positions only: always), so they do not step. Taken as given, a first point with
-velocity 0 had stepped a reference moving 1.125 rad/s on joint_1 to rest: −4.6 N·m at once."""
+Its velocities, if given, must be within :meth:`JointTargetSource.start_tolerances` of the
+reference's (a change that steps the computed-torque law's command no more than this position
+tolerance does: 0.05 rad/s with ``kp`` 100, ``kd`` 20); the trajectory then starts from the
+reference's velocity and acceleration (positions only: always), so they do not step. Taken as
+given, a first point with velocity 0 had stepped a reference moving 1.125 rad/s on joint_1 to
+rest: −4.6 N·m at once. Given accelerations there are not compared: the first segment blends
+from the reference's to the next point's (held to the acceleration bound like any segment).
+Refused beyond 1 rad/s² apart, MoveIt's time-optimal trajectories at full acceleration scaling,
+which start the wrist at ~10 rad/s² from rest, had been turned away."""
 
 
 class TargetSource(ABC):
@@ -428,9 +431,10 @@ class JointTargetSource(TargetSource):
     A trajectory (``header.stamp`` zero: start at the next joint state) starts from the current
     reference when its first point is later than 0, else at that point, which must then lie within
     :data:`START_TOLERANCE` of the reference or of the measured position, with the reference's
-    velocity and acceleration (given ones may differ by :meth:`start_tolerances`, else it is
-    refused); one stamped later than the joint state waits for it while the active target runs on
-    (at most :data:`MAX_START_DELAY` ahead of the node's clock); after its end the last point is
+    velocity and acceleration (given velocities may differ by :meth:`start_tolerances`, else it is
+    refused; given accelerations are blended into over the first segment); one stamped later
+    than the joint state waits for it while the active target runs on (at most
+    :data:`MAX_START_DELAY` ahead of the node's clock); after its end the last point is
     held. An empty trajectory stops a moving reference of a trajectory or of a joint target's
     approach along the planner's stop (:meth:`JointApproachPlanner.stop`: its velocity and
     acceleration carried on, at rest ``q̇·T_s/2`` further on after ``T_s``, 0.24 s with kp 100; no
@@ -683,7 +687,8 @@ class JointTargetSource(TargetSource):
     ]:
         """The points after a first point at time 0 and the start that replaces it: its position
         (within :data:`START_TOLERANCE` of the reference or the arm), the reference's velocity and
-        acceleration (the given ones within :meth:`start_tolerances` of them). A lone point is
+        acceleration (the given velocities within :meth:`start_tolerances` of the reference's; the
+        given accelerations are left for the first segment to blend into). A lone point is
         the trajectory's end, at rest: the reference must be slow enough to stop there at once.
 
         Raises:
@@ -706,7 +711,7 @@ class JointTargetSource(TargetSource):
         a_ref = np.zeros(self.n) if current[2] is None else current[2]
         lone = len(times) == 1
         given_v = np.zeros(self.n) if lone else vel[0] if vel is not None else None
-        given_a = np.zeros(self.n) if lone else acc[0] if acc is not None else None
+        given_a = np.zeros(self.n) if lone else None  # a lone point is at rest: no acceleration
         for what, unit, given, ref, tolerance in (
             ("velocity", "rad/s", given_v, v_ref, self.start_velocity_tolerance),
             ("acceleration", "rad/s²", given_a, a_ref, self.start_acceleration_tolerance),
