@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from ros_helpers import in_process_controllers, requires_rclpy, ros_domain, sim_clock  # noqa: F401
+from test_node_runtime_guards import Recorder
 
 from torque_ctrl_ros.core.safety import CONFLICT_WINDOW
 
@@ -20,16 +21,6 @@ pytestmark = [pytest.mark.ros, requires_rclpy]
 JOINTS = [f"joint_{i}" for i in range(1, 8)]
 HOME = np.array([0.0, 0.26179939, 3.14159265, -2.26892803, 0.0, 0.95993109, 1.57079633])
 ZERO = np.zeros(7)
-
-
-class Sink:
-    """Stands in for a publisher: counts what is sent."""
-
-    def __init__(self) -> None:
-        self.sent: list[Any] = []
-
-    def publish(self, msg: Any) -> None:
-        self.sent.append(msg)
 
 
 class Logger:
@@ -52,8 +43,8 @@ class Logger:
 def node(ros_domain: int) -> Iterator[Any]:  # noqa: F811
     with in_process_controllers(ros_domain) as make:
         node = make(use_sim_time=True, controller="computed_torque", **{"watchdog.max_age": 0.02})
-        node.publisher = Sink()
-        node.diag_publisher = Sink()
+        node.publisher = Recorder()
+        node.diag_publisher = Recorder()
         node.log._logger = Logger()
         # The states come as fast as this test feeds them: the stop is timed on their (sim) clock,
         # not on the steady one the node gives its watchdog (which hardly moves meanwhile).

@@ -61,7 +61,7 @@ from ..core.qp.tasks import CartesianTarget, FrameTask
 from ..core.reach import Reach
 from ..core.robot import RobotModel
 from ..core.safety import MAX_ANGLE, JointNameMap
-from ..core.trajectory import JointTrajectory, acceleration_limits, check_motion
+from ..core.trajectory import JointTrajectory, check_motion
 from ..core.types import JointReference, JointState
 from ..core.validation import FloatArray, as_vector
 from .common import ThrottledLog
@@ -461,8 +461,9 @@ class JointTargetSource(TargetSource):
         self._mode = "hold"
         ctrl = _expect(controller, ComputedTorque)
         self._planner = JointApproachPlanner(robot, ctrl.config.kp, ctrl.config.kd)
-        #: Largest |q̈| (rad/s²) per joint a trajectory may ask (:func:`acceleration_limits`).
-        self.acceleration_limit = acceleration_limits(robot)
+        #: Largest |q̈| (rad/s²) per joint a trajectory may ask: the planner's own bound
+        #: (:func:`acceleration_limits`).
+        self.acceleration_limit = self._planner.acceleration_limit
         self.start_velocity_tolerance, self.start_acceleration_tolerance = self.start_tolerances(
             ctrl.config.kp, ctrl.config.kd
         )
