@@ -502,11 +502,6 @@ class RobotModel:
         return d
 
     # ------------------------------------------------------------------- frames
-    @property
-    def frame_names(self) -> tuple[str, ...]:
-        """All frame names of the model (links, joints, fixed frames)."""
-        return self._frame_names
-
     def frame_id(self, name: str | int) -> int:
         """Index of frame ``name`` (or ``name`` itself when it is a valid index);
         :class:`FrameNotFoundError` lists the valid names."""
@@ -731,19 +726,18 @@ class RobotModel:
             pin.computeFrameJacobian(self.model, self.data, self.configuration(q), fid, reference)
         )
 
-    def frame_bias_acceleration(
-        self,
-        q: FloatArray,
-        v: FloatArray,
-        frame: str | int,
-        reference: pin.ReferenceFrame = pin.LOCAL_WORLD_ALIGNED,
-    ) -> FloatArray:
-        """Drift ``J̇·q̇`` (6,) of the frame's classical acceleration: ``ẍ = J·q̈ + J̇·q̇``.
+    def frame_bias_acceleration(self, q: FloatArray, v: FloatArray, frame: str | int) -> FloatArray:
+        """Drift ``J̇·q̇`` (6,) of the frame's classical acceleration, ``[ẍ; ω̇] = J·q̈ + J̇·q̇``, with
+        ``J`` the :meth:`frame_jacobian` in ``LOCAL_WORLD_ALIGNED`` (origin velocity and angular
+        velocity in the base frame's axes).
 
         The linear part is the classical (not spatial) acceleration of the frame origin,
-        so a point moving on a circle has a centripetal term here.
+        so a point moving on a circle has a centripetal term here. Only the world-aligned
+        reference is offered: in ``LOCAL`` (axes turning with the frame) or ``WORLD`` (linear part
+        the velocity of the body point at the base origin), Pinocchio's classical acceleration is
+        not the time derivative of that reference's ``J·q̇``, so it is not that Jacobian's drift.
         """
         fid = self.frame_id(frame)
         pin.forwardKinematics(self.model, self.data, self.configuration(q), v, np.zeros(self.n))
-        acc = pin.getFrameClassicalAcceleration(self.model, self.data, fid, reference)
+        acc = pin.getFrameClassicalAcceleration(self.model, self.data, fid, pin.LOCAL_WORLD_ALIGNED)
         return np.array(acc.vector)
