@@ -33,11 +33,6 @@ def stamp_to_ns(stamp: Time) -> int:
     return int(stamp.sec) * _NS + int(stamp.nanosec)
 
 
-def stamp_to_sec(stamp: Time) -> float:
-    """A ``builtin_interfaces/Time`` in seconds."""
-    return stamp.sec + stamp.nanosec * 1e-9
-
-
 def ns_to_stamp(ns: int, out: Time | None = None) -> Time:
     """Integer nanoseconds as a ``builtin_interfaces/Time`` (written into ``out`` if given)."""
     out = out if out is not None else Time()
