@@ -270,26 +270,37 @@ def _ik(robot: RobotModel, target: pin.SE3, q0: np.ndarray) -> np.ndarray:
 
 
 def test_a_saturated_command_keeps_the_constrained_acceleration_on_its_line(gen3: RobotModel) -> None:
-    """A 0.3 m step stepped into a stiff law (kp 1000 /s²): the command is scaled along q̈_ACHD
-    (the tool's acceleration keeps its direction), not clipped joint by joint."""
+    """A 0.3 m step stepped into a stiff law (kp 1000 /s²): the command is scaled toward the
+    same step's β = 0 command, not clipped joint by joint, so the constrained axes get exactly
+    ``s·β`` (the direction the law asked), the tool's drift ``J̇q̇`` included, at any speed."""
     plant = MujocoPlant(SCENE, gen3.joint_names)
     plant.reset("home")
     ctrl = AchdRnea(gen3, AchdRneaConfig.create(gen3.n, kp=1000.0))
     start = ctrl.hold_reference(JointState(plant.q, plant.v))
     ref = PoseReference.from_se3(pin.SE3(start.rotation, start.position + np.array([0.0, 0.3, 0.0])))
-    scaled = 0
+    scaled, drift_largest = 0, 0.0
     for _ in range(50):
         q, v = plant.q, plant.v
         out = ctrl.compute(JointState(q, v), ref)
-        if out.info["torque_scale"] < 1.0:
+        s = out.info["torque_scale"]
+        if s < 1.0:
             scaled += 1
+            sol = ctrl.solve(q, v, ref)
             qdd = np.linalg.solve(gen3.mass_matrix(q), out.tau - gen3.nonlinear_effects(q, v))
-            asked = ctrl.solve(q, v, ref).dynamics.qdd
-            np.testing.assert_allclose(qdd, out.info["torque_scale"] * asked, rtol=0, atol=1e-8)
+            kin = sol.dynamics.kinematics
+            realised = ctrl.alpha.T @ (kin.jacobian @ qdd + kin.drift)
+            np.testing.assert_allclose(realised, s * sol.beta, rtol=0, atol=1e-7)
+            # q̈' = q̈₀ + s·(q̈ − q̈₀), q̈₀ the same step's solve with β = 0 (solved afresh here).
+            rest = ctrl.dynamics.solve(
+                q, v, ctrl.alpha, np.zeros_like(sol.beta), sol.feedforward_torque, sol.wrench
+            ).qdd
+            np.testing.assert_allclose(qdd, rest + s * (sol.dynamics.qdd - rest), rtol=0, atol=1e-8)
             assert np.max(np.abs(out.tau) / gen3.effort_limit) == pytest.approx(1.0)
+            drift_largest = max(drift_largest, float(np.linalg.norm(ctrl.alpha.T @ kin.drift)))
         plant.set_torque(out.tau)
         plant.step()
     assert scaled > 10
+    assert drift_largest > 1.0  # the drift is large enough that scaling toward c(q, q̇) bends the line
 
 
 def test_table_touch_keyframe(gen3: RobotModel) -> None:

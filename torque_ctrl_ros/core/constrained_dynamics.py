@@ -183,6 +183,9 @@ class ConstrainedDynamicsResult:
         delassus_condition: ``d_max / d_min`` of ``D`` (``inf`` if ``d_min <= 0``).
         constraint_residual: ``‖αᵀ(J q̈ + J̇ q̇) − β‖`` (mixed m/s², rad/s²); ~0 unless regularised.
         kinematics: the frame kinematics the solve used.
+        constraint_jacobian: ``J_c = αᵀ J`` (n_c × n).
+        delassus_eigen: ``(V, d + μ)``: the eigenvectors and damped eigenvalues of the Delassus
+            matrix, ``(D + μ·I)⁻¹ = V·diag(1/(d + μ))·Vᵀ``.
     """
 
     qdd: FloatArray
@@ -195,6 +198,17 @@ class ConstrainedDynamicsResult:
     delassus_condition: float
     constraint_residual: float
     kinematics: FrameKinematics
+    constraint_jacobian: FloatArray
+    delassus_eigen: tuple[FloatArray, FloatArray]
+
+    def beta_torque(self, beta: FloatArray) -> FloatArray:
+        """``J_cᵀ·(D + μ·I)⁻¹·β`` (N·m): the share of ``β`` in the command ``τ = M·q̈ + c``.
+
+        ``q̈ = q̈_free + M⁻¹·J_cᵀ·(D + μ·I)⁻¹·(β − αᵀJ̇q̇ − J_c·q̈_free)`` is affine in ``β``, so
+        ``τ(β) − τ(0) = M·M⁻¹·J_cᵀ·(D + μ·I)⁻¹·β`` (the same state, ``τ_ff`` and wrench).
+        """
+        vectors, damped = self.delassus_eigen
+        return self.constraint_jacobian.T.dot(vectors.dot(vectors.T.dot(beta) / damped))
 
 
 class ConstrainedDynamics:
@@ -360,7 +374,8 @@ class ConstrainedDynamics:
         regularised = not d_min >= eps
         mu = eps * (1.0 - (max(d_min, 0.0) / eps) ** 2) if regularised else 0.0
         # A null Delassus matrix (no joint moves the constrained axes) still gets mu = eps > 0.
-        lam = eigvec.dot(eigvec.T.dot(rhs) / (eigval + mu))
+        damped = eigval + mu
+        lam = eigvec.dot(eigvec.T.dot(rhs) / damped)
         qdd = qdd_free + m_inv_jct.dot(lam)
         r = jc.dot(qdd) + drift_c - beta
         residual = math.sqrt(float(r.dot(r)))
@@ -383,6 +398,8 @@ class ConstrainedDynamics:
             delassus_condition=condition,
             constraint_residual=residual,
             kinematics=kin,
+            constraint_jacobian=jc,
+            delassus_eigen=(eigvec, damped),
         )
 
 

@@ -32,7 +32,7 @@ class Controller(ABC, Generic[RefT]):
         robot: the model the torques are computed with.
         limiter: the saturation applied to every command.
         scales_saturated_torque: the torque is ``M(q)·q̈ + c(q, q̇)``: a command beyond the
-            limits is scaled along ``q̈`` rather than clipped joint by joint
+            limits is scaled toward :meth:`saturation_bias` rather than clipped joint by joint
             (:class:`~..saturation.TorqueLimiter`); its info then carries ``torque_scale``,
             the factor ``s`` (1 when nothing was beyond a limit).
     """
@@ -71,6 +71,15 @@ class Controller(ABC, Generic[RefT]):
         """
         return {}
 
+    def saturation_bias(self, q: FloatArray, v: FloatArray) -> FloatArray:
+        """The torque (N·m) a command beyond the limits is scaled toward, for controllers with
+        :attr:`scales_saturated_torque`, asked right after :meth:`torque` at the same state.
+
+        ``c(q, q̇)`` by default: ``τ' = c + s·(τ − c)`` gives ``q̈' = s·q̈``. A controller whose
+        ``q̈`` carries a part it must keep whole overrides it (:class:`~.cartesian.AchdRnea`).
+        """
+        return self.robot.nonlinear_effects(q, v)
+
     def compute(self, state: JointState, reference: RefT) -> ControlOutput:
         """Torque command for ``state`` tracking ``reference``, saturated to the effort limits.
 
@@ -86,8 +95,8 @@ class Controller(ABC, Generic[RefT]):
             raise SolverError(f"{self.name}: non-finite torque {tau.tolist()}")
         out = self.limiter.apply(tau, info)
         if self.scales_saturated_torque:
-            if out.saturated_joints:  # c(q, q̇) only then: the normal step costs nothing more
-                out = self.limiter.apply(tau, info, self.robot.nonlinear_effects(q, v))
+            if out.saturated_joints:  # the bias only then: the normal step costs nothing more
+                out = self.limiter.apply(tau, info, self.saturation_bias(q, v))
             out.info["torque_scale"] = out.torque_scale
         return out
 

@@ -327,8 +327,11 @@ class AchdRnea(Controller[PoseReference]):
     ``p_ref − p`` and ``log3(R_ref Rᵀ)`` on the *constrained* axes only (an unconstrained axis
     is not regulated), with either ``pose_error``;
     ``regularised`` (0/1); ``delassus_condition``; ``constraint_residual``; ``torque_scale``.
-    A command beyond the effort limits is scaled along ``q̈`` (``torque_scale`` < 1), keeping
-    the tool's acceleration on its line, rather than clipped joint by joint.
+    A command beyond the effort limits is scaled (``torque_scale`` = ``s`` < 1) rather than
+    clipped joint by joint: toward ``τ₀``, the command of the same step with ``β = 0``, so the
+    constrained axes get ``αᵀẍ = s·β`` and keep the direction the PD law asked. Scaled toward
+    ``c(q, q̇)`` instead, ``q̈' = s·q̈`` gives ``ẍ' = s·β + (1 − s)·J̇q̇``: at speed the drift
+    turns the tool's acceleration off that line (40° at kp 1000 on a 0.3 m step).
     """
 
     name = "achd_rnea"
@@ -390,6 +393,7 @@ class AchdRnea(Controller[PoseReference]):
         self._reference_in: object = None
         self._reference: PoseReference | None = None
         self._reference_se3 = pin.SE3.Identity()
+        self._last_solution: AchdSolution | None = None
 
     @classmethod
     def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> AchdRnea:
@@ -454,6 +458,7 @@ class AchdRnea(Controller[PoseReference]):
     ) -> tuple[FloatArray, dict[str, float]]:
         """``RNEA(q, q̇, q̈_ACHD)`` and the diagnostics listed in the class docs."""
         sol = self.solve(q, v, reference)
+        self._last_solution = sol
         e = sol.tracking_error
         e_lin = e[self._linear_rows]
         e_ang = e[self._angular_rows]
@@ -465,6 +470,14 @@ class AchdRnea(Controller[PoseReference]):
             "constraint_residual": sol.dynamics.constraint_residual,
         }
         return sol.tau, info
+
+    def saturation_bias(self, q: FloatArray, v: FloatArray) -> FloatArray:
+        """``τ₀ = τ − J_cᵀ·(D + μ·I)⁻¹·β`` (N·m), the last step's command with ``β = 0``
+        (:meth:`ConstrainedDynamicsResult.beta_torque`): see the class docs."""
+        sol = self._last_solution
+        if sol is None:  # torque() has not run: nothing of this step to keep
+            return super().saturation_bias(q, v)
+        return sol.tau - sol.dynamics.beta_torque(sol.beta)
 
     def constraint_torque_command(self, state: JointState, reference: PoseReference) -> FloatArray:
         """``J_cᵀ λ`` alone (N·m), saturated: the command the module docs warn against (without
