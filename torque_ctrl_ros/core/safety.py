@@ -60,8 +60,8 @@ joint space (0.947 at most over 20 000 random configurations, 0.975 at the stret
 folded corners that :meth:`~torque_ctrl_ros.core.robot.RobotModel.check_damping` adds;
 ``test/test_safety.py`` checks < 1). Every damping a node or controller is given goes through
 that check at start (refused at ≥ 1). Another robot must set its own. The real arm's 3–5 ms
-delay asks for less on the model (0.62–0.35, not met where joints 1 and 3 line up): README,
-"Damping and the real arm's delay".
+delay asks for less on the model (0.62–0.35, exceeded most where joints 1, 3, 5 and 7 line up):
+README, "Damping and the real arm's delay".
 """
 
 CONFLICT_WINDOW = 1.0
