@@ -36,6 +36,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -216,35 +217,29 @@ class WatchdogConfig:
     velocity_factor: float = 10.0
 
     @classmethod
-    def create(
-        cls,
-        max_age: float = 0.02,
-        max_future: float = 1.0,
-        fallback_duration: float = 0.5,
-        auto_recover: bool = True,
-        position_margin: float = 0.5,
-        velocity_factor: float = 10.0,
-    ) -> WatchdogConfig:
-        """Validated config: positive finite bounds, ``velocity_factor >= 1``, ``position_margin``
-        at most π (rad), and times (s) of at most 1 s (``max_age``) and 10 s (``max_future``,
-        ``fallback_duration``)."""
-        margin = as_positive_float("watchdog.position_margin", position_margin, allow_zero=True)
+    def create(cls, **fields: Any) -> WatchdogConfig:
+        """Validated config from the given fields (the rest at the defaults above; an unknown
+        name is a :class:`TypeError`): positive finite bounds, ``velocity_factor >= 1``,
+        ``position_margin`` at most π (rad), and times (s) of at most 1 s (``max_age``) and 10 s
+        (``max_future``, ``fallback_duration``)."""
+        given = cls(**fields)
+        margin = as_positive_float("watchdog.position_margin", given.position_margin, allow_zero=True)
         if margin > math.pi:
             # Degrees read as radians: 30 would let positions 30 rad past a limit through.
             raise ConfigError(
                 f"watchdog.position_margin: expected at most π (rad, not degrees), got {margin:g}"
             )
-        factor = as_positive_float("watchdog.velocity_factor", velocity_factor)
+        factor = as_positive_float("watchdog.velocity_factor", given.velocity_factor)
         if factor < 1.0:
             raise ConfigError(
                 f"watchdog.velocity_factor: expected >= 1 (a bound below the velocity limit "
                 f"would refuse allowed motions), got {factor}"
             )
         return cls(
-            as_seconds("watchdog.max_age", max_age, 1.0),
-            as_seconds("watchdog.max_future", max_future, 10.0),
-            as_seconds("watchdog.fallback_duration", fallback_duration, 10.0, allow_zero=True),
-            bool(auto_recover),
+            as_seconds("watchdog.max_age", given.max_age, 1.0),
+            as_seconds("watchdog.max_future", given.max_future, 10.0),
+            as_seconds("watchdog.fallback_duration", given.fallback_duration, 10.0, allow_zero=True),
+            bool(given.auto_recover),
             margin,
             factor,
         )
