@@ -5,7 +5,11 @@ Arguments:
     mode         realtime (wall-clock paced, 1 kHz) | lockstep (steps when the command answering
                  the state, stamped with it, arrives)
     rviz         true: robot_state_publisher and rviz2 (view_gen3.launch.py)
-    params_file  the parameter file of both nodes (default: config/gen3_controllers.yaml)
+    params_file  the parameter file of both nodes (default: config/gen3_controllers.yaml); a file
+                 given here replaces the shipped one, so it must be whole
+    extra_params_file
+                 layered over ``params_file`` (its values win): only what differs, as ``make
+                 sim PARAMS=`` takes it (default "": none)
     rt_priority  SCHED_FIFO priority of both node processes (default 0: normal scheduling; 20
                  is what the benchmark measures with). Needs the privilege; without it the
                  nodes log that they run normally.
@@ -18,35 +22,58 @@ Arguments:
                  keeps every CPU polling instead of sleeping). Needs root; without it the nodes
                  log that nothing is held.
 
-Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``); ``controller`` and
-``mode`` override the values in it. ``make sim`` runs the same two nodes from the same file
-without ``ros2 launch``.
+Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``), then
+``extra_params_file``; ``controller`` and ``mode`` override the values in both. ``make sim`` runs
+the same two nodes from the same files without ``ros2 launch``.
 """
 
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from launch import LaunchDescription
+from launch import LaunchContext, LaunchDescription
 
 PACKAGE = "torque_ctrl_ros"
 
 
-def generate_launch_description() -> LaunchDescription:
-    share = Path(get_package_share_directory(PACKAGE))
-    params_file = LaunchConfiguration("params_file")
+def _nodes(context: LaunchContext) -> list[Node]:
+    """sim_node and controller_node on ``params_file``, then ``extra_params_file`` if given."""
+    files = [LaunchConfiguration("params_file").perform(context)]
+    extra = LaunchConfiguration("extra_params_file").perform(context).strip()
+    if extra:
+        files.append(extra)
     # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
     realtime = {
         "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
         "TORQUE_CTRL_CPU_LATENCY_US": LaunchConfiguration("cpu_latency_us"),
     }
-    sim_env = {**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("sim_cpus")}
-    controller_env = {**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus")}
+    return [
+        Node(
+            package=PACKAGE,
+            executable="sim_node",
+            name="sim_node",
+            output="screen",
+            additional_env={**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("sim_cpus")},
+            parameters=[*files, {"mode": LaunchConfiguration("mode")}],
+        ),
+        Node(
+            package=PACKAGE,
+            executable="controller_node",
+            name="controller_node",
+            output="screen",
+            additional_env={**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus")},
+            parameters=[*files, {"controller": LaunchConfiguration("controller"), "use_sim_time": True}],
+        ),
+    ]
+
+
+def generate_launch_description() -> LaunchDescription:
+    share = Path(get_package_share_directory(PACKAGE))
     return LaunchDescription(
         [
             DeclareLaunchArgument(
@@ -67,6 +94,11 @@ def generate_launch_description() -> LaunchDescription:
                 description="parameters of sim_node and controller_node",
             ),
             DeclareLaunchArgument(
+                "extra_params_file",
+                default_value="",
+                description='layered over params_file (its values win); "": none',
+            ),
+            DeclareLaunchArgument(
                 "rt_priority", default_value="0", description="SCHED_FIFO priority, 0: normal scheduling"
             ),
             DeclareLaunchArgument("sim_cpus", default_value="", description='CPUs of sim_node, "": any'),
@@ -78,25 +110,7 @@ def generate_launch_description() -> LaunchDescription:
                 default_value="",
                 description='CPU wake-up latency (µs) held while the nodes run, "": no request',
             ),
-            Node(
-                package=PACKAGE,
-                executable="sim_node",
-                name="sim_node",
-                output="screen",
-                additional_env=sim_env,
-                parameters=[params_file, {"mode": LaunchConfiguration("mode")}],
-            ),
-            Node(
-                package=PACKAGE,
-                executable="controller_node",
-                name="controller_node",
-                output="screen",
-                additional_env=controller_env,
-                parameters=[
-                    params_file,
-                    {"controller": LaunchConfiguration("controller"), "use_sim_time": True},
-                ],
-            ),
+            OpaqueFunction(function=_nodes),
             IncludeLaunchDescription(
                 PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
                 launch_arguments={"use_sim_time": "true"}.items(),
