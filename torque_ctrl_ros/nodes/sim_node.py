@@ -81,7 +81,7 @@ from .conversions import (
     command_stamp_ns,
     ns_to_stamp,
 )
-from .params import sim_node_config
+from .params import SimNodeConfig, sim_node_config
 from .scheduling import current_policy
 from .wire import ClockWire, CommandWire, JointStateWire
 
@@ -110,6 +110,39 @@ class _Record:
         self.count = 0
 
 
+def step_count(cfg: SimNodeConfig, timestep: float, node_name: str = NODE_NAME) -> int:
+    """Steps (of ``timestep`` s, the plant's) that ``cfg.duration`` runs, 0 for "until stopped",
+    once the settings that depend on the step are checked.
+
+    Raises:
+        ConfigError: a step other than :data:`CONTROL_PERIOD`, a duration shorter than half a
+            step, or in realtime a ``command_timeout`` shorter than two steps.
+    """
+    if abs(timestep - CONTROL_PERIOD) > 1e-12:
+        # The controllers check their gains and dampings for one command per CONTROL_PERIOD
+        # (the default damping's eigenvalue, 0.975 at 1 ms, is 1.95 at 2 ms: unstable).
+        raise ConfigError(
+            f"{node_name}.mjcf: {cfg.mjcf} steps {timestep * 1e3:g} ms; the controllers here "
+            f"run at {CONTROL_PERIOD * 1e3:g} ms (the Gen3's torque loop) and check their gains for "
+            "that period: set the model's <option timestep>"
+        )
+    # The nearest whole number of steps, halves rounded up (round() takes them to even).
+    steps = math.floor(cfg.duration * 1e9 / round(timestep * 1e9) + 0.5) if cfg.duration > 0 else 0
+    if cfg.duration > 0 and steps == 0:  # 0 steps would mean "until stopped"
+        raise ConfigError(
+            f"{node_name}.duration: {cfg.duration!r} s is less than half a step "
+            f"({timestep:g} s); 0 runs until stopped"
+        )
+    if cfg.mode == "realtime" and cfg.command_timeout < 2.0 * timestep:
+        # Measured from a command's arrival to the next tick, less than a step refuses
+        # answers that came in time: every step would run on the safe torque.
+        raise ConfigError(
+            f"{node_name}.command_timeout: {cfg.command_timeout!r} s is less than two steps "
+            f"({2.0 * timestep:g} s): commands answered in time would count as missing"
+        )
+    return steps
+
+
 class SimNode:
     """Steps a :class:`MujocoPlant` and exchanges states and commands over DDS."""
 
@@ -123,31 +156,10 @@ class SimNode:
         self.n = plant.n
         self.safe_damping = cfg.damping_vector(plant.model_joint_names, plant.joint_names, plant)
         self._hold = cfg.safe_torque == "hold"
-        if abs(plant.timestep - CONTROL_PERIOD) > 1e-12:
-            # The controllers check their gains and dampings for one command per CONTROL_PERIOD
-            # (the default damping's eigenvalue, 0.975 at 1 ms, is 1.95 at 2 ms: unstable).
-            raise ConfigError(
-                f"{node_name}.mjcf: {cfg.mjcf} steps {plant.timestep * 1e3:g} ms; the controllers here "
-                f"run at {CONTROL_PERIOD * 1e3:g} ms (the Gen3's torque loop) and check their gains for "
-                "that period: set the model's <option timestep>"
-            )
+        self.max_steps = step_count(cfg, plant.timestep, node_name)
         self.dt_ns = round(plant.timestep * 1e9)
         self.t0_ns = round(plant.time * 1e9)
         self.k = 0
-        # The nearest whole number of steps, halves rounded up (round() takes them to even).
-        self.max_steps = math.floor(cfg.duration * 1e9 / self.dt_ns + 0.5) if cfg.duration > 0 else 0
-        if cfg.duration > 0 and self.max_steps == 0:  # 0 steps would mean "until stopped"
-            raise ConfigError(
-                f"{node_name}.duration: {cfg.duration!r} s is less than half a step "
-                f"({plant.timestep:g} s); 0 runs until stopped"
-            )
-        if cfg.mode == "realtime" and cfg.command_timeout < 2.0 * plant.timestep:
-            # Measured from a command's arrival to the next tick, less than a step refuses
-            # answers that came in time: every step would run on the safe torque.
-            raise ConfigError(
-                f"{node_name}.command_timeout: {cfg.command_timeout!r} s is less than two steps "
-                f"({2.0 * plant.timestep:g} s): commands answered in time would count as missing"
-            )
 
         # States, clock and commands as CDR bytes when the codecs pass their self-check.
         self.encoder = JointStateEncoder(plant.joint_names)
