@@ -221,7 +221,8 @@ class NodePair:
             "stats_file": str(self.out / "controller.json"),
             **{k: param_literal(v) for k, v in self.controller_params.items()},
             # The simulator is the clock, whatever the file says (as sim_gen3.launch.py): a file
-            # for the real arm (config/gen3_hardware.yaml: false) had every state refused as stale.
+            # for the real arm (config/gen3_hardware.yaml: false) would have every state refused as
+            # stale.
             "use_sim_time": "true",
         }
         sim = {
@@ -344,7 +345,7 @@ def demo_trajectory(q0: np.ndarray, duration: float, start: float) -> list[tuple
 
 class ErrorStats:
     """Running max, RMS and last value of the tracking error (rad), in constant memory (a list of
-    every state's had grown by ~100 MB an hour at 1 kHz in a run without end)."""
+    every state's would grow by ~100 MB an hour at 1 kHz in a run without end)."""
 
     def __init__(self) -> None:
         self.count = 0

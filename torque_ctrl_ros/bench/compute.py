@@ -27,8 +27,8 @@ def realistic_states(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
     """``count`` (q, q̇) pairs along a simulated smooth motion from ``home`` (1 kHz samples).
 
     Each joint swings ``a·sin(2π·f·t)`` about home, ``a`` 0.2–0.5 rad and ``f`` 0.2–0.5 Hz drawn
-    at random, ``a`` cut so that its peak speed ``2π·f·a`` is at most 0.8 of the joint's limit (it
-    had taken joint_6 to 1.39 rad/s, over its 1.22, on 30 % of the states).
+    at random, ``a`` cut so that its peak speed ``2π·f·a`` is at most 0.8 of the joint's limit
+    (uncut, joint_6 would reach 1.39 rad/s, over its 1.22, on 30 % of the states).
     """
     robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
     plant = MujocoPlant(data_path("mjcf", "scene.xml"))
@@ -149,7 +149,7 @@ def qp_step_parts(
     ``qp_floor_after_prepare``: in a second pass, the bare warm solves of the same problems (the
     floor's replay), each timed right after the second instance's kinematics, tasks and barriers
     at that state. Inside the step the solve took 1.29× its bare replay with the same iterations
-    (2026-12-05, AMD host); run after that work, the replay takes what the step's solve does:
+    (on an AMD host); run after that work, the replay takes what the step's solve does:
     the step's other work leaves the CPU's caches and predictors colder for ProxSuite. The
     floor of the targets stays the bare replay.
     """

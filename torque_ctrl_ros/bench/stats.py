@@ -42,7 +42,7 @@ def time_interleaved(
     warm start carries over from one block to the next), and all of them share the host's
     fast and slow phases, so their ratios do not depend on when in the run each one was
     measured. On this shared 2-core VM the speed of the same code drifts by up to 1.7× within
-    minutes; timed one after the other, a ratio to a floor measured earlier moved with it.
+    minutes; timed one after the other, a ratio to a floor measured earlier moves with it.
     ``after_warmup`` runs between the warm-up and the timed calls (e.g. a controller's reset,
     so that its timed run meets the problems a cold run meets).
     """

@@ -31,7 +31,7 @@ every 1 / 2 / 5 / 10 / 25 ms: with ``K_d`` throughout, the kinetic energy ends a
 its start, then joint 7 reaches 58 and 156 rad/s; scaled (the first command as below), 7 / 7 /
 27 / 50 / 83 %. The scaling is for the largest ``λ`` over the workspace; the home pose's are
 smaller, hence the slower braking at 5 ms. Scaled by the gap just before each command instead,
-gaps alternating 1 and 7 ms had spun the wrist to 56 rad/s: a command after a short gap, held
+gaps alternating 1 and 7 ms spin the wrist to 56 rad/s: a command after a short gap, held
 for a long one.)
 
 The first command has no gap to go by. When it answers a refused state, the stream itself is
@@ -42,7 +42,7 @@ a first command held 20 / 50 ms, then states every 1 ms, took joint 7 to 2.2 / 5
 velocity limit; with the scaling the fastest joint reached 0.49 / 0.59 of its own. When it
 answers a good state the controller failed on, the stream is alive and the command is
 restarted from each such state: damped for the stream's period (``K_d`` at 1 kHz; restarted
-with ``K_d`` every 10 / 25 ms instead, the energy had grown 10 / 100-fold).
+with ``K_d`` every 10 / 25 ms instead, the energy grows 10 / 100-fold).
 Beyond that, every damping bound here is for one state per 1 ms; on a stream of one state
 every ``m`` ms each damping of this package is ``m`` times closer to its bound, this one
 included.

@@ -58,10 +58,10 @@ class Reach:
     origin is then within that sum of the circle. It is an outer bound, tight only where every
     offset after ``j₂`` can line up pointing away from the circle: for the Gen3's tool, 0.9028 m
     (+ :data:`REACH_MARGIN`) from a circle of 5.4 mm radius 0.285 m above the base. (Measured
-    from the base origin, as before 2026-12-04, the bound was 1.198 m in every direction, where
-    the arm reaches 0.90 m sideways: a target 1.15 m out was taken, and ``achd_rnea`` ran
-    saturated for 2 673 of 3 000 steps stretching toward it.) Only revolute joints are
-    supported (so does :class:`~.robot.RobotModel`): a prismatic one's travel is no offset.
+    from the base origin, the bound would be 1.198 m in every direction, while the arm reaches
+    0.90 m sideways: it would take a target 1.15 m out, and ``achd_rnea`` runs saturated for
+    2 673 of 3 000 steps stretching toward one.) Only revolute joints are supported (so does
+    :class:`~.robot.RobotModel`): a prismatic one's travel is no offset.
 
     Attributes:
         center: the circle's centre (m, base frame).

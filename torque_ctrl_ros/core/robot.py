@@ -141,7 +141,7 @@ def damping_configurations(
     ``_MAX_GRID`` rows. Last, ``count`` rows uniform within ``[lower, upper]`` (``±π`` where a bound
     is infinite: a continuous joint repeats after 2π). On the Gen3 (517 rows) the largest
     eigenvalue of ``h·M⁻¹·K_d`` over them is within 1e-4 of a bounded optimiser's, for a scalar
-    and per-joint dampings; over the random rows alone it was up to 7 % lower (3.31 vs 3.54 for
+    and per-joint dampings; over the random rows alone it is up to 7 % lower (3.31 vs 3.54 for
     ``K_d = 1``). Deterministic: the same bounds, count and seed give the same rows.
     """
     lo = np.where(np.isfinite(lower), lower, -np.pi)
@@ -230,8 +230,8 @@ def check_damping_stability(
 
 
 #: The share of :data:`DAMPING_EIGENVALUE_MAX` a twist damping may reach at the sampled poses
-#: (:meth:`RobotModel.check_frame_damping`): a review's optimiser found the worst pose between
-#: them 1.0 % above the sampled maximum.
+#: (:meth:`RobotModel.check_frame_damping`): the worst pose between them can be ~1 % above the
+#: sampled maximum.
 _FRAME_DAMPING_MARGIN = 0.98
 
 
@@ -677,7 +677,8 @@ class RobotModel:
         Returns:
             That eigenvalue. Raises :class:`ConfigError` when it is ``>= 0.98`` times that bound:
             the damping configurations were chosen for ``K_d`` alone, and with ``Jᵀ·B·J`` the worst
-            pose can lie between them (an optimiser found 1.0101 where they gave 1.0000).
+            pose can lie between them (~1 % higher: an optimiser reaches 1.0101 where they give
+            1.0000).
         """
         kd_vec = as_vector(field, kd, self.n, broadcast_scalar=True, min_value=0.0)
         b = as_vector(field, twist_damping, 6, broadcast_scalar=True, min_value=0.0)

@@ -184,8 +184,8 @@ class RejectReason(enum.Enum):
     CONTROLLER_ERROR = "controller_error"  # the controller raised on a state that looked good
     # Stamped before a state already answered (the clock not gone back), not stale: a duplicate or
     # a pair swapped on the way. Dropped, not a fault: no safe command, no fallback (counted in
-    # ``Watchdog.rejected`` only). Refused as inconsistent, each had sent a brake mid-motion and
-    # reset the controller (a review: 25 swapped pairs in 10 s, 50 transitions).
+    # ``Watchdog.rejected`` only): refused as inconsistent, each would send a brake mid-motion and
+    # reset the controller, two state transitions for every swapped pair.
     SUPERSEDED = "superseded"
 
 
@@ -254,8 +254,8 @@ class _Jumps:
 
     ``span_cap`` (s, per joint): past it a joint's reach ``speed_max · Δt`` covers its whole
     plausible range and more (no step between two plausible positions is longer), so the reach is
-    capped there: it stays finite where ``speed_max`` is the largest float (it had overflowed to
-    inf, with a warning, once Δt > 1 s); inf where ``speed_max`` is 0 (the reach stays 0).
+    capped there: it stays finite where ``speed_max`` is the largest float (uncapped it overflows
+    to inf, with a warning, once Δt > 1 s); inf where ``speed_max`` is 0 (the reach stays 0).
     ``span_plain``: the shortest of them; up to it no joint needs the cap (Gen3: 0.49 s).
     """
 
@@ -327,8 +327,8 @@ class Watchdog:
         ``steady_clock`` (s, e.g. ``time.monotonic``) times the stop on two sources
         (:data:`CONFLICT_WINDOW`) instead of the caller's ``now``: under ``use_sim_time`` that
         clock runs at the simulator's pace, which in lockstep advances one period per
-        ``lockstep_timeout`` while nothing is published (the 1 s stop had lasted ~1000 timeouts),
-        and without ``/clock`` not at all."""
+        ``lockstep_timeout`` while nothing is published (timed on it, the 1 s stop would last
+        ~1000 timeouts), and without ``/clock`` not at all."""
         self.n = n
         self.config = config or WatchdogConfig()
         self.joint_names = tuple(joint_names) if joint_names is not None else tuple(f"#{i}" for i in range(n))
@@ -404,7 +404,7 @@ class Watchdog:
         round on a joint without position limits (+π−ε to −π+ε is 2ε), and both stamps counted
         as at most ``max_age`` ahead of the clock that received them (as for the order). It
         catches a second publisher of the arm's joints, such as a joint_state_publisher at the
-        zero pose next to the driver: their states interleave, and the controller had computed
+        zero pose next to the driver: their states interleave, and the controller would compute
         torques from either pose in turn (computed_torque: −39 N·m on joint_2 instead of −8.7).
 
         The floor of Δt is ``max_age``, the timing error the watchdog tolerates elsewhere (a state
@@ -633,9 +633,10 @@ class Watchdog:
         Like :meth:`reject` with :attr:`RejectReason.CONTROLLER_ERROR`, except that a fallback
         window already open before that state stays open from where it started: the window runs
         from the last state a torque was computed for, so a controller failing on every state
-        ends in STOPPED after ``fallback_duration`` like a stream of bad states does (each
-        accepted state had restarted the window: safe torque forever). With ``auto_recover``
-        each later state is tried again and, if the controller still fails, stays stopped.
+        ends in STOPPED after ``fallback_duration`` like a stream of bad states does (were each
+        accepted state to restart the window, the safe torque would go on for ever). With
+        ``auto_recover`` each later state is tried again and, if the controller still fails,
+        stays stopped.
         """
         if self._window_before_accept <= now:  # not when none was open (nan) or from another clock
             self.fallback_since = self._window_before_accept
@@ -703,14 +704,15 @@ class Watchdog:
             if self._silent:
                 # A silence that goes on: the stop's reason, as long as now. (A fallback on
                 # refused states keeps theirs: the node counts its silence from the last good
-                # state, and a stream of NaN states had been reported as no state at all.)
+                # state, so a stream of NaN states would be reported as no state at all.)
                 self.last_message = f"no joint state for {silent_for * 1e3:.0f} ms"
             self._set(WatchdogState.STOPPED)
 
     def end_window(self) -> None:
         """End an open fallback window now (FALLBACK → STOPPED): the caller found it over by the
         states' own stamps, which go on where the clock given as ``now`` may stand still
-        (``use_sim_time`` without ``/clock``: refused states had been answered for ever)."""
+        (``use_sim_time`` without ``/clock``: timed by it, refused states would be answered for
+        ever)."""
         if self.state is WatchdogState.FALLBACK:
             self._set(WatchdogState.STOPPED)
 

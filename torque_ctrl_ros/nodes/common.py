@@ -32,11 +32,10 @@ from .scheduling import request_cpu_latency, request_cpus, request_realtime, sto
 class StopFlag:
     """A flag a signal handler sets: a plain attribute, no lock.
 
-    A ``threading.Event`` deadlocked: Python runs handlers on the main thread between
-    bytecodes, so a signal arriving while that thread was inside the previous handler's
-    ``Event.set`` (holding its lock) ran ``set`` again there, and it waited for itself for
-    good. Seen with a node whose ``make sim`` runner was killed: three SIGINTs, three nested
-    handlers in its stack.
+    A ``threading.Event`` can deadlock: Python runs handlers on the main thread between
+    bytecodes, so a signal arriving while that thread is inside the previous handler's
+    ``Event.set`` (holding its lock) runs ``set`` again there, which waits for itself for good
+    (a killed ``make sim`` runner sends its nodes several SIGINTs in quick succession).
     """
 
     def __init__(self) -> None:

@@ -5,11 +5,11 @@ What a ROS 2 component container does with composable nodes: same topics, same p
 never leave the process, and one executor runs both nodes' callbacks. The simulator's loop spins
 that executor, so in lockstep the controller's answer is computed inside the simulator's wait.
 
-Measured here (computed torque, 2-core shared VM, SCHED_FIFO): in the benchmark with the CPUs
-free to halt, lockstep 7.6–11.4× real time against 3.6–6.2× with two pinned processes (~2.3×
-unpinned, in an earlier measurement); with them polling (the benchmark's default since
-2026-12-04) 7.69× against 6.82×; realtime 1 kHz state→command latency p50 0.18 ms instead of
-~0.35 (one 4 s run).
+Why: the state and the command skip DDS and the switch between two processes on every step.
+On a 2-core shared VM (computed torque, SCHED_FIFO) lockstep runs 7.7× real time against 6.8×
+for two pinned processes with the CPUs polling (the benchmark's default), 7.6–11.4× against
+3.6–6.2× with them free to halt; realtime at 1 kHz halves the state→command latency (p50
+0.18 ms against ~0.35 ms over a 4 s run).
 
 Run (node-scoped overrides use ``<node>:<name>:=<value>``)::
 

@@ -194,12 +194,12 @@ def label_stamp_ns(label: str) -> int | None:
     without ``joints@`` (an untagged command).
 
     Raises:
-        StateError: a ``joints@`` label written otherwise. Read loosely, ``joints@1.5`` had been
+        StateError: a ``joints@`` label written otherwise. Read loosely, ``joints@1.5`` would be
             1 s and 5 ns, and ``1_0`` ten seconds (``int`` takes underscores and spaces); taken
-            as untagged, such a command skipped the check of the state it answers. So is a
+            as untagged, such a command would skip the check of the state it answers. So is a
             ``sec`` of more than ten digits (``builtin_interfaces/Time`` holds an int32): one of
-            5 000 digits had raised out of the simulator's command callback (Python refuses to
-            convert over 4 300) and ended the process.
+            5 000 digits would raise out of the simulator's command callback (Python refuses to
+            convert over 4 300) and end the process.
     """
     prefix = COMMAND_LABEL + "@"
     if not label.startswith(prefix):

@@ -337,7 +337,7 @@ class SimNode:
     @property
     def answered_validly(self) -> bool:
         """Whether a valid command answered the current state: a step without one is late (a
-        rejected answer leaves the plant on the safe torque, which had not counted as late)."""
+        rejected answer leaves the plant on the safe torque, as no answer does)."""
         return self.answered and self.answer_valid
 
     def _record_latency(self, stamp: int, now: float) -> None:
@@ -346,7 +346,7 @@ class SimNode:
         if 0 <= k <= self.k and self.published_stamp[slot] == stamp:
             self.answered_states += 1
             # Not the answer that ends the start-up wait: it includes the controller's first,
-            # cold call, and had been the "max" latency of most benchmark runs.
+            # cold call, which would be the "max" latency of most benchmark runs.
             if self._looping:
                 self.latency.add(now - self.published_wall[slot])
             self.published_stamp[slot] = -1  # count each state's first answer only
@@ -381,8 +381,8 @@ class SimNode:
     def _command_fresh(self) -> bool:
         """Realtime: whether the held command may drive the next step. It is held for at most
         ``command_timeout``, in wall time since it came and, when tagged, in simulated time
-        since the state it answers (a command taken just within the second limit had driven the
-        arm until the first, twice as long)."""
+        since the state it answers (by arrival alone, a command that came when its state was
+        nearly ``command_timeout`` old would drive the arm for up to twice that)."""
         if not self.have_command or time.monotonic() - self.command_wall > self.config.command_timeout:
             return False
         stamp = self.command_stamp
@@ -422,8 +422,8 @@ class SimNode:
     def _await_answer(self, timeout: float) -> None:
         """Lockstep: take commands until the current state is answered or ``timeout`` (s) has
         passed. Past :data:`_STOP_POLL_S` without an answer, ``/diagnostics`` (when due) and the
-        log say what it waits for: a gone controller had left both quiet for the whole timeout
-        (up to a minute), the last status standing."""
+        log say what it waits for: else a gone controller would leave both quiet for the whole
+        timeout (up to a minute), the last status standing."""
         start = time.monotonic()
         deadline = start + timeout
         while not self.answered and not STOP.is_set():
@@ -521,7 +521,8 @@ class SimNode:
             **{f"state_out_{k}": v for k, v in percentiles_ms(self.state_out.window()).items()},
         }
         # Two controllers on the topic answer every state, and whichever comes first drives the
-        # arm (lockstep: 202 and 98 steps of 300 in a review; realtime: the later one): say so.
+        # arm (in lockstep they share the steps, e.g. 202 and 98 of 300; in realtime the later
+        # one's command is held): say so.
         commanders = self.node.count_publishers(COMMAND_TOPIC)
         values["command_publishers"] = commanders
         if self.safe_active:

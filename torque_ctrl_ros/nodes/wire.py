@@ -23,10 +23,10 @@ Safety:
 - decoders take only the layout they expect (little-endian header; for joint states the
   expected joint names, in one expected order, with as many positions and velocities) and return
   ``None`` for anything else, so that the caller deserializes with rclpy and handles the message
-  as before: names in another order or extra joints still work, and bad messages get the same
-  errors. A joint state layout that rclpy read well and that names every joint once can be
-  adopted (:meth:`JointStateWire.learn`): a real arm's driver, whose joint order and extra joints
-  differ from the simulator's, then takes the fast path from its second message on.
+  as the message path does: names in another order or extra joints still work, and bad messages
+  get the same errors. A joint state layout that rclpy read well and that names every joint once
+  can be adopted (:meth:`JointStateWire.learn`): a real arm's driver, whose joint order and extra
+  joints differ from the simulator's, then takes the fast path from its second message on.
 """
 
 from __future__ import annotations

@@ -356,7 +356,7 @@ class MujocoPlant:
 
         Raises :class:`ModelError` listing the valid keyframes for an unknown name, or naming the
         driven joints the pose puts outside their ranges (the joint-range constraint would throw
-        them back: joint_2 at 3.0 of ±2.24 rad was at −6.6 rad/s 50 ms later, holding gravity).
+        them back: joint_2 at 3.0 of ±2.24 rad is at −6.6 rad/s 50 ms later, holding gravity).
         """
         if keyframe is None:
             mujoco.mj_resetData(self._model, self._data)

@@ -148,8 +148,9 @@ class ComputedTorque(Controller[JointReference]):
 
     def __init__(self, robot: RobotModel, config: ComputedTorqueConfig) -> None:
         super().__init__(robot)
-        # Validated again: a config built directly (not by create) had run negative stiffness; and
-        # the robot's arm may be later than the one period create() assumes.
+        # Validated again: a config built directly (not by create) is unchecked (a negative kp
+        # would run as negative stiffness); and the robot's arm may be later than the one period
+        # create() assumes.
         self.config = ComputedTorqueConfig.create(robot.n, config.kp, config.kd, robot.delay_periods)
         self._reference_in: JointReference | None = None
         self._reference = JointReference(np.zeros(robot.n))

@@ -35,8 +35,8 @@ by ~12 m/s² while a row held, and the capsules went 5–14 mm inside ``d_safe``
 (tool kp 225–400), so the QP controllers accept this barrier only with that one.
 
 A capsule is ``coal.Capsule(radius, length)`` with the full segment length (coal keeps half of
-it as ``halfLength``; given the half length, every capsule had covered only the middle half of
-its segment, leaving the joints unchecked).
+it as ``halfLength``; given the half length, a capsule would cover only the middle half of its
+segment, leaving the joints unchecked).
 """
 
 from __future__ import annotations

@@ -288,7 +288,7 @@ _inv: Callable[..., Any] = getattr(_ulinalg, "inv", np.linalg.inv)
 #: ``A = J·Jᵀ`` is then conditioned beyond ~1e16 and its inverse's derivatives are
 #: rounding noise: near the Gen3's stretched pose the curvature kept its order (~0.05) down to
 #: w ≈ 1e-7 and read −83, +1.6e5 and −6e6 at w ≈ 1.2e-8, 1.2e-9 and 3.9e-10 (a lower bound that
-#: flipped sign switched the barrier off while it was violated).
+#: flips sign switches the barrier off while it is violated).
 SINGULAR_W = 1e-6
 
 

@@ -381,8 +381,8 @@ class JointPostureTask(Task):
             q, vel, acc = target, None, None
         target_q = as_vector(f"{self.name} target position", q, n, error=TargetError)
         if not np.abs(target_q).max() <= MAX_ANGLE:
-            # Beyond it no angle difference resolves (an error of 1e200 rad had overflowed the
-            # cost: every step fell back, reported only in the step's info).
+            # Beyond it no angle difference resolves (an error of 1e200 rad overflows the cost:
+            # every step would fall back, reported only in the step's info).
             raise TargetError(
                 f"{self.name} target position: |q| above {MAX_ANGLE:g} rad: {target_q.tolist()}"
             )
