@@ -564,9 +564,9 @@ def _near_stretched_step(robot: RobotModel, rcond: float) -> tuple[float, int]:
 
 
 def test_the_default_rcond_damps_the_step_near_the_stretched_pose(gen3: RobotModel) -> None:
-    """The README's reason for ``rcond`` 1e-6: near the stretched pose a step with 1e-9 saturates
-    the torques (3.45 rad/s, 10 steps; 84 rad/s when saturation clipped joint by joint), 1e-6 none
-    (3.13 rad/s)."""
+    """The reason docs/controllers.md gives for ``rcond`` 1e-6: near the stretched pose a step
+    with 1e-9 saturates the torques (3.45 rad/s, 10 steps; 84 rad/s when saturation clipped joint
+    by joint), 1e-6 none (3.13 rad/s)."""
     assert AchdRneaConfig.create(gen3.n).rcond == 1e-6
     undamped_peak, undamped_saturated = _near_stretched_step(gen3, 1e-9)
     peak, saturated = _near_stretched_step(gen3, 1e-6)

@@ -202,16 +202,16 @@ def test_mujoco_closed_loop_accepted_decays_refused_spins_up(robot: RobotModel, 
 
 
 def test_qp_fallback_damping_is_checked_at_the_controller_period(robot: RobotModel) -> None:
-    """The QP controllers hold their fallback torque for ``dt``: the check uses it, not 1 ms."""
+    """The QP controllers hold their fallback torque for one control period (1 ms), the only period
+    they run at: no ``dt`` parameter lets the check pass at another."""
     from torque_ctrl_ros.core.controllers.qpid import QPID
 
     params = {"tasks": ["posture"], "posture.type": "posture", "self_collision.enabled": False}
-    with pytest.raises(ConfigError, match=r"once per 10 ms"):
-        QPID.from_params(robot, {**params, "dt": 0.01})  # the defaults reach 9.75 at 10 ms
-    # 0.3 reaches 1.06 at 1 ms (refused) but 0.53 at 0.5 ms.
+    # 0.3 reaches 1.06 at 1 ms (refused), 0.53 at 0.5 ms.
     with pytest.raises(ConfigError, match="qpid.fallback_damping"):
         QPID.from_params(robot, {**params, "fallback_damping": 0.3})
-    QPID.from_params(robot, {**params, "dt": 0.0005, "fallback_damping": 0.3})
+    with pytest.raises(ConfigError, match=r"qpid: unknown parameter\(s\) \['dt'\]"):
+        QPID.from_params(robot, {**params, "dt": 0.0005, "fallback_damping": 0.3})
 
 
 # ACHD→RNEA: K_null·q̇ in τ_ff and B∘ẋ on the free axes are held for a period too.
@@ -389,7 +389,7 @@ def test_the_damping_bound_follows_the_delayed_recursion(delay: int) -> None:
 def test_the_default_damping_is_within_the_real_arms_delay_bound_at_home_but_not_everywhere(
     robot: RobotModel,
 ) -> None:
-    """The figures the README and ``DAMPING_EIGENVALUE_MAX`` give: λ of the default vector 0.32 at
+    """The figures docs/hardware.md and ``DAMPING_EIGENVALUE_MAX`` give: λ of the default vector 0.32 at
     home, 0.87 there with joint_2 at 0, 0.975 at worst (joints 1, 3, 5, 7 aligned); the vector the
     README gives for the real arm stays below the 5 ms bound everywhere sampled."""
     from torque_ctrl_ros.core.robot import damping_eigenvalue_bound, damping_eigenvalues
