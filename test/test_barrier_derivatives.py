@@ -107,7 +107,7 @@ def _gap(
 
 
 def test_singularity_barrier_near_the_singular_set_is_treated_as_singular(robot: RobotModel) -> None:
-    """Below ``SINGULAR_W`` the terms from ``(J·Jᵀ)⁻¹`` are rounding noise (the curvature had read
+    """Below ``SINGULAR_W`` the terms from ``(J·Jᵀ)⁻¹`` are rounding noise (the curvature reads
     −83 to 1.6e5 there): the row is the singular one (w taken as 0: no gradient or curvature,
     the row left out); above it the curvature keeps the order it has further out."""
     from torque_ctrl_ros.core.qp.constraints import SINGULAR_W

@@ -581,7 +581,7 @@ def test_compare_times_this_tree_against_a_revision(
 
 def test_the_benchmark_states_stay_within_the_velocity_limits() -> None:
     """ "Realistic" states: over a full period of the slowest swing (5 s), no joint beyond 0.85 of
-    its speed limit (joint_6 had run at 1.14 of it on 30 % of the states)."""
+    its speed limit (uncut swings run joint_6 at 1.14 of it on 30 % of the states)."""
     from torque_ctrl_ros.bench.compute import realistic_states
     from torque_ctrl_ros.core import RobotModel
     from torque_ctrl_ros.paths import data_path

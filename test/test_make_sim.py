@@ -216,7 +216,7 @@ def test_a_parameter_file_section_for_no_node_stops_the_runner_at_once(
     error: str,
 ) -> None:
     """A misspelt ``controller_node:`` section: rclpy ignores it, and the controller on its
-    defaults (wall clock) had refused every simulated state as stale while the run waited for ever.
+    defaults (wall clock) would refuse every simulated state as stale while the run waits for ever.
     The same for the composed process's name (its nodes are ``sim_node`` and ``controller_node``)
     and a namespace (the runner starts its nodes in none)."""
     shipped = (Path(__file__).resolve().parents[1] / "config" / "gen3_controllers.yaml").read_text()
@@ -235,8 +235,9 @@ def test_the_hardware_file_layers_over_the_shipped_one_on_the_simulators_clock(
     controller: str,
 ) -> None:
     """config/gen3_hardware.yaml says ``use_sim_time: false`` (the real arm's clock): run as
-    make sim's parameter file it had every simulated state refused as stale and the run hung. It
-    holds only what differs on the arm: read alone, qpid had no tasks ("qpid.tasks: required")."""
+    make sim's parameter file it would have every simulated state refused as stale and the run
+    hang. It holds only what differs on the arm: read alone, qpid has no tasks ("qpid.tasks:
+    required")."""
     cmd = [
         sys.executable,
         "-m",

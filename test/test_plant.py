@@ -385,9 +385,9 @@ _ONE_JOINT = """<mujoco><option integrator="Euler" gravity="0 0 0"/><worldbody><
 def test_an_actuator_that_is_no_exact_torque_source_is_refused(
     tmp_path: Path, actuator: str, fragment: str
 ) -> None:
-    """MuJoCo 4's actuator delay, damping and armature had been taken silently: the delay applied
-    every torque 2 ms late, the damping of a nulled position actuator put −4 N·m on the joint at
-    zero command while ``tau_applied`` read 0."""
+    """MuJoCo 4's actuator delay, damping and armature are refused, not taken silently: the delay
+    applies every torque 2 ms late, the damping of a nulled position actuator puts −4 N·m on the
+    joint at zero command while ``tau_applied`` reads 0."""
     path = tmp_path / "one_joint.xml"
     path.write_text(_ONE_JOINT.replace("JOINT", "").replace("ACTUATOR", actuator))
     with pytest.raises(ModelError, match=f"actuator .* on joint j .*{fragment}"):
@@ -487,7 +487,7 @@ def test_the_safe_torque_damps_and_holds_against_gravity_only_when_asked(
 
 
 def test_a_keyframe_outside_a_joint_range_is_refused(tmp_path: Path) -> None:
-    """joint_2 at 3.0 rad (range ±2.24) had been taken: the range constraint threw it back at
+    """joint_2 at 3.0 rad (range ±2.24) is refused: the range constraint would throw it back at
     6.6 rad/s within 50 ms. The shipped keyframes pass."""
     text = SCENE.read_text().replace(
         '<key name="home"',

@@ -174,7 +174,7 @@ _ONE_LINK = """<robot name="r"><link name="base"/>
 )
 def test_limits_a_description_leaves_open_are_none(kind: str, limit: str) -> None:
     """URDF's 0 effort / velocity and an empty position range mean "none given": no limit (as 0,
-    every torque had been refused), and a joint without a range is continuous (wrapped: 3.1 and
+    every torque would be refused), and a joint without a range is continuous (wrapped: 3.1 and
     −3.1 rad are 0.083 apart, not 6.2)."""
     robot = RobotModel.from_urdf_string(_ONE_LINK.replace("TYPE", kind).replace("LIMIT", limit))
     if kind == "continuous":

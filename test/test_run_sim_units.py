@@ -39,7 +39,7 @@ def test_the_watchdog_line_tells_the_end_of_the_run_from_a_trip_during_it() -> N
 
 
 def test_the_tracking_error_is_summarised_in_constant_memory() -> None:
-    """Max, RMS, last and count, kept as running values (a list of every state's error had grown
+    """Max, RMS, last and count, kept as running values (a list of every state's error would grow
     by ~100 MB an hour at 1 kHz in a run without end)."""
     import math
 
@@ -55,7 +55,7 @@ def test_the_tracking_error_is_summarised_in_constant_memory() -> None:
 
 def test_the_demo_swings_only_when_its_way_back_fits_in_the_run() -> None:
     """Waypoints a second apart, the last back at the start pose by the end of the run; a run too
-    short for one swing gets none (it had sent a lone point at the start pose and reported
+    short for one swing gets none (not a lone point at the start pose, which would report
     tracking a trajectory the arm never moved on)."""
     q0 = np.zeros(7)
     points = demo_trajectory(q0, 10.0, 0.7)
@@ -97,8 +97,8 @@ def test_the_summary_words_counts_and_what_was_not_granted() -> None:
 def test_bad_runner_arguments_stop_it_before_any_node_starts(
     args: list[str], error: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Caught by the runner's own argument parser (they had reached the nodes, which refused them
-    under names the user never typed: sim_node.duration, TORQUE_CTRL_RT_PRIORITY)."""
+    """Caught by the runner's own argument parser (the nodes would refuse them under names the
+    user never typed: sim_node.duration, TORQUE_CTRL_RT_PRIORITY)."""
     from torque_ctrl_ros.run_sim import main
 
     with pytest.raises(SystemExit) as stop:

@@ -190,7 +190,7 @@ def test_watchdog_falls_back_for_a_bounded_time_then_stops_and_recovers() -> Non
 
 def test_watchdog_stops_a_controller_that_fails_on_every_state() -> None:
     """Good states the controller cannot answer keep the fallback window open from its start:
-    each accepted state had restarted it, so the safe torque went on for good."""
+    were each accepted state to restart it, the safe torque would go on for good."""
     wd = Watchdog(3, WatchdogConfig.create(fallback_duration=0.5))
     assert _good(wd, 1.0) is Action.COMPUTE
     assert wd.controller_failed("SolverError: boom", 1.0) is Action.FALLBACK
@@ -250,10 +250,10 @@ def test_watchdog_reports_a_silent_stream() -> None:
     wd.silence(0.1, 0.1)
     assert wd.state is WatchdogState.FALLBACK and wd.last_message == "no joint state for 100 ms"
     wd.silence(0.6, 0.6)
-    # The stop says how long the silence has lasted (it had repeated the fallback's 100 ms).
+    # The stop says how long the silence has lasted, not the fallback's 100 ms.
     assert wd.state is WatchdogState.STOPPED and wd.last_message == "no joint state for 600 ms"
     # A fallback on refused states keeps their reason at the stop, though the node passes the
-    # time since the last good state as the silence (NaN states had been reported as none).
+    # time since the last good state as the silence (NaN states are not "no joint state").
     wd = Watchdog(3, WatchdogConfig.create(max_age=0.02, fallback_duration=0.5))
     _good(wd, 0.0)
     for k in range(1, 491):
@@ -403,9 +403,9 @@ def test_safe_brake_brakes_the_simulated_arm_where_a_held_damping_torque_spins_i
     is the plant's own motion (same model, same integrator) under the commands sent, here with
     ``gaps`` ms between them, cycled (states lost in between: the plant holds each command).
     The kinetic energy only falls and no joint gets near its velocity limit; uneven gaps too,
-    where damping scaled by the gap just before each command (not the longest) had spun the
-    wrist to 56 rad/s with gaps of 1 and 7 ms, and a first command held 20 ms, which with K_d in
-    full had taken joint 7 to 2.2 times its limit."""
+    where damping scaled by the gap just before each command (not the longest) spins the wrist
+    to 56 rad/s with gaps of 1 and 7 ms, and a first command held 20 ms, which with K_d in full
+    takes joint 7 to 2.2 times its limit."""
     kd = np.array(DEFAULT_DAMPING)
     h = 1e-3
     held = _plant_from_home(scene_path, 0.5)
@@ -413,7 +413,7 @@ def test_safe_brake_brakes_the_simulated_arm_where_a_held_damping_torque_spins_i
     for _ in range(500):
         held.set_torque(frozen)
         held.step()
-    assert np.abs(held.v).max() > 10.0  # what the node used to send: not braking
+    assert np.abs(held.v).max() > 10.0  # a command frozen at the last good state: not braking
 
     plant = _plant_from_home(scene_path, 0.5)
     brake = SafeBrake(robot, kd, horizon=0.5, period=h)
@@ -494,7 +494,7 @@ def test_safe_brake_holds_each_command_until_the_next_and_stops_at_the_horizon(r
     last = brake.torque(1e9)
     assert brake.k == 10
     np.testing.assert_allclose(brake.torque(2e9), last, rtol=0, atol=0)
-    # A new window forgets the last one's longest gap (kept, one 25 ms gap had left every later
+    # A new window forgets the last one's longest gap (kept, one 25 ms gap would leave every later
     # window braking with K_d·2/25: on the plant, energy 0.73 of its start after 0.5 s, not 0.07).
     brake = SafeBrake(robot, kd, horizon=0.5)
     brake.start(q0, v0, 5.0, hold=1)
@@ -507,7 +507,7 @@ def test_safe_brake_holds_each_command_until_the_next_and_stops_at_the_horizon(r
 def test_safe_brake_predicts_the_time_that_passed_not_the_commands_sent(robot: RobotModel) -> None:
     """Commands 1.4 ms apart: each rounds to one period, but the remainders add up and the
     prediction keeps pace with the arm (200 commands, 280 periods; counted from each command's
-    time it had run 29 % behind)."""
+    time it would run 29 % behind)."""
     brake = SafeBrake(robot, np.array(DEFAULT_DAMPING), horizon=1.0)
     brake.start(np.zeros(7), np.zeros(7), 0.0, hold=1)
     for k in range(1, 201):
@@ -607,8 +607,8 @@ def test_a_swapped_state_is_dropped_without_a_fallback() -> None:
     """Stamped before a state already answered, the clock gone on (messages swapped on the way):
     the newer one's command went out. Dropped (counted as superseded): no safe command, no
     transition, not a refusal, and the next state is computed on as if nothing happened (refused
-    as inconsistent, each had braked mid-motion and reset the controller: 25 swapped pairs in
-    10 s, 50 transitions)."""
+    as inconsistent, each would brake mid-motion and reset the controller: two transitions per
+    swapped pair)."""
     wd = Watchdog(3, WatchdogConfig.create(max_age=0.02))
     q, v = np.zeros(3), np.zeros(3)
     _good(wd, 1.000)

@@ -83,7 +83,7 @@ def test_as_vector_takes_numbers() -> None:
     assert as_vector("f", ["1.0e6", 2, "-3"], 3).tolist() == [1e6, 2.0, -3.0]
     with pytest.raises(ConfigError, match="expected a number or 3 numbers"):
         as_vector("f", True, 3, broadcast_scalar=True)
-    # Where a scalar is taken, the message says so (a typo in a scalar kp had read "7 numbers").
+    # Where a scalar is taken, the message says so (not "7 numbers" for a typo in a scalar kp).
     with pytest.raises(ConfigError, match="f: expected a number or 3 numbers, got '10O'"):
         as_vector("f", "10O", 3, broadcast_scalar=True)
 

@@ -233,11 +233,12 @@ def _events(
 def test_two_publishers_stop_the_watchdog_whichever_came_first(
     gen3: RobotModel, first: str, fallback_duration: float
 ) -> None:
-    """A joint_state_publisher at the zero pose at 10 Hz next to the driver at 1 kHz, for 3 s. The
-    review had: with the publisher's state first, 30 torques computed on the zero pose and 3000
-    safe commands braking from it, never stopped; with the driver's first, 30 refusals each
-    answered by a safe command. Now: stopped within 0.5 s (3 ms, 0.35 s), nothing computed nor
-    braked after that, each state refused as INCONSISTENT with a message that says why."""
+    """A joint_state_publisher at the zero pose at 10 Hz next to the driver at 1 kHz, for 3 s.
+    Without the stop on two sources: with the publisher's state first, 30 torques computed on the
+    zero pose and 3000 safe commands braking from it, never stopped; with the driver's first, 30
+    refusals each answered by a safe command. With it: stopped within 0.5 s (3 ms, 0.35 s),
+    nothing computed nor braked after that, each state refused as INCONSISTENT with a message
+    that says why."""
     run = Stream(gen3, fallback_duration=fallback_duration)
     driver = _events("driver", HOME, 10.0, 13.0, 1e-3)
     interloper = _events("jsp", ZERO, 10.0 if first == "interloper" else 10.05, 13.0, 0.1)
@@ -264,7 +265,7 @@ def test_two_publishers_stop_the_watchdog_whichever_came_first(
     assert "control resumes once no jump was seen for 1 s" in message, message
     if first == "interloper":
         # One torque on the zero pose (nothing told the streams apart yet) and three safe commands
-        # braking from it, 3 ms in all (the review: 30 and 3000 over 3 s).
+        # braking from it, 3 ms in all (without the stop: 30 and 3000 over 3 s).
         assert run.count("jsp", Action.COMPUTE) == 1 and run.count("driver", Action.COMPUTE) == 0
         assert len(run.brake_poses) == CONFLICT_JUMPS - 1
     else:
@@ -309,7 +310,7 @@ def test_the_stop_goes_on_while_the_states_jump_however_long_since_the_last_good
     gen3: RobotModel,
 ) -> None:
     """After the stop, a jump is looked for between consecutive states: from the last good state
-    the bound had grown past any pose after 0.23 s. A second publisher at 2 Hz (slower than any
+    the bound grows past any pose after 0.23 s. A second publisher at 2 Hz (slower than any
     stop would start on) keeps the stop going once it started; so does one stamping on another
     clock (its states refused as stale before the stop): the time between arrivals counts."""
     run = Stream(gen3)
@@ -388,8 +389,8 @@ def test_a_second_publisher_after_the_driver_stops_it_from_above_three_hertz(
 
 
 def test_without_velocity_limits_a_long_gap_warns_nothing() -> None:
-    """speed_max is then the largest float: speed_max · Δt had overflowed (a RuntimeWarning) once
-    stamps were more than 1 s apart. The reach is capped where it covers every plausible pose."""
+    """speed_max is then the largest float: uncapped, speed_max · Δt overflows (a RuntimeWarning)
+    once stamps are more than 1 s apart. The reach is capped where it covers every plausible pose."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         wd = Watchdog(7)
@@ -412,7 +413,7 @@ def test_without_velocity_limits_a_long_gap_warns_nothing() -> None:
 
 def test_the_stop_on_two_sources_is_timed_on_the_steady_clock_when_given(gen3: RobotModel) -> None:
     """Under sim time in lockstep, the node publishing nothing while stopped, the simulator moves
-    one period per lockstep_timeout: timed on that clock the 1 s stop had lasted ~1000 timeouts,
+    one period per lockstep_timeout: timed on that clock the 1 s stop would last ~1000 timeouts,
     and with the clock standing still (no /clock) for ever. Timed on a steady clock it ends 1 s
     of it after the last jump, whatever the caller's ``now`` did."""
     wall = [0.0]

@@ -205,8 +205,8 @@ _LAYOUTS = [
 
 @pytest.mark.parametrize(("layout", "plain"), _LAYOUTS)
 def test_command_layouts_are_checked_alike_on_both_paths(layout: tuple, plain: bool) -> None:
-    """``dim[0].size`` / ``stride`` and ``data_offset`` had not been compared with ``data``: a command
-    saying it holds 6 torques, or 7 from offset 1, was applied as its 7 values. Both paths agree:
+    """``dim[0].size`` / ``stride`` and ``data_offset`` are compared with ``data``: a command saying
+    it holds 6 torques, or 7 from offset 1, is not applied as its 7 values. Both paths agree:
     the CDR decoder leaves all but a plain layout to rclpy (``None``), whose message is refused,
     saying what the layout claimed."""
     from torque_ctrl_ros.core.errors import StateError
