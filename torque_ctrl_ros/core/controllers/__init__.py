@@ -38,6 +38,8 @@ def create_controller(
 
 __all__ = [
     "CONTROLLERS",
+    "HQPID",
+    "QPID",
     "AchdRnea",
     "AchdRneaConfig",
     "ComputedTorque",

@@ -1,0 +1,459 @@
+"""Parameters of the ``qpid`` and ``hqpid`` controllers (:mod:`.qpid`): the config dataclasses,
+their parsing from a parameter mapping and the checks that need only the values and the robot model.
+
+The checks that need the built tasks (weight conditioning, the rows a level leaves to the levels
+below) and the robot's command delay are the controller's (:class:`~.qpid.QPID`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..qp.tasks import TASK_TYPES
+from ..robot import RobotModel, check_pd_gains, damping_eigenvalue_bound, describe_delay
+from ..safety import DEFAULT_DAMPING
+from ..validation import FloatArray, as_positive_float, as_vector, check_choice
+
+_TASK_KEYS = {"type", "frame", "kp", "kd", "weight", "level"}
+_SCALAR_KEYS = {"dt", "acceleration_weight", "velocity_weight", "slack_weight", "fallback_damping"}
+_SOLVER_KEYS = {"eps_abs", "max_iter"}
+#: Loosest solver tolerance accepted. At home with a posture step, 1e-3 gave the torques of 1e-9 to
+#: 1e-3 N·m; 100 moved joint 2's by 2 N·m (−8.62 → −6.53), with the QP reported solved.
+_MAX_EPS_ABS = 1e-3
+#: Most solver iterations per attempt accepted: a failing level runs 2·max_iter of them, ~1.5–2 ms
+#: at 50, so already 30–40 ms at this cap (beyond, proxsuite itself refuses values ≥ 2⁶³).
+_MAX_ITER = 1000
+#: Tightest solver tolerance accepted: 1e-14 held along a tool move in MuJoCo, 1e-16 fell back on
+#: every step (the residuals cannot get below rounding).
+_MIN_EPS_ABS = 1e-14
+#: Accepted range of ``slack_weight`` (the default is 1e6). The solver sees the slacks scaled by
+#: ``σ = 1/√w_s`` (see :mod:`.qpid`): beyond it ``σ²`` or ``(w_s·σ)²`` overflow the finiteness
+#: check of the QP data and every step falls back.
+_SLACK_WEIGHT_RANGE = (1e-6, 1e12)
+#: Least ``slack_weight`` accepted per unit of the largest task weight. A slack is used where a
+#: task's marginal cost ``2·w·|ẍ|`` exceeds ``w_s``; at 1e4 the barriers hold against task
+#: accelerations up to ~5 000 (m/s², rad/s²). A posture task at kp 400 driven past three joint
+#: limits ran joint 6 at 5.1 times its velocity limit at a ratio of 1e3 (slack_weight 1e3 and
+#: weight 1, or 1e4 and 10, or 1e5 and 100), at 1.000 at 1e4 (1e4 and 1, 1e3 and 0.1, 1e2 and 0.01).
+MIN_SLACK_PER_WEIGHT = 1e4
+#: Largest weight accepted for a task, ``acceleration_weight`` or ``velocity_weight`` entry: the
+#: QP data must stay finite (at 1e300 every step falls back), and far below that the level's
+#: conditioning bound (:func:`max_weight_ratio`) applies anyway.
+MAX_WEIGHT = 1e6
+
+
+def max_weight_ratio(eps_abs: float) -> float:
+    """Largest ratio accepted, in one level, between its largest Cartesian task weight and the
+    smallest regularisation of a joint (``acceleration_weight + Δt²·velocity_weight`` plus the
+    weight of the level's posture tasks on that joint), at solver tolerance ``eps_abs``.
+
+    The level's Hessian is that ill-conditioned, and the solver's absolute tolerance falls below
+    its rounding: hqpid along a tool move in MuJoCo (acceleration_weight 1e-4) held at 3e6 and fell
+    back on every step at 1e7 with eps_abs 1e-9 or 1e-8, held at 1e7 and fell back at 1e8 with
+    1e-7 or 1e-6. With no regularisation at all, a lower hqpid level solved rounding noise (torque
+    steps of 3 N·m).
+    """
+    return 1e7 if eps_abs >= 1e-7 else 1e6
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """One task: ``type`` in ``pose | position | orientation | posture``; ``frame`` for the
+    Cartesian ones; ``kp`` (1/s²), ``kd`` (1/s, default ``2·√kp``) and ``weight`` scalars or
+    per axis; ``level`` (0 = highest priority, hqpid only). ``weight`` multiplies the squared
+    acceleration error (m/s², rad/s²) of each axis in the cost: the ratios between the weights of
+    a level (and to ``acceleration_weight``, ``velocity_weight``) decide the optimum, their size
+    how well the solver meets its absolute tolerance (bounds: :data:`MAX_WEIGHT`,
+    :func:`max_weight_ratio`)."""
+
+    name: str
+    type: str
+    frame: str | None = None
+    kp: Any = 100.0
+    kd: Any = None
+    weight: Any = 1.0
+    level: int = 0
+
+
+@dataclass(frozen=True)
+class BarrierConfig:
+    """One barrier group: ``enabled``, gain ``alpha`` (1/s), ``soft`` (has a slack)."""
+
+    enabled: bool = True
+    alpha: float = 10.0
+    soft: bool = True
+
+
+@dataclass(frozen=True)
+class CollisionConfig(BarrierConfig):
+    """Self-collision barrier: ``d_safe`` (m), capsule ``model`` file, gradient ``filter`` gain,
+    ``pairs``: how many of the closest capsule pairs get a row."""
+
+    d_safe: float = 0.02
+    model: str = "gen3_collision.yaml"
+    filter: float = 0.2
+    pairs: int = 2
+
+
+@dataclass(frozen=True)
+class SingularityConfig(BarrierConfig):
+    """Singularity barrier on ``w = √det(J·Jᵀ)`` of ``frame``: keep ``w ≥ w_min`` (m³: three
+    rows of ``J`` are in m, three have no unit)."""
+
+    w_min: float = 0.01
+    frame: str = "end_effector_link"
+
+
+#: The barrier groups by parameter prefix, in the order their rows are stacked.
+BARRIER_GROUPS: dict[str, type[BarrierConfig]] = {
+    "joint_position_limit": BarrierConfig,
+    "joint_velocity_limit": BarrierConfig,
+    "self_collision": CollisionConfig,
+    "singularity": SingularityConfig,
+}
+
+
+@dataclass(frozen=True)
+class QPIDConfig:
+    """Everything a :class:`~.qpid.QPID` / :class:`~.qpid.HQPID` needs (see :meth:`from_params`
+    for the keys).
+
+    Attributes:
+        tasks: the tasks, in declaration order.
+        dt: control period ``Δt`` (s) used by the ``W3`` term.
+        acceleration_weight: ``W2`` diagonal (per joint, on ``q̈²`` in (rad/s²)²), regularises ``q̈``.
+        velocity_weight: ``W3`` diagonal (per joint, on the next-step velocity squared, (rad/s)²),
+            damps it.
+        slack_weight: ``w_s``, linear cost of each barrier slack (per unit of the row's slack:
+            rad/s², m/s², m³/s²); large, so that a slack is used only where the rows cannot hold.
+        fallback_damping: ``K_d`` (N·m·s/rad) of the fallback torque ``g − K_d·q̇``.
+        eps_abs, max_iter: solver tolerance and cap on the outer iterations of one solve
+            attempt; a failed warm attempt is retried cold once (see :mod:`..qp.problem`), so
+            an infeasible level is reported after at most ``2·max_iter`` (~1.5–2 ms at 50).
+    """
+
+    tasks: tuple[TaskConfig, ...]
+    dt: float = 0.001
+    acceleration_weight: FloatArray = field(default_factory=lambda: np.array([1e-4]))
+    velocity_weight: FloatArray = field(default_factory=lambda: np.array([0.0]))
+    slack_weight: float = 1.0e6
+    joint_position_limit: BarrierConfig = BarrierConfig(alpha=10.0)
+    joint_velocity_limit: BarrierConfig = BarrierConfig(alpha=50.0)
+    self_collision: CollisionConfig = CollisionConfig()
+    singularity: SingularityConfig = SingularityConfig()
+    fallback_damping: FloatArray = field(default_factory=lambda: np.array(DEFAULT_DAMPING))
+    eps_abs: float = 1e-9
+    max_iter: int = 50
+
+    @classmethod
+    def from_params(
+        cls, robot: RobotModel, params: Mapping[str, Any], *, section: str = "qpid"
+    ) -> QPIDConfig:
+        """Validated config from a flat (or nested) parameter mapping.
+
+        Keys (nested mappings are flattened with ``.``)::
+
+            tasks: [tool, posture]              # names, in order
+            tool.type: pose                     # pose | position | orientation | posture
+            tool.frame: end_effector_link
+            tool.kp: 100.0                      # scalar or per axis (1/s²)
+            tool.kd: 20.0                       # optional (1/s), default 2·√kp
+            tool.weight: [1, 1, 1, 0.1, 0.1, 0.1]
+            tool.level: 0                       # hqpid priority, 0 = highest
+            dt: 0.001
+            acceleration_weight: 1.0e-4         # W2, scalar or per joint
+            velocity_weight: 0.0                # W3, scalar or per joint
+            slack_weight: 1.0e6
+            fallback_damping: [2, 2, 0.5, 1, 0.2, 0.2, 0.2]  # N·m·s/rad per joint (a scalar > ~0.28: refused)
+            joint_position_limit.{enabled, alpha, soft}
+            joint_velocity_limit.{enabled, alpha, soft}
+            self_collision.{enabled, alpha, soft, d_safe, model, filter, pairs}
+            singularity.{enabled, alpha, soft, w_min, frame}
+            solver.{eps_abs, max_iter}
+
+        Raises:
+            ConfigError: unknown keys, missing tasks, bad values, unknown frames (the
+                message lists the valid names).
+        """
+        flat = _flatten(params)
+        names = flat.pop("tasks", None)
+        if names is None:
+            raise ConfigError(f"{section}.tasks: required, a list of task names")
+        if isinstance(names, str) or not isinstance(names, Sequence) or not names:
+            raise ConfigError(f"{section}.tasks: expected a non-empty list of task names, got {names!r}")
+        names = [str(n) for n in names]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{section}.tasks: duplicate names in {names}")
+        tasks = []
+        for name in names:
+            if "." in name or not name:
+                raise ConfigError(f"{section}.tasks: invalid task name {name!r} (no dots, not empty)")
+            sub = _pop_prefixed(flat, name)
+            unknown = sorted(set(sub) - _TASK_KEYS)
+            if unknown:
+                raise ConfigError(
+                    f"{section}.{name}: unknown key(s) {unknown}; valid are {sorted(_TASK_KEYS)}"
+                )
+            if "type" not in sub:
+                raise ConfigError(f"{section}.{name}.type: required, one of {sorted(TASK_TYPES)}")
+            tasks.append(TaskConfig(name=name, **sub))
+        kwargs: dict[str, Any] = {}
+        for group, klass in BARRIER_GROUPS.items():
+            sub = _pop_prefixed(flat, group)
+            valid = set(klass.__dataclass_fields__)
+            unknown = sorted(set(sub) - valid)
+            if unknown:
+                raise ConfigError(f"{section}.{group}: unknown key(s) {unknown}; valid are {sorted(valid)}")
+            default = getattr(cls, group)
+            kwargs[group] = klass(**{**default.__dict__, **sub})
+        solver = _pop_prefixed(flat, "solver")
+        unknown = sorted(set(solver) - _SOLVER_KEYS)
+        if unknown:
+            raise ConfigError(f"{section}.solver: unknown key(s) {unknown}; valid are {sorted(_SOLVER_KEYS)}")
+        unknown = sorted(set(flat) - _SCALAR_KEYS)
+        if unknown:
+            valid_keys = sorted(
+                _SCALAR_KEYS | {"tasks", "solver.*", "<task>.*", *(g + ".*" for g in BARRIER_GROUPS)}
+            )
+            raise ConfigError(f"{section}: unknown parameter(s) {unknown}; valid are {valid_keys}")
+        kwargs.update(flat)
+        kwargs.update(solver)
+        return cls.create(robot, tuple(tasks), section=section, **kwargs)
+
+    def validated(self, robot: RobotModel, section: str = "qpid") -> QPIDConfig:
+        """This config through :meth:`create`. A config built directly is unchecked, and its
+        per-joint defaults are one-element arrays: used as they are, numpy broadcasting would
+        fill the whole ``n × n`` regularisation with the one value."""
+        values = {f.name: _scalar_if_one(getattr(self, f.name)) for f in fields(self) if f.name != "tasks"}
+        return type(self).create(robot, self.tasks, section=section, **values)
+
+    @classmethod
+    def create(
+        cls, robot: RobotModel, tasks: Sequence[TaskConfig], *, section: str = "qpid", **kw: Any
+    ) -> QPIDConfig:
+        """Validated config from typed values (scalars broadcast to every joint)."""
+        n = robot.n
+        if not tasks:
+            raise ConfigError(f"{section}.tasks: expected at least one task")
+        names = [t.name for t in tasks]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{section}.tasks: duplicate names in {names}")
+        base = cls(tuple(tasks))
+        dt = as_positive_float(f"{section}.dt", kw.pop("dt", base.dt))
+        w2 = as_vector(
+            f"{section}.acceleration_weight",
+            kw.pop("acceleration_weight", 1e-4),
+            n,
+            broadcast_scalar=True,
+            min_value=0.0,
+        )
+        w3 = as_vector(
+            f"{section}.velocity_weight",
+            kw.pop("velocity_weight", 0.0),
+            n,
+            broadcast_scalar=True,
+            min_value=0.0,
+        )
+        for key, weights in (("acceleration_weight", w2), ("velocity_weight", w3)):
+            if weights.max() > MAX_WEIGHT:
+                raise ConfigError(f"{section}.{key}: expected at most {MAX_WEIGHT:g}, got {weights.max():g}")
+        ws = as_positive_float(f"{section}.slack_weight", kw.pop("slack_weight", base.slack_weight))
+        if not _SLACK_WEIGHT_RANGE[0] <= ws <= _SLACK_WEIGHT_RANGE[1]:
+            raise ConfigError(
+                f"{section}.slack_weight: expected {_SLACK_WEIGHT_RANGE[0]:g} to {_SLACK_WEIGHT_RANGE[1]:g}, "
+                f"got {ws!r}"
+            )
+        damping = as_vector(
+            f"{section}.fallback_damping",
+            kw.pop("fallback_damping", DEFAULT_DAMPING),
+            n,
+            broadcast_scalar=True,
+            min_value=0.0,
+        )
+        eps_abs, max_iter = _check_solver(
+            section, kw.pop("eps_abs", base.eps_abs), kw.pop("max_iter", base.max_iter)
+        )
+        barriers: dict[str, Any] = {}
+        for group in BARRIER_GROUPS:
+            cfg = kw.pop(group, getattr(base, group))
+            barriers[group] = _check_barrier(f"{section}.{group}", cfg)
+        if kw:
+            raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}")
+        _check_barrier_groups(section, barriers, dt)
+        _check_tasks(section, tasks)
+        return cls(
+            tasks=tuple(tasks),
+            dt=dt,
+            acceleration_weight=w2,
+            velocity_weight=w3,
+            slack_weight=ws,
+            fallback_damping=damping,
+            eps_abs=eps_abs,
+            max_iter=max_iter,
+            **barriers,
+        )
+
+
+def _pop_prefixed(flat: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """Remove the keys ``<prefix>.<rest>`` from ``flat``; return them as ``{rest: value}``."""
+    start = len(prefix) + 1
+    return {k[start:]: flat.pop(k) for k in list(flat) if k.startswith(prefix + ".")}
+
+
+def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int]:
+    """``solver.eps_abs`` (positive, at most :data:`_MAX_EPS_ABS`) and ``solver.max_iter`` (an
+    integer in ``[1, _MAX_ITER]``)."""
+    eps = as_positive_float(f"{section}.solver.eps_abs", eps_abs)
+    if eps < _MIN_EPS_ABS:
+        raise ConfigError(
+            f"{section}.solver.eps_abs: expected at least {_MIN_EPS_ABS:g} (the residuals cannot get below "
+            f"rounding: every solve would run out of iterations), got {eps!r}"
+        )
+    if eps > _MAX_EPS_ABS:
+        raise ConfigError(
+            f"{section}.solver.eps_abs: expected at most {_MAX_EPS_ABS:g} (the residuals are in "
+            f"rad/s² and N·m: a looser 'solved' answer is a wrong torque), got {eps!r}"
+        )
+    is_int = isinstance(max_iter, int | np.integer) and not isinstance(max_iter, bool)
+    if not is_int or not 1 <= max_iter <= _MAX_ITER:
+        raise ConfigError(
+            f"{section}.solver.max_iter: expected an integer in [1, {_MAX_ITER}] (a failing solve "
+            f"runs 2·max_iter iterations, ~1.5–2 ms at 50), got {max_iter!r}"
+        )
+    return eps, int(max_iter)
+
+
+def check_barrier_delay(section: str, config: QPIDConfig, delay: int) -> None:
+    """With the command ``delay`` > 1 periods late (the robot's ``command_delay``), each enabled
+    barrier's ``alpha`` must also keep its closed loop stable: a first-order one (joint velocity:
+    ``h⁺ = h − α·Δt·h₋d``) needs ``α·Δt <`` :func:`damping_eigenvalue_bound` ``(d)``, a second-order
+    one the PD law ``kp = α², kd = 2α`` (:func:`check_pd_gains`: α up to ~141 1/s four periods late).
+
+    At one period only :func:`_check_barrier_groups` applies (α·Δt ≤ 1, ≤ 1/2). For the
+    second-order barriers that lets α up to 500 through, where this PD model reads a radius of 1.0
+    at 400 and 1.14 at 500 one period late (a review, 2026-12-05): not changed, the defaults are 10."""
+    if delay <= 1:
+        return
+    groups = {
+        "joint_position_limit": config.joint_position_limit,
+        "joint_velocity_limit": config.joint_velocity_limit,
+        "self_collision": config.self_collision,
+        "singularity": config.singularity,
+    }
+    for group, cfg in groups.items():
+        if not cfg.enabled:
+            continue
+        field = f"{section}.{group}.alpha"
+        if group == "joint_velocity_limit":
+            bound = damping_eigenvalue_bound(delay)
+            if not cfg.alpha * config.dt < bound:
+                raise ConfigError(
+                    f"{field}: alpha·dt {cfg.alpha * config.dt:g} must stay below {bound:.3g} with the "
+                    f"command {describe_delay(delay)}, or the velocity barrier's loop rings and grows"
+                )
+        else:
+            check_pd_gains(field, np.array([cfg.alpha**2]), np.array([2.0 * cfg.alpha]), ["its h"], delay)
+
+
+def _check_barrier_groups(section: str, barriers: Mapping[str, BarrierConfig], dt: float) -> None:
+    """What the barrier groups need together: each ``alpha`` small enough for the period ``dt``,
+    and the joint velocity barrier wherever the collision barrier is on."""
+    for group, cfg in barriers.items():
+        # Stepped at Δt with the torque held, a first-order barrier (ḣ = −α·h) gives
+        # h⁺ = (1 − α·Δt)·h: h ≥ 0 needs α·Δt ≤ 1. A second-order one (ḧ = −2α·ḣ − α²·h) has
+        # the step's eigenvalues both ≥ 0 only while α·Δt ≤ 1/2; beyond it one alternates in
+        # sign and h can cross 0 (from 0.7), and from 2√2 − 2 ≈ 0.83 it diverges.
+        bound = 1.0 if group == "joint_velocity_limit" else 0.5
+        if cfg.enabled and cfg.alpha * dt > bound:
+            raise ConfigError(
+                f"{section}.{group}.alpha: alpha·dt must be <= {bound:g} for the barrier to hold "
+                f"at each step, got {cfg.alpha:g}·{dt:g} = {cfg.alpha * dt:g}"
+            )
+    if barriers["self_collision"].enabled and not barriers["joint_velocity_limit"].enabled:
+        # The distance model leaves out the normal's rotation, an error that grows with the
+        # speed squared, and the rows go to the closest pairs: with the joint speeds capped it
+        # held d_safe to ~2 mm; uncapped, the capsules went 5–14 mm inside d_safe with the QP
+        # solved and no slack used, or overlapped (tool kp 225–400), nothing reported.
+        raise ConfigError(
+            f"{section}.self_collision: enabled with joint_velocity_limit disabled; the collision "
+            "barrier holds d_safe only while the joint speeds stay within their limits (without, "
+            "the capsules went 5-14 mm inside d_safe or overlapped): enable "
+            f"{section}.joint_velocity_limit (the model needs velocity limits) or disable "
+            f"{section}.self_collision"
+        )
+
+
+def _check_tasks(section: str, tasks: Sequence[TaskConfig]) -> None:
+    """Each task's type and frame (a frame for every task but posture), and levels ``0, 1, …``."""
+    for t in tasks:
+        check_choice(f"{section}.{t.name}.type", t.type, sorted(TASK_TYPES))
+        if t.type == "posture" and t.frame is not None:
+            raise ConfigError(f"{section}.{t.name}.frame: a posture task has no frame")
+        if t.type != "posture" and t.frame is None:
+            raise ConfigError(f"{section}.{t.name}.frame: required for a {t.type} task")
+    for t in tasks:
+        if isinstance(t.level, bool) or not isinstance(t.level, int | np.integer) or t.level < 0:
+            raise ConfigError(f"{section}.{t.name}.level: expected an integer >= 0, got {t.level!r}")
+    levels = sorted({int(t.level) for t in tasks})
+    if levels != list(range(len(levels))):
+        raise ConfigError(f"{section}: task levels must be consecutive from 0, got {levels}")
+
+
+def _scalar_if_one(value: Any) -> Any:
+    """A one-element array as its number (the dataclass defaults), to be broadcast to every joint;
+    anything else (numbers, barrier configs) as it is."""
+    if isinstance(value, np.ndarray) and value.size == 1:
+        return value.reshape(-1)[0].item()
+    return value
+
+
+def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
+    """One group's own values (types, signs, ranges); ``alpha`` against the period is
+    :func:`_check_barrier_groups`, against the delay :func:`check_barrier_delay`."""
+    for key in ("enabled", "soft"):
+        if not isinstance(getattr(cfg, key), bool):
+            raise ConfigError(f"{field_name}.{key}: expected true or false, got {getattr(cfg, key)!r}")
+    as_positive_float(f"{field_name}.alpha", cfg.alpha)
+    if isinstance(cfg, CollisionConfig):
+        as_positive_float(f"{field_name}.d_safe", cfg.d_safe, allow_zero=True)
+        f = as_positive_float(f"{field_name}.filter", cfg.filter)
+        if f > 1.0:
+            raise ConfigError(f"{field_name}.filter: expected a gain in (0, 1], got {cfg.filter!r}")
+        if not isinstance(cfg.model, str) or not cfg.model:
+            raise ConfigError(f"{field_name}.model: expected a file name, got {cfg.model!r}")
+    if isinstance(cfg, SingularityConfig):
+        as_positive_float(f"{field_name}.w_min", cfg.w_min)
+        if not isinstance(cfg.frame, str) or not cfg.frame:
+            raise ConfigError(f"{field_name}.frame: expected a frame name, got {cfg.frame!r}")
+    return cfg
+
+
+def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``params`` with nested mappings flattened to dotted keys (``{"a": {"b": 1}}`` → ``{"a.b": 1}``)."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+__all__ = [
+    "BARRIER_GROUPS",
+    "MAX_WEIGHT",
+    "MIN_SLACK_PER_WEIGHT",
+    "BarrierConfig",
+    "CollisionConfig",
+    "QPIDConfig",
+    "SingularityConfig",
+    "TaskConfig",
+    "check_barrier_delay",
+    "max_weight_ratio",
+]
