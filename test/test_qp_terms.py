@@ -82,12 +82,12 @@ def test_hqpid_lower_levels_keep_the_torque_limits(robot: RobotModel, sign: floa
 
 
 def test_velocity_weight_damps_the_next_step_velocity(robot: RobotModel) -> None:
-    """``W3·‖dt·q̈ + q̇‖²`` with the tasks nearly off: ``q̈ = −dt·W3·q̇ / (W2 + dt²·W3)`` (its sign
-    flipped, it accelerated the arm; ``dt`` for ``dt²``, it did nothing)."""
+    """``W3·‖dt·q̈ + q̇‖²`` with the tasks nearly off: ``q̈ = −dt·W3·q̇ / (W2 + dt²·W3)``, ``dt`` the
+    1 ms control period (its sign flipped, it accelerated the arm; ``dt`` for ``dt²``, it did nothing)."""
     params = {
         "tasks": ["posture"],
         **{"posture.type": "posture", "posture.kp": 0.0, "posture.kd": 0.0, "posture.weight": 1e-9},
-        **{"velocity_weight": 10.0, "acceleration_weight": 1e-4, "dt": 0.001},
+        **{"velocity_weight": 10.0, "acceleration_weight": 1e-4},
         **NO_BARRIERS,
     }
     c = QPID.from_params(robot, params)

@@ -38,7 +38,6 @@ from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
 from torque_ctrl_ros.core.qp.constraints import JointVelocityBarrier, LinearBarrier, SelfCollisionBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
 from torque_ctrl_ros.core.qp.tasks import CartesianTarget
-from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 from torque_ctrl_ros.core.types import JointReference, JointState
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
@@ -898,7 +897,7 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     with pytest.raises(ConfigError, match="at least one axis must have a weight > 0"):
         QPID.from_params(robot, _params(**{"tool.weight": 0.0}))  # a task that would do nothing
     with pytest.raises(ConfigError, match=r"alpha·dt must be <= 1"):
-        QPID.from_params(robot, _params(dt=0.01, **{"joint_velocity_limit.alpha": 150.0}))
+        QPID.from_params(robot, _params(**{"joint_velocity_limit.alpha": 1500.0}))
     # Second-order barriers: at α·Δt 0.85 their discrete step diverges; 0.5 is the largest
     # without a mode that alternates in sign.
     for group in ("joint_position_limit", "self_collision", "singularity"):
@@ -906,10 +905,7 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
             QPID.from_params(robot, _params(**{f"{group}.alpha": 850.0}))
         QPID.from_params(robot, _params(**{f"{group}.alpha": 500.0}))
         QPID.from_params(robot, _params(**{f"{group}.alpha": 850.0, f"{group}.enabled": False}))
-    slow = [d / 10.0 for d in DEFAULT_DAMPING]  # the fallback held for 10 ms needs a tenth of the damping
-    QPID.from_params(
-        robot, _params(dt=0.01, fallback_damping=slow, **{"joint_velocity_limit.alpha": 100.0})
-    )  # exactly 1
+    QPID.from_params(robot, _params(**{"joint_velocity_limit.alpha": 1000.0}))  # exactly 1
     nested = QPID.from_params(
         robot, {"tasks": ["tool"], "tool": {"type": "pose", "frame": TOOL, "kp": [100.0] * 6}}
     )
@@ -954,6 +950,21 @@ def test_diagnostics_count_active_rows_per_group_with_an_empty_group(robot: Robo
     assert diag["active.empty"] == 0.0 and diag["slack.empty"] == 0.0
     assert diag["active.stop_joint_1"] == 2.0
     assert diag["active_constraints"] == sum(diag[f"active.{b.name}"] for b in controller.barriers)
+
+
+@pytest.mark.parametrize("klass", [QPID, HQPID])
+def test_the_controllers_have_no_period_of_their_own(robot: RobotModel, klass: type) -> None:
+    """They run at CONTROL_PERIOD (1 ms): a ``dt`` is an unknown parameter, so the fallback
+    damping cannot be checked at another period (``dt`` 0.1 ms let 2.0 through, λ 7.08 at 1 ms)."""
+    params = _params(**{"posture.level": int(klass is HQPID)})
+    with pytest.raises(
+        ConfigError, match=r"unknown parameter\(s\) \['dt'\]; valid are \[.*'fallback_damping'"
+    ):
+        klass.from_params(robot, {**params, "dt": 0.0001, "fallback_damping": 2.0})
+    with pytest.raises(ConfigError, match=rf"{klass.name}.fallback_damping"):
+        klass.from_params(robot, {**params, "fallback_damping": 2.0})
+    assert "dt" not in {f.name for f in dataclasses.fields(QPIDConfig)}
+    klass.from_params(robot, params)  # the defaults pass
 
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])

@@ -8,7 +8,8 @@ per row of every soft barrier group (a joint's two limit rows share one)::
          C_b·q̈ + E·s ≥ l_b                          (barriers, see qp.constraints)
          −τ_max ≤ τ ≤ τ_max,  0 ≤ s
 
-In QP standard form (the parameters: :mod:`.qpid_config`)
+``Δt`` is :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD` (1 ms), the period every
+controller runs at (the parameters: :mod:`.qpid_config`). In QP standard form
 ``½·zᵀ·H·z + gᵀ·z`` the ``q̈`` block of ``H`` is ``2·Σ J_iᵀ·W1_i·J_i + 2·W2 + 2·Δt²·W3`` and
 the ``q̈`` part of ``g`` is ``−2·Σ J_iᵀ·W1_i·(ẍᵈ_i − J̇_i·q̇) + 2·Δt·W3·q̇``; ``g_s = w_s``
 (scaled: see below). Rows do
@@ -97,7 +98,7 @@ from ..qp.constraints import (
 )
 from ..qp.problem import DenseQP, ProblemData, Solution, SolveStatus, WarmReplay, WarmReplays, snapshot
 from ..qp.tasks import TASK_TYPES, KinematicsState, Task
-from ..robot import RobotModel
+from ..robot import CONTROL_PERIOD, RobotModel
 from ..types import JointState
 from ..validation import FloatArray
 from .base import Controller
@@ -281,11 +282,9 @@ class _QPController(Controller[QPReference]):
         self, robot: RobotModel, config: QPIDConfig, *, extra_barriers: Sequence[Barrier] = ()
     ) -> None:
         super().__init__(robot)
-        # Validated again: a config built directly is unchecked (its one-element per-joint
-        # defaults would fill the whole n × n regularisation with one value).
+        # Validated again: a config built directly is unchecked, and one from from_params was
+        # checked against the robot's command_delay as it stood then.
         self.config = config = config.validated(robot, self.name)
-        # The fallback torque is held for one control period, config.dt.
-        robot.check_damping(f"{self.name}.fallback_damping", config.fallback_damping, config.dt)
         check_barrier_delay(self.name, config, robot.delay_periods)
         self.kin = KinematicsState(robot)
         self.tasks = self._build_tasks(config)
@@ -475,8 +474,9 @@ class _QPController(Controller[QPReference]):
         self._term_list = [(terms, not terms.task.constant_jacobian) for terms in self._terms.values()]
         for lv in self.levels:
             lv.terms = [self._terms[t.name] for t in lv.tasks]
-        self._H_reg = np.diag(2.0 * c.acceleration_weight + 2.0 * c.dt**2 * c.velocity_weight)
-        self._g_reg_gain = 2.0 * c.dt * c.velocity_weight
+        dt = CONTROL_PERIOD
+        self._H_reg = np.diag(2.0 * c.acceleration_weight + 2.0 * dt**2 * c.velocity_weight)
+        self._g_reg_gain = 2.0 * dt * c.velocity_weight
         # Per-step work arrays: the level cost in q̈, the solution so far, row offsets.
         self._Hq = np.zeros((n, n))
         self._gq = np.zeros(n)
@@ -502,7 +502,7 @@ class _QPController(Controller[QPReference]):
             raise ConfigError(
                 f"{self.name}.{heaviest.name}.weight: expected at most {MAX_WEIGHT:g}, got {most:g}"
             )
-        base = c.acceleration_weight + c.dt**2 * c.velocity_weight
+        base = c.acceleration_weight + CONTROL_PERIOD**2 * c.velocity_weight
         bound = max_weight_ratio(c.eps_abs)
         for lv in self.levels:
             reg = base + sum((t.weight for t in lv.tasks if t.kind == "posture"), np.zeros(self.robot.n))
@@ -516,7 +516,7 @@ class _QPController(Controller[QPReference]):
                 raise ConfigError(
                     f"{self.name}: in level {lv.index}, {top.name}.weight {weight:g} is "
                     f"{weight / least if least > 0.0 else math.inf:.3g} times the regularisation of "
-                    f"{joint} ({least:g}: acceleration_weight + dt²·velocity_weight + the level's posture "
+                    f"{joint} ({least:g}: acceleration_weight + Δt²·velocity_weight + the level's posture "
                     f"weights), more than {bound:g} (at solver.eps_abs {c.eps_abs:g}): the solver cannot "
                     "meet its tolerance on so ill-conditioned a QP (every step falls back); raise "
                     "acceleration_weight or lower the task's weight"

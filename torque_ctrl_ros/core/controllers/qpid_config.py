@@ -1,8 +1,12 @@
 """Parameters of the ``qpid`` and ``hqpid`` controllers (:mod:`.qpid`): the config dataclasses,
 their parsing from a parameter mapping and the checks that need only the values and the robot model.
 
-The checks that need the built tasks (weight conditioning, the rows a level leaves to the levels
-below) and the robot's command delay are the controller's (:class:`~.qpid.QPID`).
+The controllers run once per :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD` (1 ms, the Gen3's
+torque loop; the simulator node refuses any other step), so there is no period parameter: the
+``velocity_weight`` term, the barrier ``alpha`` bounds and the fallback damping are all for that
+period. The checks that need the built tasks (weight conditioning, the rows a level leaves to the
+levels below) and the barriers against the robot's command delay are the controller's
+(:class:`~.qpid.QPID`).
 """
 
 from __future__ import annotations
@@ -15,12 +19,12 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..qp.tasks import TASK_TYPES
-from ..robot import RobotModel, check_pd_gains, damping_eigenvalue_bound, describe_delay
+from ..robot import CONTROL_PERIOD, RobotModel, check_pd_gains, damping_eigenvalue_bound, describe_delay
 from ..safety import DEFAULT_DAMPING
 from ..validation import FloatArray, as_positive_float, as_vector, check_choice
 
 _TASK_KEYS = {"type", "frame", "kp", "kd", "weight", "level"}
-_SCALAR_KEYS = {"dt", "acceleration_weight", "velocity_weight", "slack_weight", "fallback_damping"}
+_SCALAR_KEYS = {"acceleration_weight", "velocity_weight", "slack_weight", "fallback_damping"}
 _SOLVER_KEYS = {"eps_abs", "max_iter"}
 #: Loosest solver tolerance accepted. At home with a posture step, 1e-3 gave the torques of 1e-9 to
 #: 1e-3 N·m; 100 moved joint 2's by 2 N·m (−8.62 → −6.53), with the QP reported solved.
@@ -125,20 +129,19 @@ class QPIDConfig:
 
     Attributes:
         tasks: the tasks, in declaration order.
-        dt: control period ``Δt`` (s) used by the ``W3`` term.
         acceleration_weight: ``W2`` diagonal (per joint, on ``q̈²`` in (rad/s²)²), regularises ``q̈``.
-        velocity_weight: ``W3`` diagonal (per joint, on the next-step velocity squared, (rad/s)²),
-            damps it.
+        velocity_weight: ``W3`` diagonal (per joint, on the velocity one
+            :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD` ahead squared, (rad/s)²), damps it.
         slack_weight: ``w_s``, linear cost of each barrier slack (per unit of the row's slack:
             rad/s², m/s², m³/s²); large, so that a slack is used only where the rows cannot hold.
-        fallback_damping: ``K_d`` (N·m·s/rad) of the fallback torque ``g − K_d·q̇``.
+        fallback_damping: ``K_d`` (N·m·s/rad) of the fallback torque ``g − K_d·q̇``, held for one
+            control period.
         eps_abs, max_iter: solver tolerance and cap on the outer iterations of one solve
             attempt; a failed warm attempt is retried cold once (see :mod:`..qp.problem`), so
             an infeasible level is reported after at most ``2·max_iter`` (~1.5–2 ms at 50).
     """
 
     tasks: tuple[TaskConfig, ...]
-    dt: float = 0.001
     acceleration_weight: FloatArray = field(default_factory=lambda: np.array([1e-4]))
     velocity_weight: FloatArray = field(default_factory=lambda: np.array([0.0]))
     slack_weight: float = 1.0e6
@@ -165,7 +168,6 @@ class QPIDConfig:
             tool.kd: 20.0                       # optional (1/s), default 2·√kp
             tool.weight: [1, 1, 1, 0.1, 0.1, 0.1]
             tool.level: 0                       # hqpid priority, 0 = highest
-            dt: 0.001
             acceleration_weight: 1.0e-4         # W2, scalar or per joint
             velocity_weight: 0.0                # W3, scalar or per joint
             slack_weight: 1.0e6
@@ -236,7 +238,11 @@ class QPIDConfig:
     def create(
         cls, robot: RobotModel, tasks: Sequence[TaskConfig], *, section: str = "qpid", **kw: Any
     ) -> QPIDConfig:
-        """Validated config from typed values (scalars broadcast to every joint)."""
+        """Validated config from typed values (scalars broadcast to every joint).
+
+        Besides each value, it checks the fallback damping for one control period with the command as
+        late as ``robot``'s :attr:`~torque_ctrl_ros.core.robot.RobotModel.delay_periods`.
+        """
         n = robot.n
         if not tasks:
             raise ConfigError(f"{section}.tasks: expected at least one task")
@@ -244,7 +250,6 @@ class QPIDConfig:
         if len(set(names)) != len(names):
             raise ConfigError(f"{section}.tasks: duplicate names in {names}")
         base = cls(tuple(tasks))
-        dt = as_positive_float(f"{section}.dt", kw.pop("dt", base.dt))
         w2 = as_vector(
             f"{section}.acceleration_weight",
             kw.pop("acceleration_weight", 1e-4),
@@ -284,11 +289,11 @@ class QPIDConfig:
             barriers[group] = _check_barrier(f"{section}.{group}", cfg)
         if kw:
             raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}")
-        _check_barrier_groups(section, barriers, dt)
+        _check_barrier_groups(section, barriers)
         _check_tasks(section, tasks)
+        robot.check_damping(f"{section}.fallback_damping", damping, CONTROL_PERIOD)
         return cls(
             tasks=tuple(tasks),
-            dt=dt,
             acceleration_weight=w2,
             velocity_weight=w3,
             slack_weight=ws,
@@ -351,17 +356,17 @@ def check_barrier_delay(section: str, config: QPIDConfig, delay: int) -> None:
         field = f"{section}.{group}.alpha"
         if group == "joint_velocity_limit":
             bound = damping_eigenvalue_bound(delay)
-            if not cfg.alpha * config.dt < bound:
+            if not cfg.alpha * CONTROL_PERIOD < bound:
                 raise ConfigError(
-                    f"{field}: alpha·dt {cfg.alpha * config.dt:g} must stay below {bound:.3g} with the "
+                    f"{field}: alpha·dt {cfg.alpha * CONTROL_PERIOD:g} must stay below {bound:.3g} with the "
                     f"command {describe_delay(delay)}, or the velocity barrier's loop rings and grows"
                 )
         else:
             check_pd_gains(field, np.array([cfg.alpha**2]), np.array([2.0 * cfg.alpha]), ["its h"], delay)
 
 
-def _check_barrier_groups(section: str, barriers: Mapping[str, BarrierConfig], dt: float) -> None:
-    """What the barrier groups need together: each ``alpha`` small enough for the period ``dt``,
+def _check_barrier_groups(section: str, barriers: Mapping[str, BarrierConfig]) -> None:
+    """What the barrier groups need together: each ``alpha`` small enough for the control period,
     and the joint velocity barrier wherever the collision barrier is on."""
     for group, cfg in barriers.items():
         # Stepped at Δt with the torque held, a first-order barrier (ḣ = −α·h) gives
@@ -369,10 +374,10 @@ def _check_barrier_groups(section: str, barriers: Mapping[str, BarrierConfig], d
         # the step's eigenvalues both ≥ 0 only while α·Δt ≤ 1/2; beyond it one alternates in
         # sign and h can cross 0 (from 0.7), and from 2√2 − 2 ≈ 0.83 it diverges.
         bound = 1.0 if group == "joint_velocity_limit" else 0.5
-        if cfg.enabled and cfg.alpha * dt > bound:
+        if cfg.enabled and cfg.alpha * CONTROL_PERIOD > bound:
             raise ConfigError(
                 f"{section}.{group}.alpha: alpha·dt must be <= {bound:g} for the barrier to hold "
-                f"at each step, got {cfg.alpha:g}·{dt:g} = {cfg.alpha * dt:g}"
+                f"at each step, got {cfg.alpha:g}·{CONTROL_PERIOD:g} = {cfg.alpha * CONTROL_PERIOD:g}"
             )
     if barriers["self_collision"].enabled and not barriers["joint_velocity_limit"].enabled:
         # The distance model leaves out the normal's rotation, an error that grows with the
