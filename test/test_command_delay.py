@@ -200,9 +200,9 @@ def test_a_velocity_damping_task_axis_is_checked_as_a_damping(robot: RobotModel)
     [("joint_velocity_limit", 400.0), ("joint_position_limit", 200.0), ("singularity", 200.0)],
 )
 def test_barrier_alphas_are_checked_at_the_robots_delay(robot: RobotModel, group: str, alpha: float) -> None:
-    """Within the one-period alpha bounds (α·Δt ≤ 1 first order, ≤ 0.5 second order) but unstable
-    four periods late: the velocity barrier's α·Δt 0.4 > 0.347; a second-order one's PD law
-    (α², 2α) with α = 200 (kp 4e4 > ~2.0e4)."""
+    """Stable one period late (α·Δt < 1 first order, α < 400 second order) but unstable four
+    periods late: the velocity barrier's α·Δt 0.4 > 0.347; a second-order one's PD law (α², 2α)
+    with α = 200 (kp 4e4 > ~2.0e4)."""
     tasks = {"tasks": ["tool"], "tool": {"type": "pose", "frame": "end_effector_link"}}
     params = tasks | {"fallback_damping": list(DELAYED_DAMPING), group: {"alpha": alpha}}
     create_controller("qpid", robot, params)

@@ -896,16 +896,22 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
             QPID.from_params(robot, _params(**{key: value}))
     with pytest.raises(ConfigError, match="at least one axis must have a weight > 0"):
         QPID.from_params(robot, _params(**{"tool.weight": 0.0}))  # a task that would do nothing
-    with pytest.raises(ConfigError, match=r"alpha·dt must be <= 1"):
-        QPID.from_params(robot, _params(**{"joint_velocity_limit.alpha": 1500.0}))
-    # Second-order barriers: at α·Δt 0.85 their discrete step diverges; 0.5 is the largest
-    # without a mode that alternates in sign.
+    # The barrier alphas at 1 kHz, one period late: first order below α·Δt = 1, second order
+    # below α = 400 (their PD law kp = α², kd = 2α grows by 1.14 per period at 500).
+    with pytest.raises(
+        ConfigError, match=r"joint_velocity_limit.alpha: alpha·dt 1 .* below 1 .* one period late"
+    ):
+        QPID.from_params(robot, _params(**{"joint_velocity_limit.alpha": 1000.0}))
+    QPID.from_params(robot, _params(**{"joint_velocity_limit.alpha": 999.0}))
     for group in ("joint_position_limit", "self_collision", "singularity"):
-        with pytest.raises(ConfigError, match=rf"{group}.alpha: alpha·dt must be <= 0.5 .* = 0.85"):
-            QPID.from_params(robot, _params(**{f"{group}.alpha": 850.0}))
-        QPID.from_params(robot, _params(**{f"{group}.alpha": 500.0}))
+        with pytest.raises(
+            ConfigError, match=rf"{group}.alpha: alpha 400 1/s is unstable .* one period late"
+        ):
+            QPID.from_params(robot, _params(**{f"{group}.alpha": 400.0}))
+        with pytest.raises(ConfigError, match=r"grows by 1.14 per period; alpha must stay below 400$"):
+            QPID.from_params(robot, _params(**{f"{group}.alpha": 500.0}))
+        QPID.from_params(robot, _params(**{f"{group}.alpha": 399.0}))
         QPID.from_params(robot, _params(**{f"{group}.alpha": 850.0, f"{group}.enabled": False}))
-    QPID.from_params(robot, _params(**{"joint_velocity_limit.alpha": 1000.0}))  # exactly 1
     nested = QPID.from_params(
         robot, {"tasks": ["tool"], "tool": {"type": "pose", "frame": TOOL, "kp": [100.0] * 6}}
     )

@@ -110,7 +110,6 @@ from .qpid_config import (
     QPIDConfig,
     SingularityConfig,
     TaskConfig,
-    check_barrier_delay,
     max_weight_ratio,
 )
 
@@ -285,7 +284,6 @@ class _QPController(Controller[QPReference]):
         # Validated again: a config built directly is unchecked, and one from from_params was
         # checked against the robot's command_delay as it stood then.
         self.config = config = config.validated(robot, self.name)
-        check_barrier_delay(self.name, config, robot.delay_periods)
         self.kin = KinematicsState(robot)
         self.tasks = self._build_tasks(config)
         self._task_by_name = {t.name: t for t in self.tasks}

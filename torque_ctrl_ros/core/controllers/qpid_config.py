@@ -5,8 +5,7 @@ The controllers run once per :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD` 
 torque loop; the simulator node refuses any other step), so there is no period parameter: the
 ``velocity_weight`` term, the barrier ``alpha`` bounds and the fallback damping are all for that
 period. The checks that need the built tasks (weight conditioning, the rows a level leaves to the
-levels below) and the barriers against the robot's command delay are the controller's
-(:class:`~.qpid.QPID`).
+levels below) are the controller's (:class:`~.qpid.QPID`).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..qp.tasks import TASK_TYPES
-from ..robot import CONTROL_PERIOD, RobotModel, check_pd_gains, damping_eigenvalue_bound, describe_delay
+from ..robot import CONTROL_PERIOD, RobotModel, damping_eigenvalue_bound, describe_delay, pd_spectral_radius
 from ..safety import DEFAULT_DAMPING
 from ..validation import FloatArray, as_positive_float, as_vector, check_choice
 
@@ -120,6 +119,8 @@ BARRIER_GROUPS: dict[str, type[BarrierConfig]] = {
     "self_collision": CollisionConfig,
     "singularity": SingularityConfig,
 }
+#: The one first-order barrier group (``ḣ = −α·h``); the others are second order.
+_FIRST_ORDER_GROUP = "joint_velocity_limit"
 
 
 @dataclass(frozen=True)
@@ -240,8 +241,9 @@ class QPIDConfig:
     ) -> QPIDConfig:
         """Validated config from typed values (scalars broadcast to every joint).
 
-        Besides each value, it checks the fallback damping for one control period with the command as
-        late as ``robot``'s :attr:`~torque_ctrl_ros.core.robot.RobotModel.delay_periods`.
+        Besides each value, it checks the barrier ``alpha`` values and the fallback damping for one
+        control period with the command as late as ``robot``'s
+        :attr:`~torque_ctrl_ros.core.robot.RobotModel.delay_periods`.
         """
         n = robot.n
         if not tasks:
@@ -290,6 +292,7 @@ class QPIDConfig:
         if kw:
             raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}")
         _check_barrier_groups(section, barriers)
+        _check_barrier_alphas(section, barriers, robot.delay_periods)
         _check_tasks(section, tasks)
         robot.check_damping(f"{section}.fallback_damping", damping, CONTROL_PERIOD)
         return cls(
@@ -333,52 +336,9 @@ def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int
     return eps, int(max_iter)
 
 
-def check_barrier_delay(section: str, config: QPIDConfig, delay: int) -> None:
-    """With the command ``delay`` > 1 periods late (the robot's ``command_delay``), each enabled
-    barrier's ``alpha`` must also keep its closed loop stable: a first-order one (joint velocity:
-    ``h⁺ = h − α·Δt·h₋d``) needs ``α·Δt <`` :func:`damping_eigenvalue_bound` ``(d)``, a second-order
-    one the PD law ``kp = α², kd = 2α`` (:func:`check_pd_gains`: α up to ~141 1/s four periods late).
-
-    At one period only :func:`_check_barrier_groups` applies (α·Δt ≤ 1, ≤ 1/2). For the
-    second-order barriers that lets α up to 500 through, where this PD model reads a radius of 1.0
-    at 400 and 1.14 at 500 one period late (a review, 2026-12-05): not changed, the defaults are 10."""
-    if delay <= 1:
-        return
-    groups = {
-        "joint_position_limit": config.joint_position_limit,
-        "joint_velocity_limit": config.joint_velocity_limit,
-        "self_collision": config.self_collision,
-        "singularity": config.singularity,
-    }
-    for group, cfg in groups.items():
-        if not cfg.enabled:
-            continue
-        field = f"{section}.{group}.alpha"
-        if group == "joint_velocity_limit":
-            bound = damping_eigenvalue_bound(delay)
-            if not cfg.alpha * CONTROL_PERIOD < bound:
-                raise ConfigError(
-                    f"{field}: alpha·dt {cfg.alpha * CONTROL_PERIOD:g} must stay below {bound:.3g} with the "
-                    f"command {describe_delay(delay)}, or the velocity barrier's loop rings and grows"
-                )
-        else:
-            check_pd_gains(field, np.array([cfg.alpha**2]), np.array([2.0 * cfg.alpha]), ["its h"], delay)
-
-
 def _check_barrier_groups(section: str, barriers: Mapping[str, BarrierConfig]) -> None:
-    """What the barrier groups need together: each ``alpha`` small enough for the control period,
-    and the joint velocity barrier wherever the collision barrier is on."""
-    for group, cfg in barriers.items():
-        # Stepped at Δt with the torque held, a first-order barrier (ḣ = −α·h) gives
-        # h⁺ = (1 − α·Δt)·h: h ≥ 0 needs α·Δt ≤ 1. A second-order one (ḧ = −2α·ḣ − α²·h) has
-        # the step's eigenvalues both ≥ 0 only while α·Δt ≤ 1/2; beyond it one alternates in
-        # sign and h can cross 0 (from 0.7), and from 2√2 − 2 ≈ 0.83 it diverges.
-        bound = 1.0 if group == "joint_velocity_limit" else 0.5
-        if cfg.enabled and cfg.alpha * CONTROL_PERIOD > bound:
-            raise ConfigError(
-                f"{section}.{group}.alpha: alpha·dt must be <= {bound:g} for the barrier to hold "
-                f"at each step, got {cfg.alpha:g}·{CONTROL_PERIOD:g} = {cfg.alpha * CONTROL_PERIOD:g}"
-            )
+    """What the barrier groups need together: the joint velocity barrier wherever the collision
+    barrier is on."""
     if barriers["self_collision"].enabled and not barriers["joint_velocity_limit"].enabled:
         # The distance model leaves out the normal's rotation, an error that grows with the
         # speed squared, and the rows go to the closest pairs: with the joint speeds capped it
@@ -391,6 +351,57 @@ def _check_barrier_groups(section: str, barriers: Mapping[str, BarrierConfig]) -
             f"{section}.joint_velocity_limit (the model needs velocity limits) or disable "
             f"{section}.self_collision"
         )
+
+
+def _check_barrier_alphas(section: str, barriers: Mapping[str, BarrierConfig], delay: int) -> None:
+    """Each enabled group's ``alpha`` against its closed loop, stepped once per ``Δt =``
+    :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD` with the torque held and the command
+    ``delay`` ≥ 1 periods late (the robot's ``command_delay``; one in the simulator, where a
+    command answers the state of the period before):
+
+    * the joint velocity barrier is first order, ``ḣ = −α·h``: ``h⁺ = h − α·Δt·h₋d`` decays only
+      while ``α·Δt <`` :func:`~torque_ctrl_ros.core.robot.damping_eigenvalue_bound` ``(d)`` (1 one
+      period late, 0.347 four periods late: α below 1000 and 347 1/s);
+    * the others are second order, ``ḧ = −2α·ḣ − α²·h``, the PD law ``kp = α², kd = 2α`` of
+      :func:`~torque_ctrl_ros.core.robot.pd_spectral_radius`: stable only below α = 400 1/s one
+      period late (α·Δt 0.4), ~141 four periods late. Without delay their step needs
+      ``α·Δt ≤ 1/2`` for both eigenvalues to stay ≥ 0 (beyond, ``h`` alternates in sign and can
+      cross 0); the delayed bound is stricter.
+    """
+    for group, cfg in barriers.items():
+        if not cfg.enabled:
+            continue
+        name = f"{section}.{group}.alpha"
+        when = f"at {1e-3 / CONTROL_PERIOD:g} kHz with the command {describe_delay(delay)}"
+        if group == _FIRST_ORDER_GROUP:
+            bound = damping_eigenvalue_bound(delay)
+            if not cfg.alpha * CONTROL_PERIOD < bound:
+                raise ConfigError(
+                    f"{name}: alpha·dt {cfg.alpha * CONTROL_PERIOD:g} (alpha {cfg.alpha:g} 1/s) must stay "
+                    f"below {bound:.3g} {when}, or the velocity barrier's loop rings and grows"
+                )
+            continue
+        radius = pd_spectral_radius(cfg.alpha**2, 2.0 * cfg.alpha, CONTROL_PERIOD, delay)
+        if not radius < 1.0:
+            raise ConfigError(
+                f"{name}: alpha {cfg.alpha:g} 1/s is unstable {when}: the barrier's ḧ = −2α·ḣ − α²·h "
+                f"(a PD law kp = α², kd = 2α) grows by {radius:.3g} per period; alpha must stay below "
+                f"{_largest_stable_alpha(delay):.4g}"
+            )
+
+
+def _largest_stable_alpha(delay: int) -> float:
+    """The ``α`` (1/s) below which a second-order barrier's loop is stable ``delay`` periods late
+    (:func:`_check_barrier_alphas`), by bisection: the spectral radius grows with ``α``. For
+    messages only (~1 ms)."""
+    stable, unstable = 0.0, 1.0 / CONTROL_PERIOD
+    for _ in range(40):
+        alpha = 0.5 * (stable + unstable)
+        if pd_spectral_radius(alpha**2, 2.0 * alpha, CONTROL_PERIOD, delay) < 1.0:
+            stable = alpha
+        else:
+            unstable = alpha
+    return stable
 
 
 def _check_tasks(section: str, tasks: Sequence[TaskConfig]) -> None:
@@ -418,8 +429,8 @@ def _scalar_if_one(value: Any) -> Any:
 
 
 def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
-    """One group's own values (types, signs, ranges); ``alpha`` against the period is
-    :func:`_check_barrier_groups`, against the delay :func:`check_barrier_delay`."""
+    """One group's own values (types, signs, ranges); ``alpha`` against the period and delay is
+    :func:`_check_barrier_alphas`."""
     for key in ("enabled", "soft"):
         if not isinstance(getattr(cfg, key), bool):
             raise ConfigError(f"{field_name}.{key}: expected true or false, got {getattr(cfg, key)!r}")
@@ -459,6 +470,5 @@ __all__ = [
     "QPIDConfig",
     "SingularityConfig",
     "TaskConfig",
-    "check_barrier_delay",
     "max_weight_ratio",
 ]
