@@ -144,7 +144,7 @@ def test_commands_are_in_the_order_of_the_joints_parameter(
         msg = _state_msg(q[pick], v[pick], _now(node), shuffled)
         node._on_state_message(msg)
         stamp = (msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec) * 1e-9  # as the node reads it
-        np.testing.assert_allclose(node.target._fixed.q, q_target)  # model order
+        np.testing.assert_allclose(node.target.tracker.goal, q_target)  # model order
         # The target's approach at this state (sampled again: the same reference).
         reference = node.target.reference(JointState(q, v, stamp))
         expected = _scaled(robot, _computed_torque(robot, q, v, q_target, reference), q, v)  # model order
@@ -497,7 +497,7 @@ def test_an_empty_trajectory_holds_the_reference_reached(
     ref = target.reference(_at(measured, T0 + 1.2))
     for got, want in ((ref.q, q), (ref.v, v), (ref.a, a)):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
-    stop_time = target._planner.stop_time
+    stop_time = target.tracker.planner.stop_time
     held = q + 0.5 * stop_time * v
     assert np.abs(held - measured).max() > 0.05 and np.abs(held - POSITIONS[-1]).max() > 0.05
     for t in (T0 + 1.2 + stop_time, T0 + 1.7, T0 + 5.0):  # past the trajectory's end too

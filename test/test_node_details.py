@@ -141,11 +141,11 @@ def test_a_clock_reset_drops_a_trajectory_stamped_for_later(nodes: Any) -> None:
     msg = TrajectoryMsg(joint_names=JOINTS, points=[point])
     msg.header.stamp.sec = 105  # 5 s later on the old timeline
     node.target._on_trajectory(msg)
-    assert node.target._pending is not None
+    assert node.target.tracker.pending is not None
     for k in range(3):  # a restarted simulator
         at(k * 1_000_000)
     assert node.watchdog.clock_resets == 1
-    assert node.target._pending is None and node.target.rejected == 1
+    assert node.target.tracker.pending is None and node.target.rejected == 1
 
 
 def test_consecutive_refused_states_pause_the_trajectory_from_the_first(nodes: Any) -> None:
@@ -153,12 +153,12 @@ def test_consecutive_refused_states_pause_the_trajectory_from_the_first(nodes: A
     the first refused state; overwritten at each one it paused 1 ms and ran 9 ms ahead."""
     node, at = _trajectory_on_sim_time(nodes, 2.0)
     at(1, HOME)
-    t0 = node.target._t0
+    t0 = node.target.tracker.active.t0
     for k in range(2, 12):
         at(k, np.full(7, np.nan))
     at(12, HOME)
     assert node.watchdog.state.value == "ok"
-    assert node.target._t0 - t0 == pytest.approx(0.010, abs=1e-9)
+    assert node.target.tracker.active.t0 - t0 == pytest.approx(0.010, abs=1e-9)
 
 
 def test_a_silence_stop_after_an_earlier_refusal_keeps_the_target(nodes: Any) -> None:
@@ -187,7 +187,7 @@ def test_a_silence_stop_after_an_earlier_refusal_keeps_the_target(nodes: Any) ->
     assert node.watchdog.state.value == "stopped"
     state_at(6)
     assert node.watchdog.state.value == "ok"
-    np.testing.assert_allclose(node.target._fixed.q, goal)
+    np.testing.assert_allclose(node.target.tracker.goal, goal)
 
 
 def test_a_controller_failing_at_the_first_state_after_a_fallback_brakes_in_full(nodes: Any) -> None:

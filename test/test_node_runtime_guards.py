@@ -502,7 +502,7 @@ def test_a_slow_or_paused_simulator_is_no_gap(nodes: Nodes) -> None:
     state_at(11)
     assert node.watchdog.transitions == 1 and node.fallback_commands == 0  # WAITING → OK only
     assert len(resets) == 1  # the first state's
-    np.testing.assert_allclose(node.target._fixed.q, goal)
+    np.testing.assert_allclose(node.target.tracker.goal, goal)
     # Paused longer than max_age + fallback_duration with the diagnostics timer ticking: the
     # silence, read on the wall clock, stops the node; the next state, continuous with the last,
     # is controlled again and the target stands (it had been dropped).
@@ -511,7 +511,7 @@ def test_a_slow_or_paused_simulator_is_no_gap(nodes: Nodes) -> None:
     assert node.watchdog.state.value == "stopped"
     state_at(12)
     assert node.watchdog.state.value == "ok"
-    np.testing.assert_allclose(node.target._fixed.q, goal)
+    np.testing.assert_allclose(node.target.tracker.goal, goal)
 
 
 @pytest.mark.parametrize("serialized", [False, True], ids=["message", "cdr-bytes"])
@@ -727,18 +727,19 @@ def test_a_trajectory_pauses_only_while_the_safe_torque_is_on(nodes: Nodes) -> N
     the trajectory had stood still."""
     node, at = _trajectory_on_sim_time(nodes, 2.0)
     at(1, HOME)
-    t0 = node.target._t0
+    t0 = node.target.tracker.active.t0
     for k in range(2, 203):
         at(k, np.full(7, np.nan) if k % 2 else HOME)
     assert node.watchdog.state.value == "ok" and node.fallback_commands == 100
-    assert node.target._t0 - t0 == pytest.approx(0.100, abs=1e-9)  # 100 refused states, 1 ms each
+    # 100 refused states, 1 ms each
+    assert node.target.tracker.active.t0 - t0 == pytest.approx(0.100, abs=1e-9)
     # A silence of 200 ms, then a refused state: the arm held its last command through the
     # silence, so the pause runs from the last computed state (from the refused one it had
     # been 1 ms and the reference jumped 0.2 s ahead).
-    t0 = node.target._t0
+    t0 = node.target.tracker.active.t0
     at(402, np.full(7, np.nan))
     at(403, HOME)
-    assert node.target._t0 - t0 == pytest.approx(0.201, abs=1e-9)
+    assert node.target.tracker.active.t0 - t0 == pytest.approx(0.201, abs=1e-9)
 
 
 def test_a_slow_stream_with_refused_states_pauses_a_period_per_refused_state(nodes: Nodes) -> None:
@@ -748,11 +749,12 @@ def test_a_slow_stream_with_refused_states_pauses_a_period_per_refused_state(nod
     node, at = _trajectory_on_sim_time(nodes, 4.0)
     for k in range(25, 251, 25):  # good states at 40 Hz
         at(k, HOME)
-    t0 = node.target._t0
+    t0 = node.target.tracker.active.t0
     for k in range(275, 1251, 25):
         at(k, np.full(7, np.nan) if (k // 25) % 2 else HOME)
     assert node.watchdog.state.value == "ok" and node.fallback_commands == 20
-    assert node.target._t0 - t0 == pytest.approx(0.500, abs=1e-9)  # 20 refused states, 25 ms each
+    # 20 refused states, 25 ms each
+    assert node.target.tracker.active.t0 - t0 == pytest.approx(0.500, abs=1e-9)
 
 
 @pytest.mark.parametrize("tick_in_gap", [False, True], ids=["no-tick", "tick"])
@@ -767,7 +769,7 @@ def test_a_short_gap_in_a_trajectory_pauses_it_whether_or_not_the_timer_ticked(
     node, at = _trajectory_on_sim_time(nodes, 1.5)
     for k in range(1, 301):
         at(k, HOME)
-    t0 = node.target._t0
+    t0 = node.target.tracker.active.t0
     if tick_in_gap:  # the timer ticks half way into the silence
         from rclpy.time import Time
 
@@ -780,7 +782,7 @@ def test_a_short_gap_in_a_trajectory_pauses_it_whether_or_not_the_timer_ticked(
         assert node.watchdog.state.value == "fallback"
     at(300 + gap_ms, HOME)
     assert node.watchdog.state.value == "ok" and node.fallback_commands == 0
-    assert node.target._t0 - t0 == pytest.approx(gap_ms * 1e-3, abs=1e-9)
+    assert node.target.tracker.active.t0 - t0 == pytest.approx(gap_ms * 1e-3, abs=1e-9)
 
 
 def test_a_stream_that_slows_down_falls_back_once(nodes: Nodes) -> None:
@@ -790,11 +792,11 @@ def test_a_stream_that_slows_down_falls_back_once(nodes: Nodes) -> None:
     for k in range(1, 101):
         at(k, HOME)
     assert node.watchdog.transitions == 1  # waiting → ok
-    t0 = node.target._t0
+    t0 = node.target.tracker.active.t0
     for k in range(125, 1101, 25):
         at(k, HOME)
     assert node.watchdog.transitions == 3  # ok → fallback → ok, once
-    assert node.target._t0 - t0 == pytest.approx(0.025, abs=1e-9)
+    assert node.target.tracker.active.t0 - t0 == pytest.approx(0.025, abs=1e-9)
 
 
 def test_a_jittery_slow_stream_is_no_silence(nodes: Nodes) -> None:
@@ -804,11 +806,11 @@ def test_a_jittery_slow_stream_is_no_silence(nodes: Nodes) -> None:
     node, at = _trajectory_on_sim_time(nodes, 20.0)
     rng = np.random.default_rng(2)
     at(25, HOME)  # the trajectory starts
-    t0 = node.target._t0
+    t0 = node.target.tracker.active.t0
     for k in range(2, 401):
         at(25 * k + int(rng.integers(-5, 6)), HOME)
     assert node.watchdog.transitions == 1 and node.watchdog.state.value == "ok"
-    assert node.target._t0 == t0
+    assert node.target.tracker.active.t0 == t0
 
 
 def test_a_state_stamped_ahead_samples_the_trajectory_at_most_max_age_ahead(nodes: Nodes) -> None:
@@ -897,12 +899,12 @@ def test_a_pose_approach_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) 
     source._on_pose(msg)
     for k in range(1, 401):
         at(k, HOME)
-    assert source._approach is not None and source._approach.duration > 0.8  # still on its way
-    before = source._current(JointState(HOME, np.zeros(7), 100.4)).position
+    assert source.tracker.active is not None and source.tracker.active.move.duration > 0.8  # still on its way
+    before = source.tracker.current(JointState(HOME, np.zeros(7), 100.4)).position
     for k in range(401, 801):
         at(k, np.full(7, np.nan))
     at(801, HOME)
-    after = source._current(JointState(HOME, np.zeros(7), 100.801)).position
+    after = source.tracker.current(JointState(HOME, np.zeros(7), 100.801)).position
     assert np.linalg.norm(after - before) < 1e-4  # one period of motion at most
 
 
@@ -934,9 +936,10 @@ def test_one_missed_state_of_a_40_hz_stream_is_a_silence(nodes: Nodes) -> None:
     node, at = _trajectory_on_sim_time(nodes, 20.0)
     for k in range(25, 501, 25):
         at(k, HOME)
-    t0 = node.target._t0
+    t0 = node.target.tracker.active.t0
     at(550, HOME)
-    assert node.watchdog.transitions == 3 and node.target._t0 - t0 == pytest.approx(0.05, abs=1e-9)
+    assert node.watchdog.transitions == 3
+    assert node.target.tracker.active.t0 - t0 == pytest.approx(0.05, abs=1e-9)
 
 
 def test_the_start_up_answer_is_counted_but_not_timed(nodes: Nodes) -> None:
@@ -977,7 +980,7 @@ def test_short_gaps_and_a_state_stamped_ahead_change_nothing(nodes: Nodes, case:
     for k in range(1, 41):
         state_at(k, 0.6 if case == "one-state-ahead" and k == 20 else 0.0)
     assert node.watchdog.state.value == "ok"
-    np.testing.assert_allclose(node.target._fixed.q, goal)  # not dropped by a stop
+    np.testing.assert_allclose(node.target.tracker.goal, goal)  # not dropped by a stop
     if case == "40-hz-stream":
         assert node.watchdog.transitions == 1 and node.fallback_commands == 0
     else:  # the states after it, older than it, are refused until max_age (20 ms) has passed

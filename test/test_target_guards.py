@@ -228,8 +228,8 @@ def test_achd_pose_targets_near_full_stretch_are_refused(robot: RobotModel) -> N
     o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(sideways.rotation).coeffs())
     node.callbacks["~/target_pose"](msg)
     source.reference(JointState(plant.q.copy(), plant.v.copy(), 0.0))
-    assert source.received == 1 and source._approach is not None
-    duration = source._approach.duration
+    assert source.received == 1 and source.tracker.active is not None
+    duration = source.tracker.active.move.duration
     peak = _closed_loop_peak_speeds(plant, ctrl, source, round(1000 * duration) + 500)
     share = float((peak / robot.velocity_limit).max())
     print(f"\n[stretch] {reach.distance(target):.4f} m out, T {duration:.2f} s, peak {share:.3f} of a limit")
@@ -311,7 +311,7 @@ def test_a_pose_target_is_approached_within_the_velocity_limits(robot: RobotMode
     end = robot.frame_placement(plant.q, TOOL)
     assert np.linalg.norm(end.translation - (tool.translation + move)) < 1e-4
     assert np.linalg.norm(pin.log3(end.rotation.T @ rotation)) < 1e-4
-    assert source.describe() == "target_pose" and source._approach is None  # arrived, held
+    assert source.describe() == "target_pose" and source.tracker.active is None  # arrived, held
 
 
 @pytest.mark.parametrize("eps", [0.0, 1e-4, 0.001, 0.03])
@@ -345,8 +345,8 @@ def test_a_pose_target_across_a_singularity_is_refused_and_near_one_is_slow(
         assert source.rejected == 1 and "singular direction" in source.last_error, source.last_error
         assert reference is held and source.describe() == "hold"
     else:
-        assert source.rejected == 0 and source._approach is not None
-        assert source._approach.duration > 10.0
+        assert source.rejected == 0 and source.tracker.active is not None
+        assert source.tracker.active.move.duration > 10.0
 
 
 def test_a_pose_target_where_the_reference_stands_is_taken_with_the_arm_off_it(robot: RobotModel) -> None:
@@ -548,7 +548,7 @@ def test_a_trajectory_stamped_later_waits_while_the_active_one_runs_on(robot: Ro
     node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(2.0, second, None)]), 101.5))
     for t in (101.0, 101.499):  # still the first trajectory, at its speed
         ref = source.reference(JointState(np.zeros(7), np.zeros(7), t))
-        expected = source._trajectory.sample(t - 100.0)
+        expected = source.tracker.active.move.sample(t - 100.0)
         np.testing.assert_allclose(ref.q, expected[0])
         assert ref.v is not None and ref.v[0] > 0.3
     start = source.reference(JointState(np.zeros(7), np.zeros(7), 101.5))
@@ -738,7 +738,7 @@ def test_a_joint_target_behind_a_moving_reference_stops_it_first(robot: RobotMod
     _send_joint_target(node, robot, goal)
     source.reference(JointState(HOME_Q, np.zeros(7), 3.5))
     assert source.rejected == 0 and source.describe() == "joint_target"
-    samples = np.array([source._trajectory.sample(t)[:2] for t in np.linspace(0.0, 20.0, 20001)])
+    samples = np.array([source.tracker.active.move.sample(t)[:2] for t in np.linspace(0.0, 20.0, 20001)])
     q1, v1 = samples[:, 0, 0], samples[:, 1, 0]
     assert q1.max() - 1.0 < 0.1  # on the wrong way, only while stopping
     assert (
@@ -758,7 +758,7 @@ def test_a_joint_target_behind_a_reference_moving_to_a_limit_stops_it_where_it_w
     _send_joint_target(node, robot, HOME_Q)
     source.reference(JointState(HOME_Q, np.zeros(7), 3.5))
     assert source.rejected == 0 and source.describe() == "joint_target", source.last_error
-    approach = source._trajectory
+    approach = source.tracker.active.move
     assert approach.positions[1][1] == pytest.approx(2.23)  # the stop: the trajectory's rest point
     q2 = [approach.sample(t)[0][1] for t in np.linspace(0.0, approach.duration, 2001)]
     assert max(q2) <= robot.position_upper[1] and q2[-1] == pytest.approx(HOME_Q[1])
@@ -772,8 +772,10 @@ def test_a_small_joint_target_takes_the_shortest_approach(robot: RobotModel) -> 
     goal[3] += 0.01
     _send_joint_target(node, robot, goal)
     source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
-    assert source._trajectory.times[-1] == pytest.approx(0.2403, abs=1e-4)
-    acceleration = np.array([source._trajectory.sample(t)[2][3] for t in np.linspace(0.0, 0.3, 30001)])
+    assert source.tracker.active.move.times[-1] == pytest.approx(0.2403, abs=1e-4)
+    acceleration = np.array(
+        [source.tracker.active.move.sample(t)[2][3] for t in np.linspace(0.0, 0.3, 30001)]
+    )
     assert np.abs(acceleration).max() <= 100.0 * 0.01 * (1 + 1e-6)
 
 
@@ -819,13 +821,13 @@ def test_a_pose_target_behind_a_moving_reference_stops_it_first(robot: RobotMode
     start = ctrl.hold_reference(JointState(HOME_Q, np.zeros(7), 1.0))
     node.callbacks["~/target_pose"](_pose(start.position + np.array([0.0, 0.3, 0.0])))
     source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
-    half = 1.0 + source._approach.duration / 2
+    half = 1.0 + source.tracker.active.move.duration / 2
     moving = source.reference(JointState(HOME_Q, np.zeros(7), half))
     node.callbacks["~/target_pose"](_pose(start.position + np.array([0.0, -0.3, 0.0])))
     source.reference(JointState(HOME_Q, np.zeros(7), half))
-    approach = source._approach
+    approach = source.tracker.active.move
     y = np.array([approach.sample(t).position[1] for t in np.linspace(0.0, approach.duration, 2001)])
-    stop = source._planner.stop_time
+    stop = source.tracker.planner.stop_time
     assert y.max() - moving.position[1] == pytest.approx(0.5 * stop * moving.twist[1], rel=1e-6)
     assert y[-1] == pytest.approx(start.position[1] - 0.3)
 
@@ -855,7 +857,7 @@ def test_a_qp_tool_target_is_approached_within_the_velocity_limits(
     end = robot.frame_placement(plant.q, TOOL)
     tolerance = 1e-5 if controller == "hqpid" else 2e-3
     assert np.linalg.norm(end.translation - (tool.translation + move)) < tolerance
-    assert source.describe() == "tool" and source.rejected == 0 and not source._pose_moves  # arrived
+    assert source.describe() == "tool" and source.rejected == 0 and not source.tracker.pose_moves  # arrived
 
 
 def test_qp_task_targets_are_approached_from_where_their_references_stand(robot: RobotModel) -> None:
@@ -874,8 +876,8 @@ def test_qp_task_targets_are_approached_from_where_their_references_stand(robot:
     assert np.allclose(first["tool"].pose.translation, start.translation, atol=1e-12)
     assert np.allclose(first["tool"].pose.rotation, start.rotation, atol=1e-12)  # pose task: kept
     assert not np.any(first["tool"].velocity) and np.allclose(first["posture"].q, HOME_Q, atol=1e-12)
-    pose_move, _ = source._pose_moves["tool"]
-    joint_move, _ = source._joint_moves["posture"]
+    pose_move = source.tracker.pose_moves["tool"].move
+    joint_move = source.tracker.joint_moves["posture"].move
     # The posture task's kp (10) sets its shortest approach: √(5.77/10) s.
     assert joint_move.duration >= math.sqrt(10.0 / math.sqrt(3.0) / 10.0) - 1e-12
     early = source.reference(JointState(HOME_Q, np.zeros(7), 1.0 + joint_move.duration / 2))
@@ -920,7 +922,7 @@ def test_a_position_or_orientation_task_moves_only_what_it_tracks(robot: RobotMo
     o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(turned).coeffs())
     node.callbacks["~/tool/target"](msg)
     source.reference(state)
-    move, _ = source._pose_moves["tool"]
+    move = source.tracker.pose_moves["tool"].move
     for t in np.linspace(0.0, move.duration, 7):
         pose = source.reference(JointState(HOME_Q, np.zeros(7), t))["tool"].pose
         if kind == "position":
@@ -1072,7 +1074,7 @@ def test_a_target_sent_again_is_not_planned_again(robot: RobotModel) -> None:
     source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
     goal = HOME_Q + np.array([0.6, 0, 0, 0, 0, 0, 0])
     message = JointStateMsg(name=list(robot.joint_names), position=goal.tolist())
-    assert _planned_once(node, source, "~/joint_target", message, "_trajectory")
+    assert _planned_once(node, source, "~/joint_target", message)
     qp_node, qp_source = _qp_source(robot)
     qp_source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
     tool = _pose(robot.frame_placement(HOME_Q, TOOL).translation + np.array([0.0, 0.1, 0.0]))
@@ -1080,7 +1082,7 @@ def test_a_target_sent_again_is_not_planned_again(robot: RobotModel) -> None:
         qp_node.callbacks["~/tool/target"](tool)
         qp_node.callbacks["~/joint_target"](message)
         qp_source.reference(JointState(HOME_Q, np.zeros(7), t))
-        moves = (qp_source._pose_moves["tool"][0], qp_source._joint_moves["posture"][0])
+        moves = (qp_source.tracker.pose_moves["tool"].move, qp_source.tracker.joint_moves["posture"].move)
         if t == 1.0:
             first = moves
     assert moves[0] is first[0] and moves[1] is first[1]
@@ -1120,7 +1122,7 @@ def test_an_axis_a_qp_task_leaves_free_gets_no_feed_forward(robot: RobotModel) -
         _pose(robot.frame_placement(HOME_Q, TOOL).translation + np.array([0.1, 0.0, 0.0]))
     )
     source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
-    move, _ = source._pose_moves["tool"]
+    move = source.tracker.pose_moves["tool"].move
     for t in np.linspace(0.01, move.duration - 0.01, 9):
         target = source.reference(JointState(HOME_Q, np.zeros(7), t))["tool"]
         assert not target.velocity[3:].any() and not target.acceleration[3:].any()
@@ -1135,9 +1137,9 @@ def test_a_pose_target_just_behind_a_moving_reference_is_timed_from_its_stop(rob
     plant, ctrl, source = arm.plant, arm.ctrl, arm.source
     arm.send(np.array([0.0, 0.3, 0.0]))
     _follow_stream(plant, ctrl, source, lambda t: None, (0.0, 0.001), 1000.0)
-    half = round(source._approach.duration / 2, 3)
+    half = round(source.tracker.active.move.duration / 2, 3)
     _follow_stream(plant, ctrl, source, lambda t: None, (0.001, half), 1000.0)
-    reference = source._approach.sample(half - source._t0)
+    reference = source.tracker.active.move.sample(half - source.tracker.active.t0)
     back = reference.position - arm.tool.translation - np.array([0.0, 0.03, 0.0])
     arm.send(back)
     peak = _closed_loop_peak_speeds(plant, ctrl, source, 2000, start=half)
@@ -1163,7 +1165,7 @@ def test_a_joint_target_further_ahead_of_a_reference_speeding_up_is_taken_withou
     goal[0] += 0.5
     _send_joint_target(node, robot, goal)
     source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
-    approach = source._trajectory
+    approach = source.tracker.active.move
     assert len(approach.times) == 2  # one quintic, no stop
     speeds = [approach.sample(t)[1][0] for t in np.linspace(0.0, approach.duration, 2001)]
     assert min(speeds) > -1e-9 and max(speeds) <= 0.625 * robot.velocity_limit[0]
@@ -1192,7 +1194,7 @@ def test_a_joint_target_interrupting_a_trajectory_that_ends_decelerating_stops_a
     _send_joint_target(node, robot, HOME_Q)
     source.reference(JointState(HOME_Q, np.zeros(7), 3.8))
     assert source.rejected == 0 and source.describe() == "joint_target", source.last_error
-    approach = source._trajectory
+    approach = source.tracker.active.move
     assert approach.positions[1][1] == pytest.approx(limit, abs=1e-12)
     q2 = [approach.sample(t)[0][1] for t in np.linspace(0.0, approach.duration, 4001)]
     assert max(q2) <= limit + 1e-9
@@ -1324,7 +1326,10 @@ def test_qp_feed_forward_goes_only_to_the_tracked_axes_and_joints(robot: RobotMo
         JointStateMsg(name=list(robot.joint_names), position=(HOME_Q + 0.3).tolist())
     )
     source.reference(JointState(HOME_Q, np.zeros(7), 0.0))
-    tool_move, posture_move = source._pose_moves["tool"][0], source._joint_moves["posture"][0]
+    tool_move, posture_move = (
+        source.tracker.pose_moves["tool"].move,
+        source.tracker.joint_moves["posture"].move,
+    )
     assert tool_move.duration < 1.0  # the translation's time, not the turn's
     for t in np.linspace(0.01, min(tool_move.duration, posture_move.duration) - 0.01, 7):
         reference = source.reference(JointState(HOME_Q, np.zeros(7), t))
@@ -1339,18 +1344,18 @@ def test_a_pose_target_sent_again_is_not_planned_again(robot: RobotModel) -> Non
     message = _pose(start.position + np.array([0.0, 0.1, 0.0]))
     o = message.pose.orientation
     o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(start.rotation).coeffs())
-    assert _planned_once(node, source, "~/target_pose", message, "_approach")
+    assert _planned_once(node, source, "~/target_pose", message)
 
 
-def _planned_once(node: FakeTargetNode, source: Any, topic: str, message: Any, approach: str) -> bool:
-    """Whether ``message`` sent on ``topic`` again mid-approach leaves the approach (the source's
-    attribute ``approach``) as it was, both messages received."""
+def _planned_once(node: FakeTargetNode, source: Any, topic: str, message: Any) -> bool:
+    """Whether ``message`` sent on ``topic`` again mid-approach leaves the approach (the move of
+    the source's tracker) as it was, both messages received."""
     node.callbacks[topic](message)
     source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
-    first = getattr(source, approach)
+    first = source.tracker.active.move
     node.callbacks[topic](message)
     source.reference(JointState(HOME_Q, np.zeros(7), 1.3))
-    return getattr(source, approach) is first and source.received == 2
+    return source.tracker.active.move is first and source.received == 2
 
 
 def test_a_joint_target_at_a_limit_ahead_of_a_reference_moving_to_it_is_taken(robot: RobotModel) -> None:
@@ -1485,16 +1490,16 @@ def test_a_first_point_at_time_zero_must_move_as_the_reference_does(robot: Robot
     # reference's 0 into the next point, no torque step.
     ref = send(0.0, 5.0)
     assert source.rejected == 1 and source.describe() == "trajectory", source.last_error
-    np.testing.assert_allclose(source._trajectory.sample(0.0)[2], 0.0, atol=1e-12)
+    np.testing.assert_allclose(source.tracker.active.move.sample(0.0)[2], 0.0, atol=1e-12)
     assert np.abs(_torque_step(source, rest, ref)).max() < 0.1
     ref = send(0.03, 0.5)
     assert source.rejected == 1 and source.describe() == "trajectory", source.last_error
-    start = source._trajectory.sample(0.0)
+    start = source.tracker.active.move.sample(0.0)
     np.testing.assert_allclose(start[1], 0.0, atol=1e-12)
     np.testing.assert_allclose(start[2], 0.0, atol=1e-12)
     assert np.abs(_torque_step(source, rest, ref)).max() < 0.1  # 1 ms into the move from rest
-    assert source.start_velocity_tolerance == pytest.approx(np.full(7, 0.05))
-    assert source.start_acceleration_tolerance == pytest.approx(np.full(7, 1.0))
+    assert source.tracker.start_velocity_tolerance == pytest.approx(np.full(7, 0.05))
+    assert source.tracker.stop_acceleration_tolerance == pytest.approx(np.full(7, 1.0))
 
     node, source, before = _moving_trajectory(robot)
     node.callbacks["~/joint_trajectory"](_trajectory_msg(names, [(0.0, before.q, None)]))
@@ -1514,7 +1519,7 @@ def test_an_empty_trajectory_stops_a_moving_reference_without_a_torque_step(robo
     assert source.rejected == 0 and source.describe() == "hold", source.last_error
     np.testing.assert_allclose(after.v, before.v, rtol=0, atol=1e-12)
     assert np.abs(_torque_step(source, before, after)).max() < 1e-9
-    stop_time = source._planner.stop_time
+    stop_time = source.tracker.planner.stop_time
     assert stop_time == pytest.approx(0.24, abs=1e-3)
     samples = [
         source.reference(JointState(before.q, before.v, 2.0 + t)) for t in np.linspace(0, stop_time, 241)
@@ -1527,7 +1532,7 @@ def test_an_empty_trajectory_stops_a_moving_reference_without_a_torque_step(robo
     # A reference within the start tolerances of rest is held at once.
     node.callbacks["~/joint_trajectory"](_trajectory_msg(list(robot.joint_names), []))
     again = source.reference(JointState(before.q, before.v, 3.0))
-    assert source._trajectory is None and np.array_equal(again.q, held.q)
+    assert source.tracker.active is None and np.array_equal(again.q, held.q)
 
 
 def test_trajectory_accelerations_beyond_the_effort_bound_are_refused(robot: RobotModel) -> None:

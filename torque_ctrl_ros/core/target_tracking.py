@@ -1,0 +1,885 @@
+"""Target tracking: how accepted targets become a controller's reference, joint state by joint state.
+
+The controller node's target sources (:mod:`torque_ctrl_ros.nodes.targets`) subscribe, turn
+messages into numpy data and check their fields; the trackers here decide what the reference
+is. One tracker per controller family:
+
+* :class:`JointTargetTracker` (``computed_torque``): joint targets, trajectories and stops;
+* :class:`PoseTargetTracker` (``achd_rnea``): the tool pose;
+* :class:`TaskTargetTracker` (``qpid``, ``hqpid``): one target per task.
+
+Each is driven by ``submit…`` calls (already parsed targets) and by ``reference(state)`` for
+every accepted joint state (``state.stamp`` in s, the state clock), and reports a target it
+refuses when it takes effect through its ``refuse`` callback (the node counts and logs it).
+The rules they share:
+
+* A submitted target is *pending*: it takes effect in the next ``reference`` call, at that
+  state's stamp. The reference therefore depends only on the state stream (deterministic in
+  lockstep), never on when a message happened to arrive.
+* A target is reached along an approach from the current reference, its velocity and
+  acceleration included (:mod:`.approach`), never stepped into (a trajectory is followed as
+  given); the move and the stamp it started at are a :class:`TimedMove`. When it has arrived,
+  its end is held at rest.
+* The target under way sent again changes nothing (:func:`same_target`): a device that keeps
+  publishing its last pose would otherwise replan from the moving reference every message,
+  overshoot the target (38 mrad on joint_1) and ring for seconds.
+* ``pause(since, until)``: no torque was computed over that span (s, the state clock: a
+  fallback, the arm on the safe torque). Every move's start moves on by the pause, so the move
+  takes up where it stood when the safe torque took over rather than where it would be by now
+  (0.35 rad ahead of the held arm after a 0.4 s fallback: 14 N·m on the first torque).
+* ``reset()``: the targets are forgotten (after a stop, or a simulator restart); the next
+  state's pose is held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum, auto
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+
+import numpy as np
+import pinocchio as pin
+from numpy.typing import ArrayLike, NDArray
+
+from .approach import JointApproachPlanner, PoseApproach, PoseApproachPlanner
+from .constrained_dynamics import AXIS_NAMES
+from .controllers import HQPID, QPID, AchdRnea, ComputedTorque, PoseReference
+from .errors import TargetError
+from .qp.tasks import CartesianTarget, FrameTask
+from .robot import RobotModel
+from .trajectory import JointTrajectory, check_motion
+from .types import JointReference, JointState
+from .validation import FloatArray, as_vector
+
+START_TOLERANCE = 0.01
+"""Farthest (rad, on each joint) a trajectory's first point at ``time_from_start`` 0 may be from
+the current reference or the measured position (the nearer of the two, joint by joint): the
+value of MoveIt's ``allowed_start_tolerance``, which MoveIt checks against the measured state
+its first point is taken from. Such a point is taken at once, so a point farther away would make
+the reference jump: 3 rad away on joint_1, the torques clipped joint by joint spin joints 3, 5
+and 7, which have no error, to 13–16 times their velocity limits. Near the measured position the
+jump only takes the error down (an arm lagging its reference under a load the model lacks:
+0.044 rad on joint_6 with 20 g more).
+
+Its velocities, if given, must be within :attr:`JointTargetTracker.start_velocity_tolerance` of
+the reference's (:func:`step_tolerances`); the trajectory then starts from the reference's
+velocity and acceleration (positions only: always), so they do not step: taken as given, a
+first point with velocity 0 steps a reference moving 1.125 rad/s on joint_1 to rest, −4.6 N·m at
+once. Given accelerations there are not compared: the first segment blends from the reference's
+to the next point's (held to the acceleration bound like any segment). Compared, the
+time-optimal trajectories MoveIt plans at full acceleration scaling, which start the wrist at
+~10 rad/s² from rest, would be refused."""
+
+MAX_START_DELAY = 60.0
+"""Latest start (s after the node's clock) a trajectory may ask for: a later ``header.stamp`` is
+taken for one on another clock (a sender on wall time, ~1.8e9 s, to a node on sim time), which
+would otherwise wait for ever."""
+
+Report = Callable[[str], object]
+"""Where a tracker reports a refusal or a warning (one line, naming what it is about); what it
+returns is ignored."""
+
+
+def _unreported(_message: str) -> None:
+    """A :data:`Report` that drops the message."""
+
+
+class TargetTracker(Protocol):
+    """What every tracker offers the node (besides its own ``submit…`` methods)."""
+
+    def reference(self, state: JointState) -> Any:
+        """The controller's reference at ``state`` (``state.stamp`` in s)."""
+
+    def pause(self, since: float, until: float) -> None:
+        """No torque was computed from ``since`` to ``until`` (s, the state clock)."""
+
+    def reset(self, clock_reset: bool = False) -> None:
+        """Forget the targets (``clock_reset``: the clock went back, a simulator restart)."""
+
+    def describe(self) -> str:
+        """One word on what is tracked, for /diagnostics."""
+
+
+def rotation_from_quaternion(quaternion_xyzw: ArrayLike) -> FloatArray:
+    """The rotation matrix (3 × 3) of a quaternion ``(x, y, z, w)`` (``geometry_msgs`` order),
+    normalised.
+
+    Raises:
+        TargetError: not 4 finite numbers, or a norm outside ``[0.9, 1.1]`` (e.g. an all-zero
+            default message): as :meth:`PoseReference.from_position_quaternion`.
+    """
+    quat = as_vector("target quaternion (x, y, z, w)", quaternion_xyzw, 4, error=TargetError)
+    norm = float(np.linalg.norm(quat))
+    if not 0.9 <= norm <= 1.1:
+        raise TargetError(f"target quaternion (x, y, z, w): expected unit norm, got {quat.tolist()}")
+    x, y, z, w = quat / norm
+    return np.array(pin.Quaternion(w, x, y, z).toRotationMatrix())
+
+
+def same_target(target: PoseReference | ArrayLike, last: PoseReference | ArrayLike | None) -> bool:
+    """Whether ``target`` is ``last`` bit for bit (the same target sent again): poses by position
+    and rotation (:class:`PoseReference`), anything else as arrays (joint positions, a position,
+    a rotation matrix)."""
+    if last is None:
+        return False
+    if isinstance(target, PoseReference):
+        return (
+            isinstance(last, PoseReference)
+            and np.array_equal(target.position, last.position)
+            and np.array_equal(target.rotation, last.rotation)
+        )
+    return not isinstance(last, PoseReference) and bool(np.array_equal(target, last))
+
+
+# ------------------------------------------------------------------ moves in time
+S = TypeVar("S", covariant=True)
+
+
+class Move(Protocol[S]):
+    """A motion of a reference sampled by the time (s) since it started: a
+    :class:`~.trajectory.JointTrajectory` or a :class:`~.approach.PoseApproach`. From
+    ``duration`` on it stands at its end, at rest."""
+
+    @property
+    def duration(self) -> float: ...
+
+    def sample(self, t: float) -> S: ...
+
+
+M = TypeVar("M", bound=Move[Any])
+R = TypeVar("R")
+
+
+@dataclass(eq=False)
+class TimedMove(Generic[M, R]):
+    """``move`` started at the state stamp ``t0`` (s), sampled at state stamps.
+
+    :meth:`shift` moves ``t0`` on by a pause, so that the move takes up where it stood.
+
+    Attributes:
+        move: the motion (``R`` is what its ``sample`` returns).
+        t0: the state stamp (s) its time 0 falls on.
+    """
+
+    move: M
+    t0: float
+
+    def sample(self, stamp: float) -> R:
+        """The reference at the state stamp ``stamp`` (s): the move ``stamp − t0`` s in."""
+        sample: R = self.move.sample(stamp - self.t0)
+        return sample
+
+    def arrived(self, stamp: float) -> bool:
+        """Whether the move stands at its end at ``stamp`` (s), at rest."""
+        return stamp - self.t0 >= self.move.duration
+
+    def under_way(self, stamp: float) -> tuple[M, float]:
+        """``(move, s into it)`` at ``stamp``: what a planner continues from."""
+        return self.move, stamp - self.t0
+
+    def shift(self, dt: float) -> None:
+        """Start ``dt`` s later (a pause of ``dt`` s)."""
+        self.t0 += dt
+
+
+JointMove = TimedMove[JointTrajectory, tuple[FloatArray, FloatArray, FloatArray]]
+"""A joint trajectory in time: samples ``(q, q̇, q̈)`` (rad, rad/s, rad/s²)."""
+
+PoseMove = TimedMove[PoseApproach, PoseReference]
+"""A pose approach in time: samples a :class:`PoseReference`."""
+
+
+# ------------------------------------------------------------------ joint targets and trajectories
+class TrajectoryPoints(NamedTuple):
+    """A trajectory's waypoints in model order (``m`` points, ``n`` joints)."""
+
+    times: FloatArray
+    """``(m,)`` s from the trajectory's start, increasing."""
+    positions: FloatArray
+    """``m × n`` rad."""
+    velocities: FloatArray | None
+    """``m × n`` rad/s, or ``None`` (estimated)."""
+    accelerations: FloatArray | None
+    """``m × n`` rad/s², or ``None``; given only with velocities."""
+
+    def select(self, rows: slice | NDArray[np.bool_]) -> TrajectoryPoints:
+        """The points at ``rows``, their times unchanged."""
+        return TrajectoryPoints(
+            self.times[rows],
+            self.positions[rows],
+            None if self.velocities is None else self.velocities[rows],
+            None if self.accelerations is None else self.accelerations[rows],
+        )
+
+
+class JointMotion(NamedTuple):
+    """Where and how a joint reference moves: what a trajectory or an approach starts from."""
+
+    q: FloatArray
+    """rad."""
+    v: FloatArray | None
+    """rad/s, ``None`` for 0."""
+    a: FloatArray | None
+    """rad/s², ``None`` for 0."""
+
+
+def step_tolerances(kp: ArrayLike, kd: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """``(velocity (rad/s), acceleration (rad/s²))`` per joint: how far the reference's velocity
+    and acceleration may step at once, for a PD law with gains ``kp`` (1/s²) and ``kd`` (1/s).
+
+    The law commands ``q̈_ref + kp·e + kd·ė``; :data:`START_TOLERANCE` lets the position step by
+    0.01 rad, i.e. the command by ``kp·0.01``, and the same step is let through for ``kd·Δq̇``
+    and ``Δq̈``: ``Δq̇ ≤ kp·0.01/kd``, ``Δq̈ ≤ kp·0.01`` (0.05 rad/s and 1 rad/s² with kp 100, kd
+    20; ``inf`` where ``kd`` is 0).
+
+    The velocity tolerance bounds how far a trajectory's first point at time 0 may set a velocity
+    other than the reference's (the trajectory then starts from the reference's). Both bound the
+    step of stopping at once: a trajectory of one point at time 0 (at rest there) is refused
+    from a reference moving faster, and a stop (an empty trajectory) holds such a slow reference
+    at once instead of running it to rest. A first point's acceleration is never compared (the
+    first segment blends into it: :data:`START_TOLERANCE`).
+    """
+    step = START_TOLERANCE * np.asarray(kp, dtype=np.float64)
+    kd = np.asarray(kd, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(kd > 0.0, step / kd, np.inf), step
+
+
+class JointMode(Enum):
+    """What a :class:`JointTargetTracker`'s reference follows."""
+
+    START = auto()
+    """Nothing yet: the next state's position is held."""
+    HOLD = auto()
+    """:attr:`JointTargetTracker.held`, at rest."""
+    STOPPING = auto()
+    """A stop (:meth:`~.approach.JointApproachPlanner.stop`); where it ends is held after it."""
+    JOINT_TARGET = auto()
+    """The approach to :attr:`JointTargetTracker.goal`; the goal is held after it."""
+    TRAJECTORY = auto()
+    """A trajectory; its last point is held after it."""
+
+    @property
+    def label(self) -> str:
+        """The word /diagnostics shows: ``joint_target``, ``trajectory``, else ``hold``."""
+        if self is JointMode.JOINT_TARGET:
+            return "joint_target"
+        if self is JointMode.TRAJECTORY:
+            return "trajectory"
+        return "hold"
+
+
+@dataclass(frozen=True)
+class PendingTarget:
+    """A joint target waiting for the next state: ``q`` (rad, model order), held at rest."""
+
+    q: FloatArray
+
+
+@dataclass(frozen=True)
+class PendingStop:
+    """A stop (an empty trajectory) waiting for the next state."""
+
+
+@dataclass(frozen=True)
+class PendingTrajectory:
+    """A trajectory waiting for its start: ``stamp`` (s, the state clock; 0: the next state)."""
+
+    stamp: float
+    points: TrajectoryPoints
+
+
+PendingJoint = PendingTarget | PendingStop | PendingTrajectory
+
+
+class JointTargetTracker:
+    """Joint targets, trajectories and stops for :class:`~.controllers.ComputedTorque`.
+
+    * A joint target (:meth:`submit_target`) is reached along a quintic from the current
+      reference, planned with the law's gains (:class:`~.approach.JointApproachPlanner`: every
+      joint at most half its velocity limit, 0.24 s at least with the default ``kp`` 100, 2.7 s
+      for 1 rad on joint_1; a moving reference goes on into it when that stays on course, within
+      0.625 of the limits, else stops first), and then held until replaced; the target under way
+      sent again changes nothing.
+    * A trajectory (:meth:`submit_trajectory`, stamp 0: start at the next state) starts from the
+      current reference when its first point is later than 0, else at that point, which must
+      then lie within :data:`START_TOLERANCE` of the reference or of the measured position, with
+      the reference's velocity and acceleration (given velocities may differ by
+      :attr:`start_velocity_tolerance`, else it is refused; given accelerations are blended into
+      over the first segment). One stamped later than the state waits for it while the active
+      target runs on (switched early, the reference would stand still at the start until the
+      stamp and then set off: a torque step each time); one stamped before the state it takes
+      effect at drops the points already due and reaches the next one from the current
+      reference; one that ended before it is refused. After its end the last point is held. On
+      continuous joints every segment takes the short way round (the waypoints are unwrapped
+      against the one before, the start first). Its motion is held to the position and velocity
+      limits and to :attr:`acceleration_limit` (25.9 rad/s² on the Gen3's joint_1): checked when
+      submitted, and the segments from the start again when it takes effect.
+    * A stop (:meth:`submit_stop`) brings a moving reference smoothly to rest and holds it there.
+    """
+
+    def __init__(self, controller: ComputedTorque, *, refuse: Report, warn: Report = _unreported) -> None:
+        """``refuse``: where a target refused when it takes effect is reported; ``warn``: where a
+        stop that could not be run smoothly is."""
+        self.robot: RobotModel = controller.robot
+        kp, kd = controller.config.kp, controller.config.kd
+        self.planner = JointApproachPlanner(self.robot, kp, kd)
+        #: Largest |q̈| (rad/s²) per joint a trajectory may ask: the planner's own bound
+        #: (:func:`~.trajectory.acceleration_limits`).
+        self.acceleration_limit: FloatArray = self.planner.acceleration_limit
+        #: How far a first point at time 0 may set another velocity (rad/s per joint), and how
+        #: slow a reference stops at once (:func:`step_tolerances`).
+        self.start_velocity_tolerance: FloatArray
+        #: How little a reference may accelerate to stop at once (rad/s² per joint).
+        self.stop_acceleration_tolerance: FloatArray
+        self.start_velocity_tolerance, self.stop_acceleration_tolerance = step_tolerances(kp, kd)
+        self._refuse = refuse
+        self._warn = warn
+        self.mode = JointMode.START
+        #: The point held (:attr:`JointMode.HOLD`), the same object every state.
+        self.held: JointReference | None = None
+        #: The joint target (rad) of :attr:`JointMode.JOINT_TARGET`.
+        self.goal: FloatArray | None = None
+        #: The move the reference follows (a stop, an approach, a trajectory), its end held after it.
+        self.active: JointMove | None = None
+        #: The target waiting for the next state (a trajectory: for its stamp).
+        self.pending: PendingJoint | None = None
+
+    # ---------------------------------------------------------------- targets
+    def submit_target(self, q: FloatArray) -> None:
+        """Hold ``q`` (rad, model order, within the limits), approached from the next state on."""
+        self.pending = PendingTarget(q)
+
+    def submit_stop(self) -> None:
+        """Stop the reference at the next state (an empty trajectory).
+
+        A moving reference (of a trajectory, an approach or a stop) stops along
+        :meth:`~.approach.JointApproachPlanner.stop`: its velocity and acceleration carried on,
+        at rest ``q̇·T_s/2`` further on after ``T_s`` (0.24 s with kp 100), so the torque does not
+        step. Stepped to rest at once, a reference moving 1.125 rad/s on joint_1 would ask −5.75
+        N·m and the arm overshoot the held point by 0.041 rad; the smooth stop runs on 0.135 rad.
+        A reference moving within :func:`step_tolerances` is held at once where it stands (the
+        step it asks is no larger than a start's); from a hold, the arm is held where it is.
+        """
+        self.pending = PendingStop()
+
+    def submit_trajectory(self, points: TrajectoryPoints, stamp: float, now: float) -> None:
+        """Follow ``points`` from ``stamp`` (s, the state clock; 0: from the next state), ``now``
+        (s) being the node's clock; replaces a pending target.
+
+        Raises:
+            TargetError: its motion between the waypoints passes a position, velocity or
+                acceleration limit; ``stamp`` is negative or more than :data:`MAX_START_DELAY`
+                after ``now``.
+        """
+        # The start is added when it takes effect, where the first waypoint's estimated velocity
+        # changes with it (0 here): that first segment is checked then, with the next. Checked
+        # here, it would refuse motions that never run but lie within the limits. A first point
+        # at time 0 takes the reference's velocity and acceleration then, which changes its
+        # segment only from a moving one.
+        first = 1 if points.times[0] > 0.0 and points.velocities is None else 0
+        check_motion(
+            self.robot,
+            JointTrajectory(*points, continuous=self.robot.continuous),
+            first,
+            acceleration_limit=self.acceleration_limit,
+        )
+        if stamp < 0.0:
+            raise TargetError(
+                f"trajectory header.stamp {stamp:.3f} s is negative (0 starts it at the next state)"
+            )
+        if stamp - now > MAX_START_DELAY:
+            raise TargetError(
+                f"trajectory header.stamp {stamp:.3f} s is {stamp - now:.0f} s after this node's clock "
+                f"({now:.3f} s; more than {MAX_START_DELAY:g} s): another clock (wall time to a node on "
+                "sim time)?"
+            )
+        self.pending = PendingTrajectory(stamp, points)
+
+    # ---------------------------------------------------------------- reference
+    def reference(self, state: JointState) -> JointReference:
+        """The reference at ``state`` (its stamp in s; its position where nothing is held yet),
+        after the pending target took effect if due."""
+        if self.pending is not None and self._due(state.stamp):
+            self._activate(state)
+        if self.active is not None:
+            return JointReference(*self.active.sample(state.stamp))
+        if self.held is None:
+            self.held = JointReference(np.array(state.q, dtype=np.float64))
+            self.mode = JointMode.HOLD
+        return self.held
+
+    def current(self, state: JointState) -> JointMotion:
+        """The reference at ``state`` before a new target takes over."""
+        if self.active is not None:
+            return JointMotion(*self.active.sample(state.stamp))
+        if self.held is not None:
+            return JointMotion(self.held.q, self.held.v, self.held.a)
+        return JointMotion(np.array(state.q, dtype=np.float64), None, None)
+
+    def pause(self, since: float, until: float) -> None:
+        """No torque was computed from ``since`` to ``until`` (s): the move takes up where it
+        stood, and a trajectory due to start during the pause starts at its end (started late,
+        it would be compressed into the time left: 1 s asked, 0.6 s run)."""
+        if self.active is not None:
+            self.active.shift(until - since)
+        pending = self.pending
+        if isinstance(pending, PendingTrajectory) and 0.0 < pending.stamp < until:
+            stamp = pending.stamp
+            self.pending = PendingTrajectory(stamp + until - max(stamp, since), pending.points)
+
+    def reset(self, clock_reset: bool = False) -> None:
+        """Forget the active target: hold where the arm is at the next state. A trajectory
+        stamped for later still starts at its stamp after a stop on the same clock (one sent
+        while the arm was stopped is meant to run); after ``clock_reset`` (a simulator restart)
+        it is dropped and refused, as its stamp belongs to the timeline the clock left."""
+        self.mode, self.held, self.goal, self.active = JointMode.START, None, None, None
+        pending = self.pending
+        if clock_reset and isinstance(pending, PendingTrajectory) and pending.stamp > 0.0:
+            self.pending = None
+            self._refuse(
+                f"trajectory stamped {pending.stamp:.3f} s dropped: the clock went back "
+                "(simulator restarted?)"
+            )
+
+    def describe(self) -> str:
+        """``hold``, ``joint_target`` or ``trajectory``."""
+        return self.mode.label
+
+    # ---------------------------------------------------------------- taking effect
+    def _due(self, stamp: float) -> bool:
+        """Whether the pending target takes effect at the state stamp ``stamp`` (s): at once,
+        except a trajectory stamped later, which waits for its stamp."""
+        pending = self.pending
+        return not isinstance(pending, PendingTrajectory) or pending.stamp <= stamp
+
+    def _activate(self, state: JointState) -> None:
+        """Take the pending joint target, stop or trajectory at ``state`` (its clock and pose)."""
+        pending, self.pending = self.pending, None
+        if isinstance(pending, PendingTarget):
+            self._activate_target(state, pending.q)
+        elif isinstance(pending, PendingStop):
+            self._activate_stop(state)
+        elif isinstance(pending, PendingTrajectory):
+            self._activate_trajectory(state, pending.stamp, pending.points)
+
+    def _activate_target(self, state: JointState, q: FloatArray) -> None:
+        if self.mode is JointMode.JOINT_TARGET and same_target(q, self.goal):
+            return
+        under_way = None if self.active is None else self.active.under_way(state.stamp)
+        try:
+            approach = self.planner.plan(self.current(state), q, under_way)
+        except TargetError as exc:  # its motion passes a limit (a start moving fast toward one)
+            self._refuse(f"joint target: {exc}")
+            return
+        self.mode, self.goal, self.held = JointMode.JOINT_TARGET, q, None
+        self.active = TimedMove(approach, state.stamp)
+
+    def _activate_stop(self, state: JointState) -> None:
+        """Stop the reference as :meth:`submit_stop` says."""
+        self.goal = None
+        if self.active is None:
+            # Nothing moves to bring to rest. Held where the arm is, so that a stop never sets
+            # the arm moving toward a point it stands away from.
+            self.mode, self.held = JointMode.HOLD, JointReference(np.array(state.q, dtype=np.float64))
+            return
+        current = self.current(state)
+        q, v, a = current
+        slow = (v is None or bool(np.all(np.abs(v) <= self.start_velocity_tolerance))) and (
+            a is None or bool(np.all(np.abs(a) <= self.stop_acceleration_tolerance))
+        )
+        if not slow:
+            try:
+                stopping = self.planner.stop(current, self.active.under_way(state.stamp))
+            except TargetError as exc:  # rare: its rest point within a hair of a limit
+                self._warn(f"stop: held at once, its smooth stop refused ({exc})")
+            else:
+                self.mode, self.held = JointMode.STOPPING, None
+                self.active = TimedMove(stopping, state.stamp)
+                return
+        self.mode, self.held = JointMode.HOLD, JointReference(np.array(q, dtype=np.float64))
+        self.active = None
+
+    def _activate_trajectory(self, state: JointState, stamp: float, points: TrajectoryPoints) -> None:
+        t0 = stamp if stamp > 0.0 else state.stamp
+        late = state.stamp - t0
+        if late > 0.0:
+            # Stamped before this state: the points already due are dropped and the rest keep
+            # their times, reached from the current reference (no jump into the middle).
+            end = float(points.times[-1])
+            due = points.times > late
+            if not due.any():
+                self._refuse(
+                    f"trajectory ended {late - end:.3f} s before the joint state it arrived at "
+                    f"(header.stamp {stamp:.3f} s, last point at {end:.3f} s)"
+                )
+                return
+            kept = points.select(due)
+            points = kept._replace(times=kept.times - late)
+            t0 = state.stamp
+        current = self.current(state)
+        try:
+            if points.times[0] == 0.0:
+                points, current = self._from_first_point(state, current, points)
+            trajectory = JointTrajectory(*points, start=current, continuous=self.robot.continuous)
+            # Only the segment from the start and the next one differ from those checked when it
+            # was submitted (the first waypoint's estimated velocity changes with the start).
+            check_motion(
+                self.robot,
+                trajectory,
+                last=2,
+                offset=max(late, 0.0),
+                acceleration_limit=self.acceleration_limit,
+            )
+        except TargetError as exc:
+            self._refuse(str(exc))
+            return
+        self.mode, self.held, self.goal = JointMode.TRAJECTORY, None, None
+        self.active = TimedMove(trajectory, t0)
+
+    def _from_first_point(
+        self, state: JointState, current: JointMotion, points: TrajectoryPoints
+    ) -> tuple[TrajectoryPoints, JointMotion]:
+        """``(the points after a first point at time 0, the start that replaces it)``: its position
+        (within :data:`START_TOLERANCE` of the reference or the arm), the reference's velocity and
+        acceleration (the given velocities within :attr:`start_velocity_tolerance` of the
+        reference's; the given accelerations are left for the first segment to blend into). A
+        lone point is the trajectory's end, at rest: the reference must be slow enough to stop
+        there at once (:func:`step_tolerances`); the points are then returned as they are.
+
+        Raises:
+            TargetError: the point is farther than that, or asks a larger step (the message
+                names the joint).
+        """
+        names = self.robot.joint_names
+        n = self.robot.n
+        first = points.positions[0]
+        off = np.minimum(
+            np.abs(self.robot.difference(first, current.q)),
+            np.abs(self.robot.difference(first, state.q)),
+        )
+        worst = int(np.argmax(off))
+        if off[worst] > START_TOLERANCE:
+            raise TargetError(
+                f"trajectory: its first point, at time_from_start 0, is {off[worst]:.3f} rad from "
+                f"the current reference and from the arm on {names[worst]} (at most "
+                f"{START_TOLERANCE:g} rad): give it a time_from_start > 0 to reach it from there"
+            )
+        v_ref = np.zeros(n) if current.v is None else current.v
+        a_ref = np.zeros(n) if current.a is None else current.a
+        lone = len(points.times) == 1
+        vel = points.velocities
+        given_v = np.zeros(n) if lone else vel[0] if vel is not None else None
+        given_a = np.zeros(n) if lone else None  # a lone point is at rest: no acceleration
+        for what, unit, given, ref, tolerance in (
+            ("velocity", "rad/s", given_v, v_ref, self.start_velocity_tolerance),
+            ("acceleration", "rad/s²", given_a, a_ref, self.stop_acceleration_tolerance),
+        ):
+            if given is None:
+                continue
+            excess = np.abs(given - ref) - tolerance
+            j = int(np.argmax(excess))
+            if excess[j] > 0.0:
+                point = (
+                    "its only point, at time_from_start 0, is at rest"
+                    if lone
+                    else f"its first point, at time_from_start 0, has {what} {given[j]:.3f} {unit}"
+                )
+                raise TargetError(
+                    f"trajectory: {point} on {names[j]} where the current reference has "
+                    f"{ref[j]:.3f} {unit} (at most {tolerance[j]:.3g} {unit} apart: the reference "
+                    f"would step); give the point the reference's {what} or a time_from_start > 0, "
+                    "or stop with an empty trajectory"
+                )
+        if lone:
+            return points, current
+        return points.select(slice(1, None)), JointMotion(first, v_ref, a_ref)
+
+
+# ------------------------------------------------------------------ pose targets
+class PoseTargetTracker:
+    """The tool pose of :class:`~.controllers.AchdRnea`, reached along a
+    :class:`~.approach.PoseApproach` from the current reference and then held until replaced.
+
+    The approach is planned on the constrained axes with the law's gains
+    (:class:`~.approach.PoseApproachPlanner`: every joint at most half its velocity limit along
+    the predicted joint path and at its start); a target whose predicted path ends more than a
+    fifth of the move short (a singularity on the straight line, e.g. from the stretched pose
+    itself) is refused, the active target running on. Planning takes 0.2–1 ms, once per target,
+    on the control thread, up to ~2 ms when a moving reference has to stop first (both moves are
+    planned): each target of a stream that turns back then makes its step late.
+    """
+
+    def __init__(self, controller: AchdRnea, *, refuse: Report) -> None:
+        """``refuse``: where a target refused when it takes effect is reported."""
+        self.controller = controller
+        config = controller.config
+        rows = np.array([AXIS_NAMES.index(a) for a in config.constrained_axes])
+        kp, kd = np.asarray(config.kp)[rows], np.asarray(config.kd)[rows]
+        self.planner = PoseApproachPlanner(controller.robot, config.frame, rows, kp, kd)
+        self._refuse = refuse
+        #: The target waiting for the next state.
+        self.pending: PoseReference | None = None
+        #: The target taken last (``None`` while holding where the arm was).
+        self.goal: PoseReference | None = None
+        #: The reference held at rest when no move is under way (the goal once arrived).
+        self.held: PoseReference | None = None
+        #: The approach under way.
+        self.active: PoseMove | None = None
+
+    def submit(self, goal: PoseReference) -> None:
+        """Move to ``goal`` (base frame, within reach) from the next state on."""
+        self.pending = goal
+
+    def reference(self, state: JointState) -> PoseReference:
+        """The reference at ``state``, after the pending target took effect."""
+        goal, self.pending = self.pending, None
+        if goal is not None and not same_target(goal, self.goal):
+            self._take(goal, state)
+        if self.active is not None:
+            reference = self.active.sample(state.stamp)
+            if self.active.arrived(state.stamp):
+                self.held, self.active = reference, None
+            return reference
+        if self.held is None:
+            self.held = self.controller.hold_reference(state)
+        return self.held
+
+    def current(self, state: JointState) -> PoseReference:
+        """The reference at ``state`` before a new target takes over."""
+        if self.active is not None:
+            return self.active.sample(state.stamp)
+        return self.held if self.held is not None else self.controller.hold_reference(state)
+
+    def pause(self, since: float, until: float) -> None:
+        """No torque was computed from ``since`` to ``until`` (s): the approach takes up where it
+        stood."""
+        if self.active is not None:
+            self.active.shift(until - since)
+
+    def reset(self, clock_reset: bool = False) -> None:
+        """Forget the target: hold where the arm is at the next state."""
+        self.goal, self.held, self.active = None, None, None
+
+    def describe(self) -> str:
+        """``target_pose`` or ``hold``."""
+        return "hold" if self.goal is None else "target_pose"
+
+    def _take(self, goal: PoseReference, state: JointState) -> None:
+        """Start the approach to ``goal`` from the current reference, the joint path predicted
+        from the arm at ``state``; refused (the active target runs on) where that path ends short
+        of the goal."""
+        under_way = None if self.active is None else self.active.under_way(state.stamp)
+        try:
+            approach = self.planner.plan(state.q, self.current(state), goal, under_way)
+        except TargetError as exc:
+            self._refuse(f"target pose: {exc}; move the arm away from it first, or use qpid")
+            return
+        self.goal, self.held, self.active = goal, None, TimedMove(approach, state.stamp)
+
+
+# ------------------------------------------------------------------ QP task targets
+TaskTarget = PoseReference | FloatArray
+"""A frame or posture task's target: a pose (pose task), a position (m, position task), a
+rotation matrix (orientation task) or joint positions (rad, posture task)."""
+
+
+class TaskTargetTracker:
+    """One target per task of a QP controller (:class:`~.controllers.QPID`,
+    :class:`~.controllers.HQPID`); every task holds its start value until it gets one.
+
+    Each target is reached along an approach from the task's current reference, planned with the
+    task's gains on the axes it tracks (weight and ``kp`` above 0): a
+    :class:`~.approach.PoseApproach` for a frame task (:class:`~.approach.PoseApproachPlanner`,
+    every joint at most half its velocity limit along the predicted path, not refused near a
+    singularity: the QP's barriers hold there), a joint quintic for the posture tasks
+    (:class:`~.approach.JointApproachPlanner`, timed by the slowest posture task's gains). A task
+    that tracks no axis takes its target at once. Stepped into the QP, a tool target 0.3 m away
+    would run joints 1 and 5 at exactly their velocity limits (the barriers holding them there).
+    Planning a frame task's approach takes 0.2–1 ms, once per target, on the control thread.
+
+    An approach's velocity and acceleration are fed only to the axes the task tracks: fed to an
+    axis with kp 0, they would turn the tool toward an orientation its configuration leaves free
+    (2.2 rad, at up to 121 rad/s²).
+
+    The reference is one ``{task: target}`` mapping, rebuilt only while a target moves or when one
+    changes (the tasks skip revalidating target objects they have already seen).
+    """
+
+    def __init__(self, controller: QPID | HQPID, *, refuse: Report) -> None:
+        """``refuse``: where a target refused when it takes effect is reported."""
+        self.controller = controller
+        robot = controller.robot
+        self.robot = robot
+        self._refuse = refuse
+        tasks = {name: controller.task(name) for name in controller.task_names}
+        #: Each task's kind (``pose``, ``position``, ``orientation``, ``posture``), in task order.
+        self.kinds = {name: task.kind for name, task in tasks.items()}
+        self.posture_tasks = tuple(n for n, k in self.kinds.items() if k == "posture")
+        #: The tasks on a frame (pose, position, orientation).
+        self.frame_tasks = {name: task for name, task in tasks.items() if isinstance(task, FrameTask)}
+        #: Approach planners of the frame tasks that track at least one axis.
+        self._pose_planners: dict[str, PoseApproachPlanner] = {}
+        #: Per task, 1 on the axes it tracks and 0 elsewhere (x, y, z, rx, ry, rz; or per joint).
+        self._feed: dict[str, FloatArray] = {}
+        for name, task in tasks.items():
+            tracked = (task.weight > 0.0) & (task.kp > 0.0)
+            if not isinstance(task, FrameTask):  # posture
+                self._feed[name] = tracked.astype(np.float64)
+                continue
+            axes = np.arange(6)[task.rows][tracked]
+            self._feed[name] = np.zeros(6)
+            self._feed[name][axes] = 1.0
+            if tracked.any():
+                self._pose_planners[name] = PoseApproachPlanner(
+                    robot, task.frame, axes, task.kp[tracked], task.kd[tracked], refuse_shortfall=False
+                )
+        self._joint_planner: JointApproachPlanner | None = None
+        gains = [(tasks[n].kp, tasks[n].kd) for n in self.posture_tasks]
+        kp = np.concatenate([g[0] for g in gains]) if gains else np.zeros(0)
+        if (kp > 0.0).any():
+            kd = np.concatenate([g[1] for g in gains])
+            self._joint_planner = JointApproachPlanner(robot, kp[kp > 0.0], kd[kp > 0.0])
+        #: Targets waiting for the next state, by task.
+        self.pending: dict[str, TaskTarget] = {}
+        self._reference: dict[str, Any] | None = None
+        #: Each planned frame task's pose reference at rest (both parts, whatever the task reads).
+        self.poses: dict[str, PoseReference] = {}
+        #: Approaches under way, by task.
+        self.pose_moves: dict[str, PoseMove] = {}
+        self.joint_moves: dict[str, JointMove] = {}
+        #: The target each task took last.
+        self.goals: dict[str, TaskTarget] = {}
+        #: The tasks that took a target since the last reset.
+        self.targeted: set[str] = set()
+
+    def submit(self, task: str, target: TaskTarget) -> None:
+        """Move frame task ``task`` to ``target`` (its kind's form, within reach) from the next
+        state on."""
+        self.pending[task] = target
+
+    def submit_posture(self, q: FloatArray) -> None:
+        """Move every posture task to ``q`` (rad, model order, within the limits)."""
+        for name in self.posture_tasks:
+            self.pending[name] = q
+
+    def reference(self, state: JointState) -> dict[str, Any]:
+        """The ``{task: target}`` mapping at ``state``, after the pending targets took effect."""
+        if self._reference is None:
+            self._start(state)
+        assert self._reference is not None
+        if not (self.pending or self.pose_moves or self.joint_moves):
+            return self._reference
+        # A new mapping: the controller sees a different object; the unchanged targets stay the
+        # same objects and are not revalidated.
+        reference = dict(self._reference)
+        for name, target in self.pending.items():
+            self._take(name, target, state, reference)
+        self.pending = {}
+        for name, pose_move in list(self.pose_moves.items()):
+            pose = pose_move.sample(state.stamp)
+            feed = self._feed[name]
+            twist, acceleration = pose.twist, pose.acceleration
+            reference[name] = CartesianTarget(
+                pose.se3,
+                None if twist is None else twist * feed,
+                None if acceleration is None else acceleration * feed,
+            )
+            if pose_move.arrived(state.stamp):
+                self.poses[name] = pose
+                del self.pose_moves[name]
+        for name, joint_move in list(self.joint_moves.items()):
+            q, v, a = joint_move.sample(state.stamp)
+            if joint_move.arrived(state.stamp):
+                reference[name] = q
+                del self.joint_moves[name]
+            else:
+                reference[name] = JointReference(q, v * self._feed[name], a * self._feed[name])
+        self._reference = reference
+        return reference
+
+    def pause(self, since: float, until: float) -> None:
+        """No torque was computed from ``since`` to ``until`` (s): the approaches take up where
+        they stood."""
+        for pose_move in self.pose_moves.values():
+            pose_move.shift(until - since)
+        for joint_move in self.joint_moves.values():
+            joint_move.shift(until - since)
+
+    def reset(self, clock_reset: bool = False) -> None:
+        """Forget the targets: every task holds where the arm is at the next state."""
+        self._reference = None
+        self.pose_moves.clear()
+        self.joint_moves.clear()
+        self.goals.clear()
+        self.targeted.clear()
+
+    def describe(self) -> str:
+        """The targeted tasks, comma-separated in task order, or ``hold``."""
+        if not self.targeted:
+            return "hold"
+        return ",".join(n for n in self.kinds if n in self.targeted)
+
+    def _start(self, state: JointState) -> None:
+        """Hold every task where it stands at ``state``."""
+        self._reference = dict(self.controller.hold_reference(state))
+        self.pose_moves.clear()
+        self.joint_moves.clear()
+        self.goals.clear()
+        for name, planner in self._pose_planners.items():
+            self.poses[name] = PoseReference.from_se3(self.robot.frame_placement(state.q, planner.frame))
+
+    def _take(self, name: str, target: TaskTarget, state: JointState, reference: dict[str, Any]) -> None:
+        """Start the approach of task ``name`` to ``target`` from its current reference (or step
+        ``reference`` there, for a task that tracks no axis)."""
+        if same_target(target, self.goals.get(name)):
+            return
+        if self.kinds[name] == "posture":
+            self._take_joint_target(name, np.asarray(target), state, reference)
+            return
+        planner = self._pose_planners.get(name)
+        if planner is None:
+            reference[name] = target
+            self.targeted.add(name)
+            return
+        moving = self.pose_moves.get(name)
+        now = moving.sample(state.stamp) if moving is not None else self.poses[name]
+        kind = self.kinds[name]
+        goal: PoseReference
+        if kind == "position":
+            goal = PoseReference(np.array(target, dtype=np.float64), now.rotation)
+        elif kind == "orientation":
+            goal = PoseReference(now.position.copy(), np.array(target, dtype=np.float64))
+        else:
+            assert isinstance(target, PoseReference)
+            goal = target
+        under_way = None if moving is None else moving.under_way(state.stamp)
+        self.pose_moves[name] = TimedMove(planner.plan(state.q, now, goal, under_way), state.stamp)
+        self.goals[name] = target
+        self.targeted.add(name)
+
+    def _take_joint_target(
+        self, name: str, q: FloatArray, state: JointState, reference: dict[str, Any]
+    ) -> None:
+        if self._joint_planner is None:
+            reference[name] = q
+            self.targeted.add(name)
+            return
+        moving = self.joint_moves.get(name)
+        start: tuple[FloatArray, FloatArray | None, FloatArray | None]
+        under_way = None
+        if moving is not None:
+            under_way = moving.under_way(state.stamp)
+            start = moving.sample(state.stamp)
+        else:
+            held = reference[name]
+            start = (np.array(getattr(held, "q", held), dtype=np.float64), None, None)
+        try:
+            approach = self._joint_planner.plan(start, q, under_way)
+        except TargetError as exc:  # the active target runs on
+            self._refuse(f"joint target: {exc}")
+            return
+        self.joint_moves[name] = TimedMove(approach, state.stamp)
+        self.goals[name] = q
+        self.targeted.add(name)
