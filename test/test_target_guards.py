@@ -19,6 +19,7 @@ from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import PoseStamped
 from ros_helpers import FakeTargetNode, shipped_parameters
 from sensor_msgs.msg import JointState as JointStateMsg
+from test_target_tracking import _closed_loop_peak_speeds
 from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -247,73 +248,7 @@ def test_qp_frame_task_targets_out_of_reach_are_refused(robot: RobotModel, contr
     assert source.received == 1 and source.rejected == 1
 
 
-# ------------------------------------------------------------------ joint targets: approached
-def _closed_loop_peak_speeds(
-    plant: Any, ctrl: Any, source: Any, steps: int, start: float = 0.0
-) -> np.ndarray:
-    """Run ``ctrl`` on ``source``'s references on the MuJoCo ``plant`` (1 ms steps from the state
-    stamp ``start``, s; no torque saturated) and return each joint's largest speed (rad/s)."""
-    peak = np.zeros(plant.n)
-    for k in range(steps):
-        state = JointState(plant.q.copy(), plant.v.copy(), start + k * 1e-3)
-        out = ctrl.compute(state, source.reference(state))
-        assert not out.saturated.any()
-        plant.set_torque(out.tau)
-        plant.step()
-        peak = np.maximum(peak, np.abs(plant.v))
-    return peak
-
-
-@pytest.mark.parametrize(
-    "offset", [[1.0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 1.0], [0.2, -0.1, 0.3, 0.2, -0.3, 0.2, 0.4]]
-)
-def test_a_joint_target_is_approached_within_the_velocity_limits(
-    robot: RobotModel, offset: list[float]
-) -> None:
-    """Computed torque on the MuJoCo plant, from home to a joint target 1 rad away on joint_1 /
-    joint_7 (and a mixed one): stepped into the law at once, the target had driven those joints
-    at 3.7 rad/s against their 1.4 / 1.2 rad/s limits (joint_7 at 1.47 for the mixed one), with
-    no torque saturated to tell. Approached, every joint stays within about half its limit."""
-    from torque_ctrl_ros.sim.plant import MujocoPlant
-
-    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
-    plant.reset("home")
-    ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
-    source = targets.JointTargetSource(FakeTargetNode(), ctrl)  # type: ignore[arg-type]
-    goal = plant.q + np.array(offset)
-    source._on_joint_target(JointStateMsg(name=list(robot.joint_names), position=goal.tolist()))
-    peak = _closed_loop_peak_speeds(plant, ctrl, source, 4000)
-    assert np.all(peak <= 0.55 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
-    assert np.abs(robot.difference(goal, plant.q)).max() < 1e-4
-    assert source.describe() == "joint_target" and source.rejected == 0
-
-
-@pytest.mark.parametrize("move", [[0.0, 0.3, 0.0], [-0.2, 0.2, 0.1]])
-def test_a_pose_target_is_approached_within_the_velocity_limits(robot: RobotModel, move: list[float]) -> None:
-    """achd_rnea on the MuJoCo plant, from home to a pose 0.3 m away (turned by ~0.5 rad too):
-    stepped into the law at once, a position target alone had driven joint_5 at 3.9 (4.2) times its
-    velocity limit. Approached, no joint passes 0.7 of its limit and the tool ends on the target."""
-    from torque_ctrl_ros.sim.plant import MujocoPlant
-
-    plant = MujocoPlant(Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml", robot.joint_names)
-    plant.reset("home")
-    params = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
-    ctrl = create_controller("achd_rnea", robot, params.controller_params)
-    source = targets.PoseTargetSource(FakeTargetNode(), ctrl)  # type: ignore[arg-type]
-    tool = robot.frame_placement(plant.q, TOOL)
-    rotation = pin.rpy.rpyToMatrix(0.3, -0.2, 0.4) @ tool.rotation
-    msg = _pose(tool.translation + np.array(move))
-    o = msg.pose.orientation
-    o.x, o.y, o.z, o.w = (float(c) for c in pin.Quaternion(rotation).coeffs())
-    source._on_pose(msg)
-    peak = _closed_loop_peak_speeds(plant, ctrl, source, 4000)
-    assert np.all(peak <= 0.7 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
-    end = robot.frame_placement(plant.q, TOOL)
-    assert np.linalg.norm(end.translation - (tool.translation + move)) < 1e-4
-    assert np.linalg.norm(pin.log3(end.rotation.T @ rotation)) < 1e-4
-    assert source.describe() == "target_pose" and source.tracker.active is None  # arrived, held
-
-
+# ------------------------------------------------------------------ pose targets: approached
 @pytest.mark.parametrize("eps", [0.0, 1e-4, 0.001, 0.03])
 def test_a_pose_target_across_a_singularity_is_refused_and_near_one_is_slow(
     robot: RobotModel, eps: float
@@ -570,41 +505,6 @@ def test_a_trajectory_stamped_on_another_clock_is_refused(robot: RobotModel) -> 
     assert source.received == 1
 
 
-def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot: RobotModel) -> None:
-    """Kept through a simulator restart, a trajectory stamped for later had started in the new run
-    at the old run's stamp; dropped by a stop on the same clock, one sent while the arm was
-    stopped had been lost without a word; activated after a fallback that its stamp fell in, it
-    had been compressed into the time left (1 s asked, 0.6 s run)."""
-    names = list(robot.joint_names)
-    goal = np.zeros(7)
-    goal[0] = 0.5
-    at_rest = np.zeros(7)
-
-    def state(t: float) -> JointState:
-        return JointState(at_rest, at_rest, t)
-
-    node, source = _joint_source(robot)
-    node.now_ns = 100 * 10**9
-    source.reference(state(100.0))
-    node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(1.0, goal, None)]), 101.5))
-    source.reference(state(100.001))
-    source.reset()  # a stop on the same clock: it still starts at its stamp
-    assert source.reference(state(101.4)).q[0] == 0.0 and source.describe() == "hold"
-    source.reference(state(101.6))
-    assert source.describe() == "trajectory" and source.reference(state(102.0)).q[0] > 0.1
-    node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(1.0, goal, None)]), 102.8))
-    source.reset(clock_reset=True)  # the clock went back: dropped, and said so
-    assert source.reference(state(102.9)).q[0] == 0.0 and source.describe() == "hold"
-    assert source.rejected == 1 and "clock went back" in source.last_error
-
-    node.callbacks["~/joint_trajectory"](_stamped(_trajectory_msg(names, [(1.0, goal, None)]), 100.5))
-    source.reference(state(100.2))
-    source.pause(100.2, 100.9)  # a fallback from 100.2 to 100.9, over the stamp
-    assert source.reference(state(100.9)).q[0] == pytest.approx(0.0)
-    assert source.reference(state(101.5)).q[0] < 0.45  # 0.6 s into its 1 s
-    assert source.reference(state(101.9)).q[0] == pytest.approx(0.5)
-
-
 def test_a_trajectory_is_checked_as_it_will_run_and_must_end_at_rest(robot: RobotModel) -> None:
     """Checked when it arrived, the first waypoint was taken as at rest, a motion that never runs
     (at activation the start is added and the waypoint gets an estimated velocity): joint_1
@@ -790,29 +690,6 @@ def _pose_source(robot: RobotModel) -> tuple[FakeTargetNode, Any, Any]:
     return node, ctrl, targets.PoseTargetSource(node, ctrl)  # type: ignore[arg-type]
 
 
-def test_a_new_pose_target_mid_approach_starts_where_the_reference_stands(robot: RobotModel) -> None:
-    node, ctrl, source = _pose_source(robot)
-    start = ctrl.hold_reference(JointState(HOME_Q, np.zeros(7), 1.0)).position
-    node.callbacks["~/target_pose"](_pose(start + np.array([0.0, 0.2, 0.0])))
-    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
-    before = source.reference(JointState(HOME_Q, np.zeros(7), 1.3)).position
-    node.callbacks["~/target_pose"](_pose(start + np.array([0.0, 0.0, 0.15])))
-    after = source.reference(JointState(HOME_Q, np.zeros(7), 1.301)).position
-    assert np.linalg.norm(after - before) < 1e-3  # one period of motion, not a jump to the old goal
-
-
-def test_a_reset_mid_approach_holds_where_the_arm_is(robot: RobotModel) -> None:
-    node, ctrl, source = _pose_source(robot)
-    start = ctrl.hold_reference(JointState(HOME_Q, np.zeros(7), 1.0)).position
-    node.callbacks["~/target_pose"](_pose(start + np.array([0.0, 0.2, 0.0])))
-    source.reference(JointState(HOME_Q, np.zeros(7), 1.0))
-    source.reference(JointState(HOME_Q, np.zeros(7), 1.3))
-    source.reset()
-    state = JointState(HOME_Q, np.zeros(7), 1.301)
-    assert source.describe() == "hold"
-    assert np.linalg.norm(source.reference(state).position - ctrl.hold_reference(state).position) < 1e-9
-
-
 def test_a_pose_target_behind_a_moving_reference_stops_it_first(robot: RobotModel) -> None:
     """Half way to a pose 0.3 m along y (0.14 m/s), a target 0.3 m the other way: one approach
     from the moving start had carried the reference 0.11 m on the wrong way (a joint at 0.80 of its
@@ -858,49 +735,6 @@ def test_a_qp_tool_target_is_approached_within_the_velocity_limits(
     tolerance = 1e-5 if controller == "hqpid" else 2e-3
     assert np.linalg.norm(end.translation - (tool.translation + move)) < tolerance
     assert source.describe() == "tool" and source.rejected == 0 and not source.tracker.pose_moves  # arrived
-
-
-def test_qp_task_targets_are_approached_from_where_their_references_stand(robot: RobotModel) -> None:
-    """A tool target and a joint target to qpid: neither steps the reference (each starts where
-    the task's reference stands, at rest), both end on their targets at rest; a new tool target
-    mid-move starts where the moving reference stands; a pause shifts the moves; a reset holds
-    where the arm is."""
-    node, source = _qp_source(robot, "qpid")
-    state = JointState(HOME_Q, np.zeros(7), 1.0)
-    held = source.reference(state)
-    start = held["tool"]
-    goal_q = HOME_Q + np.array([0.3, 0.0, -0.2, 0.0, 0.0, 0.0, 0.0])
-    node.callbacks["~/tool/target"](_pose(start.translation + np.array([0.0, 0.2, 0.0])))
-    _send_joint_target(node, robot, goal_q)
-    first = source.reference(state)
-    assert np.allclose(first["tool"].pose.translation, start.translation, atol=1e-12)
-    assert np.allclose(first["tool"].pose.rotation, start.rotation, atol=1e-12)  # pose task: kept
-    assert not np.any(first["tool"].velocity) and np.allclose(first["posture"].q, HOME_Q, atol=1e-12)
-    pose_move = source.tracker.pose_moves["tool"].move
-    joint_move = source.tracker.joint_moves["posture"].move
-    # The posture task's kp (10) sets its shortest approach: √(5.77/10) s.
-    assert joint_move.duration >= math.sqrt(10.0 / math.sqrt(3.0) / 10.0) - 1e-12
-    early = source.reference(JointState(HOME_Q, np.zeros(7), 1.0 + joint_move.duration / 2))
-    assert np.abs(early["posture"].v).max() > 0.01
-    middle = source.reference(JointState(HOME_Q, np.zeros(7), 1.0 + pose_move.duration / 2))
-    assert np.linalg.norm(middle["tool"].velocity[:3]) > 0.01
-    node.callbacks["~/tool/target"](_pose(start.translation + np.array([0.0, 0.0, 0.1])))
-    after = source.reference(JointState(HOME_Q, np.zeros(7), 1.001 + pose_move.duration / 2))
-    assert np.linalg.norm(after["tool"].pose.translation - middle["tool"].pose.translation) < 1e-3
-    source.pause(2.0, 12.0)  # 10 s of fallback: the moves take up where they stood
-    paused = source.reference(JointState(HOME_Q, np.zeros(7), 11.001 + pose_move.duration / 2))
-    assert np.linalg.norm(paused["tool"].pose.translation - after["tool"].pose.translation) < 1e-6
-    end = source.reference(JointState(HOME_Q, np.zeros(7), 100.0))
-    assert np.allclose(
-        end["tool"].pose.translation, start.translation + np.array([0.0, 0.0, 0.1]), atol=1e-12
-    )
-    assert end["tool"].velocity is None and np.allclose(end["posture"], goal_q, atol=1e-12)
-    assert source.reference(JointState(HOME_Q, np.zeros(7), 100.001)) is end  # held: not rebuilt
-    source.reset()
-    moved = HOME_Q + 0.1
-    now = source.reference(JointState(moved, np.zeros(7), 100.002))
-    assert np.allclose(now["tool"].translation, robot.frame_placement(moved, TOOL).translation)
-    assert source.describe() == "hold"
 
 
 @pytest.mark.parametrize("kind", ["position", "orientation"])

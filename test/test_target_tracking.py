@@ -1,0 +1,385 @@
+"""The target trackers of ``core/target_tracking.py``, driven directly with numpy targets (no ROS):
+the moves in time, the joint tracker's state machine, pending trajectories, pose and QP task
+targets approached, paused and reset. The message side (parsing, refusals of malformed input)
+is in ``test_target_guards.py``."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from ros_helpers import shipped_parameters
+
+from torque_ctrl_ros.core import JointState, RobotModel, TargetError
+from torque_ctrl_ros.core.controllers import (
+    AchdRnea,
+    ComputedTorque,
+    ComputedTorqueConfig,
+    PoseReference,
+    create_controller,
+)
+from torque_ctrl_ros.core.target_tracking import (
+    JointMode,
+    JointTargetTracker,
+    PendingTrajectory,
+    PoseTargetTracker,
+    TaskTargetTracker,
+    TimedMove,
+    TrajectoryPoints,
+    rotation_from_quaternion,
+    same_target,
+    step_tolerances,
+)
+from torque_ctrl_ros.core.trajectory import JointTrajectory
+from torque_ctrl_ros.nodes.params import controller_node_config
+
+TOOL = "end_effector_link"
+HOME_Q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+SCENE = Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml"
+
+
+def _joint_tracker(robot: RobotModel) -> tuple[JointTargetTracker, list[str]]:
+    """Computed torque with kp 100 (kd 20) and the refusals it reports."""
+    errors: list[str] = []
+    ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    return JointTargetTracker(ctrl, refuse=errors.append), errors
+
+
+def _pose_tracker(robot: RobotModel, shipped: bool = False) -> tuple[PoseTargetTracker, list[str]]:
+    """achd_rnea (its defaults, or the shipped configuration) and the refusals it reports."""
+    if shipped:
+        params = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
+        ctrl: Any = create_controller("achd_rnea", robot, params.controller_params)
+    else:
+        ctrl = AchdRnea(robot)
+    errors: list[str] = []
+    return PoseTargetTracker(ctrl, refuse=errors.append), errors
+
+
+def _qp_tracker(robot: RobotModel, name: str = "qpid") -> tuple[TaskTargetTracker, list[str]]:
+    """The shipped ``name`` controller's tracker and the refusals it reports."""
+    params = shipped_parameters("controller_node") | {"controller": name}
+    ctrl = create_controller(name, robot, controller_node_config(params).controller_params)
+    errors: list[str] = []
+    return TaskTargetTracker(ctrl, refuse=errors.append), errors  # type: ignore[arg-type]
+
+
+def _points(points: list[tuple[float, Any]]) -> TrajectoryPoints:
+    """Waypoints ``(time_from_start s, positions rad)``, positions only."""
+    return TrajectoryPoints(
+        np.array([t for t, _ in points], dtype=np.float64),
+        np.array([q for _, q in points], dtype=np.float64),
+        None,
+        None,
+    )
+
+
+def _at_rest(q: np.ndarray, t: float) -> JointState:
+    return JointState(q, np.zeros(q.size), t)
+
+
+def _closed_loop_peak_speeds(
+    plant: Any, ctrl: Any, source: Any, steps: int, start: float = 0.0
+) -> np.ndarray:
+    """Run ``ctrl`` on the references of ``source`` (a tracker or a node's target source) on the
+    MuJoCo ``plant`` (1 ms steps from the state stamp ``start``, s; no torque saturated) and
+    return each joint's largest speed (rad/s)."""
+    peak = np.zeros(plant.n)
+    for k in range(steps):
+        state = JointState(plant.q.copy(), plant.v.copy(), start + k * 1e-3)
+        out = ctrl.compute(state, source.reference(state))
+        assert not out.saturated.any()
+        plant.set_torque(out.tau)
+        plant.step()
+        peak = np.maximum(peak, np.abs(plant.v))
+    return peak
+
+
+# ------------------------------------------------------------------ the shared pieces
+def test_a_timed_move_is_sampled_from_its_start_and_moved_on_by_a_pause() -> None:
+    move = JointTrajectory([1.0], [[1.0]], start=(np.array([0.0]), None))
+    timed = TimedMove(move, 10.0)
+    np.testing.assert_array_equal(timed.sample(10.5)[0], move.sample(0.5)[0])
+    assert not timed.arrived(10.999) and timed.arrived(11.0)
+    assert timed.under_way(10.25) == (move, 0.25)
+    timed.shift(2.0)  # a 2 s pause: it takes up where it stood
+    assert timed.t0 == 12.0 and not timed.arrived(11.0)
+    np.testing.assert_array_equal(timed.sample(12.5)[0], move.sample(0.5)[0])
+
+
+def test_the_same_target_is_the_same_bit_for_bit() -> None:
+    q = np.array([0.1, 0.2])
+    assert same_target(q, q.copy()) and not same_target(q, None)
+    assert not same_target(q, np.nextafter(q, 1.0))
+    pose = PoseReference(np.array([0.4, 0.0, 0.3]), np.eye(3))
+    assert same_target(pose, PoseReference(pose.position.copy(), np.eye(3), np.ones(6)))  # twist aside
+    turned = PoseReference(pose.position.copy(), pin.exp3(np.array([0.0, 0.0, 1e-9])))
+    assert not same_target(pose, turned) and not same_target(pose, np.eye(3))
+    assert not same_target(np.eye(3), pose)
+
+
+def test_a_quaternion_becomes_a_rotation_or_is_refused() -> None:
+    rotation = pin.rpy.rpyToMatrix(0.3, -0.2, 0.4)
+    x, y, z, w = pin.Quaternion(rotation).coeffs()
+    np.testing.assert_allclose(rotation_from_quaternion((x, y, z, w)), rotation, atol=1e-12)
+    np.testing.assert_allclose(rotation_from_quaternion((1.05 * x, 1.05 * y, 1.05 * z, 1.05 * w)), rotation)
+    for bad, match in (((0, 0, 0, 0), "expected unit norm"), ((math.nan, 0, 0, 1), "quaternion")):
+        with pytest.raises(TargetError, match=match):
+            rotation_from_quaternion(bad)
+
+
+def test_step_tolerances_follow_the_gains() -> None:
+    """A step of the reference's velocity or acceleration may change the law's command no more than
+    the 0.01 rad position tolerance does: kp·0.01/kd and kp·0.01; unbounded without damping."""
+    velocity, acceleration = step_tolerances(np.array([100.0, 100.0]), np.array([20.0, 0.0]))
+    np.testing.assert_allclose(velocity, [0.05, np.inf])
+    np.testing.assert_allclose(acceleration, [1.0, 1.0])
+
+
+# ------------------------------------------------------------------ joint targets
+def test_the_joint_tracker_states(robot: RobotModel) -> None:
+    """From the first state's position held, through a joint target's approach (the same target
+    sent again changes nothing), a smooth stop, a hold at once of a reference at rest, to a
+    reset that holds where the arm is."""
+    tracker, errors = _joint_tracker(robot)
+    assert tracker.mode is JointMode.START and tracker.describe() == "hold"
+    held = tracker.reference(_at_rest(HOME_Q, 1.0))
+    np.testing.assert_array_equal(held.q, HOME_Q)
+    assert tracker.mode is JointMode.HOLD and tracker.reference(_at_rest(HOME_Q + 0.1, 1.001)) is held
+
+    goal = HOME_Q + np.eye(7)[0] * 0.6
+    tracker.submit_target(goal)
+    assert tracker.reference(_at_rest(HOME_Q, 1.002)).q[0] == pytest.approx(HOME_Q[0])
+    assert tracker.mode is JointMode.JOINT_TARGET and tracker.describe() == "joint_target"
+    assert tracker.goal is goal and tracker.active is not None and tracker.active.t0 == 1.002
+    approach = tracker.active.move
+    tracker.submit_target(goal.copy())  # sent again
+    moving = tracker.reference(_at_rest(HOME_Q, 2.0))
+    assert tracker.active.move is approach and moving.v is not None and moving.v[0] > 0.1
+
+    tracker.submit_stop()
+    stopping = tracker.reference(_at_rest(HOME_Q, 2.0))
+    assert tracker.mode is JointMode.STOPPING and tracker.describe() == "hold" and tracker.goal is None
+    np.testing.assert_allclose(stopping.v, moving.v, rtol=0, atol=1e-12)  # no step
+    stop_time = tracker.planner.stop_time
+    rest = tracker.reference(_at_rest(HOME_Q, 2.0 + stop_time))
+    assert rest.q[0] == pytest.approx(moving.q[0] + 0.5 * stop_time * moving.v[0], abs=1e-12)
+    tracker.submit_stop()  # at rest: held at once
+    again = tracker.reference(_at_rest(HOME_Q, 3.0))
+    assert tracker.mode is JointMode.HOLD and tracker.active is None and np.array_equal(again.q, rest.q)
+
+    tracker.reset()
+    assert tracker.mode is JointMode.START
+    np.testing.assert_array_equal(tracker.reference(_at_rest(HOME_Q + 0.1, 3.001)).q, HOME_Q + 0.1)
+    assert errors == []
+
+
+@pytest.mark.parametrize(
+    "offset", [[1.0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 1.0], [0.2, -0.1, 0.3, 0.2, -0.3, 0.2, 0.4]]
+)
+def test_a_joint_target_is_approached_within_the_velocity_limits(
+    robot: RobotModel, offset: list[float]
+) -> None:
+    """Computed torque on the MuJoCo plant, from home to a joint target 1 rad away on joint_1 /
+    joint_7 (and a mixed one): stepped into the law at once, such a target drives those joints at
+    3.7 rad/s against their 1.4 / 1.2 rad/s limits (joint_7 at 1.47 for the mixed one), with no
+    torque saturated to tell. Approached, every joint stays within about half its limit."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    plant = MujocoPlant(SCENE, robot.joint_names)
+    plant.reset("home")
+    ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    errors: list[str] = []
+    tracker = JointTargetTracker(ctrl, refuse=errors.append)
+    goal = plant.q + np.array(offset)
+    tracker.submit_target(goal)
+    peak = _closed_loop_peak_speeds(plant, ctrl, tracker, 4000)
+    assert np.all(peak <= 0.55 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
+    assert np.abs(robot.difference(goal, plant.q)).max() < 1e-4
+    assert tracker.describe() == "joint_target" and errors == []
+
+
+def test_a_trajectory_is_refused_on_a_bad_stamp_or_motion(robot: RobotModel) -> None:
+    tracker, _ = _joint_tracker(robot)
+    goal = np.full(7, 0.1)
+    with pytest.raises(TargetError, match="negative"):
+        tracker.submit_trajectory(_points([(1.0, goal)]), -5.0, now=100.0)
+    with pytest.raises(TargetError, match="another clock"):
+        tracker.submit_trajectory(_points([(1.0, goal)]), 1.8e9, now=100.0)
+    fast = np.eye(7)[1] * 1.2  # 1.8 rad/s at mid-way on joint_2 (limit 1.396)
+    with pytest.raises(TargetError, match="velocity limit"):
+        tracker.submit_trajectory(_points([(0.0, np.zeros(7)), (1.0, fast)]), 0.0, now=100.0)
+    assert tracker.pending is None
+    tracker.submit_trajectory(_points([(1.0, goal)]), 130.0, now=100.0)
+    assert tracker.pending == PendingTrajectory(130.0, tracker.pending.points)  # type: ignore[union-attr]
+
+
+def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot: RobotModel) -> None:
+    """Kept through a simulator restart, a trajectory stamped for later would start in the new run
+    at the old run's stamp; dropped by a stop on the same clock, one sent while the arm was
+    stopped would be lost without a word; activated after a fallback that its stamp fell in, it
+    would be compressed into the time left (1 s asked, 0.6 s run)."""
+    goal = np.zeros(7)
+    goal[0] = 0.5
+    at_rest = np.zeros(7)
+
+    def state(t: float) -> JointState:
+        return JointState(at_rest, at_rest, t)
+
+    tracker, errors = _joint_tracker(robot)
+    tracker.reference(state(100.0))
+    tracker.submit_trajectory(_points([(1.0, goal)]), 101.5, now=100.0)
+    tracker.reference(state(100.001))
+    tracker.reset()  # a stop on the same clock: it still starts at its stamp
+    assert tracker.reference(state(101.4)).q[0] == 0.0 and tracker.describe() == "hold"
+    tracker.reference(state(101.6))
+    assert tracker.describe() == "trajectory" and tracker.reference(state(102.0)).q[0] > 0.1
+    tracker.submit_trajectory(_points([(1.0, goal)]), 102.8, now=100.0)
+    tracker.reset(clock_reset=True)  # the clock went back: dropped, and said so
+    assert tracker.reference(state(102.9)).q[0] == 0.0 and tracker.describe() == "hold"
+    assert len(errors) == 1 and "clock went back" in errors[-1]
+
+    tracker.submit_trajectory(_points([(1.0, goal)]), 100.5, now=100.0)
+    tracker.reference(state(100.2))
+    tracker.pause(100.2, 100.9)  # a fallback from 100.2 to 100.9, over the stamp
+    assert tracker.reference(state(100.9)).q[0] == pytest.approx(0.0)
+    assert tracker.reference(state(101.5)).q[0] < 0.45  # 0.6 s into its 1 s
+    assert tracker.reference(state(101.9)).q[0] == pytest.approx(0.5)
+
+
+# ------------------------------------------------------------------ pose targets
+@pytest.mark.parametrize("move", [[0.0, 0.3, 0.0], [-0.2, 0.2, 0.1]])
+def test_a_pose_target_is_approached_within_the_velocity_limits(robot: RobotModel, move: list[float]) -> None:
+    """achd_rnea on the MuJoCo plant, from home to a pose 0.3 m away (turned by ~0.5 rad too):
+    stepped into the law at once, a position target alone drives joint_5 at 3.9 (4.2) times its
+    velocity limit. Approached, no joint passes 0.7 of its limit and the tool ends on the target."""
+    from torque_ctrl_ros.sim.plant import MujocoPlant
+
+    plant = MujocoPlant(SCENE, robot.joint_names)
+    plant.reset("home")
+    tracker, errors = _pose_tracker(robot, shipped=True)
+    ctrl = tracker.controller
+    tool = robot.frame_placement(plant.q, TOOL)
+    rotation = pin.rpy.rpyToMatrix(0.3, -0.2, 0.4) @ tool.rotation
+    x, y, z, w = pin.Quaternion(rotation).coeffs()
+    tracker.submit(PoseReference(tool.translation + np.array(move), rotation_from_quaternion((x, y, z, w))))
+    peak = _closed_loop_peak_speeds(plant, ctrl, tracker, 4000)
+    assert np.all(peak <= 0.7 * robot.velocity_limit), (peak / robot.velocity_limit).round(3)
+    end = robot.frame_placement(plant.q, TOOL)
+    assert np.linalg.norm(end.translation - (tool.translation + move)) < 1e-4
+    assert np.linalg.norm(pin.log3(end.rotation.T @ rotation)) < 1e-4
+    assert tracker.describe() == "target_pose" and tracker.active is None  # arrived, held
+    assert tracker.held is not None and errors == []
+
+
+def test_the_pose_tracker_holds_a_goal_reached_and_keeps_one_sent_again(robot: RobotModel) -> None:
+    tracker, errors = _pose_tracker(robot)
+    start = tracker.reference(_at_rest(HOME_Q, 1.0))
+    assert tracker.describe() == "hold" and tracker.reference(_at_rest(HOME_Q, 1.001)) is start
+    goal = PoseReference(start.position + np.array([0.0, 0.1, 0.0]), start.rotation)
+    tracker.submit(goal)
+    tracker.reference(_at_rest(HOME_Q, 1.0))
+    assert tracker.active is not None
+    approach = tracker.active.move
+    tracker.submit(PoseReference(goal.position.copy(), goal.rotation.copy()))  # sent again
+    tracker.reference(_at_rest(HOME_Q, 1.3))
+    assert tracker.active.move is approach
+    tracker.pause(1.3, 11.3)  # 10 s of fallback: taken up where it stood
+    assert tracker.active.t0 == pytest.approx(11.0)
+    end = tracker.reference(_at_rest(HOME_Q, tracker.active.t0 + approach.duration + 1e-3))
+    assert tracker.active is None and tracker.held is end
+    np.testing.assert_allclose(end.position, goal.position, atol=1e-12)
+    assert tracker.reference(_at_rest(HOME_Q, 100.0)) is end and errors == []
+
+
+def test_a_new_pose_target_mid_approach_starts_where_the_reference_stands(robot: RobotModel) -> None:
+    tracker, errors = _pose_tracker(robot)
+    start = tracker.controller.hold_reference(_at_rest(HOME_Q, 1.0))
+    tracker.submit(PoseReference(start.position + np.array([0.0, 0.2, 0.0]), np.eye(3)))
+    tracker.reference(_at_rest(HOME_Q, 1.0))
+    before = tracker.reference(_at_rest(HOME_Q, 1.3)).position
+    tracker.submit(PoseReference(start.position + np.array([0.0, 0.0, 0.15]), np.eye(3)))
+    after = tracker.reference(_at_rest(HOME_Q, 1.301)).position
+    assert np.linalg.norm(after - before) < 1e-3  # one period of motion, not a jump to the old goal
+    assert errors == []
+
+
+def test_a_reset_mid_approach_holds_where_the_arm_is(robot: RobotModel) -> None:
+    tracker, _ = _pose_tracker(robot)
+    start = tracker.controller.hold_reference(_at_rest(HOME_Q, 1.0))
+    tracker.submit(PoseReference(start.position + np.array([0.0, 0.2, 0.0]), np.eye(3)))
+    tracker.reference(_at_rest(HOME_Q, 1.0))
+    tracker.reference(_at_rest(HOME_Q, 1.3))
+    tracker.reset()
+    state = _at_rest(HOME_Q, 1.301)
+    assert tracker.describe() == "hold"
+    assert (
+        np.linalg.norm(tracker.reference(state).position - tracker.controller.hold_reference(state).position)
+        < 1e-9
+    )
+
+
+# ------------------------------------------------------------------ QP task targets
+def test_qp_task_targets_are_approached_from_where_their_references_stand(robot: RobotModel) -> None:
+    """A tool target and a joint target to qpid: neither steps the reference (each starts where
+    the task's reference stands, at rest), both end on their targets at rest; a new tool target
+    mid-move starts where the moving reference stands; a pause shifts the moves; a reset holds
+    where the arm is."""
+    tracker, errors = _qp_tracker(robot, "qpid")
+    state = JointState(HOME_Q, np.zeros(7), 1.0)
+    held = tracker.reference(state)
+    start = held["tool"]
+    goal_q = HOME_Q + np.array([0.3, 0.0, -0.2, 0.0, 0.0, 0.0, 0.0])
+    tracker.submit("tool", PoseReference(start.translation + np.array([0.0, 0.2, 0.0]), np.eye(3)))
+    tracker.submit_posture(goal_q)
+    first = tracker.reference(state)
+    assert np.allclose(first["tool"].pose.translation, start.translation, atol=1e-12)
+    assert np.allclose(first["tool"].pose.rotation, start.rotation, atol=1e-12)  # pose task: kept
+    assert not np.any(first["tool"].velocity) and np.allclose(first["posture"].q, HOME_Q, atol=1e-12)
+    pose_move = tracker.pose_moves["tool"].move
+    joint_move = tracker.joint_moves["posture"].move
+    # The posture task's kp (10) sets its shortest approach: √(5.77/10) s.
+    assert joint_move.duration >= math.sqrt(10.0 / math.sqrt(3.0) / 10.0) - 1e-12
+    early = tracker.reference(JointState(HOME_Q, np.zeros(7), 1.0 + joint_move.duration / 2))
+    assert np.abs(early["posture"].v).max() > 0.01
+    middle = tracker.reference(JointState(HOME_Q, np.zeros(7), 1.0 + pose_move.duration / 2))
+    assert np.linalg.norm(middle["tool"].velocity[:3]) > 0.01
+    tracker.submit("tool", PoseReference(start.translation + np.array([0.0, 0.0, 0.1]), np.eye(3)))
+    after = tracker.reference(JointState(HOME_Q, np.zeros(7), 1.001 + pose_move.duration / 2))
+    assert np.linalg.norm(after["tool"].pose.translation - middle["tool"].pose.translation) < 1e-3
+    tracker.pause(2.0, 12.0)  # 10 s of fallback: the moves take up where they stood
+    paused = tracker.reference(JointState(HOME_Q, np.zeros(7), 11.001 + pose_move.duration / 2))
+    assert np.linalg.norm(paused["tool"].pose.translation - after["tool"].pose.translation) < 1e-6
+    end = tracker.reference(JointState(HOME_Q, np.zeros(7), 100.0))
+    assert np.allclose(
+        end["tool"].pose.translation, start.translation + np.array([0.0, 0.0, 0.1]), atol=1e-12
+    )
+    assert end["tool"].velocity is None and np.allclose(end["posture"], goal_q, atol=1e-12)
+    assert tracker.reference(JointState(HOME_Q, np.zeros(7), 100.001)) is end  # held: not rebuilt
+    assert tracker.describe() == "tool,posture" and errors == []
+    tracker.reset()
+    moved = HOME_Q + 0.1
+    now = tracker.reference(JointState(moved, np.zeros(7), 100.002))
+    assert np.allclose(now["tool"].translation, robot.frame_placement(moved, TOOL).translation)
+    assert tracker.describe() == "hold"
+
+
+def test_a_qp_task_that_tracks_no_axis_takes_its_target_at_once(robot: RobotModel) -> None:
+    """A posture task with kp 0 everywhere has no planner: its target is stepped into the
+    mapping as given (its gains ask nothing of it)."""
+    params = {
+        "tasks": ["tool", "posture"],
+        "tool": {"type": "pose", "frame": TOOL, "kp": 100.0},
+        "posture": {"type": "posture", "kp": 0.0, "kd": 1.0, "weight": 1e-3},
+    }
+    errors: list[str] = []
+    tracker = TaskTargetTracker(create_controller("qpid", robot, params), refuse=errors.append)  # type: ignore[arg-type]
+    tracker.reference(_at_rest(HOME_Q, 0.0))
+    goal = HOME_Q + 0.2
+    tracker.submit_posture(goal)
+    assert tracker.reference(_at_rest(HOME_Q, 0.001))["posture"] is goal and not tracker.joint_moves
+    assert tracker.describe() == "posture" and errors == []
