@@ -118,6 +118,9 @@ def test_the_monitor_reads_states_from_their_bytes_in_the_first_states_joint_ord
         # A joint missing from it reads as NaN rather than as another joint's angle.
         t, q_read = monitor._read_state(state(names[:6], q[:6], 6))
         assert q_read.tolist()[:6] == q[:6] and np.isnan(q_read[6])
+        # Bytes that are no JointState at all are skipped and counted: the run goes on.
+        monitor._on_state(b"\x00\x01\x00\x00" + b"\xff" * 8)
+        assert monitor.unreadable_states == 1 and monitor.sim_time == 0.0
     finally:
         monitor.close()
 

@@ -407,6 +407,8 @@ class Monitor:
         self.names: list[str] = []
         self.errors = ErrorStats()
         self.sim_time = 0.0
+        #: States that were no JointState (bytes another publisher put on the topic): skipped.
+        self.unreadable_states = 0
 
     def _on_diag(self, msg: Any) -> None:
         for st in msg.status:
@@ -431,7 +433,15 @@ class Monitor:
         return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, q
 
     def _on_state(self, raw: bytes) -> None:
-        t, q = self._read_state(raw)
+        try:
+            t, q = self._read_state(raw)
+        except Exception as exc:  # rclpy raises RMWError on bytes it cannot read
+            # The monitor only watches: a message it cannot read must not end the run (its spin
+            # would stop both nodes).
+            self.unreadable_states += 1
+            if self.unreadable_states == 1:
+                self.node.get_logger().warning(f"run_sim monitor: skipping an unreadable joint state: {exc}")
+            return
         if self.q0 is None:
             self.q0 = q.copy()
         # Only once the controller's subscription is matched: the topic is volatile, a trajectory
