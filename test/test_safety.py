@@ -63,6 +63,19 @@ def test_name_map_errors_name_the_missing_joints() -> None:
     assert m.indices(["a", "x", "b", "x", "c"]).tolist() == [0, 2, 4]
 
 
+def test_name_map_errors_quote_a_huge_message_in_short() -> None:
+    """The error text is logged and kept on /diagnostics: a state naming a million joints, or one
+    name of a million characters, gives a message of a few hundred characters, not megabytes."""
+    m = JointNameMap(NAMES)
+    many = [f"extra_{i}" for i in range(1_000_000)]
+    for names in (many, ["a", "b", "x" * 1_000_000], ["a", "b", "b", *many]):
+        with pytest.raises(StateError) as info:
+            m.indices(names)
+        assert len(str(info.value)) < 2_000
+    with pytest.raises(StateError, match=r"got \['extra_0', .*'extra_15', … 999984 more\]"):
+        m.indices(many)
+
+
 def _good(wd: Watchdog, t: float) -> Action:
     q, v = np.zeros(3), np.ones(3)
     assert wd.check(q, v, t, t) is None

@@ -80,6 +80,19 @@ driver's is still refused state by state, each answered by one safe command from
 pose."""
 
 
+#: Most names an error message quotes from a message: the text is logged and kept on
+#: /diagnostics, so a message naming a million joints must not make it megabytes long.
+PREVIEW_NAMES = 16
+
+
+def _preview(names: Sequence[str]) -> str:
+    """``names`` as a list, each cut to 64 characters and the list after :data:`PREVIEW_NAMES`
+    (with the count of the rest)."""
+    shown = ", ".join(repr(n[:64]) for n in names[:PREVIEW_NAMES])
+    rest = len(names) - PREVIEW_NAMES
+    return f"[{shown}, … {rest} more]" if rest > 0 else f"[{shown}]"
+
+
 class JointNameMap:
     """Reorder per-joint message arrays into a fixed joint order.
 
@@ -122,12 +135,12 @@ class JointNameMap:
         if duplicated:
             raise StateError(
                 f"{what}: joint(s) {duplicated} named more than once; each of {list(self.joint_names)} "
-                f"must appear once, got {list(key)}"
+                f"must appear once, got {_preview(key)}"
             )
         missing = [n for n in self.joint_names if n not in position]
         if missing:
             raise StateError(
-                f"{what} lacks joint(s) {missing}; expected {list(self.joint_names)}, got {list(key)}"
+                f"{what} lacks joint(s) {missing}; expected {list(self.joint_names)}, got {_preview(key)}"
             )
         idx = np.array([position[n] for n in self.joint_names], dtype=np.intp)
         if len(self._cache) >= 64:  # a stream with ever-changing names must not grow memory
