@@ -886,6 +886,12 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     with pytest.raises(ConfigError, match="6 weighted rows on frame 'forearm_link', which 4 joint"):
         HQPID.from_params(robot, _params(**hier))  # the level below would lose 2 DoFs
     HQPID.from_params(robot, _params(**hier, **{"tool.weight": [1, 1, 1, 1, 0, 0]}))
+    # Found by the rank of the rows over sampled poses: joint_2's origin, on joint_1's axis, moves
+    # along one direction only, so its 3 rows freeze 1 DoF and hide 2 from the level below.
+    with pytest.raises(
+        ConfigError, match=r"only 1 are independent: level 1 would lose 2 DoF\(s\); tool has 3"
+    ):
+        HQPID.from_params(robot, _params(**{"tool.frame": "joint_2", "posture.level": 1}))
     # Solver settings that would give a wrong "solved" torque, or no step in time.
     for key, value, match in (
         ("solver.eps_abs", 100.0, "eps_abs: expected at most 0.001"),
@@ -982,7 +988,8 @@ def test_the_collision_barrier_without_the_velocity_barrier_is_refused(
     capsules 9 mm inside ``d_safe`` and a tool driven into the base at kp 250 overlapped them, the
     QP solved and no slack used. Either barrier alone is accepted."""
     params = _params(**{"posture.level": int(klass is HQPID), "joint_velocity_limit.enabled": False})
-    with pytest.raises(ConfigError, match=r"self_collision: enabled with joint_velocity_limit disabled"):
+    refused = rf"{klass.name}.self_collision: a self-collision barrier needs a joint velocity barrier"
+    with pytest.raises(ConfigError, match=rf"{refused} .* enable {klass.name}.joint_velocity_limit"):
         klass.from_params(robot, params)
     without_collision = klass.from_params(robot, {**params, "self_collision.enabled": False})
     assert "self_collision" not in [b.name for b in without_collision.barriers]

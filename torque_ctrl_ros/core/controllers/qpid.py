@@ -352,10 +352,16 @@ class _QPController(Controller[QPReference]):
             raise ConfigError(f"barrier names must be unique, got {names}")
         capped = any(isinstance(b, JointVelocityBarrier) and b.rows for b in barriers)
         if not capped and any(isinstance(b, SelfCollisionBarrier) for b in barriers):
-            # As QPIDConfig refuses it, for a collision barrier passed in directly.
+            # The distance model leaves out the normal's rotation, an error that grows with the
+            # speed squared, and the rows go to the closest pairs: with the joint speeds capped it
+            # held d_safe to ~2 mm; uncapped, the capsules went 5–14 mm inside d_safe with the QP
+            # solved and no slack used, or overlapped (tool kp 225–400), nothing reported.
             raise ConfigError(
-                f"{self.name}: a self-collision barrier needs a joint velocity barrier with rows (it holds "
-                f"d_safe only at capped joint speeds), got barriers {names}"
+                f"{self.name}.self_collision: a self-collision barrier needs a joint velocity barrier "
+                "with rows: it holds d_safe only while the joint speeds stay within their limits "
+                f"(without, the capsules went 5-14 mm inside d_safe or overlapped); got barriers {names}: "
+                f"enable {self.name}.joint_velocity_limit (the model needs velocity limits) or disable "
+                f"{self.name}.self_collision"
             )
         return barriers
 
@@ -407,18 +413,6 @@ class _QPController(Controller[QPReference]):
             groups = [[t for t in self.tasks if t.level == k] for k in range(n_levels)]
         else:
             groups = [list(self.tasks)]
-        for group in groups[:-1]:  # tasks whose rows the levels below keep
-            for t in group:
-                weighted = int(np.count_nonzero(t.weight > 0.0))
-                frame = getattr(t, "frame", None)  # posture tasks have none: n rows on n joints
-                dofs = robot.dofs_moving(frame) if frame is not None else n
-                if weighted > dofs:
-                    # Z assumes independent frozen rows: the levels below would lose the difference.
-                    raise ConfigError(
-                        f"{self.name}.{t.name}: {weighted} weighted rows on frame {frame!r}, which "
-                        f"{dofs} joint(s) move: a level below it would lose {weighted - dofs} DoF(s); "
-                        "weight fewer axes or use a frame further out"
-                    )
         levels: list[_Level] = []
         frozen: list[Task] = []
         # Level 0's slack variables are s/σ (see the module docs).
@@ -532,9 +526,10 @@ class _QPController(Controller[QPReference]):
 
         ``Z`` has ``n − rows`` columns, which spans the whole null space only for independent rows:
         a position task above a pose task on the same frame freezes 9 rows of rank 6, and the
-        posture level below would be skipped (``nz = 0``) though the self-motion is free. The rank is
-        the largest over a few random configurations (a singular pose lowers it anywhere). Rows
-        above that take every DoF leave a level nothing to act on: refused too.
+        posture level below would be skipped (``nz = 0``) though the self-motion is free; a pose task
+        on a frame that 4 joints move freezes 6 rows of rank 4. The rank is the largest over a few
+        random configurations (a singular pose lowers it anywhere). Rows above that take every DoF
+        leave a level nothing to act on: refused too.
         """
         n = self.robot.n
         samples = sample_configurations(self.robot, 5)
@@ -553,8 +548,8 @@ class _QPController(Controller[QPReference]):
             if lost > 0:
                 raise ConfigError(
                     f"{self.name}: the tasks above level {k} ({names}) weight {rows} rows, of which "
-                    f"only {rank} are independent (e.g. two tasks on one frame sharing axes): level "
-                    f"{k} would lose {lost} DoF(s); weight fewer axes or merge those tasks"
+                    f"only {rank} are independent: level {k} would lose {lost} DoF(s); "
+                    + self._dependent_rows_hint(frozen)
                 )
             if rank >= n:
                 raise ConfigError(
@@ -562,6 +557,19 @@ class _QPController(Controller[QPReference]):
                     f"tasks of level {k} ({[t.name for t in groups[k]]}) could never act; put them "
                     "higher, or weight fewer axes above"
                 )
+
+    def _dependent_rows_hint(self, frozen: Sequence[Task]) -> str:
+        """What to change where ``frozen``'s weighted rows are dependent: a task weighting more
+        axes than its frame has joints moving it, else tasks sharing axes."""
+        for t in frozen:
+            frame = getattr(t, "frame", None)  # posture tasks have none: n rows on n joints
+            weighted = int(np.count_nonzero(t.weight > 0.0))
+            if frame is not None and weighted > (dofs := self.robot.dofs_moving(frame)):
+                return (
+                    f"{t.name} has {weighted} weighted rows on frame {frame!r}, which {dofs} joint(s) "
+                    "move: weight fewer axes or use a frame further out"
+                )
+        return "e.g. two tasks on one frame sharing axes: weight fewer axes or merge those tasks"
 
     # --------------------------------------------------------------- construction
     @classmethod

@@ -291,7 +291,6 @@ class QPIDConfig:
             barriers[group] = _check_barrier(f"{section}.{group}", cfg)
         if kw:
             raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}")
-        _check_barrier_groups(section, barriers)
         _check_barrier_alphas(section, barriers, robot.delay_periods)
         _check_tasks(section, tasks)
         robot.check_damping(f"{section}.fallback_damping", damping, CONTROL_PERIOD)
@@ -334,23 +333,6 @@ def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int
             f"runs 2·max_iter iterations, ~1.5–2 ms at 50), got {max_iter!r}"
         )
     return eps, int(max_iter)
-
-
-def _check_barrier_groups(section: str, barriers: Mapping[str, BarrierConfig]) -> None:
-    """What the barrier groups need together: the joint velocity barrier wherever the collision
-    barrier is on."""
-    if barriers["self_collision"].enabled and not barriers["joint_velocity_limit"].enabled:
-        # The distance model leaves out the normal's rotation, an error that grows with the
-        # speed squared, and the rows go to the closest pairs: with the joint speeds capped it
-        # held d_safe to ~2 mm; uncapped, the capsules went 5–14 mm inside d_safe with the QP
-        # solved and no slack used, or overlapped (tool kp 225–400), nothing reported.
-        raise ConfigError(
-            f"{section}.self_collision: enabled with joint_velocity_limit disabled; the collision "
-            "barrier holds d_safe only while the joint speeds stay within their limits (without, "
-            "the capsules went 5-14 mm inside d_safe or overlapped): enable "
-            f"{section}.joint_velocity_limit (the model needs velocity limits) or disable "
-            f"{section}.self_collision"
-        )
 
 
 def _check_barrier_alphas(section: str, barriers: Mapping[str, BarrierConfig], delay: int) -> None:
