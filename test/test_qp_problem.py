@@ -120,9 +120,9 @@ def test_crossed_bounds_are_never_solved() -> None:
         qp.l[0], qp.u[0] = 0.25, 0.25 - gap
         sol = qp.solve()
         assert sol.ok and abs(qp.C[0] @ sol.x - 0.25) < 1e-8, gap
-    # The one-variable closed form gets the same refusal, also for infinite bounds (it had taken
-    # l = +inf, u = 1 for an unbounded problem), and still accepts bounds crossed by rounding at
-    # a large magnitude, as it did.
+    # The one-variable closed form gets the same refusal, also for infinite bounds (l = +inf,
+    # u = 1 must not read as an unbounded problem), and still accepts bounds crossed by rounding
+    # at a large magnitude.
     one = np.array([1.0])
     assert _scalar(1.0, 0.0, one, one, 0.5 * one).solve().status is SolveStatus.PRIMAL_INFEASIBLE
     assert _scalar(1.0, 0.0, one, np.inf * one, one).solve().status is SolveStatus.PRIMAL_INFEASIBLE

@@ -1,7 +1,7 @@
-"""Terms of the QP and Cartesian controllers that a mutation review found no test pinned (no ROS).
+"""Terms of the QP and Cartesian controllers, each pinned against a plausible one-line bug (no ROS).
 
-Each test fails on a plausible one-line bug in the term it names (a sign, a factor, a dropped
-term or bound); the review's mutants are quoted in the docstrings.
+Each test fails on such a bug in the term it names (a sign, a factor, a dropped term or bound);
+the docstrings quote the bug and what it does.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def _tool_over_posture(level: int, **extra: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("klass", [QPID, HQPID])
 def test_level_0_slack_is_read_back_scaled_and_kept_below(robot: RobotModel, klass: type) -> None:
     """Joint 4 at 6 rad/s (limit 1.40): its velocity row needs slack. The slack read back is
-    ``σ·ŝ`` (the diagnostics and hqpid's lower bounds ``l − E·s``); read unscaled it was 1 000×
-    larger and the posture level below loosened the row by 20 rad/s²."""
+    ``σ·ŝ`` (the diagnostics and hqpid's lower bounds ``l − E·s``); read unscaled it is 1 000×
+    larger and the posture level below loosens the row by 20 rad/s²."""
     params = _tool_over_posture(
         int(klass is HQPID), **{"self_collision.enabled": False, "singularity.enabled": False}
     )
@@ -71,7 +71,7 @@ def test_level_0_slack_is_read_back_scaled_and_kept_below(robot: RobotModel, kla
 def test_hqpid_lower_levels_keep_the_torque_limits(robot: RobotModel, sign: float) -> None:
     """A posture level pulling hard below a held tool, the limit barriers off: the QP's own
     torque (before the limiter) stays within the limits on both sides (a lower level without
-    its lower torque bound sent −77.7 N·m on joint 2, 39 allowed)."""
+    its lower torque bound sends −77.7 N·m on joint 2, 39 allowed)."""
     c = HQPID.from_params(robot, _tool_over_posture(1, **NO_BARRIERS))
     ref = c.hold_reference(JointState(HOME, np.zeros(7)))
     ref["posture"] = HOME + sign * 1.5
@@ -83,7 +83,7 @@ def test_hqpid_lower_levels_keep_the_torque_limits(robot: RobotModel, sign: floa
 
 def test_velocity_weight_damps_the_next_step_velocity(robot: RobotModel) -> None:
     """``W3·‖dt·q̈ + q̇‖²`` with the tasks nearly off: ``q̈ = −dt·W3·q̇ / (W2 + dt²·W3)``, ``dt`` the
-    1 ms control period (its sign flipped, it accelerated the arm; ``dt`` for ``dt²``, it did nothing)."""
+    1 ms control period (its sign flipped, it accelerates the arm; ``dt`` for ``dt²``, it does nothing)."""
     params = {
         "tasks": ["posture"],
         **{"posture.type": "posture", "posture.kp": 0.0, "posture.kd": 0.0, "posture.weight": 1e-9},

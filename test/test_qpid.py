@@ -246,8 +246,8 @@ def test_joint_limits_hold_for_10_s(robot: RobotModel) -> None:
 
 def test_the_least_slack_weight_accepted_still_holds_the_joint_limits(robot: RobotModel) -> None:
     """``slack_weight`` 1e4 times the task's weight, the least accepted, against the 10 s run above
-    (3 s): the velocity limits hold (at 1e3 times, joint 6 had run at 5.1 times its limit: refused,
-    whatever the two values)."""
+    (3 s): the velocity limits hold (at 1e3 times joint 6 runs at 5.1 times its limit, so that is
+    refused whatever the two values)."""
     controller = QPID.from_params(
         robot, {"tasks": ["posture"], "posture.type": "posture", "posture.kp": 400.0, "slack_weight": 1e4}
     )
@@ -287,9 +287,9 @@ def test_the_least_slack_weight_accepted_still_holds_the_joint_limits(robot: Rob
 def test_weights_the_solver_cannot_meet_its_tolerance_with_are_refused(
     robot: RobotModel, controller: str, extra: dict[str, Any], match: str
 ) -> None:
-    """Each of these had been accepted, then fell back on every step of a tool move in MuJoCo
-    (the arm never moved) or on non-finite data. qpid's tool at 1000 (ratio 9.1e5, within the
-    bound) had reached its target on the same move; hqpid's at 1000 did with eps_abs 1e-6."""
+    """Each of these, if accepted, falls back on every step of a tool move in MuJoCo (the arm never
+    moves) or on non-finite data. qpid's tool at 1000 (ratio 9.1e5, within the bound) reaches its
+    target on the same move; hqpid's at 1000 does with eps_abs 1e-6."""
     klass = QPID if controller == "qpid" else HQPID
     with pytest.raises(ConfigError, match=match):
         klass.from_params(robot, _params(**extra))
@@ -358,7 +358,7 @@ def test_warm_solves_restarted_from_the_default_proximal_parameters_take_fewer_i
 ) -> None:
     """The tool driven into the base, the collision rows active: warm solves restarted from the
     solver's default proximal parameters (``DenseQP``'s ``reset_proximal``, the default) against
-    the last solve's adapted ones. Measured 2026-12-05: ~8 700 against ~12 500 iterations over 3
+    the last solve's adapted ones. Measured: ~8 700 against ~12 500 iterations over 3
     s, p99 7 against 20, longest 13 against 62–67 (along the benchmark motion, with no row active, the
     reset costs a little instead: docs/performance.md)."""
     iterations = {}
@@ -571,8 +571,8 @@ def test_null_space_basis(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_rows_frozen_twice_are_refused_where_they_hide_freedom(robot: RobotModel) -> None:
     """A position task above a pose task on the same frame: 9 weighted rows of rank 6. ``Z`` of
-    ``7 − 9`` columns had skipped the posture level below, though the elbow's self-motion was
-    free (a posture target moved no torque). Posture above the other two weights all 7 DoFs:
+    ``7 − 9`` columns would skip the posture level below, though the elbow's self-motion is free
+    (a posture target would move no torque). Posture above the other two weights all 7 DoFs:
     the levels below could never act, which is refused too."""
     params = {
         "tasks": ["pos", "pose", "posture"],
@@ -658,8 +658,8 @@ def test_contradictory_hard_constraints_give_reported_fallback(robot: RobotModel
 
 
 def test_a_refused_solve_reports_its_residuals_as_nan(robot: RobotModel) -> None:
-    """Data the solver never saw (a NaN row) has no residuals: reported as 0.0 (max() dropped the
-    NaN), the diagnostics had read as a perfect solve on exactly the step that failed."""
+    """Data the solver never saw (a NaN row) has no residuals: reported as 0.0 (as max() would,
+    dropping the NaN), the diagnostics would read as a perfect solve on exactly the step that failed."""
     C = np.zeros((1, robot.n))
     C[0, 0] = 1.0
     row = LinearBarrier("row", C, [-1.0], soft=False)
@@ -672,7 +672,7 @@ def test_a_refused_solve_reports_its_residuals_as_nan(robot: RobotModel) -> None
 
 
 def test_slack_weights_that_overflow_the_scaling_are_refused(robot: RobotModel) -> None:
-    """1e-310 and 1e308 had been accepted, then every step fell back (the scaled slacks overflow)."""
+    """1e-310 and 1e308, if accepted, make every step fall back (the scaled slacks overflow)."""
     for weight in (1e-310, 1e308):
         with pytest.raises(ConfigError, match="slack_weight"):
             QPIDConfig.from_params(robot, {**_params(), "slack_weight": weight})
@@ -817,7 +817,7 @@ def test_hqpid_unfinished_lower_level_is_scaled_back_into_its_rows(
     monkeypatch.setattr(lv.qp, "solve", overshooting)
     _, info = controller.torque(HOME, np.zeros(7), ref)
     assert info["failed_level"] == -1.0 and info["scaled_level"] == 1.0 and info["levels_solved"] == 2.0
-    assert info["qp_status"] == SolveStatus.MAX_ITERATIONS.value  # the level's own (it had read 0)
+    assert info["qp_status"] == SolveStatus.MAX_ITERATIONS.value  # the level's own, not 0
     step = lv.Z.T.dot(controller.joint_acceleration - seen["qdd0"])
     assert 0.0 < step[0] < 1e3 and np.allclose(step, step[0])  # along the iterate, shortened
     rows = seen["C"].dot(step)
@@ -943,7 +943,7 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
 @pytest.mark.parametrize("klass", [QPID, HQPID])
 def test_diagnostics_count_active_rows_per_group_with_an_empty_group(robot: RobotModel, klass: type) -> None:
     """A group without rows (here the last one) counts 0 and leaves the others' counts alone
-    (np.add.reduceat had raised IndexError on it)."""
+    (np.add.reduceat raises IndexError on it)."""
     params = {
         **_params(**{"posture.level": 1}),
         "self_collision.enabled": False,
@@ -1017,7 +1017,7 @@ def test_the_collision_barrier_without_the_velocity_barrier_is_refused(
 
 def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
     """Pinocchio reads no velocity limits from the MJCF: the joint velocity barrier, enabled by
-    default, had silently no rows."""
+    default, would silently have no rows."""
     mjcf = RobotModel.from_file(ARM_ONLY)
     assert not np.isfinite(mjcf.velocity_limit).any()
     params = {"tasks": ["posture"], "posture.type": "posture", "self_collision.enabled": False}
@@ -1078,7 +1078,7 @@ def test_leftover_collision_rows_are_inactive(robot: RobotModel) -> None:
 def test_reset_restarts_the_collision_gradient_filter(robot: RobotModel) -> None:
     """200 steps at home, then the state jumps near a self-collision and the controller is reset
     (as the node does after a fallback): its first torque is a fresh controller's (the gradient
-    filtered since home had moved it by 8.3 N·m)."""
+    filtered since home, kept, moves it by 8.3 N·m)."""
     near = np.array([2.9401, -2.1741, 2.2848, 2.4733, 2.8727, -1.4682, 2.9696])
     controller = QPID.from_params(robot, _params())
     home = JointState(HOME, np.zeros(robot.n))
@@ -1163,10 +1163,10 @@ def _timing_summary() -> Iterator[None]:
 
 
 def test_a_config_built_directly_is_validated_like_one_from_create(robot: RobotModel) -> None:
-    """Built directly, a QPIDConfig's per-joint defaults are one-element arrays: they had filled
-    the whole 7 × 7 regularisation with one value (torques 1.4 N·m off, nothing said). The
+    """Built directly, a QPIDConfig's per-joint defaults are one-element arrays: unvalidated, they
+    fill the whole 7 × 7 regularisation with one value (torques 1.4 N·m off, nothing said). The
     controller validates its config; an empty task list or a name used twice is refused there
-    too (HQPID had raised a bare ValueError, QPID had counted the second task twice)."""
+    too (unchecked, HQPID raises a bare ValueError and QPID counts the second task twice)."""
     from torque_ctrl_ros.core.controllers.qpid import TaskConfig
 
     tasks = (TaskConfig("tool", "position", frame="end_effector_link"),)
@@ -1190,15 +1190,15 @@ def test_a_config_built_directly_is_validated_like_one_from_create(robot: RobotM
 def test_a_task_level_that_is_no_integer_from_0_is_refused_by_name(
     robot: RobotModel, level: Any, shown: str
 ) -> None:
-    """``tool.level: 0.0`` had been left out of the level check, whose message then read
-    "consecutive from 0, got [1]" without naming the task or what was wrong."""
+    """``tool.level: 0.0`` is refused by the level check itself, naming the task, not by the
+    consecutive-levels check ("consecutive from 0, got [1]"), which names neither."""
     with pytest.raises(ConfigError, match=rf"hqpid.tool.level: expected an integer >= 0, got {shown}"):
         HQPID.from_params(robot, _params(**{"tool.level": level, "posture.level": 1}))
 
 
 def test_a_posture_target_beyond_any_angle_is_refused(robot: RobotModel) -> None:
-    """1e200 rad (finite) had been taken: the posture error overflowed the cost and every step
-    fell back, said only in the step's info. Refused as computed_torque's references are."""
+    """1e200 rad (finite), if taken, overflows the cost with the posture error and every step
+    falls back, said only in the step's info. Refused as computed_torque's references are."""
     controller = QPID.from_params(robot, _params())
     state = JointState(HOME, np.zeros(robot.n))
     reference = dict(controller.hold_reference(state))
@@ -1215,11 +1215,11 @@ def test_a_posture_target_beyond_any_angle_is_refused(robot: RobotModel) -> None
 @pytest.mark.parametrize("klass", [QPID, HQPID])
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # refused, not overflowing
 def test_a_frame_target_beyond_any_reach_is_refused(robot: RobotModel, klass: type) -> None:
-    """A pose or position target given to the core 1e160 m out (finite) had been taken: every
-    step's QP then failed to converge and fell back, said only in the step's info (at the highest
-    gains accepted, from 50 m out). Refused beyond MAX_TARGET_DISTANCE now, as non-finite ones
-    were already; 5 m out (past the arm's reach, but a number its task holds) still solves. An
-    orientation task reads no translation: whatever it holds is left alone."""
+    """A pose or position target given to the core 1e160 m out (finite), if taken, makes every
+    step's QP fail to converge and fall back, said only in the step's info (at the highest gains
+    accepted, from 50 m out). Refused beyond MAX_TARGET_DISTANCE, as non-finite ones are; 5 m out
+    (past the arm's reach, but a number its task holds) still solves. An orientation task reads
+    no translation: whatever it holds is left alone."""
     from torque_ctrl_ros.core.reach import MAX_TARGET_DISTANCE
 
     assert MAX_TARGET_DISTANCE == 10.0
@@ -1258,7 +1258,7 @@ def test_a_frame_target_beyond_any_reach_is_refused(robot: RobotModel, klass: ty
 def test_a_barrier_bound_the_arm_can_meet_nowhere_is_refused(
     robot: RobotModel, extra: dict[str, Any], match: str
 ) -> None:
-    """Hard, such a barrier had made every step fall back (soft, it leans on its slack for ever);
+    """Hard, such a barrier makes every step fall back (soft, it leans on its slack for ever);
     the Gen3's tool reaches a manipulability of ~0.11 m³ at most and its closest capsules are at
     most ~0.14 m apart. Bounds it can meet are accepted."""
     for soft in (True, False):
