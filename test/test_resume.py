@@ -39,7 +39,7 @@ class Loop:
         previous = self.wd.state
         assert self.wd.check(q, np.zeros(N), stamp, now) is None
         if self.wd.accept(q, np.zeros(N), stamp, now) is Action.COMPUTE:
-            self.decisions.append(self.tracker.computed(previous, self.wd, stamp))
+            self.decisions.append(self.tracker.decide_resume(previous, self.wd, stamp))
             self.tracker.torque_computed()
 
     def bad(self, stamp: float, now: float | None = None) -> Action:

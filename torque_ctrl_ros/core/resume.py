@@ -11,10 +11,10 @@ computed again, the target the controller tracks either
   the caller holds where the arm is.
 
 :class:`ResumeTracker` keeps the bookkeeping this needs (the last computed state, the first safe
-command's stamp, the stream's period: :class:`StreamPeriod`) and decides; the caller (the
-controller node) applies the decision to its target source and logs it. It also ends a fallback
-window by the states' own stamps when the caller's clock stands still
-(:meth:`ResumeTracker.note_fallback`).
+command's stamp, the stream's period: :class:`StreamPeriod`) and decides; its caller
+(:class:`~.supervisor.Supervisor`) hands the decision to the controller node, which applies it to
+its target source and logs it. It also ends a fallback window by the states' own stamps when the
+caller's clock stands still (:meth:`ResumeTracker.note_fallback`).
 
 All times are in seconds: ``stamp`` on the states' clock, ``now`` on the caller's clock.
 """
@@ -37,7 +37,7 @@ RESUME_TOLERANCE = 0.1
 """Farthest (rad, any joint) the arm may have moved from the last state the controller computed
 on for its target to take up again after a fallback or a silence: beyond, the reference that
 stood still meanwhile is as far, and the law would step into it (the controller stalled 0.3 s
-over a simulator that let the arm fall, joint_2 had come back from 0.42 rad at its torque limit,
+over a simulator that let the arm fall, joint_2 came back from 0.42 rad at its torque limit,
 joint_6 past its velocity limit); the target is then dropped and the arm held where it is, as
 after a stop. 0.1 rad asks 10 rad/s² of computed torque at its ``kp`` of 100."""
 
@@ -99,7 +99,7 @@ class ResumeKind(enum.Enum):
 
 @dataclass(frozen=True)
 class Resume:
-    """A decision of :meth:`ResumeTracker.computed`.
+    """A decision of :meth:`ResumeTracker.decide_resume`.
 
     Attributes:
         kind: what the target does.
@@ -125,7 +125,7 @@ class ResumeTracker:
     """Bookkeeping between the states a controller computed on and the safe commands between
     them; decides what the target does when control resumes (module docstring).
 
-    Call, per state: :meth:`computed` when the watchdog accepted it (before the controller runs),
+    Call, per state: :meth:`decide_resume` when the watchdog accepted it (before the controller runs),
     then :meth:`torque_computed` if the controller answered it; :meth:`note_fallback` for each
     state the watchdog answers with a fallback, and :meth:`safe_command` for each safe command
     sent. ``difference(q_to, q_from)`` is the robot's configuration difference (rad; the short way
@@ -156,7 +156,7 @@ class ResumeTracker:
         (:meth:`StreamPeriod.silence_after`)."""
         return self.stream.silence_after(self.config)
 
-    def computed(self, previous: WatchdogState, watchdog: Watchdog, stamp: float) -> Resume:
+    def decide_resume(self, previous: WatchdogState, watchdog: Watchdog, stamp: float) -> Resume:
         """The watchdog accepted a state stamped ``stamp`` (s) and a torque is about to be computed
         on it, the watchdog having been in ``previous`` before; returns what the target does.
 
@@ -164,7 +164,7 @@ class ResumeTracker:
         - The arm moved more than :attr:`tolerance` on any joint since the last state computed on
           (or none was): ``DROP``, with the motion when there was a previous state.
         - After STOPPED: ``KEEP`` if the stop came from silence alone (no state refused since the
-          last computed) with the stamps going on as if there had been none (within ``max_age``:
+          last computed) with the stamps going on as if there was none (within ``max_age``:
           a stalled or paused simulator, its time standing still); otherwise ``DROP``.
         - After FALLBACK: ``PAUSE`` from the first state the safe command answered, until which
           the last computed torque was applied; or from the last state computed on when that
@@ -179,6 +179,8 @@ class ResumeTracker:
         self._rejected_when_computed = rejected
         self._safe_from_stamp = math.nan
         return resume
+
+    computed = decide_resume  # the name test/test_watchdog_jumps.py still calls
 
     def _decide(self, previous: WatchdogState, watchdog: Watchdog, stamp: float, last: float) -> Resume:
         if previous not in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
@@ -199,7 +201,7 @@ class ResumeTracker:
         return Resume(ResumeKind.PAUSE, since=since, until=stamp) if stamp > since else KEEP
 
     def torque_computed(self) -> None:
-        """The controller answered the state :meth:`computed` was called for: no safe command
+        """The controller answered the state :meth:`decide_resume` was called for: no safe command
         since, and the next fallback opens a new window (:meth:`note_fallback`)."""
         self._window_stamp = math.nan
 
@@ -213,7 +215,8 @@ class ResumeTracker:
         ``now``: the first since a torque was computed opens a window. Returns whether that window
         is over by the states' stamps while the caller's clock has stood still since it opened
         (``use_sim_time`` without ``/clock``: that clock could never end it). Only then: on a
-        running clock, one wild stamp had stopped the arm and dropped its trajectory."""
+        running clock, the clock ends the window, and one wild stamp must not stop the arm and
+        drop its trajectory."""
         if math.isnan(self._window_stamp):
             self._window_stamp, self._window_now = stamp, now
             return False
