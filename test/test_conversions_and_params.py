@@ -128,6 +128,28 @@ def test_controller_params_sections_and_errors() -> None:
         controller_node_config({"qos_overrides./effort_controller/commands.publisher.depth": 1})
 
 
+def test_watchdog_parameters_not_given_keep_the_watchdog_configs_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The node passes on only the ``watchdog.*`` parameters given: the defaults are written once,
+    in :class:`WatchdogConfig` (here one with another default for ``max_age``)."""
+    import dataclasses
+
+    from torque_ctrl_ros.core.safety import WatchdogConfig
+    from torque_ctrl_ros.nodes import params
+
+    @dataclasses.dataclass(frozen=True)
+    class Other(WatchdogConfig):
+        max_age: float = 0.05
+
+    monkeypatch.setattr(params, "WatchdogConfig", Other)
+    assert controller_node_config({}).watchdog == Other()
+    given = controller_node_config({"watchdog.fallback_duration": 0.2, "watchdog.auto_recover": False})
+    assert given.watchdog == Other(fallback_duration=0.2, auto_recover=False)
+    with pytest.raises(ConfigError, match=r"watchdog.auto_recover: expected true or false, got 'false'"):
+        controller_node_config({"watchdog.auto_recover": "false"})
+
+
 def test_the_defaults_are_the_shipped_parameters() -> None:
     """Run without the YAML, the nodes behave as with it (watchdog, simulator timing, safe torque):
     the one difference is the controller, which is gravity_comp without a file (README), and its

@@ -13,6 +13,7 @@ the other registered controllers may stay in the file (one file configures every
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -136,7 +137,7 @@ _MAX_QUEUE = 100_000
 #: Longest timer period accepted (s): rclpy's timers overflow somewhere beyond 10⁹ s.
 _MAX_PERIOD_S = 3600.0
 #: Shortest /diagnostics period accepted (s): each message takes 0.3–1 ms of the node's only
-#: thread, so 20 per second cost the control loop at most ~2 % (1e-9 s had kept a node busy).
+#: thread, so 20 per second cost the control loop at most ~2 % (a period near 0 keeps a node busy).
 _MIN_DIAGNOSTICS_PERIOD_S = 0.05
 #: Shallowest control-topic queue accepted: shallower ones drop messages after a stall.
 _MIN_QOS_DEPTH = 10
@@ -163,7 +164,7 @@ def _duration(node: str, params: Mapping[str, Any]) -> float:
 
 
 def _common(node: str, params: Mapping[str, Any]) -> CommonConfig:
-    # rclpy only logs a wrongly typed one and runs on: use_sim_time 'true' had left the node on the
+    # rclpy only logs a wrongly typed one and runs on: use_sim_time 'true' leaves the node on the
     # wall clock, refusing every simulated state as stale.
     for key in ROS_PARAMETERS:
         _bool(node, params, key, True)
@@ -209,8 +210,8 @@ class ControllerNodeConfig:
     command_delay: float = CONTROL_PERIOD
     common: CommonConfig = field(default_factory=CommonConfig)
 
-    def damping_vector(self, n: int, robot: RobotModel | None = None) -> FloatArray:
-        """``fallback_damping`` as ``n`` values ``>= 0``.
+    def fallback_damping_vector(self, n: int, robot: RobotModel | None = None) -> FloatArray:
+        """``fallback_damping`` (the safe brake's ``K_d``) as ``n`` values ``>= 0``.
 
         With ``robot``, also refuses (:class:`ConfigError`) a damping that the safe command,
         applied once per :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD`, would make unstable:
@@ -224,21 +225,32 @@ class ControllerNodeConfig:
             robot.check_damping(field, kd, open_loop=True)
         return kd
 
+    # The name test/test_command_delay.py and test/test_damping_stability.py still call.
+    damping_vector = fallback_damping_vector
+
+
+#: The fields of :class:`~torque_ctrl_ros.core.safety.WatchdogConfig`, each a ``watchdog.<field>``
+#: parameter; those not given keep that class's defaults.
+WATCHDOG_FIELDS = tuple(f.name for f in dataclasses.fields(WatchdogConfig))
 
 CONTROLLER_NODE_KEYS = {
     "controller",
     "joints",
     "robot_description",
     "model_file",
-    "watchdog.max_age",
-    "watchdog.max_future",
-    "watchdog.fallback_duration",
-    "watchdog.auto_recover",
-    "watchdog.position_margin",
-    "watchdog.velocity_factor",
+    *(f"watchdog.{name}" for name in WATCHDOG_FIELDS),
     "fallback_damping",
     "command_delay",
 } | _COMMON_KEYS
+
+
+def _watchdog(node: str, params: Mapping[str, Any]) -> WatchdogConfig:
+    """The ``watchdog.*`` parameters given, validated by :meth:`WatchdogConfig.create`; the
+    others keep its defaults."""
+    given = {name: params[f"watchdog.{name}"] for name in WATCHDOG_FIELDS if f"watchdog.{name}" in params}
+    if "auto_recover" in given:  # create() takes any truth value: a string 'false' would be true
+        given["auto_recover"] = _bool(node, params, "watchdog.auto_recover", True)
+    return WatchdogConfig.create(**given)
 
 
 def controller_node_config(params: Mapping[str, Any], node: str = "controller_node") -> ControllerNodeConfig:
@@ -269,14 +281,7 @@ def controller_node_config(params: Mapping[str, Any], node: str = "controller_no
         joints=_names(node, params, "joints"),
         robot_description=description,
         model_file=model_file,
-        watchdog=WatchdogConfig.create(
-            max_age=params.get("watchdog.max_age", 0.02),
-            max_future=params.get("watchdog.max_future", 1.0),
-            fallback_duration=params.get("watchdog.fallback_duration", 0.5),
-            auto_recover=_bool(node, params, "watchdog.auto_recover", True),
-            position_margin=params.get("watchdog.position_margin", 0.5),
-            velocity_factor=params.get("watchdog.velocity_factor", 10.0),
-        ),
+        watchdog=_watchdog(node, params),
         fallback_damping=damping,
         command_delay=check_command_delay(
             f"{node}.command_delay", params.get("command_delay", CONTROL_PERIOD)
@@ -305,8 +310,8 @@ class SimNodeConfig:
         wait_for_controller: hold the first state (republishing it) until a command answers it.
         safe_torque: applied when no valid command is at hand: ``hold`` (``g(q) − K_d·q̇``, the
             model's own gravity: the arm stays about where it was, as a braked arm does),
-            ``damping`` (``−K_d·q̇``: the arm falls under gravity, slowed; killed mid-run, the
-            controller had let joint_2 drop 1.8 rad in 2 s) or ``zero``.
+            ``damping`` (``−K_d·q̇``: the arm falls under gravity, slowed; with the controller
+            killed mid-run, joint_2 drops 1.8 rad in 2 s) or ``zero``.
         safe_damping: ``K_d`` (N·m·s/rad) of the ``hold`` and ``damping`` safe torques; scalar or
             one per driven joint, in the model's order of them.
         duration: simulated seconds to run (0: until stopped).
@@ -418,8 +423,8 @@ def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> 
 
     rclpy passes a node only the sections named after it (``controller_node:``, or with its
     namespace ``/arm/controller_node:``) or a wildcard (``/**:``); any other is ignored without
-    a word. A misspelt section had left the controller on its built-in defaults (``use_sim_time``
-    false, so every simulated state was refused as stale) and ``make sim`` waiting for ever.
+    a word. A misspelt section leaves the controller on its built-in defaults (``use_sim_time``
+    false, so every simulated state is refused as stale) and ``make sim`` waiting for ever.
 
     Raises:
         ConfigError: unreadable YAML, not a mapping of sections, or a section for another node
