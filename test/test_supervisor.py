@@ -1,0 +1,324 @@
+"""The controller node's safety decisions, without ROS (core/supervisor.py).
+
+Each test drives a :class:`Supervisor` on the Gen3 model as the node does: ``step`` per state,
+then ``command_computed`` or ``controller_failed`` when the decision was to compute, ``silence``
+from a timer. Expected safe commands come from a :class:`SafeBrake` run alongside, not from the
+supervisor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.braking import FIRST_HOLD_PERIODS, SafeBrake
+from torque_ctrl_ros.core.errors import SolverError
+from torque_ctrl_ros.core.resume import ResumeKind
+from torque_ctrl_ros.core.safety import (
+    CONFLICT_JUMPS,
+    DEFAULT_DAMPING,
+    Action,
+    RejectReason,
+    WatchdogConfig,
+    WatchdogState,
+)
+from torque_ctrl_ros.core.supervisor import Decision, Notice, Supervisor, Transition, failure_message
+
+KD = np.array(DEFAULT_DAMPING)
+Q0 = np.array([0.1, 0.6, -0.2, 1.2, 0.1, -0.4, 0.3])
+V0 = np.array([0.3, -0.2, 0.4, 0.5, 0.6, -0.5, 0.5])
+NAN = np.full(7, np.nan)
+T0 = 1000.0
+DT = 1e-3
+
+
+def _supervisor(robot: RobotModel, **config: object) -> Supervisor:
+    return Supervisor(robot, WatchdogConfig.create(**config), KD)
+
+
+def _good(
+    sup: Supervisor, t: float, q: np.ndarray = Q0, v: np.ndarray = V0, now: float | None = None
+) -> Decision:
+    """A good state stamped ``t`` (received at ``now``, default ``t``), the controller answering it."""
+    decision = sup.step(q, v, t, t if now is None else now)
+    if decision.action is Action.COMPUTE:
+        sup.command_computed()
+    return decision
+
+
+def _run(sup: Supervisor, steps: int, start: float = T0) -> float:
+    """``steps`` good states 1 ms apart from ``start``; returns the last stamp."""
+    for k in range(steps):
+        _good(sup, start + k * DT)
+    return start + (steps - 1) * DT
+
+
+def _clip(robot: RobotModel, tau: np.ndarray) -> np.ndarray:
+    return np.clip(tau, -robot.effort_limit, robot.effort_limit)
+
+
+def _first_brake(robot: RobotModel, q: np.ndarray, v: np.ndarray, hold: int) -> np.ndarray:
+    """The brake's first command from ``(q, v)``, made safe to be held ``hold`` periods."""
+    return _clip(robot, robot.gravity(q) - KD * min(1.0, 2.0 / hold) * v)
+
+
+# ---------------------------------------------------------------- good states
+def test_the_first_good_state_is_computed_on_with_a_fresh_controller(robot: RobotModel) -> None:
+    sup = _supervisor(robot)
+    decision = sup.step(Q0, V0, T0, T0)
+    assert decision.action is Action.COMPUTE and decision.state is not None
+    np.testing.assert_array_equal(decision.state.q, Q0)
+    np.testing.assert_array_equal(decision.state.v, V0)
+    assert decision.state.stamp == decision.effective_stamp == decision.stamp == T0
+    assert decision.reset_controller  # nothing carried from a step before
+    assert decision.resume.kind is ResumeKind.KEEP and decision.command is None
+    assert decision.transition == Transition(WatchdogState.WAITING, WatchdogState.OK, "")
+    assert decision.transition.urgent  # out of WAITING: said at once
+    sup.command_computed()
+    following = _good(sup, T0 + DT)
+    assert following.action is Action.COMPUTE and not following.reset_controller
+    assert following.transition is None and following.notice is Notice.NONE
+
+
+def test_a_stamp_ahead_of_the_clock_counts_as_at_most_max_age_ahead(robot: RobotModel) -> None:
+    """Neither a silence up to it nor a reference sampled that far ahead."""
+    sup = _supervisor(robot, max_age=0.02)
+    now = _run(sup, 5)  # the clock at the last state's stamp: a gap of max_age, no silence
+    decision = sup.step(Q0, V0, now + 0.6, now)
+    assert decision.action is Action.COMPUTE and decision.silence is None
+    assert decision.effective_stamp == pytest.approx(now + 0.02)
+    assert decision.state is not None and decision.state.stamp == decision.effective_stamp
+
+
+# ---------------------------------------------------------------- refused states: the safe brake
+@pytest.mark.parametrize(
+    ("reason", "bad"),
+    [
+        (RejectReason.STALE, lambda t: (Q0, V0, t, t + 0.05)),  # received 50 ms after its stamp
+        (RejectReason.NON_FINITE, lambda t: (NAN, NAN, t, t)),
+        (RejectReason.OUT_OF_RANGE, lambda t: (Q0 + np.eye(7)[1], V0, t, t)),  # 1 rad in 1 ms: a jump
+    ],
+    ids=["stale", "nan", "jump"],
+)
+def test_refused_states_get_the_brakes_prediction_from_the_last_good_state(
+    robot: RobotModel,
+    reason: RejectReason,
+    bad: Callable[[float], tuple[np.ndarray, np.ndarray, float, float]],
+) -> None:
+    sup = _supervisor(robot, max_age=0.02)
+    last = _run(sup, 3)
+    expected = SafeBrake(robot, KD, horizon=0.5)
+    for k in range(1, CONFLICT_JUMPS):  # (as many jumps would stop on two sources)
+        t = last + k * DT
+        q, v, stamp, now = bad(t)
+        decision = sup.step(q, v, stamp, now)
+        assert decision.action is Action.FALLBACK and decision.withheld is None
+        assert sup.watchdog.last_reason is reason
+        if k == 1:
+            expected.start(Q0, V0, now)
+            assert decision.transition is not None and decision.transition.state is WatchdogState.FALLBACK
+            assert decision.notice is Notice.NONE
+            # The first answers a refused state: made safe to be held FIRST_HOLD_PERIODS.
+            assert decision.command is not None
+            np.testing.assert_allclose(
+                decision.command.tau, _first_brake(robot, Q0, V0, FIRST_HOLD_PERIODS), atol=1e-9
+            )
+        else:
+            assert decision.transition is None and decision.notice is Notice.REFUSED
+        assert decision.command is not None
+        np.testing.assert_allclose(decision.command.tau, _clip(robot, expected.torque(now)), atol=1e-9)
+    assert expected.k == CONFLICT_JUMPS - 2  # the prediction ran on, not restarted at each state
+
+
+def test_an_unreadable_state_is_refused_as_inconsistent(robot: RobotModel) -> None:
+    sup = _supervisor(robot)
+    last = _run(sup, 2)
+    decision = sup.step(None, None, last, last + DT, "unreadable joint state message (3 bytes)")
+    assert decision.action is Action.FALLBACK and decision.command is not None
+    assert sup.watchdog.last_reason is RejectReason.INCONSISTENT
+    assert sup.watchdog.last_message == "unreadable joint state message (3 bytes)"
+
+
+def test_jumps_between_two_sources_stop_without_a_safe_command(robot: RobotModel) -> None:
+    sup = _supervisor(robot)
+    last = _run(sup, 3)
+    other = np.zeros(7)  # a second publisher at the zero pose
+    actions = [
+        sup.step(other, np.zeros(7), last + k * DT, last + k * DT).action
+        for k in range(1, 1 + CONFLICT_JUMPS)
+    ]
+    assert actions[:-1] == [Action.FALLBACK] * (CONFLICT_JUMPS - 1) and actions[-1] is Action.NONE
+    assert sup.watchdog.state is WatchdogState.STOPPED and sup.watchdog.conflict
+    decision = sup.step(Q0, V0, last + 10 * DT, last + 10 * DT)  # the driver's again: refused too
+    assert decision.action is Action.NONE and decision.command is None
+    assert decision.notice is Notice.REFUSED
+
+
+def test_a_safe_torque_gone_non_finite_is_withheld(robot: RobotModel) -> None:
+    sup = _supervisor(robot)
+    last = _run(sup, 2)
+    sup.brake.torque = lambda now: np.full(7, np.nan)  # type: ignore[method-assign]
+    decision = sup.step(NAN, NAN, last + DT, last + DT)
+    assert decision.action is Action.FALLBACK and decision.command is None
+    assert decision.withheld is not None and np.isnan(decision.withheld.tau).all()
+
+
+# ---------------------------------------------------------------- the fallback window
+def test_the_window_ends_after_fallback_duration_and_a_good_state_resumes(robot: RobotModel) -> None:
+    sup = _supervisor(robot, fallback_duration=0.0505)  # (not on a whole period: no rounding)
+    last = _run(sup, 3)
+    actions = []
+    for k in range(1, 61):
+        decision = sup.step(NAN, NAN, last + k * DT, last + k * DT)
+        actions.append(decision.action)
+        if decision.transition is not None and decision.transition.state is WatchdogState.STOPPED:
+            assert decision.transition.urgent and decision.command is None
+    assert actions.count(Action.FALLBACK) == 51  # 0 to 50 ms after the window opened
+    assert set(actions[51:]) == {Action.NONE} and sup.watchdog.state is WatchdogState.STOPPED
+    decision = _good(sup, last + 61 * DT)
+    assert decision.action is Action.COMPUTE and decision.reset_controller
+    assert decision.transition == Transition(
+        WatchdogState.STOPPED, WatchdogState.OK, sup.watchdog.last_message
+    )
+    assert decision.resume.kind is ResumeKind.DROP  # states were refused: the target is not taken up
+
+
+def test_a_clock_standing_still_ends_the_window_by_the_stamps(robot: RobotModel) -> None:
+    """use_sim_time without /clock: ``now`` never moves, the states' stamps do."""
+    sup = _supervisor(robot, fallback_duration=0.0505)
+    last = _run(sup, 3)
+    now = last + DT
+    actions = [sup.step(NAN, NAN, last + k * DT, now).action for k in range(1, 60)]
+    assert actions[:51] == [Action.FALLBACK] * 51 and set(actions[51:]) == {Action.NONE}
+    assert sup.watchdog.state is WatchdogState.STOPPED
+
+
+def test_a_good_state_ignored_while_stopped_for_good_is_said_so(robot: RobotModel) -> None:
+    sup = _supervisor(robot, fallback_duration=0.01, auto_recover=False)
+    last = _run(sup, 3)
+    for k in range(1, 20):
+        sup.step(NAN, NAN, last + k * DT, last + k * DT)
+    assert sup.watchdog.state is WatchdogState.STOPPED
+    decision = sup.step(Q0, V0, last + 20 * DT, last + 20 * DT)
+    assert decision.action is Action.NONE and decision.notice is Notice.IGNORED
+
+
+# ---------------------------------------------------------------- silences
+def test_a_gap_in_the_stamps_is_a_silence_and_the_target_pauses_for_it(robot: RobotModel) -> None:
+    sup = _supervisor(robot, max_age=0.02)
+    last = _run(sup, 5)
+    t = last + 0.1  # 100 ms without a state: a silence however the timer ticked
+    decision = _good(sup, t)
+    assert decision.silence == Transition(
+        WatchdogState.OK, WatchdogState.FALLBACK, "no joint state for 100 ms"
+    )
+    assert decision.previous is WatchdogState.FALLBACK
+    assert decision.action is Action.COMPUTE and decision.reset_controller
+    assert decision.resume.kind is ResumeKind.PAUSE
+    assert decision.resume.since == last and decision.resume.until == t
+
+
+def test_a_slow_stream_is_learnt_not_taken_for_silence(robot: RobotModel) -> None:
+    """States 25 ms apart (40 Hz), more than max_age: no silence once the period is known."""
+    sup = _supervisor(robot, max_age=0.02)
+    decisions = [_good(sup, T0 + 0.025 * k) for k in range(10)]
+    assert all(d.silence is None and d.action is Action.COMPUTE for d in decisions)
+    assert sup.resume.stream.period == pytest.approx(0.025)
+
+
+def test_the_timer_notes_a_silence_and_its_transitions(robot: RobotModel) -> None:
+    sup = _supervisor(robot, max_age=0.02, fallback_duration=0.5)
+    last = _run(sup, 3)
+    assert sup.silence(last + 0.01, 0.01) is None  # within max_age
+    fallback = sup.silence(last + 0.1, 0.1)
+    assert fallback is not None and fallback.state is WatchdogState.FALLBACK and not fallback.urgent
+    stopped = sup.silence(last + 0.6, 0.6)
+    assert stopped == Transition(WatchdogState.FALLBACK, WatchdogState.STOPPED, "no joint state for 600 ms")
+    assert stopped.urgent
+
+
+def test_a_move_while_silent_drops_the_target(robot: RobotModel) -> None:
+    sup = _supervisor(robot, max_age=0.02)
+    last = _run(sup, 5)
+    moved = Q0 + np.array([0.0, 0.0, 0.0, 0.3, 0.0, 0.0, 0.0])
+    decision = _good(sup, last + 0.1, moved)
+    assert decision.resume.kind is ResumeKind.DROP
+    assert decision.resume.joint == 3 and decision.resume.moved == pytest.approx(0.3)
+
+
+def test_a_clock_gone_back_starts_over(robot: RobotModel) -> None:
+    """A restarted simulator: the state is accepted, and the caller told to drop its target."""
+    sup = _supervisor(robot)
+    _run(sup, 3)
+    decision = _good(sup, 5.0)
+    assert decision.clock_reset and decision.action is Action.COMPUTE
+    assert sup.watchdog.clock_resets == 1
+    assert not _good(sup, 5.0 + DT).clock_reset
+
+
+# ---------------------------------------------------------------- a controller that fails
+def test_the_failure_message_names_the_error_and_whether_it_was_expected() -> None:
+    assert failure_message(SolverError("no solution")) == "SolverError: no solution"
+    assert failure_message(RuntimeError("a bug")) == "unexpected RuntimeError: a bug"
+
+
+@pytest.mark.parametrize(
+    "error", [SolverError("no solution"), ZeroDivisionError("a bug")], ids=["solver-error", "unexpected"]
+)
+def test_a_controller_failure_gets_the_brake_in_full_from_the_state_it_failed_on(
+    robot: RobotModel, error: Exception
+) -> None:
+    """The stream is alive: the first command is made safe to be held for the stream's period
+    (one at 1 kHz: K_d in full), and restarted from each state the controller fails on."""
+    sup = _supervisor(robot)
+    last = _run(sup, 5)
+    for k, q in enumerate((Q0 + 0.01, Q0 + 0.02), start=1):
+        t = last + k * DT
+        computing = sup.step(q, V0, t, t)
+        assert computing.action is Action.COMPUTE
+        decision = sup.controller_failed(computing, error, t)
+        assert decision.action is Action.FALLBACK and decision.command is not None
+        assert sup.watchdog.last_reason is RejectReason.CONTROLLER_ERROR
+        assert sup.watchdog.last_message == failure_message(error)
+        assert sup.first_hold() == 1
+        np.testing.assert_allclose(decision.command.tau, _first_brake(robot, q, V0, 1), atol=1e-9)
+        if k == 1:
+            assert decision.transition == Transition(
+                WatchdogState.OK, WatchdogState.FALLBACK, failure_message(error)
+            )
+        else:
+            assert decision.transition is None and decision.notice is Notice.REFUSED
+        assert decision.silence is None and not decision.clock_reset  # said with the step's decision
+    recovered = _good(sup, last + 3 * DT)
+    assert recovered.action is Action.COMPUTE and recovered.reset_controller
+
+
+def test_a_controller_failing_on_every_state_stops_after_the_window(robot: RobotModel) -> None:
+    """Each accepted state would restart the window: it runs from the last computed torque."""
+    sup = _supervisor(robot, fallback_duration=0.0205)
+    last = _run(sup, 3)
+    actions = []
+    for k in range(1, 40):
+        t = last + k * DT
+        decision = sup.step(Q0, V0, t, t)
+        if decision.action is Action.COMPUTE:
+            decision = sup.controller_failed(decision, SolverError("no solution"), t)
+        actions.append(decision.action)
+    assert actions[:21] == [Action.FALLBACK] * 21 and set(actions[21:]) == {Action.NONE}
+
+
+def test_a_first_safe_command_after_a_silence_brakes_from_the_good_state(robot: RobotModel) -> None:
+    """Timed from the first command sent, not from when the window opened 0.28 s before."""
+    sup = _supervisor(robot, max_age=0.02)
+    _good(sup, T0)
+    assert sup.silence(T0 + 0.25, 0.25) is not None
+    decision = sup.step(NAN, NAN, T0 + 0.3, T0 + 0.3)
+    assert decision.action is Action.FALLBACK and decision.command is not None
+    np.testing.assert_allclose(
+        decision.command.tau, _first_brake(robot, Q0, V0, FIRST_HOLD_PERIODS), atol=1e-9
+    )
+    assert math.isclose(sup.brake.k, 0)

@@ -1,0 +1,261 @@
+"""What the controller node does with each joint state, decided without ROS.
+
+:class:`Supervisor` joins the three pieces of the safety logic between a joint-state stream and a
+controller: the :class:`~.safety.Watchdog` (is this state good?), the
+:class:`~.resume.ResumeTracker` (what does the target do when control resumes?) and the
+:class:`~.braking.SafeBrake` (the safe command while no state can be trusted). For each state the
+caller converts the message, reads its clock and asks :meth:`Supervisor.step` what to do; the
+:class:`Decision` says whether to run the controller (and on which state, after which resets),
+which safe command to send instead, or to send nothing, and what to log. The caller runs the
+controller itself and reports back: :meth:`Supervisor.command_computed` when it answered,
+:meth:`Supervisor.controller_failed` when it raised (that decision then carries the safe command).
+
+A caller's loop, per state (``stamp`` on the states' clock, ``now`` on the caller's, s)::
+
+    decision = supervisor.step(q, v, stamp, now)        # q None: unreadable, with an error
+    if decision.action is Action.COMPUTE:
+        # reset the controller if decision.reset_controller, apply decision.resume to the target
+        try:
+            out = controller.compute(decision.state, reference)
+        except Exception as exc:
+            decision = supervisor.controller_failed(decision, exc, now)
+        else:
+            supervisor.command_computed()
+    if decision.action is Action.FALLBACK and decision.command is not None:
+        out = decision.command                          # the safe brake's, saturated
+
+and :meth:`Supervisor.silence` from a timer when no state arrives at all.
+
+All times are in seconds.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .braking import FIRST_HOLD_PERIODS, SafeBrake
+from .errors import TorqueCtrlError
+from .resume import KEEP, Resume, ResumeTracker
+from .robot import RobotModel
+from .safety import Action, RejectReason, Watchdog, WatchdogConfig, WatchdogState
+from .saturation import TorqueLimiter
+from .types import ControlOutput, JointState
+from .validation import FloatArray, all_finite
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The watchdog changed state: from ``previous`` to ``state``, ``message`` its reason then."""
+
+    previous: WatchdogState
+    state: WatchdogState
+    message: str
+
+    @property
+    def urgent(self) -> bool:
+        """Whether it must be said at once rather than held back with others: into or out of
+        STOPPED (at most one per fallback window; no line may wait while the arm gets no torque),
+        or out of WAITING (once a run)."""
+        return WatchdogState.STOPPED in (self.previous, self.state) or self.previous is WatchdogState.WAITING
+
+
+class Notice(enum.Enum):
+    """What to say about a state that moved the watchdog to no other state."""
+
+    NONE = "none"
+    REFUSED = "refused"  # refused: :attr:`Watchdog.last_reason` and ``last_message`` say why
+    IGNORED = "ignored"  # good, but the watchdog stopped for good (``auto_recover`` false)
+
+
+@dataclass(slots=True)
+class Decision:
+    """What to do with one joint state (:meth:`Supervisor.step`).
+
+    Attributes:
+        action: ``COMPUTE``: run the controller on :attr:`state`; ``FALLBACK``: send
+            :attr:`command` (none when :attr:`withheld`); ``NONE``: send nothing.
+        stamp: the state's stamp as it came (s).
+        effective_stamp: the stamp counted at most ``max_age`` ahead of the clock,
+            ``min(stamp, now + max_age)`` (s), as the watchdog orders states: what the controller,
+            the target and the state's age go by.
+        previous: the watchdog's state before this one (after the silence its stamp showed).
+        silence: the transition of that silence (a gap in the stamps), said before the rest.
+        clock_reset: the state starts over on a clock gone back (a restarted simulator): the
+            caller drops its target and resets its controller.
+        state: ``COMPUTE``: the accepted state (controller order) stamped ``effective_stamp``.
+        reset_controller: ``COMPUTE``: the arm moved under the safe command or stopped since the
+            controller's last step (or there was none): what it carried from that step belongs to
+            another state (warm starts, filtered collision gradients: 17 N·m off on the first
+            step at a new pose).
+        resume: ``COMPUTE``: what the target does (:meth:`ResumeTracker.decide_resume`).
+        command: ``FALLBACK``: the safe command, saturated and finite.
+        withheld: ``FALLBACK``: the safe command, not finite: not to be sent.
+        transition: the watchdog's transition on this state, if any.
+        notice: otherwise, what else to say about it.
+    """
+
+    action: Action
+    stamp: float
+    effective_stamp: float
+    previous: WatchdogState
+    silence: Transition | None = None
+    clock_reset: bool = False
+    state: JointState | None = None
+    reset_controller: bool = False
+    resume: Resume = KEEP
+    command: ControlOutput | None = None
+    withheld: ControlOutput | None = None
+    transition: Transition | None = None
+    notice: Notice = Notice.NONE
+
+
+def failure_message(error: BaseException) -> str:
+    """The watchdog's reason for a controller that raised ``error``: its type and text, said
+    ``unexpected`` unless it is one of this package's errors (a bug or a library's error)."""
+    text = f"{type(error).__name__}: {error}"
+    return text if isinstance(error, TorqueCtrlError) else f"unexpected {text}"
+
+
+class Supervisor:
+    """Decides, state by state, between the controller's torque, the safe brake and nothing.
+
+    Args:
+        robot: the controller's model (limits for the watchdog, dynamics for the brake).
+        config: the watchdog's settings (``fallback_duration`` is also the brake's horizon).
+        fallback_damping: ``K_d`` (N·m·s/rad, ``n`` values) of the safe brake, checked by the
+            caller (:meth:`RobotModel.check_damping`).
+        steady_clock: the clock (s) the watchdog times its stop on two sources on, if not the
+            caller's ``now`` (:class:`~.safety.Watchdog`).
+
+    Attributes:
+        watchdog: classifies the states and runs the OK / FALLBACK / STOPPED state machine.
+        resume: bookkeeping for what the target does when control resumes.
+        brake: the safe command, predicted from the last good state.
+        limiter: saturation of the safe command to the model's effort limits.
+    """
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        config: WatchdogConfig,
+        fallback_damping: FloatArray,
+        steady_clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.watchdog = Watchdog(
+            robot.n,
+            config,
+            (robot.position_lower, robot.position_upper),
+            robot.velocity_limit,
+            robot.joint_names,
+            steady_clock=steady_clock,
+        )
+        self.resume = ResumeTracker(robot.n, config, robot.difference)
+        self.brake = SafeBrake(robot, fallback_damping, config.fallback_duration)
+        self.limiter = TorqueLimiter(robot.joint_names, robot.effort_limit)
+        self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
+
+    def step(
+        self, q: FloatArray | None, v: FloatArray | None, stamp: float, now: float, error: str = ""
+    ) -> Decision:
+        """What to do with a state stamped ``stamp`` (s), received at ``now`` (s, the caller's
+        clock): ``q`` (rad), ``v`` (rad/s) in controller order, or ``None`` for a state that could
+        not be read (``error`` says why; refused as inconsistent).
+
+        A gap in the stamps is a silence whether or not the caller's timer (:meth:`silence`)
+        ticked inside it: the watchdog falls back, or stops after a long one, and a trajectory
+        pauses for it. Read from the stamps, the arm's time or sim time (which a slow or paused
+        simulator keeps continuous), it counts once longer than
+        :meth:`ResumeTracker.silence_after` (``max_age`` and 1.5 of the stream's period: a 40 Hz
+        driver's states, 25 ms apart, are no silence; before that period is known, only a gap
+        long enough to stop the arm). A state that cannot be used still tells by its stamp how
+        long the stream was silent (unreadable bytes carry the last good stamp: no gap). Its
+        stamp counts as at most ``max_age`` ahead of the clock, here and for the controller and
+        the target: a state stamped well ahead would otherwise count as a silence up to it, and
+        the target would be sampled that far ahead.
+        """
+        wd = self.watchdog
+        effective_stamp = min(stamp, now + wd.config.max_age)
+        gap = effective_stamp - wd.last_good.stamp  # inf before the first good state
+        silence = self.silence(now, gap) if self.resume.silence_after() < gap < math.inf else None
+        previous, rejected_before, resets = wd.state, wd.rejected_total, wd.clock_resets
+        if q is None or v is None:
+            action = wd.reject(RejectReason.INCONSISTENT, error, now)
+        else:
+            refused = wd.check(q, v, stamp, now)
+            action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp, now)
+        decision = Decision(action, stamp, effective_stamp, previous, silence, wd.clock_resets != resets)
+        if action is Action.COMPUTE:
+            decision.state = JointState(wd.last_good.q, wd.last_good.v, effective_stamp)
+            decision.reset_controller = previous is not WatchdogState.OK
+            decision.resume = self.resume.decide_resume(previous, wd, effective_stamp)
+            self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
+        return self._answer(decision, now, refused=wd.rejected_total != rejected_before)
+
+    def command_computed(self) -> None:
+        """The controller answered the state of the last :meth:`step`."""
+        self.resume.torque_computed()
+
+    def controller_failed(self, decision: Decision, error: BaseException, now: float) -> Decision:
+        """The controller raised ``error`` on the state of ``decision`` (``COMPUTE``, from the last
+        :meth:`step`, at ``now``): what to do instead, the safe command while the fallback window
+        lasts (:meth:`Watchdog.controller_failed`). What ``decision`` said before the controller
+        ran (its silence, clock reset, resets and resume) was acted on and is not repeated."""
+        action = self.watchdog.controller_failed(failure_message(error), now)
+        failed = Decision(action, decision.stamp, decision.effective_stamp, decision.previous)
+        return self._answer(failed, now, refused=True)
+
+    def silence(self, now: float, silent_for: float) -> Transition | None:
+        """No state arrived for ``silent_for`` s up to ``now`` (s): :meth:`Watchdog.silence`; the
+        transition it made, if any."""
+        wd = self.watchdog
+        previous = wd.state
+        wd.silence(now, silent_for)
+        return None if wd.state is previous else Transition(previous, wd.state, wd.last_message)
+
+    def first_hold(self) -> int:
+        """Periods the brake's first command is expected to be held (:meth:`SafeBrake.start`):
+        the stream's period when it answers a good state the controller failed on (the stream is
+        alive), else :data:`FIRST_HOLD_PERIODS`."""
+        if self.watchdog.last_reason is not RejectReason.CONTROLLER_ERROR:
+            return FIRST_HOLD_PERIODS
+        return max(1, round(self.resume.stream.period / self.brake.period))
+
+    def _answer(self, decision: Decision, now: float, refused: bool) -> Decision:
+        """Complete ``decision`` at ``now``: the safe command of a FALLBACK, what to log
+        (``refused``: the state was counted as refused)."""
+        wd = self.watchdog
+        if decision.action is Action.FALLBACK and self.resume.note_fallback(decision.stamp, now):
+            wd.end_window()  # over by the stamps while the caller's clock stands still
+            decision.action = Action.NONE
+        if decision.action is Action.FALLBACK:
+            out = self._safe_command(decision.effective_stamp, now)
+            if all_finite(out.tau):
+                decision.command = out
+            else:  # a prediction gone non-finite (the watchdog refuses such states)
+                decision.withheld = out
+        if wd.state is not decision.previous:
+            decision.transition = Transition(decision.previous, wd.state, wd.last_message)
+        elif refused:
+            decision.notice = Notice.REFUSED
+        elif decision.action is Action.NONE and wd.state is WatchdogState.STOPPED:
+            decision.notice = Notice.IGNORED
+        return decision
+
+    def _safe_command(self, stamp: float, now: float) -> ControlOutput:
+        """The safe brake's command (saturated) for a state stamped ``stamp`` (s) that the
+        watchdog refused or the controller failed on, at ``now`` (s)."""
+        wd = self.watchdog
+        self.resume.safe_command(stamp)
+        since = wd.safe_since
+        if since != self._brake_since:  # a new window, or a new last good state
+            # Timed from this first safe command, not from `since`: after a silence the
+            # window opened before any command could go out (core/braking.py).
+            self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=self.first_hold())
+            self._brake_since = since
+        return self.limiter.apply(self.brake.torque(now))
+
+
+__all__ = ["Decision", "Notice", "Supervisor", "Transition", "failure_message"]
