@@ -52,20 +52,20 @@ def _state_msg(q: np.ndarray, stamp: float) -> Any:
 
 def test_a_non_finite_safe_torque_is_never_published(controller_node: Callable[..., Any]) -> None:
     node = controller_node(controller="computed_torque")
-    original = node.brake.torque
+    original = node.supervisor.brake.torque
 
     def broken(now: float) -> np.ndarray:
         return np.full(7, np.nan)  # a prediction gone non-finite
 
-    node.brake.torque = broken
+    node.supervisor.brake.torque = broken
     node._on_state_message(_state_msg(np.zeros(7), _now(node)))
     assert len(node.sent) == 1  # the computed torque
     node._on_state_message(_state_msg(np.zeros(7), _now(node) - 1.0))  # stale: the safe torque
     assert node.watchdog.state.value == "fallback"
-    assert len(node.sent) == 1 and node.withheld_commands == 1 and node.fallback_commands == 0
-    node.brake.torque = original
+    assert len(node.sent) == 1 and node.counts.withheld_commands == 1 and node.counts.fallback_commands == 0
+    node.supervisor.brake.torque = original
     node._on_state_message(_state_msg(np.zeros(7), _now(node) - 1.0))
-    assert len(node.sent) == 2 and node.fallback_commands == 1
+    assert len(node.sent) == 2 and node.counts.fallback_commands == 1
 
 
 def test_joint_targets_no_joint_can_follow_are_refused(controller_node: Callable[..., Any]) -> None:

@@ -152,7 +152,7 @@ def test_commands_are_in_the_order_of_the_joints_parameter(
         np.testing.assert_allclose(node.publisher.torques[-1], expected[reorder], rtol=0, atol=1e-9)
         # The permutation matters for this state: the model order would not pass.
         assert np.abs(expected[reorder] - expected).max() > 1e-3
-    assert len(node.publisher.torques) == 3 and node.fallback_commands == 0
+    assert len(node.publisher.torques) == 3 and node.counts.fallback_commands == 0
 
 
 @pytest.mark.parametrize("serialized", [False, True], ids=["message", "cdr-bytes"])
@@ -211,7 +211,7 @@ def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
         safe = _clip(robot, robot.gravity(q2) - damping * v2)
         np.testing.assert_allclose(node.publisher.torques[-1], safe, rtol=0, atol=1e-9)
         assert np.abs(safe - node.publisher.torques[0]).max() > 1e-3
-        assert node.fallback_commands == k and node.commands == 1 + k
+        assert node.counts.fallback_commands == k and node.counts.commands_published == 1 + k
         assert node.watchdog.rejected[RejectReason.CONTROLLER_ERROR] == k
         assert node.watchdog.last_reason is RejectReason.CONTROLLER_ERROR
         assert "SolverError: test: no solution" in node.watchdog.last_message
@@ -219,7 +219,7 @@ def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
     # The controller works again: computed torques, the watchdog back to ok.
     node.controller.compute = computed
     node._on_state_message(_state_msg(q1, v1, _now(node)))
-    assert node.watchdog.state.value == "ok" and node.fallback_commands == 2
+    assert node.watchdog.state.value == "ok" and node.counts.fallback_commands == 2
     np.testing.assert_allclose(
         node.publisher.torques[-1], node.publisher.torques[0], rtol=0, atol=1e-9
     )  # the held reference: q1, as before the failures
@@ -288,7 +288,7 @@ def test_bad_states_get_the_braking_prediction_not_a_held_torque(
     )
     np.testing.assert_allclose(node.publisher.torques[1], first, rtol=0, atol=1e-9)
     assert np.abs(node.publisher.torques[-1] - first).max() > 0.1  # not the same torque held
-    assert node.fallback_commands == len(times) and expected.k == 49
+    assert node.counts.fallback_commands == len(times) and expected.k == 49
 
 
 @pytest.mark.parametrize("timer_ticked", [False, True], ids=["no-tick", "tick"])
@@ -345,15 +345,15 @@ def test_a_saturated_safe_command_is_counted(make_controller: Callable[..., Any]
     q, fast = np.array([0.0, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0]), np.zeros(7)
     fast[1] = 10.0  # rad/s on joint 2, arm stretched out: g − K_d·q̇ is −43 N·m, past its 39
     node._on_state_message(_state_msg(q, fast, at(1000.0)))
-    before = node.saturated_commands
+    before = node.counts.saturated_commands
 
     def fail(*_: Any) -> None:
         raise RuntimeError("test: the controller failed")
 
     node.controller.compute = fail
     node._on_state_message(_state_msg(q, fast, at(1000.001)))
-    assert node.watchdog.state.value == "fallback" and node.fallback_commands == 1
-    assert node.saturated_commands == before + 1 and "joint_2" in node.last_saturated
+    assert node.watchdog.state.value == "fallback" and node.counts.fallback_commands == 1
+    assert node.counts.saturated_commands == before + 1 and "joint_2" in node.last_saturated
     assert abs(node.publisher.torques[-1][1]) == robot.effort_limit[1]
 
 
@@ -414,7 +414,7 @@ def test_saturated_commands_are_clipped_and_counted(
     q, v = np.zeros(7), np.zeros(7)
     q_target = np.array([0.0, 1.2, 0.0, -1.5, 0.0, 1.0, 0.0])
     node._on_state_message(_state_msg(q_target, v, _now(node)))  # no target: held there
-    assert node.saturated_commands == 0
+    assert node.counts.saturated_commands == 0
     node._on_state_message(_state_msg(q, v, _now(node)))  # far: large accelerations asked
     raw = _computed_torque(robot, q, v, q_target)
     over = np.abs(raw) > robot.effort_limit
@@ -422,7 +422,7 @@ def test_saturated_commands_are_clipped_and_counted(
     np.testing.assert_allclose(node.publisher.torques[-1], _scaled(robot, raw, q, v), rtol=0, atol=1e-9)
     assert np.all(np.abs(node.publisher.torques[-1]) <= robot.effort_limit)
     names = tuple(j for j, o in zip(JOINTS, over, strict=True) if o)
-    assert node.saturated_commands == 1 and node.last_saturated == names
+    assert node.counts.saturated_commands == 1 and node.last_saturated == names
     # Near the target nothing saturates: counted no further, the last saturated joints kept.
     q_near = q_target - 0.01
     node._on_state_message(_state_msg(q_near, v, _now(node)))
@@ -430,7 +430,7 @@ def test_saturated_commands_are_clipped_and_counted(
     assert np.all(np.abs(near) < robot.effort_limit)
     np.testing.assert_allclose(node.publisher.torques[-1], near, rtol=0, atol=1e-9)
     node._on_state_message(_state_msg(q, v, _now(node)))
-    assert node.saturated_commands == 2 and node.commands == 4
+    assert node.counts.saturated_commands == 2 and node.counts.commands_published == 4
     node._publish_diagnostics()
     values = {kv.key: kv.value for kv in node.diag_publisher.sent[-1].status[0].values}
     assert values["saturated_commands"] == "2" and values["last_saturated_joints"] == ",".join(names)

@@ -205,7 +205,7 @@ def test_a_controller_failing_at_the_first_state_after_a_fallback_brakes_in_full
         raise SolverError("test")
 
     node.controller.compute = failing
-    assert node.resume.stream.period == pytest.approx(1e-3)
+    assert node.supervisor.resume.stream.period == pytest.approx(1e-3)
     from rclpy.time import Time
 
     clock = node.node.get_clock()
@@ -214,7 +214,7 @@ def test_a_controller_failing_at_the_first_state_after_a_fallback_brakes_in_full
     msg = _state_msg(HOME, 100.105)
     msg.velocity = v.tolist()
     node._on_state_message(msg)
-    assert node._first_hold() == 1, node.resume.stream.period
+    assert node.supervisor.first_hold() == 1, node.supervisor.resume.stream.period
 
 
 def test_a_state_naming_no_joint_at_all_is_refused_not_foreign(nodes: Any) -> None:
@@ -227,7 +227,7 @@ def test_a_state_naming_no_joint_at_all_is_refused_not_foreign(nodes: Any) -> No
     msg = JointStateMsg(position=HOME.tolist(), velocity=[0.0] * 7)
     msg.header.stamp = node.node.get_clock().now().to_msg()
     node._on_state_message(msg)
-    assert node.foreign_states == 0 and node.watchdog.rejected_total == 1
+    assert node.counts.foreign_states == 0 and node.watchdog.rejected_total == 1
 
 
 def test_a_controller_fallback_warns_once_and_never_hides_an_error(nodes: Any) -> None:
@@ -237,13 +237,13 @@ def test_a_controller_fallback_warns_once_and_never_hides_an_error(nodes: Any) -
 
     node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
     node._on_state_message(_state_msg(HOME, _now(node)))
-    node.controller_fallbacks += 1
+    node.counts.controller_fallbacks += 1
     node._publish_diagnostics()
     assert node.diag_publisher.sent[-1].status[0].level == DiagnosticStatus.WARN
     node._on_state_message(_state_msg(HOME, _now(node)))
     node._publish_diagnostics()
     assert node.diag_publisher.sent[-1].status[0].level == DiagnosticStatus.OK  # c31
-    node.controller_fallbacks += 1
+    node.counts.controller_fallbacks += 1
     node._on_state_message(_state_msg(np.full(7, np.nan), _now(node)))  # watchdog FALLBACK
     node._publish_diagnostics()
     assert node.diag_publisher.sent[-1].status[0].level == DiagnosticStatus.ERROR  # c32
@@ -266,7 +266,7 @@ def test_the_safe_command_for_unreadable_bytes_answers_the_last_good_stamp(nodes
     good.header.stamp.sec, good.header.stamp.nanosec = divmod(ns, 10**9)
     node._on_state_bytes(serialize_message(good))
     node._on_state_bytes(b"\x00\x01\x00\x00" + bytes(8) + b"\xff\xff\xff\x7f")
-    assert node.fallback_commands == 1
+    assert node.counts.fallback_commands == 1
     _, stamp = CommandWire.decode(node.publisher.sent[-1])
     _, good_stamp = CommandWire.decode(node.publisher.sent[-2])
     assert stamp == good_stamp
@@ -277,7 +277,7 @@ def test_safe_commands_are_not_timed_as_computed_steps(nodes: Any) -> None:
     node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
     node._on_state_message(_state_msg(HOME, _now(node)))
     node._on_state_message(_state_msg(np.full(7, np.nan), _now(node)))
-    assert node.fallback_commands == 1
+    assert node.counts.fallback_commands == 1
     assert node.parts.state_in.count == 1 and node.parts.state_in.window().min() >= 0.0
 
 

@@ -175,7 +175,7 @@ def test_diagnostics_keep_their_period_under_a_stream_of_misnamed_states(nodes: 
     while time.monotonic() < end:
         node._on_state_message(_misnamed(node))
         node.executor.spin_once(timeout_sec=0.003)
-    assert node.states > 50
+    assert node.counts.states_received > 50
     assert len(node.diag_publisher.sent) >= 4, f"{len(node.diag_publisher.sent)} /diagnostics in 2 s"
     assert node.publisher.sent == []
     assert _latest_status(node).message == "waiting"
@@ -361,7 +361,7 @@ def _restart_the_clock(node: Any) -> None:
     for k in range(3):
         clock.set_ros_time_override(Time(nanoseconds=k * 1_000_000, clock_type=clock.clock_type))
         node._on_state_message(_state_msg(NEAR_COLLISION, k * 1e-3))
-    assert node.watchdog.clock_resets == 1 and node._counts()["clock_resets"] == 1  # on /diagnostics
+    assert node.watchdog.clock_resets == 1 and node.counts.clock_resets == 1  # on /diagnostics
 
 
 @pytest.mark.parametrize(
@@ -444,7 +444,7 @@ def test_good_states_ignored_after_a_final_stop_are_not_logged_as_refused(nodes:
     assert [key for key, _ in said] == ["stopped"] and "auto_recover is false" in said[0][1]
     node._on_state_message(_non_finite(node))
     assert [key for key, _ in said] == ["stopped", "refused"]
-    assert node._counts()["clock_resets"] == 0
+    assert node.counts.clock_resets == 0
 
 
 @pytest.mark.parametrize("stats_file", ["", "stats.json"])
@@ -500,7 +500,7 @@ def test_a_slow_or_paused_simulator_is_no_gap(nodes: Nodes) -> None:
         state_at(k)
     time.sleep(0.3)
     state_at(11)
-    assert node.watchdog.transitions == 1 and node.fallback_commands == 0  # WAITING → OK only
+    assert node.watchdog.transitions == 1 and node.counts.fallback_commands == 0  # WAITING → OK only
     assert len(resets) == 1  # the first state's
     np.testing.assert_allclose(node.target.tracker.goal, goal)
     # Paused longer than max_age + fallback_duration with the diagnostics timer ticking: the
@@ -530,8 +530,8 @@ def test_states_of_another_device_on_the_topic_are_ignored(nodes: Nodes, seriali
         receive(_state_msg(HOME, _now(node)))
         if k % 10 == 5:
             receive(_state_msg(np.zeros(1), _now(node), gripper))
-    assert node.foreign_states == 10
-    assert node.watchdog.transitions == 1 and node.fallback_commands == 0  # WAITING → OK only
+    assert node.counts.foreign_states == 10
+    assert node.watchdog.transitions == 1 and node.counts.fallback_commands == 0  # WAITING → OK only
     assert len(node.publisher.sent) == 100
     assert node.watchdog.rejected_total == 0
 
@@ -690,7 +690,7 @@ def test_a_second_fallback_on_a_frozen_clock_brakes_from_the_new_last_good_state
     q2 = HOME + np.array([0.0, 0.25, 0.0, 0.25, 0.0, 0.0, 0.0])
     for k, q in enumerate((HOME, np.full(7, np.nan), q2, np.full(7, np.nan))):
         node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
-    assert node.fallback_commands == 2
+    assert node.counts.fallback_commands == 2
     limit = node.robot.effort_limit
     np.testing.assert_allclose(_torques(node)[-1], np.clip(node.robot.gravity(q2), -limit, limit), atol=1e-9)
 
@@ -730,7 +730,7 @@ def test_a_trajectory_pauses_only_while_the_safe_torque_is_on(nodes: Nodes) -> N
     t0 = node.target.tracker.active.t0
     for k in range(2, 203):
         at(k, np.full(7, np.nan) if k % 2 else HOME)
-    assert node.watchdog.state.value == "ok" and node.fallback_commands == 100
+    assert node.watchdog.state.value == "ok" and node.counts.fallback_commands == 100
     # 100 refused states, 1 ms each
     assert node.target.tracker.active.t0 - t0 == pytest.approx(0.100, abs=1e-9)
     # A silence of 200 ms, then a refused state: the arm held its last command through the
@@ -752,7 +752,7 @@ def test_a_slow_stream_with_refused_states_pauses_a_period_per_refused_state(nod
     t0 = node.target.tracker.active.t0
     for k in range(275, 1251, 25):
         at(k, np.full(7, np.nan) if (k // 25) % 2 else HOME)
-    assert node.watchdog.state.value == "ok" and node.fallback_commands == 20
+    assert node.watchdog.state.value == "ok" and node.counts.fallback_commands == 20
     # 20 refused states, 25 ms each
     assert node.target.tracker.active.t0 - t0 == pytest.approx(0.500, abs=1e-9)
 
@@ -781,7 +781,7 @@ def test_a_short_gap_in_a_trajectory_pauses_it_whether_or_not_the_timer_ticked(
         node._check_silence(time.monotonic())
         assert node.watchdog.state.value == "fallback"
     at(300 + gap_ms, HOME)
-    assert node.watchdog.state.value == "ok" and node.fallback_commands == 0
+    assert node.watchdog.state.value == "ok" and node.counts.fallback_commands == 0
     assert node.target.tracker.active.t0 - t0 == pytest.approx(gap_ms * 1e-3, abs=1e-9)
 
 
@@ -854,7 +854,7 @@ def test_a_fallback_window_ends_by_the_stamps_when_the_clock_stands_still(nodes:
             _state_msg(np.full(7, np.nan) if failure == "refused" else HOME, 100.0 + k * 1e-3)
         )
     assert node.watchdog.state.value == "stopped"
-    assert node.fallback_commands == round(node.watchdog.config.fallback_duration / 1e-3) + 1
+    assert node.counts.fallback_commands == round(node.watchdog.config.fallback_duration / 1e-3) + 1
 
 
 @pytest.mark.parametrize("wild", ["ahead", "behind"])
@@ -873,7 +873,7 @@ def test_one_wild_stamp_in_a_fallback_window_changes_nothing(nodes: Nodes, wild:
         clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
         shift = {"ahead": 2.0 if k == 302 else 0.0, "behind": -3600.0 if k == 301 else 0.0}[wild]
         node._on_state_message(_state_msg(nan, 100.0 + k * 1e-3 + shift))
-    assert node.watchdog.state.value == "fallback" and node.fallback_commands == 3
+    assert node.watchdog.state.value == "fallback" and node.counts.fallback_commands == 3
     at(304, HOME)
     assert node.watchdog.state.value == "ok" and node.target.describe() == "trajectory"
 
@@ -927,7 +927,7 @@ def test_each_fallback_window_on_a_frozen_clock_lasts_fallback_duration(nodes: N
         expected += 10
     for k, q in enumerate(states):
         node._on_state_message(_state_msg(q, 100.0 + k * 1e-3))
-    assert node.watchdog.state.value == "stopped" and node.fallback_commands == expected
+    assert node.watchdog.state.value == "stopped" and node.counts.fallback_commands == expected
 
 
 def test_one_missed_state_of_a_40_hz_stream_is_a_silence(nodes: Nodes) -> None:
@@ -982,9 +982,9 @@ def test_short_gaps_and_a_state_stamped_ahead_change_nothing(nodes: Nodes, case:
     assert node.watchdog.state.value == "ok"
     np.testing.assert_allclose(node.target.tracker.goal, goal)  # not dropped by a stop
     if case == "40-hz-stream":
-        assert node.watchdog.transitions == 1 and node.fallback_commands == 0
+        assert node.watchdog.transitions == 1 and node.counts.fallback_commands == 0
     else:  # the states after it, older than it, are refused until max_age (20 ms) has passed
-        assert node.fallback_commands <= 20
+        assert node.counts.fallback_commands <= 20
 
 
 def test_a_rejected_answer_leaves_the_step_late(nodes: Nodes) -> None:
@@ -1028,7 +1028,7 @@ def test_refused_states_reach_the_logger_once_a_period(nodes: Nodes, monkeypatch
     node._on_state_message(_good(node))
     for _ in range(40):
         node._on_state_message(_non_finite(node))
-    assert node.fallback_commands == 40  # every refused state still answered with the safe torque
+    assert node.counts.fallback_commands == 40  # every refused state still answered with the safe torque
     # The first is logged as the watchdog's transition to fallback, the second as refused, the
     # other 38 are held back.
     assert len(spy.calls) == 1, spy.calls
@@ -1196,10 +1196,10 @@ def test_deadline_misses_count_callbacks_longer_than_the_state_period(nodes: Nod
     t0 = 7_000_000_000
     for k, seconds in enumerate([0.0002, 0.0002, 0.0015, 0.0009]):  # at 1 kHz: one miss
         node._time_callback(seconds, t0 + k * 1_000_000)
-    assert node.deadline_misses == 1
+    assert node.counts.deadline_misses == 1
     for k, seconds in enumerate([0.003, 0.006, 0.0049], start=1):  # at 200 Hz: one more
         node._time_callback(seconds, t0 + 3_000_000 + k * 5_000_000)
-    assert node.deadline_misses == 2 and node._counts()["deadline_misses"] == 2
+    assert node.counts.deadline_misses == 2  # counts: on /diagnostics and in the summary
 
 
 def test_throttled_log_writes_both_severities_through_rclpy(nodes: Nodes) -> None:
@@ -1255,7 +1255,7 @@ def test_joint_orders_switching_at_every_state_log_once_a_period(
     orders = [JOINTS[::-1], JOINTS[1:] + JOINTS[:1]]
     for k in range(20):
         node._on_state_bytes(serialize_message(_state_msg(np.zeros(7), _now(node), orders[k % 2])))
-    assert len(node.publisher.sent) == 20 and node.states_via_rclpy == 20
+    assert len(node.publisher.sent) == 20 and node.counts.states_via_rclpy == 20
     assert len(spy.calls) == 1, spy.calls
 
 

@@ -25,6 +25,7 @@ import math
 import time
 import traceback
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -35,14 +36,13 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
-from ..core.braking import FIRST_HOLD_PERIODS, SafeBrake
 from ..core.controllers import create_controller
 from ..core.errors import ConfigError, StateError, TorqueCtrlError
-from ..core.resume import Resume, ResumeKind, ResumeTracker
+from ..core.resume import Resume, ResumeKind
 from ..core.robot import CONTROL_PERIOD, RobotModel
-from ..core.safety import Action, RejectReason, Watchdog, WatchdogState
-from ..core.types import ControlOutput, JointState
-from ..core.validation import all_finite
+from ..core.safety import Action, WatchdogState
+from ..core.supervisor import Decision, Notice, Supervisor, Transition
+from ..core.types import ControlOutput
 from .common import (
     COMMAND_TOPIC,
     DIAGNOSTICS_TOPIC,
@@ -63,7 +63,7 @@ from .common import (
 from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
 from .params import ControllerNodeConfig, controller_node_config
 from .scheduling import current_policy
-from .targets import create_target_source
+from .targets import NoTargetSource, create_target_source
 from .wire import CommandWire, JointStateWire
 
 NODE_NAME = "controller_node"
@@ -113,8 +113,26 @@ def _command_joints(cfg: ControllerNodeConfig, robot: RobotModel, node_name: str
     return tuple(joints)
 
 
+@dataclass
+class Counters:
+    """Events since start, by the names they have in ``/diagnostics`` and the summary."""
+
+    states_received: int = 0
+    states_via_rclpy: int = 0  # serialized states the CDR codec left to rclpy
+    # States naming none of our joints (e.g. a gripper's driver on the same topic): not ours.
+    foreign_states: int = 0
+    commands_published: int = 0
+    fallback_commands: int = 0  # safe commands published
+    withheld_commands: int = 0  # non-finite safe torques, not published
+    controller_fallbacks: int = 0  # steps the controller itself answered with its safe torque
+    saturated_commands: int = 0
+    deadline_misses: int = 0  # callbacks longer than the state period
+    clock_resets: int = 0  # states that started over on a clock gone back (a restarted simulator)
+
+
 class ControllerNode:
-    """Wires a core controller to ROS topics; no dynamics here."""
+    """Wires a core controller and its :class:`~torque_ctrl_ros.core.supervisor.Supervisor` to
+    ROS topics; no dynamics and no safety decisions here."""
 
     def __init__(self, node_name: str = NODE_NAME) -> None:
         self.node = node = Node(
@@ -124,22 +142,12 @@ class ControllerNode:
         self.robot = robot = _load_robot(cfg, node_name)
         self.joints = _command_joints(cfg, robot, node_name)
         self.controller = create_controller(cfg.controller, robot, cfg.controller_params)
-        self.damping = cfg.damping_vector(robot.n, robot)
-        # The safe command of a fallback: braking from the last good state (core/braking.py).
-        self.brake = SafeBrake(robot, self.damping, cfg.watchdog.fallback_duration)
-        self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
-        self.command_index = robot.joint_index(self.joints)  # controller order → command order
-        limits = (robot.position_lower, robot.position_upper)
-        self.watchdog = Watchdog(
-            robot.n,
-            cfg.watchdog,
-            limits,
-            robot.velocity_limit,
-            robot.joint_names,
-            steady_clock=time.monotonic,
+        # The watchdog, the safe brake and what a target does when control resumes.
+        self.supervisor = Supervisor(
+            robot, cfg.watchdog, cfg.fallback_damping_vector(robot.n, robot), steady_clock=time.monotonic
         )
-        # What a target does when control resumes after a fallback or a stop (core/resume.py).
-        self.resume = ResumeTracker(robot.n, cfg.watchdog, robot.difference)
+        self.watchdog = self.supervisor.watchdog
+        self.command_index = robot.joint_index(self.joints)  # controller order → command order
         self.decoder = JointStateDecoder(robot.joint_names)
         self.encoder = CommandEncoder(robot.n)
         # States in and commands out as CDR bytes when both codecs pass their self-check.
@@ -150,6 +158,8 @@ class ControllerNode:
         if cfg.common.serialized_io and not wire_ok:
             node.get_logger().warning("serialized_io: the CDR codecs failed their self-check; using messages")
         self.target = create_target_source(cfg.controller, node, self.controller)
+        # A controller without a target (gravity_comp) has nothing to pause or drop on resuming.
+        self._has_target = not isinstance(self.target, NoTargetSource)
 
         qos = control_qos(cfg.common)
         self.publisher = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, qos)
@@ -163,20 +173,12 @@ class ControllerNode:
         node.create_timer(cfg.common.diagnostics_period, self._on_diagnostics_timer, clock=self._steady)
         self._diagnostics_due = False
 
-        self.states = 0
-        self.states_via_rclpy = 0  # serialized states the CDR codec left to rclpy
-        # States naming none of our joints (e.g. a gripper's driver on the same topic): not ours.
-        self.foreign_states = 0
+        self.counts = Counters()
+        self._controller_fallbacks_reported = 0  # counts.controller_fallbacks at the last /diagnostics
         self._joint_set = frozenset(robot.joint_names)
         self._order_noted = False  # the first readable state's joint order was compared with `joints`
         self.order_warning = ""  # what was said if it differed
-        self.commands = 0
-        self.fallback_commands = 0
-        self.withheld_commands = 0  # non-finite safe torques, not published
-        self.controller_fallbacks = 0  # steps the controller itself answered with its safe torque
-        self._controller_fallbacks_reported = 0
         self.last_fallback_info: dict[str, float] = {}
-        self.saturated_commands = 0
         self.last_saturated: tuple[str, ...] = ()
         self.last_info: dict[str, float] = {}
         # Per-state messages and watchdog transitions, each kind at most once a second.
@@ -187,13 +189,11 @@ class ControllerNode:
         self.compute_time = TimingLog(keep_all=keep_all)
         self.callback_time = TimingLog(keep_all=keep_all)  # state received → command published (s)
         self.parts = StepParts(keep_all)  # the callback of computed steps, part by part
-        self.deadline_misses = 0  # callbacks longer than the state period
+        self.state_age = TimingLog(keep_all=keep_all)
         self._period_s = float("inf")
         self._last_stamp_ns = 0
         self._last_good_stamp = (math.nan, 0)  # the last accepted state's stamp in s and in ns
-        self.state_age = TimingLog(keep_all=keep_all)
         self._last_state_wall = time.monotonic()
-        self._last_state_now = 0.0
         self._window_start = (time.monotonic(), 0, 0)
         self._started = time.monotonic()
         self.executor = make_executor(cfg.common.executor)
@@ -202,6 +202,11 @@ class ControllerNode:
         node.get_logger().info(
             f"controller {cfg.controller!r} on {robot.n} joints {list(self.joints)}; model {robot.source}"
         )
+
+    @property
+    def fallback_commands(self) -> int:
+        """Safe commands published (``counts.fallback_commands``)."""
+        return self.counts.fallback_commands
 
     # ---------------------------------------------------------------- hot path
     def _on_state_bytes(self, raw: bytes) -> None:
@@ -215,7 +220,7 @@ class ControllerNode:
                 self._note_state_order(self.state_wire.names)
             self._handle_state(t_in, *fast)
             return
-        self.states_via_rclpy += 1
+        self.counts.states_via_rclpy += 1
         try:
             msg = deserialize_message(raw, JointStateMsg)
         except Exception as exc:  # rclpy's RMWError (not importable by a stable name): not a JointState
@@ -259,8 +264,8 @@ class ControllerNode:
         if msg.name and self._joint_set.isdisjoint(msg.name):
             # Another device's joints (a gripper's driver publishing on /joint_states too): not a
             # bad state of this arm, so no safe torque, no watchdog transition, no reset.
-            self.foreign_states += 1
-            if self.foreign_states == 1:
+            self.counts.foreign_states += 1
+            if self.counts.foreign_states == 1:
                 # A warning: it is also what a driver with other joint names looks like.
                 self.node.get_logger().warning(
                     f"ignoring joint states that name none of our joints "
@@ -300,51 +305,25 @@ class ControllerNode:
         v: np.ndarray | None,
         error: StateError | None = None,
     ) -> None:
-        """Watchdog, controller, command: the path of every state (``error``: it could not be read)."""
+        """Supervisor, controller, command: the path of every state (``error``: it could not be read)."""
         now = self.node.get_clock().now().nanoseconds * 1e-9
-        self.states += 1
+        self.counts.states_received += 1
         self._last_state_wall = time.monotonic()
-        self._last_state_now = now
         stamp = stamp_ns * 1e-9
-        wd = self.watchdog
-        # A gap in the stamps is a silence whether or not the diagnostics timer (the other place
-        # that notes silence, once a second) ticked inside it: the watchdog falls back, or stops
-        # after a long one, and a trajectory pauses for it (core/resume.py). Read from the stamps:
-        # the arm's (wall) time, or sim time, which a slow or paused simulator keeps continuous.
-        # A gap counts once it is longer than max_age and 1.5 of the stream's period (a 40 Hz
-        # driver's states, 25 ms apart, are no silence); before that period is known, only a
-        # gap long enough to stop the arm. A stamp ahead of the clock counts up to now + max_age,
-        # as the watchdog orders it, here and for the controller and the target (one state 0.6 s
-        # ahead had stopped the arm; later, it had sampled the trajectory 0.6 s ahead: 15 N·m).
-        wcfg = wd.config
-        counted = min(stamp, now + wcfg.max_age)
-        gap = counted - wd.last_good.stamp  # inf before the first good state
-        # A state that cannot be used (missing velocities) still tells by its stamp how long the
-        # stream was silent (unreadable bytes carry the last good stamp: no gap).
-        if self.resume.silence_after() < gap < math.inf:
-            self._note_silence(now, gap)
-        previous, rejected_before = wd.state, wd.rejected_total
-        if error is not None or q is None or v is None:
-            action = wd.reject(RejectReason.INCONSISTENT, str(error), now)
-        else:
-            refused = wd.check(q, v, stamp, now)
-            resets = wd.clock_resets
-            action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp, now)
-            if not refused:
-                self._last_good_stamp = (stamp, stamp_ns)
-            if wd.clock_resets != resets:
-                self._clock_went_back(stamp)
-
+        decision = self.supervisor.step(q, v, stamp, now, "" if error is None else str(error))
+        if decision.silence is not None:  # the gap before this state, said before the state itself
+            self._log_transition(decision.silence)
+        if decision.clock_reset:
+            self.counts.clock_resets += 1
+            self._clock_went_back(stamp)
         out: ControlOutput | None = None
         t0 = t_computed = 0.0  # set when the controller is called
-        if action is Action.COMPUTE:
-            action, out, t0, t_computed = self._compute(previous, counted, now)
-        if action is Action.FALLBACK and self.resume.note_fallback(stamp, now):
-            wd.end_window()
-            action = Action.NONE
-        if action is Action.FALLBACK:
-            out = self._safe_command(counted, now)
-        self._log_outcome(previous, rejected_before, action)
+        if decision.action is Action.COMPUTE:
+            self._last_good_stamp = (stamp, stamp_ns)
+            decision, out, t0, t_computed = self._compute(decision, now)
+        if decision.action is Action.FALLBACK:
+            out = self._safe_command(decision)
+        self._log_outcome(decision)
         if out is None:
             # No command (waiting, stopped, withheld): nothing for deferred /diagnostics to hold up.
             if self._diagnostics_due:
@@ -352,19 +331,19 @@ class ControllerNode:
                 self._publish_diagnostics()
             return
         if out.any_saturated:
-            self.saturated_commands += 1
+            self.counts.saturated_commands += 1
             self.last_saturated = out.saturated_joints
         self.last_info = out.info
-        self._last_computed = action is Action.COMPUTE
+        self._last_computed = decision.action is Action.COMPUTE
         if out.info.get("fallback"):
-            self.controller_fallbacks += 1
+            self.counts.controller_fallbacks += 1
             self.last_fallback_info = out.info
         tau = out.tau[self.command_index]
         if self.serialized:
             self.publisher.publish(self.command_wire.encode(tau, stamp_ns))
         else:
             self.publisher.publish(self.encoder.encode(tau, stamp_ns))
-        self.commands += 1
+        self.counts.commands_published += 1
         t_out = time.perf_counter()
         self._time_callback(t_out - t_in, stamp_ns)
         if self._last_computed:
@@ -373,72 +352,56 @@ class ControllerNode:
             self._diagnostics_due = False
             self._publish_diagnostics()
 
-    def _compute(
-        self, previous: WatchdogState, stamp: float, now: float
-    ) -> tuple[Action, ControlOutput | None, float, float]:
-        """The controller's command for the good state the watchdog just accepted (stamp ``stamp``,
-        s): ``(action, output, t0, t_computed)``, the action FALLBACK if the controller failed
-        (``perf_counter`` times around the call)."""
-        wd = self.watchdog
-        action = Action.COMPUTE
-        out: ControlOutput | None = None
-        if previous is not WatchdogState.OK:
-            # The arm moved under the safe torque, or stopped: what the controller carried
-            # from its last step (warm starts, filtered collision gradients: 17 N·m off on
-            # the first step at a new pose) belongs to another state.
+    def _compute(self, decision: Decision, now: float) -> tuple[Decision, ControlOutput | None, float, float]:
+        """Run the controller on the state the supervisor accepted (``decision``, ``COMPUTE``):
+        ``(decision, output, t0, t_computed)``, the decision the supervisor's answer to the
+        failure if the controller raised (``perf_counter`` times around the call)."""
+        state = decision.state
+        assert state is not None  # set on every COMPUTE decision
+        if decision.reset_controller:
             self.controller.reset()
-        self._resume_target(self.resume.computed(previous, wd, stamp))
-        self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
-        self.state_age.add(now - stamp)
+        self._resume_target(decision.resume)
+        self.state_age.add(now - decision.effective_stamp)
+        out: ControlOutput | None = None
         t0 = time.perf_counter()
         try:
-            state = JointState(wd.last_good.q, wd.last_good.v, stamp)
             out = self.controller.compute(state, self.target.reference(state))
-        except TorqueCtrlError as exc:
-            action = wd.controller_failed(f"{type(exc).__name__}: {exc}", now)
         except Exception as exc:
-            # A bug or a library error: the arm still gets the safe command rather than the
-            # node dying with its last torque left applied by a driver without a timeout.
-            self.log.error("controller exception", traceback.format_exc().rstrip())
-            action = wd.controller_failed(f"unexpected {type(exc).__name__}: {exc}", now)
+            if not isinstance(exc, TorqueCtrlError):
+                # A bug or a library error: the arm still gets the safe command rather than the
+                # node dying with its last torque left applied by a driver without a timeout.
+                self.log.error("controller exception", traceback.format_exc().rstrip())
+            decision = self.supervisor.controller_failed(decision, exc, now)
         else:
-            self.resume.torque_computed()
+            self.supervisor.command_computed()
         t_computed = time.perf_counter()
         self.compute_time.add(t_computed - t0)
-        return action, out, t0, t_computed
+        return decision, out, t0, t_computed
 
-    def _safe_command(self, stamp: float, now: float) -> ControlOutput | None:
-        """The safe brake's command for a state the watchdog refused or the controller failed on;
-        ``None`` if it is not finite (withheld)."""
-        wd = self.watchdog
-        self.resume.safe_command(stamp)
-        since = wd.safe_since
-        if since != self._brake_since:  # a new window, or a new last good state
-            # Timed from this first safe command, not from `since`: after a silence the
-            # window opened before any command could go out (core/braking.py).
-            self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=self._first_hold())
-            self._brake_since = since
-        out = self.controller.limiter.apply(self.brake.torque(now))
-        if not all_finite(out.tau):  # a prediction gone non-finite (the watchdog refuses those states)
-            self.withheld_commands += 1
-            self.log.error("withheld", f"safe torque {out.tau.tolist()} is not finite: not published")
+    def _safe_command(self, decision: Decision) -> ControlOutput | None:
+        """The supervisor's safe command of a FALLBACK ``decision``, counted; ``None`` if it is
+        withheld (not finite)."""
+        if decision.withheld is not None:
+            self.counts.withheld_commands += 1
+            self.log.error(
+                "withheld", f"safe torque {decision.withheld.tau.tolist()} is not finite: not published"
+            )
             return None
-        self.fallback_commands += 1
-        return out
+        self.counts.fallback_commands += 1
+        return decision.command
 
-    def _log_outcome(self, previous: WatchdogState, rejected_before: int, action: Action) -> None:
+    def _log_outcome(self, decision: Decision) -> None:
         """A transition, a refused state, or a good one ignored while stopped: one line each."""
         wd = self.watchdog
-        if wd.state is not previous:
-            self._log_transition(previous)
-        elif wd.rejected_total != rejected_before:
+        if decision.transition is not None:
+            self._log_transition(decision.transition)
+        elif decision.notice is Notice.REFUSED:
             self.log.error(
                 "refused",
                 f"joint state refused ({wd.last_reason.value if wd.last_reason else '?'}): {wd.last_message}",
             )
-        elif action is Action.NONE and wd.state is WatchdogState.STOPPED:
-            # A good state while stopped for good (it had been logged as refused, with the
-            # reason of the stop).
+        elif decision.notice is Notice.IGNORED:
+            # Not "refused": the state is good, and the stop's reason is not this state's.
             self.log.error(
                 "stopped",
                 "joint state ignored: the watchdog stopped and watchdog.auto_recover is false; "
@@ -446,9 +409,9 @@ class ControllerNode:
             )
 
     def _resume_target(self, resume: Resume) -> None:
-        """Apply what :meth:`ResumeTracker.computed` decided to the target (none to a controller
-        without one, e.g. gravity_comp), saying why when the arm moved."""
-        if self.target.describe() == "none" or resume.kind is ResumeKind.KEEP:
+        """Apply what the supervisor decided for the target when control resumes, saying why when
+        the arm moved."""
+        if not self._has_target or resume.kind is ResumeKind.KEEP:
             return
         if resume.kind is ResumeKind.PAUSE:
             self.target.pause(resume.since, resume.until)
@@ -457,18 +420,10 @@ class ControllerNode:
             self.log.warning(
                 "moved while silent",
                 f"the arm moved {resume.moved:.3f} rad ({self.robot.joint_names[resume.joint]}) since the "
-                f"last state computed on, more than {self.resume.tolerance:g}: target dropped, holding "
-                "where it is",
+                f"last state computed on, more than {self.supervisor.resume.tolerance:g}: target dropped, "
+                "holding where it is",
             )
         self.target.reset()
-
-    def _first_hold(self) -> int:
-        """Periods the brake's first command is expected to be held (:meth:`SafeBrake.start`):
-        the stream's period when it answers a good state the controller failed on (the stream is
-        alive), else :data:`FIRST_HOLD_PERIODS`."""
-        if self.watchdog.last_reason is not RejectReason.CONTROLLER_ERROR:
-            return FIRST_HOLD_PERIODS
-        return max(1, round(self.resume.stream.period / self.brake.period))
 
     def _time_callback(self, seconds: float, stamp_ns: int) -> None:
         """Record the whole state→command path (s); count it as a deadline miss when longer than
@@ -479,29 +434,26 @@ class ControllerNode:
             self._period_s = step * 1e-9
         self._last_stamp_ns = stamp_ns
         if seconds > self._period_s:
-            self.deadline_misses += 1
+            self.counts.deadline_misses += 1
 
-    def _log_transition(self, previous: WatchdogState) -> None:
-        wd = self.watchdog
-        text = f"watchdog {previous.value} -> {wd.state.value}"
-        # Transitions at most once a period under one key (the last one held back is written
-        # by the next /diagnostics): states alternating good and bad (a flaky driver) had logged
-        # two lines per pair of states, 0.25 ms each. Into or out of STOPPED at once (at most one
-        # per fallback_duration; no line may be held back while the arm gets no torque), and
-        # out of WAITING (once a run).
-        now = WatchdogState.STOPPED in (previous, wd.state) or previous is WatchdogState.WAITING
-        if wd.state is WatchdogState.OK:
-            self.log.info("transition", text, force=now)
+    def _log_transition(self, transition: Transition) -> None:
+        """One line for a transition of the watchdog: info back to OK, else an error with its reason."""
+        text = f"watchdog {transition.previous.value} -> {transition.state.value}"
+        # At most one line a period under one key (the last one held back is written by the next
+        # /diagnostics): states alternating good and bad (a flaky driver) would log two lines per
+        # pair of states, 0.25 ms each. Urgent ones at once (Transition.urgent).
+        if transition.state is WatchdogState.OK:
+            self.log.info("transition", text, force=transition.urgent)
         else:
-            self.log.error("transition", f"{text}: {wd.last_message}", force=now)
+            self.log.error("transition", f"{text}: {transition.message}", force=transition.urgent)
 
     # ---------------------------------------------------------------- reporting
     def _on_diagnostics_timer(self) -> None:
         """Publish /diagnostics now if no states are coming in, else at the end of the next state's
         handling: right after its command, or right after the watchdog when it sends none.
 
-        Building and publishing them takes ~0.3–1 ms here. Fired at an arbitrary moment it held
-        up the state arriving meanwhile (a late step in the simulator, up to one per second);
+        Building and publishing them takes ~0.3–1 ms here. Fired at an arbitrary moment it would
+        hold up the state arriving meanwhile (a late step in the simulator, up to one per second);
         right after a command it uses the idle time until the next state.
         """
         if time.monotonic() - self._last_state_wall < _DEFER_DIAGNOSTICS_S:
@@ -510,19 +462,18 @@ class ControllerNode:
             self._publish_diagnostics()
 
     def _check_silence(self, now_wall: float) -> float:
-        """Let the watchdog note how long (s, up to ``now_wall``, monotonic) no state arrived;
+        """Let the supervisor note how long (s, up to ``now_wall``, monotonic) no state arrived;
         returns that time."""
         silent = now_wall - self._last_state_wall
-        if self.states:
+        if self.counts.states_received:
             self._note_silence(self.node.get_clock().now().nanoseconds * 1e-9, silent)
         return silent
 
     def _note_silence(self, now: float, silent: float) -> None:
-        """:meth:`Watchdog.silence` (``now``: the node's clock, s), logging a transition."""
-        previous = self.watchdog.state
-        self.watchdog.silence(now, silent)
-        if self.watchdog.state is not previous:
-            self._log_transition(previous)
+        """:meth:`Supervisor.silence` (``now``: the node's clock, s), logging a transition."""
+        transition = self.supervisor.silence(now, silent)
+        if transition is not None:
+            self._log_transition(transition)
 
     def _flush_logs(self) -> None:
         """Write the messages the node's and the target source's logs hold back."""
@@ -530,62 +481,27 @@ class ControllerNode:
         self.target.log.flush()
 
     def _publish_diagnostics(self) -> None:
+        """Publish one /diagnostics status: :meth:`_diagnostic_values`, at the level and with the
+        message of :func:`_diagnostic_status`."""
         now_wall = time.monotonic()
         silent = self._check_silence(now_wall)
         self._flush_logs()
-        t_start, states0, commands0 = self._window_start
-        span = max(now_wall - t_start, 1e-9)
-        self._window_start = (now_wall, self.states, self.commands)
-        stream = self.resume.stream
+        stream = self.supervisor.resume.stream
         step = stream.typical if stream.full else math.nan  # the usual step between computed states
         # Nodes, not endpoints: a driver killed and restarted leaves its old endpoint in the graph
         # until its lease runs out (~16 s on Fast DDS), counted as a second publisher.
         publishers = self.node.get_publishers_info_by_topic(self._state_topic)
         state_publishers = len({(p.node_namespace, p.node_name) for p in publishers})
-        wd = self.watchdog
-        # The controller's costlier diagnostics of the same step, computed only now.
-        details = self.controller.diagnostics() if self._last_computed else {}
-        values: dict[str, Any] = {
-            "controller": self.config.controller,
-            "watchdog_state": wd.state.value,
-            "watchdog_reason": wd.last_message,
-            "state_rate_hz": (self.states - states0) / span,
-            "state_period_ms": step * 1e3,
-            "state_publishers": state_publishers,
-            "command_rate_hz": (self.commands - commands0) / span,
-            **self._counts(),
-            "rejected_total": wd.rejected_total,
-            **{f"rejected_{r.value}": c for r, c in wd.rejected.items()},
-            "seconds_since_last_state": silent if self.states else math.inf,  # inf: none yet
-            "last_saturated_joints": ",".join(self.last_saturated),
-            **{f"compute_{k}": v for k, v in percentiles_ms(self.compute_time.window()).items()},
-            **{f"callback_{k}": v for k, v in percentiles_ms(self.callback_time.window()).items()},
-            **self.parts.diagnostics(),
-            "serialized_io": self.serialized,
-            **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
-            **{f"info_{k}": v for k, v in self.last_info.items()},
-            **{f"info_{k}": v for k, v in details.items()},
-            **self.target.diagnostics(),
-        }
-        message = wd.state.value
-        if wd.state in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
-            message = f"{wd.state.value}: {wd.last_message}"
-        level = _LEVEL[wd.state]
-        new_fallbacks = self.controller_fallbacks - self._controller_fallbacks_reported
-        self._controller_fallbacks_reported = self.controller_fallbacks
-        if new_fallbacks and level == DiagnosticStatus.OK:
-            # The command was the controller's safe torque (e.g. a failed QP): valid, but no tracking.
-            level = DiagnosticStatus.WARN
-            message = f"controller fallback on {new_fallbacks} step(s) since the last report: " + ", ".join(
-                f"{k} {v:.3g}" for k, v in self.last_fallback_info.items() if k.startswith("qp_")
-            )
-        warning = _stream_warning(step, state_publishers, self.foreign_states, self._state_topic)
+        values = self._diagnostic_values(now_wall, silent, step, state_publishers)
+        new_fallbacks = self.counts.controller_fallbacks - self._controller_fallbacks_reported
+        self._controller_fallbacks_reported = self.counts.controller_fallbacks
+        warning = _stream_warning(step, state_publishers, self.counts.foreign_states, self._state_topic)
         if warning:
             self.log.warning("stream", warning)
-            if level == DiagnosticStatus.OK:
-                level, message = DiagnosticStatus.WARN, warning
-            else:  # (WAITING's WARN, a controller fallback's WARN, or an ERROR: said after it)
-                message = f"{message}; {warning}"
+        wd = self.watchdog
+        level, message = _diagnostic_status(
+            wd.state, wd.last_message, new_fallbacks, self.last_fallback_info, warning
+        )
         array = DiagnosticArray()
         array.header.stamp = self.node.get_clock().now().to_msg()
         array.status = [
@@ -599,19 +515,40 @@ class ControllerNode:
         ]
         self.diag_publisher.publish(array)
 
-    def _counts(self) -> dict[str, int]:
-        """Event counters since start, in both ``/diagnostics`` and the summary."""
+    def _diagnostic_values(
+        self, now_wall: float, silent: float, step: float, state_publishers: int
+    ) -> dict[str, Any]:
+        """The values of /diagnostics at ``now_wall`` (monotonic s), ``silent`` s after the last
+        state; rates over the time since the last call. ``step``: the stream's usual step (s, nan
+        while unknown); ``state_publishers``: nodes publishing states."""
+        t_start, states0, commands0 = self._window_start
+        span = max(now_wall - t_start, 1e-9)
+        counts = self.counts
+        self._window_start = (now_wall, counts.states_received, counts.commands_published)
+        wd = self.watchdog
+        # The controller's costlier diagnostics of the same step, computed only now.
+        details = self.controller.diagnostics() if self._last_computed else {}
         return {
-            "states_received": self.states,
-            "states_via_rclpy": self.states_via_rclpy,
-            "foreign_states": self.foreign_states,
-            "commands_published": self.commands,
-            "fallback_commands": self.fallback_commands,
-            "withheld_commands": self.withheld_commands,
-            "controller_fallbacks": self.controller_fallbacks,
-            "saturated_commands": self.saturated_commands,
-            "deadline_misses": self.deadline_misses,
-            "clock_resets": self.watchdog.clock_resets,
+            "controller": self.config.controller,
+            "watchdog_state": wd.state.value,
+            "watchdog_reason": wd.last_message,
+            "state_rate_hz": (counts.states_received - states0) / span,
+            "state_period_ms": step * 1e3,
+            "state_publishers": state_publishers,
+            "command_rate_hz": (counts.commands_published - commands0) / span,
+            **asdict(counts),
+            "rejected_total": wd.rejected_total,
+            **{f"rejected_{r.value}": c for r, c in wd.rejected.items()},
+            "seconds_since_last_state": silent if counts.states_received else math.inf,  # inf: none yet
+            "last_saturated_joints": ",".join(self.last_saturated),
+            **{f"compute_{k}": v for k, v in percentiles_ms(self.compute_time.window()).items()},
+            **{f"callback_{k}": v for k, v in percentiles_ms(self.callback_time.window()).items()},
+            **self.parts.diagnostics(),
+            "serialized_io": self.serialized,
+            **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
+            **{f"info_{k}": v for k, v in self.last_info.items()},
+            **{f"info_{k}": v for k, v in details.items()},
+            **self.target.diagnostics(),
         }
 
     def summary(self) -> dict[str, Any]:
@@ -623,7 +560,7 @@ class ControllerNode:
             "serialized_io": self.serialized,
             "controller": self.config.controller,
             "wall_time_s": time.monotonic() - self._started,
-            **self._counts(),
+            **asdict(self.counts),
             "watchdog_state": wd.state.value,
             "watchdog_transitions": wd.transitions,
             "watchdog_reason": wd.last_message,
@@ -664,6 +601,35 @@ class ControllerNode:
 
 #: The compute parts a controller may report in its ``info``: (summary name, key in µs).
 INFO_PARTS = (("prepare", "prepare_time_us"), ("qp_solve", "qp_solve_time_us"))
+
+
+def _diagnostic_status(
+    state: WatchdogState, reason: str, new_fallbacks: int, fallback_info: dict[str, float], warning: str
+) -> tuple[bytes, str]:
+    """Level and message of the controller node's /diagnostics status.
+
+    The watchdog's ``state`` sets the level (``reason``: its last message, said in FALLBACK and
+    STOPPED). When it is OK, ``new_fallbacks`` steps answered by the controller's own safe torque
+    since the last report (e.g. a failed QP: valid commands, but no tracking) make it a WARN
+    naming the QP figures of ``fallback_info``. A ``warning`` on the state stream
+    (:func:`_stream_warning`) is the message of a WARN when all else is OK, and follows the
+    message otherwise (WAITING's WARN, a controller fallback's WARN, an ERROR: never lowered).
+    """
+    level = _LEVEL[state]
+    message = state.value
+    if state in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
+        message = f"{state.value}: {reason}"
+    if new_fallbacks and level == DiagnosticStatus.OK:
+        level = DiagnosticStatus.WARN
+        message = f"controller fallback on {new_fallbacks} step(s) since the last report: " + ", ".join(
+            f"{k} {v:.3g}" for k, v in fallback_info.items() if k.startswith("qp_")
+        )
+    if warning:
+        if level == DiagnosticStatus.OK:
+            level, message = DiagnosticStatus.WARN, warning
+        else:
+            message = f"{message}; {warning}"
+    return level, message
 
 
 #: How far (a share of CONTROL_PERIOD) the stream's usual step may be from it: beyond, the stream is
