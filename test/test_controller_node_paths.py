@@ -187,7 +187,10 @@ def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
     damping = np.array([1.0, 1.5, 0.4, 0.8, 0.1, 0.15, 0.05])
     node = make_controller(fallback_damping=damping.tolist())
     q1, v1 = np.full(7, 0.1), np.full(7, 0.05)
-    node._on_state_message(_state_msg(q1, v1, _now(node)))
+    # States 1 ms apart by their stamps: the safe command is damped for the stream's period, which
+    # states stamped by the clock as sent would make as long as a loaded host is slow.
+    t = _now(node)
+    node._on_state_message(_state_msg(q1, v1, t))
     np.testing.assert_allclose(
         node.publisher.torques[-1],
         _scaled(robot, _computed_torque(robot, q1, v1, q1), q1, v1),
@@ -204,7 +207,7 @@ def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
     node.controller.compute = failing
     q2, v2 = np.linspace(-0.3, 0.4, 7), np.linspace(0.2, -0.1, 7)
     for k in (1, 2):
-        node._on_state_message(_state_msg(q2, v2, _now(node)))
+        node._on_state_message(_state_msg(q2, v2, t + 1e-3 * k))
         assert len(calls) == k  # the state was good: the controller was asked
         assert len(node.publisher.torques) == 1 + k
         # g(q) − K_d·q̇ of the state the controller failed on (the last good one), saturated.
@@ -218,7 +221,7 @@ def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
         assert node.watchdog.state.value == "fallback"
     # The controller works again: computed torques, the watchdog back to ok.
     node.controller.compute = computed
-    node._on_state_message(_state_msg(q1, v1, _now(node)))
+    node._on_state_message(_state_msg(q1, v1, t + 3e-3))
     assert node.watchdog.state.value == "ok" and node.counts.fallback_commands == 2
     np.testing.assert_allclose(
         node.publisher.torques[-1], node.publisher.torques[0], rtol=0, atol=1e-9
