@@ -386,12 +386,11 @@ class JointApproachPlanner:
         slack = COURSE_TOLERANCE * np.abs(goal - q0) + COURSE_MARGIN
         # Within the position limits too: past one, it stops first instead of being refused.
         robot = self.robot
-        found = approach.limit_violation(
+        return approach.within_limits(
             np.maximum(np.minimum(q0, goal) - slack, robot.position_lower),
             np.minimum(np.maximum(q0, goal) + slack, robot.position_upper),
             DIRECT_SPEED_SHARE * robot.velocity_limit,
         )
-        return found is None
 
 
 def _peak_acceleration(distance: FloatArray, v0: FloatArray, a0: FloatArray, T: FloatArray) -> FloatArray:
