@@ -303,6 +303,34 @@ def test_a_saturated_command_keeps_the_constrained_acceleration_on_its_line(gen3
     assert drift_largest > 1.0  # the drift is large enough that scaling toward c(q, q̇) bends the line
 
 
+@pytest.mark.parametrize("late", [3, 5])
+def test_the_default_joint_damping_tracks_with_the_command_several_periods_late(
+    gen3: RobotModel, late: int
+) -> None:
+    """The command applied ``late`` steps after its state (a busy simulator in realtime mode, the
+    real arm's 3–5 ms loop), a 20 Hz stream of points on a 5 cm circle stepped into the law: the
+    default ``joint_damping`` keeps every joint within its velocity limit. The safe brakes'
+    larger damping, the default before, rang joints 1 and 3 to 12 times theirs at 3 steps."""
+    ctrl = AchdRnea(gen3, AchdRneaConfig.create(gen3.n))
+    plant = MujocoPlant(SCENE, gen3.joint_names)
+    plant.reset("home")
+    start = ctrl.hold_reference(JointState(plant.q, plant.v))
+    queue: list[np.ndarray] = []
+    fastest, ref = 0.0, start
+    for k in range(3000):
+        t = k * 1e-3
+        if k % 50 == 0:
+            offset = 0.05 * np.array([np.cos(np.pi * t) - 1.0, np.sin(np.pi * t), 0.0])
+            ref = PoseReference(start.position + offset, start.rotation)
+        tau = ctrl.compute(JointState(plant.q, plant.v), ref).tau
+        queue = queue or [tau] * late
+        queue.append(tau)
+        plant.set_torque(queue.pop(0))
+        plant.step()
+        fastest = max(fastest, float(np.max(np.abs(plant.v) / gen3.velocity_limit)))
+    assert fastest < 1.0
+
+
 def test_table_touch_keyframe(gen3: RobotModel) -> None:
     """`table_touch`: tool down, capsule tip on the table top at (0.40, 0), contact at distance 0."""
     plant = MujocoPlant(SCENE_TABLE, gen3.joint_names)

@@ -17,6 +17,7 @@ import pytest
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import GravityCompensation, GravityCompensationConfig, create_controller
 from torque_ctrl_ros.core.errors import ConfigError
+from torque_ctrl_ros.core.robot import DELAYED_DAMPING
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 from torque_ctrl_ros.core.types import JointState
 from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
@@ -247,23 +248,24 @@ def test_achd_free_axis_damping_is_checked_with_the_joint_damping(robot: RobotMo
 
 
 def test_achd_default_damping_lets_the_self_motion_decay(robot: RobotModel, plant: MujocoPlant) -> None:
-    """The default K_null at the pose where 1.0 was unstable: a 0.01 rad/s kick dies out."""
+    """The default K_null at the pose where a scalar 1.0 is unstable: a 0.01 rad/s kick dies out
+    (in ~0.65 s: the default is small enough to stay stable with the command 5 ms late)."""
     controller = create_controller("achd_rnea", robot, {"constrained_axes": ["x", "y", "z"]})
     plant.set_state(LIGHT_SELF_MOTION, np.full(robot.n, 0.01))
     reference = controller.hold_reference(JointState(LIGHT_SELF_MOTION, np.zeros(robot.n)))
     speeds = []
-    for _ in range(300):
+    for _ in range(1000):
         plant.set_torque(controller.compute(JointState(plant.q, plant.v), reference).tau)
         plant.step()
         speeds.append(float(np.abs(plant.v).max()))
-    assert max(speeds) < 0.0101 and speeds[-1] < 0.003, speeds[::50]
+    assert max(speeds) < 0.0101 and speeds[-1] < 0.003, speeds[::100]
 
 
 def test_achd_shipped_parameters_are_accepted(robot: RobotModel) -> None:
     from ros_helpers import shipped_parameters
 
     ctrl = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
-    assert ctrl.controller_params["joint_damping"] == list(DEFAULT_DAMPING)
+    assert ctrl.controller_params["joint_damping"] == list(DELAYED_DAMPING)
     create_controller("achd_rnea", robot, ctrl.controller_params)
 
 
