@@ -56,7 +56,7 @@ def _start(params: dict[str, Any], controller: str) -> Any:
     cfg = controller_node_config(params | {"controller": controller})
     robot = RobotModel.from_file(cfg.model_file)
     robot.set_command_delay(cfg.command_delay)
-    cfg.damping_vector(robot.n, robot)
+    cfg.fallback_damping_vector(robot.n, robot)
     return create_controller(controller, robot, cfg.controller_params)
 
 
@@ -109,7 +109,7 @@ def test_a_closed_loop_damping_is_checked_late_and_the_brake_is_not(robot: Robot
     create_controller("gravity_comp", robot, {"damping": list(DELAYED_DAMPING)})
     # The safe brake damps its own prediction: the one-period bound, whatever the delay.
     cfg = controller_node_config({"fallback_damping": list(DEFAULT_DAMPING), "command_delay": 0.005})
-    assert cfg.damping_vector(robot.n, robot).tolist() == list(DEFAULT_DAMPING)
+    assert cfg.fallback_damping_vector(robot.n, robot).tolist() == list(DEFAULT_DAMPING)
 
 
 def test_pd_gains_are_checked_at_the_robots_delay(robot: RobotModel) -> None:

@@ -91,7 +91,7 @@ def test_defaults_and_shipped_values_are_accepted(robot: RobotModel, plant: Mujo
     assert robot.check_damping("x", 0.0) == 0.0
 
     ctrl = controller_node_config(shipped_parameters("controller_node"))
-    assert ctrl.damping_vector(robot.n, robot).tolist() == list(DEFAULT_DAMPING)
+    assert ctrl.fallback_damping_vector(robot.n, robot).tolist() == list(DEFAULT_DAMPING)
     create_controller(
         "gravity_comp", robot, ctrl.controller_params if ctrl.controller == "gravity_comp" else {}
     )
@@ -105,8 +105,8 @@ def test_defaults_and_shipped_values_are_accepted(robot: RobotModel, plant: Mujo
 def test_controller_node_fallback_damping_is_checked_against_the_robot(robot: RobotModel) -> None:
     cfg = controller_node_config({"fallback_damping": 1.0})
     with pytest.raises(ConfigError, match=r"controller_node\.fallback_damping: .*>= 1"):
-        cfg.damping_vector(robot.n, robot)
-    assert cfg.damping_vector(robot.n).tolist() == [1.0] * robot.n  # no robot: shape and sign only
+        cfg.fallback_damping_vector(robot.n, robot)
+    assert cfg.fallback_damping_vector(robot.n).tolist() == [1.0] * robot.n  # no robot: shape and sign only
 
 
 def test_sim_bound_agrees_with_pinocchio(robot: RobotModel, plant: MujocoPlant, scene_path: Path) -> None:

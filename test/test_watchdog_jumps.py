@@ -206,7 +206,7 @@ class Stream:
             previous = self.wd.state
             action, _ = _feed(self.wd, q, stamp, now)
             if action is Action.COMPUTE:
-                self.decisions.append((stamp, self.tracker.computed(previous, self.wd, stamp).kind))
+                self.decisions.append((stamp, self.tracker.decide_resume(previous, self.wd, stamp).kind))
                 self.tracker.torque_computed()
             elif action is Action.FALLBACK:
                 self.tracker.safe_command(stamp)

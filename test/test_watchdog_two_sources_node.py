@@ -94,7 +94,7 @@ def test_the_node_stops_on_two_publishers_says_why_and_resumes_holding_where_the
     assert sum(n for t, n in published if t < stop) == 351 + 3  # the driver's, and 3 safe commands
     assert sum(n for t, n in published if stop <= t < resume) == 0
     assert all(n == 1 for t, n in published if t > resume + 2e-3)
-    assert node.fallback_commands == 3 and node.watchdog.state.value == "ok"
+    assert node.counts.fallback_commands == 3 and node.watchdog.state.value == "ok"
 
     assert diagnostics["watchdog_state"] == "stopped"
     assert diagnostics["watchdog_reason"].startswith("joint states jump between poses"), diagnostics

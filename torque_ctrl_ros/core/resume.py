@@ -180,8 +180,6 @@ class ResumeTracker:
         self._safe_from_stamp = math.nan
         return resume
 
-    computed = decide_resume  # the name test/test_watchdog_jumps.py still calls
-
     def _decide(self, previous: WatchdogState, watchdog: Watchdog, stamp: float, last: float) -> Resume:
         if previous not in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
             return KEEP

@@ -203,11 +203,6 @@ class ControllerNode:
             f"controller {cfg.controller!r} on {robot.n} joints {list(self.joints)}; model {robot.source}"
         )
 
-    @property
-    def fallback_commands(self) -> int:
-        """Safe commands published (``counts.fallback_commands``)."""
-        return self.counts.fallback_commands
-
     # ---------------------------------------------------------------- hot path
     def _on_state_bytes(self, raw: bytes) -> None:
         """A serialized state: read in place when laid out as expected, else deserialized by

@@ -225,9 +225,6 @@ class ControllerNodeConfig:
             robot.check_damping(field, kd, open_loop=True)
         return kd
 
-    # The name test/test_command_delay.py and test/test_damping_stability.py still call.
-    damping_vector = fallback_damping_vector
-
 
 #: The fields of :class:`~torque_ctrl_ros.core.safety.WatchdogConfig`, each a ``watchdog.<field>``
 #: parameter; those not given keep that class's defaults.
