@@ -190,8 +190,8 @@ class SelfCollisionBarrier(Barrier):
     Gen3's tool driven at its base, the bracelet took over the row only 9 mm from ``d_safe``
     and dipped 6 mm below it; with the two closest pairs (the default) it stays within ~2 mm
     (1.4–1.8 mm measured, see :mod:`.collision`; ``test/test_qpid.py`` allows 3), as with
-    three. These figures need the joint velocity barrier, which
-    :class:`~..controllers.qpid.QPIDConfig` therefore requires with this one: without it the arm
+    three. These figures need the joint velocity barrier, which the QP controllers therefore
+    require with this one (:class:`~..controllers.qpid.QPID`): without it the arm
     folded at ~0.9 m/s, a pair closing that fast took a row 62 mm away and the capsules went
     5–14 mm inside ``d_safe`` or overlapped (see :mod:`.collision`). Each pair costs ~5 µs a step.
     Each row's ``∇d``
