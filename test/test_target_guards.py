@@ -442,6 +442,17 @@ def test_a_trajectory_with_too_many_points_is_refused(
     assert source.received == 1 and source.rejected == 4, source.last_error
 
 
+def test_unreadable_trajectory_bytes_are_refused_not_raised(robot: RobotModel) -> None:
+    """The subscription takes raw bytes, so nothing has checked they are a JointTrajectory: bytes
+    rclpy cannot read are a refused target, not an exception out of the executor's spin (which
+    would end the node and leave the arm without commands)."""
+    node, source = _joint_source(robot)
+    for junk in (b"\x00\x01\x00\x00" + b"\xff" * 8, b"", b"\x00\x00\x00\x00"):
+        node.callbacks["~/joint_trajectory"](junk)
+    assert source.rejected == 3 and source.received == 0
+    assert source.last_error.startswith("trajectory: unreadable message (4 bytes)")
+
+
 def test_trajectory_validation_is_vectorised(robot: RobotModel) -> None:
     """The most points allowed (2 000, 7 joints), with velocities: the per-point Python loop took
     ~12 ms (30 ms for 5 000); now ~2."""

@@ -467,7 +467,13 @@ class JointTargetSource(TrackedSource[JointTargetTracker]):
             if sizes is not None and sizes[1] is not None and sizes[1] > MAX_TRAJECTORY_POINTS:
                 self._refuse(too_many_points(sizes[1]))
                 return
-            msg = deserialize_message(msg, JointTrajectoryMsg)
+            try:
+                msg = deserialize_message(msg, JointTrajectoryMsg)
+            except Exception as exc:  # rclpy raises RMWError on bytes that are no JointTrajectory
+                # A raw subscription gets whatever a publisher sent: refused, never raised into the
+                # executor, whose spin would end and leave the arm without commands.
+                self._refuse(f"trajectory: unreadable message ({len(msg)} bytes): {exc}")
+                return
         if not msg.points:
             self.received += 1
             self.tracker.submit_stop()
