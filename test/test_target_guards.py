@@ -453,6 +453,43 @@ def test_unreadable_trajectory_bytes_are_refused_not_raised(robot: RobotModel) -
     assert source.last_error.startswith("trajectory: unreadable message (4 bytes)")
 
 
+def test_target_bytes_are_refused_by_size_or_unreadable_before_any_conversion(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every target subscription takes raw bytes: a message beyond MAX_TARGET_BYTES (a joint
+    target naming a million joints held the control thread ~1 s before it could be refused) is
+    refused by its size unconverted, bytes that are no message are refused, not raised, and good
+    bytes work as the message does."""
+    from rclpy.serialization import serialize_message
+
+    names = list(robot.joint_names)
+    huge = JointStateMsg(name=[*names, *(f"extra_{k}" for k in range(10_000))], position=[0.0] * 10_007)
+    good = JointStateMsg(name=names, position=HOME_Q.tolist())
+    node, source = _joint_source(robot)
+    qp_node, qp_source = _qp_source(robot)
+    pose_node = FakeTargetNode()
+    pose_source = targets.PoseTargetSource(pose_node, AchdRnea(robot))  # type: ignore[arg-type]
+    far_frame = _pose((0.5, 0.0, 0.3), frame="x" * 100_000)
+    with monkeypatch.context() as patched:
+        patched.setattr(targets, "deserialize_message", lambda *_: pytest.fail("converted"))
+        node.callbacks["~/joint_target"](serialize_message(huge))
+        qp_node.callbacks["~/joint_target"](serialize_message(huge))
+        qp_node.callbacks["~/tool/target"](serialize_message(far_frame))
+        pose_node.callbacks["~/target_pose"](serialize_message(far_frame))
+    for src, refused in ((source, 1), (qp_source, 2), (pose_source, 1)):  # qp: the posture and the tool
+        assert src.rejected == refused and "bytes, more than the 65536 allowed" in src.last_error
+    node.callbacks["~/joint_target"](b"\x00\x01\x00\x00" + b"\xff" * 8)
+    pose_node.callbacks["~/target_pose"](b"\x00\x01")
+    assert "joint target: unreadable message (12 bytes)" in source.last_error
+    assert "target pose: unreadable message (2 bytes)" in pose_source.last_error
+    node.callbacks["~/joint_target"](serialize_message(good))
+    pose_node.callbacks["~/target_pose"](serialize_message(_pose((0.5, 0.0, 0.3))))
+    assert (source.received, source.rejected, pose_source.received, pose_source.rejected) == (1, 2, 1, 2)
+    # Within the size, a long frame is quoted in short.
+    pose_node.callbacks["~/target_pose"](_pose((0.5, 0.0, 0.3), frame="y" * 10_000))
+    assert "(10000 characters)" in pose_source.last_error and len(pose_source.last_error) < 300
+
+
 def test_trajectory_validation_is_vectorised(robot: RobotModel) -> None:
     """The most points allowed (2 000, 7 joints), with velocities: the per-point Python loop took
     ~12 ms (30 ms for 5 000); now ~2."""

@@ -92,6 +92,12 @@ MAX_TRAJECTORY_NAMES = 64
 """Most ``joint_names`` a ``~/joint_trajectory`` may have (the arm's and, say, a gripper's): a
 million names in one message take 93 ms to convert before they could be refused."""
 
+MAX_TARGET_BYTES = 65_536
+"""Largest serialized ``~/joint_target``, ``~/target_pose`` or ``~/<task>/target`` taken (bytes),
+refused before any conversion: a Gen3 joint target is ~300 bytes, a pose ~100. Converted first, a
+joint target naming a million joints held the control thread for ~0.7–1.8 s before it could be
+refused, and a 50 MB ``frame_id`` for 86 ms."""
+
 MAX_TRAJECTORY_BYTES = 8_000_000
 """Largest serialized ``~/joint_trajectory`` taken (bytes): 2 000 points with positions,
 velocities, accelerations and efforts for 64 joints take ~4.2 MB."""
@@ -146,6 +152,22 @@ class TargetSource(ABC):
         self.last_error = message
         self.log.error("rejected", f"target rejected: {message}")
 
+    def _message(self, msg: MsgT | bytes, msg_type: type[MsgT], what: str) -> MsgT | None:
+        """``msg`` as a message of ``msg_type``: the bytes of a raw subscription converted, or
+        ``None`` after refusing them (beyond :data:`MAX_TARGET_BYTES`, or unreadable). A raw
+        subscription gets whatever a publisher sent, and an exception out of a callback would end
+        the executor's spin and leave the arm without commands."""
+        if not isinstance(msg, bytes):
+            return msg
+        if len(msg) > MAX_TARGET_BYTES:
+            self._refuse(f"{what}: {len(msg)} bytes, more than the {MAX_TARGET_BYTES} allowed")
+            return None
+        try:
+            return cast(MsgT, deserialize_message(msg, msg_type))
+        except Exception as exc:  # rclpy raises RMWError on bytes that are no such message
+            self._refuse(f"{what}: unreadable message ({len(msg)} bytes): {exc}")
+            return None
+
 
 def check_joint_limits(robot: RobotModel, q: FloatArray, what: str, v: FloatArray | None = None) -> None:
     """Raise :class:`TargetError` naming the joints of ``q`` (rad) outside the model's position
@@ -181,7 +203,9 @@ def base_frame(robot: RobotModel) -> str:
 def check_frame(msg: PoseStamped, expected: str, what: str) -> None:
     """Refuse a pose whose ``header.frame_id`` is not ``expected`` (no TF lookup here)."""
     if msg.header.frame_id != expected:
-        raise TargetError(f"{what}: header.frame_id must be {expected!r}, got {msg.header.frame_id!r}")
+        got = msg.header.frame_id
+        shown = repr(got) if len(got) <= 64 else f"{got[:64]!r}… ({len(got)} characters)"
+        raise TargetError(f"{what}: header.frame_id must be {expected!r}, got {shown}")
 
 
 def pose_position(msg: PoseStamped, what: str) -> FloatArray:
@@ -336,6 +360,7 @@ def trajectory_points(
 
 TargetFactory = Callable[[Node, Controller[Any]], TargetSource]
 CtrlT = TypeVar("CtrlT", bound=Controller[Any])
+MsgT = TypeVar("MsgT")
 
 
 def _expect(controller: Controller[Any], *kinds: type[CtrlT]) -> CtrlT:
@@ -437,14 +462,16 @@ class JointTargetSource(TrackedSource[JointTargetTracker]):
             refuse=self._refuse,
             warn=lambda message: self.log.warning("stop", message),
         )
-        node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
+        node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS, raw=True)
         node.create_subscription(
             JointTrajectoryMsg, "~/joint_trajectory", self._on_trajectory, TARGET_QOS, raw=True
         )
 
-    def _on_joint_target(self, msg: JointStateMsg) -> None:
+    def _on_joint_target(self, msg: JointStateMsg | bytes) -> None:
+        if (target := self._message(msg, JointStateMsg, "joint target")) is None:
+            return
         try:
-            q, _ = joint_positions(self.robot, self.map, msg, "joint target")
+            q, _ = joint_positions(self.robot, self.map, target, "joint target")
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
             return
@@ -508,12 +535,14 @@ class PoseTargetSource(TrackedSource[PoseTargetTracker]):
         self.frame = base_frame(controller.robot)
         self.reach = Reach.of(controller.robot, ctrl.config.frame)
         self.tracker = PoseTargetTracker(ctrl, refuse=self._refuse)
-        node.create_subscription(PoseStamped, "~/target_pose", self._on_pose, TARGET_QOS)
+        node.create_subscription(PoseStamped, "~/target_pose", self._on_pose, TARGET_QOS, raw=True)
 
-    def _on_pose(self, msg: PoseStamped) -> None:
+    def _on_pose(self, msg: PoseStamped | bytes) -> None:
+        if (pose := self._message(msg, PoseStamped, "target pose")) is None:
+            return
         try:
-            check_frame(msg, self.frame, "target pose")
-            ref = pose_reference(msg, "target pose")
+            check_frame(pose, self.frame, "target pose")
+            ref = pose_reference(pose, "target pose")
             self.reach.check(ref.position, "target pose")
             self.reach.check_clear_of_stretch(ref.position, "target pose")
         except TargetError as exc:
@@ -556,28 +585,32 @@ class TaskTargetSource(TrackedSource[TaskTargetTracker]):
             topic = f"~/{name}/target"
             try:
                 node.create_subscription(
-                    PoseStamped, topic, lambda msg, task=name: self._on_pose(task, msg), TARGET_QOS
+                    PoseStamped, topic, lambda msg, task=name: self._on_pose(task, msg), TARGET_QOS, raw=True
                 )
             except InvalidTopicNameException as exc:
                 raise ConfigError(
                     f"{controller.name}.tasks: task name {name!r} is not a valid topic name: {exc}"
                 ) from None
         if self.tracker.posture_tasks:
-            node.create_subscription(JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS)
+            node.create_subscription(
+                JointStateMsg, "~/joint_target", self._on_joint_target, TARGET_QOS, raw=True
+            )
 
-    def _on_pose(self, task: str, msg: PoseStamped) -> None:
+    def _on_pose(self, task: str, msg: PoseStamped | bytes) -> None:
         what = f"{task} target"
+        if (pose_msg := self._message(msg, PoseStamped, what)) is None:
+            return
         try:
-            check_frame(msg, self.frame, what)
+            check_frame(pose_msg, self.frame, what)
             kind = self.kinds[task]
             target: TaskTarget
             if kind == "position":
-                target = pose_position(msg, what)
+                target = pose_position(pose_msg, what)
                 self.reach[task].check(target, what)
             elif kind == "orientation":
-                target = pose_rotation(msg, what)
+                target = pose_rotation(pose_msg, what)
             else:
-                pose = pose_reference(msg, what)
+                pose = pose_reference(pose_msg, what)
                 self.reach[task].check(pose.position, what)
                 target = pose
         except TargetError as exc:
@@ -586,9 +619,11 @@ class TaskTargetSource(TrackedSource[TaskTargetTracker]):
         self.received += 1
         self.tracker.submit(task, target)
 
-    def _on_joint_target(self, msg: JointStateMsg) -> None:
+    def _on_joint_target(self, msg: JointStateMsg | bytes) -> None:
+        if (target := self._message(msg, JointStateMsg, "joint target")) is None:
+            return
         try:
-            q, _ = joint_positions(self.robot, self.map, msg, "joint target")  # velocities 0
+            q, _ = joint_positions(self.robot, self.map, target, "joint target")  # velocities 0
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
             return
