@@ -10,9 +10,12 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core import FrameNotFoundError, RobotModel
 from torque_ctrl_ros.core.approach import (
+    PATH_DAMPING,
+    PATH_SAMPLES,
     QUINTIC_PEAK_ACCELERATION,
+    SPEED_SHARE,
     JointApproachPlanner,
     PoseApproach,
     PoseApproachPlanner,
@@ -201,3 +204,45 @@ def test_a_pose_stop_at_high_gains_keeps_the_joints_within_the_bound(robot: Robo
     turned = planner.plan(q_middle, first.sample(middle), rest, (first, middle))
     assert turned.stop is not None and turned.stop[0] > planner.stop_time
     assert _peak_share(robot, turned, q_middle, turned.stop[0]) <= 1.01
+
+
+def _path_time_by_its_formula(
+    robot: RobotModel, rows: np.ndarray, q: np.ndarray, move: np.ndarray
+) -> tuple[float, np.ndarray]:
+    """:meth:`PoseApproachPlanner.joint_speed_time` written out step by step: ``q'(σ) = Jᵀ·(J·Jᵀ +
+    λ²·I)⁻¹·ξ`` on each of the 40 steps of ``τ``, its speed ``q'·σ'(τ)`` (``σ' = 30·(τ·(1 − τ))²``
+    at the step's middle) judged against half the velocity limits there, ``q`` moved on by ``Δσ·q'``."""
+    tau = np.linspace(0.0, 1.0, PATH_SAMPLES + 1)
+    sigma = tau**3 * (10.0 + tau * (6.0 * tau - 15.0))
+    q = q.copy()
+    longest = 0.0
+    for k in range(PATH_SAMPLES):
+        jacobian = robot.frame_jacobian(q, TOOL)[rows]
+        rate = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + PATH_DAMPING**2 * np.eye(rows.size), move)
+        middle = 0.5 * (tau[k] + tau[k + 1])
+        speed = rate * 30.0 * (middle * (1.0 - middle)) ** 2
+        longest = max(longest, float(np.max(np.abs(speed) / (SPEED_SHARE * robot.velocity_limit))))
+        q += (sigma[k + 1] - sigma[k]) * rate
+    return longest, q
+
+
+@pytest.mark.parametrize("rows", [np.arange(6), np.arange(3), np.array([0, 1, 3, 4, 5])])
+def test_the_predicted_pose_path_is_timed_as_its_formula_says(robot: RobotModel, rows: np.ndarray) -> None:
+    """The planner judges the path's speeds once the path is done, all steps at once: the same
+    numbers, bit for bit, as judging each step on the way (random moves from random poses, near
+    the stretched pose too)."""
+    planner = PoseApproachPlanner(robot, TOOL, rows, np.full(rows.size, 100.0), np.full(rows.size, 20.0))
+    rng = np.random.default_rng(7)
+    for k in range(12):
+        q = HOME_Q + rng.normal(0.0, 0.5, 7) if k % 3 else rng.normal(0.0, 0.02, 7)
+        move = np.r_[rng.normal(0.0, 0.1, 3), rng.normal(0.0, 0.3, 3)][rows]
+        longest, q_end = planner.joint_speed_time(q, move)
+        expected_longest, expected_end = _path_time_by_its_formula(robot, rows, q, move)
+        assert longest == expected_longest and np.array_equal(q_end, expected_end)
+
+
+def test_a_pose_planner_on_an_unknown_frame_is_refused_when_built(robot: RobotModel) -> None:
+    """The frame is looked up once, when the planner is built (not on every Jacobian of a plan):
+    an unknown one is refused there, with the valid names."""
+    with pytest.raises(FrameNotFoundError, match="valid frames are .*end_effector_link"):
+        PoseApproachPlanner(robot, "no_such_frame", np.arange(6), np.full(6, 100.0), np.full(6, 20.0))

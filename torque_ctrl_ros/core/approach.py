@@ -44,10 +44,11 @@ target sent again (a device repeating its last pose) as no new target.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 import pinocchio as pin
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .controllers.cartesian import PoseReference, check_pose_reference
 from .errors import TargetError
@@ -62,6 +63,13 @@ SPEED_SHARE = 0.5
 #: least-squares joint rates along it, which keeps them finite at a singularity.
 PATH_SAMPLES = 40
 PATH_DAMPING = 1e-3
+#: Along the predicted path (:meth:`PoseApproachPlanner.joint_speed_time`): ``τ`` = 0 to 1 in
+#: :data:`PATH_SAMPLES` steps, ``Δσ`` over each (``σ(τ) = 10τ³ − 15τ⁴ + 6τ⁵``), and
+#: ``(τ·(1 − τ))²`` at each one's middle, ``σ'(τ)/30`` there.
+_PATH_TAU = np.linspace(0.0, 1.0, PATH_SAMPLES + 1)
+_PATH_SIGMA = _PATH_TAU**3 * (10.0 + _PATH_TAU * (6.0 * _PATH_TAU - 15.0))
+_PATH_STEPS = _PATH_SIGMA[1:] - _PATH_SIGMA[:-1]
+_PATH_SPEED_PROFILE = np.array([(m * (1.0 - m)) ** 2 for m in 0.5 * (_PATH_TAU[:-1] + _PATH_TAU[1:])])
 #: Singular values of the frame Jacobian below this share of the largest are left out of the bound
 #: taken at the start of a pose approach.
 START_RCOND = 1e-4
@@ -75,7 +83,7 @@ SHORTFALL = 0.2
 COURSE_TOLERANCE = 0.01
 COURSE_MARGIN = 1e-4
 #: A pose move whose joint motion, to first order at its start, is at most this (rad) on every
-#: joint is timed on that first-order motion alone: the predicted path (~1 ms) adds nothing there,
+#: joint is timed on that first-order motion alone: the predicted path (~0.4 ms) adds nothing there,
 #: and a stream of targets plans one move per message.
 LINEAR_MOVE = 0.1
 
@@ -112,9 +120,9 @@ def approach_times(kp: FloatArray, kd: FloatArray) -> tuple[float, float]:
 
 
 def time_within_speed_limits(robot: RobotModel, extent: FloatArray) -> float:
-    """The least ``T`` (s) for which joint speeds of ``extent/T`` (``extent`` in rad, one per joint)
-    stay within :data:`SPEED_SHARE` of the velocity limits (no bound where a joint has none: its
-    limit is inf)."""
+    """The least ``T`` (s) for which joint speeds of ``extent/T`` (``extent`` in rad, one per joint,
+    or rows of them: the largest counts) stay within :data:`SPEED_SHARE` of the velocity limits,
+    ``T = maxᵢ |extentᵢ|/(share·v_maxᵢ)`` (no bound where a joint has none: its limit is inf)."""
     return float(np.max(np.abs(extent) / (SPEED_SHARE * robot.velocity_limit)))
 
 
@@ -445,6 +453,16 @@ def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, 
     return None
 
 
+class _ArmJacobian(NamedTuple):
+    """The frame Jacobian at the arm's joint angles ``q`` (rad) on a planner's axes (rows × n: m/rad,
+    rad/rad) and its pseudo-inverse ``J⁺`` (n × rows, singular values below :data:`START_RCOND` of
+    the largest left out): what the first-order bounds of every move a plan times start from."""
+
+    q: FloatArray
+    jacobian: FloatArray
+    inverse: NDArray[np.floating[Any]]
+
+
 class PoseApproachPlanner:
     """Pose approaches of ``frame`` for a PD law on the axes ``rows`` (indices of ``x, y, z, rx,
     ry, rz``) with gains ``kp`` (1/s²) and ``kd`` (1/s) on those axes.
@@ -458,14 +476,21 @@ class PoseApproachPlanner:
     within the same bounds; a quintic from a moving start straight to the goal, or kept to an
     earlier approach's stop, is not held to them. These are predictions, not guarantees: from
     home, 0.1–0.3 m moves under achd_rnea peaked at 0.38–0.53 of a limit; near a singularity the
-    start's bound makes the move slow (65 s for 0.1 m sideways, 0.03 rad from the stretched pose). Planning
-    takes ~1 ms, ~0.2 ms for a move of at most :data:`LINEAR_MOVE` per joint (timed on the start).
+    start's bound makes the move slow (65 s for 0.1 m sideways, 0.03 rad from the stretched pose).
+
+    Planning takes ~0.2 ms for a move of at most :data:`LINEAR_MOVE` per joint (timed on its
+    start), ~0.7 ms for a longer one, most of it the predicted path (:meth:`joint_speed_time`: 40
+    Jacobians and damped solves, each from the point the one before reached); a moving reference
+    that has to stop first times two moves (~1.4 ms).
 
     Args:
         refuse_shortfall: refuse a move more than :data:`SHORTFALL` of which lies along directions
             the start's Jacobian has (nearly) lost, or whose predicted path ends more than that
             short (a singularity on the straight line, e.g. from the stretched pose itself), which
             a law without a singularity barrier would cross at many times a velocity limit.
+
+    Raises:
+        FrameNotFoundError: ``frame`` is not in the model (the message lists its frames).
     """
 
     def __init__(
@@ -485,6 +510,14 @@ class PoseApproachPlanner:
         self.refuse_shortfall = refuse_shortfall
         #: Largest |q̈| (rad/s²) per joint the predicted joint motion may ask (:func:`acceleration_limits`).
         self.acceleration_limit = acceleration_limits(robot)
+        self._frame_id = robot.frame_id(frame)
+        # All six axes in order: the Jacobian as it comes, without a copy of its rows.
+        self._all_rows = np.array_equal(self.rows, np.arange(6))
+        #: Which of ``[p; θ]`` the planner's axes are (the course check bounds only those).
+        self._tracked = np.zeros(6, dtype=bool)
+        self._tracked[self.rows] = True
+        #: ``λ²·I`` (m², rad²) of the predicted path's damped least squares.
+        self._path_damping = PATH_DAMPING**2 * np.eye(self.rows.size)
 
     def plan(
         self,
@@ -503,12 +536,15 @@ class PoseApproachPlanner:
         Raises:
             TargetError: ``refuse_shortfall`` and the predicted joint path ends short of the goal.
         """
+        # Every move of this plan (the direct one, the one after a stop) and the stop itself are
+        # timed from the arm at q: its Jacobian and J⁺ once.
+        arm = self._arm_jacobian(q)
         moving = (start.twist is not None and start.twist.any()) or (
             start.acceleration is not None and start.acceleration.any()
         )
         if not moving:
-            return PoseApproach(start, goal, self._duration(q, start, goal))
-        direct = PoseApproach(start, goal, self._duration(q, start, goal))
+            return PoseApproach(start, goal, self._duration(arm, start, goal))
+        direct = PoseApproach(start, goal, self._duration(arm, start, goal))
         if self._keeps_course(direct):
             return direct
         # Stopping first: where the approach under way comes to rest soon enough (restarted with
@@ -521,14 +557,14 @@ class PoseApproachPlanner:
             rest = approach.stop if approach.stop is not None and approach.stop[0] > t else None
             rest = rest or (approach.duration, approach.goal)
             if 0.0 < rest[0] - t <= self.stop_time:
-                return PoseApproach(start, goal, self._duration(q, rest[1], goal), rest[0] - t, rest[1])
+                return PoseApproach(start, goal, self._duration(arm, rest[1], goal), rest[0] - t, rest[1])
         twist = np.zeros(6) if start.twist is None else start.twist
         # The stop decelerates at most 1.5·|ẋ|/T_s (JointApproachPlanner.stop); the joints, to
         # first order, 1.5·|J⁺·ẋ|/T_s, held within their acceleration bounds (from 0.14 m/s at kp
         # 1e5, the stop time's 7.6 ms had asked 2.5 times joint_1's).
-        rates = np.linalg.pinv(self.robot.frame_jacobian(q, self.frame)[self.rows], rcond=START_RCOND)
         stop_time = max(
-            self.stop_time, float(np.max(1.5 * np.abs(rates @ twist[self.rows]) / self.acceleration_limit))
+            self.stop_time,
+            float(np.max(1.5 * np.abs(arm.inverse @ twist[self.rows]) / self.acceleration_limit)),
         )
         half = 0.5 * stop_time
         stop = PoseReference(
@@ -537,15 +573,31 @@ class PoseApproachPlanner:
         )
         # PoseApproach places that stop itself, on its rotation vector unwrapped (given as a
         # rotation, a run-on beyond π had been folded back: a slow stop turning the tool back).
-        return PoseApproach(start, goal, self._duration(q, stop, goal), stop_time)
+        return PoseApproach(start, goal, self._duration(arm, stop, goal), stop_time)
 
-    def _duration(self, q: FloatArray, start: PoseReference, goal: PoseReference) -> float:
+    def _jacobian(self, q: FloatArray) -> FloatArray:
+        """The frame Jacobian at ``q`` (rad) on the planner's axes (rows × n), base-aligned as
+        :meth:`RobotModel.frame_jacobian`'s: Pinocchio's own array, no name looked up or copied
+        (the predicted path takes 40 in turn)."""
+        robot = self.robot
+        jacobian = pin.computeFrameJacobian(
+            robot.model, robot.data, robot.configuration(q), self._frame_id, pin.LOCAL_WORLD_ALIGNED
+        )
+        return jacobian if self._all_rows else jacobian[self.rows]
+
+    def _arm_jacobian(self, q: FloatArray) -> _ArmJacobian:
+        """:class:`_ArmJacobian` at ``q`` (rad)."""
+        jacobian = self._jacobian(q)
+        return _ArmJacobian(q, jacobian, np.linalg.pinv(jacobian, rcond=START_RCOND))
+
+    def _duration(self, arm: _ArmJacobian, start: PoseReference, goal: PoseReference) -> float:
         """The duration (s) of the rest-to-rest move from ``start`` to ``goal`` (see the class
-        docstring), the arm at ``q``.
+        docstring), the arm where ``arm`` was taken.
 
         Raises:
             TargetError: ``refuse_shortfall`` and the predicted joint path ends short of the goal.
         """
+        q, jacobian = arm.q, arm.jacobian
         move = np.concatenate(
             (goal.position - start.position, start.rotation @ pin.log3(start.rotation.T @ goal.rotation))
         )[self.rows]
@@ -553,8 +605,7 @@ class PoseApproachPlanner:
         # stretched pose under achd_rnea, timed by it alone: 4.5 times a velocity limit); the
         # first-order bound at the start is far longer there (minutes: the arm crawls) and holds
         # it in the limits.
-        jacobian = self.robot.frame_jacobian(q, self.frame)[self.rows]
-        at_start = np.linalg.pinv(jacobian, rcond=START_RCOND) @ move  # rad per unit σ
+        at_start = arm.inverse @ move  # rad per unit σ
         slowest = time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * at_start)
         size = max(float(np.linalg.norm(move)), 1e-12)
         if self.refuse_shortfall:
@@ -591,14 +642,14 @@ class PoseApproachPlanner:
             return False
         if float(np.linalg.norm(jacobian @ at_start - move)) > 0.01 * size:
             return False
-        at_end = self.robot.frame_jacobian(q + at_start, self.frame)[self.rows]
+        at_end = self._jacobian(q + at_start)
         return float(np.abs(np.linalg.pinv(at_end, rcond=START_RCOND) @ move).max()) <= LINEAR_MOVE
 
     def _check_shortfall(self, q: FloatArray, q_end: FloatArray, move: FloatArray, size: float) -> None:
         """Refuse the move if the path predicted from ``q`` to ``q_end`` ends more than
         :data:`SHORTFALL` of it short (measured from the arm: it may stand off its reference)."""
-        begin = self.robot.frame_placement(q, self.frame)
-        end = self.robot.frame_placement(q_end, self.frame)
+        begin = self.robot.frame_placement(q, self._frame_id)
+        end = self.robot.frame_placement(q_end, self._frame_id)
         moved = np.concatenate(
             (end.translation - begin.translation, pin.log3(end.rotation @ begin.rotation.T))
         )
@@ -612,15 +663,15 @@ class PoseApproachPlanner:
     def _keeps_course(self, approach: PoseApproach) -> bool:
         """Whether one quintic from the moving start stays between its start and goal on the
         planner's axes of ``[p; θ]`` (within :data:`COURSE_TOLERANCE`). Its speed is not checked:
-        a moving pose reference comes from an earlier approach, planned within the speed share."""
+        a moving pose reference comes from an earlier approach, planned within the speed share.
+        A yes or no (:meth:`~.trajectory.JointTrajectory.within_limits`): mostly no, for a
+        reference to turn back, which a sample past the bounds settles."""
         path = approach.path
         begin, end = path.positions[0], path.positions[-1]
         slack = COURSE_TOLERANCE * np.abs(end - begin) + COURSE_MARGIN
-        lower = np.full(6, -np.inf)
-        upper = np.full(6, np.inf)
-        lower[self.rows] = (np.minimum(begin, end) - slack)[self.rows]
-        upper[self.rows] = (np.maximum(begin, end) + slack)[self.rows]
-        return path.limit_violation(lower, upper, np.inf) is None
+        lower = np.where(self._tracked, np.minimum(begin, end) - slack, -np.inf)
+        upper = np.where(self._tracked, np.maximum(begin, end) + slack, np.inf)
+        return path.within_limits(lower, upper, np.inf)
 
     def joint_speed_time(self, q: FloatArray, move: FloatArray) -> tuple[float, FloatArray]:
         """The shortest ``T`` (s) keeping every joint at most :data:`SPEED_SHARE` of its velocity
@@ -628,25 +679,20 @@ class PoseApproachPlanner:
         the planner's axes), and the joint angles that path ends at.
 
         With ``σ(τ) = 10τ³ − 15τ⁴ + 6τ⁵``, ``τ = t/T``, the joints move at ``q̇ = q'(σ)·σ'(τ)/T``,
-        ``q'(σ) = J(q)⁺·ξ`` (damped least squares), integrated from ``q`` over
-        :data:`PATH_SAMPLES` steps of ``τ``: each joint speed is judged where along the move it
-        happens, with the Jacobian of that point.
+        ``q'(σ) = Jᵀ·(J·Jᵀ + λ²·I)⁻¹·ξ`` (damped least squares, ``J = J(q)`` on the axes, ``λ`` =
+        :data:`PATH_DAMPING`), integrated from ``q`` over :data:`PATH_SAMPLES` steps of ``τ``:
+        each joint speed is judged where along the move it happens, with the Jacobian of that
+        point. Each step needs the point before it; the speeds are judged once the path is done.
         """
-        robot, rows = self.robot, self.rows
-        damping = PATH_DAMPING**2 * np.eye(rows.size)
         q = np.array(q, dtype=np.float64)
-        tau = np.linspace(0.0, 1.0, PATH_SAMPLES + 1)
-        sigma = tau**3 * (10.0 + tau * (6.0 * tau - 15.0))
-        longest = 0.0
-        for k in range(PATH_SAMPLES):
-            jacobian = robot.frame_jacobian(q, self.frame)[rows]
-            rate = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + damping, move)  # q'(σ)
-            middle = 0.5 * (tau[k] + tau[k + 1])
-            longest = max(
-                longest, time_within_speed_limits(robot, rate * 30.0 * (middle * (1.0 - middle)) ** 2)
-            )
-            q += (sigma[k + 1] - sigma[k]) * rate
-        return longest, q
+        rates = np.empty((PATH_SAMPLES, q.size))  # q'(σ) on each step (rad per unit σ)
+        for k, step in enumerate(_PATH_STEPS):
+            jacobian = self._jacobian(q)
+            rate = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + self._path_damping, move)
+            rates[k] = rate
+            q += step * rate
+        # σ'(τ) = 30·(τ·(1 − τ))² at each step's middle, T = 1 s: the speeds per unit 1/T.
+        return time_within_speed_limits(self.robot, rates * 30.0 * _PATH_SPEED_PROFILE[:, None]), q
 
 
 __all__ = [
