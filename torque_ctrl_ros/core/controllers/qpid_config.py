@@ -18,8 +18,14 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..qp.tasks import TASK_TYPES
-from ..robot import CONTROL_PERIOD, RobotModel, damping_eigenvalue_bound, describe_delay, pd_spectral_radius
-from ..safety import DEFAULT_DAMPING
+from ..robot import (
+    CONTROL_PERIOD,
+    DELAYED_DAMPING,
+    RobotModel,
+    damping_eigenvalue_bound,
+    describe_delay,
+    pd_spectral_radius,
+)
 from ..validation import FloatArray, as_positive_float, as_vector, check_choice
 
 _TASK_KEYS = {"type", "frame", "kp", "kd", "weight", "level"}
@@ -136,7 +142,12 @@ class QPIDConfig:
         slack_weight: ``w_s``, linear cost of each barrier slack (per unit of the row's slack:
             rad/s², m/s², m³/s²); large, so that a slack is used only where the rows cannot hold.
         fallback_damping: ``K_d`` (N·m·s/rad) of the fallback torque ``g − K_d·q̇``, held for one
-            control period.
+            control period; by default :data:`~..robot.DELAYED_DAMPING`, stable with the command
+            up to 5 ms late. A level that fails is the slow path (up to ~2 ms of iterations), so
+            fallbacks and late commands come together: with the safe brakes' larger
+            :data:`~..safety.DEFAULT_DAMPING`, a fallback held 1 s rang the wrist to 57–73 rad/s
+            in MuJoCo with the command 5–6 periods late at home, and to 65–129 rad/s 2–4 periods
+            late where joints 1, 3, 5 and 7 line up. A scalar above ~0.28 is refused.
         eps_abs, max_iter: solver tolerance and cap on the outer iterations of one solve
             attempt; a failed warm attempt is retried cold once (see :mod:`..qp.problem`), so
             an infeasible level is reported after at most ``2·max_iter`` (~1.5–2 ms at 50).
@@ -150,7 +161,7 @@ class QPIDConfig:
     joint_velocity_limit: BarrierConfig = BarrierConfig(alpha=50.0)
     self_collision: CollisionConfig = CollisionConfig()
     singularity: SingularityConfig = SingularityConfig()
-    fallback_damping: FloatArray = field(default_factory=lambda: np.array(DEFAULT_DAMPING))
+    fallback_damping: FloatArray = field(default_factory=lambda: np.array(DELAYED_DAMPING))
     eps_abs: float = 1e-9
     max_iter: int = 50
 
@@ -172,7 +183,7 @@ class QPIDConfig:
             acceleration_weight: 1.0e-4         # W2, scalar or per joint
             velocity_weight: 0.0                # W3, scalar or per joint
             slack_weight: 1.0e6
-            fallback_damping: [2, 2, 0.5, 1, 0.2, 0.2, 0.2]  # N·m·s/rad per joint (a scalar > ~0.28: refused)
+            fallback_damping: [0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.08]  # N·m·s/rad per joint
             joint_position_limit.{enabled, alpha, soft}
             joint_velocity_limit.{enabled, alpha, soft}
             self_collision.{enabled, alpha, soft, d_safe, model, filter, pairs}
@@ -277,7 +288,7 @@ class QPIDConfig:
             )
         damping = as_vector(
             f"{section}.fallback_damping",
-            kw.pop("fallback_damping", DEFAULT_DAMPING),
+            kw.pop("fallback_damping", DELAYED_DAMPING),
             n,
             broadcast_scalar=True,
             min_value=0.0,
