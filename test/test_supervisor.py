@@ -197,6 +197,26 @@ def test_a_clock_standing_still_ends_the_window_by_the_stamps(robot: RobotModel)
     assert sup.watchdog.state is WatchdogState.STOPPED
 
 
+@pytest.mark.parametrize("frozen", ["clock", "stamps"])
+def test_the_brake_runs_on_when_the_clock_or_the_stamps_stand_still(robot: RobotModel, frozen: str) -> None:
+    """Refused states 1 ms apart while ``now`` stands still (use_sim_time without /clock), or
+    while the stamps do (a driver repeating one): the brake's prediction runs on by whichever
+    moves, as a brake on the running clock does; one command repeated (the prediction frozen)
+    spun the simulated wrist to 17 times its velocity limit."""
+    sup = _supervisor(robot)
+    last = _run(sup, 3)
+    expected = SafeBrake(robot, KD, horizon=0.5)
+    for k in range(1, 40):
+        t = last + k * DT
+        stamp, now = (t, last + DT) if frozen == "clock" else (last + DT, t)
+        decision = sup.step(Q0, NAN, stamp, now)
+        assert decision.action is Action.FALLBACK and decision.command is not None
+        if k == 1:
+            expected.start(Q0, V0, t)
+        np.testing.assert_allclose(decision.command.tau, _clip(robot, expected.torque(t)), atol=1e-9)
+    assert expected.k == 38
+
+
 def test_a_good_state_ignored_while_stopped_for_good_is_said_so(robot: RobotModel) -> None:
     sup = _supervisor(robot, fallback_duration=0.01, auto_recover=False)
     last = _run(sup, 3)
@@ -205,6 +225,23 @@ def test_a_good_state_ignored_while_stopped_for_good_is_said_so(robot: RobotMode
     assert sup.watchdog.state is WatchdogState.STOPPED
     decision = sup.step(Q0, V0, last + 20 * DT, last + 20 * DT)
     assert decision.action is Action.NONE and decision.notice is Notice.IGNORED
+
+
+def test_a_superseded_state_while_stopped_is_not_called_ignored_with_auto_recover(robot: RobotModel) -> None:
+    """Stopped by a controller failing on every state, then a state stamped before the last: let
+    pass without a word. "Ignored" would tell the operator to restart the node, which
+    auto_recover makes needless (the next good state resumes)."""
+    sup = _supervisor(robot, fallback_duration=0.01)
+    last = _run(sup, 3)
+    t = last
+    while sup.watchdog.state is not WatchdogState.STOPPED:
+        t += DT
+        decision = sup.step(Q0, V0, t, t)
+        if decision.action is Action.COMPUTE:
+            sup.controller_failed(decision, SolverError("non-finite torque"), t)
+    decision = sup.step(Q0, V0, t - 0.5 * DT, t)
+    assert decision.action is Action.NONE and decision.notice is Notice.NONE
+    assert _good(sup, t + DT).action is Action.COMPUTE
 
 
 # ---------------------------------------------------------------- silences

@@ -85,7 +85,9 @@ class Decision:
         silence: the transition of that silence (a gap in the stamps), said before the rest.
         clock_reset: the state starts over on a clock gone back (a restarted simulator): the
             caller drops its target and resets its controller.
-        state: ``COMPUTE``: the accepted state (controller order) stamped ``effective_stamp``.
+        state: ``COMPUTE``: the accepted state (controller order) stamped ``effective_stamp``: its
+            arrays are the watchdog's, valid until the next :meth:`Supervisor.step` (compute on it
+            at once; copy them to keep them).
         reset_controller: ``COMPUTE``: the arm moved under the safe command or stopped since the
             controller's last step (or there was none): what it carried from that step belongs to
             another state (warm starts, filtered collision gradients: 17 N·m off on the first
@@ -156,6 +158,8 @@ class Supervisor:
         self.brake = SafeBrake(robot, fallback_damping, config.fallback_duration)
         self.limiter = TorqueLimiter(robot.joint_names, robot.effort_limit)
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
+        # The brake's own time (s) and the clock reading and stamp it last advanced from.
+        self._brake_time = self._brake_now = self._brake_stamp = math.nan
 
     def step(
         self, q: FloatArray | None, v: FloatArray | None, stamp: float, now: float, error: str = ""
@@ -231,7 +235,7 @@ class Supervisor:
             wd.end_window()  # over by the stamps while the caller's clock stands still
             decision.action = Action.NONE
         if decision.action is Action.FALLBACK:
-            out = self._safe_command(decision.effective_stamp, now)
+            out = self._safe_command(decision.stamp, decision.effective_stamp, now)
             if all_finite(out.tau):
                 decision.command = out
             else:  # a prediction gone non-finite (the watchdog refuses such states)
@@ -240,22 +244,48 @@ class Supervisor:
             decision.transition = Transition(decision.previous, wd.state, wd.last_message)
         elif refused:
             decision.notice = Notice.REFUSED
-        elif decision.action is Action.NONE and wd.state is WatchdogState.STOPPED:
+        elif (
+            decision.action is Action.NONE
+            and wd.state is WatchdogState.STOPPED
+            and not wd.config.auto_recover
+        ):
+            # With auto_recover the next good state resumes: a state let pass (an older stamp,
+            # superseded) is no sign that a restart is needed.
             decision.notice = Notice.IGNORED
         return decision
 
-    def _safe_command(self, stamp: float, now: float) -> ControlOutput:
-        """The safe brake's command (saturated) for a state stamped ``stamp`` (s) that the
-        watchdog refused or the controller failed on, at ``now`` (s)."""
+    def _safe_command(self, stamp: float, effective_stamp: float, now: float) -> ControlOutput:
+        """The safe brake's command (saturated) for a state stamped ``stamp`` (s; ``effective_stamp``
+        as :meth:`step` counts it) that the watchdog refused or the controller failed on, at
+        ``now`` (s).
+
+        The brake's prediction runs on its own time, which each command moves on by the larger of
+        what the caller's clock and the states' stamps moved since the last (a stamp's step at most
+        ``max_age``): either alone can stand still while the arm moves on (``use_sim_time`` without
+        ``/clock`` freezes the clock; a driver can repeat a stamp), and a prediction that stands
+        still repeats one command, which spins the wrist up (:mod:`..braking`)."""
         wd = self.watchdog
-        self.resume.safe_command(stamp)
+        self.resume.safe_command(effective_stamp)
         since = wd.safe_since
         if since != self._brake_since:  # a new window, or a new last good state
             # Timed from this first safe command, not from `since`: after a silence the
             # window opened before any command could go out (core/braking.py).
             self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=self.first_hold())
             self._brake_since = since
-        return self.limiter.apply(self.brake.torque(now))
+            self._brake_time = now
+        else:
+            clock_step = _forward(now - self._brake_now)
+            stamp_step = min(_forward(stamp - self._brake_stamp), wd.config.max_age)
+            self._brake_time += max(clock_step, stamp_step)
+        self._brake_now = now
+        if not stamp < self._brake_stamp:  # never back (NaN: the next stamp starts afresh)
+            self._brake_stamp = stamp
+        return self.limiter.apply(self.brake.torque(self._brake_time))
+
+
+def _forward(step: float) -> float:
+    """``step`` (s) where it moves forward, else 0 (backward, or NaN)."""
+    return step if step > 0.0 else 0.0
 
 
 __all__ = ["Decision", "Notice", "Supervisor", "Transition", "failure_message"]
