@@ -32,7 +32,8 @@ import qpsolvers
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import create_controller
-from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, QPIDConfig
+from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID
+from torque_ctrl_ros.core.controllers.qpid_config import QPIDConfig
 from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
 from torque_ctrl_ros.core.qp.constraints import JointVelocityBarrier, LinearBarrier, SelfCollisionBarrier
@@ -1167,7 +1168,7 @@ def test_a_config_built_directly_is_validated_like_one_from_create(robot: RobotM
     fill the whole 7 × 7 regularisation with one value (torques 1.4 N·m off, nothing said). The
     controller validates its config; an empty task list or a name used twice is refused there
     too (unchecked, HQPID raises a bare ValueError and QPID counts the second task twice)."""
-    from torque_ctrl_ros.core.controllers.qpid import TaskConfig
+    from torque_ctrl_ros.core.controllers.qpid_config import TaskConfig
 
     tasks = (TaskConfig("tool", "position", frame="end_effector_link"),)
     state = JointState(HOME, np.full(7, 0.1))

@@ -22,6 +22,7 @@ from torque_ctrl_ros.core.controllers import (
     PoseReference,
     create_controller,
 )
+from torque_ctrl_ros.core.controllers.cartesian import rotation_from_quaternion
 from torque_ctrl_ros.core.target_tracking import (
     JointMode,
     JointTargetTracker,
@@ -30,7 +31,6 @@ from torque_ctrl_ros.core.target_tracking import (
     TaskTargetTracker,
     TimedMove,
     TrajectoryPoints,
-    rotation_from_quaternion,
     same_target,
     step_tolerances,
 )

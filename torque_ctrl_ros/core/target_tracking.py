@@ -39,7 +39,6 @@ from enum import Enum, auto
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
-import pinocchio as pin
 from numpy.typing import ArrayLike, NDArray
 
 from .approach import JointApproachPlanner, PoseApproach, PoseApproachPlanner
@@ -50,7 +49,7 @@ from .qp.tasks import CartesianTarget, FrameTask
 from .robot import RobotModel
 from .trajectory import JointTrajectory, check_motion
 from .types import JointReference, JointState
-from .validation import FloatArray, as_vector
+from .validation import FloatArray
 
 START_TOLERANCE = 0.01
 """Farthest (rad, on each joint) a trajectory's first point at ``time_from_start`` 0 may be from
@@ -99,22 +98,6 @@ class TargetTracker(Protocol):
 
     def describe(self) -> str:
         """One word on what is tracked, for /diagnostics."""
-
-
-def rotation_from_quaternion(quaternion_xyzw: ArrayLike) -> FloatArray:
-    """The rotation matrix (3 × 3) of a quaternion ``(x, y, z, w)`` (``geometry_msgs`` order),
-    normalised.
-
-    Raises:
-        TargetError: not 4 finite numbers, or a norm outside ``[0.9, 1.1]`` (e.g. an all-zero
-            default message): as :meth:`PoseReference.from_position_quaternion`.
-    """
-    quat = as_vector("target quaternion (x, y, z, w)", quaternion_xyzw, 4, error=TargetError)
-    norm = float(np.linalg.norm(quat))
-    if not 0.9 <= norm <= 1.1:
-        raise TargetError(f"target quaternion (x, y, z, w): expected unit norm, got {quat.tolist()}")
-    x, y, z, w = quat / norm
-    return np.array(pin.Quaternion(w, x, y, z).toRotationMatrix())
 
 
 def same_target(target: PoseReference | ArrayLike, last: PoseReference | ArrayLike | None) -> bool:

@@ -56,6 +56,7 @@ from sensor_msgs.msg import JointState as JointStateMsg
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from ..core.controllers import HQPID, QPID, AchdRnea, ComputedTorque, Controller, PoseReference
+from ..core.controllers.cartesian import rotation_from_quaternion
 from ..core.errors import ConfigError, StateError, TargetError
 from ..core.reach import Reach
 from ..core.robot import RobotModel
@@ -67,7 +68,6 @@ from ..core.target_tracking import (
     TaskTarget,
     TaskTargetTracker,
     TrajectoryPoints,
-    rotation_from_quaternion,
 )
 from ..core.types import JointState
 from ..core.validation import FloatArray, as_vector
@@ -152,15 +152,17 @@ class TargetSource(ABC):
         self.last_error = message
         self.log.error("rejected", f"target rejected: {message}")
 
-    def _message(self, msg: MsgT | bytes, msg_type: type[MsgT], what: str) -> MsgT | None:
+    def _message(
+        self, msg: MsgT | bytes, msg_type: type[MsgT], what: str, most_bytes: int = MAX_TARGET_BYTES
+    ) -> MsgT | None:
         """``msg`` as a message of ``msg_type``: the bytes of a raw subscription converted, or
-        ``None`` after refusing them (beyond :data:`MAX_TARGET_BYTES`, or unreadable). A raw
-        subscription gets whatever a publisher sent, and an exception out of a callback would end
-        the executor's spin and leave the arm without commands."""
+        ``None`` after refusing them (beyond ``most_bytes``, or unreadable). A raw subscription
+        gets whatever a publisher sent, and an exception out of a callback would end the
+        executor's spin and leave the arm without commands."""
         if not isinstance(msg, bytes):
             return msg
-        if len(msg) > MAX_TARGET_BYTES:
-            self._refuse(f"{what}: {len(msg)} bytes, more than the {MAX_TARGET_BYTES} allowed")
+        if len(msg) > most_bytes:
+            self._refuse(f"{what}: {len(msg)} bytes, more than the {most_bytes} allowed")
             return None
         try:
             return cast(MsgT, deserialize_message(msg, msg_type))
@@ -479,12 +481,9 @@ class JointTargetSource(TrackedSource[JointTargetTracker]):
         self.tracker.submit_target(q)
 
     def _on_trajectory(self, msg: JointTrajectoryMsg | bytes) -> None:
-        """A trajectory, as the subscription's bytes (refused by its point count before any
-        conversion) or as a message."""
-        if isinstance(msg, bytes):
-            if len(msg) > MAX_TRAJECTORY_BYTES:
-                self._refuse(f"trajectory: {len(msg)} bytes, more than the {MAX_TRAJECTORY_BYTES} allowed")
-                return
+        """A trajectory, as the subscription's bytes (refused by its size, joint names and point
+        count before any conversion) or as a message."""
+        if isinstance(msg, bytes) and len(msg) <= MAX_TRAJECTORY_BYTES:
             sizes = trajectory_sizes(msg, MAX_TRAJECTORY_NAMES)
             if sizes is not None and sizes[0] > MAX_TRAJECTORY_NAMES:
                 self._refuse(
@@ -494,13 +493,9 @@ class JointTargetSource(TrackedSource[JointTargetTracker]):
             if sizes is not None and sizes[1] is not None and sizes[1] > MAX_TRAJECTORY_POINTS:
                 self._refuse(too_many_points(sizes[1]))
                 return
-            try:
-                msg = deserialize_message(msg, JointTrajectoryMsg)
-            except Exception as exc:  # rclpy raises RMWError on bytes that are no JointTrajectory
-                # A raw subscription gets whatever a publisher sent: refused, never raised into the
-                # executor, whose spin would end and leave the arm without commands.
-                self._refuse(f"trajectory: unreadable message ({len(msg)} bytes): {exc}")
-                return
+        if (trajectory := self._message(msg, JointTrajectoryMsg, "trajectory", MAX_TRAJECTORY_BYTES)) is None:
+            return
+        msg = trajectory
         if not msg.points:
             self.received += 1
             self.tracker.submit_stop()

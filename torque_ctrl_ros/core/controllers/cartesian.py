@@ -58,6 +58,22 @@ from .base import Controller, reject_unknown_keys
 POSE_ERRORS = ("decoupled", "se3")
 
 
+def rotation_from_quaternion(quaternion_xyzw: ArrayLike) -> FloatArray:
+    """The rotation matrix (3 × 3) of a quaternion ``(x, y, z, w)`` (``geometry_msgs`` order),
+    normalised.
+
+    Raises:
+        TargetError: not 4 finite numbers, or a norm outside ``[0.9, 1.1]`` (e.g. an all-zero
+            default message).
+    """
+    quat = as_vector("target quaternion (x, y, z, w)", quaternion_xyzw, 4, error=TargetError)
+    norm = float(np.linalg.norm(quat))
+    if not 0.9 <= norm <= 1.1:
+        raise TargetError(f"target quaternion (x, y, z, w): expected unit norm, got {quat.tolist()}")
+    x, y, z, w = quat / norm
+    return np.array(pin.Quaternion(w, x, y, z).toRotationMatrix())
+
+
 @dataclass(frozen=True)
 class PoseReference:
     """A tool-frame reference in the robot's base frame.
@@ -103,12 +119,7 @@ class PoseReference:
             TargetError: wrong sizes, non-finite numbers, or a quaternion far from unit norm.
         """
         p = as_vector("target position", position, 3, error=TargetError)
-        quat = as_vector("target quaternion (x, y, z, w)", quaternion_xyzw, 4, error=TargetError)
-        norm = float(np.linalg.norm(quat))
-        if not 0.9 <= norm <= 1.1:
-            raise TargetError(f"target quaternion (x, y, z, w): expected unit norm, got {quat.tolist()}")
-        x, y, z, w = quat / norm
-        rot = np.array(pin.Quaternion(w, x, y, z).toRotationMatrix())
+        rot = rotation_from_quaternion(quaternion_xyzw)
         return check_pose_reference(cls(p, rot, _opt(twist), _opt(acceleration)))
 
     @property
@@ -497,4 +508,5 @@ __all__ = [
     "check_pose_error_axes",
     "check_pose_reference",
     "pose_error",
+    "rotation_from_quaternion",
 ]

@@ -102,16 +102,7 @@ from ..robot import CONTROL_PERIOD, RobotModel
 from ..types import JointState
 from ..validation import FloatArray
 from .base import Controller
-from .qpid_config import (
-    MAX_WEIGHT,
-    MIN_SLACK_PER_WEIGHT,
-    BarrierConfig,
-    CollisionConfig,
-    QPIDConfig,
-    SingularityConfig,
-    TaskConfig,
-    max_weight_ratio,
-)
+from .qpid_config import MAX_WEIGHT, MIN_SLACK_PER_WEIGHT, QPIDConfig, max_weight_ratio
 
 #: A controller reference: task name → target (see each task class for accepted types). A task
 #: reads a target object once, when first given it: pass a new object to change a target, not
@@ -907,13 +898,4 @@ class HQPID(_QPController):
     hierarchical = True
 
 
-__all__ = [
-    "HQPID",
-    "QPID",
-    "BarrierConfig",
-    "CollisionConfig",
-    "QPIDConfig",
-    "QPReference",
-    "SingularityConfig",
-    "TaskConfig",
-]
+__all__ = ["HQPID", "QPID", "QPReference"]
