@@ -40,18 +40,20 @@ requires_rclpy = pytest.mark.skipif(not HAVE_RCLPY, reason="rclpy is not importa
 
 class FakeTargetNode:
     """Just what a target source uses of a node: subscriptions (kept by topic), a logger (refusals
-    kept in ``errors``, or raised with ``strict``) and a clock reading ``now_ns``."""
+    kept in ``errors``, or raised with ``strict``; warnings in ``warnings``) and a clock reading
+    ``now_ns``."""
 
     def __init__(self, strict: bool = False) -> None:
         self.callbacks: dict[str, Any] = {}
         self.errors: list[str] = []
+        self.warnings: list[str] = []
         self.strict = strict
         self.now_ns = 0
 
     def create_subscription(
         self, _type: Any, topic: str, callback: Any, _qos: Any, raw: bool = False
     ) -> None:
-        self.callbacks[topic] = callback  # a raw one takes the message too (as the trajectory's does)
+        self.callbacks[topic] = callback  # the sources' raw callbacks take a message object too
 
     def get_logger(self) -> Any:
         return self
@@ -60,6 +62,9 @@ class FakeTargetNode:
         if self.strict:
             raise AssertionError(f"unexpected refusal: {message}")
         self.errors.append(message)
+
+    def warning(self, message: str, **_kwargs: Any) -> None:
+        self.warnings.append(message)
 
     def get_clock(self) -> Any:
         return self

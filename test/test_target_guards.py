@@ -281,6 +281,7 @@ def test_a_pose_target_across_a_singularity_is_refused_and_near_one_is_slow(
     else:
         assert source.rejected == 0 and source.tracker.active is not None
         assert source.tracker.active.move.duration > 10.0
+        assert len(node.warnings) == 1 and "target pose: taken, approached over" in node.warnings[0]
 
 
 def test_a_pose_target_where_the_reference_stands_is_taken_with_the_arm_off_it(robot: RobotModel) -> None:

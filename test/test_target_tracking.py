@@ -24,6 +24,7 @@ from torque_ctrl_ros.core.controllers import (
 )
 from torque_ctrl_ros.core.controllers.cartesian import rotation_from_quaternion
 from torque_ctrl_ros.core.target_tracking import (
+    SLOW_APPROACH,
     JointMode,
     JointTargetTracker,
     PendingTrajectory,
@@ -366,6 +367,30 @@ def test_qp_task_targets_are_approached_from_where_their_references_stand(robot:
     now = tracker.reference(JointState(moved, np.zeros(7), 100.002))
     assert np.allclose(now["tool"].translation, robot.frame_placement(moved, TOOL).translation)
     assert tracker.describe() == "hold"
+
+
+def test_a_target_approached_over_minutes_is_taken_with_a_warning(robot: RobotModel) -> None:
+    """From home, (0.1, 0, 0.3) m lies near the base's axis: the approach, keeping every joint
+    within half its velocity limit along the predicted path, takes over a minute, and the arm
+    seems not to answer. Taken, with a warning saying why; a 0.1 m move is taken without one.
+    (achd_rnea refuses that target, its straight line passing a singularity; its warning is
+    tested near the stretched pose in test_target_guards.)"""
+    params = shipped_parameters("controller_node") | {"controller": "qpid"}
+    qp = create_controller("qpid", robot, controller_node_config(params).controller_params)
+    errors: list[str] = []
+    warnings: list[str] = []
+    tracker = TaskTargetTracker(qp, refuse=errors.append, warn=warnings.append)  # type: ignore[arg-type]
+    state = JointState(HOME_Q, np.zeros(7), 1.0)
+    start = tracker.reference(state)["tool"]
+    tracker.submit("tool", PoseReference(start.translation + np.array([0.0, 0.1, 0.0]), start.rotation))
+    tracker.reference(state)
+    assert tracker.pose_moves["tool"].move.duration < SLOW_APPROACH and not warnings
+    tracker.reset()
+    tracker.reference(state)
+    tracker.submit("tool", PoseReference(np.array([0.1, 0.0, 0.3]), start.rotation))
+    tracker.reference(state)
+    assert tracker.pose_moves["tool"].move.duration > 60.0 and not errors
+    assert len(warnings) == 1 and warnings[0].startswith("tool target: taken, approached over")
 
 
 def test_a_qp_task_that_tracks_no_axis_takes_its_target_at_once(robot: RobotModel) -> None:

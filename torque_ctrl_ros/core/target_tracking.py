@@ -75,6 +75,12 @@ MAX_START_DELAY = 60.0
 taken for one on another clock (a sender on wall time, ~1.8e9 s, to a node on sim time), which
 would otherwise wait for ever."""
 
+SLOW_APPROACH = 10.0
+"""Approach duration (s) beyond which a frame target is taken with a warning: the planner times
+it so that no joint passes half its velocity limit along the predicted path, and near the base's
+axis or a singularity a short Cartesian move asks large joint motions (from home, (0.1, 0, 0.3) m
+took 65 s and (0, 0, 0.1) m 183 s, while the arm seemed not to answer)."""
+
 Report = Callable[[str], object]
 """Where a tracker reports a refusal or a warning (one line, naming what it is about); what it
 returns is ignored."""
@@ -82,6 +88,16 @@ returns is ignored."""
 
 def _unreported(_message: str) -> None:
     """A :data:`Report` that drops the message."""
+
+
+def _warn_if_slow(warn: Report, what: str, duration: float) -> None:
+    """Say so where a target taken is approached over more than :data:`SLOW_APPROACH`."""
+    if duration > SLOW_APPROACH:
+        warn(
+            f"{what}: taken, approached over {duration:.0f} s: along the predicted joint path some "
+            "joint needs a large motion for this move (near the base's axis or a singularity), and "
+            "the approach keeps every joint within half its velocity limit"
+        )
 
 
 class TargetTracker(Protocol):
@@ -589,19 +605,21 @@ class PoseTargetTracker:
     (:class:`~.approach.PoseApproachPlanner`: every joint at most half its velocity limit along
     the predicted joint path and at its start); a target whose predicted path ends more than a
     fifth of the move short (a singularity on the straight line, e.g. from the stretched pose
-    itself) is refused, the active target running on. Planning takes 0.2–1 ms, once per target,
-    on the control thread, up to ~2 ms when a moving reference has to stop first (both moves are
+    itself) is refused, the active target running on. Planning takes 0.2–0.7 ms, once per target,
+    on the control thread, ~1.4 ms when a moving reference has to stop first (both moves are
     planned): each target of a stream that turns back then makes its step late.
     """
 
-    def __init__(self, controller: AchdRnea, *, refuse: Report) -> None:
-        """``refuse``: where a target refused when it takes effect is reported."""
+    def __init__(self, controller: AchdRnea, *, refuse: Report, warn: Report = _unreported) -> None:
+        """``refuse``: where a target refused when it takes effect is reported; ``warn``: where one
+        taken with an approach longer than :data:`SLOW_APPROACH` is."""
         self.controller = controller
         config = controller.config
         rows = np.array([AXIS_NAMES.index(a) for a in config.constrained_axes])
         kp, kd = np.asarray(config.kp)[rows], np.asarray(config.kd)[rows]
         self.planner = PoseApproachPlanner(controller.robot, config.frame, rows, kp, kd)
         self._refuse = refuse
+        self._warn = warn
         #: The target waiting for the next state.
         self.pending: PoseReference | None = None
         #: The target taken last (``None`` while holding where the arm was).
@@ -660,6 +678,7 @@ class PoseTargetTracker:
             self._refuse(f"target pose: {exc}; move the arm away from it first, or use qpid")
             return
         self.goal, self.held, self.active = goal, None, TimedMove(approach, state.stamp)
+        _warn_if_slow(self._warn, "target pose", approach.duration)
 
 
 # ------------------------------------------------------------------ QP task targets
@@ -680,7 +699,8 @@ class TaskTargetTracker:
     (:class:`~.approach.JointApproachPlanner`, timed by the slowest posture task's gains). A task
     that tracks no axis takes its target at once. Stepped into the QP, a tool target 0.3 m away
     would run joints 1 and 5 at exactly their velocity limits (the barriers holding them there).
-    Planning a frame task's approach takes 0.2–1 ms, once per target, on the control thread.
+    Planning a frame task's approach takes 0.2–0.7 ms, once per target, on the control thread
+    (~1.4 ms when a moving reference has to stop first).
 
     An approach's velocity and acceleration are fed only to the axes the task tracks: fed to an
     axis with kp 0, they would turn the tool toward an orientation its configuration leaves free
@@ -690,12 +710,14 @@ class TaskTargetTracker:
     changes (the tasks skip revalidating target objects they have already seen).
     """
 
-    def __init__(self, controller: QPID | HQPID, *, refuse: Report) -> None:
-        """``refuse``: where a target refused when it takes effect is reported."""
+    def __init__(self, controller: QPID | HQPID, *, refuse: Report, warn: Report = _unreported) -> None:
+        """``refuse``: where a target refused when it takes effect is reported; ``warn``: where one
+        taken with an approach longer than :data:`SLOW_APPROACH` is."""
         self.controller = controller
         robot = controller.robot
         self.robot = robot
         self._refuse = refuse
+        self._warn = warn
         tasks = {name: controller.task(name) for name in controller.task_names}
         #: Each task's kind (``pose``, ``position``, ``orientation``, ``posture``), in task order.
         self.kinds = {name: task.kind for name, task in tasks.items()}
@@ -838,9 +860,11 @@ class TaskTargetTracker:
             assert isinstance(target, PoseReference)
             goal = target
         under_way = None if moving is None else moving.under_way(state.stamp)
-        self.pose_moves[name] = TimedMove(planner.plan(state.q, now, goal, under_way), state.stamp)
+        approach = planner.plan(state.q, now, goal, under_way)
+        self.pose_moves[name] = TimedMove(approach, state.stamp)
         self.goals[name] = target
         self.targeted.add(name)
+        _warn_if_slow(self._warn, f"{name} target", approach.duration)
 
     def _take_joint_target(
         self, name: str, q: FloatArray, state: JointState, reference: dict[str, Any]

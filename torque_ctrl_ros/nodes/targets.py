@@ -529,7 +529,9 @@ class PoseTargetSource(TrackedSource[PoseTargetTracker]):
         ctrl = _expect(controller, AchdRnea)
         self.frame = base_frame(controller.robot)
         self.reach = Reach.of(controller.robot, ctrl.config.frame)
-        self.tracker = PoseTargetTracker(ctrl, refuse=self._refuse)
+        self.tracker = PoseTargetTracker(
+            ctrl, refuse=self._refuse, warn=lambda message: self.log.warning("slow", message)
+        )
         node.create_subscription(PoseStamped, "~/target_pose", self._on_pose, TARGET_QOS, raw=True)
 
     def _on_pose(self, msg: PoseStamped | bytes) -> None:
@@ -567,7 +569,9 @@ class TaskTargetSource(TrackedSource[TaskTargetTracker]):
         self.frame = base_frame(self.robot)
         self.map = JointNameMap(self.robot.joint_names)
         qp = cast("QPID | HQPID", _expect(controller, QPID, HQPID))  # typed as their common base
-        self.tracker = TaskTargetTracker(qp, refuse=self._refuse)
+        self.tracker = TaskTargetTracker(
+            qp, refuse=self._refuse, warn=lambda message: self.log.warning("slow", message)
+        )
         #: Each task's kind (``pose``, ``position``, ``orientation``, ``posture``).
         self.kinds = self.tracker.kinds
         #: The reach of each task that takes a position (pose, position).
