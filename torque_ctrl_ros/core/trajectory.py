@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +75,22 @@ class LimitViolation:
 #: Per segment and joint (rows × n): the lower and upper position bounds (rad), the speed bound
 #: (rad/s) and the acceleration bound (rad/s²; ``None``: not checked).
 _RowBounds = tuple[FloatArray, FloatArray, FloatArray, FloatArray | None]
+_Block = tuple[NDArray[np.intp], FloatArray, FloatArray, FloatArray, FloatArray | None, NDArray[np.bool_]]
+"""Segments to evaluate and their bounds: ``(rows, q_lo, q_hi, v_lim, a_lim, may_pass)``."""
+
+
+def _blocks(
+    screened: tuple[NDArray[np.intp], _RowBounds, NDArray[np.bool_]] | None,
+) -> Iterator[_Block]:
+    """The segments a screen (:meth:`JointTrajectory._screen`) could not clear, with their bounds,
+    in blocks of :data:`_CHECK_BLOCK` rows, earliest first (none when it cleared them all)."""
+    if screened is None:
+        return
+    rows, (q_lo, q_hi, v_lim, a_lim), may_pass = screened
+    for k in range(0, rows.size, _CHECK_BLOCK):
+        at = slice(k, k + _CHECK_BLOCK)
+        yield rows[at], q_lo[at], q_hi[at], v_lim[at], None if a_lim is None else a_lim[at], may_pass[at]
+
 
 #: A trajectory's start: ``(q, v)`` or ``(q, v, a)``, ``None`` for zero velocity or acceleration.
 StartState = tuple[ArrayLike, ArrayLike | None] | tuple[ArrayLike, ArrayLike | None, ArrayLike | None]
@@ -315,13 +331,8 @@ class JointTrajectory:
         above only on segments that may pass a bound, in blocks of ``_CHECK_BLOCK``.
         """
         screened = self._screen(lower, upper, velocity_limit, first, last, acceleration_limit)
-        if screened is None:
-            return None
-        rows, (q_lo, q_hi, v_lim, a_lim), may_pass = screened
-        for k in range(0, rows.size, _CHECK_BLOCK):
-            at = slice(k, k + _CHECK_BLOCK)
-            a_at = None if a_lim is None else a_lim[at]
-            found = self._rows_violation(rows[at], q_lo[at], q_hi[at], v_lim[at], a_at, may_pass[at])
+        for block in _blocks(screened):
+            found = self._rows_violation(*block)
             if found is not None:  # blocks go forward in time: the first one found is the earliest
                 return found
         return None
@@ -338,14 +349,8 @@ class JointTrajectory:
         sample past a bound by more than :data:`_SURELY_PAST` settles it without the exact search
         (~150 µs a quintic segment). A planner's course check mostly fails: this is what it pays."""
         screened = self._screen(lower, upper, velocity_limit, 0, None, acceleration_limit)
-        if screened is None:
-            return True
-        rows, (q_lo, q_hi, v_lim, a_lim), may_pass = screened
-        for k in range(0, rows.size, _CHECK_BLOCK):
-            at = slice(k, k + _CHECK_BLOCK)
-            a_at = None if a_lim is None else a_lim[at]
-            bounds = (rows[at], q_lo[at], q_hi[at], v_lim[at], a_at, may_pass[at])
-            if self._sampled_past(*bounds) or self._rows_violation(*bounds) is not None:
+        for block in _blocks(screened):
+            if self._sampled_past(*block) or self._rows_violation(*block) is not None:
                 return False
         return True
 
