@@ -208,7 +208,7 @@ def test_qp_fallback_damping_is_checked_at_the_controller_period(robot: RobotMod
     from torque_ctrl_ros.core.controllers.qpid import QPID
 
     params = {"tasks": ["posture"], "posture.type": "posture", "self_collision.enabled": False}
-    # 0.3 reaches 1.06 at 1 ms (refused), 0.53 at 0.5 ms.
+    # 0.3 reaches 1.06 at 1 ms: refused.
     with pytest.raises(ConfigError, match="qpid.fallback_damping"):
         QPID.from_params(robot, {**params, "fallback_damping": 0.3})
     with pytest.raises(ConfigError, match=r"qpid: unknown parameter\(s\) \['dt'\]"):

@@ -393,6 +393,13 @@ def test_a_target_approached_over_minutes_is_taken_with_a_warning(robot: RobotMo
     assert len(warnings) == 1 and warnings[0].startswith("tool target: taken, approached over")
 
 
+def test_a_target_for_no_frame_task_is_refused_naming_the_tasks(robot: RobotModel) -> None:
+    tracker, _ = _qp_tracker(robot)
+    with pytest.raises(TargetError, match=r"no frame task 'elbow'; the frame tasks are \['tool'\]"):
+        tracker.submit("elbow", np.zeros(3))
+    assert not tracker.pending
+
+
 def test_a_qp_task_that_tracks_no_axis_takes_its_target_at_once(robot: RobotModel) -> None:
     """A posture task with kp 0 everywhere has no planner: its target is stepped into the
     mapping as given (its gains ask nothing of it)."""

@@ -383,7 +383,9 @@ class Watchdog:
         self.last_message = ""
         self._silent = False  # the fallback came from silence(), and no state was refused since
         self.rejected: dict[RejectReason, int] = dict.fromkeys(RejectReason, 0)
-        self._rejected_total = 0  # the sum of ``rejected`` but superseded, read on every state by the node
+        self._rejected_total = (
+            0  # the sum of ``rejected`` but superseded, read on every state by the Supervisor
+        )
         self.transitions = 0
         self.clock_resets = 0  # accepted states stamped before the last good one (see check)
         self._accepted_at = -math.inf  # the receiver's clock (s) at the last accepted state
@@ -716,7 +718,7 @@ class Watchdog:
         ):
             if self._silent:
                 # A silence that goes on: the stop's reason, as long as now. (A fallback on
-                # refused states keeps theirs: the node counts its silence from the last good
+                # refused states keeps theirs: the Supervisor counts its silence from the last good
                 # state, so a stream of NaN states would be reported as no state at all.)
                 self.last_message = f"no joint state for {silent_for * 1e3:.0f} ms"
             self._set(WatchdogState.STOPPED)

@@ -761,7 +761,13 @@ class TaskTargetTracker:
 
     def submit(self, task: str, target: TaskTarget) -> None:
         """Move frame task ``task`` to ``target`` (its kind's form, within reach) from the next
-        state on."""
+        state on.
+
+        Raises:
+            TargetError: ``task`` is no frame task of the controller (the error lists them).
+        """
+        if task not in self.frame_tasks:
+            raise TargetError(f"no frame task {task!r}; the frame tasks are {sorted(self.frame_tasks)}")
         self.pending[task] = target
 
     def submit_posture(self, q: FloatArray) -> None:

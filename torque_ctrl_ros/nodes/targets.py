@@ -76,6 +76,7 @@ from .conversions import stamp_to_ns
 from .wire import trajectory_sizes
 
 TARGET_QOS = QoSProfile(depth=10)
+MsgT = TypeVar("MsgT")
 
 MAX_TRAJECTORY_POINTS = 2_000
 """Most points a ``~/joint_trajectory`` may have. Everything a trajectory costs runs on the control
@@ -362,7 +363,6 @@ def trajectory_points(
 
 TargetFactory = Callable[[Node, Controller[Any]], TargetSource]
 CtrlT = TypeVar("CtrlT", bound=Controller[Any])
-MsgT = TypeVar("MsgT")
 
 
 def _expect(controller: Controller[Any], *kinds: type[CtrlT]) -> CtrlT:

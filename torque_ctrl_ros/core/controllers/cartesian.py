@@ -345,7 +345,7 @@ class AchdRnea(Controller[PoseReference]):
     clipped joint by joint: toward ``τ₀``, the command of the same step with ``β = 0``, so the
     constrained axes get ``αᵀẍ = s·β`` and keep the direction the PD law asked. Scaled toward
     ``c(q, q̇)`` instead, ``q̈' = s·q̈`` gives ``ẍ' = s·β + (1 − s)·J̇q̇``: at speed the drift
-    turns the tool's acceleration off that line (40° at kp 1000 on a 0.3 m step).
+    turns the tool's acceleration off that line (41° at kp 1000 on a 0.3 m step).
     """
 
     name = "achd_rnea"
