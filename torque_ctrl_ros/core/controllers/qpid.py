@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -149,17 +149,13 @@ def _collision_path(name: str) -> Path:
     return data_path("config", name)
 
 
-def _max_keeping_nan(values: Iterable[float]) -> float:
-    """The largest of ``values`` and 0, or NaN if any is NaN. A refused solve reports NaN
+def _larger_keeping_nan(largest: float, value: float) -> float:
+    """The larger of ``largest`` and ``value``, NaN once either is. A refused solve reports NaN
     residuals, which must show in the step's info; ``max()`` keeps a NaN only where it comes first
     (``max(0.0, nan)`` is 0)."""
-    largest = 0.0
-    for value in values:
-        if math.isnan(value):
-            return value
-        if value > largest:
-            largest = value
-    return largest
+    if math.isnan(largest) or value <= largest:
+        return largest
+    return value  # the larger one, or NaN (every comparison with NaN is false)
 
 
 # ------------------------------------------------------------------------ QP levels
@@ -755,13 +751,19 @@ class _QPController(Controller[QPReference]):
     @staticmethod
     def _step_info(outcome: _LevelsOutcome, fallback: bool, prepare_time: float) -> dict[str, float]:
         """The step's ``info`` but ``step_time_us`` (see the module docstring); ``prepare_time`` in s."""
-        sols = outcome.solutions
+        iterations, solve_time = 0, 0.0
+        primal = dual = 0.0
+        for sol in outcome.solutions:  # one pass: this runs every step
+            iterations += sol.iterations
+            solve_time += sol.solve_time
+            primal = _larger_keeping_nan(primal, sol.primal_residual)
+            dual = _larger_keeping_nan(dual, sol.dual_residual)
         return {
             "qp_status": float(outcome.status.value),
-            "qp_iterations": float(sum(sol.iterations for sol in sols)),
-            "qp_primal_residual": _max_keeping_nan(sol.primal_residual for sol in sols),
-            "qp_dual_residual": _max_keeping_nan(sol.dual_residual for sol in sols),
-            "qp_solve_time_us": 1e6 * sum(sol.solve_time for sol in sols),
+            "qp_iterations": float(iterations),
+            "qp_primal_residual": primal,
+            "qp_dual_residual": dual,
+            "qp_solve_time_us": 1e6 * solve_time,
             "prepare_time_us": 1e6 * prepare_time,
             "fallback": 1.0 if fallback else 0.0,
             "failed_level": float(outcome.failed_level),
