@@ -252,6 +252,33 @@ def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot
     assert tracker.reference(state(101.9)).q[0] == pytest.approx(0.5)
 
 
+def test_a_reset_drops_the_pending_joint_targets_due_at_the_next_state(robot: RobotModel) -> None:
+    """After a stop the target is dropped and the arm held where control resumes: a joint target,
+    a stop or a trajectory submitted but not yet taken belongs to the motion the stop ended, and
+    taken at the resuming state it would set the arm moving toward it. Only a trajectory stamped
+    after the last state seen waits for its stamp through the reset (tested above)."""
+    goal = HOME_Q + np.eye(7)[0] * 0.5
+    moved = HOME_Q + 0.05
+    submissions = {
+        "joint target": lambda t: t.submit_target(goal),
+        "stop": lambda t: t.submit_stop(),
+        "trajectory at the next state": lambda t: t.submit_trajectory(_points([(1.0, goal)]), 0.0, now=1.0),
+        "trajectory stamped in the past": lambda t: t.submit_trajectory(
+            _points([(0.5, goal), (1.0, goal)]), 0.9, now=1.0
+        ),
+    }
+    for what, submit in submissions.items():
+        tracker, errors = _joint_tracker(robot)
+        tracker.reference(_at_rest(HOME_Q, 1.0))
+        submit(tracker)
+        tracker.reset()
+        assert tracker.pending is None, what
+        held = tracker.reference(_at_rest(moved, 1.2))
+        np.testing.assert_array_equal(held.q, moved, err_msg=what)
+        assert tracker.active is None and tracker.describe() == "hold", what
+        assert tracker.reference(_at_rest(moved, 2.5)) is held and errors == [], what
+
+
 # ------------------------------------------------------------------ pose targets
 @pytest.mark.parametrize("move", [[0.0, 0.3, 0.0], [-0.2, 0.2, 0.1]])
 def test_a_pose_target_is_approached_within_the_velocity_limits(robot: RobotModel, move: list[float]) -> None:
@@ -324,6 +351,20 @@ def test_a_reset_mid_approach_holds_where_the_arm_is(robot: RobotModel) -> None:
     )
 
 
+def test_a_reset_drops_a_pending_pose_target(robot: RobotModel) -> None:
+    """A target submitted before a stop is not taken at the resuming state: the arm holds there."""
+    tracker, errors = _pose_tracker(robot)
+    start = tracker.reference(_at_rest(HOME_Q, 1.0))
+    tracker.submit(PoseReference(start.position + np.array([0.0, 0.1, 0.0]), start.rotation))
+    tracker.reset()
+    moved = HOME_Q + 0.05
+    state = _at_rest(moved, 1.2)
+    held = tracker.reference(state)
+    assert tracker.active is None and tracker.goal is None and tracker.describe() == "hold"
+    np.testing.assert_allclose(held.position, tracker.controller.hold_reference(state).position, atol=1e-12)
+    assert errors == []
+
+
 # ------------------------------------------------------------------ QP task targets
 def test_qp_task_targets_are_approached_from_where_their_references_stand(robot: RobotModel) -> None:
     """A tool target and a joint target to qpid: neither steps the reference (each starts where
@@ -367,6 +408,22 @@ def test_qp_task_targets_are_approached_from_where_their_references_stand(robot:
     now = tracker.reference(JointState(moved, np.zeros(7), 100.002))
     assert np.allclose(now["tool"].translation, robot.frame_placement(moved, TOOL).translation)
     assert tracker.describe() == "hold"
+
+
+def test_a_reset_drops_pending_task_targets(robot: RobotModel) -> None:
+    """Task targets submitted before a stop are not taken at the resuming state: every task holds
+    where the arm is there."""
+    tracker, errors = _qp_tracker(robot, "qpid")
+    start = tracker.reference(JointState(HOME_Q, np.zeros(7), 1.0))["tool"]
+    tracker.submit("tool", PoseReference(start.translation + np.array([0.0, 0.1, 0.0]), np.eye(3)))
+    tracker.submit_posture(HOME_Q + 0.2)
+    tracker.reset()
+    moved = HOME_Q + 0.05
+    held = tracker.reference(JointState(moved, np.zeros(7), 1.2))
+    assert not tracker.pose_moves and not tracker.joint_moves and tracker.describe() == "hold"
+    assert np.allclose(held["tool"].translation, robot.frame_placement(moved, TOOL).translation)
+    np.testing.assert_allclose(held["posture"], moved)
+    assert errors == []
 
 
 def test_a_target_approached_over_minutes_is_taken_with_a_warning(robot: RobotModel) -> None:

@@ -27,8 +27,10 @@ The rules they share:
   fallback, the arm on the safe torque). Every move's start moves on by the pause, so the move
   takes up where it stood when the safe torque took over rather than where it would be by now
   (0.35 rad ahead of the held arm after a 0.4 s fallback: 14 N·m on the first torque).
-* ``reset()``: the targets are forgotten (after a stop, or a simulator restart); the next
-  state's pose is held.
+* ``reset()``: the targets are forgotten (after a stop, or a simulator restart), those still
+  pending too; the next state's pose is held. The one exception is a joint trajectory stamped
+  to start after the last state the tracker saw: it still starts at its stamp after a stop on
+  the same clock, and is dropped (and refused) only after ``reset(clock_reset=True)``.
 """
 
 from __future__ import annotations
@@ -110,7 +112,8 @@ class TargetTracker(Protocol):
         """No torque was computed from ``since`` to ``until`` (s, the state clock)."""
 
     def reset(self, clock_reset: bool = False) -> None:
-        """Forget the targets (``clock_reset``: the clock went back, a simulator restart)."""
+        """Forget the targets, pending ones included (``clock_reset``: the clock went back, a
+        simulator restart; only a trajectory stamped for later tells the two apart)."""
 
     def describe(self) -> str:
         """One word on what is tracked, for /diagnostics."""
@@ -344,6 +347,9 @@ class JointTargetTracker:
         self.active: JointMove | None = None
         #: The target waiting for the next state (a trajectory: for its stamp).
         self.pending: PendingJoint | None = None
+        #: The stamp (s) of the last state :meth:`reference` was asked for (0 before any): a
+        #: pending trajectory stamped after it waits for its stamp (:meth:`reset` keeps it).
+        self._last_stamp = 0.0
 
     # ---------------------------------------------------------------- targets
     def submit_target(self, q: FloatArray) -> None:
@@ -400,6 +406,7 @@ class JointTargetTracker:
     def reference(self, state: JointState) -> JointReference:
         """The reference at ``state`` (its stamp in s; its position where nothing is held yet),
         after the pending target took effect if due."""
+        self._last_stamp = state.stamp
         if self.pending is not None and self._due(state.stamp):
             self._activate(state)
         if self.active is not None:
@@ -429,14 +436,20 @@ class JointTargetTracker:
             self.pending = PendingTrajectory(stamp + until - max(stamp, since), pending.points)
 
     def reset(self, clock_reset: bool = False) -> None:
-        """Forget the active target: hold where the arm is at the next state. A trajectory
-        stamped for later still starts at its stamp after a stop on the same clock (one sent
-        while the arm was stopped is meant to run); after ``clock_reset`` (a simulator restart)
-        it is dropped and refused, as its stamp belongs to the timeline the clock left."""
+        """Forget the active target and the pending one: hold where the arm is at the next state.
+
+        Pending and dropped: a joint target, a stop, a trajectory due at the next state (stamp 0,
+        or one not after the last state seen), all meant for the motion the reset ended. Kept: a
+        trajectory stamped after the last state seen, which still starts at its stamp after a
+        stop on the same clock (one sent while the arm was stopped is meant to run); after
+        ``clock_reset`` (a simulator restart) it is dropped too and refused, as its stamp belongs
+        to the timeline the clock left."""
         self.mode, self.held, self.goal, self.active = JointMode.START, None, None, None
-        pending = self.pending
-        if clock_reset and isinstance(pending, PendingTrajectory) and pending.stamp > 0.0:
-            self.pending = None
+        pending, self.pending = self.pending, None
+        if isinstance(pending, PendingTrajectory) and pending.stamp > self._last_stamp:
+            if not clock_reset:
+                self.pending = pending
+                return
             self._refuse(
                 f"trajectory stamped {pending.stamp:.3f} s dropped: the clock went back "
                 "(simulator restarted?)"
@@ -660,8 +673,9 @@ class PoseTargetTracker:
             self.active.shift(until - since)
 
     def reset(self, clock_reset: bool = False) -> None:
-        """Forget the target: hold where the arm is at the next state."""
-        self.goal, self.held, self.active = None, None, None
+        """Forget the target, a pending one too: hold where the arm is at the next state (the same
+        after a clock reset: a pose target has no stamp to wait for)."""
+        self.pending, self.goal, self.held, self.active = None, None, None, None
 
     def describe(self) -> str:
         """``target_pose`` or ``hold``."""
@@ -819,7 +833,9 @@ class TaskTargetTracker:
             joint_move.shift(until - since)
 
     def reset(self, clock_reset: bool = False) -> None:
-        """Forget the targets: every task holds where the arm is at the next state."""
+        """Forget the targets, pending ones too: every task holds where the arm is at the next
+        state (the same after a clock reset: task targets have no stamp to wait for)."""
+        self.pending = {}
         self._reference = None
         self.pose_moves.clear()
         self.joint_moves.clear()
