@@ -426,8 +426,10 @@ class JointTargetTracker:
 
     def pause(self, since: float, until: float) -> None:
         """No torque was computed from ``since`` to ``until`` (s): the move takes up where it
-        stood, and a trajectory due to start during the pause starts at its end (started late,
-        it would be compressed into the time left: 1 s asked, 0.6 s run)."""
+        stood, and a pending trajectory stamped before ``until`` (``0 < stamp < until``) starts
+        as much later as the pause held it up: at ``stamp + until − max(stamp, since)``, i.e. at
+        ``until`` when its stamp fell in the pause, ``until − since`` later when it was due
+        before (started late, it would be compressed into the time left: 1 s asked, 0.6 s run)."""
         if self.active is not None:
             self.active.shift(until - since)
         pending = self.pending
@@ -477,6 +479,9 @@ class JointTargetTracker:
             self._activate_trajectory(state, pending.stamp, pending.points)
 
     def _activate_target(self, state: JointState, q: FloatArray) -> None:
+        """Approach the joint target ``q`` (rad) from the current reference at ``state``, as
+        :meth:`submit_target` says; the target under way sent again changes nothing, and one
+        whose approach passes a limit is refused, the active target running on."""
         if self.mode is JointMode.JOINT_TARGET and same_target(q, self.goal):
             return
         under_way = None if self.active is None else self.active.under_way(state.stamp)
@@ -514,6 +519,11 @@ class JointTargetTracker:
         self.active = None
 
     def _activate_trajectory(self, state: JointState, stamp: float, points: TrajectoryPoints) -> None:
+        """Follow ``points`` from ``stamp`` (s; 0: from ``state``) as the class docstring says:
+        the points already due at ``state`` dropped, a first point at time 0 taken as the start
+        (:meth:`_from_first_point`), else the trajectory started from the current reference; the
+        segments from the start checked against the limits. Refused (the active target running
+        on) where it ended before ``state`` or a check fails."""
         t0 = stamp if stamp > 0.0 else state.stamp
         late = state.stamp - t0
         if late > 0.0:
@@ -849,11 +859,9 @@ class TaskTargetTracker:
         return ",".join(n for n in self.kinds if n in self.targeted)
 
     def _start(self, state: JointState) -> None:
-        """Hold every task where it stands at ``state``."""
+        """Hold every task where it stands at ``state`` (the moves and goals are empty: no state
+        since the start or a reset)."""
         self._reference = dict(self.controller.hold_reference(state))
-        self.pose_moves.clear()
-        self.joint_moves.clear()
-        self.goals.clear()
         for name, planner in self._pose_planners.items():
             self.poses[name] = PoseReference.from_se3(self.robot.frame_placement(state.q, planner.frame))
 
@@ -871,18 +879,18 @@ class TaskTargetTracker:
             self.targeted.add(name)
             return
         moving = self.pose_moves.get(name)
-        now = moving.sample(state.stamp) if moving is not None else self.poses[name]
+        current = moving.sample(state.stamp) if moving is not None else self.poses[name]
         kind = self.kinds[name]
         goal: PoseReference
         if kind == "position":
-            goal = PoseReference(np.array(target, dtype=np.float64), now.rotation)
+            goal = PoseReference(np.array(target, dtype=np.float64), current.rotation)
         elif kind == "orientation":
-            goal = PoseReference(now.position.copy(), np.array(target, dtype=np.float64))
+            goal = PoseReference(current.position.copy(), np.array(target, dtype=np.float64))
         else:
             assert isinstance(target, PoseReference)
             goal = target
         under_way = None if moving is None else moving.under_way(state.stamp)
-        approach = planner.plan(state.q, now, goal, under_way)
+        approach = planner.plan(state.q, current, goal, under_way)
         self.pose_moves[name] = TimedMove(approach, state.stamp)
         self.goals[name] = target
         self.targeted.add(name)
@@ -891,19 +899,24 @@ class TaskTargetTracker:
     def _take_joint_target(
         self, name: str, q: FloatArray, state: JointState, reference: dict[str, Any]
     ) -> None:
+        """Start the approach of posture task ``name`` to ``q`` (rad) from its current reference
+        (the move under way, or the joint angles it holds, at rest), timed by the posture tasks'
+        gains; step ``reference`` there where no posture task tracks a joint. Refused where the
+        approach passes a limit, the active target running on."""
         if self._joint_planner is None:
             reference[name] = q
             self.targeted.add(name)
             return
         moving = self.joint_moves.get(name)
-        start: tuple[FloatArray, FloatArray | None, FloatArray | None]
+        start: JointMotion
         under_way = None
         if moving is not None:
             under_way = moving.under_way(state.stamp)
-            start = moving.sample(state.stamp)
+            start = JointMotion(*moving.sample(state.stamp))
         else:
-            held = reference[name]
-            start = (np.array(getattr(held, "q", held), dtype=np.float64), None, None)
+            held = reference[name]  # joint angles (rad), or a JointReference
+            at = held.q if isinstance(held, JointReference) else held
+            start = JointMotion(np.array(at, dtype=np.float64), None, None)
         try:
             approach = self._joint_planner.plan(start, q, under_way)
         except TargetError as exc:  # the active target runs on
