@@ -264,7 +264,7 @@ def test_a_slow_stream_is_learnt_not_taken_for_silence(robot: RobotModel) -> Non
     sup = _supervisor(robot, max_age=0.02)
     decisions = [_good(sup, T0 + 0.025 * k) for k in range(10)]
     assert all(d.silence is None and d.action is Action.COMPUTE for d in decisions)
-    assert sup.resume.stream.period == pytest.approx(0.025)
+    assert sup.resume_tracker.stream.period == pytest.approx(0.025)
 
 
 def test_the_timer_notes_a_silence_and_its_transitions(robot: RobotModel) -> None:
@@ -332,6 +332,22 @@ def test_a_controller_failure_gets_the_brake_in_full_from_the_state_it_failed_on
         assert decision.silence is None and not decision.clock_reset  # said with the step's decision
     recovered = _good(sup, last + 3 * DT)
     assert recovered.action is Action.COMPUTE and recovered.reset_controller
+
+
+def test_a_controller_failure_before_the_stream_period_is_known_brakes_as_if_held_long(
+    robot: RobotModel,
+) -> None:
+    """On the first state no step of the stream is known: it may be a slow one, whose first
+    command is held for long, so the brake damps as after a refused state (K_d·2/50), not in full."""
+    sup = _supervisor(robot)
+    computing = sup.step(Q0, V0, T0, T0)
+    assert computing.action is Action.COMPUTE and sup.resume_tracker.stream.period == 0.0
+    decision = sup.controller_failed(computing, SolverError("no solution"), T0)
+    assert decision.action is Action.FALLBACK and decision.command is not None
+    assert sup.first_hold() == FIRST_HOLD_PERIODS
+    np.testing.assert_allclose(
+        decision.command.tau, _first_brake(robot, Q0, V0, FIRST_HOLD_PERIODS), atol=1e-9
+    )
 
 
 def test_a_controller_failing_on_every_state_stops_after_the_window(robot: RobotModel) -> None:

@@ -696,14 +696,19 @@ class Watchdog:
         return Action.FALLBACK
 
     def silence(self, now: float, silent_for: float) -> None:
-        """Note that no state at all arrived for ``silent_for`` s (from a timer).
+        """Note that no state at all arrived for ``silent_for`` s (``now``: the caller's clock).
+
+        ``silent_for`` is on one of two clocks, by caller (:meth:`.Supervisor.silence`): the
+        node's timer passes steady (monotonic) seconds since the last state arrived; a state
+        arriving after a gap passes the gap in the stamps, ``effective_stamp − last_good.stamp``
+        (:meth:`.Supervisor.step`).
 
         A silent stream counts as stale once ``silent_for > max_age``: the state machine
         goes to FALLBACK (nothing can be published without a state to answer) and then
-        to STOPPED, so the report says what happened. ``silent_for`` comes from a steady
-        clock and ends the fallback window too: under ``use_sim_time`` ``now`` stops with
-        the simulator, and a FALLBACK kept open by a frozen clock would answer the next
-        run's first state with a safe torque computed from this run's last pose.
+        to STOPPED, so the report says what happened. ``silent_for`` ends the fallback window
+        too, not only ``now``: under ``use_sim_time`` ``now`` stops with the simulator, and a
+        FALLBACK kept open by a frozen clock would answer the next run's first state with a safe
+        torque computed from this run's last pose (the timer's steady seconds run on).
         """
         cfg = self.config
         if self.state is WatchdogState.OK and silent_for > cfg.max_age:

@@ -24,7 +24,8 @@ A caller's loop, per state (``stamp`` on the states' clock, ``now`` on the calle
     if decision.action is Action.FALLBACK and decision.command is not None:
         out = decision.command                          # the safe brake's, saturated
 
-and :meth:`Supervisor.silence` from a timer when no state arrives at all.
+and :meth:`Supervisor.silence` from a timer when no state arrives at all (``silent_for`` then
+on a steady clock: the time since the last state arrived).
 
 All times are in seconds.
 """
@@ -124,6 +125,18 @@ def failure_message(error: BaseException) -> str:
 class Supervisor:
     """Decides, state by state, between the controller's torque, the safe brake and nothing.
 
+    The watchdog's states (:class:`~.safety.WatchdogState`): WAITING (no good state yet: nothing
+    computed, nothing sent), OK (the controller's torque on every good state), FALLBACK (the safe
+    brake's command while states are refused or missing, for at most ``fallback_duration``) and
+    STOPPED (nothing sent, until a good state with ``auto_recover``).
+
+    *Two sources*: two publishers of this arm's states (a second node publishing another pose on
+    the same topic, its states interleaved with the driver's), told from a glitch by
+    :data:`~.safety.CONFLICT_JUMPS` jumps (a position no motion could have reached from the last
+    good state's, :meth:`~.safety.Watchdog.check`) within :data:`~.safety.CONFLICT_WINDOW` s; the
+    watchdog then stops at once (no brake can be predicted from a pose that cannot be trusted)
+    and refuses every state until none jumped from the one before it for that long.
+
     Args:
         robot: the controller's model (limits for the watchdog, dynamics for the brake).
         config: the watchdog's settings (``fallback_duration`` is also the brake's horizon).
@@ -133,8 +146,10 @@ class Supervisor:
             caller's ``now`` (:class:`~.safety.Watchdog`).
 
     Attributes:
-        watchdog: classifies the states and runs the OK / FALLBACK / STOPPED state machine.
-        resume: bookkeeping for what the target does when control resumes.
+        watchdog: classifies the states and runs the WAITING / OK / FALLBACK / STOPPED state
+            machine.
+        resume_tracker: bookkeeping for what the target does when control resumes (its
+            decision, a :class:`~.resume.Resume`, is :attr:`Decision.resume`).
         brake: the safe command, predicted from the last good state.
         limiter: saturation of the safe command to the model's effort limits.
     """
@@ -154,7 +169,7 @@ class Supervisor:
             robot.joint_names,
             steady_clock=steady_clock,
         )
-        self.resume = ResumeTracker(robot.n, config, robot.difference)
+        self.resume_tracker = ResumeTracker(robot.n, config, robot.difference)
         self.brake = SafeBrake(robot, fallback_damping, config.fallback_duration)
         self.limiter = TorqueLimiter(robot.joint_names, robot.effort_limit)
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
@@ -168,22 +183,29 @@ class Supervisor:
         clock): ``q`` (rad), ``v`` (rad/s) in controller order, or ``None`` for a state that could
         not be read (``error`` says why; refused as inconsistent).
 
-        A gap in the stamps is a silence whether or not the caller's timer (:meth:`silence`)
-        ticked inside it: the watchdog falls back, or stops after a long one, and a trajectory
-        pauses for it. Read from the stamps, the arm's time or sim time (which a slow or paused
-        simulator keeps continuous), it counts once longer than
-        :meth:`ResumeTracker.silence_after` (``max_age`` and 1.5 of the stream's period: a 40 Hz
-        driver's states, 25 ms apart, are no silence; before that period is known, only a gap
-        long enough to stop the arm). A state that cannot be used still tells by its stamp how
-        long the stream was silent (unreadable bytes carry the last good stamp: no gap). Its
-        stamp counts as at most ``max_age`` ahead of the clock, here and for the controller and
-        the target: a state stamped well ahead would otherwise count as a silence up to it, and
-        the target would be sampled that far ahead.
+        First the gap before it, on the states' clock (s)::
+
+            effective_stamp = min(stamp, now + max_age)
+            gap = effective_stamp − last_good.stamp        (inf before the first good state)
+            a silence of gap s (:meth:`silence`)  when  silence_after() < gap < inf
+            silence_after() = max(max_age, 1.5·period)     once the stream's period is known,
+                              max_age + fallback_duration  before (only a gap that stops the arm)
+
+        (:meth:`ResumeTracker.silence_after`). A gap in the stamps is a silence whether or not the
+        caller's timer (:meth:`silence`) ticked inside it: the watchdog falls back, or stops after
+        a long one, and a trajectory pauses for it. Read from the stamps, the arm's time or sim
+        time (which a slow or paused simulator keeps continuous); 1.5 periods so that a 40 Hz
+        driver's states, 25 ms apart, are no silence. A state that cannot be used still tells by
+        its stamp how long the stream was silent (unreadable bytes carry the last good stamp: no
+        gap). Its stamp counts as at most ``max_age`` ahead of the clock, here and for the
+        controller and the target: a state stamped well ahead would otherwise count as a silence
+        up to it, and the target would be sampled that far ahead.
         """
         wd = self.watchdog
         effective_stamp = min(stamp, now + wd.config.max_age)
         gap = effective_stamp - wd.last_good.stamp  # inf before the first good state
-        silence = self.silence(now, gap) if self.resume.silence_after() < gap < math.inf else None
+        silent = self.resume_tracker.silence_after() < gap < math.inf
+        silence = self.silence(now, gap) if silent else None
         previous, rejected_before, resets = wd.state, wd.rejected_total, wd.clock_resets
         if q is None or v is None:
             action = wd.reject(RejectReason.INCONSISTENT, error, now)
@@ -194,13 +216,13 @@ class Supervisor:
         if action is Action.COMPUTE:
             decision.state = JointState(wd.last_good.q, wd.last_good.v, effective_stamp)
             decision.reset_controller = previous is not WatchdogState.OK
-            decision.resume = self.resume.decide_resume(previous, wd, effective_stamp)
+            decision.resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp)
             self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
         return self._answer(decision, now, refused=wd.rejected_total != rejected_before)
 
     def command_computed(self) -> None:
         """The controller answered the state of the last :meth:`step`."""
-        self.resume.torque_computed()
+        self.resume_tracker.torque_computed()
 
     def controller_failed(self, decision: Decision, error: BaseException, now: float) -> Decision:
         """The controller raised ``error`` on the state of ``decision`` (``COMPUTE``, from the last
@@ -212,8 +234,12 @@ class Supervisor:
         return self._answer(failed, now, refused=True)
 
     def silence(self, now: float, silent_for: float) -> Transition | None:
-        """No state arrived for ``silent_for`` s up to ``now`` (s): :meth:`Watchdog.silence`; the
-        transition it made, if any."""
+        """No state arrived for ``silent_for`` s up to ``now`` (s, the caller's clock):
+        :meth:`Watchdog.silence`; the transition it made, if any.
+
+        ``silent_for`` is on the clock of whoever noticed the silence: from the caller's timer,
+        steady (monotonic) seconds since the last state arrived; from :meth:`step`, the gap in the
+        states' stamps, ``effective_stamp − last_good.stamp``."""
         wd = self.watchdog
         previous = wd.state
         wd.silence(now, silent_for)
@@ -221,17 +247,20 @@ class Supervisor:
 
     def first_hold(self) -> int:
         """Periods the brake's first command is expected to be held (:meth:`SafeBrake.start`):
-        the stream's period when it answers a good state the controller failed on (the stream is
-        alive), else :data:`FIRST_HOLD_PERIODS`."""
-        if self.watchdog.last_reason is not RejectReason.CONTROLLER_ERROR:
+        the stream's period (in brake periods, at least 1) when it answers a good state the
+        controller failed on (the stream is alive), else :data:`FIRST_HOLD_PERIODS`; also
+        :data:`FIRST_HOLD_PERIODS` while that period is not known yet (fewer than two states in a
+        row computed on): the stream may be a slow one, whose commands are held for long."""
+        period = self.resume_tracker.stream.period
+        if self.watchdog.last_reason is not RejectReason.CONTROLLER_ERROR or period <= 0.0:
             return FIRST_HOLD_PERIODS
-        return max(1, round(self.resume.stream.period / self.brake.period))
+        return max(1, round(period / self.brake.period))
 
     def _answer(self, decision: Decision, now: float, refused: bool) -> Decision:
         """Complete ``decision`` at ``now``: the safe command of a FALLBACK, what to log
         (``refused``: the state was counted as refused)."""
         wd = self.watchdog
-        if decision.action is Action.FALLBACK and self.resume.note_fallback(decision.stamp, now):
+        if decision.action is Action.FALLBACK and self.resume_tracker.note_fallback(decision.stamp, now):
             wd.end_window()  # over by the stamps while the caller's clock stands still
             decision.action = Action.NONE
         if decision.action is Action.FALLBACK:
@@ -265,7 +294,7 @@ class Supervisor:
         ``/clock`` freezes the clock; a driver can repeat a stamp), and a prediction that stands
         still repeats one command, which spins the wrist up (:mod:`..braking`)."""
         wd = self.watchdog
-        self.resume.safe_command(effective_stamp)
+        self.resume_tracker.safe_command(effective_stamp)
         since = wd.safe_since
         if since != self._brake_since:  # a new window, or a new last good state
             # Timed from this first safe command, not from `since`: after a silence the

@@ -415,8 +415,8 @@ class ControllerNode:
             self.log.warning(
                 "moved while silent",
                 f"the arm moved {resume.moved:.3f} rad ({self.robot.joint_names[resume.joint]}) since the "
-                f"last state computed on, more than {self.supervisor.resume.tolerance:g}: target dropped, "
-                "holding where it is",
+                f"last state computed on, more than {self.supervisor.resume_tracker.tolerance:g}: "
+                "target dropped, holding where it is",
             )
         self.target.reset()
 
@@ -481,7 +481,7 @@ class ControllerNode:
         now_wall = time.monotonic()
         silent = self._check_silence(now_wall)
         self._flush_logs()
-        stream = self.supervisor.resume.stream
+        stream = self.supervisor.resume_tracker.stream
         step = stream.typical if stream.full else math.nan  # the usual step between computed states
         # Nodes, not endpoints: a driver killed and restarted leaves its old endpoint in the graph
         # until its lease runs out (~16 s on Fast DDS), counted as a second publisher.
