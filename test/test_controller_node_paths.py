@@ -205,6 +205,8 @@ def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
         raise SolverError("test: no solution")
 
     node.controller.compute = failing
+    said: list[tuple[str, str]] = []
+    node.log.error = lambda key, message, **_: said.append((key, message))
     q2, v2 = np.linspace(-0.3, 0.4, 7), np.linspace(0.2, -0.1, 7)
     for k in (1, 2):
         node._on_state_message(_state_msg(q2, v2, t + 1e-3 * k))
@@ -219,6 +221,10 @@ def test_a_controller_error_sends_the_safe_torque_of_the_last_good_state(
         assert node.watchdog.last_reason is RejectReason.CONTROLLER_ERROR
         assert "SolverError: test: no solution" in node.watchdog.last_message
         assert node.watchdog.state.value == "fallback"
+    # The first failure is the transition to fallback; the second, already in fallback, is said
+    # as a failure on a good state, not as a refused state.
+    assert [key for key, _ in said] == ["transition", "controller failed"]
+    assert said[1][1] == "controller failed on the joint state: SolverError: test: no solution"
     # The controller works again: computed torques, the watchdog back to ok.
     node.controller.compute = computed
     node._on_state_message(_state_msg(q1, v1, t + 3e-3))

@@ -328,7 +328,8 @@ def test_a_controller_failure_gets_the_brake_in_full_from_the_state_it_failed_on
                 WatchdogState.OK, WatchdogState.FALLBACK, failure_message(error)
             )
         else:
-            assert decision.transition is None and decision.notice is Notice.REFUSED
+            # Said as a failure on a good state, not as a refused one.
+            assert decision.transition is None and decision.notice is Notice.FAILED
         assert decision.silence is None and not decision.clock_reset  # said with the step's decision
     recovered = _good(sup, last + 3 * DT)
     assert recovered.action is Action.COMPUTE and recovered.reset_controller

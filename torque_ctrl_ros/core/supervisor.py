@@ -68,6 +68,7 @@ class Notice(enum.Enum):
 
     NONE = "none"
     REFUSED = "refused"  # refused: :attr:`Watchdog.last_reason` and ``last_message`` say why
+    FAILED = "failed"  # good, but the controller failed on it: ``Watchdog.last_message`` says how
     IGNORED = "ignored"  # good, but the watchdog stopped for good (``auto_recover`` false)
 
 
@@ -218,7 +219,8 @@ class Supervisor:
             decision.reset_controller = previous is not WatchdogState.OK
             decision.resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp)
             self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
-        return self._answer(decision, now, refused=wd.rejected_total != rejected_before)
+        refused_now = wd.rejected_total != rejected_before  # counted as refused by the watchdog
+        return self._answer(decision, now, Notice.REFUSED if refused_now else Notice.NONE)
 
     def command_computed(self) -> None:
         """The controller answered the state of the last :meth:`step`."""
@@ -231,7 +233,7 @@ class Supervisor:
         ran (its silence, clock reset, resets and resume) was acted on and is not repeated."""
         action = self.watchdog.controller_failed(failure_message(error), now)
         failed = Decision(action, decision.stamp, decision.effective_stamp, decision.previous)
-        return self._answer(failed, now, refused=True)
+        return self._answer(failed, now, Notice.FAILED)
 
     def silence(self, now: float, silent_for: float) -> Transition | None:
         """No state arrived for ``silent_for`` s up to ``now`` (s, the caller's clock):
@@ -256,9 +258,10 @@ class Supervisor:
             return FIRST_HOLD_PERIODS
         return max(1, round(period / self.brake.period))
 
-    def _answer(self, decision: Decision, now: float, refused: bool) -> Decision:
+    def _answer(self, decision: Decision, now: float, notice: Notice) -> Decision:
         """Complete ``decision`` at ``now``: the safe command of a FALLBACK, what to log
-        (``refused``: the state was counted as refused)."""
+        (``notice``: what to say of the state when the watchdog made no transition on it:
+        ``REFUSED``, ``FAILED`` or ``NONE``)."""
         wd = self.watchdog
         if decision.action is Action.FALLBACK and self.resume_tracker.note_fallback(decision.stamp, now):
             wd.end_window()  # over by the stamps while the caller's clock stands still
@@ -271,8 +274,8 @@ class Supervisor:
                 decision.withheld = out
         if wd.state is not decision.previous:
             decision.transition = Transition(decision.previous, wd.state, wd.last_message)
-        elif refused:
-            decision.notice = Notice.REFUSED
+        elif notice is not Notice.NONE:
+            decision.notice = notice
         elif (
             decision.action is Action.NONE
             and wd.state is WatchdogState.STOPPED

@@ -386,7 +386,8 @@ class ControllerNode:
         return decision.command
 
     def _log_outcome(self, decision: Decision) -> None:
-        """A transition, a refused state, or a good one ignored while stopped: one line each."""
+        """A transition, a refused state, a good one the controller failed on, or a good one
+        ignored while stopped: one line each."""
         wd = self.watchdog
         if decision.transition is not None:
             self._log_transition(decision.transition)
@@ -395,6 +396,9 @@ class ControllerNode:
                 "refused",
                 f"joint state refused ({wd.last_reason.value if wd.last_reason else '?'}): {wd.last_message}",
             )
+        elif decision.notice is Notice.FAILED:
+            # Not "refused" either: the state was good, the controller's answer was not.
+            self.log.error("controller failed", f"controller failed on the joint state: {wd.last_message}")
         elif decision.notice is Notice.IGNORED:
             # Not "refused": the state is good, and the stop's reason is not this state's.
             self.log.error(
