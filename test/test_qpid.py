@@ -1187,6 +1187,44 @@ def test_a_config_built_directly_is_validated_like_one_from_create(robot: RobotM
         QPID(robot, QPIDConfig(tasks * 2))
 
 
+@pytest.mark.parametrize("name", ["solver", "singularity", "slack_weight", "tasks"])
+def test_a_task_named_like_another_parameter_is_refused_listing_the_reserved_names(
+    robot: RobotModel, name: str
+) -> None:
+    """A task's ``<task>.<key>`` parameters and that parameter's share one prefix: a task named
+    ``solver`` takes ``solver.eps_abs`` for its own key (refused as an unknown task key), one named
+    ``singularity`` takes ``singularity.frame`` from the barrier without a word. Refused by name."""
+    params = {
+        "tasks": [name],
+        f"{name}.type": "position",
+        f"{name}.frame": TOOL,
+    }
+    reserved = r"the reserved names are \[.*'singularity', 'slack_weight', 'solver', 'tasks'.*\]"
+    with pytest.raises(ConfigError, match=rf"qpid.tasks: task name '{name}' is reserved .*{reserved}"):
+        QPID.from_params(robot, params)
+    from torque_ctrl_ros.core.controllers.qpid_config import TaskConfig
+
+    with pytest.raises(ConfigError, match=rf"task name '{name}' is reserved"):
+        QPIDConfig.create(robot, (TaskConfig(name, "position", frame=TOOL),))
+
+
+def test_create_names_the_valid_parameters_and_refuses_a_barrier_group_given_as_a_mapping(
+    robot: RobotModel,
+) -> None:
+    from torque_ctrl_ros.core.controllers.qpid_config import TaskConfig
+
+    tasks = (TaskConfig("tool", "position", frame=TOOL),)
+    with pytest.raises(
+        ConfigError,
+        match=r"qpid: unknown parameter\(s\) \['slack'\]; valid are \['acceleration_weight', 'eps_abs', "
+        r"'fallback_damping', 'joint_position_limit', 'joint_velocity_limit', 'max_iter', "
+        r"'self_collision', 'singularity', 'slack_weight', 'velocity_weight'\]",
+    ):
+        QPIDConfig.create(robot, tasks, slack=1.0)
+    with pytest.raises(ConfigError, match=r"qpid.singularity: expected a SingularityConfig, got dict"):
+        QPIDConfig.create(robot, tasks, singularity={"alpha": 5.0})
+
+
 @pytest.mark.parametrize(("level", "shown"), [(0.0, "0.0"), (-1, "-1"), (True, "True")])
 def test_a_task_level_that_is_no_integer_from_0_is_refused_by_name(
     robot: RobotModel, level: Any, shown: str

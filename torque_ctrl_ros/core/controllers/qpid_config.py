@@ -29,10 +29,13 @@ from ..robot import (
 from ..validation import FloatArray, as_positive_float, as_vector, check_choice
 
 _TASK_KEYS = {"type", "frame", "kp", "kd", "weight", "level"}
-_SCALAR_KEYS = {"acceleration_weight", "velocity_weight", "slack_weight", "fallback_damping"}
+#: The parameters with no prefix besides ``tasks`` (scalars; all but ``slack_weight`` may be
+#: per-joint vectors too).
+_TOP_LEVEL_KEYS = {"acceleration_weight", "velocity_weight", "slack_weight", "fallback_damping"}
 _SOLVER_KEYS = {"eps_abs", "max_iter"}
-#: Loosest solver tolerance accepted. At home with a posture step, 1e-3 gave the torques of 1e-9 to
-#: 1e-3 N·m; 100 moved joint 2's by 2 N·m (−8.62 → −6.53), with the QP reported solved.
+#: Loosest solver tolerance accepted. Measured at home with a posture step: solved to eps_abs 1e-3,
+#: the torques were within 1e-3 N·m of those solved to 1e-9; to eps_abs 100, joint 2's moved by
+#: 2 N·m (−8.62 → −6.53) with the QP still reported solved.
 _MAX_EPS_ABS = 1e-3
 #: Most solver iterations per attempt accepted: a failing level runs 2·max_iter of them, ~1.5–2 ms
 #: at 50, so already 30–40 ms at this cap (beyond, proxsuite itself refuses values ≥ 2⁶³).
@@ -127,6 +130,9 @@ BARRIER_GROUPS: dict[str, type[BarrierConfig]] = {
 }
 #: The one first-order barrier group (``ḣ = −α·h``); the others are second order.
 _FIRST_ORDER_GROUP = "joint_velocity_limit"
+#: Names no task may take: the prefixes and keys of the other parameters, which a task's
+#: ``<task>.<key>`` parameters would be read as (or read in place of).
+RESERVED_TASK_NAMES = frozenset({"tasks", "solver", *BARRIER_GROUPS, *_TOP_LEVEL_KEYS})
 
 
 @dataclass(frozen=True)
@@ -147,7 +153,8 @@ class QPIDConfig:
             fallbacks and late commands come together: with the safe brakes' larger
             :data:`~..safety.DEFAULT_DAMPING`, a fallback held 1 s rang the wrist to 57–73 rad/s
             in MuJoCo with the command 5–6 periods late at home, and to 65–129 rad/s 2–4 periods
-            late where joints 1, 3, 5 and 7 line up. A scalar above ~0.28 is refused.
+            late where joints 1, 3, 5 and 7 line up. A scalar above ~0.28 is refused with
+            ``command_delay`` 1 ms (the simulator's), above ~0.10 at 5 ms (4 periods late).
         eps_abs, max_iter: solver tolerance and cap on the outer iterations of one solve
             attempt; a failed warm attempt is retried cold once (see :mod:`..qp.problem`), so
             an infeasible level is reported after at most ``2·max_iter`` (~1.5–2 ms at 50).
@@ -205,8 +212,7 @@ class QPIDConfig:
             raise ConfigError(f"{section}.tasks: duplicate names in {names}")
         tasks = []
         for name in names:
-            if "." in name or not name:
-                raise ConfigError(f"{section}.tasks: invalid task name {name!r} (no dots, not empty)")
+            _check_task_name(section, name)
             sub = _pop_prefixed(flat, name)
             unknown = sorted(set(sub) - _TASK_KEYS)
             if unknown:
@@ -229,10 +235,10 @@ class QPIDConfig:
         unknown = sorted(set(solver) - _SOLVER_KEYS)
         if unknown:
             raise ConfigError(f"{section}.solver: unknown key(s) {unknown}; valid are {sorted(_SOLVER_KEYS)}")
-        unknown = sorted(set(flat) - _SCALAR_KEYS)
+        unknown = sorted(set(flat) - _TOP_LEVEL_KEYS)
         if unknown:
             valid_keys = sorted(
-                _SCALAR_KEYS | {"tasks", "solver.*", "<task>.*", *(g + ".*" for g in BARRIER_GROUPS)}
+                _TOP_LEVEL_KEYS | {"tasks", "solver.*", "<task>.*", *(g + ".*" for g in BARRIER_GROUPS)}
             )
             raise ConfigError(f"{section}: unknown parameter(s) {unknown}; valid are {valid_keys}")
         kwargs.update(flat)
@@ -262,6 +268,8 @@ class QPIDConfig:
         names = [t.name for t in tasks]
         if len(set(names)) != len(names):
             raise ConfigError(f"{section}.tasks: duplicate names in {names}")
+        for name in names:
+            _check_task_name(section, name)
         base = cls(tuple(tasks))
         w2 = as_vector(
             f"{section}.acceleration_weight",
@@ -297,11 +305,17 @@ class QPIDConfig:
             section, kw.pop("eps_abs", base.eps_abs), kw.pop("max_iter", base.max_iter)
         )
         barriers: dict[str, Any] = {}
-        for group in BARRIER_GROUPS:
+        for group, klass in BARRIER_GROUPS.items():
             cfg = kw.pop(group, getattr(base, group))
+            if not isinstance(cfg, klass):
+                raise ConfigError(
+                    f"{section}.{group}: expected a {klass.__name__}, got {type(cfg).__name__} "
+                    f"(from a parameter mapping, use from_params: {group}.<key>)"
+                )
             barriers[group] = _check_barrier(f"{section}.{group}", cfg)
         if kw:
-            raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}")
+            valid = sorted(_TOP_LEVEL_KEYS | _SOLVER_KEYS | set(BARRIER_GROUPS))
+            raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}; valid are {valid}")
         _check_barrier_alphas(section, barriers, robot.delay_periods)
         _check_tasks(section, tasks)
         robot.check_damping(f"{section}.fallback_damping", damping, CONTROL_PERIOD)
@@ -314,6 +328,18 @@ class QPIDConfig:
             eps_abs=eps_abs,
             max_iter=max_iter,
             **barriers,
+        )
+
+
+def _check_task_name(section: str, name: str) -> None:
+    """A task name usable as a parameter prefix: not empty, no dots, none of
+    :data:`RESERVED_TASK_NAMES`."""
+    if "." in name or not name:
+        raise ConfigError(f"{section}.tasks: invalid task name {name!r} (no dots, not empty)")
+    if name in RESERVED_TASK_NAMES:
+        raise ConfigError(
+            f"{section}.tasks: task name {name!r} is reserved for another parameter; the reserved "
+            f"names are {sorted(RESERVED_TASK_NAMES)}"
         )
 
 
@@ -458,6 +484,7 @@ __all__ = [
     "BARRIER_GROUPS",
     "MAX_WEIGHT",
     "MIN_SLACK_PER_WEIGHT",
+    "RESERVED_TASK_NAMES",
     "BarrierConfig",
     "CollisionConfig",
     "QPIDConfig",
