@@ -10,7 +10,7 @@ Topics:
         state period), saturation, watchdog state and rejected counts, safe commands sent and
         withheld as non-finite (``fallback_commands``, ``withheld_commands``), the controller's
         own fallbacks, states read through rclpy rather than the CDR fast path
-        (``serialized_io``, see wire.py).
+        (``states_via_rclpy``; ``serialized_io`` says whether that fast path is on, see wire.py).
 
 Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`. Read
 once at start-up: later changes (``ros2 param set``) are refused.
@@ -26,7 +26,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -111,6 +111,19 @@ def _command_joints(cfg: ControllerNodeConfig, robot: RobotModel, node_name: str
             f"model joints are {list(robot.joint_names)}"
         )
     return tuple(joints)
+
+
+class Computed(NamedTuple):
+    """What :meth:`ControllerNode._compute` returns."""
+
+    decision: Decision
+    """The supervisor's decision: the one computed on, or its answer to the controller's failure."""
+    output: ControlOutput | None
+    """The controller's output; ``None`` when it failed."""
+    t0: float
+    """``perf_counter`` (s) just before the target source and the controller were called."""
+    t_computed: float
+    """``perf_counter`` (s) just after they returned or raised."""
 
 
 @dataclass
@@ -312,18 +325,17 @@ class ControllerNode:
             self.counts.clock_resets += 1
             self._clock_went_back(stamp)
         out: ControlOutput | None = None
-        t0 = t_computed = 0.0  # set when the controller is called
+        computed: Computed | None = None  # set when the controller is called
         if decision.action is Action.COMPUTE:
             self._last_good_stamp = (stamp, stamp_ns)
-            decision, out, t0, t_computed = self._compute(decision, now)
+            computed = self._compute(decision, now)
+            decision, out = computed.decision, computed.output
         if decision.action is Action.FALLBACK:
             out = self._safe_command(decision)
         self._log_outcome(decision)
         if out is None:
             # No command (waiting, stopped, withheld): nothing for deferred /diagnostics to hold up.
-            if self._diagnostics_due:
-                self._diagnostics_due = False
-                self._publish_diagnostics()
+            self._publish_deferred_diagnostics()
             return
         if out.any_saturated:
             self.counts.saturated_commands += 1
@@ -341,16 +353,22 @@ class ControllerNode:
         self.counts.commands_published += 1
         t_out = time.perf_counter()
         self._time_callback(t_out - t_in, stamp_ns)
-        if self._last_computed:
-            self.parts.add(t0 - t_in, t_out - t_computed, out.info)
+        if self._last_computed and computed is not None:  # computed is set whenever _last_computed is
+            self.parts.add(computed.t0 - t_in, t_out - computed.t_computed, out.info)
+        self._publish_deferred_diagnostics()
+
+    def _publish_deferred_diagnostics(self) -> None:
+        """Publish the /diagnostics the timer deferred to the end of a state's handling, if any
+        (:meth:`_on_diagnostics_timer`)."""
         if self._diagnostics_due:
             self._diagnostics_due = False
             self._publish_diagnostics()
 
-    def _compute(self, decision: Decision, now: float) -> tuple[Decision, ControlOutput | None, float, float]:
-        """Run the controller on the state the supervisor accepted (``decision``, ``COMPUTE``):
-        ``(decision, output, t0, t_computed)``, the decision the supervisor's answer to the
-        failure if the controller raised (``perf_counter`` times around the call)."""
+    def _compute(self, decision: Decision, now: float) -> Computed:
+        """Run the target source and the controller on the state the supervisor accepted
+        (``decision``, ``COMPUTE``). An exception from either (a target tracker's included) is a
+        controller failure: the decision returned is then the supervisor's answer to it
+        (:meth:`Supervisor.controller_failed`) and the output ``None``."""
         state = decision.state
         assert state is not None  # set on every COMPUTE decision
         if decision.reset_controller:
@@ -371,7 +389,7 @@ class ControllerNode:
             self.supervisor.command_computed()
         t_computed = time.perf_counter()
         self.compute_time.add(t_computed - t0)
-        return decision, out, t0, t_computed
+        return Computed(decision, out, t0, t_computed)
 
     def _safe_command(self, decision: Decision) -> ControlOutput | None:
         """The supervisor's safe command of a FALLBACK ``decision``, counted; ``None`` if it is
@@ -438,9 +456,10 @@ class ControllerNode:
     def _log_transition(self, transition: Transition) -> None:
         """One line for a transition of the watchdog: info back to OK, else an error with its reason."""
         text = f"watchdog {transition.previous.value} -> {transition.state.value}"
-        # At most one line a period under one key (the last one held back is written by the next
-        # /diagnostics): states alternating good and bad (a flaky driver) would log two lines per
-        # pair of states, 0.25 ms each. Urgent ones at once (Transition.urgent).
+        # At most one line a second under one key (ThrottledLog's period; the last one held back
+        # is written by the next /diagnostics): states alternating good and bad (a flaky driver)
+        # would log two lines per pair of states, 0.25 ms each. Urgent ones at once
+        # (Transition.urgent).
         if transition.state is WatchdogState.OK:
             self.log.info("transition", text, force=transition.urgent)
         else:
@@ -642,7 +661,8 @@ def _stream_warning(step: float, state_publishers: int, foreign_states: int, top
     - a usual step ``step`` (s, :attr:`StreamPeriod.typical`, nan while unknown) off
       :data:`CONTROL_PERIOD` by more than :data:`_PERIOD_TOLERANCE`: the
       dampings and gains were checked for one state per 1 ms; at 500 Hz each is twice as close
-      to its bound (the defaults' 0.975 becomes 1.95: unstable);
+      to its bound (:data:`~..core.safety.DEFAULT_DAMPING`'s largest eigenvalue of
+      ``h·M⁻¹·K_d``, 0.975 at ``h`` = 1 ms, becomes 1.95 at 2 ms: unstable);
     - more than one publisher on the state topic while no state named other joints (a gripper's
       driver sharing the topic does): a second source of this arm's states, e.g. a
       joint_state_publisher started with a description next to the driver, whose states the
