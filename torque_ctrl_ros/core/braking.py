@@ -41,7 +41,8 @@ as at 1 kHz, that costs one period of damping (energy at the end 7 % either way)
 a first command held 20 / 50 ms, then states every 1 ms, took joint 7 to 2.2 / 5.9 times its
 velocity limit; with the scaling the fastest joint reached 0.49 / 0.59 of its own. When it
 answers a good state the controller failed on, the stream is alive and the command is
-restarted from each such state: damped for the stream's period (``K_d`` at 1 kHz; restarted
+restarted from each such state: damped for the stream's period once it is known (before,
+as after a refused state), ``K_d`` at 1 kHz (restarted
 with ``K_d`` every 10 / 25 ms instead, the energy grows 10 / 100-fold).
 Beyond that, every damping bound here is for one state per 1 ms; on a stream of one state
 every ``m`` ms each damping of this package is ``m`` times closer to its bound, this one
@@ -110,7 +111,8 @@ class SafeBrake:
         first safe command going out at ``now`` (s) and expected to be held ``hold`` periods:
         it damps with ``K_d·min(1, 2/hold)``. :data:`FIRST_HOLD_PERIODS` (the default) when it
         answers a refused state; the stream's period when it answers a good state the
-        controller failed on (the stream is alive: one period at 1 kHz, ``K_d`` in full)."""
+        controller failed on and that period is known (the stream is alive: one period at
+        1 kHz, ``K_d`` in full)."""
         np.copyto(self.q, q)
         np.copyto(self.v, v)
         self.k = 0
