@@ -358,6 +358,24 @@ def test_the_state_publishers_are_nodes_counted_on_the_remapped_topic(nodes: Any
         jsp.destroy_node()
 
 
+def test_the_state_publishers_leave_out_endpoints_of_nodes_the_graph_no_longer_knows() -> None:
+    """After a simulator restart the graph listed its old endpoint as ('_NODE_NAMESPACE_UNKNOWN_',
+    '_NODE_NAME_UNKNOWN_') for seconds: counted, it warned of a second source of joint states."""
+    from types import SimpleNamespace
+
+    from torque_ctrl_ros.nodes.controller_node import publishing_nodes
+
+    def info(namespace: str, name: str) -> Any:
+        return SimpleNamespace(node_namespace=namespace, node_name=name)
+
+    sim = info("/", "sim_node")
+    ghost = info("_NODE_NAMESPACE_UNKNOWN_", "_NODE_NAME_UNKNOWN_")
+    assert publishing_nodes([sim, ghost]) == 1
+    assert publishing_nodes([sim, sim, ghost, ghost]) == 1
+    assert publishing_nodes([sim, info("/", "joint_state_publisher")]) == 2
+    assert publishing_nodes([]) == 0
+
+
 def test_the_stream_warnings() -> None:
     """More than one publisher of this arm's states (none naming other joints) is a WARN; a
     gripper's driver on the topic (foreign states) is not."""

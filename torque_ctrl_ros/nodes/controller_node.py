@@ -506,10 +506,7 @@ class ControllerNode:
         self._flush_logs()
         stream = self.supervisor.resume_tracker.stream
         step = stream.typical if stream.full else math.nan  # the usual step between computed states
-        # Nodes, not endpoints: a driver killed and restarted leaves its old endpoint in the graph
-        # until its lease runs out (~16 s on Fast DDS), counted as a second publisher.
-        publishers = self.node.get_publishers_info_by_topic(self._state_topic)
-        state_publishers = len({(p.node_namespace, p.node_name) for p in publishers})
+        state_publishers = publishing_nodes(self.node.get_publishers_info_by_topic(self._state_topic))
         values = self._diagnostic_values(now_wall, silent, step, state_publishers)
         new_fallbacks = self.counts.controller_fallbacks - self._controller_fallbacks_reported
         self._controller_fallbacks_reported = self.counts.controller_fallbacks
@@ -653,6 +650,18 @@ def _diagnostic_status(
 #: How far (a share of CONTROL_PERIOD) the stream's usual step may be from it: beyond, the stream is
 #: not the 1 kHz every gain and damping check assumes.
 _PERIOD_TOLERANCE = 0.25
+
+
+#: The name the ROS graph gives an endpoint whose node it no longer knows (rmw's placeholder).
+UNKNOWN_NODE_NAME = "_NODE_NAME_UNKNOWN_"
+
+
+def publishing_nodes(publishers: Sequence[Any]) -> int:
+    """How many nodes the graph's ``publishers`` (``TopicEndpointInfo``) belong to. Nodes, not
+    endpoints: a driver killed and restarted leaves its old endpoint in the graph until its lease
+    runs out (~16 s on Fast DDS), for the first seconds under its node's name, then under
+    :data:`UNKNOWN_NODE_NAME`; neither is a second source of states."""
+    return len({(p.node_namespace, p.node_name) for p in publishers if p.node_name != UNKNOWN_NODE_NAME})
 
 
 def _stream_warning(step: float, state_publishers: int, foreign_states: int, topic: str = STATE_TOPIC) -> str:
