@@ -57,9 +57,16 @@ def test_in_lockstep_each_state_waits_for_its_own_answer(nodes: Any) -> None:
     answer, and /diagnostics' safe-torque flag follows the steps."""
     sim = nodes.make("sim", mode="lockstep", wait_for_controller=False, duration=1.001)
     assert sim.max_steps == 1001  # 1.001e9 / 1e6 is 1000.9999999999999: rounded, not cut
+    said: list[tuple[str, str]] = []
+    sim.log.warning = lambda key, message, force=False: said.append((key, message))
     sim.k = 5
     sim._take_command(np.full(sim.n, 3.0), sim.t0_ns + 4 * sim.dt_ns)
     assert sim.stale_answers == 1 and not sim.have_command and not sim.command.any()
+    # Said, or a controller a state behind would slow the run ~1000-fold with no word of why...
+    assert said and said[-1][0] == "earlier answer" and "state of 0.001 s ago ignored" in said[-1][1]
+    # ...but one more answer to state 0, republished while waiting at start, is no news.
+    sim._take_command(np.zeros(sim.n), sim.t0_ns)
+    assert sim.stale_answers == 2 and len(said) == 1
     sim.k = 0
     sim._take_command(np.zeros(sim.n), sim.t0_ns)
     assert sim.answered

@@ -306,6 +306,13 @@ class SimNode:
                 )
             else:
                 self.stale_answers += 1
+                if stamp != self.t0_ns:  # not one more answer to state 0, republished at start
+                    self.log.warning(
+                        "earlier answer",
+                        f"lockstep: command answering the state of {(current - stamp) * 1e-9:.3f} s ago "
+                        "ignored, the current state waits for its own (a controller a state behind, "
+                        "or two controllers on the command topic?)",
+                    )
             return
         try:
             if layout is not None:
