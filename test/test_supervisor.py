@@ -217,6 +217,30 @@ def test_the_brake_runs_on_when_the_clock_or_the_stamps_stand_still(robot: Robot
     assert expected.k == 38
 
 
+def test_the_brake_keeps_time_with_states_delivered_unevenly(robot: RobotModel) -> None:
+    """States 1 ms apart received 0.3–0.8 ms after their stamps (DDS jitter): the brake's time is
+    the larger of the clock's and the stamps' elapsed time, not a sum of the larger steps, which
+    ran its prediction 15 ms ahead in 0.2 s and froze it at its horizon before the window ended."""
+    sup = _supervisor(robot, fallback_duration=0.5)
+    last = _run(sup, 3)
+    jitter = np.random.default_rng(3).uniform(0.0, 0.5e-3, 200)
+    expected = SafeBrake(robot, KD, horizon=0.5)
+    start = math.nan
+    for k in range(1, 200):
+        stamp = last + k * DT
+        now = stamp + 0.3e-3 + jitter[k]
+        decision = sup.step(Q0, NAN, stamp, now)
+        assert decision.command is not None
+        if k == 1:
+            expected.start(Q0, V0, now)
+            start = now
+        elapsed = max(now - start, (k - 1) * DT)
+        np.testing.assert_allclose(
+            decision.command.tau, _clip(robot, expected.torque(start + elapsed)), atol=1e-9
+        )
+    assert expected.k <= 199  # never ahead of the states
+
+
 def test_a_good_state_ignored_while_stopped_for_good_is_said_so(robot: RobotModel) -> None:
     sup = _supervisor(robot, fallback_duration=0.01, auto_recover=False)
     last = _run(sup, 3)

@@ -175,7 +175,9 @@ class Supervisor:
         self.limiter = TorqueLimiter(robot.joint_names, robot.effort_limit)
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
         # The brake's own time (s) and the clock reading and stamp it last advanced from.
-        self._brake_time = self._brake_now = self._brake_stamp = math.nan
+        # When the brake started (the caller's clock, s), and how far the states' stamps have run
+        # since (s, each step at most max_age), from the last stamp seen.
+        self._brake_start = self._stamps_run = self._last_brake_stamp = math.nan
 
     def step(
         self, q: FloatArray | None, v: FloatArray | None, stamp: float, now: float, error: str = ""
@@ -291,11 +293,13 @@ class Supervisor:
         as :meth:`step` counts it) that the watchdog refused or the controller failed on, at
         ``now`` (s).
 
-        The brake's prediction runs on its own time, which each command moves on by the larger of
-        what the caller's clock and the states' stamps moved since the last (a stamp's step at most
-        ``max_age``): either alone can stand still while the arm moves on (``use_sim_time`` without
-        ``/clock`` freezes the clock; a driver can repeat a stamp), and a prediction that stands
-        still repeats one command, which spins the wrist up (:mod:`..braking`)."""
+        The brake's prediction runs on the larger of the time the caller's clock and the states'
+        stamps have run since it started (each stamp's step counted up to ``max_age``): either
+        alone can stand still while the arm moves on (``use_sim_time`` without ``/clock`` freezes
+        the clock; a driver can repeat a stamp), and a prediction that stands still repeats one
+        command, which spins the wrist up (:mod:`..braking`). The larger of the two totals, not
+        of each step: with states delivered unevenly, the larger step each time would run the
+        prediction ahead of both (7–15 ms in 0.2 s with 0.2–0.5 ms of jitter)."""
         wd = self.watchdog
         self.resume_tracker.safe_command(effective_stamp)
         since = wd.safe_since
@@ -304,15 +308,13 @@ class Supervisor:
             # window opened before any command could go out (core/braking.py).
             self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=self.first_hold())
             self._brake_since = since
-            self._brake_time = now
+            self._brake_start, self._stamps_run, self._last_brake_stamp = now, 0.0, stamp
         else:
-            clock_step = _forward(now - self._brake_now)
-            stamp_step = min(_forward(stamp - self._brake_stamp), wd.config.max_age)
-            self._brake_time += max(clock_step, stamp_step)
-        self._brake_now = now
-        if not stamp < self._brake_stamp:  # never back (NaN: the next stamp starts afresh)
-            self._brake_stamp = stamp
-        return self.limiter.apply(self.brake.torque(self._brake_time))
+            self._stamps_run += min(_forward(stamp - self._last_brake_stamp), wd.config.max_age)
+            if not stamp < self._last_brake_stamp:  # never back (NaN: the next stamp starts afresh)
+                self._last_brake_stamp = stamp
+        elapsed = max(_forward(now - self._brake_start), self._stamps_run)
+        return self.limiter.apply(self.brake.torque(self._brake_start + elapsed))
 
 
 def _forward(step: float) -> float:
