@@ -43,30 +43,41 @@ HOME_Q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
 SCENE = Path(__file__).resolve().parents[1] / "mjcf" / "scene.xml"
 
 
-def _joint_tracker(robot: RobotModel) -> tuple[JointTargetTracker, list[str]]:
-    """Computed torque with kp 100 (kd 20) and the refusals it reports."""
+def _joint_tracker(
+    robot: RobotModel, warnings: list[str] | None = None
+) -> tuple[JointTargetTracker, list[str]]:
+    """Computed torque with kp 100 (kd 20) and the refusals it reports (warnings into ``warnings``)."""
     errors: list[str] = []
     ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
-    return JointTargetTracker(ctrl, refuse=errors.append), errors
+    warn = (warnings if warnings is not None else []).append
+    return JointTargetTracker(ctrl, refuse=errors.append, warn=warn), errors
 
 
-def _pose_tracker(robot: RobotModel, shipped: bool = False) -> tuple[PoseTargetTracker, list[str]]:
-    """achd_rnea (its defaults, or the shipped configuration) and the refusals it reports."""
+def _pose_tracker(
+    robot: RobotModel, shipped: bool = False, warnings: list[str] | None = None
+) -> tuple[PoseTargetTracker, list[str]]:
+    """achd_rnea (its defaults, or the shipped configuration) and the refusals it reports
+    (warnings into ``warnings``)."""
     if shipped:
         params = controller_node_config(shipped_parameters("controller_node") | {"controller": "achd_rnea"})
         ctrl: Any = create_controller("achd_rnea", robot, params.controller_params)
     else:
         ctrl = AchdRnea(robot)
     errors: list[str] = []
-    return PoseTargetTracker(ctrl, refuse=errors.append), errors
+    warn = (warnings if warnings is not None else []).append
+    return PoseTargetTracker(ctrl, refuse=errors.append, warn=warn), errors
 
 
-def _qp_tracker(robot: RobotModel, name: str = "qpid") -> tuple[TaskTargetTracker, list[str]]:
-    """The shipped ``name`` controller's tracker and the refusals it reports."""
+def _qp_tracker(
+    robot: RobotModel, name: str = "qpid", warnings: list[str] | None = None
+) -> tuple[TaskTargetTracker, list[str]]:
+    """The shipped ``name`` controller's tracker and the refusals it reports (warnings into
+    ``warnings``)."""
     params = shipped_parameters("controller_node") | {"controller": name}
     ctrl = create_controller(name, robot, controller_node_config(params).controller_params)
     errors: list[str] = []
-    return TaskTargetTracker(ctrl, refuse=errors.append), errors  # type: ignore[arg-type]
+    warn = (warnings if warnings is not None else []).append
+    return TaskTargetTracker(ctrl, refuse=errors.append, warn=warn), errors  # type: ignore[arg-type]
 
 
 def _points(points: list[tuple[float, Any]]) -> TrajectoryPoints:
@@ -243,6 +254,10 @@ def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot
     tracker.reset(clock_reset=True)  # the clock went back: dropped, and said so
     assert tracker.reference(state(102.9)).q[0] == 0.0 and tracker.describe() == "hold"
     assert len(errors) == 1 and "clock went back" in errors[-1]
+    # Stamped on the restarted simulator's clock, before the last state of the old run: the same.
+    tracker.submit_trajectory(_points([(1.0, goal)]), 3.0, now=102.9)
+    tracker.reset(clock_reset=True)
+    assert len(errors) == 2 and "trajectory stamped 3.000 s dropped: the clock went back" in errors[-1]
 
     tracker.submit_trajectory(_points([(1.0, goal)]), 100.5, now=100.0)
     tracker.reference(state(100.2))
@@ -255,7 +270,8 @@ def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot
 def test_a_reset_drops_the_pending_joint_targets_due_at_the_next_state(robot: RobotModel) -> None:
     """After a stop the target is dropped and the arm held where control resumes: a joint target,
     a stop or a trajectory submitted but not yet taken belongs to the motion the stop ended, and
-    taken at the resuming state it would set the arm moving toward it. Only a trajectory stamped
+    taken at the resuming state it would set the arm moving toward it; each is dropped with a
+    warning (a stop without: the arm holds anyway). Only a trajectory stamped
     after the last state seen waits for its stamp through the reset (tested above)."""
     goal = HOME_Q + np.eye(7)[0] * 0.5
     moved = HOME_Q + 0.05
@@ -268,11 +284,15 @@ def test_a_reset_drops_the_pending_joint_targets_due_at_the_next_state(robot: Ro
         ),
     }
     for what, submit in submissions.items():
-        tracker, errors = _joint_tracker(robot)
+        warnings: list[str] = []
+        tracker, errors = _joint_tracker(robot, warnings)
         tracker.reference(_at_rest(HOME_Q, 1.0))
         submit(tracker)
         tracker.reset()
         assert tracker.pending is None, what
+        # Said, not dropped without a word (a stop needs no word: the arm holds anyway).
+        assert len(warnings) == (what != "stop"), what
+        assert all("received while the arm was not controlled dropped" in w for w in warnings)
         held = tracker.reference(_at_rest(moved, 1.2))
         np.testing.assert_array_equal(held.q, moved, err_msg=what)
         assert tracker.active is None and tracker.describe() == "hold", what
@@ -352,8 +372,10 @@ def test_a_reset_mid_approach_holds_where_the_arm_is(robot: RobotModel) -> None:
 
 
 def test_a_reset_drops_a_pending_pose_target(robot: RobotModel) -> None:
-    """A target submitted before a stop is not taken at the resuming state: the arm holds there."""
-    tracker, errors = _pose_tracker(robot)
+    """A target submitted before a stop is not taken at the resuming state, and that is said: the
+    arm holds there."""
+    warnings: list[str] = []
+    tracker, errors = _pose_tracker(robot, warnings=warnings)
     start = tracker.reference(_at_rest(HOME_Q, 1.0))
     tracker.submit(PoseReference(start.position + np.array([0.0, 0.1, 0.0]), start.rotation))
     tracker.reset()
@@ -362,7 +384,7 @@ def test_a_reset_drops_a_pending_pose_target(robot: RobotModel) -> None:
     held = tracker.reference(state)
     assert tracker.active is None and tracker.goal is None and tracker.describe() == "hold"
     np.testing.assert_allclose(held.position, tracker.controller.hold_reference(state).position, atol=1e-12)
-    assert errors == []
+    assert errors == [] and len(warnings) == 1 and warnings[0].startswith("target pose received while")
 
 
 # ------------------------------------------------------------------ QP task targets
@@ -411,9 +433,10 @@ def test_qp_task_targets_are_approached_from_where_their_references_stand(robot:
 
 
 def test_a_reset_drops_pending_task_targets(robot: RobotModel) -> None:
-    """Task targets submitted before a stop are not taken at the resuming state: every task holds
-    where the arm is there."""
-    tracker, errors = _qp_tracker(robot, "qpid")
+    """Task targets submitted before a stop are not taken at the resuming state, each said: every
+    task holds where the arm is there."""
+    warnings: list[str] = []
+    tracker, errors = _qp_tracker(robot, "qpid", warnings)
     start = tracker.reference(JointState(HOME_Q, np.zeros(7), 1.0))["tool"]
     tracker.submit("tool", PoseReference(start.translation + np.array([0.0, 0.1, 0.0]), np.eye(3)))
     tracker.submit_posture(HOME_Q + 0.2)
@@ -423,7 +446,7 @@ def test_a_reset_drops_pending_task_targets(robot: RobotModel) -> None:
     assert not tracker.pose_moves and not tracker.joint_moves and tracker.describe() == "hold"
     assert np.allclose(held["tool"].translation, robot.frame_placement(moved, TOOL).translation)
     np.testing.assert_allclose(held["posture"], moved)
-    assert errors == []
+    assert errors == [] and len(warnings) == 2 and warnings[0].startswith("tool target received while")
 
 
 def test_a_target_approached_over_minutes_is_taken_with_a_warning(robot: RobotModel) -> None:

@@ -88,6 +88,12 @@ Report = Callable[[str], object]
 returns is ignored."""
 
 
+_RESET_REASON = "control resumes holding where the arm is; send it again to move"
+"""Why a target received but not yet taken is dropped when control resumes after a stop or a
+clock reset: it was meant for the motion the stop ended, and an arm resuming after a fault does
+not set off on its own."""
+
+
 def _unreported(_message: str) -> None:
     """A :data:`Report` that drops the message."""
 
@@ -440,15 +446,20 @@ class JointTargetTracker:
     def reset(self, clock_reset: bool = False) -> None:
         """Forget the active target and the pending one: hold where the arm is at the next state.
 
-        Pending and dropped: a joint target, a stop, a trajectory due at the next state (stamp 0,
-        or one not after the last state seen), all meant for the motion the reset ended. Kept: a
+        Pending and dropped, with a warning: a joint target, a trajectory due at the next state
+        (stamp 0, or one not after the last state seen), all meant for the motion the reset ended
+        (a pending stop is dropped without one: the arm holds anyway). Kept: a
         trajectory stamped after the last state seen, which still starts at its stamp after a
         stop on the same clock (one sent while the arm was stopped is meant to run); after
         ``clock_reset`` (a simulator restart) it is dropped too and refused, as its stamp belongs
         to the timeline the clock left."""
         self.mode, self.held, self.goal, self.active = JointMode.START, None, None, None
         pending, self.pending = self.pending, None
-        if isinstance(pending, PendingTrajectory) and pending.stamp > self._last_stamp:
+        if (
+            isinstance(pending, PendingTrajectory)
+            and pending.stamp > 0.0
+            and (pending.stamp > self._last_stamp or clock_reset)
+        ):
             if not clock_reset:
                 self.pending = pending
                 return
@@ -456,6 +467,9 @@ class JointTargetTracker:
                 f"trajectory stamped {pending.stamp:.3f} s dropped: the clock went back "
                 "(simulator restarted?)"
             )
+        elif pending is not None and not isinstance(pending, PendingStop):
+            kind = "joint target" if isinstance(pending, PendingTarget) else "trajectory"
+            self._warn(f"{kind} received while the arm was not controlled dropped: {_RESET_REASON}")
 
     def describe(self) -> str:
         """``hold``, ``joint_target`` or ``trajectory``."""
@@ -683,8 +697,10 @@ class PoseTargetTracker:
             self.active.shift(until - since)
 
     def reset(self, clock_reset: bool = False) -> None:
-        """Forget the target, a pending one too: hold where the arm is at the next state (the same
-        after a clock reset: a pose target has no stamp to wait for)."""
+        """Forget the target, a pending one too (with a warning): hold where the arm is at the next
+        state (the same after a clock reset: a pose target has no stamp to wait for)."""
+        if self.pending is not None:
+            self._warn(f"target pose received while the arm was not controlled dropped: {_RESET_REASON}")
         self.pending, self.goal, self.held, self.active = None, None, None, None
 
     def describe(self) -> str:
@@ -843,8 +859,11 @@ class TaskTargetTracker:
             joint_move.shift(until - since)
 
     def reset(self, clock_reset: bool = False) -> None:
-        """Forget the targets, pending ones too: every task holds where the arm is at the next
-        state (the same after a clock reset: task targets have no stamp to wait for)."""
+        """Forget the targets, pending ones too (with a warning each): every task holds where the
+        arm is at the next state (the same after a clock reset: task targets have no stamp to wait
+        for)."""
+        for name in self.pending:
+            self._warn(f"{name} target received while the arm was not controlled dropped: {_RESET_REASON}")
         self.pending = {}
         self._reference = None
         self.pose_moves.clear()
