@@ -85,6 +85,18 @@ def test_the_simulators_file_starts_every_controller_five_ms_late(controller: st
     assert ctrl.robot.delay_periods == 4
 
 
+@pytest.mark.parametrize("controller", ["achd_rnea", "qpid", "hqpid"])
+def test_the_closed_loop_dampings_default_to_the_delayed_vector(robot: RobotModel, controller: str) -> None:
+    """In the core (no parameter given) and in the simulator's file alike."""
+    field = "joint_damping" if controller == "achd_rnea" else "fallback_damping"
+    bare = {} if controller == "achd_rnea" else {"tasks": ["posture"], "posture.type": "posture"}
+    for config in (
+        create_controller(controller, robot, bare).config,
+        _start(_params("gen3_controllers.yaml"), controller).config,
+    ):
+        assert np.asarray(getattr(config, field)).tolist() == list(DELAYED_DAMPING), controller
+
+
 @pytest.mark.parametrize("controller", ["qpid", "hqpid"])
 def test_the_safe_brakes_damping_is_refused_as_a_qp_fallback_five_ms_late(controller: str) -> None:
     """The safe brakes' DEFAULT_DAMPING (0.975 where joints 1, 3, 5 and 7 line up) rang the arm in
@@ -126,7 +138,7 @@ def test_pd_gains_are_checked_at_the_robots_delay(robot: RobotModel) -> None:
         create_controller("achd_rnea", robot, gains)
     tool_only = {"tasks": ["tool"], "tool": {"type": "pose", "frame": "end_effector_link"} | gains}
     with pytest.raises(ConfigError, match=r"tool: kp 100000 .* on x .* 5 ms late"):
-        create_controller("qpid", robot, tool_only | {"fallback_damping": list(DELAYED_DAMPING)})
+        create_controller("qpid", robot, tool_only)
     create_controller("computed_torque", robot, {"kp": 100.0})  # the defaults pass at 5 ms
 
 
@@ -172,7 +184,6 @@ def test_a_twist_damping_is_checked_at_the_robots_delay(robot: RobotModel) -> No
     """achd_rnea's ``free_axis_damping`` adds ``Jᵀ·B·J`` to the joint damping, fed back as late."""
     params = {
         "constrained_axes": ["x", "y", "rx", "ry", "rz"],
-        "joint_damping": list(DELAYED_DAMPING),
         "free_axis_damping": 200.0,
     }
     create_controller("achd_rnea", robot, params)
@@ -183,7 +194,7 @@ def test_a_twist_damping_is_checked_at_the_robots_delay(robot: RobotModel) -> No
 
 def test_a_velocity_damping_task_axis_is_checked_as_a_damping(robot: RobotModel) -> None:
     """kp 0 on a task axis: no position held, ė⁺ = ė − h·kd·ė₋d, held to the damping bound."""
-    tool = {"tasks": ["tool"], "fallback_damping": list(DELAYED_DAMPING)}
+    tool = {"tasks": ["tool"]}
 
     def make(kd: float) -> Any:
         spec = {"type": "position", "frame": "end_effector_link", "kp": 0.0, "kd": kd}
@@ -206,9 +217,9 @@ def test_barrier_alphas_are_checked_at_the_robots_delay(robot: RobotModel, group
     periods late: the velocity barrier's α·Δt 0.4 > 0.347; a second-order one's PD law (α², 2α)
     with α = 200 (kp 4e4 > ~2.0e4)."""
     tasks = {"tasks": ["tool"], "tool": {"type": "pose", "frame": "end_effector_link"}}
-    params = tasks | {"fallback_damping": list(DELAYED_DAMPING), group: {"alpha": alpha}}
+    params = tasks | {group: {"alpha": alpha}}
     create_controller("qpid", robot, params)
     robot.set_command_delay(0.005)
     with pytest.raises(ConfigError, match=rf"qpid\.{group}\.alpha: .*5 ms late"):
         create_controller("qpid", robot, params)
-    create_controller("qpid", robot, tasks | {"fallback_damping": list(DELAYED_DAMPING)})  # the defaults pass
+    create_controller("qpid", robot, tasks)  # the defaults pass

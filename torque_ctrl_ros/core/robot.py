@@ -41,8 +41,8 @@ damping fed back from measurements (:func:`delay_periods`).
 
 The simulator shows a command in the next state (1 ms from state to the state that shows it);
 the real Gen3's 3–5 ms command-to-measurement delay is ``d`` = 2–4 periods on top of that
-first one, bounds 0.62–0.35 (``config/gen3_hardware.yaml`` sets 5 ms). The Gen3 defaults
-(:data:`~.safety.DEFAULT_DAMPING`) reach 0.975 on this model where joints 1, 3, 5 and 7 line up
+first one, bounds 0.62–0.35 (``config/gen3_hardware.yaml`` sets 5 ms). The safe brakes'
+default (:data:`~.safety.DEFAULT_DAMPING`) reaches 0.975 on this model where joints 1, 3, 5 and 7 line up
 (the arm stretched straight up, e.g. ``q = [0, 0, π, 0, 0, 0, π]``; 0.32 at home): in MuJoCo
 with the commands 3 or 5 ms late, a damping torque with them rang joints 1 and 3 up to
 27–190 rad/s there (README, "Damping and the real arm's delay"). The real
@@ -57,8 +57,9 @@ DELAYED_DAMPING: tuple[float, ...] = (0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.08)
 checked configurations (0.300 over 5000 random ones), below ``damping_eigenvalue_bound(4)`` = 0.347
 (:data:`~.safety.DEFAULT_DAMPING` reaches 0.975 where joints 1, 3, 5 and 7 line up). Tried in
 MuJoCo as achd_rnea's ``joint_damping`` with the commands 3 and 5 ms late: settled (README,
-"Damping and the real arm's delay"). ``config/gen3_hardware.yaml`` sets it for the closed-loop
-dampings."""
+"Damping and the real arm's delay"). The default of the dampings that act in closed loop
+(achd_rnea's ``joint_damping``, the QP controllers' ``fallback_damping``), in the core and both
+parameter files."""
 
 MAX_COMMAND_DELAY = 0.05
 """Longest ``command_delay`` (s) taken: 50 periods; a longer one is a number in milliseconds."""

@@ -80,8 +80,8 @@ would otherwise wait for ever."""
 SLOW_APPROACH = 10.0
 """Approach duration (s) beyond which a frame target is taken with a warning: the planner times
 it so that no joint passes half its velocity limit along the predicted path, and near the base's
-axis or a singularity a short Cartesian move asks large joint motions (from home, (0.1, 0, 0.3) m
-took 65 s and (0, 0, 0.1) m 183 s, while the arm seemed not to answer)."""
+axis or a singularity a short Cartesian move asks large joint motions (qpid's tool from home:
+(0.1, 0, 0.3) m planned over 74 s, (0, 0, 0.1) m over 124 s, the arm seeming not to answer)."""
 
 Report = Callable[[str], object]
 """Where a tracker reports a refusal or a warning (one line, naming what it is about); what it

@@ -296,7 +296,7 @@ class QPIDConfig:
             )
         damping = as_vector(
             f"{section}.fallback_damping",
-            kw.pop("fallback_damping", DELAYED_DAMPING),
+            kw.pop("fallback_damping", base.fallback_damping),
             n,
             broadcast_scalar=True,
             min_value=0.0,
