@@ -79,6 +79,23 @@ _Block = tuple[NDArray[np.intp], FloatArray, FloatArray, FloatArray, FloatArray 
 """Segments to evaluate and their bounds: ``(rows, q_lo, q_hi, v_lim, a_lim, may_pass)``."""
 
 
+def _beyond(
+    ranges: tuple[FloatArray, FloatArray, FloatArray, FloatArray | None], bounds: _RowBounds
+) -> NDArray[np.bool_]:
+    """Where ``ranges`` = ``(q_min, q_max, |q̇| max, |q̈| max or None)`` may pass ``bounds`` =
+    ``(q_lo, q_hi, v_lim, a_lim or None)`` (each within :data:`LIMIT_TOLERANCE`), elementwise;
+    accelerations only with both given."""
+    q_min, q_max, speed, accel = ranges
+    q_lo, q_hi, v_lim, a_lim = bounds
+    # Written as "not within" so that a NaN counts as out (it compares false with everything).
+    out = ~(q_max <= q_hi + LIMIT_TOLERANCE)
+    out |= ~(q_min >= q_lo - LIMIT_TOLERANCE)
+    out |= ~(speed <= v_lim + LIMIT_TOLERANCE)
+    if a_lim is not None and accel is not None:
+        out |= ~(accel <= a_lim + LIMIT_TOLERANCE)
+    return np.asarray(out)
+
+
 def _blocks(
     screened: tuple[NDArray[np.intp], _RowBounds, NDArray[np.bool_]] | None,
 ) -> Iterator[_Block]:
@@ -444,13 +461,9 @@ class JointTrajectory:
         hull = _CUBIC_HULL if self.accelerations is None else _QUINTIC_HULL
         points = (hull @ seg.transpose(1, 0, 2).reshape(d1, S * width)).reshape(-1, S, width)
         top, bottom = points.max(axis=0), points.min(axis=0)
-        # Written as "not within" so that a NaN counts as out (it compares false with everything).
-        out = ~(top[:, :n] <= q_hi + LIMIT_TOLERANCE)
-        out |= ~(bottom[:, :n] >= q_lo - LIMIT_TOLERANCE)
-        out |= ~(np.maximum(top[:, n : 2 * n], -bottom[:, n : 2 * n]) <= v_lim + LIMIT_TOLERANCE)
-        if a_lim is not None:
-            out |= ~(np.maximum(top[:, 2 * n :], -bottom[:, 2 * n :]) <= a_lim + LIMIT_TOLERANCE)
-        return out
+        speed = np.maximum(top[:, n : 2 * n], -bottom[:, n : 2 * n])
+        accel = None if a_lim is None else np.maximum(top[:, 2 * n :], -bottom[:, 2 * n :])
+        return _beyond((bottom[:, :n], top[:, :n], speed, accel), (q_lo, q_hi, v_lim, a_lim))
 
     def _coarse_may_pass(
         self,
@@ -482,14 +495,12 @@ class JointTrajectory:
             b = [p0, p0 + m0 / 5.0, p0 + 0.4 * m0 + A0 / 20.0, p1 - 0.4 * m1 + A1 / 20.0, p1 - m1 / 5.0, p1]
         d = len(b) - 1
         speed = np.maximum.reduce([np.abs(b[i + 1] - b[i]) for i in range(d)]) * (d / T)
-        # Written as "not within" so that a NaN counts as out (it compares false with everything).
-        out = ~(speed <= v_lim + LIMIT_TOLERANCE)
-        out |= ~(np.maximum.reduce(b) <= q_hi + LIMIT_TOLERANCE)
-        out |= ~(np.minimum.reduce(b) >= q_lo - LIMIT_TOLERANCE)
+        accel = None
         if a_lim is not None:
             second = [np.abs(b[i + 2] - 2.0 * b[i + 1] + b[i]) for i in range(d - 1)]
-            out |= ~(np.maximum.reduce(second) * (d * (d - 1) / (T * T)) <= a_lim + LIMIT_TOLERANCE)
-        return np.asarray(out)
+            accel = np.maximum.reduce(second) * (d * (d - 1) / (T * T))
+        ranges = (np.minimum.reduce(b), np.maximum.reduce(b), speed, accel)
+        return _beyond(ranges, (q_lo, q_hi, v_lim, a_lim))
 
     def _sampled_past(
         self,
