@@ -644,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
         elif rc not in (0, -signal.SIGINT):
             print(f"{name} exited with status {rc}; last lines of its log:", file=sys.stderr)
             print(pair.log_tail(name), file=sys.stderr)
-    print_summary(pair, (tracked, errors), args, interrupted, steal)
+    print_summary(pair, (tracked, errors, monitor.unreadable_states), args, interrupted, steal)
     return 0 if pair.clean_exit() else 1
 
 
@@ -673,17 +673,31 @@ def watchdog_summary(ctrl: Mapping[str, Any]) -> str:
     return state if state in (WatchdogState.OK.value, "?") or not reason else f"{state} ({reason})"
 
 
+def tracking_line(what: str, errors: ErrorStats, skipped: int) -> str:
+    """The summary's tracking line: the error against ``what`` (rad) over the states the monitor read,
+    and the ``skipped`` ones it could not read (bytes another publisher put on the topic); empty
+    when it read none and skipped none."""
+    unread = f", {skipped} unreadable state{'s' if skipped != 1 else ''} skipped" if skipped else ""
+    if not errors.count:
+        return f"  tracking error   none: no state read{unread}" if skipped else ""
+    return (
+        f"  tracking error   vs {what}: max {errors.max:.2e} rad, RMS {errors.rms:.2e} rad,"
+        f" final {errors.last:.2e} rad ({errors.count} states{unread})"
+    )
+
+
 def print_summary(
     pair: NodePair,
-    tracking: tuple[str, ErrorStats],
+    tracking: tuple[str, ErrorStats, int],
     args: argparse.Namespace,
     interrupted: bool,
     steal: dict[str, Any],
 ) -> None:
-    """The summary table: tracking error (``tracking``: what was tracked, the error over the states, rad),
-    latency percentiles and parts, late / rejected counts, and the CPU time the hypervisor took
-    during the run (``steal``, :func:`.bench.host.steal_between`)."""
-    what, errors = tracking
+    """The summary table: tracking error (``tracking``: what was tracked, the error over the states
+    read, rad, and how many states could not be read), latency percentiles and parts, late /
+    rejected counts, and the CPU time the hypervisor took during the run (``steal``,
+    :func:`.bench.host.steal_between`)."""
+    what, errors, skipped = tracking
     sim, ctrl = pair.stats()
     out = pair.out
     silent = [name for name, stats in zip(NodePair.NAMES, (sim, ctrl), strict=True) if not stats]
@@ -716,11 +730,9 @@ def print_summary(
             f"  host             the hypervisor took {steal['steal_ms']['cpu']:.0f} ms of CPU time from this "
             "machine during the run (steal; 0 on a machine of its own)"
         )
-    if errors.count:
-        lines.append(
-            f"  tracking error   vs {what}: max {errors.max:.2e} rad, RMS {errors.rms:.2e} rad,"
-            f" final {errors.last:.2e} rad ({errors.count} states)"
-        )
+    line = tracking_line(what, errors, skipped)
+    if line:
+        lines.append(line)
 
     def ms(d: dict[str, Any], k: str) -> str:
         v = d.get(k)
