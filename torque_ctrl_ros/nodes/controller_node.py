@@ -140,7 +140,6 @@ class Counters:
     controller_fallbacks: int = 0  # steps the controller itself answered with its safe torque
     saturated_commands: int = 0
     deadline_misses: int = 0  # callbacks longer than the state period
-    clock_resets: int = 0  # states that started over on a clock gone back (a restarted simulator)
 
 
 class ControllerNode:
@@ -322,7 +321,6 @@ class ControllerNode:
         if decision.silence is not None:  # the gap before this state, said before the state itself
             self._log_transition(decision.silence)
         if decision.clock_reset:
-            self.counts.clock_resets += 1
             self._clock_went_back(stamp)
         out: ControlOutput | None = None
         computed: Computed | None = None  # set when the controller is called
@@ -552,6 +550,8 @@ class ControllerNode:
             "state_publishers": state_publishers,
             "command_rate_hz": (counts.commands_published - commands0) / span,
             **asdict(counts),
+            # States that started over on a clock gone back (a restarted simulator).
+            "clock_resets": wd.clock_resets,
             "rejected_total": wd.rejected_total,
             **{f"rejected_{r.value}": c for r, c in wd.rejected.items()},
             "seconds_since_last_state": silent if counts.states_received else math.inf,  # inf: none yet
@@ -576,6 +576,7 @@ class ControllerNode:
             "controller": self.config.controller,
             "wall_time_s": time.monotonic() - self._started,
             **asdict(self.counts),
+            "clock_resets": wd.clock_resets,
             "watchdog_state": wd.state.value,
             "watchdog_transitions": wd.transitions,
             "watchdog_reason": wd.last_message,
