@@ -373,4 +373,10 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
             runner.close()
         if rclpy.ok():
             rclpy.try_shutdown()
+        # The node sits in reference cycles (its callbacks hold it) that gc.freeze put out of the
+        # collector's reach: left to the interpreter's exit they outlive the extension modules,
+        # and nanobind (ProxSuite's bindings) prints ~30 lines of "leaked" objects to stderr.
+        runner = None
+        gc.unfreeze()
+        gc.collect()
     return code
