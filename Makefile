@@ -1,15 +1,16 @@
 # Two commands set up everything on a fresh machine with Python 3.11:
-#   make sim    the simulated Gen3 under a controller (CONTROLLER=..., DURATION=... simulated
-#               seconds, PIN=auto to pin the two nodes to one CPU each, RT=20 for SCHED_FIFO 20,
-#               CPU_LATENCY=0 to keep the CPUs polling instead of halting while the nodes run,
-#               PARAMS=file.yaml for another parameter file)
+#   make sim    the simulated Gen3 under a controller (CONTROLLER=... instead of the parameter
+#               files' one, DURATION=... simulated seconds, PIN=auto to pin the two nodes to one
+#               CPU each, RT=20 for SCHED_FIFO 20, CPU_LATENCY=0 to keep the CPUs polling instead
+#               of halting while the nodes run, PARAMS=file.yaml layered over the shipped
+#               parameter file)
 #   make test   the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt setup.py | md5sum | cut -c1-12)
-CONTROLLER ?= computed_torque
+CONTROLLER ?=
 MODE ?= realtime
 DURATION ?= 10
 PIN ?= none
@@ -36,7 +37,7 @@ test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 sim: $(STAMP)
-	$(PY) -m torque_ctrl_ros.run_sim --controller $(CONTROLLER) --mode $(MODE) --duration $(DURATION) --cpus $(PIN) --rt-priority $(RT) --cpu-latency-us $(CPU_LATENCY) $(if $(PARAMS),--params-file $(PARAMS))
+	$(PY) -m torque_ctrl_ros.run_sim $(if $(CONTROLLER),--controller $(CONTROLLER)) --mode $(MODE) --duration $(DURATION) --cpus $(PIN) --rt-priority $(RT) --cpu-latency-us $(CPU_LATENCY) $(if $(PARAMS),--params-file $(PARAMS))
 
 bench: $(STAMP)
 	$(PY) -m torque_ctrl_ros.bench

@@ -125,22 +125,6 @@ def test_the_monitor_reads_states_from_their_bytes_in_the_first_states_joint_ord
         monitor.close()
 
 
-def test_the_summary_says_how_many_states_the_monitor_could_not_read() -> None:
-    from torque_ctrl_ros.run_sim import ErrorStats, tracking_line
-
-    errors = ErrorStats()
-    assert tracking_line("initial pose", errors, 0) == ""
-    assert (
-        tracking_line("initial pose", errors, 3)
-        == "  tracking error   none: no state read, 3 unreadable states skipped"
-    )
-    errors.add(0.002)
-    errors.add(0.001)
-    line = tracking_line("initial pose", errors, 0)
-    assert line.endswith("final 1.00e-03 rad (2 states)") and "max 2.00e-03 rad" in line, line
-    assert tracking_line("initial pose", errors, 1).endswith("(2 states, 1 unreadable state skipped)")
-
-
 def _runner(domain: int, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "torque_ctrl_ros.run_sim", "--out", str(tmp_path), *args]
     return subprocess.Popen(

@@ -3,11 +3,23 @@ trajectory, the argument checks (test_make_sim.py runs the runner itself)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from ros_helpers import requires_rclpy
 
-from torque_ctrl_ros.run_sim import demo_trajectory, watchdog_summary
+from torque_ctrl_ros.core.errors import ConfigError
+from torque_ctrl_ros.nodes.params import file_parameter
+from torque_ctrl_ros.run_sim import (
+    ErrorStats,
+    Tracked,
+    demo_trajectory,
+    file_controller,
+    tracking_line,
+    watchdog_summary,
+)
 
 pytestmark = [requires_rclpy]  # run_sim imports the nodes' modules
 
@@ -104,3 +116,75 @@ def test_bad_runner_arguments_stop_it_before_any_node_starts(
     with pytest.raises(SystemExit) as stop:
         main(args)
     assert stop.value.code == 2 and error in capsys.readouterr().err
+
+
+def test_the_tracking_line_says_what_the_error_is_not_measured_against() -> None:
+    """States the monitor could not read, and targets the controller took from elsewhere (a user's
+    ``ros2 topic pub`` during the run), are said next to the error."""
+    errors = ErrorStats()
+    assert tracking_line(Tracked("initial pose", errors)) == ""
+    assert (
+        tracking_line(Tracked("initial pose", errors, skipped=3))
+        == "  tracking error   none: no state read, 3 unreadable states skipped"
+    )
+    errors.add(0.002)
+    errors.add(0.001)
+    line = tracking_line(Tracked("initial pose", errors))
+    assert line.endswith("final 1.00e-03 rad (2 states)") and "max 2.00e-03 rad" in line, line
+    assert tracking_line(Tracked("initial pose", errors, skipped=1)).endswith(
+        "(2 states, 1 unreadable state skipped)"
+    )
+    # The demo trajectory is the monitor's own target; a second one came from elsewhere.
+    assert tracking_line(Tracked("trajectory", errors, sent=1), 1).endswith("(2 states)")
+    assert tracking_line(Tracked("trajectory", errors, sent=1), 3).endswith(
+        "(2 states); the controller also took 2 targets from elsewhere, not tracked here"
+    )
+    assert tracking_line(Tracked("initial pose", errors), "?").endswith("(2 states)")  # no summary
+
+
+def test_a_parameter_files_value_is_the_last_one_reaching_the_node(tmp_path: Path) -> None:
+    """As rcl loads them: later sections and later files override, wildcards reach the node,
+    sections for other nodes do not, nested parameters by their dotted name."""
+    first = tmp_path / "first.yaml"
+    first.write_text(
+        "controller_node:\n  ros__parameters:\n    controller: achd_rnea\n"
+        "    watchdog:\n      max_age: 0.05\n"
+        "sim_node:\n  ros__parameters:\n    controller: gravity_comp\n"
+    )
+    second = tmp_path / "second.yaml"
+    second.write_text(
+        "/**:\n  ros__parameters:\n    controller: qpid\n"
+        "other_node:\n  ros__parameters:\n    controller: hqpid\n"
+    )
+    assert file_parameter([first], "/controller_node", "controller") == "achd_rnea"
+    assert file_parameter([first, second], "/controller_node", "controller") == "qpid"
+    assert file_parameter([second, first], "/controller_node", "controller") == "achd_rnea"
+    assert file_parameter([first], "/controller_node", "watchdog.max_age") == 0.05
+    assert file_parameter([first], "/controller_node", "watchdog.period") is None
+    assert file_parameter([first], "/sim_node", "controller") == "gravity_comp"
+
+
+def test_make_sim_runs_the_controller_its_parameter_files_name_unless_one_is_given(tmp_path: Path) -> None:
+    """``make sim PARAMS=file`` with the file's ``controller`` runs that one: the runner's own default
+    had overridden it."""
+    assert file_controller(None) == "computed_torque"  # the shipped file's
+    own = tmp_path / "own.yaml"
+    own.write_text("controller_node:\n  ros__parameters:\n    controller: qpid\n")
+    assert file_controller(own) == "qpid"
+    own.write_text("controller_node:\n  ros__parameters:\n    kp: 50.0\n")
+    assert file_controller(own) == "computed_torque"
+    own.write_text("controller_node:\n  ros__parameters:\n    controller: qpd\n")
+    with pytest.raises(ConfigError, match=re.escape("'qpd' in ") + ".*expected one of .*'qpid'"):
+        file_controller(own)
+
+
+def test_a_parameter_file_naming_no_controller_stops_the_runner_before_any_node_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from torque_ctrl_ros.run_sim import main
+
+    own = tmp_path / "own.yaml"
+    own.write_text("controller_node:\n  ros__parameters:\n    controller: qpd\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["--params-file", str(own)])
+    assert stop.value.code == 2 and "'qpd' in " in capsys.readouterr().err

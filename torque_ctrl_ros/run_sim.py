@@ -24,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from .core.controllers import CONTROLLERS
 from .core.errors import ConfigError
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
-from .nodes.params import check_params_file
+from .nodes.params import check_params_file, file_parameter
 from .nodes.scheduling import PARENT_ENV, UNPLACED, Placement, parse_cpu_latency
 from .paths import data_path
 
@@ -530,6 +530,25 @@ def _duration(text: str) -> float:
     return value
 
 
+def file_controller(params_file: Path | None) -> str:
+    """The controller the parameter files name for the controller node: ``params_file``'s, else the
+    shipped file's (``make sim`` without ``CONTROLLER=``).
+
+    Raises:
+        ConfigError: none names one, or the one named is no controller.
+    """
+    files = [Path(data_path("config", "gen3_controllers.yaml"))]
+    if params_file is not None:
+        files.append(params_file)
+    name = file_parameter(files, "/controller_node", "controller")
+    if name not in CONTROLLERS:
+        raise ConfigError(
+            f"controller_node controller: {name!r} in {' + '.join(map(str, files))} is no controller; "
+            f"expected one of {sorted(CONTROLLERS)} (or pass --controller)"
+        )
+    return str(name)
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
@@ -537,7 +556,12 @@ def _interrupt(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; exit status 0 when both nodes ran and ended cleanly."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--controller", default="computed_torque", choices=sorted(CONTROLLERS))
+    parser.add_argument(
+        "--controller",
+        default=None,
+        choices=sorted(CONTROLLERS),
+        help="default: the parameter files' controller_node controller (computed_torque in the shipped one)",
+    )
     parser.add_argument("--mode", default="realtime", choices=["realtime", "lockstep"])
     parser.add_argument(
         "--duration", type=_duration, default=10.0, help="simulated seconds (0: until Ctrl-C)"
@@ -576,6 +600,7 @@ def main(argv: list[str] | None = None) -> int:
         check_params_file(
             args.params_file or data_path("config", "gen3_controllers.yaml"), ("sim_node", "controller_node")
         )
+        args.controller = args.controller or file_controller(args.params_file)
     except ConfigError as exc:
         parser.error(str(exc))
 
@@ -629,11 +654,14 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, signal.SIG_IGN)
         steal = steal_between(ticks, cpu_ticks())
         pair.stop()
-        errors = monitor.errors
-        tracked = (
+        sent = monitor.reference is not None
+        tracked = Tracked(
             f"trajectory (sent at t = {monitor.sent_at:.2f} s; before it, the initial pose)"
-            if monitor.reference is not None
-            else "initial pose"
+            if sent
+            else "initial pose",
+            monitor.errors,
+            monitor.unreadable_states,
+            int(sent),
         )
         monitor.close()
         domain.release()
@@ -644,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
         elif rc not in (0, -signal.SIGINT):
             print(f"{name} exited with status {rc}; last lines of its log:", file=sys.stderr)
             print(pair.log_tail(name), file=sys.stderr)
-    print_summary(pair, (tracked, errors, monitor.unreadable_states), args, interrupted, steal)
+    print_summary(pair, tracked, args, interrupted, steal)
     return 0 if pair.clean_exit() else 1
 
 
@@ -673,31 +701,49 @@ def watchdog_summary(ctrl: Mapping[str, Any]) -> str:
     return state if state in (WatchdogState.OK.value, "?") or not reason else f"{state} ({reason})"
 
 
-def tracking_line(what: str, errors: ErrorStats, skipped: int) -> str:
-    """The summary's tracking line: the error against ``what`` (rad) over the states the monitor read,
-    and the ``skipped`` ones it could not read (bytes another publisher put on the topic); empty
-    when it read none and skipped none."""
+class Tracked(NamedTuple):
+    """What the monitor tracked over a run: ``what`` the error is against, the ``errors`` (rad)
+    over the states it read, the ``skipped`` states it could not read, and the targets it sent
+    itself (``sent``: the demo trajectory, 0 or 1)."""
+
+    what: str
+    errors: ErrorStats
+    skipped: int = 0
+    sent: int = 0
+
+
+def tracking_line(tracked: Tracked, targets_taken: Any = 0) -> str:
+    """The summary's tracking line: the error against ``tracked.what`` (rad) over the states the
+    monitor read, the unreadable ones it skipped (bytes another publisher put on the topic), and
+    the targets the controller took (``targets_taken``, its ``targets_received``) beyond the
+    monitor's own, which the error is not measured against; empty when there is nothing to say."""
+    errors, skipped = tracked.errors, tracked.skipped
     unread = f", {skipped} unreadable state{'s' if skipped != 1 else ''} skipped" if skipped else ""
+    others = int(targets_taken) - tracked.sent if isinstance(targets_taken, int | float) else 0
+    elsewhere = (
+        f"; the controller also took {others} target{'s' if others != 1 else ''} from elsewhere, "
+        f"not tracked here"
+        if others > 0
+        else ""
+    )
     if not errors.count:
         return f"  tracking error   none: no state read{unread}" if skipped else ""
     return (
-        f"  tracking error   vs {what}: max {errors.max:.2e} rad, RMS {errors.rms:.2e} rad,"
-        f" final {errors.last:.2e} rad ({errors.count} states{unread})"
+        f"  tracking error   vs {tracked.what}: max {errors.max:.2e} rad, RMS {errors.rms:.2e} rad,"
+        f" final {errors.last:.2e} rad ({errors.count} states{unread}){elsewhere}"
     )
 
 
 def print_summary(
     pair: NodePair,
-    tracking: tuple[str, ErrorStats, int],
+    tracked: Tracked,
     args: argparse.Namespace,
     interrupted: bool,
     steal: dict[str, Any],
 ) -> None:
-    """The summary table: tracking error (``tracking``: what was tracked, the error over the states
-    read, rad, and how many states could not be read), latency percentiles and parts, late /
-    rejected counts, and the CPU time the hypervisor took during the run (``steal``,
+    """The summary table: tracking error (:func:`tracking_line`), latency percentiles and parts,
+    late / rejected counts, and the CPU time the hypervisor took during the run (``steal``,
     :func:`.bench.host.steal_between`)."""
-    what, errors, skipped = tracking
     sim, ctrl = pair.stats()
     out = pair.out
     silent = [name for name, stats in zip(NodePair.NAMES, (sim, ctrl), strict=True) if not stats]
@@ -730,7 +776,7 @@ def print_summary(
             f"  host             the hypervisor took {steal['steal_ms']['cpu']:.0f} ms of CPU time from this "
             "machine during the run (steal; 0 on a machine of its own)"
         )
-    line = tracking_line(what, errors, skipped)
+    line = tracking_line(tracked, ctrl.get("targets_received", 0))
     if line:
         lines.append(line)
 

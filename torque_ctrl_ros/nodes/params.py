@@ -452,6 +452,34 @@ def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> 
         )
 
 
+def file_parameter(paths: Sequence[Path], node: str, key: str) -> Any:
+    """The value of parameter ``key`` (dotted for a nested one, e.g. ``watchdog.max_age``) that the
+    parameter files ``paths``, loaded in that order, give the node ``node`` (fully qualified, e.g.
+    ``/controller_node``), or ``None`` where none sets it. As rcl loads them, a later section that
+    reaches the node (by its name or a wildcard) overrides an earlier one.
+
+    Raises:
+        ConfigError: a file that cannot be read as YAML.
+    """
+    import yaml  # only the runner reads the files itself; the nodes get them from rcl
+
+    value = None
+    for path in paths:
+        try:
+            sections = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"parameter file {path}: {exc}") from None
+        for section, body in (sections or {}).items() if isinstance(sections, dict) else ():
+            if not _section_pattern(str(section)).fullmatch(node) or not isinstance(body, dict):
+                continue
+            found: Any = body.get("ros__parameters")
+            for part in key.split("."):
+                found = found.get(part) if isinstance(found, dict) else None
+            if found is not None:
+                value = found
+    return value
+
+
 def _section_pattern(key: str) -> re.Pattern[str]:
     """The fully qualified node names a parameter-file section reaches, as rcl matches them:
     ``*`` stands for one name token, ``**`` for any number of them (none too), and a key without
