@@ -23,14 +23,15 @@ Arguments:
                  log that nothing is held.
 
 Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``), then
-``extra_params_file``; ``controller`` and ``mode`` override the values in both. ``make sim`` runs
-the same two nodes from the same files without ``ros2 launch``.
+``extra_params_file``; ``controller`` and ``mode`` override the values in both. When the
+simulator exits (after ``sim_node.duration`` simulated seconds, or on an error) the launch ends.
+``make sim`` runs the same two nodes from the same files without ``ros2 launch``.
 """
 
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction, Shutdown
 from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
@@ -60,6 +61,9 @@ def _nodes(context: LaunchContext) -> list[Node]:
             output="screen",
             additional_env={**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("sim_cpus")},
             parameters=[*files, {"mode": LaunchConfiguration("mode")}],
+            # The simulator's end (its duration, or a crash) ends the launch: a controller left
+            # without states would go on braking and logging the silence as an error.
+            on_exit=Shutdown(reason="sim_node exited"),
         ),
         Node(
             package=PACKAGE,
