@@ -121,6 +121,11 @@ def test_the_monitor_reads_states_from_their_bytes_in_the_first_states_joint_ord
         # Bytes that are no JointState at all are skipped and counted: the run goes on.
         monitor._on_state(b"\x00\x01\x00\x00" + b"\xff" * 8)
         assert monitor.unreadable_states == 1 and monitor.sim_time == 0.0
+        # The status line waits for the simulator's figures instead of showing placeholders.
+        assert monitor.status_line().endswith("waiting for the simulator's first /diagnostics")
+        monitor.diag["sim"] = {"step_rate_hz": "999.5", "late_steps": "3"}
+        line = monitor.status_line()
+        assert "rate  999.5 Hz" in line and "late 3 " in line and "watchdog ?" in line, line
     finally:
         monitor.close()
 

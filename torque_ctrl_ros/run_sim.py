@@ -503,8 +503,12 @@ class Monitor:
             self.executor.spin_once(timeout_sec=max(0.0, min(0.02, end - time.monotonic())))
 
     def status_line(self) -> str:
+        """One line of live figures from the nodes' ``/diagnostics`` (each node publishes them
+        once a second: until the simulator's first, a line saying so rather than placeholders)."""
         sim, ctrl = self.diag.get("sim", {}), self.diag.get("ctrl", {})
         err = self.errors.last
+        if not sim:
+            return f"t={self.sim_time:6.2f} s | waiting for the simulator's first /diagnostics"
         return (
             f"t={self.sim_time:6.2f} s | rate {float(sim.get('step_rate_hz', 'nan')):6.1f} Hz"
             f" | latency p50 {float(sim.get('latency_p50_ms', 'nan')):.2f} ms p99 "
