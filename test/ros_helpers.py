@@ -40,13 +40,14 @@ requires_rclpy = pytest.mark.skipif(not HAVE_RCLPY, reason="rclpy is not importa
 
 class FakeTargetNode:
     """Just what a target source uses of a node: subscriptions (kept by topic), a logger (refusals
-    kept in ``errors``, or raised with ``strict``; warnings in ``warnings``) and a clock reading
-    ``now_ns``."""
+    kept in ``errors``, or raised with ``strict``; warnings in ``warnings``, info in ``infos``) and a
+    clock reading ``now_ns``."""
 
     def __init__(self, strict: bool = False) -> None:
         self.callbacks: dict[str, Any] = {}
         self.errors: list[str] = []
         self.warnings: list[str] = []
+        self.infos: list[str] = []
         self.strict = strict
         self.now_ns = 0
 
@@ -65,6 +66,9 @@ class FakeTargetNode:
 
     def warning(self, message: str, **_kwargs: Any) -> None:
         self.warnings.append(message)
+
+    def info(self, message: str, **_kwargs: Any) -> None:
+        self.infos.append(message)
 
     def get_clock(self) -> Any:
         return self

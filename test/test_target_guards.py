@@ -1450,3 +1450,28 @@ def test_trajectory_accelerations_beyond_the_effort_bound_are_refused(robot: Rob
     bound = acceleration_limits(robot)
     np.testing.assert_allclose(bound[:4], [25.9, 25.7, 91.6, 69.7], rtol=1e-2)
     assert (bound[4:] > 400.0).all()
+
+
+def test_a_target_taken_is_logged_once_a_second_per_topic_and_a_refused_one_is_not(robot: RobotModel) -> None:
+    """The node says what it received (at info), so a user who published a target sees it arrive;
+    a stream of them logs one line a second, and a refusal only its error."""
+    names = list(robot.joint_names)
+    node, source = _joint_source(robot)
+    home = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+    for k in range(50):  # a 1 kHz stream
+        source._on_joint_target(JointStateMsg(name=names, position=(home + 1e-4 * k).tolist()))
+    assert source.received == 50
+    assert node.infos == ["joint target received: [0.000, 0.260, 3.140, -2.270, 0.000, 0.960, 1.570] rad"]
+    source._on_trajectory(_trajectory_msg(names, [(1.0, home, None)]))  # another topic: its own line
+    assert node.infos[1:] == ["trajectory received: 1 point"]
+    source._on_joint_target(JointStateMsg(name=names[:6], position=home[:6].tolist()))
+    assert source.rejected == 1 and len(node.infos) == 2 and node.errors
+
+    node, source = _qp_source(robot)
+    pose = PoseStamped()
+    pose.header.frame_id = targets.base_frame(robot)
+    pose.pose.position.x, pose.pose.position.z = 0.45, 0.4
+    pose.pose.orientation.w = 1.0
+    task = next(iter(source.tracker.frame_tasks))
+    source._on_pose(task, pose)
+    assert node.infos == [f"{task} target received: position (0.450, 0.000, 0.400) m"], node.infos

@@ -148,6 +148,13 @@ class TargetSource(ABC):
         """One word on what is tracked."""
         return "hold"
 
+    def _accept(self, topic: str, message: str) -> None:
+        """Count a target that passed the message's checks and log ``message`` (info, at most once
+        a second per ``topic``: a 1 kHz stream of targets logs one line a second, saying how many it
+        held back). The tracker takes it at the next state and may still refuse it (an error)."""
+        self.received += 1
+        self.log.info(f"received {topic}", message)
+
     def _refuse(self, message: str) -> None:
         self.rejected += 1
         self.last_error = message
@@ -296,6 +303,16 @@ def _point_rows(points: Sequence[Any], field: str, width: int, required: bool) -
     except TypeError:  # not buffers (a stand-in message built from lists)
         flat = np.array(rows, dtype=np.float64).reshape(-1)
     return flat.reshape(len(rows), width)
+
+
+def _angles(q: FloatArray) -> str:
+    """``[0.500, 0.260, …]``: joint angles (rad) for a log line."""
+    return "[" + ", ".join(f"{x:.3f}" for x in q.tolist()) + "]"
+
+
+def _metres(p: FloatArray) -> str:
+    """``(0.450, 0.150, 0.400)``: a position (m) for a log line."""
+    return "(" + ", ".join(f"{x:.3f}" for x in p.tolist()) + ")"
 
 
 def too_many_points(m: int) -> str:
@@ -477,7 +494,7 @@ class JointTargetSource(TrackedSource[JointTargetTracker]):
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
             return
-        self.received += 1
+        self._accept("joint_target", f"joint target received: {_angles(q)} rad")
         self.tracker.submit_target(q)
 
     def _on_trajectory(self, msg: JointTrajectoryMsg | bytes) -> None:
@@ -497,7 +514,7 @@ class JointTargetSource(TrackedSource[JointTargetTracker]):
             return
         msg = trajectory
         if not msg.points:
-            self.received += 1
+            self._accept("joint_trajectory", "empty trajectory received: stop where the arm is")
             self.tracker.submit_stop()
             return
         try:
@@ -509,7 +526,10 @@ class JointTargetSource(TrackedSource[JointTargetTracker]):
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
             return
-        self.received += 1
+        self._accept(
+            "joint_trajectory",
+            f"trajectory received: {len(msg.points)} point{'s' if len(msg.points) != 1 else ''}",
+        )
 
 
 @register_target_source("achd_rnea")
@@ -545,7 +565,7 @@ class PoseTargetSource(TrackedSource[PoseTargetTracker]):
         except TargetError as exc:
             self._refuse(str(exc))
             return
-        self.received += 1
+        self._accept("target_pose", f"target pose received: position {_metres(ref.position)} m")
         self.tracker.submit(ref)
 
 
@@ -604,18 +624,20 @@ class TaskTargetSource(TrackedSource[TaskTargetTracker]):
             kind = self.kinds[task]
             target: TaskTarget
             if kind == "position":
-                target = pose_position(pose_msg, what)
-                self.reach[task].check(target, what)
+                target = position = pose_position(pose_msg, what)
             elif kind == "orientation":
-                target = pose_rotation(pose_msg, what)
+                target, position = pose_rotation(pose_msg, what), None
             else:
-                pose = pose_reference(pose_msg, what)
-                self.reach[task].check(pose.position, what)
-                target = pose
+                target = pose = pose_reference(pose_msg, what)
+                position = pose.position
+            if position is not None:
+                self.reach[task].check(position, what)
         except TargetError as exc:
             self._refuse(str(exc))
             return
-        self.received += 1
+        self._accept(
+            task, f"{what} received" + ("" if position is None else f": position {_metres(position)} m")
+        )
         self.tracker.submit(task, target)
 
     def _on_joint_target(self, msg: JointStateMsg | bytes) -> None:
@@ -626,5 +648,5 @@ class TaskTargetSource(TrackedSource[TaskTargetTracker]):
         except (StateError, TargetError) as exc:
             self._refuse(str(exc))
             return
-        self.received += 1
+        self._accept("joint_target", f"posture joint target received: {_angles(q)} rad")
         self.tracker.submit_posture(q)
