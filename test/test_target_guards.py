@@ -1475,3 +1475,51 @@ def test_a_target_taken_is_logged_once_a_second_per_topic_and_a_refused_one_is_n
     task = next(iter(source.tracker.frame_tasks))
     source._on_pose(task, pose)
     assert node.infos == [f"{task} target received: position (0.450, 0.000, 0.400) m"], node.infos
+
+
+def test_a_trajectory_in_another_joint_order_is_read_by_name(robot: RobotModel) -> None:
+    """Positions, velocities and accelerations all follow ``joint_names``: reversed, with a joint
+    the model does not have in between (a gripper's, ignored), each joint keeps its own values."""
+    n = robot.n
+    home = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+    model = list(robot.joint_names)
+    order = list(range(n))[::-1]
+    names = [model[i] for i in order]
+    names.insert(3, "gripper_finger_joint")
+
+    def row(values: np.ndarray, other: float) -> list[float]:
+        out = [float(values[i]) for i in order]
+        out.insert(3, other)
+        return out
+
+    q = [home + 0.01 * np.arange(1, n + 1), home + 0.02 * np.arange(1, n + 1)]
+    v = [0.05 * np.arange(1, n + 1), np.zeros(n)]
+    a = [0.3 * np.arange(1, n + 1), -0.1 * np.arange(1, n + 1)]
+    msg = TrajectoryMsg(joint_names=names)
+    for k, t in enumerate((1.0, 2.0)):
+        msg.points.append(
+            JointTrajectoryPoint(
+                positions=row(q[k], 9.9),
+                velocities=row(v[k], -7.0),
+                accelerations=row(a[k], 5.0),
+                time_from_start=Duration(sec=int(t)),
+            )
+        )
+    points = targets.trajectory_points(robot, JointNameMap(model), msg)
+    np.testing.assert_array_equal(points.times, [1.0, 2.0])
+    np.testing.assert_array_equal(points.positions, np.array(q))
+    assert points.velocities is not None and points.accelerations is not None
+    np.testing.assert_array_equal(points.velocities, np.array(v))
+    np.testing.assert_array_equal(points.accelerations, np.array(a))
+
+
+def test_waypoint_positions_beyond_either_limit_are_refused_by_name(robot: RobotModel) -> None:
+    q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+    targets.check_joint_limits(robot, q, "target")
+    for k, bound in ((1, robot.position_upper[1] + 0.01), (3, robot.position_lower[3] - 0.01)):
+        bad = q.copy()
+        bad[k] = bound
+        with pytest.raises(
+            TargetError, match=re.escape(f"target: outside the position limits at ['{robot.joint_names[k]}']")
+        ):
+            targets.check_joint_limits(robot, bad, "target")
