@@ -241,6 +241,23 @@ def test_a_quintic_passing_a_limit_through_its_waypoint_accelerations_is_found()
     )
 
 
+def test_a_segment_that_passes_only_the_lower_limit_is_found() -> None:
+    """The lower-limit mirrors of the cases above: nothing else about these segments is out of
+    bounds (their waypoints are inside, their speeds low), so only the lower bound's screen sends
+    them to the exact check. A quintic at rest 0.05 rad above the limit with −4 rad/s² at both
+    ends dips 0.125 rad below its waypoints; a cubic from −2 back to −2 rad over 2 s, leaving at
+    −1 and arriving at +1 rad/s, dips to −2.5 rad mid-way."""
+    quintic = JointTrajectory([0.0, 1.0], [[-2.19], [-2.19]], [[0.0], [0.0]], [[-4.0], [-4.0]])
+    found = quintic.limit_violation([-2.24], [10.0], [100.0])
+    assert found is not None and found.quantity == "position" and found.limit == -2.24
+    assert found.value == pytest.approx(-2.315, abs=1e-12) and found.time == pytest.approx(0.5, abs=1e-9)
+    cubic = JointTrajectory([0.0, 2.0], [[-2.0], [-2.0]], [[-1.0], [1.0]])
+    found = cubic.limit_violation([-2.4], [10.0], [100.0])
+    assert found is not None and found.quantity == "position"
+    assert found.value == pytest.approx(-2.5, abs=1e-12) and found.time == pytest.approx(1.0, abs=1e-9)
+    assert cubic.limit_violation([-2.5 - 1e-6], [10.0], [100.0]) is None
+
+
 def test_cubic_segments_are_checked_at_their_velocity_extremum() -> None:
     """A rest-to-rest cubic of 1 rad over 1 s peaks at 1.5 rad/s mid-way, between its ends (both
     at rest): a limit of 1.4 is passed there, one of 1.5 + 1e-6 is not."""
