@@ -375,6 +375,34 @@ def test_a_controller_failure_before_the_stream_period_is_known_brakes_as_if_hel
     )
 
 
+def test_a_controller_failure_on_a_slow_stream_brakes_as_held_for_its_period(robot: RobotModel) -> None:
+    """A 40 Hz stream: the first command will be held 25 brake periods, so it damps with K_d·2/25
+    (in full, restarted every 25 ms, the energy would grow ~100-fold: core/braking.py)."""
+    sup = _supervisor(robot)
+    slow = 0.025
+    for k in range(6):
+        _good(sup, T0 + k * slow)
+    t = T0 + 6 * slow
+    computing = sup.step(Q0 + 0.01, V0, t, t)
+    assert computing.action is Action.COMPUTE
+    decision = sup.controller_failed(computing, SolverError("no solution"), t)
+    assert decision.command is not None and sup.first_hold() == 25
+    np.testing.assert_allclose(decision.command.tau, _first_brake(robot, Q0 + 0.01, V0, 25), atol=1e-9)
+
+
+def test_a_stamp_far_ahead_runs_the_brake_on_by_max_age_at_most(robot: RobotModel) -> None:
+    """During a fallback a refused state stamped 0.3 s after the last one, received 1 ms later:
+    the brake's prediction runs on by ``max_age`` (20 ms), not by the stamp's jump."""
+    sup = _supervisor(robot, max_age=0.02)
+    t = _run(sup, 3) + DT
+    assert sup.step(Q0, NAN, t, t).action is Action.FALLBACK
+    decision = sup.step(Q0, NAN, t + 0.3, t + DT)
+    assert decision.action is Action.FALLBACK and decision.command is not None
+    expected = SafeBrake(robot, KD, horizon=0.5)
+    expected.start(Q0, V0, t)
+    np.testing.assert_allclose(decision.command.tau, _clip(robot, expected.torque(t + 0.02)), atol=1e-9)
+
+
 def test_a_controller_failing_on_every_state_stops_after_the_window(robot: RobotModel) -> None:
     """Each accepted state would restart the window: it runs from the last computed torque."""
     sup = _supervisor(robot, fallback_duration=0.0205)
