@@ -157,3 +157,17 @@ def test_one_variable_edge_cases() -> None:
     qp.u[0] = 0.5
     qp.solve()
     assert snapshot(qp)[5].tolist() == [-1.0, -1e20] and snapshot(qp)[6].tolist() == [0.5, 1e20]
+
+
+def test_only_the_solvers_solved_status_counts_as_solved() -> None:
+    """Every outcome ProxSuite can report has a status here, and only PROXQP_SOLVED is SOLVED:
+    "solved closest primal feasible" solves the nearest feasible problem to an infeasible one, and
+    its torque would break a constraint (ProxSuite reports it only with
+    ``primal_infeasibility_solving``, which this package leaves off)."""
+    from proxsuite import proxqp
+
+    from torque_ctrl_ros.core.qp.problem import _STATUS
+
+    outcomes = proxqp.QPSolverOutput.__members__
+    assert set(_STATUS) == set(outcomes.values())
+    assert [name for name, out in outcomes.items() if _STATUS[out] is SolveStatus.SOLVED] == ["PROXQP_SOLVED"]
