@@ -79,8 +79,8 @@ def test_make_sim_tracks_the_demo_trajectory_and_prints_its_summary(ros_domain: 
         assert re.search(r"watchdog ok(,| until the states ended)", summary), summary
     for part in ("state out", "state in", "compute", "command out", "callback", "hops"):
         assert re.search(rf"{part} [\d.]+", summary), part
-    if cpu_ticks():
-        assert _figure(r"the hypervisor took (\d+) ms", summary) >= 0
+    if cpu_ticks():  # the steal line is printed where /proc/stat can be read
+        assert re.search(r"the hypervisor took \d+ ms of CPU time", summary), summary
     # Both nodes wrote their whole-run summaries next to their logs.
     assert {"sim.json", "controller.json", "sim_node.log", "controller_node.log"} <= {
         p.name for p in tmp_path.iterdir()
