@@ -51,6 +51,12 @@ def test_joint_state_round_trip_is_bit_exact_and_by_name() -> None:
     assert dec.decode_effort(msg).tobytes() == e.tobytes()
 
 
+@pytest.mark.parametrize("efforts", [[], [1.0, 2.0], [1.0, 2.0, 3.0, 4.0]])
+def test_efforts_not_one_per_name_decode_as_none(efforts: list[float]) -> None:
+    msg = JointStateMsg(name=NAMES, position=[0.0] * 3, velocity=[0.0] * 3, effort=efforts)
+    assert JointStateDecoder(NAMES).decode_effort(msg) is None
+
+
 @pytest.mark.parametrize(
     ("names", "pos", "vel", "match"),
     [
