@@ -228,6 +228,9 @@ def test_values_that_would_fail_later_are_refused_at_start(tmp_path: Path) -> No
         controller_node_config({"stats_file": str(tmp_path)})
     ok = sim_node_config({"stats_file": str(tmp_path / "s.json"), "record_file": str(tmp_path / "r.npz")})
     assert ok.common.stats_file.endswith("s.json") and ok.record_file.endswith("r.npz")
+    # The bounds themselves are accepted (a node may publish /diagnostics every 50 ms).
+    assert sim_node_config({"diagnostics_period": 0.05}).common.diagnostics_period == 0.05
+    assert controller_node_config({"diagnostics_period": 3600.0}).common.diagnostics_period == 3600.0
 
 
 def test_a_failed_exit_output_is_reported_not_raised(capsys: pytest.CaptureFixture[str]) -> None:
