@@ -141,6 +141,8 @@ def test_sim_safe_damping_of_one_is_refused(plant: MujocoPlant, scene_path: Path
     reordered = MujocoPlant(scene_path, plant.joint_names[::-1])
     defaults = sim_node_config({})
     assert defaults.damping_vector(plant.model_joint_names, reordered.joint_names, reordered)[0] == 0.2
+    with pytest.raises(ConfigError, match=r"the plant drives \['joint_1', .*not \['joint_7', "):
+        defaults.damping_vector(plant.model_joint_names, reordered.joint_names, plant)  # checked in its order
     with pytest.raises(ConfigError):
         reordered.check_damping("x", list(DEFAULT_DAMPING))  # joint_1's 2.0 on joint_7
     assert (
