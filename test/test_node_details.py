@@ -310,6 +310,22 @@ def test_the_diagnostics_say_what_they_name(nodes: Any) -> None:
     assert st.message.startswith("fallback: ") and node.watchdog.last_message in st.message  # c30
 
 
+def test_the_rates_count_what_came_since_the_last_diagnostics(nodes: Any) -> None:
+    """state_rate_hz and command_rate_hz: the states and commands since the last /diagnostics over
+    the time since them (a rate dividing the run's totals by the window had passed)."""
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    for _ in range(3):
+        node._on_state_message(_state_msg(HOME, _now(node)))
+    start = time.monotonic()
+    node._diagnostic_values(start, 0.0, 1e-3, 1)  # the window opens here
+    for _ in range(2):
+        node._on_state_message(_state_msg(HOME, _now(node)))
+    values = node._diagnostic_values(start + 2.0, 0.0, 1e-3, 1)
+    assert node.counts.commands_published == 5
+    assert values["state_rate_hz"] == pytest.approx(1.0)
+    assert values["command_rate_hz"] == pytest.approx(1.0)
+
+
 def test_a_state_stream_off_one_khz_is_warned_of(nodes: Any) -> None:
     """The gains and dampings were checked for a state per 1 ms: a driver at 500 Hz (each damping
     twice as close to its bound) is a WARN naming the period; 1 kHz with a few lost states is not."""
