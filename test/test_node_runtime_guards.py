@@ -999,6 +999,26 @@ def test_a_rejected_answer_leaves_the_step_late(nodes: Nodes) -> None:
     assert sim.answered_validly
 
 
+def test_a_realtime_run_answered_only_by_rejected_commands_is_late_at_every_step(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop itself counts a step late unless its state was answered validly: each of five
+    states answered at once by a NaN command runs on the safe torque, late (counting answered
+    states alone, none had been)."""
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, duration=0.005)
+    spin = sim._spin_until
+
+    def answer_with_nan(deadline: float, until_answered: bool) -> None:
+        if until_answered and not sim.answered:
+            sim._take_command(np.full(sim.n, np.nan), sim.t0_ns + sim.k * sim.dt_ns)
+        spin(deadline, until_answered)
+
+    monkeypatch.setattr(sim, "_spin_until", answer_with_nan)
+    sim.run()
+    assert sim.k == 5 and sim.rejected >= 5
+    assert sim.late.count == 5 and sim.missing == 5
+
+
 # ------------------------------------------------------- errors on every message, logged once a second
 class _ErrorSpy:
     """Takes the place of rclpy's ``RcutilsLogger.error``, ``.warning`` and ``.info``: keeps the messages
