@@ -41,12 +41,15 @@ def test_a_rejected_command_stops_the_held_one(nodes: Any) -> None:
 
 
 def test_an_answer_counts_for_its_own_state_only(nodes: Any) -> None:
-    """Realtime: a late answer to state 4 is held but leaves state 5 unanswered; one 60 ms old
-    (command_timeout 50 ms) is stale, not taken."""
+    """Realtime: a late answer to state 4 is held but leaves state 5 unanswered, and so does one
+    rejected (the summary's last_state_answered reads it); one 60 ms old (command_timeout 50 ms)
+    is stale, not taken."""
     sim = nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.05)
     sim.k = 5
     sim._take_command(np.zeros(sim.n), sim.t0_ns + 4 * sim.dt_ns)
     assert sim.have_command and not sim.answered
+    sim._take_command(np.full(sim.n, np.nan), sim.t0_ns + 4 * sim.dt_ns)
+    assert sim.rejected == 1 and not sim.answered
     sim.k = 100
     sim._take_command(np.ones(sim.n), sim.t0_ns + 40 * sim.dt_ns)
     assert sim.stale_answers == 1 and not sim.command.any()  # the held one stands
