@@ -224,6 +224,15 @@ def test_a_diverged_simulation_raises_instead_of_resetting(plant: MujocoPlant) -
     assert plant.time == pytest.approx(0.01)
 
 
+def test_a_diverged_velocity_alone_raises_at_the_step_that_flags_it(plant: MujocoPlant) -> None:
+    """MuJoCo checks positions, velocities and accelerations apart: a velocity past its bound while
+    the positions are still finite is a divergence already, not one step of several."""
+    plant.reset("home")
+    plant.data.qvel[6] = 1e11  # joint_7, spun up from outside the plant
+    with pytest.raises(SimulationError, match="BADQVEL"):
+        plant.step()
+
+
 def test_model_errors_list_valid_names(plant: MujocoPlant, tmp_path: Path) -> None:
     with pytest.raises(ModelError, match=r"unknown keyframe 'rest'.*\['home', 'retract'\]"):
         plant.reset("rest")
