@@ -129,6 +129,9 @@ def test_joint_order_follows_joint_names() -> None:
     assert plant.joint_names == order
     plant.reset("home")
     np.testing.assert_array_equal(plant.q, HOME[::-1])
+    natural = MujocoPlant(SCENE)
+    natural.reset("home")
+    np.testing.assert_array_equal(plant.gravity(), natural.gravity()[::-1])  # the safe torque's hold
     tau = np.arange(1.0, 8.0)
     plant.set_torque(tau)
     plant.step()
