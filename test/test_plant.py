@@ -456,16 +456,17 @@ def test_the_residual_counts_the_joints_own_damping(tmp_path: Path) -> None:
 
 
 def test_the_plant_checks_damping_on_the_configurations_the_robot_model_uses(plant: MujocoPlant) -> None:
-    """Its docstring's claim: for the Gen3, the same samples (the continuous joints over ±π)."""
+    """Its docstring's claim: for the Gen3, the same samples (the continuous joints over ±π); on a
+    plant driving the joints in another order, in that order (the q its refusals name)."""
     from torque_ctrl_ros.core import RobotModel
     from torque_ctrl_ros.core.robot import damping_configurations
     from torque_ctrl_ros.paths import data_path
 
     robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
-    np.testing.assert_array_equal(
-        plant._default_damping_samples()[0],
-        damping_configurations(robot.position_lower, robot.position_upper),
-    )
+    samples = damping_configurations(robot.position_lower, robot.position_upper)
+    np.testing.assert_array_equal(plant._default_damping_samples()[0], samples)
+    reversed_plant = MujocoPlant(SCENE, joint_names=tuple(reversed(JOINTS)))
+    np.testing.assert_array_equal(reversed_plant._default_damping_samples()[0], samples[:, ::-1])
 
 
 def test_gravity_is_the_models_and_leaves_the_simulation_alone(plant: MujocoPlant) -> None:
