@@ -897,6 +897,7 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     for key, value, match in (
         ("solver.eps_abs", 100.0, "eps_abs: expected at most 0.001"),
         ("solver.max_iter", 5000, r"max_iter: expected an integer in \[1, 1000\]"),
+        ("solver.max_iter", 0, r"max_iter: expected an integer in \[1, 1000\]"),  # no iteration at all
         ("solver.max_iter", 2**63, "max_iter"),
     ):
         with pytest.raises(ConfigError, match=match):
