@@ -102,6 +102,21 @@ def test_an_approach_at_high_gains_is_lengthened_to_the_acceleration_bound(
         assert np.allclose(approach.positions[-1], target, atol=1e-12)
 
 
+def test_a_start_accelerating_past_the_bound_is_held_to_its_own_acceleration(robot: RobotModel) -> None:
+    """Every quintic from a start begins at its acceleration: from one at 1.5 times joint_1's bound,
+    a stop and an approach are held to that instead (held to the bound alone, no duration would
+    pass: the search ran to 1e4 times the stop time, and that stop ran away at 7 000 rad/s)."""
+    planner = _planner(robot, 100.0)
+    a0 = _joint_1(1.5 * planner.acceleration_limit[0])
+    bound = np.maximum(planner.acceleration_limit, np.abs(a0))
+    stop = planner.stop((HOME_Q, None, a0))
+    assert stop.duration == pytest.approx(planner.stop_time, abs=0.0)
+    assert _peak(stop, bound) <= 1.0 + 1e-9
+    approach = planner.plan((HOME_Q, None, a0), HOME_Q + _joint_1(0.3))
+    assert approach.duration < 2.0
+    assert _peak(approach, bound) <= 1.0 + 1e-9
+
+
 @pytest.mark.parametrize("kp", HIGH_GAINS)
 def test_random_approaches_and_stops_stay_within_the_acceleration_bound(robot: RobotModel, kp: float) -> None:
     """Starts at rest or moving (accelerations up to 10 rad/s² or half the bound), targets 3 mrad to 1 rad
