@@ -10,7 +10,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from torque_ctrl_ros.core import FrameNotFoundError, RobotModel
+from torque_ctrl_ros.core import FrameNotFoundError, RobotModel, TargetError
 from torque_ctrl_ros.core.approach import (
     PATH_DAMPING,
     PATH_SAMPLES,
@@ -254,6 +254,26 @@ def test_the_predicted_pose_path_is_timed_as_its_formula_says(robot: RobotModel,
         longest, q_end = planner.joint_speed_time(q, move)
         expected_longest, expected_end = _path_time_by_its_formula(robot, rows, q, move)
         assert longest == expected_longest and np.array_equal(q_end, expected_end)
+
+
+def test_a_small_move_asking_more_than_a_linear_move_at_its_start_is_timed_on_its_path(
+    robot: RobotModel,
+) -> None:
+    """An 8 mm move from a pose near a singularity asks 0.22 rad of joint motion at its start (more
+    than LINEAR_MOVE), 0.1 at its end: judged on its predicted path, which ends 38 % short (refused
+    for achd_rnea) and is timed at 2.4 s for the QP controllers; on its start alone it was taken,
+    over 0.57 s, where the path runs a joint at twice its share of the velocity limit."""
+    q = np.array([-1.711, 0.927, -1.769, 0.038, 0.494, -1.412, 1.208])
+    move = np.array([-0.0065, 0.0044, -0.0029, -0.0008, -0.0001, 0.0003])
+    start = PoseReference.from_se3(robot.frame_placement(q, TOOL))
+    goal = PoseReference(start.position + move[:3], pin.exp3(move[3:]) @ start.rotation)
+    gains = np.full(6, 100.0), np.full(6, 20.0)
+    with pytest.raises(TargetError, match="ends 38% of the move short"):
+        PoseApproachPlanner(robot, TOOL, np.arange(6), *gains).plan(q, start, goal)
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), *gains, refuse_shortfall=False)
+    along_path = planner.joint_speed_time(q, move)[0]
+    assert along_path > 2.0
+    assert planner.plan(q, start, goal).duration >= along_path
 
 
 def test_a_pose_planner_on_an_unknown_frame_is_refused_when_built(robot: RobotModel) -> None:
