@@ -234,7 +234,8 @@ def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot
     """Kept through a simulator restart, a trajectory stamped for later would start in the new run
     at the old run's stamp; dropped by a stop on the same clock, one sent while the arm was
     stopped would be lost without a word; activated after a fallback that its stamp fell in, it
-    would be compressed into the time left (1 s asked, 0.6 s run)."""
+    would be compressed into the time left (1 s asked, 0.6 s run); one stamped after a fallback
+    must not be moved up to its end."""
     goal = np.zeros(7)
     goal[0] = 0.5
     at_rest = np.zeros(7)
@@ -265,6 +266,14 @@ def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot
     assert tracker.reference(state(100.9)).q[0] == pytest.approx(0.0)
     assert tracker.reference(state(101.5)).q[0] < 0.45  # 0.6 s into its 1 s
     assert tracker.reference(state(101.9)).q[0] == pytest.approx(0.5)
+    # A fallback that ended before a trajectory's stamp leaves the stamp as it was.
+    tracker.submit_trajectory(_points([(1.0, at_rest)]), 103.0, now=102.0)
+    tracker.reference(state(102.0))
+    tracker.pause(102.0, 102.5)
+    tracker.reference(state(102.6))
+    assert tracker.reference(state(102.9)).q[0] == pytest.approx(0.5)
+    assert tracker.reference(state(103.0)).q[0] == pytest.approx(0.5)
+    assert tracker.reference(state(103.5)).q[0] == pytest.approx(0.25)  # half way, on time
 
 
 def test_a_reset_drops_the_pending_joint_targets_due_at_the_next_state(robot: RobotModel) -> None:
