@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from torque_ctrl_ros.core import JointState, RobotModel
 from torque_ctrl_ros.core.controllers import ComputedTorque, ComputedTorqueConfig
 from torque_ctrl_ros.core.errors import ConfigError, StateError
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
-from torque_ctrl_ros.nodes.common import write_output
+from torque_ctrl_ros.nodes.common import write_json, write_output
 from torque_ctrl_ros.nodes.conversions import (
     CommandEncoder,
     JointStateDecoder,
@@ -243,6 +244,21 @@ def test_a_failed_exit_output_is_reported_not_raised(capsys: pytest.CaptureFixtu
     write_output("record_file", lambda: done.append(True))  # the next output is still written
     assert done == [True]
     assert "could not write stats_file: read-only file system" in capsys.readouterr().err
+
+
+def test_the_json_summary_writes_non_finite_numbers_as_null(tmp_path: Path) -> None:
+    """NaN and ±inf (a percentile of no samples, a rate over no time) are not JSON: Python would
+    write NaN, Infinity, which strict readers (jq, browsers) refuse."""
+    import json
+
+    path = tmp_path / "s.json"
+    write_json(str(path), {"a": math.inf, "b": [math.nan, -math.inf, 1.5], "c": {"d": math.inf}, "e": 2})
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    data = json.loads(path.read_text(), parse_constant=refuse)
+    assert data == {"a": None, "b": [None, None, 1.5], "c": {"d": None}, "e": 2}
 
 
 def test_the_shipped_config_validates() -> None:
