@@ -311,6 +311,23 @@ def test_diagnostic_percentiles_match_numpy(size: int) -> None:
     assert all(np.isnan(v) for v in percentiles_ms(np.zeros(0)).values())
 
 
+def test_timing_logs_keep_a_window_and_the_whole_run_up_to_their_cap() -> None:
+    """/diagnostics read the latest ``window`` samples; a summary reads every sample, up to ``cap``
+    (8 bytes each: kept without bound, a long run's memory would grow without bound too)."""
+    from torque_ctrl_ros.nodes.common import TimingLog
+
+    log = TimingLog(window=4, cap=6)
+    for k in range(10):
+        log.add(float(k))
+    assert log.count == 10
+    assert sorted(log.window().tolist()) == [6.0, 7.0, 8.0, 9.0]
+    assert log.everything().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    brief = TimingLog(window=4, keep_all=False)
+    for k in range(6):
+        brief.add(float(k))
+    assert sorted(brief.everything().tolist()) == [2.0, 3.0, 4.0, 5.0]
+
+
 def test_runs_of_consecutive_events() -> None:
     """The simulator's late-step runs: count, number of runs and the longest, from a known stream."""
     from torque_ctrl_ros.nodes.common import Runs
@@ -359,6 +376,22 @@ def test_cpu_pinning_from_the_environment() -> None:
     for bad in ("0", "0:", ":1", "a:b", "fast"):
         with pytest.raises(ConfigError):
             Placement.from_spec(0, bad)
+
+
+def test_the_policy_names_the_cpus_only_when_pinned_to_fewer_than_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The summaries' scheduling says ``cpus:`` for a process held to some of the machine's CPUs,
+    nothing for one free to use them all."""
+    import os
+
+    from torque_ctrl_ros.nodes.scheduling import current_policy
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert "cpus:" not in current_policy()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1, 3})
+    assert " cpus:1,3" in current_policy()
 
 
 def test_cpu_latency_request_from_the_environment(tmp_path: Path) -> None:
