@@ -263,5 +263,6 @@ def test_trajectory_sizes_read_the_bytes_as_rclpy_writes_them() -> None:
         assert trajectory_sizes(serialize_message(msg), 64) == (len(names), m), trial
     raw = serialize_message(JointTrajectory(joint_names=["a"] * 5))
     assert trajectory_sizes(raw, 4) == (5, None)  # more names than asked for: not walked
+    assert trajectory_sizes(raw, 5) == (5, 0)  # as many as asked for: walked
     assert trajectory_sizes(b"\x00\x00" + raw[2:], 64) is None  # big-endian: left to rclpy
     assert trajectory_sizes(raw[:9], 64) is None and trajectory_sizes(b"", 64) is None
