@@ -83,7 +83,8 @@ def delay_periods(command_delay: float, period: float = CONTROL_PERIOD) -> int:
     shows the command answering it): the periods beyond the first, rounded up (4.4 ms is checked
     as 5), at least 1 (a late step, which the simulator's realtime mode and any transport can
     add). 1 ms (the simulator) and 2 ms give 1, the real Gen3's 3 and 5 ms give 2 and 4."""
-    # The tolerance keeps 3 ms (2.9999999999999996 periods) at 2.
+    # The tolerance keeps a delay a rounding error above whole periods at those periods: 37 ms
+    # computed as 370 * 0.0001 (0.037000000000000005 s) gives 36, not 37.
     return max(1, math.ceil(command_delay / period - 1.0 - 1e-9))
 
 
