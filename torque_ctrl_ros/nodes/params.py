@@ -414,6 +414,20 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
     )
 
 
+def _read_yaml(path: Path) -> Any:
+    """The YAML document of the file ``path``.
+
+    Raises:
+        ConfigError: the file cannot be read, or is no YAML.
+    """
+    import yaml  # only the runner reads parameter files itself; the nodes get them from rcl
+
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"parameter file {path}: {exc}") from None
+
+
 def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> None:
     """Refuse a parameter file with a section that reaches none of ``nodes`` (started in
     ``namespace``, ``""`` for none).
@@ -427,12 +441,7 @@ def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> 
         ConfigError: unreadable YAML, not a mapping of sections, or a section for another node
             or another namespace.
     """
-    import yaml  # only the runner reads the file itself; the nodes get it from rcl
-
-    try:
-        sections = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"parameter file {path}: {exc}") from None
+    sections = _read_yaml(path)
     if not isinstance(sections, dict):
         raise ConfigError(f"parameter file {path}: expected node sections (e.g. controller_node:)")
     prefix = "/" + namespace.strip("/") if namespace.strip("/") else ""
@@ -461,14 +470,9 @@ def file_parameter(paths: Sequence[Path], node: str, key: str) -> Any:
     Raises:
         ConfigError: a file that cannot be read as YAML.
     """
-    import yaml  # only the runner reads the files itself; the nodes get them from rcl
-
     value = None
     for path in paths:
-        try:
-            sections = yaml.safe_load(Path(path).read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"parameter file {path}: {exc}") from None
+        sections = _read_yaml(path)
         for section, body in (sections or {}).items() if isinstance(sections, dict) else ():
             if not _section_pattern(str(section)).fullmatch(node) or not isinstance(body, dict):
                 continue
