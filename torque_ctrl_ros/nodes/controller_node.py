@@ -204,7 +204,7 @@ class ControllerNode:
         self.state_age = TimingLog(keep_all=keep_all)
         self._period_s = float("inf")
         self._last_stamp_ns = 0
-        self._last_good_stamp = (math.nan, 0)  # the last accepted state's stamp in s and in ns
+        self._last_good_stamp_ns = 0  # the last accepted state's stamp (ns), 0 before any
         self._last_state_wall = time.monotonic()
         self._window_start = (time.monotonic(), 0, 0)
         self._started = time.monotonic()
@@ -254,12 +254,10 @@ class ControllerNode:
 
     def _stamp_ns_of_last_good(self) -> int:
         """Stamp (ns) of the last accepted state, 0 before any: what a safe command answers
-        when the refused message carried no readable stamp. Kept in ns as it came: the
-        watchdog's stamp is in s, which resolves ~240 ns at wall-clock times (1.8e9 s)."""
-        stamp = self.watchdog.last_good.stamp
-        if stamp == self._last_good_stamp[0]:
-            return self._last_good_stamp[1]
-        return round(stamp * 1e9) if math.isfinite(stamp) else 0
+        when the refused message carried no readable stamp. Kept in ns as it came (every state
+        the watchdog accepts is computed on, which records it): the watchdog's stamp is in s,
+        which resolves ~240 ns at wall-clock times (1.8e9 s)."""
+        return self._last_good_stamp_ns
 
     def _on_state_message(self, msg: JointStateMsg) -> None:
         """A joint state message (``serialized_io: false``)."""
@@ -325,7 +323,7 @@ class ControllerNode:
         out: ControlOutput | None = None
         computed: Computed | None = None  # set when the controller is called
         if decision.action is Action.COMPUTE:
-            self._last_good_stamp = (stamp, stamp_ns)
+            self._last_good_stamp_ns = stamp_ns
             computed = self._compute(decision, now)
             decision, out = computed.decision, computed.output
         if decision.action is Action.FALLBACK:
