@@ -57,8 +57,8 @@ stays below 2, and below 1 without oscillation and with one period of delay (the
 damping is held to: :data:`~torque_ctrl_ros.core.robot.DAMPING_EIGENVALUE_MAX`). The wrist's
 inertia is ~7e-4 kg·m², so one scalar for all joints cannot work: ``K_d = 1`` gives eigenvalues
 up to 3.5 and ``K_d = 2`` up to 7. These values keep the largest eigenvalue below 1 over the
-joint space (0.947 at most over 20 000 random configurations, 0.975 at the stretched and
-folded corners that :meth:`~torque_ctrl_ros.core.robot.RobotModel.check_damping` adds;
+joint space (0.947–0.965 at most over 20 000 random configurations, by seed; 0.975 at the
+stretched and folded corners that :meth:`~torque_ctrl_ros.core.robot.RobotModel.check_damping` adds;
 ``test/test_safety.py`` checks < 1). Every damping a node or controller is given goes through
 that check at start (refused at ≥ 1). Another robot must set its own. The real arm's 3–5 ms
 delay asks for less on the model (0.62–0.35, exceeded most where joints 1, 3, 5 and 7 line up):
@@ -269,7 +269,7 @@ class _Jumps:
     plausible range and more (no step between two plausible positions is longer), so the reach is
     capped there: it stays finite where ``speed_max`` is the largest float (uncapped it overflows
     to inf, with a warning, once Δt > 1 s); inf where ``speed_max`` is 0 (the reach stays 0).
-    ``span_plain``: the shortest of them; up to it no joint needs the cap (Gen3: 0.49 s).
+    ``span_plain``: the shortest of them; up to it no joint needs the cap (Gen3: 0.46 s, joint_2).
     """
 
     __slots__ = (
