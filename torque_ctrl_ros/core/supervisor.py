@@ -174,7 +174,6 @@ class Supervisor:
         self.brake = SafeBrake(robot, fallback_damping, config.fallback_duration)
         self.limiter = TorqueLimiter(robot.joint_names, robot.effort_limit)
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
-        # The brake's own time (s) and the clock reading and stamp it last advanced from.
         # When the brake started (the caller's clock, s), and how far the states' stamps have run
         # since (s, each step at most max_age), from the last stamp seen.
         self._brake_start = self._stamps_run = self._last_brake_stamp = math.nan
@@ -297,7 +296,7 @@ class Supervisor:
         stamps have run since it started (each stamp's step counted up to ``max_age``): either
         alone can stand still while the arm moves on (``use_sim_time`` without ``/clock`` freezes
         the clock; a driver can repeat a stamp), and a prediction that stands still repeats one
-        command, which spins the wrist up (:mod:`..braking`). The larger of the two totals, not
+        command, which spins the wrist up (:mod:`.braking`). The larger of the two totals, not
         of each step: with states delivered unevenly, the larger step each time would run the
         prediction ahead of both (7–15 ms in 0.2 s with 0.2–0.5 ms of jitter)."""
         wd = self.watchdog
