@@ -211,9 +211,10 @@ class AchdRneaConfig:
             late. It acts at every step, so every late command of a busy simulator or of the
             real arm's loop delays it: the safe brakes' larger :data:`~..safety.DEFAULT_DAMPING`
             rang joints 1 and 3 up to 12 times their velocity limits with the command 3 ms late,
-            where this one tracks as it does on time. With ``free_axis_damping`` it is refused
-            where the 1 kHz update would make it grow (:meth:`RobotModel.check_frame_damping`): a
-            scalar 1.0 is (the wrist needs ~10× less than the shoulder).
+            where this one tracks as it does on time. Alone or with ``free_axis_damping``, it is
+            refused where the 1 kHz update with the robot's ``command_delay`` would make it grow
+            (:meth:`RobotModel.check_frame_damping`): a scalar 1.0 is (the wrist needs ~10× less
+            than the shoulder).
         gravity_feedforward: include ``g(q)`` in ``τ_ff``.
         task_wrench: ``f_task = [f; m]`` (N, N·m) on the frame origin, base axes.
         free_axis_damping: ``B`` (N·s/m for x, y, z; N·m·s/rad for rx, ry, rz), ``>= 0``: the
