@@ -69,7 +69,7 @@ levels), ``qp_solve_time_us`` (sum: update + solve),
 :meth:`~_QPController.diagnostics` for the last step: ``slack_total``, ``slack.<group>`` (the sum of
 the group's row slacks),
 ``active_constraints``, ``active.<group>`` (rows at their bound), ``margin.<group>``
-(barrier value ``h``: rad, rad/s, m, –), ``d_min`` (m), ``manipulability``,
+(barrier value ``h``: rad, rad/s, m, m³), ``d_min`` (m), ``manipulability`` (m³),
 ``error.<task>`` (norm of the task error). Those cost ~12 µs a step (a tenth of qpid's
 step) and a node publishes them a few times per second, so they are not computed at 1 kHz.
 """
@@ -433,7 +433,7 @@ class _QPController(Controller[QPReference]):
         per-step work arrays."""
         n = self.robot.n
         # Per task, filled per step: its cost terms 2·JᵀW·J and 2·JᵀW·(ẍᵈ − J̇·q̇), with the
-        # work arrays W·J and ẍᵈ − J̇·q̇ (a tuple per task: no dict lookups on the hot path).
+        # work arrays 2·W·J and ẍᵈ − J̇·q̇ (a tuple per task: no dict lookups on the hot path).
         self._terms = {
             t.name: _TaskTerms(
                 t,
@@ -841,13 +841,13 @@ class _QPController(Controller[QPReference]):
 
     # ---------------------------------------------------------------- benchmark
     def qp_replay(self, qs: FloatArray, vs: FloatArray) -> WarmReplays:
-        """The QP floor the benchmark compares with: ``solve(k)`` = bare warm solves of this
-        controller's QP(s) at state ``k``.
+        """The QP floor the benchmark compares with: calling the result with ``k`` runs bare warm
+        solves of this controller's QP(s) at state ``k``.
 
         The controller runs once through the states ``(qs[k], vs[k])`` holding the reference
         at the first one (as the compute benchmark does) and every level's problem is
         recorded as it was passed to the solver; one :class:`~..qp.problem.WarmReplay` per
-        level then re-solves them in order (``hqpid``: one QP per level, both in one call).
+        level then re-solves them in order (``hqpid``: one QP per level, all in one call).
         The controller is cold-started again afterwards, so a benchmark that steps it
         through the same states meets the same problems. No timing here: the caller times
         the calls (``bench.compute``).
