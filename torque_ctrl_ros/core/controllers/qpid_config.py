@@ -350,8 +350,8 @@ def _pop_prefixed(flat: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int]:
-    """``solver.eps_abs`` (positive, at most :data:`_MAX_EPS_ABS`) and ``solver.max_iter`` (an
-    integer in ``[1, _MAX_ITER]``)."""
+    """``solver.eps_abs`` (from :data:`_MIN_EPS_ABS` to :data:`_MAX_EPS_ABS`) and ``solver.max_iter``
+    (an integer in ``[1, _MAX_ITER]``)."""
     eps = as_positive_float(f"{section}.solver.eps_abs", eps_abs)
     if eps < _MIN_EPS_ABS:
         raise ConfigError(
