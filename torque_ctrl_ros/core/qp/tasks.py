@@ -46,9 +46,9 @@ class KinematicsState:
     After :meth:`update`: ``robot.data`` holds joint placements, frame placements,
     joint velocities, the bias accelerations (``q̈ = 0``), the world joint Jacobians,
     ``M`` and ``nle``; :attr:`M` is the full symmetric mass matrix
-    (kg·m²), :attr:`nle` ``= C(q, q̇)·q̇ + g(q)`` (N·m) and :attr:`JJd` stacks the world
-    Jacobian of the whole chain ``J`` (6 × n, column ``c`` joint ``c``'s axis as a spatial
-    motion at the world origin) and its time variation ``J̇`` (2 × 6 × n), copied once per step
+    (kg·m²), :attr:`nle` ``= C(q, q̇)·q̇ + g(q)`` (N·m) and :attr:`JJd` (2 × 6 × n) stacks the
+    world Jacobian of the whole chain ``J`` (6 × n, column ``c`` joint ``c``'s axis as a spatial
+    motion at the world origin) and its time variation ``J̇`` (6 × n), copied once per step
     for the barriers that read them (a link's own Jacobian is ``J`` with the columns of the
     joints that do not move it set to 0).
     """
