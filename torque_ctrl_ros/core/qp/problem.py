@@ -20,7 +20,9 @@ benchmark motion (2 000 steps, the QP controllers' level 0): qpid / hqpid 4 / 26
 iterations and 1 / 21 failed warm solves inherited, 2 / 2 and none reset (median warm
 solve 31 → 23 µs and 101 → 24 µs). Since the controllers scale their slack variables
 (see ``controllers.qpid``) the two are alike there (4 000 steps: median 2 iterations, p99 4
-reset and 2–3 inherited, no failure either way); reset stays. The small null-space QPs of
+reset and 2–3 inherited, no failure either way), and reset stays for the steps where barrier
+rows are active: there it still saves iterations (the tool driven into the base in MuJoCo: p99 7
+against 20; docs/performance.md). The small null-space QPs of
 hqpid's lower levels behave the other way round (p99 12 → 38 iterations when reset), so they
 keep them.
 
@@ -97,7 +99,8 @@ def _configure(qp: proxqp.dense.QP, eps_abs: float, max_iter: int, known_feasibl
 
 def _default_proximal(qp: proxqp.dense.QP) -> dict[str, float]:
     """The solver's default proximal parameters, as ``update`` takes them: a warm solve restarted
-    from these rather than the last solve's adapted ones needs fewer iterations (docs/performance.md)."""
+    from these rather than the last solve's adapted ones needs fewer iterations where barrier rows
+    are active, a few more where none is (docs/performance.md)."""
     settings = qp.settings
     return {"rho": settings.default_rho, "mu_eq": settings.default_mu_eq, "mu_in": settings.default_mu_in}
 
