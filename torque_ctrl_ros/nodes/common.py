@@ -101,7 +101,8 @@ def control_qos(common: CommonConfig, depth: int | None = None) -> QoSProfile:
 
 
 def make_executor(kind: str, context: Context | None = None) -> Executor:
-    """``events``: rclpy's EventsExecutor (about 2× lower round trip); else SingleThreadedExecutor.
+    """``events``: rclpy's EventsExecutor (lower latency: computed torque p50 0.32-0.34 against
+    0.41-0.49 ms, docs/performance.md); else SingleThreadedExecutor.
 
     ``context``: the rclpy context to serve (default: the global one).
     """
@@ -244,8 +245,8 @@ def percentiles_ms(samples: np.ndarray) -> dict[str, float]:
 
     Percentiles interpolate linearly between order statistics, as ``np.percentile`` does, from
     one sort: on a 2000-sample window that is ~25 µs against ~120 µs for ``np.percentile``
-    (measured at one call per 3 ms, as the nodes' /diagnostics call it), and the nodes run it
-    for several logs in a thread that must answer the next state within the millisecond.
+    (measured at one call per 3 ms), and each /diagnostics runs it for several logs, in the
+    thread that must answer the next state within the millisecond.
     """
     if samples.size == 0:
         return {"p50_ms": math.nan, "p90_ms": math.nan, "p99_ms": math.nan, "max_ms": math.nan}
@@ -306,10 +307,9 @@ def write_json(path: str, data: Mapping[str, Any]) -> None:
 def warm_up() -> None:
     """Pay the one-time costs of the reporting path before the loop starts.
 
-    The first ``np.percentile`` call costs ~6 ms (numpy's lazy imports) and the first
-    ``DiagnosticArray()`` ~3 ms (rosidl's lazy imports of the nested types): the first
-    /diagnostics of each node stalled the loop 7-9 ms, i.e. a burst of ~10 late steps about 1 s
-    into every run (measured; later calls take 0.15-0.27 ms).
+    The first ``DiagnosticArray()`` with a status costs ~5-20 ms here (rosidl's lazy imports of
+    the nested types; later ones ~0.03 ms), the first :func:`percentiles_ms` ~0.2 ms. Paid inside
+    the first /diagnostics, they stalled the loop: a burst of late steps about 1 s into every run.
     """
     percentiles_ms(np.linspace(0.0, 1.0, 16))
     DiagnosticArray(status=[status("warm-up", "", DiagnosticStatus.OK, "", {"x": 0.0})])
