@@ -434,8 +434,9 @@ def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> 
 
     rclpy passes a node only the sections named after it (``controller_node:``, or with its
     namespace ``/arm/controller_node:``) or a wildcard (``/**:``); any other is ignored without
-    a word. A misspelt section leaves the controller on its built-in defaults (``use_sim_time``
-    false, so every simulated state is refused as stale) and ``make sim`` waiting for ever.
+    a word. A misspelt section's values would never reach the node: under ``make sim`` it would
+    run on the shipped file's values instead, with nothing said; on a file read alone, on its
+    built-in defaults (``use_sim_time`` false, so every simulated state is refused as stale).
 
     Raises:
         ConfigError: unreadable YAML, not a mapping of sections, or a section for another node
