@@ -459,7 +459,8 @@ class SimNode:
             self._maybe_diagnostics(waiting=True)
 
     def run(self) -> None:
-        """The simulation loop (returns after ``duration`` or raises on shutdown)."""
+        """The simulation loop: returns after ``duration`` simulated seconds or once a stop is
+        requested (SIGINT / SIGTERM set :data:`~.common.STOP`)."""
         cfg = self.config
         if cfg.wait_for_controller:
             self._wait_for_controller()
