@@ -58,8 +58,9 @@ def closed_loop(
 ) -> dict[str, Any]:
     """Run ``name`` for ``seconds`` simulated seconds in ``mode``; figures from both nodes' summaries.
 
-    Wall-clock limit: ``seconds`` (realtime) plus a start-up margin; a lockstep run that crawls
-    is stopped at the same limit (the figures then say how far it got).
+    Wall-clock limit: ``seconds`` (realtime) or 4 × ``seconds`` (lockstep), plus a start-up
+    margin; a lockstep run that crawls slower than a quarter of real time is stopped there (the
+    figures then say how far it got).
     """
     pair = NodePair(
         domain,
