@@ -5,7 +5,8 @@ They are the typical settings the acceptance tests use (``test/test_achd.py``,
 (joint position, joint velocity, self-collision, singularity), so the figures are those
 of a realistic configuration rather than of the cheapest one.
 
-- ``gravity_comp``: the default per-joint damping.
+- ``gravity_comp``: the safe brakes' per-joint damping, ``DEFAULT_DAMPING`` (gravity_comp's
+  own default is 0).
 - ``computed_torque``: ω_n = 10 rad/s, critically damped.
 - ``achd_rnea``: all six tool axes constrained, kp = 100 /s² (the Cartesian step test).
 - ``qpid``: tool pose task (kp = 100 /s²) plus a weak posture task (kp = 10 /s²,
