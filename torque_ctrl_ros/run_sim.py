@@ -249,8 +249,9 @@ class NodePair:
         )
 
     def scheduling(self) -> dict[str, str]:
-        """The scheduling policy each node ran under (``fifo:<priority>`` or ``normal``), as
-        its summary reports it (so only after the run; ``unknown`` where none was written)."""
+        """The scheduling each node ran under (``fifo:<priority>`` or ``normal``, then its CPUs
+        and CPU latency request if any: :func:`.nodes.scheduling.current_policy`), as its summary
+        reports it (so only after the run; ``unknown`` where none was written)."""
         return {
             name: stats.get("scheduling", "unknown")
             for name, stats in zip(self.NAMES, self.stats(), strict=True)
