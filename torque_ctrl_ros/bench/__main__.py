@@ -14,9 +14,10 @@ Sections (``--sections``, default all):
 
 Prints a table with each target of issue 6 marked PASS / FAIL next to its figure, and writes
 everything (machine description included) as JSON to ``--out``. Issue 6 lets QPID and HQPID
-meet their DDS targets another way, by a report that "says precisely which part of the step
-costs what": a failed one is then marked as met that way when every part of their step was
-measured, and counted apart from the PASSes.
+meet their DDS timing targets another way, by a report that "says precisely which part of the
+step costs what": a failed latency or late-steps target (not lost commands, which no breakdown
+accounts for) is then marked as met that way when every part of their step was measured, and
+counted apart from the PASSes.
 
     python -m torque_ctrl_ros.bench [--quick] [--out bench_results/bench.json]
         [--sections compute,conversions,dds,lockstep] [--controllers qpid,hqpid] [--dds-seconds 20]
