@@ -330,8 +330,8 @@ class Domain:
 def demo_trajectory(q0: np.ndarray, duration: float, start: float) -> list[tuple[float, np.ndarray]]:
     """Waypoints (s from ``start``, rad): joints 1, 4, 6 swing ±0.3 rad and joint 2 ±0.2 rad,
     one waypoint a second, back at ``q0`` by ``duration`` (s of simulated time, as ``start``) at
-    the latest; none (no demo) when not even one swing and the way back fit (a run of less than
-    ~4 s: the demo starts ~1–1.5 s in)."""
+    the latest; none (no demo) when not even one swing and the way back fit (a ``duration`` below
+    ``start + 2`` s, ~3–3.5 s: the demo starts ~1–1.5 s in)."""
     pattern = np.zeros_like(q0)
     pattern[[0, 1, 3, 5]] = [0.3, 0.2, 0.3, 0.3]
     points, sign, t = [], 1.0, 1.0
