@@ -550,7 +550,8 @@ def test_the_shipped_parameter_file_reaches_only_our_nodes() -> None:
         ("controller_node: [\n", "parameter file"),
         ("/**/controller_node:\n  ros__parameters: {}\n/**:\n  ros__parameters: {}\n", None),
         ("/controller_node:\n  ros__parameters: {}\n/*:\n  ros__parameters: {}\n", None),
-        ("/**/*:\n  ros__parameters: {}\nsim_*:\n  ros__parameters: {}\n", None),
+        ("/**/*:\n  ros__parameters: {}\n", None),
+        ("sim_*:\n  ros__parameters: {}\n", "not in 'sim_*'"),
         ("/arm/controller_node:\n  ros__parameters: {}\n", "is for namespace '/arm'"),
         ("/*/sim_node:\n  ros__parameters: {}\n", "is for namespace '/*'"),
         ("/arm/**:\n  ros__parameters: {}\n", "is for namespace '/arm'"),
@@ -563,7 +564,8 @@ def test_the_shipped_parameter_file_reaches_only_our_nodes() -> None:
         "bad-yaml",
         "wildcards",
         "root-namespace",
-        "token-wildcards",
+        "any-node-in-any-namespace",
+        "a-wildcard-inside-a-name",
         "another-namespace",
         "one-namespace-level-of-any-name",
         "anything-under-another-namespace",
@@ -576,7 +578,8 @@ def test_a_parameter_file_section_for_no_node_is_refused(
     """rclpy ignores a section named after no node without a word: a misspelt ``controller_node``
     left the controller on its defaults (sim-time states refused as stale) and make sim waiting
     for ever. Wildcards as rcl reads them (checked against rclpy: a node in no namespace gets
-    ``/**``, ``/*``, ``/**/*``, ``/**/controller_node``, not ``/*/controller_node`` nor ``/arm/**``)."""
+    ``/**``, ``/*``, ``/**/*``, ``/**/controller_node``, not ``/*/controller_node`` nor ``/arm/**``;
+    ``sim_*`` makes rcl refuse the whole file)."""
     path = tmp_path / "params.yaml"
     path.write_text(text)
     if error is None:

@@ -439,8 +439,8 @@ def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> 
     built-in defaults (``use_sim_time`` false, so every simulated state is refused as stale).
 
     Raises:
-        ConfigError: unreadable YAML, not a mapping of sections, or a section for another node
-            or another namespace.
+        ConfigError: unreadable YAML, not a mapping of sections, a section for another node
+            or another namespace, or a wildcard inside a name (``sim_*``: rcl refuses the file).
     """
     sections = _read_yaml(path)
     if not isinstance(sections, dict):
@@ -448,6 +448,13 @@ def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> 
     prefix = "/" + namespace.strip("/") if namespace.strip("/") else ""
     full_names = [f"{prefix}/{node}" for node in nodes]
     for key in sections:
+        partial = [t for t in str(key).strip("/").split("/") if "*" in t and t not in ("*", "**")]
+        if partial:
+            raise ConfigError(
+                f"parameter file {path}: section {key!r}: rcl takes '*' and '**' only as whole names "
+                f"between slashes (such as '/**' or '/*/controller_node'), not in {partial[0]!r}, and "
+                "refuses the whole file"
+            )
         if any(_section_pattern(str(key)).fullmatch(full) for full in full_names):
             continue
         ns, _, name = str(key).strip("/").rpartition("/")
@@ -488,7 +495,8 @@ def file_parameter(paths: Sequence[Path], node: str, key: str) -> Any:
 def _section_pattern(key: str) -> re.Pattern[str]:
     """The fully qualified node names a parameter-file section reaches, as rcl matches them:
     ``*`` stands for one name token, ``**`` for any number of them (none too), and a key without
-    a leading ``/`` is taken from the root (``controller_node`` is ``/controller_node``)."""
+    a leading ``/`` is taken from the root (``controller_node`` is ``/controller_node``). A ``*``
+    inside a token (``sim_*``), which rcl refuses, matches only itself."""
     parts = []
     for token in key.strip("/").split("/"):
         if token == "**":
@@ -496,5 +504,5 @@ def _section_pattern(key: str) -> re.Pattern[str]:
         elif token == "*":
             parts.append("/[^/]+")
         else:
-            parts.append("/" + re.escape(token).replace(r"\*", "[^/]*"))
+            parts.append("/" + re.escape(token))
     return re.compile("".join(parts))
