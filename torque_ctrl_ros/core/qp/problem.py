@@ -19,8 +19,9 @@ they drift to values that suit the previous problem and not the next. Measured o
 benchmark motion (2 000 steps, the QP controllers' level 0): qpid / hqpid 4 / 26 median
 iterations and 1 / 21 failed warm solves inherited, 2 / 2 and none reset (median warm
 solve 31 → 23 µs and 101 → 24 µs). Since the controllers scale their slack variables
-(see ``controllers.qpid``) the two are alike there (4 000 steps: median 2 iterations, p99 4
-reset and 2–3 inherited, no failure either way), and reset stays for the steps where barrier
+(see ``controllers.qpid``) the reset costs a little there instead (3 000 states, no row active:
+qpid p99 6 iterations reset against 3 inherited, 6 809 against 6 101 in all, no failure either
+way), and reset stays for the steps where barrier
 rows are active: there it still saves iterations (the tool driven into the base in MuJoCo: p99 7
 against 20; docs/performance.md). The small null-space QPs of
 hqpid's lower levels behave the other way round (p99 12 → 38 iterations when reset), so they
