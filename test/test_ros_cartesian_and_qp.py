@@ -216,8 +216,9 @@ def test_achd_rnea_moves_the_tool_to_a_pose_target(launch: Any, probe: Probe, tm
 
     robot = RobotModel.from_urdf_file(URDF)
     source = PoseTargetSource(
-        FakeTargetNode(), create_controller("achd_rnea", robot, shipped_section("achd_rnea"))
-    )  # type: ignore[arg-type]
+        FakeTargetNode(),  # type: ignore[arg-type]
+        create_controller("achd_rnea", robot, shipped_section("achd_rnea")),
+    )
     source._on_pose(pose_msg(target.translation, quat))
     dev = np.abs(rec["q"] - core_loop("achd_rnea", steps, source.reference)["q"]).max()
     diag = running_sample(diags, "info_position_error")
@@ -301,8 +302,9 @@ def test_qp_controllers_take_task_targets_and_report(
     from torque_ctrl_ros.nodes.targets import TaskTargetSource
 
     source = TaskTargetSource(
-        FakeTargetNode(), create_controller(controller, robot, shipped_section(controller))
-    )  # type: ignore[arg-type]
+        FakeTargetNode(),  # type: ignore[arg-type]
+        create_controller(controller, robot, shipped_section(controller)),
+    )
     source._on_pose("tool", pose_msg(target.translation, quat))
     source._on_joint_target(JointStateMsg(name=names[::-1], position=q_posture[::-1].tolist()))
     expected = core_loop(controller, steps, source.reference)
