@@ -143,6 +143,26 @@ def test_a_fallback_before_any_computed_state_drops_without_a_joint() -> None:
     assert resume.kind is ResumeKind.DROP and resume.joint == -1
 
 
+@pytest.mark.parametrize(("gap", "kind"), [(DT, ResumeKind.KEEP), (0.06, ResumeKind.PAUSE)])
+def test_after_a_fallback_from_silence_alone_continuous_stamps_keep_the_target(
+    gap: float, kind: ResumeKind
+) -> None:
+    """Both processes stalled 60 ms under sim time (lockstep): the node's silence check put the
+    watchdog in fallback, no state was refused, and the next state is one period on: the target
+    stands (a pause of that period had put the DDS loop 2e-4 rad off the same loop in process).
+    With the stamps 60 ms on (a real silence; the arm held its command) it pauses from the last
+    computed state."""
+    loop = Loop()
+    t = loop.run(1.0, 10)
+    loop.wd.silence(t, 0.06)  # on the steady clock; the node's (sim) clock stood with the stamps
+    assert loop.wd.state is WatchdogState.FALLBACK
+    loop.good(t + gap)
+    resume = loop.decisions[-1]
+    assert resume.kind is kind
+    if kind is ResumeKind.PAUSE:
+        assert resume.since == pytest.approx(t) and resume.until == pytest.approx(t + gap)
+
+
 def test_after_a_stop_from_silence_alone_with_continuous_stamps_the_target_stands() -> None:
     """A stalled simulator under sim time: the steady clock's silence stopped the arm while the
     node's clock stood with the stamps, which go on where they were."""

@@ -166,10 +166,13 @@ class ResumeTracker:
         - After STOPPED: ``KEEP`` if the stop came from silence alone (no state refused since the
           last computed) with the stamps going on as if there was none (within ``max_age``:
           a stalled or paused simulator, its time standing still); otherwise ``DROP``.
-        - After FALLBACK: ``PAUSE`` from the first state the safe command answered, until which
-          the last computed torque was applied; or from the last state computed on when that
-          first one came later than a silence allows (the stream fell silent first and the arm
-          held its command through it), or is unknown. ``KEEP`` when no time passed.
+        - After FALLBACK: ``KEEP`` if it came from silence alone (no state refused, no safe
+          command sent) with the stamps going on without a gap (within
+          ``max(max_age, 1.5·period)`` of the last computed: a stall under sim time, as after
+          such a stop). Otherwise ``PAUSE`` from the first state the safe command answered,
+          until which the last computed torque was applied; or from the last state computed on
+          when that first one came later than a silence allows (the stream fell silent first
+          and the arm held its command through it), or is unknown. ``KEEP`` when no time passed.
         """
         last = self.stream.last_stamp
         resume = self._decide(previous, watchdog, stamp, last)
@@ -194,6 +197,12 @@ class ResumeTracker:
             return KEEP if silence_only and stamp - last <= self.config.max_age else DROP
         since = self._safe_from_stamp
         silent_after = last + max(self.config.max_age, 1.5 * self.stream.period)
+        none_refused = watchdog.rejected_total == self._rejected_when_computed
+        if math.isnan(since) and none_refused and stamp <= silent_after:
+            # A silence on the caller's clock alone, the stamps going on without a gap: under sim
+            # time both processes stalled together (the simulator's time stood still too). A
+            # pause to this stamp would hold the reference one period behind the arm's time.
+            return KEEP
         if not last < since <= min(stamp, silent_after):  # also when nan
             since = last
         return Resume(ResumeKind.PAUSE, since=since, until=stamp) if stamp > since else KEEP
