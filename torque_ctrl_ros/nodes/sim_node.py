@@ -427,18 +427,22 @@ class SimNode:
             self.executor.spin_once(timeout_sec=min(remaining, _STOP_POLL_S))
 
     def _await_answer(self, timeout: float) -> None:
-        """Lockstep: take commands until the current state is answered or ``timeout`` (s) has
-        passed. Past :data:`_STOP_POLL_S` without an answer, ``/diagnostics`` (when due) and the
-        log say what it waits for: else a gone controller would leave both quiet for the whole
-        timeout (up to a minute), the last status standing."""
-        start = time.monotonic()
-        deadline = start + timeout
+        """Lockstep: take commands until the current state is answered or this node has waited
+        ``timeout`` (s) for it. Each wait of at most :data:`_STOP_POLL_S` counts at most as long
+        as it was to last: one that ended later found this process stopped or descheduled
+        (SIGSTOP, a paused VM), a time the controller could not answer in, and an answer that
+        came meanwhile is taken by the next wait instead of the timeout's safe torque. Past
+        :data:`_STOP_POLL_S` without an answer, ``/diagnostics`` (when due) and the log say what
+        it waits for: else a gone controller would leave both quiet for the whole timeout (up to
+        a minute), the last status standing."""
+        waited = 0.0
         while not self.answered and not STOP.is_set():
-            now = time.monotonic()
-            if now >= deadline:
+            if waited >= timeout:
                 return
-            self._spin_until(min(deadline, now + _STOP_POLL_S), until_answered=True)
-            waited = time.monotonic() - start
+            wait = min(timeout - waited, _STOP_POLL_S)
+            start = time.monotonic()
+            self._spin_until(start + wait, until_answered=True)
+            waited += min(time.monotonic() - start, wait)
             if not self.answered and waited > _STOP_POLL_S:
                 self._maybe_diagnostics(answer_wait=waited)
                 self.log.warning(
