@@ -283,6 +283,24 @@ def test_a_gap_in_the_stamps_is_a_silence_and_the_target_pauses_for_it(robot: Ro
     assert decision.resume.since == last and decision.resume.until == t
 
 
+@pytest.mark.parametrize(("silent", "state"), [(0.06, WatchdogState.FALLBACK), (0.7, WatchdogState.STOPPED)])
+def test_a_silence_of_the_clock_alone_keeps_the_target_and_the_controllers_state(
+    robot: RobotModel, silent: float, state: WatchdogState
+) -> None:
+    """Both processes stalled under sim time: the steady clock's silence put the watchdog in
+    fallback (or stopped it) while the stamps stood; the next state is one period on. Nothing
+    happened in the arm's time, so the target stands and the controller is not reset (a cold QP
+    had put a lockstep run 1e-10 rad off the same run unstalled)."""
+    sup = _supervisor(robot, max_age=0.02, fallback_duration=0.5)
+    last = _run(sup, 20)
+    sup.silence(last, silent)
+    assert sup.watchdog.state is state
+    decision = _good(sup, last + DT)
+    assert decision.action is Action.COMPUTE and decision.previous is state
+    assert decision.resume.kind is ResumeKind.KEEP and decision.resume.unbroken
+    assert not decision.reset_controller
+
+
 def test_a_slow_stream_is_learnt_not_taken_for_silence(robot: RobotModel) -> None:
     """States 25 ms apart (40 Hz), more than max_age: no silence once the period is known."""
     sup = _supervisor(robot, max_age=0.02)

@@ -108,6 +108,11 @@ class Resume:
         moved: ``DROP`` because the arm moved: the largest joint motion (rad) since the last
             state computed on; 0 otherwise.
         joint: the index (controller order) of that joint; -1 when no move caused the drop.
+        unbroken: ``KEEP`` after a fallback or a stop from a silence on the caller's clock alone
+            (nothing refused, no safe command), the stamps going on without a gap: the arm is
+            where the controller's last step left it (under sim time both processes stalled,
+            the simulated arm with them), so what the controller carries from that step (warm
+            starts, filters) still belongs to it.
     """
 
     kind: ResumeKind
@@ -115,10 +120,12 @@ class Resume:
     until: float = math.nan
     moved: float = 0.0
     joint: int = -1
+    unbroken: bool = False
 
 
 KEEP = Resume(ResumeKind.KEEP)
 DROP = Resume(ResumeKind.DROP)
+UNBROKEN = Resume(ResumeKind.KEEP, unbroken=True)
 
 
 class ResumeTracker:
@@ -192,17 +199,18 @@ class ResumeTracker:
                 return DROP
             joint = int(np.argmax(moved))
             return Resume(ResumeKind.DROP, moved=float(moved[joint]), joint=joint)
+        none_refused = watchdog.rejected_total == self._rejected_when_computed
         if previous is WatchdogState.STOPPED:
-            silence_only = watchdog.rejected_total == self._rejected_when_computed
-            return KEEP if silence_only and stamp - last <= self.config.max_age else DROP
+            if not (none_refused and stamp - last <= self.config.max_age):
+                return DROP
+            return UNBROKEN if math.isnan(self._safe_from_stamp) else KEEP
         since = self._safe_from_stamp
         silent_after = last + max(self.config.max_age, 1.5 * self.stream.period)
-        none_refused = watchdog.rejected_total == self._rejected_when_computed
         if math.isnan(since) and none_refused and stamp <= silent_after:
             # A silence on the caller's clock alone, the stamps going on without a gap: under sim
             # time both processes stalled together (the simulator's time stood still too). A
             # pause to this stamp would hold the reference one period behind the arm's time.
-            return KEEP
+            return UNBROKEN
         if not last < since <= min(stamp, silent_after):  # also when nan
             since = last
         return Resume(ResumeKind.PAUSE, since=since, until=stamp) if stamp > since else KEEP
@@ -230,4 +238,13 @@ class ResumeTracker:
         return now == self._window_now and stamp - self._window_stamp > self.config.fallback_duration
 
 
-__all__ = ["DROP", "KEEP", "RESUME_TOLERANCE", "Resume", "ResumeKind", "ResumeTracker", "StreamPeriod"]
+__all__ = [
+    "DROP",
+    "KEEP",
+    "RESUME_TOLERANCE",
+    "UNBROKEN",
+    "Resume",
+    "ResumeKind",
+    "ResumeTracker",
+    "StreamPeriod",
+]

@@ -93,7 +93,8 @@ class Decision:
         reset_controller: ``COMPUTE``: the arm moved under the safe command or stopped since the
             controller's last step (or there was none): what it carried from that step belongs to
             another state (warm starts, filtered collision gradients: 17 N·m off on the first
-            step at a new pose).
+            step at a new pose). Not after a silence that left the arm where that step did
+            (:attr:`.Resume.unbroken`).
         resume: ``COMPUTE``: what the target does (:meth:`ResumeTracker.decide_resume`).
         command: ``FALLBACK``: the safe command, saturated and finite.
         withheld: ``FALLBACK``: the safe command, not finite: not to be sent.
@@ -217,8 +218,8 @@ class Supervisor:
         decision = Decision(action, stamp, effective_stamp, previous, silence, wd.clock_resets != resets)
         if action is Action.COMPUTE:
             decision.state = JointState(wd.last_good.q, wd.last_good.v, effective_stamp)
-            decision.reset_controller = previous is not WatchdogState.OK
             decision.resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp)
+            decision.reset_controller = previous is not WatchdogState.OK and not decision.resume.unbroken
             self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
         refused_now = wd.rejected_total != rejected_before  # counted as refused by the watchdog
         return self._answer(decision, now, Notice.REFUSED if refused_now else Notice.NONE)
