@@ -302,8 +302,8 @@ class SimNodeConfig:
         joints: joint order of /joint_states and of the commands (empty: the plant's order).
         command_timeout: realtime: wall time (s, at most 1) without a valid command before the safe
             torque.
-        lockstep_timeout: lockstep: wall time (s, at most 60) waiting for the answer before the safe
-            torque.
+        lockstep_timeout: lockstep: time (s, at most 60) this node waits for the answer before the
+            safe torque (time it spends stopped or descheduled does not count).
         wait_for_controller: hold the first state (republishing it) until a command answers it.
         safe_torque: applied when no valid command is at hand: ``hold`` (``g(q) − K_d·q̇``, the
             model's own gravity: the arm stays about where it was, as a braked arm does),

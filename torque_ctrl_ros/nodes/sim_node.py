@@ -26,7 +26,10 @@ Modes:
         (untagged commands, as a plain ros2_control publisher sends them, are taken as they
         come).
     lockstep: publish state k, wait for the command that answers it (matched by the stamp the
-        controller echoes, see conversions.py), then step. Results do not depend on machine load.
+        controller echoes, see conversions.py), then step. Results do not depend on machine load
+        while every answer comes within ``lockstep_timeout`` s of this node's own waiting (time it
+        spent stopped or descheduled does not count); past that, it steps on the safe torque
+        (counted in ``missing_command_steps``).
         A command without that stamp is ignored (counted in ``untagged_commands``).
 
 Invalid commands (wrong length, NaN/inf, a layout other than ``len(data)`` values from offset 0,
