@@ -172,11 +172,12 @@ class ResumeTracker:
           (or none was): ``DROP``, with the motion when there was a previous state.
         - After STOPPED: ``KEEP`` if the stop came from silence alone (no state refused since the
           last computed) with the stamps going on as if there was none (within ``max_age``:
-          a stalled or paused simulator, its time standing still); otherwise ``DROP``.
+          a stalled or paused simulator, its time standing still; :attr:`Resume.unbroken`);
+          otherwise ``DROP``.
         - After FALLBACK: ``KEEP`` if it came from silence alone (no state refused, no safe
           command sent) with the stamps going on without a gap (within
           ``max(max_age, 1.5·period)`` of the last computed: a stall under sim time, as after
-          such a stop). Otherwise ``PAUSE`` from the first state the safe command answered,
+          such a stop; :attr:`Resume.unbroken`). Otherwise ``PAUSE`` from the first state the safe command answered,
           until which the last computed torque was applied; or from the last state computed on
           when that first one came later than a silence allows (the stream fell silent first
           and the arm held its command through it), or is unknown. ``KEEP`` when no time passed.
