@@ -177,10 +177,11 @@ class ResumeTracker:
         - After FALLBACK: ``KEEP`` if it came from silence alone (no state refused, no safe
           command sent) with the stamps going on without a gap (within
           ``max(max_age, 1.5·period)`` of the last computed: a stall under sim time, as after
-          such a stop; :attr:`Resume.unbroken`). Otherwise ``PAUSE`` from the first state the safe command answered,
-          until which the last computed torque was applied; or from the last state computed on
-          when that first one came later than a silence allows (the stream fell silent first
-          and the arm held its command through it), or is unknown. ``KEEP`` when no time passed.
+          such a stop; :attr:`Resume.unbroken`). Otherwise ``PAUSE`` from the first state the
+          safe command answered, until which the last computed torque was applied; or from the
+          last state computed on when that first one came later than a silence allows (the
+          stream fell silent first and the arm held its command through it), or is unknown.
+          ``KEEP`` when no time passed.
         """
         last = self.stream.last_stamp
         resume = self._decide(previous, watchdog, stamp, last)
