@@ -269,7 +269,9 @@ def test_the_summary_shows_the_fallback_when_the_states_stop_before_the_end(
     assert (len(node.publisher.sent), len(node.diag_publisher.sent)) == published  # nothing published
 
 
-def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_timeout(nodes: Nodes) -> None:
+def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_timeout(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A controller 200 ms behind (its commands tagged with the state of 200 steps ago) had kept
     driving the plant for good: the arrival reset the command timeout, whatever state it answered.
     A command held is dropped once its state is older than the timeout."""
@@ -278,7 +280,7 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     sim.k = 300  # as if 300 steps had been published
     tau = np.full(sim.n, 0.5)
     sim._take_command(tau, sim.t0_ns + 100 * dt)  # answers the state of 200 ms ago
-    assert sim.stale_answers == 1 and not sim.have_command and sim.command_wall == -np.inf
+    assert sim.stale_answers == 1 and not sim.have_command
     sim._take_command(tau, sim.t0_ns + 260 * dt)  # 40 ms ago: within the timeout, held
     assert sim.have_command and sim.stale_answers == 1
     np.testing.assert_array_equal(sim.command, tau)
@@ -292,15 +294,23 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     sim._take_command(2.0 * tau, None)  # untagged (a plain publisher): taken as it comes
     np.testing.assert_array_equal(sim.command, 2.0 * tau)
     assert sim.stale_answers == 1
-    # Held for at most command_timeout of wall time since it came (no state to date it by) ...
-    sim.command_wall -= 0.051
-    assert not sim._command_fresh()
-    # ... and so is a tagged one while the simulator stalls (its state stays current).
-    sim._take_command(tau, sim.t0_ns + sim.k * dt)
+    # Held for at most command_timeout of simulated time since it came (no state to date it by) ...
+    sim.k += 50
     assert sim._command_fresh()
-    sim.command_wall -= 0.051
+    sim.k += 1
     assert not sim._command_fresh()
-    sim._take_command(2.0 * tau, None)
+    # ... not of wall time: through a stall of the simulator itself (the plant stood still too) the
+    # answer to the current state still answers it; one step on the safe torque had followed.
+    from types import SimpleNamespace
+
+    import torque_ctrl_ros.nodes.sim_node as sim_module
+
+    later = SimpleNamespace(monotonic=lambda: time.monotonic() + 0.3)  # 0.3 s of wall time on
+    for stamp in (sim.t0_ns + sim.k * dt, None):  # tagged with the current state, and untagged
+        sim._take_command(2.0 * tau, stamp)
+        monkeypatch.setattr(sim_module, "time", later)
+        assert sim._command_fresh()
+        monkeypatch.undo()
     # An answer to a state 10 s ahead, which this simulator never published (another run on the
     # domain): it had been held and applied.
     sim._take_command(3.0 * tau, sim.t0_ns + 10_300 * dt)

@@ -300,7 +300,8 @@ class SimNodeConfig:
         keyframe: initial keyframe ("" = the model's default pose).
         mode: ``realtime`` (wall-clock paced, zero-order hold) or ``lockstep`` (waits for the answer).
         joints: joint order of /joint_states and of the commands (empty: the plant's order).
-        command_timeout: realtime: wall time (s, at most 1) without a valid command before the safe
+        command_timeout: realtime: simulated time (s, at most 1; paced by the wall clock, but not
+            counting a stall of the simulator itself) without a valid command before the safe
             torque.
         lockstep_timeout: lockstep: time (s, at most 60) this node waits for the answer before the
             safe torque (time it spends stopped or descheduled does not count).
