@@ -611,7 +611,7 @@ def test_a_trajectory_takes_up_where_it_stood_after_a_fallback(nodes: Nodes) -> 
 
 @pytest.mark.parametrize(("moved", "resumed"), [(0.05, True), (0.3, False)])
 def test_a_trajectory_is_dropped_after_a_fallback_the_arm_moved_far_in(
-    nodes: Nodes, moved: float, resumed: bool
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch, moved: float, resumed: bool
 ) -> None:
     """Back from 0.1 s of bad states 0.3 rad away on joint_2 (a controller stalled over a plant
     that let the arm fall): taken up where it stood, the trajectory had been stepped into the law
@@ -624,6 +624,7 @@ def test_a_trajectory_is_dropped_after_a_fallback_the_arm_moved_far_in(
     for k in range(301, 401):
         at(k, np.full(7, np.nan))
     assert node.watchdog.state.value == "fallback"
+    spy = _ErrorSpy(monkeypatch, "target")
     sagged = q.copy()
     sagged[1] += moved
     at(401, sagged)
@@ -631,9 +632,15 @@ def test_a_trajectory_is_dropped_after_a_fallback_the_arm_moved_far_in(
     assert node.watchdog.state.value == "ok"
     if resumed:
         assert source.describe() == "trajectory" and abs(reference.q[0] - q[0]) < 2e-3
+        # A paused trajectory runs late by the pause: said (it had been silent).
+        assert spy.calls == [
+            "no torque computed for 100 ms of the states' time: the target (trajectory) takes up "
+            "where it stood"
+        ]
     else:
         assert source.describe() == "hold"
         np.testing.assert_array_equal(reference.q, sagged)
+        assert len(spy.calls) == 1 and spy.calls[0].endswith("target dropped, holding where it is")
 
 
 def test_gravity_compensation_moved_by_hand_in_a_fallback_says_nothing_of_targets(
@@ -654,7 +661,9 @@ def test_gravity_compensation_moved_by_hand_in_a_fallback_says_nothing_of_target
     assert spy.calls == []
 
 
-def test_a_stop_after_a_real_gap_in_the_stamps_drops_the_trajectory(nodes: Nodes) -> None:
+def test_a_stop_after_a_real_gap_in_the_stamps_drops_the_trajectory(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The stream silent 1 s by its own stamps (the arm's time went on): the watchdog stops, and the
     next state holds the arm. Kept, the trajectory had been sampled 1 s further on (joint_1's
     reference 0.95 rad against the arm's 0.10: 23.5 N·m)."""
@@ -662,8 +671,11 @@ def test_a_stop_after_a_real_gap_in_the_stamps_drops_the_trajectory(nodes: Nodes
 
     node, at, q = _along_a_trajectory(nodes)
     source = node.target
+    spy = _ErrorSpy(monkeypatch, "dropped")
     at(1300, q)
     assert source.describe() == "hold"
+    # Said (it had been silent: the arm had not moved, so no "moved while silent" line either).
+    assert spy.calls == ["target (trajectory) dropped after the stop: holding where the arm is"]
     reference = source.reference(JointState(q, np.zeros(7), 101.3))
     assert abs(reference.q[0] - q[0]) < 1e-9
 

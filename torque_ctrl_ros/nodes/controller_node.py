@@ -422,12 +422,19 @@ class ControllerNode:
             )
 
     def _resume_target(self, resume: Resume) -> None:
-        """Apply what the supervisor decided for the target when control resumes, saying why when
-        the arm moved."""
+        """Apply what the supervisor decided for the target when control resumes, and say it: a
+        paused target runs late by the pause, a dropped one leaves the arm held."""
         if not self._has_target or resume.kind is ResumeKind.KEEP:
             return
+        target = self.target.describe()  # "hold": nothing to say
         if resume.kind is ResumeKind.PAUSE:
             self.target.pause(resume.since, resume.until)
+            if target != "hold":
+                self.log.warning(
+                    "paused",
+                    f"no torque computed for {(resume.until - resume.since) * 1e3:.0f} ms of the states' "
+                    f"time: the target ({target}) takes up where it stood",
+                )
             return
         if resume.joint >= 0:
             self.log.warning(
@@ -436,6 +443,8 @@ class ControllerNode:
                 f"last state computed on, more than {self.supervisor.resume_tracker.tolerance:g}: "
                 "target dropped, holding where it is",
             )
+        elif target != "hold":
+            self.log.warning("dropped", f"target ({target}) dropped after the stop: holding where the arm is")
         self.target.reset()
 
     def _time_callback(self, seconds: float, stamp_ns: int) -> None:
