@@ -630,3 +630,33 @@ def test_a_node_that_ends_leaves_no_solver_object_for_the_interpreter_to_report_
     )
     assert done.returncode == 0, done.stderr
     assert "leaked" not in done.stderr, done.stderr
+
+
+_STUCK_IN_C = """
+import re, signal
+from torque_ctrl_ros.nodes.common import STOP, exit_if_stuck
+signal.signal(signal.SIGTERM, lambda *_: STOP.set())
+with exit_if_stuck(0.1):
+    pass
+with exit_if_stuck(0.5):
+    re.match(r"(a+)+$", "a" * 40 + "b")  # minutes in C holding the interpreter, as the DDS deadlock
+print("not reached")
+"""
+
+
+def test_a_teardown_stuck_in_native_code_ends_the_process_with_its_stacks() -> None:
+    """Fast DDS 3.2 can deadlock deleting a participant while a peer leaves (eProsima/Fast-DDS#6513:
+    caught in 1 of ~970 launch_testing runs, the simulator spinning in ``destroy_node`` holding the
+    interpreter lock): SIGINT and SIGTERM could not end it, only the launch's SIGKILL 15 s later.
+    Under ``exit_if_stuck`` such a block ends the process (status 1, every thread's stack on
+    stderr); a block that ends in time leaves it alone (the first one here)."""
+    import subprocess
+    import sys
+    import time
+
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", _STUCK_IN_C], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert time.monotonic() - start < 30
+    assert "Timeout (0:00:00.500000)!" in done.stderr and "in match" in done.stderr
+    assert "not reached" not in done.stdout

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import array
+import faulthandler
 import gc
 import json
 import math
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -315,6 +317,30 @@ def warm_up() -> None:
     DiagnosticArray(status=[status("warm-up", "", DiagnosticStatus.OK, "", {"x": 0.0})])
 
 
+#: Longest wait (s) for the DDS teardown (node destruction, context shutdown) before the process ends
+#: itself: under the launch's 5 s between SIGINT and SIGTERM, far over the ~0.1-0.3 s it takes.
+DDS_TEARDOWN_TIMEOUT_S = 4.0
+
+
+@contextmanager
+def exit_if_stuck(seconds: float = DDS_TEARDOWN_TIMEOUT_S) -> Iterator[None]:
+    """End the process (status 1, every thread's Python stack on stderr) if the block outlasts ``seconds``.
+
+    For the DDS teardown, once the outputs are written. Fast DDS 3.2's participant deletion
+    (``DomainParticipant::set_listener(nullptr)``, reached from ``destroy_node``) waits, holding its
+    listener mutex and spinning, for a discovery callback in flight to end, while that callback needs
+    the same mutex to end: a peer leaving at that moment (both nodes stop together) hangs the process
+    for good, signals included (our handlers need the interpreter, which that thread holds);
+    eProsima/Fast-DDS#6513, 1 launch in ~600-970 on a loaded 2-core host. faulthandler's watchdog is a
+    C thread: it needs neither the interpreter lock nor the main thread.
+    """
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
 def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = None) -> int:
     """Init rclpy, build the node object, run it until SIGINT / SIGTERM / shutdown, clean up.
 
@@ -371,12 +397,13 @@ def run_node(build: Callable[[], Any], node_name: str, args: list[str] | None = 
     finally:
         if runner is not None:
             runner.close()
-        if rclpy.ok():
-            rclpy.try_shutdown()
-        # The node sits in reference cycles (its callbacks hold it) that gc.freeze put out of the
-        # collector's reach: left to the interpreter's exit they outlive the extension modules,
-        # and nanobind (ProxSuite's bindings) prints ~30 lines of "leaked" objects to stderr.
-        runner = None
-        gc.unfreeze()
-        gc.collect()
+        with exit_if_stuck():
+            if rclpy.ok():
+                rclpy.try_shutdown()
+            # The node sits in reference cycles (its callbacks hold it) that gc.freeze put out of the
+            # collector's reach: left to the interpreter's exit they outlive the extension modules,
+            # and nanobind (ProxSuite's bindings) prints ~30 lines of "leaked" objects to stderr.
+            runner = None
+            gc.unfreeze()
+            gc.collect()
     return code

@@ -51,6 +51,7 @@ from .common import (
     ThrottledLog,
     TimingLog,
     control_qos,
+    exit_if_stuck,
     make_executor,
     parameters_of,
     percentiles_ms,
@@ -619,7 +620,8 @@ class ControllerNode:
         self._check_silence(time.monotonic())
         self._flush_logs()
         write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
-        self.node.destroy_node()
+        with exit_if_stuck():
+            self.node.destroy_node()
 
 
 #: The compute parts a controller may report in its ``info``: (summary name, key in µs).

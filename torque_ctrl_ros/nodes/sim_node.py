@@ -69,6 +69,7 @@ from .common import (
     ThrottledLog,
     TimingLog,
     control_qos,
+    exit_if_stuck,
     make_executor,
     parameters_of,
     percentiles_ms,
@@ -619,7 +620,8 @@ class SimNode:
         write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
         if self._record is not None and self._record.count:
             write_output("record_file", self._write_record)
-        self.node.destroy_node()
+        with exit_if_stuck():
+            self.node.destroy_node()
 
     def _allocate_record(self) -> _Record:
         """Rows for every state of the run (``t`` in ns; ``q``, ``v``, ``tau``: n each), allocated
