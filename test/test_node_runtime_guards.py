@@ -641,6 +641,13 @@ def test_a_trajectory_is_dropped_after_a_fallback_the_arm_moved_far_in(
         assert source.describe() == "hold"
         np.testing.assert_array_equal(reference.q, sagged)
         assert len(spy.calls) == 1 and spy.calls[0].endswith("target dropped, holding where it is")
+    # Counted, so that /diagnostics still show it once the fallback is over.
+    counts = node.counts
+    assert (counts.watchdog_fallbacks, counts.watchdog_stops) == (1, 0)
+    assert (counts.target_pauses, counts.target_drops) == ((1, 0) if resumed else (0, 1))
+    node._publish_diagnostics()
+    values = {kv.key: kv.value for kv in node.diag_publisher.sent[-1].status[0].values}
+    assert values["watchdog_fallbacks"] == "1" and values["target_drops"] == ("0" if resumed else "1")
 
 
 def test_gravity_compensation_moved_by_hand_in_a_fallback_says_nothing_of_targets(
@@ -676,6 +683,7 @@ def test_a_stop_after_a_real_gap_in_the_stamps_drops_the_trajectory(
     assert source.describe() == "hold"
     # Said (it had been silent: the arm had not moved, so no "moved while silent" line either).
     assert spy.calls == ["target (trajectory) dropped after the stop: holding where the arm is"]
+    assert (node.counts.watchdog_stops, node.counts.target_drops, node.counts.target_pauses) == (1, 1, 0)
     reference = source.reference(JointState(q, np.zeros(7), 101.3))
     assert abs(reference.q[0] - q[0]) < 1e-9
 

@@ -9,8 +9,10 @@ Topics:
         controllers' ``prepare`` and ``qp_solve``), deadline misses (callbacks longer than the
         state period), saturation, watchdog state and rejected counts, safe commands sent and
         withheld as non-finite (``fallback_commands``, ``withheld_commands``), the controller's
-        own fallbacks, states read through rclpy rather than the CDR fast path
-        (``states_via_rclpy``; ``serialized_io`` says whether that fast path is on, see wire.py).
+        own fallbacks, the watchdog's fallbacks and stops and the targets paused or dropped since
+        start (``watchdog_fallbacks``, ``watchdog_stops``, ``target_pauses``, ``target_drops``),
+        states read through rclpy rather than the CDR fast path (``states_via_rclpy``;
+        ``serialized_io`` says whether that fast path is on, see wire.py).
 
 Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`. Read
 once at start-up: later changes (``ros2 param set``) are refused.
@@ -141,6 +143,12 @@ class Counters:
     controller_fallbacks: int = 0  # steps the controller itself answered with its safe torque
     saturated_commands: int = 0
     deadline_misses: int = 0  # callbacks longer than the state period
+    # The watchdog's transitions into FALLBACK and STOPPED, and what became of the target when
+    # control resumed: a short fallback is over before the next /diagnostics, these stay.
+    watchdog_fallbacks: int = 0
+    watchdog_stops: int = 0
+    target_pauses: int = 0
+    target_drops: int = 0
 
 
 class ControllerNode:
@@ -318,7 +326,7 @@ class ControllerNode:
         stamp = stamp_ns * 1e-9
         decision = self.supervisor.step(q, v, stamp, now, "" if error is None else str(error))
         if decision.silence is not None:  # the gap before this state, said before the state itself
-            self._log_transition(decision.silence)
+            self._on_transition(decision.silence)
         if decision.clock_reset:
             self._clock_went_back(stamp)
         out: ControlOutput | None = None
@@ -405,7 +413,7 @@ class ControllerNode:
         ignored while stopped: one line each."""
         wd = self.watchdog
         if decision.transition is not None:
-            self._log_transition(decision.transition)
+            self._on_transition(decision.transition)
         elif decision.notice is Notice.REFUSED:
             self.log.error(
                 "refused",
@@ -431,6 +439,7 @@ class ControllerNode:
         if resume.kind is ResumeKind.PAUSE:
             self.target.pause(resume.since, resume.until)
             if target != "hold":
+                self.counts.target_pauses += 1
                 self.log.warning(
                     "paused",
                     f"no torque computed for {(resume.until - resume.since) * 1e3:.0f} ms of the states' "
@@ -446,6 +455,8 @@ class ControllerNode:
             )
         elif target != "hold":
             self.log.warning("dropped", f"target ({target}) dropped after the stop: holding where the arm is")
+        if target != "hold":
+            self.counts.target_drops += 1
         self.target.reset()
 
     def _time_callback(self, seconds: float, stamp_ns: int) -> None:
@@ -459,8 +470,12 @@ class ControllerNode:
         if seconds > self._period_s:
             self.counts.deadline_misses += 1
 
-    def _log_transition(self, transition: Transition) -> None:
-        """One line for a transition of the watchdog: info back to OK, else an error with its reason."""
+    def _on_transition(self, transition: Transition) -> None:
+        """Count a transition of the watchdog and log it: info back to OK, else an error with its reason."""
+        if transition.state is WatchdogState.FALLBACK:
+            self.counts.watchdog_fallbacks += 1
+        elif transition.state is WatchdogState.STOPPED:
+            self.counts.watchdog_stops += 1
         text = f"watchdog {transition.previous.value} -> {transition.state.value}"
         # At most one line a second under one key (ThrottledLog's period; the last one held back
         # is written by the next /diagnostics): states alternating good and bad (a flaky driver)
@@ -497,7 +512,7 @@ class ControllerNode:
         """:meth:`Supervisor.silence` (``now``: the node's clock, s), logging a transition."""
         transition = self.supervisor.silence(now, silent)
         if transition is not None:
-            self._log_transition(transition)
+            self._on_transition(transition)
 
     def _flush_logs(self) -> None:
         """Write the messages the node's and the target source's logs hold back."""
