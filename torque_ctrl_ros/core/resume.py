@@ -201,14 +201,13 @@ class ResumeTracker:
                 return DROP
             joint = int(np.argmax(moved))
             return Resume(ResumeKind.DROP, moved=float(moved[joint]), joint=joint)
+        # Nothing refused also means no safe command: those answer refused states only.
         none_refused = watchdog.rejected_total == self._rejected_when_computed
         if previous is WatchdogState.STOPPED:
-            if not (none_refused and stamp - last <= self.config.max_age):
-                return DROP
-            return UNBROKEN if math.isnan(self._safe_from_stamp) else KEEP
+            return UNBROKEN if none_refused and stamp - last <= self.config.max_age else DROP
         since = self._safe_from_stamp
         silent_after = last + max(self.config.max_age, 1.5 * self.stream.period)
-        if math.isnan(since) and none_refused and stamp <= silent_after:
+        if none_refused and stamp <= silent_after:
             # A silence on the caller's clock alone, the stamps going on without a gap: under sim
             # time both processes stalled together (the simulator's time stood still too). A
             # pause to this stamp would hold the reference one period behind the arm's time.
