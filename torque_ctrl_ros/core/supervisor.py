@@ -81,8 +81,9 @@ class Decision:
             :attr:`command` (none when :attr:`withheld`); ``NONE``: send nothing.
         stamp: the state's stamp as it came (s).
         effective_stamp: the stamp counted at most ``max_age`` ahead of the clock,
-            ``min(stamp, now + max_age)`` (s), as the watchdog orders states: what the controller,
-            the target and the state's age go by.
+            ``min(stamp, now + max_age)`` (s), as the watchdog orders states, or as it came while
+            the caller catches up (:meth:`Supervisor.step`): what the controller, the target and
+            the state's age go by.
         previous: the watchdog's state before this one (after the silence its stamp showed).
         silence: the transition of that silence (a gap in the stamps), said before the rest.
         clock_reset: the state starts over on a clock gone back (a restarted simulator): the
@@ -180,15 +181,22 @@ class Supervisor:
         self._brake_start = self._stamps_run = self._last_brake_stamp = math.nan
 
     def step(
-        self, q: FloatArray | None, v: FloatArray | None, stamp: float, now: float, error: str = ""
+        self,
+        q: FloatArray | None,
+        v: FloatArray | None,
+        stamp: float,
+        now: float,
+        error: str = "",
+        catching_up: bool = False,
     ) -> Decision:
         """What to do with a state stamped ``stamp`` (s), received at ``now`` (s, the caller's
         clock): ``q`` (rad), ``v`` (rad/s) in controller order, or ``None`` for a state that could
-        not be read (``error`` says why; refused as inconsistent).
+        not be read (``error`` says why; refused as inconsistent). ``catching_up``: the caller is
+        catching up with the states queued while it was away (:class:`~.backlog.CatchUp`).
 
         First the gap before it, on the states' clock (s)::
 
-            effective_stamp = min(stamp, now + max_age)
+            effective_stamp = min(stamp, now + max_age)    (stamp while catching_up)
             gap = effective_stamp − last_good.stamp        (inf before the first good state)
             a silence of gap s (:meth:`silence`)  when  silence_after() < gap < inf
             silence_after() = max(max_age, 1.5·period)     once the stream's period is known,
@@ -202,10 +210,14 @@ class Supervisor:
         its stamp how long the stream was silent (unreadable bytes carry the last good stamp: no
         gap). Its stamp counts as at most ``max_age`` ahead of the clock, here and for the
         controller and the target: a state stamped well ahead would otherwise count as a silence
-        up to it, and the target would be sampled that far ahead.
+        up to it, and the target would be sampled that far ahead. Not while the caller catches
+        up: its clock then lags behind the states (under sim time ``/clock`` comes in the same
+        backlog), and clamped to it the stamps' gap would be hidden: no pause, and the target
+        would run on with the stamps, ahead of the arm the simulator braked meanwhile. A stamp
+        more than ``max_future`` ahead is still refused (:meth:`Watchdog.check`).
         """
         wd = self.watchdog
-        effective_stamp = min(stamp, now + wd.config.max_age)
+        effective_stamp = stamp if catching_up else min(stamp, now + wd.config.max_age)
         gap = effective_stamp - wd.last_good.stamp  # inf before the first good state
         silent = self.resume_tracker.silence_after() < gap < math.inf
         silence = self.silence(now, gap) if silent else None

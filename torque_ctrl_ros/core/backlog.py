@@ -1,0 +1,100 @@
+"""After this process was away: handle the newest queued joint state, not each in turn.
+
+A controller process that was stopped or descheduled (``SIGSTOP``, a paused VM, a host stall)
+finds, when it runs again, the states queued while it was away. On the wall clock they are
+refused as stale. Under sim time they are not: the ``/clock`` messages of the same moments come
+in the same backlog, so the node's clock lags with them and each state looks fresh. Computed on
+in turn, they give answers a realtime simulator ignores as stale (it moved on, and applied its
+own safe torque after its ``command_timeout``), while the target runs on with their stamps,
+ahead of the arm the simulator braked: the first answer it takes then steps the torque (up to
+32 % of joint_1's effort limit after a 0.3 s stop).
+
+:class:`CatchUp` says when the caller should take every state queued behind the one it was
+handed and handle only the newest. The middleware hands such a backlog over in bursts (here the
+states of ~0.1 s at a time, a few ms apart), so a catch-up lasts from the first state after this
+process heard nothing for longer than the stream allows (a silence on its own steady clock) until
+a state handled follows the one handled before it without a gap in their stamps (the burst was
+the last). The newest state wins whatever the sender's pace: a simulator slower than real time
+has its current state handled, never dropped. In normal running nothing is taken: states come
+closer together than that silence. Lockstep is unaffected: the simulator waits for each answer,
+so at most the one state it waits on is queued, and the catch-up ends at the next state.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class CatchUp:
+    """When to take the newest of the queued joint states (module docstring).
+
+    Per state, in the subscription's callback: ``if catch_up.begin(arrival, period)``, take
+    every state queued behind it, keeping the newest, and tell :meth:`taken` how many; once that
+    state's stamp is read, :meth:`handled`.
+
+    Args:
+        max_age: the watchdog's ``max_age`` (s): states farther apart than this (or 1.5 of the
+            stream's period, when longer), on the steady clock or in their stamps, are a silence.
+
+    Attributes:
+        away: how long (s, steady) the silence that started the last catch-up lasted.
+        skipped: states skipped in the last catch-up, each followed by a newer one handled instead.
+    """
+
+    def __init__(self, max_age: float) -> None:
+        self.max_age = max_age
+        self.away = 0.0
+        self.skipped = 0
+        self._last_arrival = math.inf  # steady clock (s) of the last state; none yet: no silence
+        self._active = False
+        self._last_stamp = math.nan  # stamp (s) of the last state handled in this catch-up
+
+    @property
+    def active(self) -> bool:
+        """Whether a catch-up is under way: the states queued behind the next one are taken too,
+        and the caller's clock may lag behind their stamps."""
+        return self._active
+
+    def _silence(self, period: float) -> float:
+        """Farthest apart (s) two states of a stream of ``period`` s may be: 1.5 periods (a 40 Hz
+        driver's states, 25 ms apart, are no silence), at least ``max_age``."""
+        return max(self.max_age, 1.5 * period)
+
+    def begin(self, arrival: float, period: float = 0.0) -> bool:
+        """A state arrived at ``arrival`` (s, steady clock); ``period``: the stream's (s, 0 when
+        not known yet). Returns whether to take the states queued behind it, keeping the newest.
+
+        A catch-up starts when this process heard nothing for longer than the stream allows::
+
+            arrival − last_arrival > max(max_age, 1.5·period)
+        """
+        away = arrival - self._last_arrival
+        self._last_arrival = arrival
+        if away > self._silence(period):
+            self._active = True
+            self.away, self.skipped, self._last_stamp = away, 0, math.nan
+        return self._active
+
+    def taken(self, count: int) -> None:
+        """``count`` states were taken behind the one handed over: the newest is handled, the
+        others and the one handed over are skipped."""
+        self.skipped += count
+
+    def handled(self, stamp: float, period: float = 0.0) -> bool:
+        """The state handled in a catch-up is stamped ``stamp`` (s). Returns whether the catch-up
+        ended with it: not the first since the silence, and no gap from the one handled before::
+
+            stamp − last_stamp <= max(max_age, 1.5·period)
+
+        (the stamps of a burst jump by the states it skipped; after the last one they follow on).
+        """
+        if not self._active:
+            return False
+        last, self._last_stamp = self._last_stamp, stamp
+        if stamp - last <= self._silence(period):  # not for the first (nan)
+            self._active = False
+            return True
+        return False
+
+
+__all__ = ["CatchUp"]
