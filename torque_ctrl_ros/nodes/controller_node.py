@@ -11,6 +11,7 @@ Topics:
         withheld as non-finite (``fallback_commands``, ``withheld_commands``), the controller's
         own fallbacks, the watchdog's fallbacks and stops and the targets paused or dropped since
         start (``watchdog_fallbacks``, ``watchdog_stops``, ``target_pauses``, ``target_drops``),
+        states skipped for a newer one queued after this process was away (``backlog_skipped``),
         states read through rclpy rather than the CDR fast path (``states_via_rclpy``;
         ``serialized_io`` says whether that fast path is on, see wire.py).
 
@@ -38,6 +39,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
+from ..core.backlog import CatchUp
 from ..core.controllers import create_controller
 from ..core.errors import ConfigError, StateError, TorqueCtrlError
 from ..core.resume import Resume, ResumeKind
@@ -149,6 +151,9 @@ class Counters:
     watchdog_stops: int = 0
     target_pauses: int = 0
     target_drops: int = 0
+    # States skipped after this process was away (stopped, descheduled): a newer one was queued
+    # behind them and handled instead (core/backlog.py).
+    backlog_skipped: int = 0
 
 
 class ControllerNode:
@@ -189,6 +194,8 @@ class ControllerNode:
         else:
             states = node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_message, qos)
         self._state_topic = states.topic_name  # remapped: the graph queries do not remap
+        self._state_sub = states
+        self.catch_up = CatchUp(cfg.watchdog.max_age)
         self.diag_publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         node.create_timer(cfg.common.diagnostics_period, self._on_diagnostics_timer, clock=self._steady)
@@ -230,6 +237,8 @@ class ControllerNode:
         rclpy and read by name; a layout rclpy read well is expected from then on (a publisher
         keeps its joint order and extra joints)."""
         t_in = time.perf_counter()
+        if self.catch_up.begin(t_in, self.supervisor.resume_tracker.stream.period):
+            raw = self._newest_queued(raw)
         fast = self.state_wire.decode(raw)
         if fast is not None:
             if not self._order_noted:
@@ -270,7 +279,27 @@ class ControllerNode:
 
     def _on_state_message(self, msg: JointStateMsg) -> None:
         """A joint state message (``serialized_io: false``)."""
-        self._on_state(msg, time.perf_counter())
+        t_in = time.perf_counter()
+        if self.catch_up.begin(t_in, self.supervisor.resume_tracker.stream.period):
+            msg = self._newest_queued(msg)
+        self._on_state(msg, t_in)
+
+    def _newest_queued(self, first: Any) -> Any:
+        """The newest state queued on the state subscription behind ``first`` (a message, or its
+        bytes with ``serialized_io``), taking every one; ``first`` when none is. Called while
+        catching up after this process was away (:class:`~torque_ctrl_ros.core.backlog.CatchUp`).
+
+        The executors skip a subscription event whose message was already taken (rclpy's
+        EventsExecutor and ``Executor._take_subscription`` both take ``None`` and call nothing)."""
+        sub = self._state_sub
+        newest, taken = first, 0
+        with sub.handle:
+            while (got := sub.handle.take_message(sub.msg_type, sub.raw)) is not None:
+                newest = got[0]
+                taken += 1
+        self.catch_up.taken(taken)
+        self.counts.backlog_skipped += taken
+        return newest
 
     def _on_state(self, msg: JointStateMsg, t_in: float) -> bool:
         """A joint state message received at ``t_in`` (``perf_counter`` s); returns whether it
@@ -324,7 +353,10 @@ class ControllerNode:
         self.counts.states_received += 1
         self._last_state_wall = time.monotonic()
         stamp = stamp_ns * 1e-9
-        decision = self.supervisor.step(q, v, stamp, now, "" if error is None else str(error))
+        catching_up = self.catch_up.active
+        decision = self.supervisor.step(q, v, stamp, now, "" if error is None else str(error), catching_up)
+        if catching_up:
+            self._caught_up(stamp)
         if decision.silence is not None:  # the gap before this state, said before the state itself
             self._on_transition(decision.silence)
         if decision.clock_reset:
@@ -361,6 +393,17 @@ class ControllerNode:
         if self._last_computed and computed is not None:  # computed is set whenever _last_computed is
             self.parts.add(computed.t0 - t_in, t_out - computed.t_computed, out.info)
         self._publish_deferred_diagnostics()
+
+    def _caught_up(self, stamp: float) -> None:
+        """The state handled while catching up is stamped ``stamp`` (s): say, when that ends the
+        catch-up, how many queued states it skipped."""
+        catch_up = self.catch_up
+        if catch_up.handled(stamp, self.supervisor.resume_tracker.stream.period) and catch_up.skipped:
+            self.log.warning(
+                "backlog",
+                f"no joint state for {catch_up.away * 1e3:.0f} ms (this process stopped or descheduled): "
+                f"skipped {catch_up.skipped} queued states for the newest (counted as backlog_skipped)",
+            )
 
     def _publish_deferred_diagnostics(self) -> None:
         """Publish the /diagnostics the timer deferred to the end of a state's handling, if any

@@ -1,0 +1,119 @@
+"""The controller node back from being away (stopped, descheduled) under sim time: it takes the
+states queued on its subscription and handles the newest, its target paused for the whole gap in
+the stamps although its clock (from ``/clock``, queued alike) lags; in normal running it takes
+nothing. The node is in this process, its callback called directly, its subscription's queue a
+stand-in (what the executors hand over and what ``take_message`` returns)."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from ros_helpers import in_process_controllers, requires_rclpy, ros_domain, sim_clock  # noqa: F401
+
+pytestmark = [pytest.mark.ros, requires_rclpy]
+
+JOINTS = [f"joint_{i}" for i in range(1, 8)]
+Q = np.array([0.1, 0.6, -0.2, 1.2, 0.1, -0.4, 0.3])
+T0 = 1000.0
+DT = 1e-3
+
+
+def _state_msg(stamp: float) -> Any:
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    msg = JointStateMsg(name=JOINTS, position=Q.tolist(), velocity=[0.0] * 7)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
+    return msg
+
+
+class Queue:
+    """Stands in for the state subscription: ``take_message`` returns the queued messages, oldest
+    first, then ``None``; counts every call."""
+
+    def __init__(self, msg_type: Any) -> None:
+        self.msg_type, self.raw = msg_type, False
+        self.messages: deque[Any] = deque()
+        self.takes = 0
+        self.handle = self
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def take_message(self, msg_type: Any, raw: bool) -> tuple[Any, dict[str, int]] | None:
+        self.takes += 1
+        return (self.messages.popleft(), {}) if self.messages else None
+
+
+class Commands:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def publish(self, msg: Any) -> None:
+        self.count += 1
+
+
+@pytest.fixture
+def node(ros_domain: int) -> Iterator[Any]:  # noqa: F811
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    with in_process_controllers(ros_domain) as make:
+        made = make(use_sim_time=True, controller="computed_torque", serialized_io=False)
+        made.publisher = Commands()
+        made._state_sub = Queue(JointStateMsg)
+        yield made
+
+
+def _pauses(node: Any) -> list[tuple[float, float]]:
+    pauses: list[tuple[float, float]] = []
+    node.target.pause = lambda since, until: pauses.append((since, until))
+    return pauses
+
+
+def test_back_from_away_the_newest_queued_state_is_handled_and_the_target_pauses_for_the_gap(
+    node: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = sim_clock(node)
+    steady = [0.0]  # the node's steady clock (s): 1 ms between states, unless away
+
+    def state(t: float) -> None:
+        steady[0] += DT
+        node._on_state_message(_state_msg(t))
+
+    monkeypatch.setattr(time, "perf_counter", lambda: steady[0])
+    pauses = _pauses(node)
+    said: list[tuple[str, str]] = []
+    node.log.warning = lambda key, message, **_: said.append((key, message))
+    for k in range(20):  # normal running: nothing taken
+        state(at(T0 + k * DT))
+    assert node._state_sub.takes == 0
+    last = T0 + 19 * DT
+    # Away 0.3 s: the history holds the states of the last 10 ms; the clock reads the moment it left.
+    steady[0] += 0.3
+    queued = [last + 0.29 + k * DT for k in range(1, 11)]
+    node._state_sub.messages.extend(_state_msg(t) for t in queued)
+    state(last + DT)  # handed the oldest, the clock still where it left
+    assert node.watchdog.last_good.stamp == pytest.approx(queued[-1])
+    assert node.counts.backlog_skipped == 10
+    assert node.counts.watchdog_fallbacks == 1  # the gap, as on the wall clock
+    assert pauses == [pytest.approx((last, queued[-1]))]  # taking up where it stood
+    assert node.counts.commands_published == 21
+    # The next state follows on: caught up; said once.
+    state(at(queued[-1] + DT))
+    assert not node.catch_up.active
+    assert [key for key, _ in said].count("backlog") == 1
+    assert "skipped 10 queued states" in dict(said)["backlog"]
+    takes = node._state_sub.takes
+    for k in range(2, 30):
+        state(at(queued[-1] + k * DT))
+    assert node._state_sub.takes == takes  # normal running again: no take
+    assert node.counts.backlog_skipped == 10 and node.counts.commands_published == 50
+    assert node.summary()["backlog_skipped"] == 10
+    assert node._diagnostic_values(steady[0], 0.0, DT, 1)["backlog_skipped"] == 10
