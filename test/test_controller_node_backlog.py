@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ros_helpers import in_process_controllers, requires_rclpy, ros_domain, sim_clock  # noqa: F401
+from ros_helpers import (  # noqa: F401
+    in_process_controllers,
+    requires_rclpy,
+    ros_domain,
+    sim_clock,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
 
@@ -117,3 +123,40 @@ def test_back_from_away_the_newest_queued_state_is_handled_and_the_target_pauses
     assert node.counts.backlog_skipped == 10 and node.counts.commands_published == 50
     assert node.summary()["backlog_skipped"] == 10
     assert node._diagnostic_values(steady[0], 0.0, DT, 1)["backlog_skipped"] == 10
+
+
+@pytest.mark.parametrize("serialized", [True, False])
+def test_the_states_are_taken_from_the_real_subscription(
+    ros_domain: int,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    serialized: bool,
+) -> None:
+    """Over DDS: 15 states published while the node did not spin are held by its keep-last
+    history (``qos_depth`` 10); handed one state after a silence, the node takes the 10 queued
+    (as CDR bytes or as messages) and handles the newest."""
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    with in_process_controllers(ros_domain) as make:
+        node = make(use_sim_time=True, controller="computed_torque", serialized_io=serialized)
+        node.publisher = Commands()
+        at = sim_clock(node)
+        steady = [0.0]
+        monkeypatch.setattr(time, "perf_counter", lambda: steady[0])
+        for k in range(20):
+            steady[0] += DT
+            node._on_state_message(_state_msg(at(T0 + k * DT)))
+        sender = node.node.create_publisher(JointStateMsg, "/joint_states", 10)
+        wait_until(lambda: sender.get_subscription_count() > 0, 10, "the node's state subscription")
+        stamps = [T0 + 0.3 + k * DT for k in range(15)]
+        for t in stamps:
+            sender.publish(_state_msg(t))
+        time.sleep(0.3)  # delivered into the history
+        steady[0] += 0.3
+        if serialized:
+            from rclpy.serialization import serialize_message
+
+            node._on_state_bytes(serialize_message(_state_msg(T0 + 20 * DT)))
+        else:
+            node._on_state_message(_state_msg(T0 + 20 * DT))
+        assert node.counts.backlog_skipped == 10
+        assert node.watchdog.last_good.stamp == pytest.approx(stamps[-1])
