@@ -288,6 +288,26 @@ def test_a_silence_opens_the_fallback_window_when_the_stream_went_stale() -> Non
     assert wd.state is WatchdogState.STOPPED
 
 
+def test_a_silence_noticed_on_a_lagging_clock_opens_the_window_at_the_last_state() -> None:
+    """Under sim time, back from a 0.3 s stall of this process, the timer can notice the silence
+    (0.3 s, steady) before the /clock messages of the stall are taken: the clock still reads
+    the last state's time. The window opens max_age after that state, so the first state after
+    the stall (0.3 s on) finds it open and control resumes, as on the wall clock; opened at
+    ``now − silent_for`` it had been over (0.58 s), and the arm stopped with its target dropped."""
+    wd = Watchdog(3, WatchdogConfig.create(max_age=0.02, fallback_duration=0.5))
+    _good(wd, 1.0)
+    wd.silence(1.0, 0.3)  # the timer, before the clock caught up
+    assert wd.state is WatchdogState.FALLBACK and wd.fallback_since == pytest.approx(1.02)
+    wd.silence(1.3, 0.3)  # the first state after the stall: its stamps' gap, the clock caught up
+    assert wd.state is WatchdogState.FALLBACK
+    assert _good(wd, 1.3) is Action.COMPUTE and wd.state is WatchdogState.OK
+    # A clock gone back (a restarted simulator) before the timer noticed: the window opens on it.
+    wd = Watchdog(3, WatchdogConfig.create(max_age=0.02, fallback_duration=0.5))
+    _good(wd, 50.0)
+    wd.silence(0.1, 0.3)
+    assert wd.state is WatchdogState.FALLBACK and wd.fallback_since == pytest.approx(0.12)
+
+
 def test_watchdog_stops_a_silent_stream_when_sim_time_froze() -> None:
     """Under use_sim_time the clock stops with the simulator: the steady ``silent_for`` ends the
     fallback window, so the next run's first state gets no safe torque from this run's pose."""

@@ -714,7 +714,14 @@ class Watchdog:
         if self.state is WatchdogState.OK and silent_for > cfg.max_age:
             self.last_reason = RejectReason.STALE
             self.last_message = f"no joint state for {silent_for * 1e3:.0f} ms"
-            self.fallback_since = now - silent_for + cfg.max_age
+            # The window opens max_age after the last state, on the caller's clock. On the wall
+            # clock `now − silent_for` is when it came; under sim time the clock may lag (back
+            # from a stall, the /clock messages of the stall are still queued) and the time it
+            # read when that state came is the later, right one: from `now − silent_for` the
+            # window would be over by the first state after the stall, and the target dropped.
+            # Never after `now`: a clock gone back (a restarted simulator) reads before it.
+            came = min(max(now - silent_for, self._accepted_at), now)
+            self.fallback_since = came + cfg.max_age
             self._silent = True
             self._set(WatchdogState.FALLBACK)
         if self.state is WatchdogState.FALLBACK and (
