@@ -160,3 +160,72 @@ def test_the_states_are_taken_from_the_real_subscription(
             node._on_state_message(_state_msg(T0 + 20 * DT))
         assert node.counts.backlog_skipped == 10
         assert node.watchdog.last_good.stamp == pytest.approx(stamps[-1])
+
+
+def _gripper_msg(stamp: float) -> Any:
+    """A state of another device on the same topic (a gripper's driver): names none of our joints."""
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    msg = JointStateMsg(name=["finger_joint"], position=[0.4], velocity=[0.0])
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
+    return msg
+
+
+@pytest.mark.parametrize("serialized", [True, False])
+def test_back_from_away_the_newest_of_the_arms_queued_states_is_handled_not_a_grippers(
+    ros_domain: int,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    serialized: bool,
+) -> None:
+    """A gripper's driver publishes on /joint_states too: the newest state queued may be its. The
+    newest of this arm's states is handled, and the gripper's are counted as foreign."""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    with in_process_controllers(ros_domain) as make:
+        node = make(use_sim_time=True, controller="computed_torque", serialized_io=serialized)
+        node.publisher = Commands()
+        node._state_sub = queue = Queue(JointStateMsg)
+        queue.raw = serialized
+        wire = serialize_message if serialized else (lambda msg: msg)
+        handle = node._on_state_bytes if serialized else node._on_state_message
+        at = sim_clock(node)
+        steady = [0.0]
+        monkeypatch.setattr(time, "perf_counter", lambda: steady[0])
+        for k in range(20):
+            steady[0] += DT
+            handle(wire(_state_msg(at(T0 + k * DT))))
+        last = T0 + 19 * DT
+        steady[0] += 0.3
+        arm = [last + 0.29 + k * DT for k in range(1, 6)]
+        for t in arm:  # interleaved, the gripper's last
+            queue.messages.extend([wire(_state_msg(t)), wire(_gripper_msg(t))])
+        steady[0] += DT
+        handle(wire(_state_msg(last + DT)))
+        assert node.watchdog.last_good.stamp == pytest.approx(arm[-1])
+        assert node.counts.commands_published == 21
+        assert node.counts.foreign_states == 5
+        assert node.counts.backlog_skipped == 5  # the one handed over and four of the arm's queued
+
+
+def test_a_gripper_state_queued_behind_each_of_the_arms_does_not_keep_the_arm_unanswered(
+    node: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gripper's driver publishing right after each of the arm's states: while catching up, each
+    callback finds the gripper's state queued behind the arm's. The arm's is still answered, and
+    the catch-up ends as the stamps follow on."""
+    at = sim_clock(node)
+    steady = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: steady[0])
+    for k in range(20):
+        steady[0] += DT
+        node._on_state_message(_state_msg(at(T0 + k * DT)))
+    steady[0] += 0.3
+    for k in range(20, 50):
+        steady[0] += DT
+        t = at(T0 + 0.3 + k * DT)
+        node._state_sub.messages.append(_gripper_msg(t))
+        node._on_state_message(_state_msg(t))
+    assert (node.counts.commands_published, node.counts.backlog_skipped) == (50, 0)
+    assert not node.catch_up.active
+

@@ -285,35 +285,66 @@ class ControllerNode:
         self._on_state(msg, t_in)
 
     def _newest_queued(self, first: Any) -> Any:
-        """The newest state queued on the state subscription behind ``first`` (a message, or its
-        bytes with ``serialized_io``), taking every one; ``first`` when none is. Called while
-        catching up after this process was away (:class:`~torque_ctrl_ros.core.backlog.CatchUp`).
+        """The newest of this arm's states queued on the state subscription behind ``first`` (a
+        message, or its bytes with ``serialized_io``), taking every one; ``first`` when none is.
+        Called while catching up after this process was away
+        (:class:`~torque_ctrl_ros.core.backlog.CatchUp`).
+
+        Another device's states (a gripper's driver on the same topic) are taken too and counted
+        as foreign, never kept as the newest: handled instead of the arm's newest, one of them
+        would leave the arm unanswered, and one queued behind each of the arm's states would
+        skip them all and never end the catch-up.
 
         The executors skip a subscription event whose message was already taken (rclpy's
         EventsExecutor and ``Executor._take_subscription`` both take ``None`` and call nothing)."""
         sub = self._state_sub
-        newest, taken = first, 0
+        newest, newest_foreign, skipped = first, self._foreign_names(first), 0
         with sub.handle:
             while (got := sub.handle.take_message(sub.msg_type, sub.raw)) is not None:
-                newest = got[0]
-                taken += 1
-        self.catch_up.taken(taken)
-        self.counts.backlog_skipped += taken
+                names = self._foreign_names(got[0])
+                if names is not None:
+                    self._ignore_foreign(names)
+                    continue
+                if newest_foreign is None:
+                    skipped += 1
+                else:  # the one handed over was another device's
+                    self._ignore_foreign(newest_foreign)
+                newest, newest_foreign = got[0], None
+        self.catch_up.taken(skipped)
+        self.counts.backlog_skipped += skipped
         return newest
+
+    def _foreign_names(self, state: Any) -> Sequence[str] | None:
+        """The joint names of ``state`` (a message, or its bytes with ``serialized_io``) when they
+        name none of this arm's joints (another device's state), else ``None`` (also when it
+        cannot be read: refused as such when handled)."""
+        if self.serialized:
+            if self.state_wire.decode(state) is not None:  # laid out as this arm's
+                return None
+            try:
+                state = deserialize_message(state, JointStateMsg)
+            except Exception:  # rclpy's RMWError: unreadable, see _on_state_bytes
+                return None
+        names: Sequence[str] = state.name
+        return names if names and self._joint_set.isdisjoint(names) else None
+
+    def _ignore_foreign(self, names: Sequence[str]) -> None:
+        """A state naming none of our joints (``names``): another device's (a gripper's driver
+        publishing on /joint_states too), not a bad state of this arm, so no safe torque, no
+        watchdog transition, no reset; counted."""
+        self.counts.foreign_states += 1
+        if self.counts.foreign_states == 1:
+            # A warning: it is also what a driver with other joint names looks like.
+            self.node.get_logger().warning(
+                f"ignoring joint states that name none of our joints "
+                f"{list(self.decoder.map.joint_names)} (got {list(names)}; counted as foreign_states)"
+            )
 
     def _on_state(self, msg: JointStateMsg, t_in: float) -> bool:
         """A joint state message received at ``t_in`` (``perf_counter`` s); returns whether it
         could be read (names, lengths)."""
         if msg.name and self._joint_set.isdisjoint(msg.name):
-            # Another device's joints (a gripper's driver publishing on /joint_states too): not a
-            # bad state of this arm, so no safe torque, no watchdog transition, no reset.
-            self.counts.foreign_states += 1
-            if self.counts.foreign_states == 1:
-                # A warning: it is also what a driver with other joint names looks like.
-                self.node.get_logger().warning(
-                    f"ignoring joint states that name none of our joints "
-                    f"{list(self.decoder.map.joint_names)} (got {list(msg.name)}; counted as foreign_states)"
-                )
+            self._ignore_foreign(msg.name)
             return False
         stamp_ns = stamp_to_ns(msg.header.stamp)
         try:
