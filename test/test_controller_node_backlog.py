@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from ros_helpers import (  # noqa: F401
     in_process_controllers,
+    node_now,
     requires_rclpy,
     ros_domain,
     sim_clock,
@@ -229,3 +230,27 @@ def test_a_gripper_state_queued_behind_each_of_the_arms_does_not_keep_the_arm_un
     assert (node.counts.commands_published, node.counts.backlog_skipped) == (50, 0)
     assert not node.catch_up.active
 
+
+def test_on_the_wall_clock_a_stamp_ahead_after_a_silence_still_counts_at_most_max_age_ahead(
+    ros_domain: int,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The wall clock does not lag behind the states queued while the node was away (those are
+    stale): a state stamped 0.9 s ahead (a driver's clock stepped, within ``max_future``) after
+    a 50 ms silence counts as at most ``max_age`` ahead, as in normal running. Read as it came, the
+    gap to it (0.95 s) stopped the arm and dropped its trajectory."""
+    with in_process_controllers(ros_domain) as make:
+        node = make(use_sim_time=False, controller="computed_torque", serialized_io=False)
+        node.publisher = Commands()
+        pauses = _pauses(node)
+        node.target.describe = lambda: "a trajectory"
+        steady = [0.0]
+        monkeypatch.setattr(time, "perf_counter", lambda: steady[0])
+        for _ in range(20):
+            steady[0] += DT
+            node._on_state_message(_state_msg(node_now(node)))
+        steady[0] += 0.05
+        node._on_state_message(_state_msg(node_now(node) + 0.9))
+        assert node.counts.watchdog_stops == 0 and node.counts.target_drops == 0
+        assert node.counts.commands_published == 21
+        assert len(pauses) == 1 and pauses[0][1] - pauses[0][0] < 0.1

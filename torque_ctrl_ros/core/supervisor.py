@@ -192,7 +192,9 @@ class Supervisor:
         """What to do with a state stamped ``stamp`` (s), received at ``now`` (s, the caller's
         clock): ``q`` (rad), ``v`` (rad/s) in controller order, or ``None`` for a state that could
         not be read (``error`` says why; refused as inconsistent). ``catching_up``: the caller is
-        catching up with the states queued while it was away (:class:`~.backlog.CatchUp`).
+        catching up with the states queued while it was away (:class:`~.backlog.CatchUp`) on a
+        clock that lags with them (sim time); not on the wall clock, which does not lag: there a
+        stamp ahead of it (a driver's clock set or stepped ahead) is no sign of a backlog.
 
         First the gap before it, on the states' clock (s)::
 
