@@ -321,7 +321,7 @@ class ControllerNode:
         """The joint names of ``state`` (a message, or its bytes with ``serialized_io``) when they
         name none of this arm's joints (another device's state), else ``None`` (also when it
         cannot be read: refused as such when handled)."""
-        if self.serialized:
+        if isinstance(state, bytes):
             if self.state_wire.decode(state) is not None:  # laid out as this arm's
                 return None
             try:
