@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from torque_ctrl_ros.core import RobotModel
-from torque_ctrl_ros.core.backlog import CatchUp
+from torque_ctrl_ros.core.backlog import LONGEST, CatchUp
 from torque_ctrl_ros.core.resume import ResumeKind
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING, Action, RejectReason, WatchdogConfig, WatchdogState
 from torque_ctrl_ros.core.supervisor import Decision, Supervisor
@@ -29,8 +29,8 @@ def _supervisor(robot: RobotModel) -> Supervisor:
     return Supervisor(robot, WatchdogConfig.create(max_age=MAX_AGE), np.array(DEFAULT_DAMPING))
 
 
-def _computed(sup: Supervisor, stamp: float, now: float, catching_up: bool = False) -> Decision:
-    decision = sup.step(Q0, V0, stamp, now, "", catching_up)
+def _computed(sup: Supervisor, stamp: float, now: float, clock_lag: float = 0.0) -> Decision:
+    decision = sup.step(Q0, V0, stamp, now, "", clock_lag)
     if decision.action is Action.COMPUTE:
         sup.command_computed()
     return decision
@@ -55,36 +55,64 @@ def test_the_first_state_starts_no_catch_up() -> None:
 
 def test_a_catch_up_lasts_over_the_bursts_until_the_stamps_follow_on() -> None:
     """As measured after a 0.3 s SIGSTOP: the backlog came in three bursts (9, 6 and 9 states
-    taken behind the one handed over), ~10 ms in all; then states 1 ms apart."""
+    taken behind the one handed over), ~10 ms in all; between two of them the next state queued
+    can follow the one handled without a gap. The catch-up lasts as long as this process was
+    away, then ends at the first state that follows on."""
     catch_up = CatchUp(MAX_AGE)
     catch_up.begin(0.0, DT)
-    assert catch_up.begin(0.3016, DT)  # away 0.3 s
-    assert catch_up.away == pytest.approx(0.3016)
+    began = 0.3016
+    assert catch_up.begin(began, DT)  # away 0.3 s
+    assert catch_up.away == pytest.approx(began)
     catch_up.taken(9)
     assert not catch_up.handled(0.755, DT)  # the first: nothing to compare its stamp with
+    assert catch_up.begin(began + 0.0004, DT)  # the next one queued, before the next burst
+    catch_up.taken(0)
+    assert not catch_up.handled(0.756, DT)  # follows on, but the backlog is not over
     for arrival, taken, stamp in ((0.3030, 6, 0.856), (0.3099, 9, 0.910)):
         assert catch_up.begin(arrival, DT)  # still catching up: taken again
         catch_up.taken(taken)
         assert not catch_up.handled(stamp, DT)  # the stamps jumped: a burst
-    assert catch_up.begin(0.3110, DT)
+    stamp = 0.910
+    for k in range(10, 300):  # then states 1 ms apart, nothing queued behind them
+        stamp += DT
+        assert catch_up.begin(began + k * DT, DT)
+        catch_up.taken(0)
+        assert not catch_up.handled(stamp, DT)
+    assert catch_up.begin(began + 0.303, DT)
     catch_up.taken(0)
-    assert catch_up.handled(0.911, DT)  # follows on: caught up
+    assert catch_up.handled(stamp + DT, DT)  # back as long as it was away, and following on
     assert catch_up.skipped == 24 and not catch_up.active
-    assert not catch_up.begin(0.3120, DT)  # back to normal running: no take
+    assert not catch_up.begin(began + 0.304, DT)  # back to normal running: no take
 
 
-def test_a_silence_of_the_sender_alone_ends_at_the_next_state() -> None:
-    """The simulator stalled, not this process: its next stamps follow its last (sim time stood
-    still), nothing is queued; the catch-up costs one empty take on two states."""
+def test_a_catch_up_ends_after_at_most_longest_back() -> None:
+    """Away 5 s (a debugger, a paused VM): the catch-up still ends once this process has been back
+    for :data:`LONGEST` (1 s), at the first state that follows on."""
+    catch_up = CatchUp(MAX_AGE)
+    catch_up.begin(0.0, DT)
+    assert catch_up.begin(5.0, DT)
+    catch_up.taken(9)
+    ended = [
+        k for k in range(1, 1100) if catch_up.begin(5.0 + k * DT, DT) and catch_up.handled(T0 + k * DT, DT)
+    ]
+    assert ended == [round(LONGEST / DT)] and not catch_up.active
+
+
+def test_a_silence_of_the_sender_alone_costs_empty_takes_for_as_long() -> None:
+    """The simulator stalled 0.3 s, not this process: its next stamps follow its last (sim time
+    stood still), nothing is queued; the catch-up costs one empty take per state for 0.3 s."""
     catch_up = CatchUp(MAX_AGE)
     catch_up.begin(0.0, DT)
     assert catch_up.begin(0.3, DT)
     catch_up.taken(0)
     assert not catch_up.handled(T0 + DT, DT)
-    assert catch_up.begin(0.301, DT)
-    catch_up.taken(0)
-    assert catch_up.handled(T0 + 2 * DT, DT)
-    assert catch_up.skipped == 0
+    ended = []
+    for k in range(1, 400):
+        if catch_up.begin(0.3 + k * DT, DT):
+            catch_up.taken(0)
+            if catch_up.handled(T0 + (k + 1) * DT, DT):
+                ended.append(k)
+    assert ended == [300] and catch_up.skipped == 0
 
 
 # ---------------------------------------------------------------- with the supervisor
@@ -101,7 +129,7 @@ def test_catching_up_the_gap_is_read_on_the_stamps_not_clamped_to_the_lagging_cl
         _computed(sup, T0 + k * DT, T0 + k * DT)
     last = T0 + 19 * DT
     newest, lagging_now = last + 0.3, last + DT
-    decision = _computed(sup, newest, lagging_now, catching_up=True)
+    decision = _computed(sup, newest, lagging_now, clock_lag=0.3)
     assert decision.action is Action.COMPUTE
     assert decision.silence is not None and decision.silence.state is WatchdogState.FALLBACK
     assert decision.effective_stamp == newest
@@ -120,9 +148,22 @@ def test_catching_up_a_stamp_past_max_future_is_still_refused(robot: RobotModel)
     sup = _supervisor(robot)
     for k in range(20):
         _computed(sup, T0 + k * DT, T0 + k * DT)
-    decision = _computed(sup, T0 + 1.5, T0 + 20 * DT, catching_up=True)  # max_future: 1 s
+    decision = _computed(sup, T0 + 1.5, T0 + 20 * DT, clock_lag=2.0)  # max_future: 1 s
     assert decision.action is not Action.COMPUTE
     assert sup.watchdog.last_reason is RejectReason.INCONSISTENT
+
+
+def test_catching_up_a_stamp_further_ahead_than_the_time_away_is_still_clamped(robot: RobotModel) -> None:
+    """Back from 0.3 s away, the clock may lag the states by 0.3 s, no more: a state stamped 0.8 s
+    ahead of it (within ``max_future``, 1 s) counts as ``now + max_age + 0.3``, so it can pause
+    the target for no longer than the time away and cannot sample it further ahead."""
+    sup = _supervisor(robot)
+    for k in range(20):
+        _computed(sup, T0 + k * DT, T0 + k * DT)
+    now = T0 + 20 * DT
+    decision = _computed(sup, now + 0.8, now, clock_lag=0.3)
+    assert decision.action is Action.COMPUTE
+    assert decision.effective_stamp == pytest.approx(now + MAX_AGE + 0.3)
 
 
 class Receiver:
@@ -149,7 +190,8 @@ class Receiver:
                 self.queue.clear()
             self.catch_up.taken(taken)
             self.skipped += taken
-        self.handled.append((stamp, _computed(self.sup, stamp, now, catching_up)))
+        lag = self.catch_up.away if catching_up else 0.0
+        self.handled.append((stamp, _computed(self.sup, stamp, now, lag)))
         if catching_up:
             self.catch_up.handled(stamp, self.sup.resume_tracker.stream.period)
 

@@ -11,18 +11,27 @@ ahead of the arm the simulator braked: the first answer it takes then steps the 
 
 :class:`CatchUp` says when the caller should take every state queued behind the one it was
 handed and handle only the newest. The middleware hands such a backlog over in bursts (here the
-states of ~0.1 s at a time, a few ms apart), so a catch-up lasts from the first state after this
-process heard nothing for longer than the stream allows (a silence on its own steady clock) until
-a state handled follows the one handled before it without a gap in their stamps (the burst was
-the last). The newest state wins whatever the sender's pace: a simulator slower than real time
-has its current state handled, never dropped. In normal running nothing is taken: states come
-closer together than that silence. Lockstep is unaffected: the simulator waits for each answer,
-so at most the one state it waits on is queued, and the catch-up ends at the next state.
+states of ~0.1 s at a time, a few ms apart), and between two bursts the next state queued can
+follow the one handled without a gap: the stamps alone cannot tell the last burst. So a
+catch-up lasts from the first state after this process heard nothing for longer than the stream
+allows (a silence on its own steady clock) for as long again on that clock (at most
+:data:`LONGEST`), and then until a state handled follows the one handled before it without a gap
+in their stamps. Taking the newest is harmless once caught up (nothing else is queued, or what
+is will be handled next anyway), so the catch-up errs on the long side. The newest state wins
+whatever the sender's pace: a simulator slower than real time has its current state handled,
+never dropped. In normal running nothing is taken: states come closer together than that
+silence. Lockstep is unaffected: the simulator waits for each answer, so at most the one state
+it waits on is queued.
 """
 
 from __future__ import annotations
 
 import math
+
+LONGEST = 1.0
+"""Longest a catch-up lasts (s, steady) before the stamps can end it: the backlog after a stall
+of any length comes within a few tens of ms, and the unclamped stamps of a catch-up
+(:meth:`.Supervisor.step`'s ``clock_lag``) should not outlast it for long."""
 
 
 class CatchUp:
@@ -46,6 +55,7 @@ class CatchUp:
         self.away = 0.0
         self.skipped = 0
         self._last_arrival = math.inf  # steady clock (s) of the last state; none yet: no silence
+        self._began = math.nan  # steady clock (s) of the state that began the catch-up
         self._active = False
         self._last_stamp = math.nan  # stamp (s) of the last state handled in this catch-up
 
@@ -72,7 +82,7 @@ class CatchUp:
         self._last_arrival = arrival
         if away > self._silence(period):
             self._active = True
-            self.away, self.skipped, self._last_stamp = away, 0, math.nan
+            self.away, self.skipped, self._last_stamp, self._began = away, 0, math.nan, arrival
         return self._active
 
     def taken(self, count: int) -> None:
@@ -82,19 +92,21 @@ class CatchUp:
 
     def handled(self, stamp: float, period: float = 0.0) -> bool:
         """The state handled in a catch-up is stamped ``stamp`` (s). Returns whether the catch-up
-        ended with it: not the first since the silence, and no gap from the one handled before::
+        ended with it: as long after it began as it had been away (at most :data:`LONGEST`), and
+        no gap from the one handled before::
 
-            stamp − last_stamp <= max(max_age, 1.5·period)
+            arrival − began >= min(away, LONGEST)  and  stamp − last_stamp <= max(max_age, 1.5·period)
 
         (the stamps of a burst jump by the states it skipped; after the last one they follow on).
         """
         if not self._active:
             return False
         last, self._last_stamp = self._last_stamp, stamp
-        if stamp - last <= self._silence(period):  # not for the first (nan)
+        long_enough = self._last_arrival - self._began >= min(self.away, LONGEST)
+        if long_enough and stamp - last <= self._silence(period):  # not for the first (nan)
             self._active = False
             return True
         return False
 
 
-__all__ = ["CatchUp"]
+__all__ = ["LONGEST", "CatchUp"]

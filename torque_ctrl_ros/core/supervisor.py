@@ -187,18 +187,19 @@ class Supervisor:
         stamp: float,
         now: float,
         error: str = "",
-        catching_up: bool = False,
+        clock_lag: float = 0.0,
     ) -> Decision:
         """What to do with a state stamped ``stamp`` (s), received at ``now`` (s, the caller's
         clock): ``q`` (rad), ``v`` (rad/s) in controller order, or ``None`` for a state that could
-        not be read (``error`` says why; refused as inconsistent). ``catching_up``: the caller is
-        catching up with the states queued while it was away (:class:`~.backlog.CatchUp`) on a
-        clock that lags with them (sim time); not on the wall clock, which does not lag: there a
-        stamp ahead of it (a driver's clock set or stepped ahead) is no sign of a backlog.
+        not be read (``error`` says why; refused as inconsistent). ``clock_lag`` (s): how far the
+        caller's clock may lag behind the states: while it catches up with the states queued
+        while it was away (:class:`~.backlog.CatchUp`) on a clock that lags with them (sim time),
+        how long it was away; 0 otherwise, and always on the wall clock, which does not lag:
+        there a stamp ahead of it (a driver's clock set or stepped ahead) is no sign of a backlog.
 
         First the gap before it, on the states' clock (s)::
 
-            effective_stamp = min(stamp, now + max_age)    (stamp while catching_up)
+            effective_stamp = min(stamp, now + max_age + clock_lag)
             gap = effective_stamp − last_good.stamp        (inf before the first good state)
             a silence of gap s (:meth:`silence`)  when  silence_after() < gap < inf
             silence_after() = max(max_age, 1.5·period)     once the stream's period is known,
@@ -212,14 +213,15 @@ class Supervisor:
         its stamp how long the stream was silent (unreadable bytes carry the last good stamp: no
         gap). Its stamp counts as at most ``max_age`` ahead of the clock, here and for the
         controller and the target: a state stamped well ahead would otherwise count as a silence
-        up to it, and the target would be sampled that far ahead. Not while the caller catches
-        up: its clock then lags behind the states (under sim time ``/clock`` comes in the same
-        backlog), and clamped to it the stamps' gap would be hidden: no pause, and the target
-        would run on with the stamps, ahead of the arm the simulator braked meanwhile. A stamp
-        more than ``max_future`` ahead is still refused (:meth:`Watchdog.check`).
+        up to it, and the target would be sampled that far ahead. While the caller catches up its
+        clock lags behind the states by up to the time it was away (under sim time ``/clock``
+        comes in the same backlog), and clamped to that clock the stamps' gap would be hidden: no
+        pause, and the target would run on with the stamps, ahead of the arm the simulator braked
+        meanwhile; hence ``clock_lag``. A stamp more than ``max_future`` ahead is refused
+        (:meth:`Watchdog.check`).
         """
         wd = self.watchdog
-        effective_stamp = stamp if catching_up else min(stamp, now + wd.config.max_age)
+        effective_stamp = min(stamp, now + wd.config.max_age + clock_lag)
         gap = effective_stamp - wd.last_good.stamp  # inf before the first good state
         silent = self.resume_tracker.silence_after() < gap < math.inf
         silence = self.silence(now, gap) if silent else None

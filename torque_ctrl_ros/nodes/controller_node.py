@@ -197,7 +197,7 @@ class ControllerNode:
         self._state_sub = states
         self.catch_up = CatchUp(cfg.watchdog.max_age)
         # Only a clock fed by /clock lags behind the states queued with its messages while this
-        # process was away; the wall clock does not (Supervisor.step's catching_up).
+        # process was away; the wall clock does not (Supervisor.step's clock_lag).
         self._clock_lags_in_backlog = bool(node.get_parameter("use_sim_time").value)
         self.diag_publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -388,8 +388,8 @@ class ControllerNode:
         self._last_state_wall = time.monotonic()
         stamp = stamp_ns * 1e-9
         catching_up = self.catch_up.active
-        unclamped = catching_up and self._clock_lags_in_backlog
-        decision = self.supervisor.step(q, v, stamp, now, "" if error is None else str(error), unclamped)
+        clock_lag = self.catch_up.away if catching_up and self._clock_lags_in_backlog else 0.0
+        decision = self.supervisor.step(q, v, stamp, now, "" if error is None else str(error), clock_lag)
         if catching_up:
             self._caught_up(stamp)
         if decision.silence is not None:  # the gap before this state, said before the state itself
