@@ -131,6 +131,21 @@ def test_back_from_away_the_newest_queued_state_is_handled_and_the_target_pauses
     assert node._diagnostic_values(steady[0], 0.0, DT, 1)["backlog_skipped"] == 10
 
 
+def _running(make: Any, serialized: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[float]]:
+    """A computed-torque node under sim time, ``serialized_io`` as given, its steady clock
+    ``steady[0]`` (s) patched in, after 20 states 1 ms apart (stamps from ``T0``, its sim clock
+    following them)."""
+    node = make(use_sim_time=True, controller="computed_torque", serialized_io=serialized)
+    node.publisher = Commands()
+    at = sim_clock(node)
+    steady = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: steady[0])
+    for k in range(20):
+        steady[0] += DT
+        node._on_state_message(_state_msg(at(T0 + k * DT)))
+    return node, steady
+
+
 @pytest.mark.parametrize("serialized", [True, False])
 def test_the_states_are_taken_from_the_real_subscription(
     ros_domain: int,  # noqa: F811
@@ -143,14 +158,7 @@ def test_the_states_are_taken_from_the_real_subscription(
     from sensor_msgs.msg import JointState as JointStateMsg
 
     with in_process_controllers(ros_domain) as make:
-        node = make(use_sim_time=True, controller="computed_torque", serialized_io=serialized)
-        node.publisher = Commands()
-        at = sim_clock(node)
-        steady = [0.0]
-        monkeypatch.setattr(time, "perf_counter", lambda: steady[0])
-        for k in range(20):
-            steady[0] += DT
-            node._on_state_message(_state_msg(at(T0 + k * DT)))
+        node, steady = _running(make, serialized, monkeypatch)
         sender = node.node.create_publisher(JointStateMsg, "/joint_states", 10)
         wait_until(lambda: sender.get_subscription_count() > 0, 10, "the node's state subscription")
         stamps = [T0 + 0.3 + k * DT for k in range(15)]
@@ -189,18 +197,11 @@ def test_back_from_away_the_newest_of_the_arms_queued_states_is_handled_not_a_gr
     from sensor_msgs.msg import JointState as JointStateMsg
 
     with in_process_controllers(ros_domain) as make:
-        node = make(use_sim_time=True, controller="computed_torque", serialized_io=serialized)
-        node.publisher = Commands()
+        node, steady = _running(make, serialized, monkeypatch)
         node._state_sub = queue = Queue(JointStateMsg)
         queue.raw = serialized
         wire = serialize_message if serialized else (lambda msg: msg)
         handle = node._on_state_bytes if serialized else node._on_state_message
-        at = sim_clock(node)
-        steady = [0.0]
-        monkeypatch.setattr(time, "perf_counter", lambda: steady[0])
-        for k in range(20):
-            steady[0] += DT
-            handle(wire(_state_msg(at(T0 + k * DT))))
         last = T0 + 19 * DT
         steady[0] += 0.3
         arm = [last + 0.29 + k * DT for k in range(1, 6)]
