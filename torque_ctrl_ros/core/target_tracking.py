@@ -866,7 +866,11 @@ class TaskTargetTracker:
         if self._reference is None:
             self._start(state)
         assert self._reference is not None
-        due = [n for n in self.pending if _may_plan(self._planned_at.get(n), state.stamp)]
+        due = (
+            [n for n in self.pending if _may_plan(self._planned_at.get(n), state.stamp)]
+            if self.pending
+            else ()
+        )
         if not (due or self.pose_moves or self.joint_moves):
             return self._reference
         # A new mapping: the controller sees a different object; the unchanged targets stay the

@@ -12,7 +12,8 @@ e.g.::
 
 A source turns messages into numpy data and checks their fields; what the reference is, state
 by state, is decided by its tracker in :mod:`~..core.target_tracking` (no ROS): a message
-only submits a *pending* target, which takes effect at the stamp of the next joint state, so the
+only submits a *pending* target, which takes effect at the stamp of a later joint state (the next,
+or for a joint or frame target within 10 ms of the last one planned, the first 10 ms on), so the
 reference depends only on the state stream (deterministic in lockstep).
 
 Controllers without a registered source hold ``controller.hold_reference`` of the first state.
