@@ -132,18 +132,23 @@ def test_back_from_away_the_newest_queued_state_is_handled_and_the_target_pauses
 
 
 def _running(make: Any, serialized: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[float]]:
-    """A computed-torque node under sim time, ``serialized_io`` as given, its steady clock
-    ``steady[0]`` (s) patched in, after 20 states 1 ms apart (stamps from ``T0``, its sim clock
-    following them)."""
+    """A computed-torque node under sim time, ``serialized_io`` as given, run as
+    :func:`_run_normally` does."""
     node = make(use_sim_time=True, controller="computed_torque", serialized_io=serialized)
     node.publisher = Commands()
+    return node, _run_normally(node, monkeypatch)[1]
+
+
+def _run_normally(node: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[float]]:
+    """Patch the node's steady clock to ``steady[0]`` (s) and hand it 20 states 1 ms apart (stamps
+    from ``T0``, its sim clock set to each by ``at``); returns ``(at, steady)``."""
     at = sim_clock(node)
     steady = [0.0]
     monkeypatch.setattr(time, "perf_counter", lambda: steady[0])
     for k in range(20):
         steady[0] += DT
         node._on_state_message(_state_msg(at(T0 + k * DT)))
-    return node, steady
+    return at, steady
 
 
 @pytest.mark.parametrize("serialized", [True, False])
@@ -221,12 +226,7 @@ def test_a_gripper_state_queued_behind_each_of_the_arms_does_not_keep_the_arm_un
     """A gripper's driver publishing right after each of the arm's states: while catching up, each
     callback finds the gripper's state queued behind the arm's. The arm's is still answered, and
     the catch-up ends as the stamps follow on."""
-    at = sim_clock(node)
-    steady = [0.0]
-    monkeypatch.setattr(time, "perf_counter", lambda: steady[0])
-    for k in range(20):
-        steady[0] += DT
-        node._on_state_message(_state_msg(at(T0 + k * DT)))
+    at, steady = _run_normally(node, monkeypatch)
     steady[0] += 0.3
     for k in range(20, 350):
         steady[0] += DT
