@@ -90,8 +90,9 @@ axis or a singularity a short Cartesian move asks large joint motions (qpid's to
 MIN_TAKE_PERIOD = 0.01
 """Shortest time (s, between the stamps of the states they are taken at) from one frame or joint
 target planned to the next: of a stream faster than that, only the newest target is planned once
-a period, at most 100 plans a second. A plan takes ~0.3 ms (0.2–0.7; a joint target 0.1–0.35) on
-the control thread, on top of the controller's own step. Over DDS on a 2-core VM, with a target
+a period, at most 100 plans a second. A plan takes ~0.3 ms (0.2–0.7; a joint target 0.1–0.35;
+QPID's tool ~0.4 ms in a loop, ~0.55 ms in the node) on the control thread, on top of the
+controller's own step. Over DDS on a 2-core VM, with a target
 streamed at 1 kHz along a 5 cm circle for 8 s, the steps run on a stale command fell from 86 % to
 34 % (qpid's tool), from 56 % to 22 % (achd_rnea) and from 12 % to 3 % (computed_torque, joint
 targets), against 1–4 % for the same stream of one unchanged target. 2 ms left qpid at 70 %, 5 ms
