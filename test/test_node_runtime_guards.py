@@ -854,7 +854,7 @@ def test_a_state_stamped_ahead_samples_the_trajectory_at_most_max_age_ahead(node
         at(k, HOME)
     seen: list[float] = []
     reference = node.target.reference
-    node.target.reference = lambda state: (seen.append(state.stamp), reference(state))[1]
+    node.target.reference = lambda state, plan=True: (seen.append(state.stamp), reference(state, plan))[1]
     clock = node.node.get_clock()
     clock.set_ros_time_override(Time(nanoseconds=100_301 * 1_000_000, clock_type=clock.clock_type))
     node._on_state_message(_state_msg(HOME, 100.301 + 0.6))

@@ -50,20 +50,24 @@ class Stream:
         self.kind = kind
         self.planned: list[tuple[float, int]] = []
         self.tracker: Any
+        self.controller: Any
         self._submit: Callable[[Any], None]
         if kind == "joint":
-            ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+            self.controller = ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
             self.tracker = JointTargetTracker(ctrl, refuse=self._unexpected)
             self._spy(self.tracker.planner, goal_arg=1)
             self._submit = self.tracker.submit_target
         elif kind == "pose":
-            self.tracker = PoseTargetTracker(AchdRnea(robot), refuse=self._unexpected)
+            self.controller = AchdRnea(robot)
+            self.tracker = PoseTargetTracker(self.controller, refuse=self._unexpected)
             self._spy(self.tracker.planner, goal_arg=2)
             self._submit = self.tracker.submit
         else:
             params = shipped_parameters("controller_node") | {"controller": "qpid"}
-            ctrl = create_controller("qpid", robot, controller_node_config(params).controller_params)
-            self.tracker = TaskTargetTracker(ctrl, refuse=self._unexpected)  # type: ignore[arg-type]
+            self.controller = create_controller(
+                "qpid", robot, controller_node_config(params).controller_params
+            )
+            self.tracker = TaskTargetTracker(self.controller, refuse=self._unexpected)  # type: ignore[arg-type]
             self._spy(self.tracker._pose_planners["tool"], goal_arg=2)
             self._submit = lambda target: self.tracker.submit("tool", target)
         self.home = robot.frame_placement(HOME_Q, TOOL)
@@ -186,3 +190,28 @@ def test_each_qp_task_has_its_own_period(robot: RobotModel) -> None:
     tracker.submit_posture(HOME_Q + np.array([0.0, 0.0, 0.1, 0.0, 0.0, 0.0, 0.0]))
     stream.reference(_state(1))
     assert "posture" in tracker.joint_moves and set(tracker.pending) == {"tool"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_target_planned_after_the_command_gives_the_same_references(kind: str, robot: RobotModel) -> None:
+    """The node plans a target once its command is out (``reference(state, plan=False)``, then
+    ``take_due(state)``): the approach still starts at that state, from the reference given there,
+    so every reference is the one planning inside ``reference`` gives, and nothing is planned
+    inside ``reference``: the torques are the same (to 1e-9 N·m). Targets at states 0, 3, 4 (a
+    stream) and 30."""
+    inside, after = Stream(kind, robot), Stream(kind, robot)
+    submitted = {0: 1, 3: 2, 4: 3, 30: 4}
+    for k in range(400):
+        if k in submitted:
+            inside.submit(submitted[k])
+            after.submit(submitted[k])
+        expected = inside.reference(_state(k))
+        after._stamp = _state(k).stamp
+        planned_before = len(after.planned)
+        got = after.tracker.reference(_state(k), plan=False)
+        assert len(after.planned) == planned_before  # nothing planned inside
+        after.tracker.take_due(_state(k))
+        tau = after.controller.compute(_state(k), got).tau
+        np.testing.assert_allclose(tau, inside.controller.compute(_state(k), expected).tau, atol=1e-9)
+    assert after.planned == inside.planned
+    assert [index for _, index in after.planned] == [1, 3, 4]  # 3 replaced 2 within the period

@@ -15,7 +15,10 @@ The rules they share:
 
 * A submitted target is *pending*: it takes effect in the next ``reference`` call, at that
   state's stamp. The reference therefore depends only on the state stream (deterministic in
-  lockstep), never on when a message happened to arrive.
+  lockstep), never on when a message happened to arrive. The node asks ``reference(state,
+  plan=False)`` and plans with ``take_due(state)`` once the state's command is out: the
+  approach still starts at that state, from the reference given there, so the references are
+  the same.
 * A frame or joint target is planned at most once per :data:`MIN_TAKE_PERIOD` of the states'
   stamps (per task for the QP controllers); one submitted sooner stays pending, replaced by any
   newer one, until the period is over. A lone target is taken at the next state; a trajectory
@@ -135,8 +138,15 @@ def _warn_if_slow(warn: Report, what: str, duration: float) -> None:
 class TargetTracker(Protocol):
     """What every tracker offers the node (besides its own ``submit…`` methods)."""
 
-    def reference(self, state: JointState) -> Any:
-        """The controller's reference at ``state`` (``state.stamp`` in s)."""
+    def reference(self, state: JointState, plan: bool = True) -> Any:
+        """The controller's reference at ``state`` (``state.stamp`` in s); ``plan`` false: a
+        due joint or frame target is left for :meth:`take_due`."""
+
+    def take_due(self, state: JointState) -> None:
+        """Plan the joint or frame target due at ``state`` that :meth:`reference` left: its
+        approach starts at ``state``, from the reference given there, so the references from the
+        next state on are those planning inside :meth:`reference` gives (the node calls it once
+        the command is out)."""
 
     def pause(self, since: float, until: float) -> None:
         """No torque was computed from ``since`` to ``until`` (s, the state clock)."""
@@ -437,18 +447,25 @@ class JointTargetTracker:
         self.pending = PendingTrajectory(stamp, points)
 
     # ---------------------------------------------------------------- reference
-    def reference(self, state: JointState) -> JointReference:
+    def reference(self, state: JointState, plan: bool = True) -> JointReference:
         """The reference at ``state`` (its stamp in s; its position where nothing is held yet),
-        after the pending target took effect if due."""
+        after the pending target took effect if due (a joint target only with ``plan``: else
+        :meth:`take_due` plans it; a stop and a trajectory take effect here)."""
         self._last_stamp = state.stamp
         if self.pending is not None and self._due(state.stamp):
-            self._activate(state)
+            if plan or not isinstance(self.pending, PendingTarget):
+                self._activate(state)
         if self.active is not None:
             return JointReference(*self.active.sample(state.stamp))
         if self.held is None:
             self.held = JointReference(np.array(state.q, dtype=np.float64))
             self.mode = JointMode.HOLD
         return self.held
+
+    def take_due(self, state: JointState) -> None:
+        """Plan the joint target :meth:`reference` left at ``state`` (:meth:`TargetTracker.take_due`)."""
+        if isinstance(self.pending, PendingTarget) and self._due(state.stamp):
+            self._activate(state)
 
     def current(self, state: JointState) -> JointMotion:
         """The reference at ``state`` before a new target takes over."""
@@ -708,13 +725,11 @@ class PoseTargetTracker:
         state :data:`MIN_TAKE_PERIOD` after the last target planned)."""
         self.pending = goal
 
-    def reference(self, state: JointState) -> PoseReference:
-        """The reference at ``state``, after the pending target took effect if due."""
-        if self.pending is not None and _may_plan(self._planned_at, state.stamp):
-            goal, self.pending = self.pending, None
-            if not same_target(goal, self.goal):
-                self._planned_at = state.stamp
-                self._take(goal, state)
+    def reference(self, state: JointState, plan: bool = True) -> PoseReference:
+        """The reference at ``state``, after the pending target took effect if due (with
+        ``plan``; else :meth:`take_due` plans it)."""
+        if plan:
+            self.take_due(state)
         if self.active is not None:
             reference = self.active.sample(state.stamp)
             if self.active.arrived(state.stamp):
@@ -723,6 +738,14 @@ class PoseTargetTracker:
         if self.held is None:
             self.held = self.controller.hold_reference(state)
         return self.held
+
+    def take_due(self, state: JointState) -> None:
+        """Plan the target due at ``state`` (:meth:`TargetTracker.take_due`)."""
+        if self.pending is not None and _may_plan(self._planned_at, state.stamp):
+            goal, self.pending = self.pending, None
+            if not same_target(goal, self.goal):
+                self._planned_at = state.stamp
+                self._take(goal, state)
 
     def current(self, state: JointState) -> PoseReference:
         """The reference at ``state`` before a new target takes over."""
@@ -862,16 +885,13 @@ class TaskTargetTracker:
         for name in self.posture_tasks:
             self.pending[name] = q
 
-    def reference(self, state: JointState) -> dict[str, Any]:
-        """The ``{task: target}`` mapping at ``state``, after the pending targets took effect."""
+    def reference(self, state: JointState, plan: bool = True) -> dict[str, Any]:
+        """The ``{task: target}`` mapping at ``state``, after the pending targets took effect if
+        due (with ``plan``; else :meth:`take_due` takes them)."""
         if self._reference is None:
             self._start(state)
         assert self._reference is not None
-        due = (
-            [n for n in self.pending if _may_plan(self._planned_at.get(n), state.stamp)]
-            if self.pending
-            else ()
-        )
+        due = self._due(state) if plan else ()
         if not (due or self.pose_moves or self.joint_moves):
             return self._reference
         # A new mapping: the controller sees a different object; the unchanged targets stay the
@@ -900,6 +920,22 @@ class TaskTargetTracker:
                 reference[name] = JointReference(q, v * self._feed[name], a * self._feed[name])
         self._reference = reference
         return reference
+
+    def take_due(self, state: JointState) -> None:
+        """Take the targets due at ``state`` that :meth:`reference` left (:meth:`TargetTracker.take_due`);
+        one a task takes without an approach is in the mapping from the next state on."""
+        due = self._due(state)
+        if due and self._reference is not None:
+            reference = dict(self._reference)
+            for name in due:
+                self._take(name, self.pending.pop(name), state, reference)
+            self._reference = reference
+
+    def _due(self, state: JointState) -> list[str]:
+        """The tasks whose pending target may be taken at ``state`` (:data:`MIN_TAKE_PERIOD`)."""
+        if not self.pending:
+            return []
+        return [n for n in self.pending if _may_plan(self._planned_at.get(n), state.stamp)]
 
     def pause(self, since: float, until: float) -> None:
         """No torque was computed from ``since`` to ``until`` (s): the approaches take up where

@@ -124,8 +124,15 @@ class TargetSource(ABC):
         self.log = ThrottledLog(node.get_logger())  # refusals, at most one a second
 
     @abstractmethod
-    def reference(self, state: JointState) -> Any:
-        """The reference for ``state`` (controller joint order; ``state.stamp`` in s)."""
+    def reference(self, state: JointState, plan: bool = True) -> Any:
+        """The reference for ``state`` (controller joint order; ``state.stamp`` in s); ``plan``
+        false: a joint or frame target due there is planned by :meth:`take_due` instead."""
+
+    def take_due(self, state: JointState) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Plan what :meth:`reference` (``plan`` false) left at ``state``: the node calls it once
+        the command is out, so a plan (~0.3–0.6 ms) does not hold that command up; the
+        references from the next state on are the same as planned inside :meth:`reference`
+        (``core/target_tracking.py``, ``TargetTracker.take_due``)."""
 
     def pause(self, since: float, until: float) -> None:  # noqa: B027 - optional hook, a no-op by default
         """No torque was computed from ``since`` to ``until`` (s, the state clock: a fallback, the arm
@@ -420,7 +427,7 @@ class HoldSource(TargetSource):
         self._held: Any = None
         self._have = False
 
-    def reference(self, state: JointState) -> Any:
+    def reference(self, state: JointState, plan: bool = True) -> Any:
         if not self._have:
             self._held = self.controller.hold_reference(state)
             self._have = True
@@ -447,8 +454,11 @@ class TrackedSource(TargetSource, Generic[TrackerT]):
 
     tracker: TrackerT
 
-    def reference(self, state: JointState) -> Any:
-        return self.tracker.reference(state)
+    def reference(self, state: JointState, plan: bool = True) -> Any:
+        return self.tracker.reference(state, plan)
+
+    def take_due(self, state: JointState) -> None:
+        self.tracker.take_due(state)
 
     def pause(self, since: float, until: float) -> None:
         self.tracker.pause(since, until)

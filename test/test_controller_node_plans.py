@@ -1,0 +1,76 @@
+"""The controller node plans a target once the command of the state it is due at is out, so the
+plan (~0.3–0.6 ms) does not hold that command up; a failing plan drops the target, not the node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from ros_helpers import in_process_controllers, requires_rclpy, ros_domain, sim_clock  # noqa: F401
+
+pytestmark = [pytest.mark.ros, requires_rclpy]
+
+JOINTS = [f"joint_{i}" for i in range(1, 8)]
+Q = np.array([0.1, 0.6, -0.2, 1.2, 0.1, -0.4, 0.3])
+T0 = 1000.0
+DT = 1e-3
+
+
+def _state_msg(stamp: float) -> Any:
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    msg = JointStateMsg(name=JOINTS, position=Q.tolist(), velocity=[0.0] * 7)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
+    return msg
+
+
+class Recorder:
+    """Stands in for the command publisher: each command is an event."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def publish(self, msg: Any) -> None:
+        self.events.append("command")
+
+
+@pytest.fixture
+def node(ros_domain: int) -> Iterator[Any]:  # noqa: F811
+    with in_process_controllers(ros_domain) as make:
+        yield make(use_sim_time=True, controller="computed_torque", serialized_io=False)
+
+
+def test_a_joint_target_is_planned_after_the_command_of_its_state(node: Any) -> None:
+    events: list[str] = []
+    node.publisher = Recorder(events)
+    planner = node.target.tracker.planner
+    plan = planner.plan
+    planner.plan = lambda *args: (events.append("plan"), plan(*args))[1]
+    at = sim_clock(node)
+    node._on_state_message(_state_msg(at(T0)))
+    node.target.tracker.submit_target(Q + 0.1)
+    node._on_state_message(_state_msg(at(T0 + DT)))
+    assert events == ["command", "command", "plan"]
+    assert node.target.describe() == "joint_target"
+
+
+def test_a_plan_that_raises_drops_the_target_and_the_node_goes_on(node: Any) -> None:
+    events: list[str] = []
+    node.publisher = Recorder(events)
+    said: list[tuple[str, str]] = []
+    node.log.error = lambda key, message, **_: said.append((key, message))
+
+    def broken(*args: Any) -> Any:
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    node.target.tracker.planner.plan = broken
+    at = sim_clock(node)
+    node._on_state_message(_state_msg(at(T0)))
+    node.target.tracker.submit_target(Q + 0.1)
+    node._on_state_message(_state_msg(at(T0 + DT)))
+    node._on_state_message(_state_msg(at(T0 + 2 * DT)))
+    assert events == ["command"] * 3
+    assert [key for key, _ in said] == ["target exception"] and "SVD did not converge" in said[0][1]
+    assert node.target.describe() == "hold" and node.target.tracker.pending is None
