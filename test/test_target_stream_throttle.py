@@ -215,3 +215,25 @@ def test_a_target_planned_after_the_command_gives_the_same_references(kind: str,
         np.testing.assert_allclose(tau, inside.controller.compute(_state(k), expected).tau, atol=1e-9)
     assert after.planned == inside.planned
     assert [index for _, index in after.planned] == [1, 3, 4]  # 3 replaced 2 within the period
+
+
+def test_a_failing_plan_keeps_what_was_taken_before_it(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two tasks due at one state, the second's plan raising: the first's target, taken into the
+    mapping, stays there (the node logs the exception and goes on)."""
+    tracker: TaskTargetTracker = Stream("qp", robot).tracker
+    tracker.reference(_state(0))
+    tracker.submit_posture(HOME_Q)
+    tracker.submit("tool", tracker.poses["tool"])
+    first, second = list(tracker.pending)
+
+    def take(name: str, target: Any, state: JointState, reference: dict[str, Any]) -> None:
+        if name == second:
+            raise np.linalg.LinAlgError("SVD did not converge")
+        reference[name] = "taken"
+
+    monkeypatch.setattr(tracker, "_take", take)
+    with pytest.raises(np.linalg.LinAlgError):
+        tracker.take_due(_state(1))
+    assert tracker.reference(_state(2), plan=False)[first] == "taken"

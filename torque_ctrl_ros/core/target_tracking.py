@@ -142,11 +142,11 @@ class TargetTracker(Protocol):
         """The controller's reference at ``state`` (``state.stamp`` in s); ``plan`` false: a
         due joint or frame target is left for :meth:`take_due`."""
 
-    def take_due(self, state: JointState) -> None:
-        """Plan the joint or frame target due at ``state`` that :meth:`reference` left: its
-        approach starts at ``state``, from the reference given there, so the references from the
-        next state on are those planning inside :meth:`reference` gives (the node calls it once
-        the command is out)."""
+    def take_due(self, state: JointState) -> bool:
+        """Plan the joint or frame target due at ``state`` that :meth:`reference` left; whether
+        one was taken. Its approach starts at ``state``, from the reference given there, so the
+        references from the next state on are those planning inside :meth:`reference` gives (the
+        node calls it once the command is out)."""
 
     def pause(self, since: float, until: float) -> None:
         """No torque was computed from ``since`` to ``until`` (s, the state clock)."""
@@ -462,10 +462,12 @@ class JointTargetTracker:
             self.mode = JointMode.HOLD
         return self.held
 
-    def take_due(self, state: JointState) -> None:
+    def take_due(self, state: JointState) -> bool:
         """Plan the joint target :meth:`reference` left at ``state`` (:meth:`TargetTracker.take_due`)."""
         if isinstance(self.pending, PendingTarget) and self._due(state.stamp):
             self._activate(state)
+            return True
+        return False
 
     def current(self, state: JointState) -> JointMotion:
         """The reference at ``state`` before a new target takes over."""
@@ -739,13 +741,15 @@ class PoseTargetTracker:
             self.held = self.controller.hold_reference(state)
         return self.held
 
-    def take_due(self, state: JointState) -> None:
+    def take_due(self, state: JointState) -> bool:
         """Plan the target due at ``state`` (:meth:`TargetTracker.take_due`)."""
         if self.pending is not None and _may_plan(self._planned_at, state.stamp):
             goal, self.pending = self.pending, None
             if not same_target(goal, self.goal):
                 self._planned_at = state.stamp
                 self._take(goal, state)
+                return True
+        return False
 
     def current(self, state: JointState) -> PoseReference:
         """The reference at ``state`` before a new target takes over."""
@@ -921,15 +925,19 @@ class TaskTargetTracker:
         self._reference = reference
         return reference
 
-    def take_due(self, state: JointState) -> None:
+    def take_due(self, state: JointState) -> bool:
         """Take the targets due at ``state`` that :meth:`reference` left (:meth:`TargetTracker.take_due`);
         one a task takes without an approach is in the mapping from the next state on."""
         due = self._due(state)
-        if due and self._reference is not None:
-            reference = dict(self._reference)
+        if not due or self._reference is None:
+            return False
+        reference = dict(self._reference)
+        try:
             for name in due:
                 self._take(name, self.pending.pop(name), state, reference)
+        finally:  # what was taken before a failing plan stays taken
             self._reference = reference
+        return True
 
     def _due(self, state: JointState) -> list[str]:
         """The tasks whose pending target may be taken at ``state`` (:data:`MIN_TAKE_PERIOD`)."""

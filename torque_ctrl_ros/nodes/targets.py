@@ -128,11 +128,12 @@ class TargetSource(ABC):
         """The reference for ``state`` (controller joint order; ``state.stamp`` in s); ``plan``
         false: a joint or frame target due there is planned by :meth:`take_due` instead."""
 
-    def take_due(self, state: JointState) -> None:  # noqa: B027 - optional hook, a no-op by default
-        """Plan what :meth:`reference` (``plan`` false) left at ``state``: the node calls it once
-        the command is out, so a plan (~0.3–0.6 ms) does not hold that command up; the
-        references from the next state on are the same as planned inside :meth:`reference`
-        (``core/target_tracking.py``, ``TargetTracker.take_due``)."""
+    def take_due(self, state: JointState) -> bool:
+        """Plan what :meth:`reference` (``plan`` false) left at ``state``; whether anything was
+        taken. The node calls it once the command is out, so a plan (~0.3–0.6 ms) does not hold
+        that command up; the references from the next state on are the same as planned inside
+        :meth:`reference` (``core/target_tracking.py``, ``TargetTracker.take_due``)."""
+        return False
 
     def pause(self, since: float, until: float) -> None:  # noqa: B027 - optional hook, a no-op by default
         """No torque was computed from ``since`` to ``until`` (s, the state clock: a fallback, the arm
@@ -457,8 +458,8 @@ class TrackedSource(TargetSource, Generic[TrackerT]):
     def reference(self, state: JointState, plan: bool = True) -> Any:
         return self.tracker.reference(state, plan)
 
-    def take_due(self, state: JointState) -> None:
-        self.tracker.take_due(state)
+    def take_due(self, state: JointState) -> bool:
+        return self.tracker.take_due(state)
 
     def pause(self, since: float, until: float) -> None:
         self.tracker.pause(since, until)
