@@ -293,6 +293,17 @@ def sim_clock(node: Any) -> Callable[[float], float]:
     return at
 
 
+def joint_state_msg(stamp: float, position: Any, names: list[str] | None = None) -> Any:
+    """A ``sensor_msgs/JointState`` stamped ``stamp`` (s): ``position`` (rad) of ``names``
+    (default the Gen3's ``joint_1`` … ``joint_7``), at rest."""
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    names = names or [f"joint_{i}" for i in range(1, 8)]
+    msg = JointStateMsg(name=names, position=[float(p) for p in position], velocity=[0.0] * len(names))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
+    return msg
+
+
 def node_now(node: Any) -> float:
     """The ROS time (s) of an in-process node (sim or wall clock, as it was configured)."""
     return float(node.node.get_clock().now().nanoseconds * 1e-9)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from ros_helpers import (  # noqa: F401
     in_process_controllers,
+    joint_state_msg,
     node_now,
     requires_rclpy,
     ros_domain,
@@ -31,11 +32,7 @@ DT = 1e-3
 
 
 def _state_msg(stamp: float) -> Any:
-    from sensor_msgs.msg import JointState as JointStateMsg
-
-    msg = JointStateMsg(name=JOINTS, position=Q.tolist(), velocity=[0.0] * 7)
-    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
-    return msg
+    return joint_state_msg(stamp, Q, JOINTS)
 
 
 class Queue:

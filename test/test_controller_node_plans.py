@@ -8,7 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ros_helpers import in_process_controllers, requires_rclpy, ros_domain, sim_clock  # noqa: F401
+from ros_helpers import (  # noqa: F401
+    in_process_controllers,
+    joint_state_msg,
+    requires_rclpy,
+    ros_domain,
+    sim_clock,
+)
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
 
@@ -19,11 +25,7 @@ DT = 1e-3
 
 
 def _state_msg(stamp: float) -> Any:
-    from sensor_msgs.msg import JointState as JointStateMsg
-
-    msg = JointStateMsg(name=JOINTS, position=Q.tolist(), velocity=[0.0] * 7)
-    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 10**9)
-    return msg
+    return joint_state_msg(stamp, Q, JOINTS)
 
 
 class Recorder:
