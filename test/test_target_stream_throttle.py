@@ -192,29 +192,61 @@ def test_each_qp_task_has_its_own_period(robot: RobotModel) -> None:
     assert "posture" in tracker.joint_moves and set(tracker.pending) == {"tool"}
 
 
+def _step_both(inside: Stream, after: Stream, k: int, failed: bool = False) -> None:
+    """State ``k`` for a tracker planning inside ``reference`` and one planning after the command
+    (``reference(state, plan=False)``, then ``take_due``, as the node does): nothing is planned
+    inside the latter's ``reference``, and their torques are the same (to 1e-9 N·m). ``failed``:
+    the controller fails on the state (no command: the node plans nothing after it)."""
+    state = _state(k)
+    expected = inside.reference(state)
+    after._stamp = state.stamp
+    planned_before = len(after.planned)
+    got = after.tracker.reference(state, plan=False)
+    assert len(after.planned) == planned_before  # nothing planned inside
+    if failed:
+        return
+    after.tracker.take_due(state)
+    tau = after.controller.compute(state, got).tau
+    np.testing.assert_allclose(tau, inside.controller.compute(state, expected).tau, atol=1e-9)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_target_planned_after_the_command_gives_the_same_references(kind: str, robot: RobotModel) -> None:
-    """The node plans a target once its command is out (``reference(state, plan=False)``, then
-    ``take_due(state)``): the approach still starts at that state, from the reference given there,
-    so every reference is the one planning inside ``reference`` gives, and nothing is planned
-    inside ``reference``: the torques are the same (to 1e-9 N·m). Targets at states 0, 3, 4 (a
-    stream) and 30."""
+    """The node plans a target once its command is out: the approach still starts at that state,
+    from the reference given there, so every reference is the one planning inside ``reference``
+    gives. Targets at states 0, 3, 4 (a stream) and 30."""
     inside, after = Stream(kind, robot), Stream(kind, robot)
     submitted = {0: 1, 3: 2, 4: 3, 30: 4}
     for k in range(400):
         if k in submitted:
             inside.submit(submitted[k])
             after.submit(submitted[k])
-        expected = inside.reference(_state(k))
-        after._stamp = _state(k).stamp
-        planned_before = len(after.planned)
-        got = after.tracker.reference(_state(k), plan=False)
-        assert len(after.planned) == planned_before  # nothing planned inside
-        after.tracker.take_due(_state(k))
-        tau = after.controller.compute(_state(k), got).tau
-        np.testing.assert_allclose(tau, inside.controller.compute(_state(k), expected).tau, atol=1e-9)
+        _step_both(inside, after, k)
     assert after.planned == inside.planned
     assert [index for _, index in after.planned] == [1, 3, 4]  # 3 replaced 2 within the period
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_target_due_on_a_state_the_controller_fails_on_gives_the_same_references(
+    kind: str, robot: RobotModel
+) -> None:
+    """The controller fails on the state a target is due at (the safe torque answers it), and
+    control resumes at the next, the motion paused for the state between. Planned inside the
+    reference the target was taken at the failed state; after the command, at the resumed one,
+    from the paused reference: the same approach, the same torques from there on."""
+    inside, after = Stream(kind, robot), Stream(kind, robot)
+    inside.submit(1)
+    after.submit(1)
+    for k in range(60):
+        _step_both(inside, after, k)
+    inside.submit(2)
+    after.submit(2)
+    _step_both(inside, after, 60, failed=True)
+    for stream in (inside, after):
+        stream.tracker.pause(_state(60).stamp, _state(61).stamp)
+    for k in range(61, 300):
+        _step_both(inside, after, k)
+    assert [index for _, index in after.planned] == [1, 2] == [index for _, index in inside.planned]
 
 
 def test_a_failing_plan_keeps_what_was_taken_before_it(
