@@ -894,15 +894,14 @@ class TaskTargetTracker:
         due (with ``plan``; else :meth:`take_due` takes them)."""
         if self._reference is None:
             self._start(state)
+        if plan:
+            self.take_due(state)
         assert self._reference is not None
-        due = self._due(state) if plan else ()
-        if not (due or self.pose_moves or self.joint_moves):
+        if not (self.pose_moves or self.joint_moves):
             return self._reference
         # A new mapping: the controller sees a different object; the unchanged targets stay the
         # same objects and are not revalidated.
         reference = dict(self._reference)
-        for name in due:
-            self._take(name, self.pending.pop(name), state, reference)
         for name, pose_move in list(self.pose_moves.items()):
             pose = pose_move.sample(state.stamp)
             feed = self._feed[name]
@@ -926,8 +925,9 @@ class TaskTargetTracker:
         return reference
 
     def take_due(self, state: JointState) -> bool:
-        """Take the targets due at ``state`` that :meth:`reference` left (:meth:`TargetTracker.take_due`);
-        one a task takes without an approach is in the mapping from the next state on."""
+        """Take the targets due at ``state`` (:meth:`TargetTracker.take_due`; :meth:`reference`
+        calls it with ``plan``). One a task takes without an approach is in the mapping from then
+        on: this state's with ``plan``, the next state's when called after the command."""
         due = self._due(state)
         if not due or self._reference is None:
             return False
