@@ -345,11 +345,15 @@ def test_states_in_a_drivers_layout_are_read_by_name(launch: Any, probe: Probe) 
     """Joint states with another joint order and extra joints (a real arm's driver): the first
     goes through rclpy, the layout is then read in place; every command is the one for the
     joints picked by name. The states lie within 0.05 rad of a pose drawn at first: a state more
-    than 0.28 rad from the last within 10 ms the watchdog refuses as a jump."""
+    than 0.28 rad from the last within 10 ms the watchdog refuses as a jump.
+
+    ``watchdog.max_age`` is 1 s: at the default 20 ms, one state delivered late on a loaded host
+    was refused as stale and answered with the braking command (CI at 59fbd10), which is right
+    but not what this test is about."""
 
     from torque_ctrl_ros.nodes.conversions import command_stamp_ns, stamp_to_ns
 
-    _, commands, diags, pub = _gravity_controller_with_probe(launch, probe)
+    _, commands, diags, pub = _gravity_controller_with_probe(launch, probe, **{"watchdog.max_age": 1.0})
     robot = RobotModel.from_urdf_file(URDF)
     names = ["finger", *reversed(NAMES[3:]), "camera_tilt", *reversed(NAMES[:3])]
     order = [names.index(j) for j in NAMES]
@@ -367,8 +371,11 @@ def test_states_in_a_drivers_layout_are_read_by_name(launch: Any, probe: Probe) 
     with probe.lock:
         answered = [(command_stamp_ns(m), np.array(m.data)) for _, m in commands]
     errors = [np.abs(tau - robot.gravity(sent[s])).max() for s, tau in answered if s in sent]
-    assert len(errors) >= 55 and max(errors) < 1e-9
     values = diagnostic_values(diags, "controller")
+    assert len(errors) >= 55 and max(errors) < 1e-9, (
+        f"{sum(e >= 1e-9 for e in errors)} of {len(errors)} commands are not gravity at their state's "
+        f"joints; fallback commands {values['fallback_commands']}"
+    )
     assert int(values["states_via_rclpy"]) == 1, values["states_via_rclpy"]  # the first only
     assert int(values["states_received"]) >= 55
 
