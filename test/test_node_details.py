@@ -16,6 +16,7 @@ from ros_helpers import FakeTargetNode, requires_rclpy, ros_domain  # noqa: F401
 from test_node_runtime_guards import (  # noqa: F401
     HOME,
     JOINTS,
+    MAX_AGE_1S,
     _node_on_sim_time,
     _now,
     _state_msg,
@@ -232,7 +233,7 @@ def test_a_state_naming_no_joint_at_all_is_refused_not_foreign(nodes: Any) -> No
     not another device's."""
     from sensor_msgs.msg import JointState as JointStateMsg
 
-    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False, **MAX_AGE_1S)
     node._on_state_message(_state_msg(HOME, _now(node)))
     msg = JointStateMsg(position=HOME.tolist(), velocity=[0.0] * 7)
     msg.header.stamp = node.node.get_clock().now().to_msg()
@@ -245,7 +246,7 @@ def test_a_controller_fallback_warns_once_and_never_hides_an_error(nodes: Any) -
     of the watchdog is never lowered to WARN by it."""
     from diagnostic_msgs.msg import DiagnosticStatus
 
-    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False, **MAX_AGE_1S)
     node._on_state_message(_state_msg(HOME, _now(node)))
     node.counts.controller_fallbacks += 1
     node._publish_diagnostics()
@@ -265,7 +266,7 @@ def test_the_safe_command_for_unreadable_bytes_answers_the_last_good_stamp(nodes
 
     from torque_ctrl_ros.nodes.wire import CommandWire
 
-    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False, **MAX_AGE_1S)
     assert node.serialized
     from sensor_msgs.msg import JointState as JointStateMsg
 
@@ -284,7 +285,7 @@ def test_the_safe_command_for_unreadable_bytes_answers_the_last_good_stamp(nodes
 
 def test_safe_commands_are_not_timed_as_computed_steps(nodes: Any) -> None:
     """c19: only computed steps enter the callback parts (state_in had taken −perf_counter())."""
-    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False, **MAX_AGE_1S)
     node._on_state_message(_state_msg(HOME, _now(node)))
     node._on_state_message(_state_msg(np.full(7, np.nan), _now(node)))
     assert node.counts.fallback_commands == 1
@@ -296,7 +297,7 @@ def test_the_diagnostics_say_what_they_name(nodes: Any) -> None:
     counts states (misnamed ones send no command), a fallback's message gives its reason."""
     from test_node_runtime_guards import _misnamed
 
-    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False, **MAX_AGE_1S)
     node._publish_diagnostics()
     for _ in range(5):
         node._on_state_message(_misnamed(node))  # WAITING: states, no command
@@ -316,7 +317,7 @@ def test_the_diagnostics_say_what_they_name(nodes: Any) -> None:
 def test_the_rates_count_what_came_since_the_last_diagnostics(nodes: Any) -> None:
     """state_rate_hz and command_rate_hz: the states and commands since the last /diagnostics over
     the time since them (a rate dividing the run's totals by the window had passed)."""
-    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False, **MAX_AGE_1S)
     for _ in range(3):
         node._on_state_message(_state_msg(HOME, _now(node)))
     start = time.monotonic()
