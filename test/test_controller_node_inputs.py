@@ -51,7 +51,10 @@ def _state_msg(q: np.ndarray, stamp: float) -> Any:
 
 
 def test_a_non_finite_safe_torque_is_never_published(controller_node: Callable[..., Any]) -> None:
-    node = controller_node(controller="computed_torque")
+    """A safe torque gone non-finite is withheld and counted, the next finite one published.
+    ``watchdog.max_age`` is 1 s and the refused states are stamped 2 s back: at 20 ms the first
+    state, handled late on a loaded host, would be refused too."""
+    node = controller_node(controller="computed_torque", **{"watchdog.max_age": 1.0})
     original = node.supervisor.brake.torque
 
     def broken(now: float) -> np.ndarray:
@@ -60,11 +63,11 @@ def test_a_non_finite_safe_torque_is_never_published(controller_node: Callable[.
     node.supervisor.brake.torque = broken
     node._on_state_message(_state_msg(np.zeros(7), _now(node)))
     assert len(node.sent) == 1  # the computed torque
-    node._on_state_message(_state_msg(np.zeros(7), _now(node) - 1.0))  # stale: the safe torque
+    node._on_state_message(_state_msg(np.zeros(7), _now(node) - 2.0))  # stale: the safe torque
     assert node.watchdog.state.value == "fallback"
     assert len(node.sent) == 1 and node.counts.withheld_commands == 1 and node.counts.fallback_commands == 0
     node.supervisor.brake.torque = original
-    node._on_state_message(_state_msg(np.zeros(7), _now(node) - 1.0))
+    node._on_state_message(_state_msg(np.zeros(7), _now(node) - 2.0))
     assert len(node.sent) == 2 and node.counts.fallback_commands == 1
 
 
