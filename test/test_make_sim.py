@@ -63,9 +63,9 @@ def test_make_sim_tracks_the_demo_trajectory_and_prints_its_summary(ros_domain: 
     # was refused and no fallback command sent, however loaded the host.
     assert _figure(r"vs trajectory \(sent at t = ([\d.]+) s", summary) <= DURATION_S - 2.5, summary
     tracking = _figure(r"tracking error\s+vs trajectory.*: max (\S+) rad", summary)
-    assert tracking < 0.15
-    assert _figure(r"rejected (\d+)", summary) == 0
-    assert "fallback commands 0," in summary and "refused states none," in summary
+    assert tracking < 0.15, summary
+    assert _figure(r"rejected (\d+)", summary) == 0, summary
+    assert "fallback commands 0," in summary and "refused states none," in summary, summary
     # On time (a quiet host), computed torque tracks to ~1e-4 rad, every state is answered and
     # the watchdog never trips during the run (its end, when the states stop, is said apart).
     # Realtime on a loaded host, late steps hold old commands and a descheduled simulator is a
