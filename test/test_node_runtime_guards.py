@@ -848,11 +848,21 @@ def test_a_jittery_slow_stream_is_no_silence(nodes: Nodes) -> None:
     assert node.target.tracker.active.t0 == t0
 
 
-def test_a_state_stamped_ahead_samples_the_trajectory_at_most_max_age_ahead(nodes: Nodes) -> None:
+def test_a_state_stamped_ahead_samples_the_trajectory_at_most_max_age_ahead(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One state stamped 0.6 s ahead of the clock (the watchdog accepts up to max_future, 1 s): the
-    trajectory had been sampled 0.6 s ahead (joint 1's reference 0.35 rad from the arm, 15 N·m)."""
+    trajectory had been sampled 0.6 s ahead (joint 1's reference 0.35 rad from the arm, 15 N·m).
+
+    The node's steady clock advances 1 µs a reading: the test thread descheduled for over 20 ms
+    between two states would start a catch-up (``core/backlog.py``), which allows the stamps up to
+    that time ahead of the lagging clock, not ``max_age``."""
+    from itertools import count
+
     from rclpy.time import Time
 
+    ticks = count()
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks) * 1e-6)
     node, at = _trajectory_on_sim_time(nodes, 1.5)
     for k in range(1, 301):
         at(k, HOME)
