@@ -10,22 +10,13 @@ import numpy as np
 import pytest
 from ros_helpers import (  # noqa: F401
     in_process_controllers,
-    joint_state_msg,
     requires_rclpy,
     ros_domain,
     sim_clock,
 )
+from test_controller_node_backlog import DT, T0, Q, _state_msg
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
-
-JOINTS = [f"joint_{i}" for i in range(1, 8)]
-Q = np.array([0.1, 0.6, -0.2, 1.2, 0.1, -0.4, 0.3])
-T0 = 1000.0
-DT = 1e-3
-
-
-def _state_msg(stamp: float) -> Any:
-    return joint_state_msg(stamp, Q, JOINTS)
 
 
 class Recorder:
