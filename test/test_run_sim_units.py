@@ -140,6 +140,16 @@ def test_the_tracking_line_says_what_the_error_is_not_measured_against() -> None
         "(2 states); the controller also took 2 targets from elsewhere, not tracked here"
     )
     assert tracking_line(Tracked("initial pose", errors), "?").endswith("(2 states)")  # no summary
+    # Measured on the trajectory's own timeline: a target the controller paused runs late by each
+    # pause, a dropped one is no longer followed.
+    assert tracking_line(Tracked("trajectory", errors, sent=1), 1, 2, 0).endswith(
+        "(2 states); the controller paused its target 2 times (late by each pause)"
+    )
+    assert tracking_line(Tracked("trajectory", errors, sent=1), 1, 1, 1).endswith(
+        "; the controller paused its target once (late by each pause); the controller dropped its "
+        "target once (then held the arm)"
+    )
+    assert tracking_line(Tracked("trajectory", errors, sent=1), 1, "?", "?").endswith("(2 states)")
 
 
 def test_a_parameter_files_value_is_the_last_one_reaching_the_node(tmp_path: Path) -> None:

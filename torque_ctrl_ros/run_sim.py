@@ -717,25 +717,39 @@ class Tracked(NamedTuple):
     sent: int = 0
 
 
-def tracking_line(tracked: Tracked, targets_taken: Any = 0) -> str:
+def _times(count: int) -> str:
+    """``once``, ``2 times``."""
+    return "once" if count == 1 else f"{count} times"
+
+
+def tracking_line(tracked: Tracked, targets_taken: Any = 0, pauses: Any = 0, drops: Any = 0) -> str:
     """The summary's tracking line: the error against ``tracked.what`` (rad) over the states the
     monitor read, the unreadable ones it skipped (bytes another publisher put on the topic), and
     the targets the controller took (``targets_taken``, its ``targets_received``) beyond the
-    monitor's own, which the error is not measured against; empty when there is nothing to say."""
+    monitor's own, which the error is not measured against; empty when there is nothing to say.
+
+    ``pauses`` and ``drops``: the controller's ``target_pauses`` and ``target_drops``. The monitor
+    samples the trajectory on its own timeline; a target paused for a gap in the states runs late
+    by it, and a dropped one is no longer followed: the error then measures those too, not only
+    the control."""
     errors, skipped = tracked.errors, tracked.skipped
     unread = f", {skipped} unreadable state{'s' if skipped != 1 else ''} skipped" if skipped else ""
     others = int(targets_taken) - tracked.sent if isinstance(targets_taken, int | float) else 0
-    elsewhere = (
+    notes = (
         f"; the controller also took {others} target{'s' if others != 1 else ''} from elsewhere, "
         f"not tracked here"
         if others > 0
         else ""
     )
+    if isinstance(pauses, int) and pauses > 0:
+        notes += f"; the controller paused its target {_times(pauses)} (late by each pause)"
+    if isinstance(drops, int) and drops > 0:
+        notes += f"; the controller dropped its target {_times(drops)} (then held the arm)"
     if not errors.count:
         return f"  tracking error   none: no state read{unread}" if skipped else ""
     return (
         f"  tracking error   vs {tracked.what}: max {errors.max:.2e} rad, RMS {errors.rms:.2e} rad,"
-        f" final {errors.last:.2e} rad ({errors.count} states{unread}){elsewhere}"
+        f" final {errors.last:.2e} rad ({errors.count} states{unread}){notes}"
     )
 
 
@@ -781,7 +795,9 @@ def print_summary(
             f"  host             the hypervisor took {steal['steal_ms']['cpu']:.0f} ms of CPU time from this "
             "machine during the run (steal; 0 on a machine of its own)"
         )
-    line = tracking_line(tracked, ctrl.get("targets_received", 0))
+    line = tracking_line(
+        tracked, ctrl.get("targets_received", 0), ctrl.get("target_pauses", 0), ctrl.get("target_drops", 0)
+    )
     if line:
         lines.append(line)
 
