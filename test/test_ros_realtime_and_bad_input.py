@@ -348,8 +348,8 @@ def test_states_in_a_drivers_layout_are_read_by_name(launch: Any, probe: Probe) 
     than 0.28 rad from the last within 10 ms the watchdog refuses as a jump.
 
     ``watchdog.max_age`` is 1 s: at the default 20 ms, one state delivered late on a loaded host
-    was refused as stale and answered with the braking command (CI at 59fbd10), which is right
-    but not what this test is about."""
+    is refused as stale and answered with the braking command, which is right but not what this
+    test is about."""
 
     from torque_ctrl_ros.nodes.conversions import command_stamp_ns, stamp_to_ns
 
