@@ -654,6 +654,44 @@ def test_a_trajectory_is_dropped_after_a_fallback_the_arm_moved_far_in(
     assert values["watchdog_fallbacks"] == "1" and values["target_drops"] == ("0" if resumed else "1")
 
 
+def test_a_trajectory_due_in_a_fallback_starts_late_by_it_and_that_is_said(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trajectory stamped to start at 100.35 s while the states were bad (100.3–100.4 s): it
+    starts at 100.401, as late as the fallback held it up. The target was still ``hold``, so the
+    pause went uncounted and unsaid, and ``make sim``'s summary gave a tracking error against the
+    trajectory's own timeline without a word on why."""
+    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    from torque_ctrl_ros.core.types import JointState
+
+    node, at = _node_on_sim_time(nodes, "computed_torque")
+    for k in range(1, 301):
+        at(k, HOME)
+    goal = HOME.copy()
+    goal[0] += 0.5
+    msg = TrajectoryMsg(joint_names=JOINTS, points=[JointTrajectoryPoint(positions=goal.tolist())])
+    msg.points[0].time_from_start.sec = 1
+    msg.header.stamp.sec, msg.header.stamp.nanosec = 100, 350_000_000
+    node.target._on_trajectory(msg)
+    for k in range(301, 401):
+        at(k, np.full(7, np.nan))
+    assert node.watchdog.state.value == "fallback"
+    spy = _ErrorSpy(monkeypatch, "no torque computed")
+    at(401, HOME)
+    assert node.watchdog.state.value == "ok" and node.counts.target_pauses == 1
+    assert spy.calls == [
+        "no torque computed for 100 ms of the states' time: a trajectory due meanwhile starts as much later"
+    ]
+    at(402, HOME)
+    assert node.target.describe() == "trajectory"
+    # Started at the end of the pause (it was due 51 ms into it): half way at 100.901, within a
+    # step; on time it would have been 0.551 s into its 1 s there, 0.29 rad on.
+    halfway = node.target.reference(JointState(HOME, np.zeros(7), 100.901)).q[0]
+    assert halfway == pytest.approx(HOME[0] + 0.25, abs=1e-3)
+
+
 def test_gravity_compensation_moved_by_hand_in_a_fallback_says_nothing_of_targets(
     nodes: Nodes, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -262,14 +262,14 @@ def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot
 
     tracker.submit_trajectory(_points([(1.0, goal)]), 100.5, now=100.0)
     tracker.reference(state(100.2))
-    tracker.pause(100.2, 100.9)  # a fallback from 100.2 to 100.9, over the stamp
+    assert tracker.pause(100.2, 100.9)  # a fallback from 100.2 to 100.9, over the stamp: held up
     assert tracker.reference(state(100.9)).q[0] == pytest.approx(0.0)
     assert tracker.reference(state(101.5)).q[0] < 0.45  # 0.6 s into its 1 s
     assert tracker.reference(state(101.9)).q[0] == pytest.approx(0.5)
     # A fallback that ended before a trajectory's stamp leaves the stamp as it was.
     tracker.submit_trajectory(_points([(1.0, at_rest)]), 103.0, now=102.0)
     tracker.reference(state(102.0))
-    tracker.pause(102.0, 102.5)
+    assert not tracker.pause(102.0, 102.5)
     tracker.reference(state(102.6))
     assert tracker.reference(state(102.9)).q[0] == pytest.approx(0.5)
     assert tracker.reference(state(103.0)).q[0] == pytest.approx(0.5)

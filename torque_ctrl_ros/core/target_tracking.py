@@ -148,8 +148,10 @@ class TargetTracker(Protocol):
         references from the next state on are those planning inside :meth:`reference` gives (the
         node calls it once the command is out)."""
 
-    def pause(self, since: float, until: float) -> None:
-        """No torque was computed from ``since`` to ``until`` (s, the state clock)."""
+    def pause(self, since: float, until: float) -> bool:
+        """No torque was computed from ``since`` to ``until`` (s, the state clock): a move under
+        way takes up where it stood. Returns whether a target not yet started was held up too (a
+        trajectory stamped to start during the pause), which :meth:`describe` does not name."""
 
     def reset(self, clock_reset: bool = False) -> None:
         """Forget the targets, pending ones included (``clock_reset``: the clock went back, a
@@ -477,18 +479,21 @@ class JointTargetTracker:
             return JointMotion(self.held.q, self.held.v, self.held.a)
         return JointMotion(np.array(state.q, dtype=np.float64), None, None)
 
-    def pause(self, since: float, until: float) -> None:
+    def pause(self, since: float, until: float) -> bool:
         """No torque was computed from ``since`` to ``until`` (s): the move takes up where it
         stood, and a pending trajectory stamped before ``until`` (``0 < stamp < until``) starts
         as much later as the pause held it up: at ``stamp + until − max(stamp, since)``, i.e. at
         ``until`` when its stamp fell in the pause, ``until − since`` later when it was due
-        before (started late, it would be compressed into the time left: 1 s asked, 0.6 s run)."""
+        before (started late, it would be compressed into the time left: 1 s asked, 0.6 s run).
+        Returns whether such a pending trajectory was held up."""
         if self.active is not None:
             self.active.shift(until - since)
         pending = self.pending
         if isinstance(pending, PendingTrajectory) and 0.0 < pending.stamp < until:
             stamp = pending.stamp
             self.pending = PendingTrajectory(stamp + until - max(stamp, since), pending.points)
+            return True
+        return False
 
     def reset(self, clock_reset: bool = False) -> None:
         """Forget the active target and the pending one: hold where the arm is at the next state.
@@ -757,11 +762,12 @@ class PoseTargetTracker:
             return self.active.sample(state.stamp)
         return self.held if self.held is not None else self.controller.hold_reference(state)
 
-    def pause(self, since: float, until: float) -> None:
+    def pause(self, since: float, until: float) -> bool:
         """No torque was computed from ``since`` to ``until`` (s): the approach takes up where it
-        stood."""
+        stood. A pose target has no start to hold up: returns ``False``."""
         if self.active is not None:
             self.active.shift(until - since)
+        return False
 
     def reset(self, clock_reset: bool = False) -> None:
         """Forget the target, a pending one too (with a warning): hold where the arm is at the next
@@ -945,13 +951,14 @@ class TaskTargetTracker:
             return []
         return [n for n in self.pending if _may_plan(self._planned_at.get(n), state.stamp)]
 
-    def pause(self, since: float, until: float) -> None:
+    def pause(self, since: float, until: float) -> bool:
         """No torque was computed from ``since`` to ``until`` (s): the approaches take up where
-        they stood."""
+        they stood. Task targets have no start to hold up: returns ``False``."""
         for pose_move in self.pose_moves.values():
             pose_move.shift(until - since)
         for joint_move in self.joint_moves.values():
             joint_move.shift(until - since)
+        return False
 
     def reset(self, clock_reset: bool = False) -> None:
         """Forget the targets, pending ones too (with a warning each): every task holds where the

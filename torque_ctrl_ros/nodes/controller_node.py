@@ -540,13 +540,15 @@ class ControllerNode:
             return
         target = self.target.describe()  # "hold": nothing to say
         if resume.kind is ResumeKind.PAUSE:
-            self.target.pause(resume.since, resume.until)
-            if target != "hold":
+            said = [f"the target ({target}) takes up where it stood"] if target != "hold" else []
+            if self.target.pause(resume.since, resume.until):
+                said.append("a trajectory due meanwhile starts as much later")
+            if said:
                 self.counts.target_pauses += 1
                 self.log.warning(
                     "paused",
                     f"no torque computed for {(resume.until - resume.since) * 1e3:.0f} ms of the states' "
-                    f"time: the target ({target}) takes up where it stood",
+                    f"time: {'; '.join(said)}",
                 )
             return
         if resume.joint >= 0:

@@ -135,10 +135,12 @@ class TargetSource(ABC):
         :meth:`reference` (``core/target_tracking.py``, ``TargetTracker.take_due``)."""
         return False
 
-    def pause(self, since: float, until: float) -> None:  # noqa: B027 - optional hook, a no-op by default
+    def pause(self, since: float, until: float) -> bool:
         """No torque was computed from ``since`` to ``until`` (s, the state clock: a fallback, the arm
         held on the safe torque): a reference that runs in time takes up where it stood, not where
-        it would be by now."""
+        it would be by now. Returns whether a target not yet started was held up too
+        (``TargetTracker.pause``); none here."""
+        return False
 
     def reset(self, clock_reset: bool = False) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Forget the active target (after a stop, or a simulator restart: ``clock_reset``, when
@@ -461,8 +463,8 @@ class TrackedSource(TargetSource, Generic[TrackerT]):
     def take_due(self, state: JointState) -> bool:
         return self.tracker.take_due(state)
 
-    def pause(self, since: float, until: float) -> None:
-        self.tracker.pause(since, until)
+    def pause(self, since: float, until: float) -> bool:
+        return self.tracker.pause(since, until)
 
     def reset(self, clock_reset: bool = False) -> None:
         self.tracker.reset(clock_reset)
