@@ -80,16 +80,19 @@ def test_the_demo_swings_only_when_its_way_back_fits_in_the_run() -> None:
 
 
 def test_the_summary_words_counts_and_what_was_not_granted() -> None:
-    """Refused states by reason (none when all are 0), late steps as a share of the steps, and
-    a scheduling request the nodes did not get."""
+    """Refused states by reason (none when all are 0), late steps as a share of the steps, the
+    states skipped catching up after a stall, and a scheduling request the nodes did not get."""
     import argparse
 
-    from torque_ctrl_ros.run_sim import _counts_text, _not_granted, _share
+    from torque_ctrl_ros.run_sim import _backlog_text, _counts_text, _not_granted, _share
 
     assert _counts_text({"stale": 0, "non_finite": 0}) == "none"
     assert _counts_text({"stale": 3, "non_finite": 0, "inconsistent": 1}) == "stale 3, inconsistent 1"
     assert _counts_text(None) == "?"
     assert _share(35, 10_000) == " = 0.35 %" and _share("?", 10) == "" and _share(3, 0) == ""
+    assert _backlog_text(17) == ", 17 queued states skipped catching up after a stall"
+    assert _backlog_text(1).startswith(", 1 queued state skipped")
+    assert _backlog_text(0) == "" and _backlog_text(None) == ""
     asked = argparse.Namespace(rt_priority=20, cpu_latency_us="0")
     assert _not_granted(asked, ["fifo:20 cpus:0 cpu_latency:0us", "fifo:20 cpus:1 cpu_latency:0us"]) == ""
     note = _not_granted(asked, ["normal cpus:0", "normal cpus:1"])

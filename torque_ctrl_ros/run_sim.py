@@ -821,7 +821,7 @@ def print_summary(
         f"  controller       watchdog {watchdog_summary(ctrl)}, refused states "
         f"{_counts_text(ctrl.get('rejected'))},"
         f" fallback commands {ctrl.get('fallback_commands', '?')}, saturated "
-        f"{ctrl.get('saturated_commands', '?')}",
+        f"{ctrl.get('saturated_commands', '?')}{_backlog_text(ctrl.get('backlog_skipped'))}",
         f"  logs             {out}",
     ]
     print("\n".join(lines), flush=True)
@@ -832,6 +832,15 @@ def _share(count: Any, total: Any) -> str:
     if not isinstance(count, int | float) or not isinstance(total, int | float) or total <= 0:
         return ""
     return f" = {100.0 * count / total:.2f} %"
+
+
+def _backlog_text(skipped: Any) -> str:
+    """``, 17 queued states skipped catching up after a stall`` where the controller process was
+    away (stopped or descheduled) and took the newest of the states queued meanwhile
+    (``backlog_skipped``, ``core/backlog.py``); nothing otherwise."""
+    if not isinstance(skipped, int) or skipped <= 0:
+        return ""
+    return f", {skipped} queued state{'s' if skipped != 1 else ''} skipped catching up after a stall"
 
 
 def _counts_text(counts: Any) -> str:
