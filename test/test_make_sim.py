@@ -59,21 +59,31 @@ def test_make_sim_tracks_the_demo_trajectory_and_prints_its_summary(ros_domain: 
 
     assert _figure(r"simulated\s+([\d.]+) s", summary) == pytest.approx(DURATION_S)
     # The trajectory was sent early enough for its whole swing to be in the run, and followed:
-    # the swing is 0.3 rad (a controller that ignored it would be off by that much). No state
-    # was refused and no fallback command sent, however loaded the host.
+    # the swing is 0.3 rad (a controller that ignored it would be off by that much). The error
+    # follows the trajectory's own timeline: where a stall of a loaded host made the controller
+    # pause or drop it (said on the line), the error measures that too (0.33 rad after a 0.3 s
+    # stop of the controller), not the tracking.
     assert _figure(r"vs trajectory \(sent at t = ([\d.]+) s", summary) <= DURATION_S - 2.5, summary
     tracking = _figure(r"tracking error\s+vs trajectory.*: max (\S+) rad", summary)
-    assert tracking < 0.15, summary
+    paused_or_dropped = re.search(r"the controller (paused|dropped) its target", summary)
+    assert tracking < 0.15 or paused_or_dropped, summary
     assert _figure(r"rejected (\d+)", summary) == 0, summary
-    assert "fallback commands 0," in summary and "refused states none," in summary, summary
+    # No state refused and no fallback command, or, after such a stall, stale states only: /clock
+    # keeps only its newest message, so the first state back can be older than max_age against
+    # it (50 ms after a 0.3 s stop). Every fallback command then answers one of them.
+    refused, fallbacks = re.search(r"refused states (.+?), fallback commands (\d+),", summary).groups()
+    stale = re.fullmatch(r"stale (\d+)", refused)
+    assert (refused, fallbacks) == ("none", "0") or (stale and int(fallbacks) <= int(stale[1])), summary
     # On time (a quiet host), computed torque tracks to ~1e-4 rad, every state is answered and
     # the watchdog never trips during the run (its end, when the states stop, is said apart).
     # Realtime on a loaded host, late steps hold old commands and a descheduled simulator is a
     # silence: with four other jobs on the two CPUs, 3 365 of 6 000 steps late, the error was
     # 0.068 rad, 5 357 commands came and the watchdog noted silences. Those are asserted only
-    # for a run that kept time.
+    # for a run that kept time: few late steps, and no stall of the controller (it paused or
+    # dropped its target, refused a stale state, or caught up on the states queued meanwhile).
     steps = round(DURATION_S * 1000)
-    if _figure(r"late steps (\d+)", summary) < 0.05 * steps:
+    stalled = paused_or_dropped or stale or "skipped catching up after a stall" in summary
+    if _figure(r"late steps (\d+)", summary) < 0.05 * steps and not stalled:
         assert tracking < 0.02
         assert _figure(r"commands\s+received (\d+)", summary) >= 0.9 * steps
         assert re.search(r"watchdog ok(,| until the states ended)", summary), summary
