@@ -538,7 +538,7 @@ class ControllerNode:
         paused target runs late by the pause, a dropped one leaves the arm held."""
         if not self._has_target or resume.kind is ResumeKind.KEEP:
             return
-        target = self.target.describe()  # "hold": nothing to say
+        target = self.target.describe()  # "hold": no move under way
         if resume.kind is ResumeKind.PAUSE:
             said = [f"the target ({target}) takes up where it stood"] if target != "hold" else []
             if self.target.pause(resume.since, resume.until):
