@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from ros_helpers import shipped_parameters
+from test_target_tracking import HOME_Q, TOOL
 
 from torque_ctrl_ros.core import JointState, RobotModel
 from torque_ctrl_ros.core.controllers import (
@@ -30,8 +31,6 @@ from torque_ctrl_ros.core.target_tracking import (
 )
 from torque_ctrl_ros.nodes.params import controller_node_config
 
-TOOL = "end_effector_link"
-HOME_Q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
 DT = 1e-3  # s, the states' period: a stream at the control rate
 PERIOD_STATES = round(MIN_TAKE_PERIOD / DT)  # states per MIN_TAKE_PERIOD (10)
 
