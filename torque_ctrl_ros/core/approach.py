@@ -1,9 +1,9 @@
 """Approaches: how a new target is reached from the current reference instead of being stepped into.
 
 A target stepped into a PD law asks for the whole error at once. Stepped into the computed-torque
-law, a joint target 1 rad away had driven joint_1 at 3.7 rad/s against its 1.4 rad/s limit (a
+law, a joint target 1 rad away drives joint_1 at 3.7 rad/s against its 1.4 rad/s limit (a
 critically damped step peaks at ``ω_n/e`` per rad of distance); into achd_rnea's, a pose 0.3 m
-away had driven joint_5 at 3.9 times its limit; into qpid's, a tool target 0.3 m away had run
+away drives joint_5 at 3.9 times its limit; into qpid's, a tool target 0.3 m away runs
 joints 1 and 5 at exactly their limits, where the velocity barriers held them.
 
 An approach moves the reference instead, along a rest-to-rest quintic (minimum jerk), from where
@@ -30,10 +30,10 @@ position, velocity and acceleration takes the target when it stays on course: no
 from its start or passes the goal by more than :data:`COURSE_TOLERANCE` of its move (and, for
 joints, every speed within :data:`DIRECT_SPEED_SHARE` or the start's own). So a stream of
 targets (an interactive marker, a teleoperation device at 30 Hz) is followed: stopping first for
-each one had kept the reference from ever setting off. Otherwise the reference first stops,
+each one would keep the reference from ever setting off. Otherwise the reference first stops,
 along a quintic to ``x₀ + ẋ₀·T_s/2`` over ``T_s = max(shortest, 15/8 / min kd)`` (decelerating
 at most as the law's ``kd·|ẋ|`` would), and the move after it is timed from there: one quintic
-from a reference moving away from the target had carried it on the wrong way (0.8 rad, at 0.76
+from a reference moving away from the target would carry it on the wrong way (0.8 rad, at 0.76
 of joint_1's limit, for a joint target 3 rad behind a reference at 0.7 rad/s). The stop is where
 the motion under way comes to rest (its own stop, its goal, a trajectory's waypoint at rest)
 when that is within ``T_s``, so a stream's targets keep the stop under way instead of restarting
@@ -90,7 +90,7 @@ LINEAR_MOVE = 0.1
 #: The share of each velocity limit one quintic from a moving reference may reach. A reference
 #: still speeding up toward a target sent further ahead has no quintic within :data:`SPEED_SHARE`
 #: (joint_1 at 0.61 rad/s, 1.2 rad short of it: 0.717 rad/s at best against the share's 0.698),
-#: and stopping it for that had brought the arm to rest and set it off again.
+#: and stopping it for that would bring the arm to rest and set it off again.
 DIRECT_SPEED_SHARE = 0.625
 
 # A rest-to-rest quintic over ``T`` (minimum jerk) peaks at 15/8·Δq/T in speed and 10/√3·Δq/T² in
@@ -249,7 +249,7 @@ class JointApproachPlanner:
         ``under_way``: the motion the reference follows and the time (s) into it ``start`` was
         sampled at. Where a moving reference has to stop first and that motion comes to rest
         within the stop time (an earlier approach's stop, or its goal), it is kept until there:
-        restarted with every new target of a stream, a stop had held the reference for seconds.
+        restarted with every new target of a stream, a stop would hold the reference for seconds.
 
         Raises:
             TargetError: its motion passes a position or velocity limit (a start moving fast
@@ -266,7 +266,7 @@ class JointApproachPlanner:
         if self._keeps_course(direct, q0):
             check_motion(self.robot, direct)
             return direct
-        # One quintic from a reference moving away from the goal had carried it on the wrong way:
+        # One quintic from a reference moving away from the goal would carry it on the wrong way:
         # it stops first.
         t_stop, q_stop = self._stop_point(start, under_way)
         approach = self._quintics(start, [t_stop, t_stop + self._duration(q_stop, goal)], [q_stop, goal])
@@ -285,7 +285,7 @@ class JointApproachPlanner:
         acceleration start at the reference's, so the law's torque does not step. From ``q̇`` and
         no acceleration, ``q(s) = q₀ + q̇·T_s·(s − s³ + s⁴/2)``, ``s = t/T_s``: it decelerates at most
         ``1.5·|q̇|/T_s`` (at ``s = ½``); from 1.125 rad/s on joint_1 with ``kp`` 100 it runs on 0.135
-        rad over 0.24 s at up to 7.0 rad/s², where the step to rest had asked −5.75 N·m at once.
+        rad over 0.24 s at up to 7.0 rad/s², where a step to rest would ask −5.75 N·m at once.
         ``T_s`` grows past the stop time where that peak (exact, from any start) would pass
         :attr:`acceleration_limit`: from 1 rad/s on joint_1 with ``kp`` 1e4 (stop time 0.024 s,
         62 rad/s²), to ``1.5·1/25.9`` = 0.058 s.
@@ -548,9 +548,9 @@ class PoseApproachPlanner:
         if self._keeps_course(direct):
             return direct
         # Stopping first: where the approach under way comes to rest soon enough (restarted with
-        # every message, a stream turning back had carried the reference 33 mm on the wrong way),
+        # every message, a stream turning back would carry the reference 33 mm on the wrong way),
         # else half its speed times the stop time on. The move after the stop is timed from
-        # there (timed from the start, a target 3 cm behind a reference at 0.14 m/s had taken
+        # there (timed from the start, a target 3 cm behind a reference at 0.14 m/s would take
         # joint_5 to 0.85 of its limit).
         if under_way is not None:
             approach, t = under_way
@@ -561,7 +561,7 @@ class PoseApproachPlanner:
         twist = np.zeros(6) if start.twist is None else start.twist
         # The stop decelerates at most 1.5·|ẋ|/T_s (JointApproachPlanner.stop); the joints, to
         # first order, 1.5·|J⁺·ẋ|/T_s, held within their acceleration bounds (from 0.14 m/s at kp
-        # 1e5, the stop time's 7.6 ms had asked 2.5 times joint_1's).
+        # 1e5, the stop time's 7.6 ms alone would ask 2.5 times joint_1's).
         stop_time = max(
             self.stop_time,
             float(np.max(1.5 * np.abs(arm.inverse @ twist[self.rows]) / self.acceleration_limit)),
@@ -572,7 +572,7 @@ class PoseApproachPlanner:
             start.rotation @ pin.exp3(half * (start.rotation.T @ twist[3:])),
         )
         # PoseApproach places that stop itself, on its rotation vector unwrapped (given as a
-        # rotation, a run-on beyond π had been folded back: a slow stop turning the tool back).
+        # rotation, a run-on beyond π would be folded back: a slow stop turning the tool back).
         return PoseApproach(start, goal, self._duration(arm, stop, goal), stop_time)
 
     def _jacobian(self, q: FloatArray) -> FloatArray:
@@ -627,7 +627,7 @@ class PoseApproachPlanner:
                 self._check_shortfall(q, q_end, move, size)
         # Each joint's move as a rest-to-rest quintic within its acceleration bound (the path's
         # curvature left out, as in the speeds' first-order bound): at kp 1e4 the shortest time
-        # alone had timed 2 mm along x at 0.024 s, 1.4 times joint_2's bound (3.4 at kp 1e5).
+        # alone times 2 mm along x at 0.024 s, 1.4 times joint_2's bound (3.4 at kp 1e5).
         accelerating = float(np.sqrt(QUINTIC_PEAK_ACCELERATION * np.max(moved / self.acceleration_limit)))
         return max(self.shortest, slowest, accelerating)
 
@@ -636,8 +636,8 @@ class PoseApproachPlanner:
     ) -> bool:
         """Whether the move is small enough to time on its first-order joint motion ``J⁺·ξ`` alone:
         at most :data:`LINEAR_MOVE` on every joint, met to 1 % by it, and the same at the end of
-        that motion (heading into a singularity, a move 0.1 rad long at the start had needed 0.6
-        at its end: timed on the start alone, achd_rnea drove joint_4 at 3.6 times its limit)."""
+        that motion (heading into a singularity, a move 0.1 rad long at the start can need 0.6
+        at its end: timed on the start alone, it drives achd_rnea's joint_4 at 3.6 times its limit)."""
         if float(np.abs(at_start).max()) > LINEAR_MOVE:
             return False
         if float(np.linalg.norm(jacobian @ at_start - move)) > 0.01 * size:

@@ -13,7 +13,7 @@ ROUNDING = 1e-5
 """Excess (N·m) past a limit that counts as at the limit, not beyond it: clipped, not reported.
 The QP controllers bound τ in their QPs, and ``τ = M·q̈ + c`` rebuilt from the solution came
 back up to ~1e-7 N·m past the limit (HQPID's lower levels have 1e-6 of room): named saturated,
-such joints had filled the saturation counts of a QP working at its torque bounds."""
+such joints would fill the saturation counts of a QP working at its torque bounds."""
 
 
 class TorqueLimiter:
@@ -26,10 +26,10 @@ class TorqueLimiter:
     model scales ``q̈`` itself (``q̈' = s·q̈``): the motion keeps its direction and a joint asked
     for no acceleration gets none. Clipped joint by joint, the command keeps the other joints'
     share of the inertia coupling while the saturated joint no longer accelerates as planned: a 3
-    rad step on joint_1 under computed torque had spun joints 3, 5 and 7, asked to stay still, to
+    rad step on joint_1 under computed torque spins joints 3, 5 and 7, asked to stay still, to
     13–16 times their velocity limits. A joint that ``c`` alone puts beyond its limit (e.g. the
     Coriolis torque of an arm several times over its speed limits) is clipped there whatever
-    ``s`` is, so it does not set ``s``: counted, it had made ``s`` 0 and taken the feedback off
+    ``s`` is, so it does not set ``s``: counted, it would make ``s`` 0 and take the feedback off
     every joint. A joint's command at most :data:`ROUNDING` past its limit is clipped without
     being reported.
     """

@@ -261,7 +261,8 @@ class JointTrajectory:
             data = [p[:-1], v[:-1] * T, a[:-1] * T * T, p[1:], v[1:] * T, a[1:] * T * T]
         d1 = basis.shape[0]
         # Filled in place, with few temporaries and no einsum: for a thousand segments the arrays
-        # are a few hundred kB, and the build had taken 700 µs (1 000 cubic segments, 7 joints).
+        # are a few hundred kB; built this way, 1 000 cubic segments of 7 joints take ~350 µs
+        # (docs/performance.md).
         S = len(T)
         K = np.empty((S, d1, 3 * n))
         c = (basis @ np.array(data).reshape(d1, S * n)).reshape(d1, S, n).transpose(1, 0, 2)
@@ -561,7 +562,7 @@ class JointTrajectory:
         else:
             # The same exact extrema: q at the ends and the real roots of q̇ (a quartic) in the
             # segment, q̇ at the ends and the roots of q̈ (a cubic). (Sampled at 32 interior times
-            # instead, a peak between two samples had passed a limit by up to 4e-3 rad.)
+            # instead, a peak between two samples can pass a limit by up to 4e-3 rad unseen.)
             s_q = _ends_and_roots(seg[:, :5, n : 2 * n], may_pass)
             s_v = _ends_and_roots(seg[:, :4, 2 * n :], may_pass)
             q = _horner(seg[:, :, :n], s_q)
@@ -738,8 +739,8 @@ def acceleration_limits(robot: RobotModel) -> FloatArray:
     feedforward alone asks more than an actuator has wherever the arm is; below it gravity and the
     feedback still need their share, so it is a bound of what cannot be tracked, not of what can.
     Gen3: 25.9, 25.7, 92, 70, 518, 459, 8001 rad/s² (joint_1 at home: M₁₁ = 0.256 kg·m², so 300
-    rad/s² is 77 N·m of inertial torque alone against its 39; a trajectory asking that had
-    commanded −73 N·m at once, the measured torque, gravity and coupling in it). Kinova's
+    rad/s² is 77 N·m of inertial torque alone against its 39; a trajectory asking that would
+    command −73 N·m at once, the measured torque, gravity and coupling in it). Kinova's
     published ros2_control parameters for the Gen3 (1 rad/s² on joints 1–4, 10 on 5–7) are a
     planner's conservative choice, not a bound. This package's own joint approaches from rest ask
     up to ``v_max·√(0.41·kp)``: 8.9 rad/s² on joints 1–4 at the default ``kp`` 100 (``kd`` 20);

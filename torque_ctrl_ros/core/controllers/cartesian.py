@@ -392,7 +392,7 @@ class AchdRnea(Controller[PoseReference]):
         self._free_damping = np.where(mask, 0.0, self.config.free_axis_damping)
         # K_null·q̇ in τ_ff and B∘ẋ on the free axes are dampings held for one period. Where the
         # constraints leave freedom they act through N = M⁻¹ − M⁻¹·J_cᵀ·D⁻¹·J_c·M⁻¹ ⪯ M⁻¹, so the
-        # check with M⁻¹ is on the safe side: a scalar 1.0 had sent the self-motion of the
+        # check with M⁻¹ is on the safe side: a scalar 1.0 sends the self-motion of the
         # [x, y, z]-constrained arm from 0.01 to 16 rad/s in 50 ms.
         robot.check_frame_damping(
             "achd_rnea.joint_damping, free_axis_damping",
