@@ -403,6 +403,55 @@ def test_the_state_publishers_leave_out_endpoints_of_nodes_the_graph_no_longer_k
     assert publishing_nodes([]) == 0
 
 
+def test_another_node_publishing_commands_is_a_warning(nodes: Any) -> None:
+    """A second node commanding the same arm (a second launch on the domain): the driver applies
+    whichever command came last. The controller counts the nodes on its own command topic as
+    remapped, itself included; a second endpoint of one node is not a second node."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from std_msgs.msg import Float64MultiArray
+
+    topic = "/arm/commands"
+    node = nodes.make(
+        "controller",
+        controller="gravity_comp",
+        remaps=[f"/effort_controller/commands:={topic}"],
+        **MAX_AGE_1S,
+    )
+    other = rclpy.create_node("second_controller")
+
+    def report(commanders: int) -> Any:
+        deadline = time.monotonic() + 5.0
+        while node.node.count_publishers(topic) < commanders and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for _ in range(3):
+            node._on_state_message(_state_msg(HOME, _now(node)))
+        node._publish_diagnostics()
+        return node.diag_publisher.sent[-1].status[0]
+
+    try:
+        node.node.create_publisher(Float64MultiArray, topic, 10)  # this node's second endpoint
+        st = report(2)
+        assert {kv.key: kv.value for kv in st.values}["command_publishers"] == "1"
+        assert st.level == DiagnosticStatus.OK, st.message
+        other.create_publisher(Float64MultiArray, topic, 10)
+        st = report(3)
+        assert {kv.key: kv.value for kv in st.values}["command_publishers"] == "2"
+        assert st.level == DiagnosticStatus.WARN
+        assert st.message.startswith(f"2 nodes publish on {topic}: another node commands this arm"), (
+            st.message
+        )
+    finally:
+        other.destroy_node()
+
+
+def test_the_command_warning() -> None:
+    from torque_ctrl_ros.nodes.controller_node import _command_warning
+
+    assert _command_warning(0) == "" and _command_warning(1) == ""
+    assert _command_warning(3).startswith("3 nodes publish on /effort_controller/commands")
+
+
 def test_the_stream_warnings() -> None:
     """More than one publisher of this arm's states (none naming other joints) is a WARN; a
     gripper's driver on the topic (foreign states) is not."""

@@ -10,7 +10,7 @@ import math
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,18 @@ EMPTY_LIST_HINT = (
     "a parameter was given an empty list, [], which has no type in ROS 2: remove that line (unset is "
     "the default) or give it at least one element"
 )
+
+
+#: The name the ROS graph gives an endpoint whose node it no longer knows (rmw's placeholder).
+UNKNOWN_NODE_NAME = "_NODE_NAME_UNKNOWN_"
+
+
+def publishing_nodes(publishers: Sequence[Any]) -> int:
+    """How many nodes the graph's ``publishers`` (``TopicEndpointInfo``) belong to. Nodes, not
+    endpoints: a node killed and restarted (a driver, a controller) leaves its old endpoint in the
+    graph until its lease runs out (~16 s on Fast DDS), for the first seconds under its node's
+    name, then under :data:`UNKNOWN_NODE_NAME`; neither is a second publisher."""
+    return len({(p.node_namespace, p.node_name) for p in publishers if p.node_name != UNKNOWN_NODE_NAME})
 
 
 def parameters_of(node: Node) -> dict[str, Any]:

@@ -59,6 +59,7 @@ from .common import (
     make_executor,
     parameters_of,
     percentiles_ms,
+    publishing_nodes,
     refuse_parameter_changes,
     run_node,
     status,
@@ -191,6 +192,7 @@ class ControllerNode:
 
         qos = control_qos(cfg.common)
         self.publisher = node.create_publisher(Float64MultiArray, COMMAND_TOPIC, qos)
+        self._command_topic = self.publisher.topic_name  # remapped, as _state_topic
         if self.serialized:
             states = node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state_bytes, qos, raw=True)
         else:
@@ -634,12 +636,20 @@ class ControllerNode:
         stream = self.supervisor.resume_tracker.stream
         step = stream.typical if stream.full else math.nan  # the usual step between computed states
         state_publishers = publishing_nodes(self.node.get_publishers_info_by_topic(self._state_topic))
+        commanders = publishing_nodes(self.node.get_publishers_info_by_topic(self._command_topic))
         values = self._diagnostic_values(now_wall, silent, step, state_publishers)
+        values["command_publishers"] = commanders
         new_fallbacks = self.counts.controller_fallbacks - self._controller_fallbacks_reported
         self._controller_fallbacks_reported = self.counts.controller_fallbacks
-        warning = _stream_warning(step, state_publishers, self.counts.foreign_states, self._state_topic)
-        if warning:
-            self.log.warning("stream", warning)
+        states_warning = _stream_warning(
+            step, state_publishers, self.counts.foreign_states, self._state_topic
+        )
+        if states_warning:
+            self.log.warning("stream", states_warning)
+        commands_warning = _command_warning(commanders, self._command_topic)
+        if commands_warning:
+            self.log.warning("commanders", commands_warning)
+        warning = "; ".join(w for w in (states_warning, commands_warning) if w)
         wd = self.watchdog
         level, message = _diagnostic_status(
             wd.state, wd.last_message, new_fallbacks, self.last_fallback_info, warning
@@ -785,18 +795,6 @@ def _diagnostic_status(
 _PERIOD_TOLERANCE = 0.25
 
 
-#: The name the ROS graph gives an endpoint whose node it no longer knows (rmw's placeholder).
-UNKNOWN_NODE_NAME = "_NODE_NAME_UNKNOWN_"
-
-
-def publishing_nodes(publishers: Sequence[Any]) -> int:
-    """How many nodes the graph's ``publishers`` (``TopicEndpointInfo``) belong to. Nodes, not
-    endpoints: a driver killed and restarted leaves its old endpoint in the graph until its lease
-    runs out (~16 s on Fast DDS), for the first seconds under its node's name, then under
-    :data:`UNKNOWN_NODE_NAME`; neither is a second source of states."""
-    return len({(p.node_namespace, p.node_name) for p in publishers if p.node_name != UNKNOWN_NODE_NAME})
-
-
 def _stream_warning(step: float, state_publishers: int, foreign_states: int, topic: str = STATE_TOPIC) -> str:
     """What /diagnostics warn of in the joint-state stream, "" if nothing:
 
@@ -821,6 +819,19 @@ def _stream_warning(step: float, state_publishers: int, foreign_states: int, top
             "source (a joint_state_publisher next to the driver?)"
         )
     return ""
+
+
+def _command_warning(commanders: int, topic: str = COMMAND_TOPIC) -> str:
+    """What /diagnostics warn of when ``commanders`` nodes (:func:`~.common.publishing_nodes`,
+    this one included) publish on the command topic, "" if at most one: another node (a second
+    launch on the same ``ROS_DOMAIN_ID``, a test publisher) commands the same arm, and the driver
+    applies whichever command came last, so the arm follows neither controller's law."""
+    if commanders <= 1:
+        return ""
+    return (
+        f"{commanders} nodes publish on {topic}: another node commands this arm too, and the arm "
+        "gets whichever command came last"
+    )
 
 
 class StepParts:
