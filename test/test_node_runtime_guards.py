@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,39 @@ def nodes(ros_domain: int) -> Iterator[Nodes]:  # noqa: F811
 
 def _now(node: Any) -> float:
     return node.node.get_clock().now().nanoseconds * 1e-9
+
+
+class StoppedWallClock:
+    """The wall clock of a controller node (``use_sim_time: false``), standing still until
+    :meth:`advance`: the node's ``get_clock().now()`` and the ``time.monotonic()`` and
+    ``time.perf_counter()`` of controller_node.py (arrival, silence and catch-up times), from the
+    readings at construction on. The node still takes the wall-clock path; only the time it reads
+    is the test's."""
+
+    def __init__(self, node: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        import torque_ctrl_ros.nodes.controller_node as controller_module
+
+        real = node.node.get_clock()
+        self.clock_type = real.clock_type
+        self.ns = real.now().nanoseconds
+        self.steady = time.monotonic()
+        monkeypatch.setattr(node.node, "get_clock", lambda: self)
+        steady = SimpleNamespace(monotonic=self.monotonic, perf_counter=self.monotonic)
+        monkeypatch.setattr(controller_module, "time", steady)
+
+    def now(self) -> Any:
+        """The node's clock (an rclpy ``Time``)."""
+        from rclpy.time import Time
+
+        return Time(nanoseconds=self.ns, clock_type=self.clock_type)
+
+    def monotonic(self) -> float:
+        return self.steady
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` pass on both clocks."""
+        self.ns += round(seconds * 1e9)
+        self.steady += seconds
 
 
 def _state_msg(q: np.ndarray, stamp: float, names: list[str] | None = None) -> Any:
@@ -256,21 +290,24 @@ def test_parameter_changes_after_start_up_are_refused(nodes: Nodes, kind: str) -
 
 # ---------------------------------------------------------------- the summary at exit
 def test_the_summary_shows_the_fallback_when_the_states_stop_before_the_end(
-    nodes: Nodes, tmp_path: Path
+    nodes: Nodes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stats = tmp_path / "controller.json"
     node = nodes.make("controller", controller="computed_torque", use_sim_time=False, stats_file=str(stats))
+    # The test's clock, not the host's: a state handled over max_age after it was stamped (the
+    # thread descheduled) would be refused as stale, and a slow host could reach fallback_duration.
+    clock = StoppedWallClock(node, monkeypatch)
     for _ in range(3):
+        clock.advance(0.001)
         node._on_state_message(_good(node))
     assert node.watchdog.state.value == "ok"
-    time.sleep(0.2)  # > max_age (0.02 s): the states have stopped; no timer ran since
+    clock.advance(0.2)  # > max_age (0.02 s): the states have stopped; no timer ran since
     published = (len(node.publisher.sent), len(node.diag_publisher.sent))
     nodes.close(node)
     summary = json.loads(stats.read_text())
-    # fallback, or stopped if this machine took over fallback_duration (0.5 s) to get here
-    assert summary["watchdog_state"] in ("fallback", "stopped"), summary
+    assert summary["watchdog_state"] == "fallback", summary  # 0.2 s < fallback_duration (0.5 s)
     assert summary["watchdog_reason_kind"] == "stale"
-    assert summary["watchdog_reason"].startswith("no joint state for")
+    assert summary["watchdog_reason"] == "no joint state for 200 ms"
     assert summary["rejected"]["stale"] == 0  # silence, not a refused state
     assert (len(node.publisher.sent), len(node.diag_publisher.sent)) == published  # nothing published
 
@@ -419,7 +456,7 @@ def test_a_qp_controller_starts_afresh_after_the_state_jumps(
 
 @pytest.mark.parametrize("tick_in_gap", [False, True], ids=["no-tick", "tick"])
 def test_a_gap_in_the_states_ends_the_same_whether_or_not_the_diagnostics_timer_ticked(
-    nodes: Nodes, tick_in_gap: bool
+    nodes: Nodes, tick_in_gap: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A gap longer than ``max_age + fallback_duration`` stops the arm (``auto_recover: false``).
     The diagnostics timer was the only place silence was noted: without a tick inside the gap,
@@ -430,12 +467,16 @@ def test_a_gap_in_the_states_ends_the_same_whether_or_not_the_diagnostics_timer_
         use_sim_time=False,
         **{"watchdog.auto_recover": False, "watchdog.fallback_duration": 0.05},
     )
+    # The test's clock, not the host's: the first state handled over max_age after it was stamped
+    # (the thread descheduled) would be refused as stale, leaving no good state for a gap to follow.
+    clock = StoppedWallClock(node, monkeypatch)
     node._on_state_message(_state_msg(HOME, _now(node)))
+    assert node.watchdog.state.value == "ok"
     sent = len(node.publisher.sent)
-    time.sleep(0.1)
+    clock.advance(0.1)
     if tick_in_gap:
         node._on_diagnostics_timer()
-    time.sleep(0.1)
+    clock.advance(0.1)
     node._on_state_message(_state_msg(HOME, _now(node)))
     assert node.watchdog.state.value == "stopped"
     assert len(node.publisher.sent) == sent
