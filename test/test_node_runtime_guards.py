@@ -1533,7 +1533,9 @@ def test_a_duration_runs_the_nearest_whole_number_of_steps_halves_up(
 
 def test_the_simulator_warns_when_more_than_one_controller_publishes_commands(nodes: Nodes) -> None:
     """Two controllers each answer every state and whichever comes first drives the arm (202 and
-    98 steps of 300 in a review's lockstep run), with /diagnostics at ok: it now says so."""
+    98 steps of 300 in a lockstep run): /diagnostics say so. Publishers are counted by node: a
+    restarted controller's old endpoint stays in the graph for seconds under its name."""
+    import rclpy
     from diagnostic_msgs.msg import DiagnosticStatus
     from std_msgs.msg import Float64MultiArray
 
@@ -1541,21 +1543,31 @@ def test_the_simulator_warns_when_more_than_one_controller_publishes_commands(no
 
     sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
     sim.diag_pub = Recorder()
-    publishers = [sim.node.create_publisher(Float64MultiArray, COMMAND_TOPIC, 10) for _ in range(2)]
-    deadline = time.monotonic() + 5.0
-    while sim.node.count_publishers(COMMAND_TOPIC) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    sim._diag_next = 0.0
-    sim._maybe_diagnostics()
-    status = sim.diag_pub.sent[-1].status[0]
-    assert status.level == DiagnosticStatus.WARN and status.message.startswith("2 publishers on"), status
-    sim.node.destroy_publisher(publishers[1])
-    deadline = time.monotonic() + 5.0
-    while sim.node.count_publishers(COMMAND_TOPIC) > 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    sim._diag_next = 0.0
-    sim._maybe_diagnostics()
-    assert sim.diag_pub.sent[-1].status[0].level == DiagnosticStatus.OK
+    first, second = rclpy.create_node("first_controller"), rclpy.create_node("second_controller")
+
+    def report(endpoints: int) -> Any:
+        deadline = time.monotonic() + 5.0
+        while sim.node.count_publishers(COMMAND_TOPIC) != endpoints and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sim._diag_next = 0.0
+        sim._maybe_diagnostics()
+        return sim.diag_pub.sent[-1].status[0]
+
+    try:
+        for _ in range(2):  # one node's two endpoints: one controller
+            first.create_publisher(Float64MultiArray, COMMAND_TOPIC, 10)
+        status = report(2)
+        assert status.level == DiagnosticStatus.OK, status
+        assert {kv.key: kv.value for kv in status.values}["command_publishers"] == "1"
+        publisher = second.create_publisher(Float64MultiArray, COMMAND_TOPIC, 10)
+        status = report(3)
+        assert status.level == DiagnosticStatus.WARN, status
+        assert status.message.startswith(f"2 nodes publish on {COMMAND_TOPIC}"), status
+        second.destroy_publisher(publisher)
+        assert report(2).level == DiagnosticStatus.OK
+    finally:
+        first.destroy_node()
+        second.destroy_node()
 
 
 def test_a_lockstep_simulator_stopped_while_the_answer_came_takes_it(nodes: Nodes) -> None:

@@ -73,6 +73,7 @@ from .common import (
     make_executor,
     parameters_of,
     percentiles_ms,
+    publishing_nodes,
     refuse_parameter_changes,
     run_node,
     status,
@@ -543,8 +544,9 @@ class SimNode:
         }
         # Two controllers on the topic answer every state, and whichever comes first drives the
         # arm (in lockstep they share the steps, e.g. 202 and 98 of 300; in realtime the later
-        # one's command is held): say so.
-        commanders = self.node.count_publishers(COMMAND_TOPIC)
+        # one's command is held): say so. Counted by node, as a restarted controller's old
+        # endpoint stays in the graph for seconds.
+        commanders = publishing_nodes(self.node.get_publishers_info_by_topic(self.command_sub.topic_name))
         values["command_publishers"] = commanders
         if self.safe_active:
             level, message = (
@@ -559,7 +561,8 @@ class SimNode:
         elif commanders > 1:
             level, message = (
                 DiagnosticStatus.WARN,
-                f"{commanders} publishers on {COMMAND_TOPIC}: more than one controller drives the arm",
+                f"{commanders} nodes publish on {self.command_sub.topic_name}: more than one controller "
+                "drives the arm",
             )
         elif waiting:
             level, message = DiagnosticStatus.WARN, "waiting for a controller"
