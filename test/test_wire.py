@@ -266,3 +266,28 @@ def test_trajectory_sizes_read_the_bytes_as_rclpy_writes_them() -> None:
     assert trajectory_sizes(raw, 5) == (5, 0)  # as many as asked for: walked
     assert trajectory_sizes(b"\x00\x00" + raw[2:], 64) is None  # big-endian: left to rclpy
     assert trajectory_sizes(raw[:9], 64) is None and trajectory_sizes(b"", 64) is None
+
+
+def test_end_padding_declared_by_the_encapsulation_options_is_not_read() -> None:
+    """The two low bits of the encapsulation options (header bytes 2–3) count padding bytes at the
+    end of the buffer; rclpy leaves them out of the message when the buffer's length is a multiple
+    of 4. A state or command whose last field reaches into them is one rclpy cannot read, so the
+    decoders leave it to rclpy (``None``) instead of accepting it; with bytes to spare after the
+    message, or a length not a multiple of 4, both read it."""
+    q = np.arange(7.0)
+    state = bytes(serialize_message(JointStateEncoder(GEN3).encode(5, q, q, q)))
+    command = bytes(serialize_message(CommandEncoder(7).encode(q, 5)))
+    wire = JointStateWire(GEN3)
+    for raw, msg_type, decode in (
+        (state, JointStateMsg, wire.decode),
+        (command, Float64MultiArray, CommandWire.decode),
+    ):
+        assert len(raw) % 4 == 0 and decode(raw) is not None  # the message fills the buffer
+        for pad in (1, 2, 3):
+            padded = raw[:3] + bytes([pad]) + raw[4:]
+            with pytest.raises(Exception, match="deserialize"):
+                deserialize_message(padded, msg_type)
+            assert decode(padded) is None, (msg_type, pad)
+            for spare in (b"\0" * 4, b"\0"):
+                assert deserialize_message(padded + spare, msg_type) == deserialize_message(raw, msg_type)
+                assert decode(padded + spare) is not None, (msg_type, pad, len(spare))

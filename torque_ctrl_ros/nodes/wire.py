@@ -67,6 +67,18 @@ def _aligned(offset: int, size: int) -> int:
     return _HEADER + rel + (-rel) % size
 
 
+def _without_end_padding(raw: bytes) -> bytes:
+    """``raw`` less the padding bytes its encapsulation options declare at its end.
+
+    The options' two low bits count bytes a sender appended to reach a multiple of 4 (DDS-XTypes);
+    rclpy's deserializer (Fast-CDR) leaves them out of the message when the buffer's length is a
+    multiple of 4, so a field reaching into them is one rclpy cannot read: a decoder that read it
+    would accept a message that the message path refuses. ``raw`` starts with the CDR header.
+    """
+    pad = raw[3] & 3 if len(raw) % 4 == 0 else 0
+    return raw[: len(raw) - pad] if pad else raw
+
+
 def _string(text: str) -> bytes:
     """A CDR string (to be placed 4-aligned): ``uint32`` length with the NUL, bytes, NUL."""
     data = text.encode() + b"\0"
@@ -165,6 +177,7 @@ class JointStateWire:
         try:
             if raw[:2] != CDR_LE[:2]:
                 return None
+            raw = _without_end_padding(raw)
             sec, nsec = _STAMP.unpack_from(raw, _HEADER)
             (frame_len,) = _U32.unpack_from(raw, _HEADER + 8)
             names_at = _aligned(_HEADER + 12 + frame_len, 4)
@@ -269,6 +282,7 @@ class CommandWire:
         try:
             if raw[:2] != CDR_LE[:2]:
                 return None
+            raw = _without_end_padding(raw)
             (dims,) = _U32.unpack_from(raw, _HEADER)
             at = _HEADER + 4
             label = ""
