@@ -3,12 +3,18 @@
 Every check goes both ways: our bytes deserialized by rclpy, and rclpy's bytes decoded by us,
 including with the padding bytes (undefined in CDR) filled with garbage, as they arrive from
 real publishers. Layouts the fast path does not take must come back as ``None`` (the nodes then
-deserialize with rclpy), never as wrong numbers.
+deserialize with rclpy), never as wrong numbers; a seeded differential fuzz holds each decoder to
+rclpy's reading of thousands of mutated messages.
 """
 
 from __future__ import annotations
 
+import array
+import functools
 import re
+import struct
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -266,6 +272,310 @@ def test_trajectory_sizes_read_the_bytes_as_rclpy_writes_them() -> None:
     assert trajectory_sizes(raw, 5) == (5, 0)  # as many as asked for: walked
     assert trajectory_sizes(b"\x00\x00" + raw[2:], 64) is None  # big-endian: left to rclpy
     assert trajectory_sizes(raw[:9], 64) is None and trajectory_sizes(b"", 64) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Differential fuzz: each decoder on mutated bytes against rclpy's reading of the same bytes.
+#
+# A decoder may answer ``None`` for anything (its caller then deserializes with rclpy, which
+# decides), except a message in the layout it is built for: those it must take, mutated only by
+# junk appended after the message or cut no shorter than the message. Any answer must be what the
+# message path makes of rclpy's reading:
+#
+# - ``JointStateWire.decode``: rclpy reads the bytes; its stamp, and its positions and velocities
+#   as the message path's ``JointStateDecoder`` takes them by name (raising nothing), equal the
+#   decoded ones bit for bit. No leniency: the decoder skips the frame id and the efforts' values,
+#   but rclpy refuses neither for its contents (invalid UTF-8 is replaced, not refused), so a
+#   message rclpy cannot read must never decode.
+# - ``CommandWire.decode``: rclpy reads the bytes, its layout passes ``check_command_layout``, its
+#   data (bit for bit) and label stamp equal the decoded ones. A ``StateError`` (a malformed
+#   ``joints@`` label) must be the very error ``command_stamp_ns`` raises on rclpy's message.
+#   Labels of dimensions after the first are read on neither path.
+# - ``trajectory_sizes``: reads counts only (no string, no point). When rclpy reads the message,
+#   the name count and, unless more than ``max_names`` names, the point count are its. When rclpy
+#   cannot, any answer goes: the caller refuses counts over its limits and deserializes any other
+#   message, so such a message is refused either way (only the reason given differs).
+#
+# rclpy (rmw_fastrtps_cpp, Fast-CDR) raises on every mutation here rather than crashing, so no
+# kind of mutation is left out. Its complaints ("sequence size exceeds remaining buffer") go to
+# the C stderr, which pytest captures.
+
+_STR, _UINT, _DOUBLES = "string", "uint32", "float64[]"
+# Each message as CDR lays it out, as far as lengths go: its fields in order, ("seq", fields) a
+# counted sequence of structures.
+_JOINT_STATE_LAYOUT: tuple = (_UINT, _UINT, _STR, ("seq", (_STR,)), _DOUBLES, _DOUBLES, _DOUBLES)
+_COMMAND_LAYOUT: tuple = (("seq", (_STR, _UINT, _UINT)), _UINT, _DOUBLES)
+_POINT_LAYOUT = (_DOUBLES, _DOUBLES, _DOUBLES, _DOUBLES, _UINT, _UINT)  # the last two: time_from_start
+_TRAJECTORY_LAYOUT: tuple = (_UINT, _UINT, _STR, ("seq", (_STR,)), ("seq", _POINT_LAYOUT))
+_LENGTH_VALUES = (0, 1, 2, 3, 4, 7, 8, 64, 0x7FFFFFFF, 0x80000000, 0xFFFFFFF8, 0xFFFFFFFF)
+_MUTATIONS = ("flip", "zero", "truncate", "insert", "delete", "length", "unterminated", "append", "options")
+
+#: ``check(raw, what, must_answer)``: asserts the contract above for one input (``what`` names it
+#: in failures); returns whether the decoder answered something rclpy reads.
+_Check = Callable[[bytes, str, bool], bool]
+
+
+def _length_fields(raw: bytes, layout: tuple) -> tuple[list[tuple[int, str]], int]:
+    """The string lengths and sequence counts in ``raw`` (a message as rclpy serializes it), as
+    ``(offset, _STR or _DOUBLES or "seq")``, and where the message ends, found by walking ``layout``.
+    rclpy's bytes may run on past the message (with empty arrays, its buffer is sized by an
+    estimate larger than what it writes)."""
+    fields: list[tuple[int, str]] = []
+
+    def aligned(at: int, size: int) -> int:
+        return at + (-(at - 4)) % size  # CDR aligns from the byte after the 4-byte header
+
+    def walk(items: tuple, at: int) -> int:
+        for item in items:
+            at = aligned(at, 4)  # every field here starts with a uint32
+            if item == _UINT:
+                at += 4
+                continue
+            fields.append((at, item if isinstance(item, str) else "seq"))
+            (k,) = struct.unpack_from("<I", raw, at)
+            at += 4
+            if item == _STR:
+                at += k
+            elif item == _DOUBLES:
+                at = aligned(at, 8) + 8 * k if k else at  # an empty sequence is not aligned
+            else:
+                for _ in range(k):
+                    at = walk(item[1], at)
+        return at
+
+    end = walk(layout, 4)
+    assert end <= len(raw)
+    return fields, end
+
+
+def _mutant(raw: bytes, fields: list[tuple[int, str]], rng: np.random.Generator) -> tuple[str, bytes]:
+    """One random mutation of ``raw`` (valid, with its length fields ``fields``): its kind (one of
+    ``_MUTATIONS``) and the bytes."""
+    strings = [at for at, item in fields if item == _STR and raw[at] > 0]
+    kind = str(rng.choice([k for k in _MUTATIONS if strings or k != "unterminated"]))
+    out = bytearray(raw)
+    size = len(out)
+    if kind in ("flip", "zero"):  # 1–4 bytes anywhere, the header included
+        for at in rng.integers(0, size, size=int(rng.integers(1, 5))):
+            out[at] = 0 if kind == "zero" else out[at] ^ int(rng.integers(1, 256))
+    elif kind == "truncate":
+        del out[int(rng.integers(0, size)) :]
+    elif kind == "insert":
+        at = int(rng.integers(0, size + 1))
+        out[at:at] = rng.bytes(int(rng.integers(1, 9)))
+    elif kind == "delete":
+        at = int(rng.integers(0, size))
+        del out[at : at + int(rng.integers(1, 9))]
+    elif kind == "length":  # a string length or sequence count, off by a little or a lot
+        at = fields[int(rng.integers(len(fields)))][0]
+        (old,) = struct.unpack_from("<I", out, at)
+        choices = [*_LENGTH_VALUES, old + 1, max(old - 1, 0), old + 8, int(rng.integers(0, 2**32))]
+        struct.pack_into("<I", out, at, choices[int(rng.integers(len(choices)))] % 2**32)
+    elif kind == "unterminated":  # a string's NUL made another character
+        at = int(rng.choice(strings))
+        out[at + 3 + raw[at]] = int(rng.integers(1, 256))  # (lengths here are under 256)
+    elif kind == "options":  # the encapsulation options: their two low bits count end padding
+        out[2:4] = rng.bytes(2)
+    else:
+        out += rng.bytes(int(rng.integers(1, 17)))
+    return kind, bytes(out)
+
+
+def _fuzz(
+    rng: np.random.Generator,
+    draw: Callable[[], tuple[bytes, bool, _Check]],
+    layout: tuple,
+    cases: int,
+    cut: int,
+) -> dict[str, list[int]]:
+    """Check ``cases`` messages from ``draw`` (bytes, whether they are in the decoder's layout, the
+    check), each as serialized and mutated once, then every cut of ``cut`` more messages.
+    Returns ``[inputs, answered]`` by kind of mutation (``"cut"`` for the cuts)."""
+    kinds: dict[str, list[int]] = {kind: [0, 0] for kind in (*_MUTATIONS, "cut")}
+    for case in range(cases):
+        raw, takes, check = draw()
+        fields, _ = _length_fields(raw, layout)
+        check(raw, f"case {case} as serialized", takes)
+        kind, mutated = _mutant(raw, fields, rng)
+        kinds[kind][0] += 1
+        kinds[kind][1] += check(mutated, f"case {case} ({kind})", takes and kind == "append")
+    for _ in range(cut):
+        raw, takes, check = draw()
+        _, end = _length_fields(raw, layout)
+        for length in range(len(raw) + 1):
+            kinds["cut"][0] += 1
+            kinds["cut"][1] += check(raw[:length], f"cut at {length} of {raw.hex()}", takes and length >= end)
+    # Enough answers that the comparisons ran, not only refusals.
+    assert min(kinds[kind][1] for kind in ("flip", "zero", "options", "append")) > 50, kinds
+    assert kinds["cut"][1] > 0, kinds
+    return kinds
+
+
+def _doubles(rng: np.random.Generator, n: int) -> array.array:
+    """``n`` doubles, mostly ordinary, some NaN (with payloads, either sign), ±inf, -0.0, denormal
+    or arbitrary bit patterns; as an ``array.array`` so no payload passes through a Python float."""
+    bits = rng.normal(size=n).view(np.uint64).copy()
+    special = np.array(
+        [0x7FF8000000000000, 0xFFF8000000000001, 0x7FF0000000000001, 0x7FF0000000000000,
+         0xFFF0000000000000, 0x8000000000000000, 0x0000000000000001],
+        dtype=np.uint64,
+    )  # fmt: skip
+    for k in range(n):
+        draw = rng.random()
+        if draw < 0.15:
+            bits[k] = special[int(rng.integers(len(special)))]
+        elif draw < 0.25:
+            bits[k] = rng.integers(0, 2**64, dtype=np.uint64)
+    return array.array("d", bits.tobytes())
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype == np.float64 and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _rclpy_reading(raw: bytes, msg_type: type) -> Any:
+    """rclpy's message from ``raw``, or ``None`` where it cannot read it."""
+    try:
+        return deserialize_message(raw, msg_type)
+    except Exception:  # rclpy's RMWError (not importable by a stable name)
+        return None
+
+
+def _text(rng: np.random.Generator, low: int, high: int) -> str:
+    return "".join(rng.choice(list("abcxyz_019/"), size=int(rng.integers(low, high))))
+
+
+def _check_joint_state(wire: JointStateWire, raw: bytes, what: str, must_answer: bool) -> bool:
+    decoded = wire.decode(raw)
+    if decoded is None:
+        assert not must_answer, f"{what}: in the decoder's layout, not decoded: {raw.hex()}"
+        return False
+    msg = _rclpy_reading(raw, JointStateMsg)
+    assert msg is not None, f"{what}: decoded, but rclpy cannot read {raw.hex()}"
+    q, v = JointStateDecoder(wire.names).decode(msg)  # raises where the message path refuses
+    assert decoded[0] == stamp_to_ns(msg.header.stamp), f"{what}: stamp of {raw.hex()}"
+    assert _same_bits(decoded[1], q) and _same_bits(decoded[2], v), f"{what}: values of {raw.hex()}"
+    return True
+
+
+def test_joint_state_decode_fuzzed_against_rclpy() -> None:
+    """Mutated states, in each decoder's layout (its own, odd name lengths, a learned one) and in
+    others (another order, extra or missing joints), decode as rclpy reads them or not at all."""
+    rng = np.random.default_rng(20240611)
+    driver = ["gripper", *GEN3[4:], "wrist_cam_tilt", *GEN3[:4]]
+    learned = JointStateWire(GEN3)
+    assert learned.learn(driver)
+    wires = [(JointStateWire(GEN3), GEN3), (JointStateWire(ODD), ODD), (learned, driver)]
+
+    def draw() -> tuple[bytes, bool, _Check]:
+        wire, expected = wires[int(rng.integers(len(wires)))]
+        names = list(expected)
+        if rng.random() < 0.2:  # a layout this decoder has not adopted
+            names = [*rng.permutation(names)] if rng.random() < 0.5 else [*names, "extra"]
+            names = names if rng.random() < 0.7 else names[1:]
+        msg = JointStateMsg(name=names)
+        msg.header.frame_id = _text(rng, 0, 13)  # every alignment of what follows
+        msg.header.stamp.sec = int(rng.integers(-(2**31), 2**31))
+        msg.header.stamp.nanosec = int(rng.integers(0, 2**32))  # rclpy takes any uint32, so must we
+        n = len(names)
+        msg.position = _doubles(rng, n if rng.random() < 0.9 else int(rng.integers(0, n + 2)))
+        msg.velocity = _doubles(rng, n if rng.random() < 0.9 else int(rng.integers(0, n + 2)))
+        msg.effort = _doubles(rng, int(rng.choice([n, 0, int(rng.integers(0, n + 2))])))
+        takes = names == list(expected) and len(msg.position) == len(msg.velocity) == n
+        return bytes(serialize_message(msg)), takes, functools.partial(_check_joint_state, wire)
+
+    print("joint states, [inputs, decoded]:", _fuzz(rng, draw, _JOINT_STATE_LAYOUT, 4000, 12))
+
+
+def _check_command(raw: bytes, what: str, must_answer: bool) -> bool:
+    from torque_ctrl_ros.core.errors import StateError
+    from torque_ctrl_ros.nodes.conversions import check_command_layout
+
+    try:
+        decoded = CommandWire.decode(raw)
+    except StateError as exc:
+        msg = _rclpy_reading(raw, Float64MultiArray)
+        assert msg is not None, f"{what}: {exc}, but rclpy cannot read {raw.hex()}"
+        with pytest.raises(StateError) as on_message_path:
+            command_stamp_ns(msg)
+        assert str(on_message_path.value) == str(exc), f"{what}: {raw.hex()}"
+        return True
+    if decoded is None:
+        assert not must_answer, f"{what}: in the decoder's layout, not decoded: {raw.hex()}"
+        return False
+    msg = _rclpy_reading(raw, Float64MultiArray)
+    assert msg is not None, f"{what}: decoded, but rclpy cannot read {raw.hex()}"
+    data = np.frombuffer(msg.data, dtype=np.float64)
+    check_command_layout(msg.layout, data.size)  # raises where the message path refuses
+    assert _same_bits(decoded[0], data), f"{what}: values of {raw.hex()}"
+    assert decoded[1] == command_stamp_ns(msg), f"{what}: stamp of {raw.hex()}"
+    return True
+
+
+def test_command_decode_fuzzed_against_rclpy() -> None:
+    """Mutated commands decode as rclpy reads them or not at all, raising only the ``StateError``
+    the message path raises for the same label."""
+    rng = np.random.default_rng(20240612)
+
+    def draw() -> tuple[bytes, bool, _Check]:
+        """Mostly a tagged command of 7 torques as the controller writes it, else other lengths,
+        labels (malformed stamps too), dimensions and offsets."""
+        n = int(rng.choice([7, 7, 7, 7, 7, 7, 0, 0, 1, 3, 8]))
+        msg = Float64MultiArray(data=_doubles(rng, n))
+        for k in range(int(rng.choice([1, 1, 1, 0, 2, 3]))):
+            sec, nsec = int(rng.integers(-(2**31), 2**31)), int(rng.integers(0, NS))
+            labels = [f"joints@{sec}.{nsec:09d}", "joints", f"joints@{sec}.{nsec}", _text(rng, 0, 12)]
+            plain = k > 0 or rng.random() < 0.8
+            size, stride = (n, n) if plain else (int(rng.integers(0, 10)), int(rng.integers(0, 10)))
+            label = labels[int(rng.integers(len(labels)))]
+            msg.layout.dim.append(MultiArrayDimension(label=label, size=size, stride=stride))
+        msg.layout.data_offset = 0 if rng.random() < 0.9 else int(rng.integers(0, 3))
+        dims = msg.layout.dim
+        takes = msg.layout.data_offset == 0 and (not dims or dims[0].size == dims[0].stride == n)
+        return bytes(serialize_message(msg)), takes, _check_command
+
+    print("commands, [inputs, decoded]:", _fuzz(rng, draw, _COMMAND_LAYOUT, 4000, 24))
+
+
+def _check_trajectory_sizes(max_names: int, raw: bytes, what: str, must_answer: bool) -> bool:
+    from trajectory_msgs.msg import JointTrajectory
+
+    from torque_ctrl_ros.nodes.wire import trajectory_sizes
+
+    sizes = trajectory_sizes(raw, max_names)
+    assert sizes is not None or not must_answer, f"{what}: a trajectory, not read: {raw.hex()}"
+    msg = _rclpy_reading(raw, JointTrajectory)
+    if sizes is None or msg is None:  # refused on either path
+        return False
+    names, points = sizes
+    assert names == len(msg.joint_names), f"{what}: names of {raw.hex()}"
+    if names > max_names:
+        assert points is None, f"{what}: {raw.hex()}"
+    else:
+        assert points == len(msg.points), f"{what}: points of {raw.hex()}"
+    return True
+
+
+def test_trajectory_sizes_fuzzed_against_rclpy() -> None:
+    """Mutated trajectories: the counts are rclpy's wherever rclpy reads the message."""
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    rng = np.random.default_rng(20240613)
+
+    def draw() -> tuple[bytes, bool, _Check]:
+        """0–8 names and 0–6 points of every alignment; as many names as allowed, or more."""
+        msg = JointTrajectory(joint_names=[_text(rng, 0, 13) for _ in range(int(rng.integers(0, 9)))])
+        msg.header.frame_id = _text(rng, 0, 13)
+        msg.header.stamp.sec = int(rng.integers(-5, 5))
+        for k in range(int(rng.integers(0, 7))):
+            point = JointTrajectoryPoint(positions=_doubles(rng, int(rng.integers(0, 4))))
+            point.velocities = _doubles(rng, int(rng.integers(0, 3)))
+            point.time_from_start.sec = k
+            msg.points.append(point)
+        max_names = int(rng.choice([64, 64, 3, 0]))
+        return bytes(serialize_message(msg)), True, functools.partial(_check_trajectory_sizes, max_names)
+
+    print("trajectories, [inputs, answered]:", _fuzz(rng, draw, _TRAJECTORY_LAYOUT, 4000, 12))
 
 
 def test_end_padding_declared_by_the_encapsulation_options_is_not_read() -> None:
