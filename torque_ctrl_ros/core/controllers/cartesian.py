@@ -56,6 +56,11 @@ from ..validation import FloatArray, as_positive_float, as_rotation, as_vector, 
 from .base import Controller, reject_unknown_keys
 
 POSE_ERRORS = ("decoupled", "se3")
+#: Largest ``task_wrench`` entry accepted (N, N·m): far beyond what any arm's actuators give, and
+#: the command's rounding stays small. With every axis constrained the wrench changes only ``λ``,
+#: yet it moved the Gen3's command by ~3e-13 N·m per N at home: 3e-7 N·m at 1e6, 0.3 at 1e12,
+#: every joint at its limit at 1e100, and from ~1e200 the solve overflowed on every step.
+MAX_TASK_WRENCH = 1e6
 
 
 def rotation_from_quaternion(quaternion_xyzw: ArrayLike) -> FloatArray:
@@ -216,7 +221,8 @@ class AchdRneaConfig:
             (:meth:`RobotModel.check_frame_damping`): a scalar 1.0 is (the wrist needs ~10× less
             than the shoulder).
         gravity_feedforward: include ``g(q)`` in ``τ_ff``.
-        task_wrench: ``f_task = [f; m]`` (N, N·m) on the frame origin, base axes.
+        task_wrench: ``f_task = [f; m]`` (N, N·m) on the frame origin, base axes; entries within
+            ``±``:data:`MAX_TASK_WRENCH`.
         free_axis_damping: ``B`` (N·s/m for x, y, z; N·m·s/rad for rx, ry, rz), ``>= 0``: the
             wrench ``−B ∘ ẋ`` is added to ``f_task`` on the *unconstrained* axes only. It damps
             the motion the constraints leave free, e.g. the tool's bounce on a table.
@@ -263,7 +269,11 @@ class AchdRneaConfig:
                 f"got {constrained_axes!r}"
             )
         axes = tuple(str(a).strip().lower() for a in names)
-        alpha_from_axes(list(axes), error=ConfigError)
+        try:
+            alpha_from_axes(list(axes), error=ConfigError)
+        except ConfigError as exc:  # its messages, shared with the targets' axes, name no parameter
+            reason = str(exc).removeprefix("constrained axes: ")
+            raise ConfigError(f"achd_rnea.constrained_axes: {reason}") from None
         kp_arr = as_vector("achd_rnea.kp", kp, 6, broadcast_scalar=True, strictly_positive=True)
         kd_arr = (
             2.0 * np.sqrt(kp_arr)
@@ -280,6 +290,12 @@ class AchdRneaConfig:
         rc = as_positive_float("achd_rnea.rcond", rcond)
         if rc >= 1.0:
             raise ConfigError(f"achd_rnea.rcond: expected a number in (0, 1), got {rcond!r}")
+        wrench = as_vector("achd_rnea.task_wrench", task_wrench, 6)
+        if np.abs(wrench).max() > MAX_TASK_WRENCH:
+            raise ConfigError(
+                f"achd_rnea.task_wrench: expected entries within ±{MAX_TASK_WRENCH:g} (N, N·m), got "
+                f"{wrench.tolist()}"
+            )
         return cls(
             frame=frame,
             constrained_axes=axes,
@@ -289,7 +305,7 @@ class AchdRneaConfig:
                 "achd_rnea.joint_damping", joint_damping, n, broadcast_scalar=True, min_value=0.0
             ),
             gravity_feedforward=bool(gravity_feedforward),
-            task_wrench=as_vector("achd_rnea.task_wrench", task_wrench, 6),
+            task_wrench=wrench,
             free_axis_damping=as_vector(
                 "achd_rnea.free_axis_damping", free_axis_damping, 6, broadcast_scalar=True, min_value=0.0
             ),

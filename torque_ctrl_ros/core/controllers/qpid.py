@@ -87,7 +87,7 @@ from numpy.typing import NDArray
 
 from ...paths import data_path
 from ..errors import ConfigError, TargetError
-from ..qp.collision import SelfCollisionModel
+from ..qp.collision import CollisionSpec, SelfCollisionModel
 from ..qp.constraints import (
     Barrier,
     JointPositionBarrier,
@@ -324,7 +324,15 @@ class _QPController(Controller[QPReference]):
             barriers.append(jv)
         if c.self_collision.enabled:
             cc = c.self_collision
-            model = SelfCollisionModel.from_file(robot, _collision_path(cc.model), cc.pairs)
+            # The collision model's messages name its file or its keys, not the parameters.
+            try:
+                spec = CollisionSpec.from_file(_collision_path(cc.model))
+            except ConfigError as exc:
+                raise ConfigError(f"{self.name}.self_collision.model: {exc}") from None
+            try:
+                model = SelfCollisionModel(robot, spec, cc.pairs)
+            except ConfigError as exc:
+                raise ConfigError(f"{self.name}.self_collision: {exc}") from None
             self.collision_barrier = SelfCollisionBarrier(
                 robot, model, cc.alpha, cc.d_safe, filter_gain=cc.filter, soft=cc.soft
             )

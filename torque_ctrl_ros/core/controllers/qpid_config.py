@@ -10,8 +10,9 @@ levels below) are the controller's (:class:`~.qpid.QPID`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -220,7 +221,10 @@ class QPIDConfig:
                     f"{section}.{name}: unknown key(s) {unknown}; valid are {sorted(_TASK_KEYS)}"
                 )
             if "type" not in sub:
-                raise ConfigError(f"{section}.{name}.type: required, one of {sorted(TASK_TYPES)}")
+                raise ConfigError(
+                    f"{section}.{name}.type: required for task {name!r} of {section}.tasks, one of "
+                    f"{sorted(TASK_TYPES)}"
+                )
             tasks.append(TaskConfig(name=name, **sub))
         kwargs: dict[str, Any] = {}
         for group, klass in BARRIER_GROUPS.items():
@@ -400,11 +404,18 @@ def _check_barrier_alphas(section: str, barriers: Mapping[str, BarrierConfig], d
                     f"below {bound:.3g} {when}, or the velocity barrier's loop rings and grows"
                 )
             continue
-        radius = pd_spectral_radius(cfg.alpha**2, 2.0 * cfg.alpha, CONTROL_PERIOD, delay)
+        # α·Δt >= 1 is far past every delay's bound (0.4 one period late), and α² overflows
+        # from ~1e154.
+        radius = (
+            pd_spectral_radius(cfg.alpha**2, 2.0 * cfg.alpha, CONTROL_PERIOD, delay)
+            if cfg.alpha * CONTROL_PERIOD < 1.0
+            else math.inf
+        )
         if not radius < 1.0:
+            grows = f"grows by {radius:.3g} per period" if math.isfinite(radius) else "grows"
             raise ConfigError(
                 f"{name}: alpha {cfg.alpha:g} 1/s is unstable {when}: the barrier's ḧ = −2α·ḣ − α²·h "
-                f"(a PD law kp = α², kd = 2α) grows by {radius:.3g} per period; alpha must stay below "
+                f"(a PD law kp = α², kd = 2α) {grows}; alpha must stay below "
                 f"{_largest_stable_alpha(delay):.4g}"
             )
 
@@ -436,7 +447,8 @@ def _check_tasks(section: str, tasks: Sequence[TaskConfig]) -> None:
             raise ConfigError(f"{section}.{t.name}.level: expected an integer >= 0, got {t.level!r}")
     levels = sorted({int(t.level) for t in tasks})
     if levels != list(range(len(levels))):
-        raise ConfigError(f"{section}: task levels must be consecutive from 0, got {levels}")
+        given = ", ".join(f"{t.name}.level {t.level}" for t in tasks)
+        raise ConfigError(f"{section}: task levels must be consecutive from 0, got {levels} ({given})")
 
 
 def _scalar_if_one(value: Any) -> Any:
@@ -448,24 +460,25 @@ def _scalar_if_one(value: Any) -> Any:
 
 
 def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
-    """One group's own values (types, signs, ranges); ``alpha`` against the period and delay is
-    :func:`_check_barrier_alphas`."""
+    """One group's own values (types, signs, ranges), returned with its numbers as floats (a
+    parameter may give ``10`` or the string ``"10.0"``, which the arithmetic after would refuse);
+    ``alpha`` against the period and delay is :func:`_check_barrier_alphas`."""
     for key in ("enabled", "soft"):
         if not isinstance(getattr(cfg, key), bool):
             raise ConfigError(f"{field_name}.{key}: expected true or false, got {getattr(cfg, key)!r}")
-    as_positive_float(f"{field_name}.alpha", cfg.alpha)
+    numbers: dict[str, Any] = {"alpha": as_positive_float(f"{field_name}.alpha", cfg.alpha)}
     if isinstance(cfg, CollisionConfig):
-        as_positive_float(f"{field_name}.d_safe", cfg.d_safe, allow_zero=True)
-        f = as_positive_float(f"{field_name}.filter", cfg.filter)
-        if f > 1.0:
+        numbers["d_safe"] = as_positive_float(f"{field_name}.d_safe", cfg.d_safe, allow_zero=True)
+        numbers["filter"] = as_positive_float(f"{field_name}.filter", cfg.filter)
+        if numbers["filter"] > 1.0:
             raise ConfigError(f"{field_name}.filter: expected a gain in (0, 1], got {cfg.filter!r}")
         if not isinstance(cfg.model, str) or not cfg.model:
             raise ConfigError(f"{field_name}.model: expected a file name, got {cfg.model!r}")
     if isinstance(cfg, SingularityConfig):
-        as_positive_float(f"{field_name}.w_min", cfg.w_min)
+        numbers["w_min"] = as_positive_float(f"{field_name}.w_min", cfg.w_min)
         if not isinstance(cfg.frame, str) or not cfg.frame:
             raise ConfigError(f"{field_name}.frame: expected a frame name, got {cfg.frame!r}")
-    return cfg
+    return replace(cfg, **numbers)
 
 
 def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
