@@ -44,8 +44,7 @@ from torque_ctrl_ros.core.errors import ConfigError, TorqueCtrlError
 from torque_ctrl_ros.core.supervisor import Supervisor
 from torque_ctrl_ros.nodes.controller_node import _command_joints, _load_robot
 from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
-from torque_ctrl_ros.nodes.sim_node import SimNode, step_count
-from torque_ctrl_ros.sim.plant import MujocoPlant
+from torque_ctrl_ros.nodes.sim_node import SimNode, load_plant, step_count
 
 HOME = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
 #: Parameters whose entries may be negative: everything else is a gain, weight, damping, limit,
@@ -152,7 +151,7 @@ def _start_sim_node(params: dict[str, Any]) -> list[Any]:
     """What ``SimNode.__init__`` builds from ``params`` before it creates any topic."""
     name = "sim_node"
     cfg = sim_node_config(params, name)
-    plant = MujocoPlant(cfg.mjcf, cfg.joints or None)
+    plant = load_plant(cfg, name)
     plant.reset(cfg.keyframe or None)
     damping = cfg.damping_vector(plant.model_joint_names, plant.joint_names, plant)
     steps = step_count(cfg, plant.timestep, name)
@@ -380,12 +379,6 @@ def test_a_task_without_a_section_and_levels_that_skip_name_the_tasks() -> None:
         _start_controller_node(base | {"hqpid.posture.level": 2})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the nodes pass the model loaders' errors on as they are (controller_node._load_robot, "
-    "SimNode.__init__): they name the file, not the parameter, and Pinocchio's and MuJoCo's parse "
-    "errors span several lines; drop this mark with the fix",
-)
 def test_a_model_file_of_the_wrong_kind_is_refused_naming_the_parameter(tmp_path: Path) -> None:
     files = {"bad.urdf": "<robot/>", "empty.xml": "<mujoco/>", "bad.xml": "<mujoco><worldbody></mujoco>"}
     for name, text in files.items():

@@ -79,6 +79,12 @@ def publishing_nodes(publishers: Sequence[Any]) -> int:
     return len({(p.node_namespace, p.node_name) for p in publishers if p.node_name != UNKNOWN_NODE_NAME})
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace, line breaks included, as one space: for a start-up
+    error that passes on a parser's several-line message."""
+    return " ".join(text.split())
+
+
 def parameters_of(node: Node) -> dict[str, Any]:
     """Every parameter the node holds, as ``{name: python value}``."""
     return {name: param.value for name, param in node.get_parameters_by_prefix("").items()}

@@ -41,7 +41,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ..core.backlog import CatchUp
 from ..core.controllers import create_controller
-from ..core.errors import ConfigError, StateError, TorqueCtrlError
+from ..core.errors import ConfigError, ModelError, StateError, TorqueCtrlError
 from ..core.resume import Resume, ResumeKind
 from ..core.robot import CONTROL_PERIOD, RobotModel
 from ..core.safety import Action, WatchdogState
@@ -57,6 +57,7 @@ from .common import (
     control_qos,
     exit_if_stuck,
     make_executor,
+    one_line,
     parameters_of,
     percentiles_ms,
     publishing_nodes,
@@ -85,11 +86,16 @@ _LEVEL = {
 
 def _load_robot(cfg: ControllerNodeConfig, node_name: str) -> RobotModel:
     """The controller's model, from ``robot_description`` when given, else ``model_file``; refused
-    without an effort limit on every joint."""
-    if cfg.robot_description:
-        robot = RobotModel.from_urdf_string(cfg.robot_description)
-    else:
-        robot = RobotModel.from_file(cfg.model_file)
+    without an effort limit on every joint. A description that cannot be loaded is refused
+    naming the parameter, on one line."""
+    source = "robot_description" if cfg.robot_description else "model_file"
+    try:
+        if cfg.robot_description:
+            robot = RobotModel.from_urdf_string(cfg.robot_description)
+        else:
+            robot = RobotModel.from_file(cfg.model_file)
+    except ModelError as exc:  # its words name the file; Pinocchio's parse errors span lines
+        raise ModelError(f"{node_name}.{source}: {one_line(str(exc))}") from None
     unlimited = [
         name
         for name, limit in zip(robot.joint_names, robot.effort_limit, strict=True)

@@ -56,7 +56,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray, MultiArrayLayout
 
-from ..core.errors import ConfigError, StateError
+from ..core.errors import ConfigError, ModelError, StateError
 from ..core.robot import CONTROL_PERIOD
 from ..sim.plant import MujocoPlant
 from .common import (
@@ -71,6 +71,7 @@ from .common import (
     control_qos,
     exit_if_stuck,
     make_executor,
+    one_line,
     parameters_of,
     percentiles_ms,
     publishing_nodes,
@@ -149,6 +150,17 @@ def step_count(cfg: SimNodeConfig, timestep: float, node_name: str = NODE_NAME) 
     return steps
 
 
+def load_plant(cfg: SimNodeConfig, node_name: str) -> MujocoPlant:
+    """The plant of ``mjcf`` driving ``joints``; a model that cannot be loaded, or joints it does
+    not have, are refused naming the parameters, on one line (the plant's words name the file,
+    and MuJoCo's parse errors span lines)."""
+    try:
+        return MujocoPlant(cfg.mjcf, cfg.joints or None)
+    except ModelError as exc:
+        names = "mjcf, joints" if cfg.joints else "mjcf"
+        raise ModelError(f"{node_name}.{names}: {one_line(str(exc))}") from None
+
+
 class SimNode:
     """Steps a :class:`MujocoPlant` and exchanges states and commands over DDS."""
 
@@ -157,7 +169,7 @@ class SimNode:
             node_name, allow_undeclared_parameters=True, automatically_declare_parameters_from_overrides=True
         )
         cfg = self.config = sim_node_config(parameters_of(node), node_name)
-        self.plant = plant = MujocoPlant(cfg.mjcf, cfg.joints or None)
+        self.plant = plant = load_plant(cfg, node_name)
         plant.reset(cfg.keyframe or None)
         self.n = plant.n
         self.safe_damping = cfg.damping_vector(plant.model_joint_names, plant.joint_names, plant)
