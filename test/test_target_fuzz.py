@@ -845,3 +845,66 @@ def test_the_guard_catches_an_unsound_reference(robot: RobotModel) -> None:
         with pytest.raises(FuzzError):
             arm.check(bad, "a bad reference")
     arm.check(JointReference(HOME_Q, 0.7 * robot.velocity_limit), "a trajectory's speed")
+
+
+# ------------------------------------------------------------------ what the campaign found
+def _pose_msg(position: Any, quaternion: Any = (0.0, 0.0, 0.0, 1.0)) -> PoseStamped:
+    msg = PoseStamped()
+    msg.header.frame_id = "base_link"
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, position)
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = map(float, quaternion)
+    return msg
+
+
+def test_a_non_finite_pose_position_is_refused_naming_the_target_once(robot: RobotModel) -> None:
+    """Refused as "target pose: target pose position: …" (the target named twice); now as a
+    position task's is, "tool target position: …"."""
+    for kind, topic, what in (
+        ("achd_rnea", "~/target_pose", "target pose"),
+        ("qpid", "~/tool/target", "tool target"),
+    ):
+        node, source = _source(robot, kind)
+        node.callbacks[topic](_pose_msg((0.5, math.nan, 0.3)))
+        assert source.rejected == 1 and source.received == 0
+        assert source.last_error.startswith(f"{what} position: expected finite numbers, got [0.5, nan, 0.3]")
+        node.callbacks[topic](
+            _pose_msg((0.5, 0.0, 0.3), (0.0, 0.0, 0.0, 0.0))
+        )  # the quaternion's said once too
+        assert source.last_error.startswith(f"{what}: target quaternion (x, y, z, w): expected unit norm")
+
+
+def test_non_finite_target_values_are_refused_naming_the_joint_and_point(robot: RobotModel) -> None:
+    """Refused as "joint target: non-finite entries" and "trajectory velocities: non-finite
+    entries": no joint named, nor which of up to 2 000 points. Now as a value past a limit is."""
+    names = list(robot.joint_names)
+    node, source = _source(robot, "computed_torque")
+    q = HOME_Q.copy()
+    q[2] = math.nan
+    node.callbacks["~/joint_target"](JointStateMsg(name=names, position=q.tolist()))
+    assert source.last_error == "joint target: non-finite position at ['joint_3']"
+    velocity = [0.0] * 7
+    velocity[4] = -math.inf
+    node.callbacks["~/joint_target"](JointStateMsg(name=names, position=HOME_Q.tolist(), velocity=velocity))
+    assert source.last_error == "joint target: non-finite velocity at ['joint_5']"
+    # A joint the model lacks may hold anything: it is not read.
+    node.callbacks["~/joint_target"](JointStateMsg(name=[*names, "gripper"], position=[*HOME_Q, math.nan]))
+    assert source.received == 1 and source.rejected == 2
+
+    def trajectory(field: str, point: int, joint: int, value: float) -> TrajectoryMsg:
+        msg = TrajectoryMsg(joint_names=names[::-1])  # named in reverse: the joint is found by name
+        for k in range(3):
+            values = {"positions": list(HOME_Q[::-1]), "velocities": [0.0] * 7, "accelerations": [0.0] * 7}
+            if k == point:
+                values[field][6 - joint] = value
+            msg.points.append(JointTrajectoryPoint(time_from_start=Duration(sec=k + 1), **values))
+        return msg
+
+    for field, point, joint, value in (
+        ("positions", 2, 3, math.nan),
+        ("velocities", 1, 0, math.inf),
+        ("accelerations", 0, 6, math.nan),
+    ):
+        node.callbacks["~/joint_trajectory"](serialize_message(trajectory(field, point, joint, value)))
+        assert source.last_error == f"trajectory point {point}: non-finite {field} at ['{names[joint]}']"
+    assert source.received == 1 and source.rejected == 5

@@ -237,9 +237,10 @@ def pose_position(msg: PoseStamped, what: str) -> FloatArray:
 
 def pose_reference(msg: PoseStamped, what: str) -> PoseReference:
     """``msg`` as a validated :class:`PoseReference` (unit-norm quaternion required)."""
+    position = pose_position(msg, what)  # its error names ``what`` already
     o = msg.pose.orientation
     try:
-        return PoseReference.from_position_quaternion(pose_position(msg, what), (o.x, o.y, o.z, o.w))
+        return PoseReference.from_position_quaternion(position, (o.x, o.y, o.z, o.w))
     except TargetError as exc:
         raise TargetError(f"{what}: {exc}") from None
 
@@ -269,8 +270,9 @@ def joint_positions(
     if len(msg.velocity):
         v = np.empty(robot.n)
         names_map.take(msg.name, np.asarray(msg.velocity, dtype=np.float64), v, "velocity", what)
-    if not np.isfinite(q).all() or (v is not None and not np.isfinite(v).all()):
-        raise TargetError(f"{what}: non-finite entries")
+    for field, values in (("position", q), ("velocity", v)):
+        if values is not None and not np.isfinite(values).all():
+            raise TargetError(f"{what}: non-finite {field} at {_non_finite_joints(robot, values)}")
     check_joint_limits(robot, q, what, v)
     if v is not None and v.any():
         names = [robot.joint_names[i] for i in np.flatnonzero(v)]
@@ -280,6 +282,11 @@ def joint_positions(
             "point, send a trajectory (~/joint_trajectory, computed_torque)"
         )
     return q, v
+
+
+def _non_finite_joints(robot: RobotModel, values: FloatArray) -> list[str]:
+    """The names of the joints whose entry of ``values`` (model order) is NaN or infinite."""
+    return [robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(values))]
 
 
 #: Largest |velocity| (rad/s) accepted at a trajectory's last point.
@@ -342,9 +349,9 @@ def trajectory_points(
     Whole-array checks (no per-point Python beyond reading the fields): at most
     :data:`MAX_TRAJECTORY_POINTS` points, ``len(joint_names)`` positions per point and as many
     velocities and accelerations for every point or for none (accelerations only with
-    velocities), each joint named once, waypoint
-    positions and velocities within :func:`check_joint_limits`, the last point's velocities
-    (if given) 0 to 1e-6 rad/s. Times, finiteness and the motion between
+    velocities), each joint named once, all finite (the first point with a NaN or infinity
+    named, and its joints), waypoint positions and velocities within :func:`check_joint_limits`,
+    the last point's velocities (if given) 0 to 1e-6 rad/s. Times and the motion between
     waypoints are left to :class:`JointTrajectory` and :func:`check_motion`.
 
     Raises:
@@ -370,6 +377,12 @@ def trajectory_points(
         raise TargetError("trajectory: accelerations without velocities; give both, or positions only")
     vel = None if vel is None else vel[:, idx]
     acc = None if acc is None else acc[:, idx]
+    for field, values in (("positions", pos), ("velocities", vel), ("accelerations", acc)):
+        if values is not None and not np.isfinite(values).all():
+            k = int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
+            raise TargetError(
+                f"trajectory point {k}: non-finite {field} at {_non_finite_joints(robot, values[k])}"
+            )
     bad = (pos < robot.position_lower) | (pos > robot.position_upper) | (np.abs(pos) > MAX_ANGLE)
     if vel is not None:
         bad |= np.abs(vel) > robot.velocity_limit
