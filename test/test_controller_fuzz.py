@@ -37,6 +37,7 @@ import pinocchio as pin
 import pytest
 from ros_helpers import shipped_parameters
 from test_node_runtime_guards import HOME, NEAR_COLLISION
+from test_target_tracking import TOOL
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import CONTROLLERS, PoseReference, create_controller
@@ -52,7 +53,6 @@ from torque_ctrl_ros.nodes.params import ControllerNodeConfig, controller_node_c
 
 NAMES = sorted(CONTROLLERS)
 QP_CONTROLLERS = ("qpid", "hqpid")
-TOOL = "end_effector_link"
 #: Torque difference (N·m) within which two solves of one QP count as the same answer.
 QP_TOLERANCE = 1e-6
 #: Past ``MAX_ANGLE`` the watchdog refuses a continuous joint's angle; these it lets through.

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 from ros_helpers import CONFIG, shipped_parameters
+from test_target_tracking import HOME_Q as HOME
 
 from torque_ctrl_ros.core import JointState
 from torque_ctrl_ros.core.controllers import CONTROLLERS, create_controller
@@ -46,7 +47,6 @@ from torque_ctrl_ros.nodes.controller_node import _command_joints, _load_robot
 from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
 from torque_ctrl_ros.nodes.sim_node import SimNode, load_plant, step_count
 
-HOME = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
 #: Parameters whose entries may be negative: everything else is a gain, weight, damping, limit,
 #: period or count.
 SIGNED = {"achd_rnea.task_wrench"}

@@ -53,6 +53,7 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.serialization import serialize_message
 from ros_helpers import FakeTargetNode, shipped_parameters
 from sensor_msgs.msg import JointState as JointStateMsg
+from test_target_tracking import HOME_Q, TOOL
 from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -68,8 +69,6 @@ from torque_ctrl_ros.core.types import JointReference
 from torque_ctrl_ros.nodes import targets
 from torque_ctrl_ros.nodes.params import controller_node_config
 
-TOOL = "end_effector_link"
-HOME_Q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
 TWO_PI = 2.0 * np.pi
 
 #: Numbers put in one field of an otherwise valid target.
