@@ -69,6 +69,7 @@ from ros_helpers import requires_rclpy, ros_domain  # noqa: F401
 from test_controller_node_backlog import Queue
 from test_node_runtime_guards import HOME, JOINTS, Nodes, StoppedWallClock, nodes  # noqa: F401
 from test_supervisor_fuzz import recovery_bound
+from test_target_fuzz import _mutated
 
 from torque_ctrl_ros.core.errors import SolverError
 from torque_ctrl_ros.core.safety import CONFLICT_WINDOW, RejectReason, WatchdogState
@@ -186,25 +187,6 @@ def _joint_state(names: list[str], q: dict[str, float], v: dict[str, float], ns:
     )
     _stamp(msg, ns)
     return msg
-
-
-def _mutated(rng: np.random.Generator, data: bytes) -> bytes:
-    """``data`` with bytes overwritten, cut, appended, a word set to an edge value, or a bit flipped."""
-    b = bytearray(data)
-    kind = rng.integers(5)
-    if kind == 0:
-        for _ in range(rng.integers(1, 6)):
-            b[rng.integers(len(b))] = rng.integers(256)
-    elif kind == 1:
-        b = b[: rng.integers(len(b) + 1)]
-    elif kind == 2:
-        b += bytes(rng.integers(0, 256, rng.integers(1, 64)).tolist())
-    elif kind == 3:  # a 4-byte word (a length, mostly) set to an edge value
-        i = 4 + 4 * int(rng.integers((len(b) - 4) // 4))
-        b[i : i + 4] = int(rng.choice([0, 1, 0xFFFFFFFF, 0x7FFFFFFF, 1000])).to_bytes(4, "little")
-    else:
-        b[rng.integers(len(b))] ^= 1 << int(rng.integers(8))
-    return bytes(b)
 
 
 @dataclass
