@@ -47,8 +47,9 @@ class MujocoPlant:
     How a commanded torque τ_i reaches joint i depends on what drives the joint:
 
     ``motor`` (one motor actuator: fixed gain, no bias, no activation, joint transmission)
-        ``ctrl = τ_i / (gear·gain)``. MuJoCo then clamps ctrl to ``ctrlrange`` and the actuator
-        force to ``forcerange``, so :attr:`tau_applied` shows the clamped torque. This is an
+        ``ctrl = τ_i / (gear·gain)``, clamped to ``ctrlrange`` (and to MuJoCo's ``mjMAXVAL``,
+        1e10, where there is none); MuJoCo then clamps the actuator force to ``forcerange``, so
+        :attr:`tau_applied` shows the clamped torque. This is an
         exact torque plant: no term other than τ is added, whatever the integrator (the model's
         own joint-range and contact forces aside, which no controller model has).
     ``nulled_position`` (one affine actuator, e.g. a Menagerie ``<position kp kv>``)
@@ -207,7 +208,14 @@ class MujocoPlant:
         self._motor_idx = np.array(motor_idx, dtype=np.intp)
         self._motor_act = np.array(motor_act, dtype=np.intp)
         # τ = gear · gain · ctrl for a motor with joint transmission.
-        self._motor_scale = model.actuator_gear[motor_act, 0] * model.actuator_gainprm[motor_act, 0]
+        self._motor_scale = scale = model.actuator_gear[motor_act, 0] * model.actuator_gainprm[motor_act, 0]
+        # The torques the controls reach: ctrlrange where limited, and never a control over
+        # mjMAXVAL (1e10), which MuJoCo takes for a diverged one and answers by zeroing every
+        # actuator's (a motor limited by forcerange alone then left all the joints unpowered).
+        ctrl = np.clip(model.actuator_ctrlrange[motor_act], -mujoco.mjMAXVAL, mujoco.mjMAXVAL)
+        ctrl[~model.actuator_ctrllimited[motor_act].astype(bool)] = (-mujoco.mjMAXVAL, mujoco.mjMAXVAL)
+        span = scale[:, None] * ctrl
+        self._motor_low, self._motor_high = span.min(axis=1), span.max(axis=1)
         self._null_idx = np.array(null_idx, dtype=np.intp)
         self._null_act = np.array(null_act, dtype=np.intp)
         self._null_gear = model.actuator_gear[null_act, 0].copy()
@@ -387,7 +395,8 @@ class MujocoPlant:
         data = self._data
         tau = self._tau_cmd
         if self._motor_idx.size:
-            data.ctrl[self._motor_act] = tau[self._motor_idx] / self._motor_scale
+            motor_tau = np.clip(tau[self._motor_idx], self._motor_low, self._motor_high)
+            data.ctrl[self._motor_act] = motor_tau / self._motor_scale
         if self._null_idx.size:
             idx = self._null_idx
             data.ctrl[self._null_act] = 0.0
