@@ -200,12 +200,12 @@ def check_joint_limits(robot: RobotModel, q: FloatArray, what: str, v: FloatArra
     """
     bad = (q < robot.position_lower) | (q > robot.position_upper) | (np.abs(q) > MAX_ANGLE)
     if bad.any():
-        names = [robot.joint_names[i] for i in np.flatnonzero(bad)]
+        names = _joints_at(robot, bad)
         raise TargetError(f"{what}: outside the position limits at {names}")
     if v is not None:
         fast = np.abs(v) > robot.velocity_limit
         if fast.any():
-            names = [robot.joint_names[i] for i in np.flatnonzero(fast)]
+            names = _joints_at(robot, fast)
             raise TargetError(f"{what}: velocity above the joint velocity limits at {names}")
 
 
@@ -272,10 +272,10 @@ def joint_positions(
         names_map.take(msg.name, np.asarray(msg.velocity, dtype=np.float64), v, "velocity", what)
     for field, values in (("position", q), ("velocity", v)):
         if values is not None and not np.isfinite(values).all():
-            raise TargetError(f"{what}: non-finite {field} at {_non_finite_joints(robot, values)}")
+            raise TargetError(f"{what}: non-finite {field} at {_joints_at(robot, ~np.isfinite(values))}")
     check_joint_limits(robot, q, what, v)
     if v is not None and v.any():
-        names = [robot.joint_names[i] for i in np.flatnonzero(v)]
+        names = _joints_at(robot, v)
         raise TargetError(
             f"{what}: non-zero velocity at {names}; a held target is a rest point, it cannot move "
             "(it would settle off the target): leave velocity empty or zero; to move through a "
@@ -284,9 +284,9 @@ def joint_positions(
     return q, v
 
 
-def _non_finite_joints(robot: RobotModel, values: FloatArray) -> list[str]:
-    """The names of the joints whose entry of ``values`` (model order) is NaN or infinite."""
-    return [robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(values))]
+def _joints_at(robot: RobotModel, where: np.ndarray) -> list[str]:
+    """The names of the joints whose entry of ``where`` (model order) is true or non-zero."""
+    return [robot.joint_names[i] for i in np.flatnonzero(where)]
 
 
 #: Largest |velocity| (rad/s) accepted at a trajectory's last point.
@@ -381,7 +381,7 @@ def trajectory_points(
         if values is not None and not np.isfinite(values).all():
             k = int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
             raise TargetError(
-                f"trajectory point {k}: non-finite {field} at {_non_finite_joints(robot, values[k])}"
+                f"trajectory point {k}: non-finite {field} at {_joints_at(robot, ~np.isfinite(values[k]))}"
             )
     bad = (pos < robot.position_lower) | (pos > robot.position_upper) | (np.abs(pos) > MAX_ANGLE)
     if vel is not None:
