@@ -202,6 +202,8 @@ def test_sim_params_defaults_and_errors() -> None:
         sim_node_config({"command_timeout": 50})
     with pytest.raises(ConfigError, match=r"lockstep_timeout: 1000 s is more than the 60 s accepted"):
         sim_node_config({"lockstep_timeout": 1000})
+    with pytest.raises(ConfigError, match=r"lockstep_timeout: 0.0005 s is less than the 0.001 s accepted"):
+        sim_node_config({"lockstep_timeout": 5e-4})  # over before any controller could answer
     assert cfg.command_queue_depth == 100 and cfg.common.qos_depth == 10
     with pytest.raises(ConfigError, match=r"command_queue_depth: expected an integer in \[1, "):
         sim_node_config({"command_queue_depth": 0})

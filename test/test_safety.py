@@ -336,6 +336,13 @@ def test_watchdog_stops_a_silent_stream_when_sim_time_froze() -> None:
         {"max_age": 1.5},  # the bounds, just past them: 1 s and 10 s (seconds, not ms)
         {"max_future": 10.5},
         {"fallback_duration": 10.5},
+        # Below one period every state is stale; below two every simulated one is from the future;
+        # above 100 the speed and jump checks pass corrupt values.
+        {"max_age": 0.9e-3},
+        {"max_age": 5e-324},
+        {"max_future": 1.9e-3},
+        {"velocity_factor": 101.0},
+        {"velocity_factor": 1e300},
     ],
 )
 def test_watchdog_config_rejects_bad_values(kwargs: dict) -> None:
@@ -346,6 +353,17 @@ def test_watchdog_config_rejects_bad_values(kwargs: dict) -> None:
 def test_watchdog_config_takes_its_bounds() -> None:
     cfg = WatchdogConfig.create(max_age=1.0, max_future=10.0, fallback_duration=10.0)
     assert (cfg.max_age, cfg.max_future, cfg.fallback_duration) == (1.0, 10.0, 10.0)
+    cfg = WatchdogConfig.create(max_age=1e-3, max_future=2e-3, fallback_duration=0.0, velocity_factor=100)
+    assert (cfg.max_age, cfg.max_future, cfg.fallback_duration, cfg.velocity_factor) == (1e-3, 2e-3, 0.0, 100)
+
+
+def test_watchdog_config_errors_name_the_parameter_and_the_accepted_range() -> None:
+    with pytest.raises(ConfigError, match=r"watchdog\.max_age: 0\.0005 s is less than the 0\.001 s accepted"):
+        WatchdogConfig.create(max_age=5e-4)
+    with pytest.raises(ConfigError, match=r"watchdog\.max_future: 0\.001 s is less than the 0\.002 s"):
+        WatchdogConfig.create(max_future=1e-3)
+    with pytest.raises(ConfigError, match=r"watchdog\.velocity_factor: expected from 1 to 100 .* got 1000$"):
+        WatchdogConfig.create(velocity_factor=1000)
 
 
 def _yaml_dampings() -> dict[str, np.ndarray]:

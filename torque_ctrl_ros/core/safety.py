@@ -202,6 +202,16 @@ class RejectReason(enum.Enum):
     SUPERSEDED = "superseded"
 
 
+#: Largest ``watchdog.velocity_factor``: at a hundred times the Gen3's speed limits (1.2–1.4 rad/s)
+#: the bound is already far beyond any motor; a larger factor only stops the speed and jump checks
+#: from catching corrupt values (a wrapped encoder count, degrees read as radians).
+MAX_VELOCITY_FACTOR = 100.0
+
+#: One period (s) of the Gen3's 1 kHz torque loop, :data:`~.robot.CONTROL_PERIOD` (not imported
+#: from there: that module imports this one).
+_PERIOD_S = 1.0e-3
+
+
 @dataclass(frozen=True)
 class WatchdogConfig:
     """Watchdog parameters.
@@ -232,9 +242,12 @@ class WatchdogConfig:
     @classmethod
     def create(cls, **fields: Any) -> WatchdogConfig:
         """Validated config from the given fields (the rest at the defaults above; an unknown
-        name is a :class:`TypeError`): positive finite bounds, ``velocity_factor >= 1``,
-        ``position_margin`` at most π (rad), and times (s) of at most 1 s (``max_age``) and 10 s
-        (``max_future``, ``fallback_duration``)."""
+        name is a :class:`TypeError`): positive finite bounds, ``velocity_factor`` from 1 to
+        :data:`MAX_VELOCITY_FACTOR`, ``position_margin`` at most π (rad), and times (s) of at most
+        1 s (``max_age``) and 10 s (``max_future``, ``fallback_duration``). ``max_age`` is at least
+        one control period (1 ms): a state is never younger than its transport, a fraction of a
+        millisecond. ``max_future`` is at least two: a controller on the simulator's time reads
+        each state one step ahead of its clock (see ``nodes/sim_node.py``)."""
         given = cls(**fields)
         margin = as_positive_float("watchdog.position_margin", given.position_margin, allow_zero=True)
         if margin > math.pi:
@@ -243,14 +256,15 @@ class WatchdogConfig:
                 f"watchdog.position_margin: expected at most π (rad, not degrees), got {margin:g}"
             )
         factor = as_positive_float("watchdog.velocity_factor", given.velocity_factor)
-        if factor < 1.0:
+        if not 1.0 <= factor <= MAX_VELOCITY_FACTOR:
             raise ConfigError(
-                f"watchdog.velocity_factor: expected >= 1 (a bound below the velocity limit "
-                f"would refuse allowed motions), got {factor}"
+                f"watchdog.velocity_factor: expected from 1 to {MAX_VELOCITY_FACTOR:g} (a bound "
+                "below the velocity limit would refuse allowed motions, one far above it turns the "
+                f"speed and jump checks off), got {factor:g}"
             )
         return cls(
-            as_seconds("watchdog.max_age", given.max_age, 1.0),
-            as_seconds("watchdog.max_future", given.max_future, 10.0),
+            as_seconds("watchdog.max_age", given.max_age, 1.0, at_least=_PERIOD_S),
+            as_seconds("watchdog.max_future", given.max_future, 10.0, at_least=2.0 * _PERIOD_S),
             as_seconds("watchdog.fallback_duration", given.fallback_duration, 10.0, allow_zero=True),
             bool(given.auto_recover),
             margin,

@@ -178,11 +178,16 @@ def as_positive_float(field: str, value: Any, *, allow_zero: bool = False) -> fl
     return x
 
 
-def as_seconds(field: str, value: Any, at_most: float, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as a duration (s): as :func:`as_positive_float`, and ``<= at_most``.
+def as_seconds(
+    field: str, value: Any, at_most: float, *, allow_zero: bool = False, at_least: float = 0.0
+) -> float:
+    """Return ``value`` as a duration (s): as :func:`as_positive_float`, ``<= at_most`` and, unless
+    zero is allowed and given, ``>= at_least``.
 
-    The bound catches a time written in milliseconds (``max_age: 20`` would accept states 20 s
-    old); each caller's is far beyond any sensible setting.
+    The upper bound catches a time written in milliseconds (``max_age: 20`` would accept states 20
+    s old); each caller's is far beyond any sensible setting. The lower bound, where a caller gives
+    one, is the shortest time the setting can mean anything for: a timeout shorter than one control
+    period expires before the next state or command can come.
     """
     x = as_positive_float(field, value, allow_zero=allow_zero)
     if x > at_most:
@@ -190,6 +195,8 @@ def as_seconds(field: str, value: Any, at_most: float, *, allow_zero: bool = Fal
             f"{field}: {x:g} s is more than the {at_most:g} s accepted (the value is in seconds, "
             "not milliseconds)"
         )
+    if x < at_least and not (allow_zero and x == 0.0):
+        raise ConfigError(f"{field}: {x:g} s is less than the {at_least:g} s accepted")
     return x
 
 

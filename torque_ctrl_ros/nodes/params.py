@@ -404,7 +404,11 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
         mode=check_choice(f"{node}.mode", params.get("mode", "realtime"), MODES),
         joints=_names(node, params, "joints"),
         command_timeout=as_seconds(f"{node}.command_timeout", params.get("command_timeout", 0.05), 1.0),
-        lockstep_timeout=as_seconds(f"{node}.lockstep_timeout", params.get("lockstep_timeout", 1.0), 60.0),
+        # Shorter than a step, the wait ends before any controller can answer: every step would
+        # run on the safe torque.
+        lockstep_timeout=as_seconds(
+            f"{node}.lockstep_timeout", params.get("lockstep_timeout", 1.0), 60.0, at_least=CONTROL_PERIOD
+        ),
         wait_for_controller=_bool(node, params, "wait_for_controller", True),
         safe_torque=check_choice(f"{node}.safe_torque", params.get("safe_torque", "hold"), SAFE_TORQUES),
         safe_damping=damping,

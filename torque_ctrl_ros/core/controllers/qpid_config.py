@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..qp.constraints import check_filter_gain
 from ..qp.tasks import TASK_TYPES
 from ..robot import (
     CONTROL_PERIOD,
@@ -469,9 +470,7 @@ def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
     numbers: dict[str, Any] = {"alpha": as_positive_float(f"{field_name}.alpha", cfg.alpha)}
     if isinstance(cfg, CollisionConfig):
         numbers["d_safe"] = as_positive_float(f"{field_name}.d_safe", cfg.d_safe, allow_zero=True)
-        numbers["filter"] = as_positive_float(f"{field_name}.filter", cfg.filter)
-        if numbers["filter"] > 1.0:
-            raise ConfigError(f"{field_name}.filter: expected a gain in (0, 1], got {cfg.filter!r}")
+        numbers["filter"] = check_filter_gain(f"{field_name}.filter", cfg.filter)
         if not isinstance(cfg.model, str) or not cfg.model:
             raise ConfigError(f"{field_name}.model: expected a file name, got {cfg.model!r}")
     if isinstance(cfg, SingularityConfig):

@@ -86,6 +86,22 @@ def _alpha(field: str, value: float) -> float:
     return as_positive_float(field, value)
 
 
+#: Smallest self-collision gradient filter gain ``β``: the filtered row lags the closest pairs'
+#: gradient by about ``1/β`` steps, and past 100 (0.1 s at 1 kHz) it can constrain a direction
+#: the pair's gradient left long before.
+MIN_FILTER_GAIN = 0.01
+
+
+def check_filter_gain(field: str, value: Any) -> float:
+    """``value`` as the gradient filter's gain ``β``, in [:data:`MIN_FILTER_GAIN`, 1]."""
+    gain = as_positive_float(field, value)
+    if not MIN_FILTER_GAIN <= gain <= 1.0:
+        raise ConfigError(
+            f"{field}: expected a gain from {MIN_FILTER_GAIN:g} to 1 (1: no filtering), got {value!r}"
+        )
+    return gain
+
+
 class _JointRowsBarrier(Barrier):
     """Rows ``±q̈_j + s ≥ l`` for joints ``index``: first all ``+``, then all ``−`` (``C = σ·e_j``).
 
@@ -227,9 +243,7 @@ class SelfCollisionBarrier(Barrier):
                 f"apart anywhere sampled (at most {widest:.4g} m, the true maximum no more than "
                 f"{SAMPLED_MAX_MARGIN:g} times that): the barrier could never hold"
             )
-        self.filter_gain = as_positive_float("self_collision.filter", filter_gain)
-        if self.filter_gain > 1.0:
-            raise ConfigError(f"self_collision.filter: expected a gain in (0, 1], got {filter_gain!r}")
+        self.filter_gain = check_filter_gain("self_collision.filter", filter_gain)
         self.gradients = np.zeros((collision.pairs, robot.n))
         self.gradient = self.gradients[0]
         self.distance = math.inf
