@@ -144,6 +144,7 @@ def test_pose_message_conversions_and_refusals() -> None:
     from torque_ctrl_ros.nodes.targets import (
         base_frame,
         check_frame,
+        check_unused_half,
         pose_position,
         pose_reference,
         pose_rotation,
@@ -156,8 +157,15 @@ def test_pose_message_conversions_and_refusals() -> None:
     ref = pose_reference(pose_msg(tool.translation, quat), "t")
     np.testing.assert_allclose(ref.se3.homogeneous, tool.homogeneous, atol=1e-12)
     np.testing.assert_allclose(pose_rotation(pose_msg((0, 0, 0), quat), "t"), tool.rotation, atol=1e-12)
-    # A position task ignores the orientation: the all-zero default quaternion is fine there.
+    # A position task ignores the orientation: the all-zero default quaternion is fine there, but
+    # not a NaN or inf in the half a task ignores.
     np.testing.assert_array_equal(pose_position(pose_msg((1, 2, 3), (0, 0, 0, 0)), "t"), [1.0, 2.0, 3.0])
+    check_unused_half(pose_msg((1, 2, 3), (0, 0, 0, 0)), "orientation", "t")
+    check_unused_half(pose_msg((0, 0, 0), quat), "position", "t")
+    with pytest.raises(TargetError, match=r"t: non-finite orientation \(0.0, 0.0, nan, 1.0\)"):
+        check_unused_half(pose_msg((1, 2, 3), (0, 0, math.nan, 1)), "orientation", "t")
+    with pytest.raises(TargetError, match=r"t: non-finite position \(inf, 0.0, 0.0\)"):
+        check_unused_half(pose_msg((math.inf, 0, 0), quat), "position", "t")
     for frame in ("", "world", "tool_frame"):
         with pytest.raises(TargetError, match="frame_id"):
             check_frame(pose_msg(tool.translation, quat, frame), BASE, "t")

@@ -407,6 +407,11 @@ class Arm:
             quaternion = np.array([o.x, o.y, o.z, o.w])
             if not np.isfinite(quaternion).all() or not 0.9 <= np.linalg.norm(quaternion) <= 1.1:
                 faults.append("quaternion")
+        # The half a task does not read must still be finite.
+        elif not np.isfinite([o.x, o.y, o.z, o.w]).all():
+            faults.append("non-finite orientation")
+        if kind == "orientation" and not np.isfinite([p.x, p.y, p.z]).all():
+            faults.append("non-finite position")
         return faults
 
     def trajectory_faults(self, msg: TrajectoryMsg, now: float) -> list[str]:

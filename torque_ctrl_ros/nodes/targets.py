@@ -235,6 +235,18 @@ def pose_position(msg: PoseStamped, what: str) -> FloatArray:
     return as_vector(f"{what} position", (p.x, p.y, p.z), 3, error=TargetError)
 
 
+def check_unused_half(msg: PoseStamped, unused: str, what: str) -> None:
+    """Refuse a NaN or inf in the half of a pose that a task does not use (``"position"`` or
+    ``"orientation"``): the sender is broken, and the half the task would take is no more
+    trustworthy than the other."""
+    p, o = msg.pose.position, msg.pose.orientation
+    values = (p.x, p.y, p.z) if unused == "position" else (o.x, o.y, o.z, o.w)
+    if not np.isfinite(values).all():
+        raise TargetError(
+            f"{what}: non-finite {unused} {values} (unused by this task, but a sign of a broken sender)"
+        )
+
+
 def pose_reference(msg: PoseStamped, what: str) -> PoseReference:
     """``msg`` as a validated :class:`PoseReference` (unit-norm quaternion required)."""
     position = pose_position(msg, what)  # its error names ``what`` already
@@ -604,8 +616,9 @@ class TaskTargetSource(TrackedSource[TaskTargetTracker]):
 
     * ``~/<task>/target`` (PoseStamped, base frame) for each ``pose``, ``position`` or
       ``orientation`` task: a pose task takes the whole pose, a position task only the position
-      (the orientation is ignored, so a default all-zero quaternion is fine), an orientation task
-      only the orientation. A position farther than the task frame's reach is refused.
+      (the orientation is ignored, so a default all-zero quaternion is fine, but a NaN or inf
+      there is refused), an orientation task only the orientation (likewise). A position farther
+      than the task frame's reach is refused.
     * ``~/joint_target`` (JointState by name: positions; velocities empty or zero) for every
       ``posture`` task; positions outside the joint limits are refused.
     """
@@ -651,8 +664,10 @@ class TaskTargetSource(TrackedSource[TaskTargetTracker]):
             kind = self.kinds[task]
             target: TaskTarget
             if kind == "position":
+                check_unused_half(pose_msg, "orientation", what)
                 target = position = pose_position(pose_msg, what)
             elif kind == "orientation":
+                check_unused_half(pose_msg, "position", what)
                 target, position = pose_rotation(pose_msg, what), None
             else:
                 target = pose = pose_reference(pose_msg, what)
