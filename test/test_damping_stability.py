@@ -66,7 +66,8 @@ def test_gravity_comp_refuses_a_scalar_damping_of_one(robot: RobotModel) -> None
     """The reviewer's case: ``damping: 1.0`` spun the wrist to 10.8 rad/s in 40 ms."""
     with pytest.raises(ConfigError, match=r"gravity_comp\.damping: .* eigenvalue 3\.54 >= 1.*joint_7") as err:
         create_controller("gravity_comp", robot, {"damping": 1.0})
-    assert "one per joint" in str(err.value) and str(list(DEFAULT_DAMPING)) in str(err.value)
+    # A closed-loop damping: the example is one that also holds with the real arm's delay.
+    assert "one per joint" in str(err.value) and str(list(DELAYED_DAMPING)) in str(err.value)
     with pytest.raises(ConfigError, match="gravity_comp.damping"):
         GravityCompensation(robot, GravityCompensationConfig.create(robot.n, [0, 0, 0, 0, 0, 0, 1.0]))
     # Just either side of the bound λ = 1 for a scalar.
@@ -89,6 +90,12 @@ def test_defaults_and_shipped_values_are_accepted(robot: RobotModel, plant: Mujo
     with pytest.raises(ConfigError, match=r"eigenvalue 1\.77 >= 1"):
         robot.check_damping("x", 0.5)
     assert robot.check_damping("x", 0.0) == 0.0
+    # The example a refusal gives: for a damping fed back from measurements, one that also holds
+    # with the real arm's delay; for the safe brake (open loop), the brakes' default.
+    with pytest.raises(ConfigError, match=r"e\.g\. the Gen3's \[0\.4, 1\.5, .*5 ms delay"):
+        robot.check_damping("x", 0.5)
+    with pytest.raises(ConfigError, match=r"e\.g\. the Gen3's \[2\.0, 2\.0, 0\.5, .*\(core/robot\.py\)\.$"):
+        robot.check_damping("x", 0.5, open_loop=True)
 
     ctrl = controller_node_config(shipped_parameters("controller_node"))
     assert ctrl.fallback_damping_vector(robot.n, robot).tolist() == list(DEFAULT_DAMPING)

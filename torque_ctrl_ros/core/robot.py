@@ -19,7 +19,6 @@ import pinocchio as pin
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import ConfigError, FrameNotFoundError, ModelError, StateError
-from .safety import DEFAULT_DAMPING
 from .validation import FloatArray, all_finite, as_positive_float, as_vector
 
 CONTROL_PERIOD = 1.0e-3
@@ -42,7 +41,7 @@ damping fed back from measurements (:func:`delay_periods`).
 The simulator shows a command in the next state (1 ms from state to the state that shows it);
 the real Gen3's 3–5 ms command-to-measurement delay is ``d`` = 2–4 periods on top of that
 first one, bounds 0.62–0.35 (``config/gen3_hardware.yaml`` sets 5 ms). The safe brakes'
-default (:data:`~.safety.DEFAULT_DAMPING`) reaches 0.975 on this model where joints 1, 3, 5 and 7 line up
+default (:data:`DEFAULT_DAMPING`) reaches 0.975 on this model where joints 1, 3, 5 and 7 line up
 (the arm stretched straight up, e.g. ``q = [0, 0, π, 0, 0, 0, π]``; 0.32 at home): in MuJoCo
 with the commands 3 or 5 ms late, a damping torque with them rang joints 1 and 3 up to
 27–190 rad/s there (README, "Damping and the real arm's delay"). The real
@@ -51,11 +50,31 @@ actuators' reflected rotor inertia, which the model lacks (Kinova does not publi
 """
 
 
+DEFAULT_DAMPING: tuple[float, ...] = (2.0, 2.0, 0.5, 1.0, 0.2, 0.2, 0.2)
+"""Per-joint ``K_d`` (N·m·s/rad) of the safe torques ``g − K_d·q̇`` and ``−K_d·q̇``: Gen3, 1 kHz.
+
+A damping torque applied once per period ``h`` is explicit: on time, the velocity follows
+``q̇⁺ = (I − h·M⁻¹·K_d)·q̇``, each mode multiplied by ``1 − λ`` per period (``λ`` an eigenvalue
+of ``h·M⁻¹·K_d``): it decays while ``λ < 2``, without flipping sign while ``λ < 1``. One period
+late, ``q̇⁺ = q̇ − λ·q̇₋₁`` still decays while ``λ < 1`` (by ``√λ`` per period), oscillating
+slowly above ``λ = ¼``. ``λ < 1`` is the bound every damping is held to
+(:data:`DAMPING_EIGENVALUE_MAX`). The wrist's
+inertia is ~7e-4 kg·m², so one scalar for all joints cannot work: ``K_d = 1`` gives eigenvalues
+up to 3.5 and ``K_d = 2`` up to 7. These values keep the largest eigenvalue below 1 over the
+joint space (0.947–0.965 at most over 20 000 random configurations, by seed; 0.975 at the
+stretched and folded corners that :meth:`RobotModel.check_damping` adds;
+``test/test_safety.py`` checks < 1). Every damping a node or controller is given goes through
+that check at start (refused at ≥ 1). Another robot must set its own. The real arm's 3–5 ms
+delay asks for less on the model (0.62–0.35, exceeded most where joints 1, 3, 5 and 7 line up):
+README, "Damping and the real arm's delay".
+"""
+
+
 DELAYED_DAMPING: tuple[float, ...] = (0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.08)
 """Per-joint ``K_d`` (N·m·s/rad) of a closed-loop damping on the Gen3 with the command 5 ms late
 (the real arm through its base): the largest eigenvalue of ``h·M⁻¹·K_d`` is 0.308 over the
 checked configurations (0.300 over 5000 random ones), below ``damping_eigenvalue_bound(4)`` = 0.347
-(:data:`~.safety.DEFAULT_DAMPING` reaches 0.975 where joints 1, 3, 5 and 7 line up). Tried in
+(:data:`DEFAULT_DAMPING` reaches 0.975 where joints 1, 3, 5 and 7 line up). Tried in
 MuJoCo as achd_rnea's ``joint_damping`` with the commands 3 and 5 ms late: settled (README,
 "Damping and the real arm's delay"). The default of the dampings that act in closed loop
 (achd_rnea's ``joint_damping``, the QP controllers' ``fallback_damping``), in the core and both
@@ -192,6 +211,8 @@ def check_damping_stability(
     configurations: FloatArray,
     joint_names: Sequence[str],
     delay: int = 1,
+    *,
+    closed_loop: bool = False,
 ) -> float:
     """Largest eigenvalue ``λ`` of ``h·M⁻¹·K_d`` over ``m_inv`` (one ``M⁻¹`` per configuration);
     :class:`ConfigError` when ``λ >=`` :func:`damping_eigenvalue_bound` ``(delay)`` (for one
@@ -199,7 +220,9 @@ def check_damping_stability(
     period of delay; for ``delay`` periods, beyond it the delayed damping makes it grow).
 
     The message names the joint that moves most in the worst mode (``v = M⁻¹·√K_d·w`` for the
-    eigenvector ``w`` of ``√K_d·M⁻¹·√K_d``).
+    eigenvector ``w`` of ``√K_d·M⁻¹·√K_d``), and suggests :data:`DELAYED_DAMPING` for a
+    ``closed_loop`` damping (fed back from measurements, which the real arm's delay makes late),
+    else :data:`DEFAULT_DAMPING`.
     """
     if not kd.any():
         return 0.0
@@ -227,7 +250,12 @@ def check_damping_stability(
         f"rad), so the velocity of {joint} is multiplied by {1.0 - largest:.3g} per period: it rings, "
         "and one period of delay makes it grow (unstable). One value cannot suit the heavy shoulder "
         "and the light wrist: give one per joint, scaled to its inertia, e.g. the Gen3's "
-        f"{list(DEFAULT_DAMPING)} (core/safety.py)."
+        + (
+            f"{list(DELAYED_DAMPING)}, which also holds with the real arm's 5 ms delay "
+            '(README, "Damping and the real arm\'s delay").'
+            if closed_loop
+            else f"{list(DEFAULT_DAMPING)} (core/robot.py)."
+        )
     )
 
 
@@ -349,8 +377,6 @@ class RobotModel:
             names.append(model.names[jid])
             idx_q.append(joint.idx_q)
             two_slots.append(joint.nq == 2)
-        if model.nv != len(names):
-            raise ModelError(f"{source}: expected nv == number of joints, got nv={model.nv}")
         if not names:
             raise ModelError(f"{source}: the model has no joints")
         self.joint_names: tuple[str, ...] = tuple(names)
@@ -617,18 +643,16 @@ class RobotModel:
         """:func:`delay_periods` of :attr:`command_delay`: 1 for the simulator, 4 for 5 ms."""
         return delay_periods(self.command_delay)
 
-    def check_damping(
-        self, field: str, kd: ArrayLike, period: float = CONTROL_PERIOD, *, open_loop: bool = False
-    ) -> float:
+    def check_damping(self, field: str, kd: ArrayLike, *, open_loop: bool = False) -> float:
         """Refuse a damping ``K_d`` that the explicit per-period update would make unstable.
 
         A torque ``g(q) − K_d·q̇`` (or ``−K_d·q̇``) computed from the state and held for one period
-        ``h`` (default :data:`CONTROL_PERIOD`, the Gen3's 1 kHz loop) gives
+        ``h`` (:data:`CONTROL_PERIOD`, the Gen3's 1 kHz loop) gives
         ``q̇⁺ = (I − h·M(q)⁻¹·K_d)·q̇``. With ``λ`` the largest eigenvalue of ``h·M⁻¹·K_d``
         (:meth:`damping_eigenvalue`):
 
-        * ``λ < 1``: every mode decays without oscillation, also with one period of delay (the
-          Gen3's defaults: 0.975);
+        * ``λ < 1``: every mode decays, on time without flipping sign, one period late by
+          ``√λ`` per period and oscillating slowly above ``λ = ¼`` (the Gen3's defaults: 0.975);
         * ``λ >= 1``: :class:`ConfigError` naming the value, the worst joint and the fix. Between
           1 and 2 the mode still decays without delay, ringing, but one period of delay makes it
           grow (:data:`DAMPING_EIGENVALUE_MAX`).
@@ -645,19 +669,19 @@ class RobotModel:
         Args:
             field: parameter name for the message (e.g. ``"gravity_comp.damping"``).
             kd: N·m·s/rad, ``n`` values ``>= 0`` or one scalar for every joint.
-            period: ``h`` (s).
             open_loop: the damping acts on a prediction, not on measurements.
 
         Returns:
             ``λ`` (0 for no damping).
         """
         kd_vec = as_vector(field, kd, self.n, broadcast_scalar=True, min_value=0.0)
-        h = as_positive_float(f"{field} period", period)
         if not kd_vec.any():
             return 0.0
         qs, m_inv = self._damping_samples_or_given(None)
         delay = 1 if open_loop else self.delay_periods
-        return check_damping_stability(field, kd_vec, h, m_inv, qs, self.joint_names, delay)
+        return check_damping_stability(
+            field, kd_vec, CONTROL_PERIOD, m_inv, qs, self.joint_names, delay, closed_loop=not open_loop
+        )
 
     def check_frame_damping(
         self,
@@ -665,7 +689,6 @@ class RobotModel:
         kd: ArrayLike,
         frame: str | int,
         twist_damping: ArrayLike,
-        period: float = CONTROL_PERIOD,
     ) -> float:
         """:meth:`check_damping` for a joint damping ``K_d`` plus a damping ``B`` of a frame's twist.
 
@@ -685,8 +708,8 @@ class RobotModel:
         kd_vec = as_vector(field, kd, self.n, broadcast_scalar=True, min_value=0.0)
         b = as_vector(field, twist_damping, 6, broadcast_scalar=True, min_value=0.0)
         if not b.any():
-            return self.check_damping(field, kd_vec, period)
-        h = as_positive_float(f"{field} period", period)
+            return self.check_damping(field, kd_vec)
+        h = CONTROL_PERIOD
         fid = self.frame_id(frame)
         qs, m_inv = self._damping_samples_or_given(None)
         damping = np.empty((len(qs), self.n, self.n))

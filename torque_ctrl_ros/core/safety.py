@@ -42,28 +42,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import ConfigError, StateError
+from .robot import CONTROL_PERIOD, DEFAULT_DAMPING
 from .validation import FloatArray, as_positive_float, as_seconds
 
 MAX_ANGLE = 1.0e6
 """Largest |q| (rad) taken from a joint without position limits: at 1e6 rad a float64 angle
 still resolves 1e-10 rad; far beyond it the reading cannot be a position any more."""
-
-DEFAULT_DAMPING: tuple[float, ...] = (2.0, 2.0, 0.5, 1.0, 0.2, 0.2, 0.2)
-"""Per-joint ``K_d`` (N·m·s/rad) of the safe torques ``g − K_d·q̇`` and ``−K_d·q̇``: Gen3, 1 kHz.
-
-A damping torque applied once per period ``h`` is explicit: the velocity follows
-``q̇⁺ = (I − h·M⁻¹·K_d)·q̇``, which only decays while every eigenvalue of ``h·M⁻¹·K_d``
-stays below 2, and below 1 without oscillation and with one period of delay (the bound every
-damping is held to: :data:`~torque_ctrl_ros.core.robot.DAMPING_EIGENVALUE_MAX`). The wrist's
-inertia is ~7e-4 kg·m², so one scalar for all joints cannot work: ``K_d = 1`` gives eigenvalues
-up to 3.5 and ``K_d = 2`` up to 7. These values keep the largest eigenvalue below 1 over the
-joint space (0.947–0.965 at most over 20 000 random configurations, by seed; 0.975 at the
-stretched and folded corners that :meth:`~torque_ctrl_ros.core.robot.RobotModel.check_damping` adds;
-``test/test_safety.py`` checks < 1). Every damping a node or controller is given goes through
-that check at start (refused at ≥ 1). Another robot must set its own. The real arm's 3–5 ms
-delay asks for less on the model (0.62–0.35, exceeded most where joints 1, 3, 5 and 7 line up):
-README, "Damping and the real arm's delay".
-"""
 
 CONFLICT_WINDOW = 1.0
 """Time (s, the receiver's clock) over which jumps (:meth:`Watchdog.check`) are counted, and for
@@ -207,10 +191,6 @@ class RejectReason(enum.Enum):
 #: from catching corrupt values (a wrapped encoder count, degrees read as radians).
 MAX_VELOCITY_FACTOR = 100.0
 
-#: One period (s) of the Gen3's 1 kHz torque loop, :data:`~.robot.CONTROL_PERIOD` (not imported
-#: from there: that module imports this one).
-_PERIOD_S = 1.0e-3
-
 
 @dataclass(frozen=True)
 class WatchdogConfig:
@@ -263,8 +243,8 @@ class WatchdogConfig:
                 f"speed and jump checks off), got {factor:g}"
             )
         return cls(
-            as_seconds("watchdog.max_age", given.max_age, 1.0, at_least=_PERIOD_S),
-            as_seconds("watchdog.max_future", given.max_future, 10.0, at_least=2.0 * _PERIOD_S),
+            as_seconds("watchdog.max_age", given.max_age, 1.0, at_least=CONTROL_PERIOD),
+            as_seconds("watchdog.max_future", given.max_future, 10.0, at_least=2.0 * CONTROL_PERIOD),
             as_seconds("watchdog.fallback_duration", given.fallback_duration, 10.0, allow_zero=True),
             bool(given.auto_recover),
             margin,
@@ -800,6 +780,7 @@ class Watchdog:
 __all__ = [
     "CONFLICT_JUMPS",
     "CONFLICT_WINDOW",
+    "DEFAULT_DAMPING",
     "MAX_ANGLE",
     "Action",
     "JointNameMap",

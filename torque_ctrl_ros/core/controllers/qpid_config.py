@@ -323,7 +323,7 @@ class QPIDConfig:
             raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}; valid are {valid}")
         _check_barrier_alphas(section, barriers, robot.delay_periods)
         _check_tasks(section, tasks)
-        robot.check_damping(f"{section}.fallback_damping", damping, CONTROL_PERIOD)
+        robot.check_damping(f"{section}.fallback_damping", damping)
         return cls(
             tasks=tuple(tasks),
             acceleration_weight=w2,
