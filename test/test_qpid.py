@@ -1249,6 +1249,33 @@ def test_a_task_level_that_is_no_integer_from_0_is_refused_by_name(
         HQPID.from_params(robot, _params(**{"tool.level": level, "posture.level": 1}))
 
 
+@pytest.mark.parametrize("klass", [QPID, HQPID])
+@pytest.mark.parametrize(
+    ("extra", "shown"),
+    [
+        ({"tool.kp": -1.0}, "tool.kp: expected every entry >= 0"),
+        ({"tool.weight": 0.0}, "tool.weight: at least one axis must have a weight > 0"),
+        ({"tool.frame": "nope"}, "tool.frame: "),
+        ({"posture.kp": -1.0}, "posture.kp: expected every entry >= 0"),
+        ({"tool.kp": 100.0, "tool.kd": 1e5}, "tool: kp 100 1/s², kd 100000 1/s on x are unstable"),
+        ({"singularity.w_min": 1e-7}, "singularity.w_min: expected >= 1e-05"),
+        ({"singularity.frame": "nope"}, "singularity.frame: "),
+        ({"singularity.frame": "forearm_link"}, "singularity.frame: 'forearm_link' is moved by 4 joint"),
+        ({"self_collision.d_safe": 0.3}, "self_collision.d_safe: 0.3 m is more than"),
+    ],
+)
+def test_task_and_barrier_errors_name_the_parameter_with_its_section(
+    robot: RobotModel, klass: type, extra: dict[str, Any], shown: str
+) -> None:
+    """The tasks and barriers name their keys within the controller's section (a test builds them
+    bare); the controller puts its name before them, once, on one line: ``hqpid.tool.kp``."""
+    with pytest.raises(ConfigError) as refused:
+        klass.from_params(robot, _params(**extra))
+    message = str(refused.value)
+    assert message.startswith(f"{klass.name}.{shown}"), message
+    assert f"{klass.name}.{klass.name}." not in message and "\n" not in message, message
+
+
 def test_a_posture_target_beyond_any_angle_is_refused(robot: RobotModel) -> None:
     """1e200 rad (finite), if taken, overflows the cost with the posture error and every step
     falls back, said only in the step's info. Refused as computed_torque's references are."""

@@ -78,7 +78,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -147,6 +148,20 @@ def _collision_path(name: str) -> Path:
     if path.is_absolute() or path.is_file():
         return path
     return data_path("config", name)
+
+
+@contextmanager
+def _in_section(section: str) -> Iterator[None]:
+    """Put ``section.`` before the message of a :class:`ConfigError` raised inside.
+
+    Tasks and barriers name their keys within the controller's section (``tool.kp``,
+    ``singularity.w_min``): they are built from a config, not from the parameters, and a test
+    builds them bare. The parameter is ``qpid.tool.kp`` or ``hqpid.tool.kp``.
+    """
+    try:
+        yield
+    except ConfigError as exc:
+        raise ConfigError(f"{section}.{exc}") from None
 
 
 def _larger_keeping_nan(largest: float, value: float) -> float:
@@ -292,7 +307,8 @@ class _QPController(Controller[QPReference]):
             kwargs: dict[str, Any] = dict(kp=tc.kp, kd=tc.kd, weight=tc.weight, level=tc.level)
             if tc.type != "posture":
                 kwargs["frame"] = tc.frame
-            tasks.append(klass(tc.name, self.robot, **kwargs))
+            with _in_section(self.name):
+                tasks.append(klass(tc.name, self.robot, **kwargs))
         return tasks
 
     def _build_barriers(self, c: QPIDConfig, extra_barriers: Sequence[Barrier]) -> list[Barrier]:
@@ -302,7 +318,10 @@ class _QPController(Controller[QPReference]):
         # An enabled group the model gives nothing to hold (e.g. an MJCF has no velocity limits)
         # is refused rather than left out: the safety it stands for would silently be missing.
         if c.joint_position_limit.enabled:
-            jp = JointPositionBarrier(robot, c.joint_position_limit.alpha, soft=c.joint_position_limit.soft)
+            with _in_section(self.name):
+                jp = JointPositionBarrier(
+                    robot, c.joint_position_limit.alpha, soft=c.joint_position_limit.soft
+                )
             if not jp.rows:
                 raise ConfigError(
                     f"{self.name}.joint_position_limit: enabled, but no joint of the model has position "
@@ -310,7 +329,10 @@ class _QPController(Controller[QPReference]):
                 )
             barriers.append(jp)
         if c.joint_velocity_limit.enabled:
-            jv = JointVelocityBarrier(robot, c.joint_velocity_limit.alpha, soft=c.joint_velocity_limit.soft)
+            with _in_section(self.name):
+                jv = JointVelocityBarrier(
+                    robot, c.joint_velocity_limit.alpha, soft=c.joint_velocity_limit.soft
+                )
             if not jv.rows:
                 also = (
                     f", and {self.name}.self_collision.enabled: false, which needs it"
@@ -333,13 +355,17 @@ class _QPController(Controller[QPReference]):
                 model = SelfCollisionModel(robot, spec, cc.pairs)
             except ConfigError as exc:
                 raise ConfigError(f"{self.name}.self_collision: {exc}") from None
-            self.collision_barrier = SelfCollisionBarrier(
-                robot, model, cc.alpha, cc.d_safe, filter_gain=cc.filter, soft=cc.soft
-            )
+            with _in_section(self.name):
+                self.collision_barrier = SelfCollisionBarrier(
+                    robot, model, cc.alpha, cc.d_safe, filter_gain=cc.filter, soft=cc.soft
+                )
             barriers.append(self.collision_barrier)
         if c.singularity.enabled:
             sc = c.singularity
-            self.singularity_barrier = SingularityBarrier(robot, sc.frame, sc.alpha, sc.w_min, soft=sc.soft)
+            with _in_section(self.name):
+                self.singularity_barrier = SingularityBarrier(
+                    robot, sc.frame, sc.alpha, sc.w_min, soft=sc.soft
+                )
             barriers.append(self.singularity_barrier)
         barriers.extend(extra_barriers)
         names = [b.name for b in barriers]
