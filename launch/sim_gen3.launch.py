@@ -1,7 +1,9 @@
 """Simulated Kinova Gen3 under a torque controller: ``ros2 launch torque_ctrl_ros sim_gen3.launch.py``.
 
 Arguments:
-    controller   gravity_comp | computed_torque | ... (any controller the package registers)
+    controller   gravity_comp | computed_torque | ... (any controller the package registers):
+                 overrides the parameter files' ``controller``; default "": theirs stands
+                 (computed_torque in the shipped file)
     mode         realtime (wall-clock paced, 1 kHz) | lockstep (steps when the command answering
                  the state, stamped with it, arrives)
     rviz         true: robot_state_publisher and rviz2 (view_gen3.launch.py)
@@ -23,7 +25,7 @@ Arguments:
                  log that nothing is held.
 
 Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``), then
-``extra_params_file``; ``controller`` and ``mode`` override the values in both. When the
+``extra_params_file``; ``mode``, and ``controller`` when given, override the values in both. When the
 simulator exits (after ``sim_node.duration`` simulated seconds, or on an error) the launch ends.
 ``make sim`` runs the same two nodes from the same files without ``ros2 launch``.
 """
@@ -43,11 +45,16 @@ PACKAGE = "torque_ctrl_ros"
 
 
 def _nodes(context: LaunchContext) -> list[Node]:
-    """sim_node and controller_node on ``params_file``, then ``extra_params_file`` if given."""
+    """sim_node and controller_node on ``params_file``, then ``extra_params_file`` if given,
+    overridden only by the arguments given a value."""
     files = [LaunchConfiguration("params_file").perform(context)]
     extra = LaunchConfiguration("extra_params_file").perform(context).strip()
     if extra:
         files.append(extra)
+    controller_overrides: dict[str, object] = {"use_sim_time": True}
+    controller = LaunchConfiguration("controller").perform(context).strip()
+    if controller:
+        controller_overrides["controller"] = controller
     # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
     realtime = {
         "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
@@ -71,7 +78,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
             name="controller_node",
             output="screen",
             additional_env={**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus")},
-            parameters=[*files, {"controller": LaunchConfiguration("controller"), "use_sim_time": True}],
+            parameters=[*files, controller_overrides],
         ),
     ]
 
@@ -81,7 +88,9 @@ def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
             DeclareLaunchArgument(
-                "controller", default_value="computed_torque", description="controller_node's controller"
+                "controller",
+                default_value="",
+                description='controller_node\'s controller; "": as in the parameter files',
             ),
             DeclareLaunchArgument(
                 "mode",

@@ -1,0 +1,221 @@
+"""The launch files evaluated: which parameters and environment each node gets, per argument.
+
+``launch`` and ``launch_ros`` are not installable from PyPI, so the launch files run here on a
+stand-in of the few parts of their API they use (:func:`fake_launch`): each action keeps its
+arguments, ``LaunchConfiguration`` reads the context, and :func:`evaluate` does what
+``ros2 launch`` does with them in order: sets the declared defaults (a value already set, by the
+command line or an including file, stands, as ``DeclareLaunchArgument.execute`` leaves it), runs
+the ``OpaqueFunction``s, and includes the files whose condition holds, in the same context (an
+include is not scoped: the included file sees the includer's arguments). ``test_launch_sim_gen3.py``
+starts the real thing under ``colcon test``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "config" / "gen3_controllers.yaml"
+HARDWARE = ROOT / "config" / "gen3_hardware.yaml"
+
+
+class Context:
+    """``launch.LaunchContext``: the launch configurations (argument name → string)."""
+
+    def __init__(self) -> None:
+        self.launch_configurations: dict[str, str] = {}
+
+
+class LaunchConfiguration:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def perform(self, context: Context) -> str:
+        return context.launch_configurations[self.name]
+
+
+class Action:
+    """Any action: keeps what it was made with."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args = args
+        self.kwargs = kwargs
+
+
+class DeclareLaunchArgument(Action):
+    pass
+
+
+class OpaqueFunction(Action):
+    pass
+
+
+class IncludeLaunchDescription(Action):
+    pass
+
+
+class IfCondition(Action):
+    pass
+
+
+class PythonLaunchDescriptionSource(Action):
+    pass
+
+
+class ParameterValue(Action):
+    pass
+
+
+class Node(Action):
+    pass
+
+
+class LaunchDescription:
+    def __init__(self, entities: Sequence[Any]) -> None:
+        self.entities = list(entities)
+
+
+@pytest.fixture
+def fake_launch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The modules the launch files import, as the stand-ins above; the share directory is the
+    source tree."""
+    names: dict[str, dict[str, Any]] = {
+        "launch": {"LaunchContext": Context, "LaunchDescription": LaunchDescription},
+        "launch.actions": {
+            "DeclareLaunchArgument": DeclareLaunchArgument,
+            "IncludeLaunchDescription": IncludeLaunchDescription,
+            "OpaqueFunction": OpaqueFunction,
+            "LogInfo": Action,
+            "Shutdown": Action,
+        },
+        "launch.conditions": {"IfCondition": IfCondition},
+        "launch.launch_description_sources": {"PythonLaunchDescriptionSource": PythonLaunchDescriptionSource},
+        "launch.substitutions": {"LaunchConfiguration": LaunchConfiguration},
+        "launch_ros": {},
+        "launch_ros.actions": {"Node": Node},
+        "launch_ros.parameter_descriptions": {"ParameterValue": ParameterValue},
+        "ament_index_python": {},
+        "ament_index_python.packages": {"get_package_share_directory": lambda package: str(ROOT)},
+    }
+    for name, attributes in names.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attributes)
+        monkeypatch.setitem(sys.modules, name, module)
+    yield
+
+
+def load(path: Path) -> LaunchDescription:
+    spec = importlib.util.spec_from_file_location(f"launch_file_{path.stem.replace('.', '_')}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description: LaunchDescription = module.generate_launch_description()
+    return description
+
+
+def _perform(value: Any, context: Context) -> Any:
+    if isinstance(value, LaunchConfiguration):
+        return value.perform(context)
+    if isinstance(value, ParameterValue):
+        return _perform(value.args[0], context)
+    return value
+
+
+def _run(description: LaunchDescription, context: Context) -> list[Node]:
+    nodes: list[Node] = []
+    for entity in description.entities:
+        if isinstance(entity, DeclareLaunchArgument):
+            name = entity.args[0]
+            context.launch_configurations.setdefault(name, entity.kwargs["default_value"])
+            choices = entity.kwargs.get("choices")
+            assert choices is None or context.launch_configurations[name] in choices, name
+        elif isinstance(entity, OpaqueFunction):
+            nodes += entity.kwargs["function"](context)
+        elif isinstance(entity, Node):
+            nodes.append(entity)
+        elif isinstance(entity, IncludeLaunchDescription):
+            condition = entity.kwargs.get("condition")
+            if condition is None or _perform(condition.args[0], context) == "true":
+                for name, value in entity.kwargs.get("launch_arguments", ()):
+                    context.launch_configurations[name] = _perform(value, context)
+                nodes += _run(load(Path(entity.args[0].args[0])), context)
+    return nodes
+
+
+@dataclass
+class Launched:
+    """A node as launched: its parameter layers (files, then dictionaries) and its environment."""
+
+    layers: list[Any]
+    env: dict[str, str]
+    context: Context = field(repr=False)
+
+    @property
+    def files(self) -> list[str]:
+        return [str(layer) for layer in self.layers if not isinstance(layer, Mapping)]
+
+    def parameters(self, node: str) -> dict[str, Any]:
+        """What the node reads: each layer in order, a later value winning (rcl's rule)."""
+        out: dict[str, Any] = {}
+        for layer in self.layers:
+            if isinstance(layer, Mapping):
+                out |= {k: _perform(v, self.context) for k, v in layer.items()}
+                continue
+            document = yaml.safe_load(Path(layer).read_text()) or {}
+            for section in ("/**", node, f"/{node}"):
+                out |= _flat(document.get(section, {}).get("ros__parameters", {}))
+        return out
+
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out |= _flat(v, f"{prefix}{k}.") if isinstance(v, Mapping) else {f"{prefix}{k}": v}
+    return out
+
+
+def evaluate(launch_file: str, **arguments: str) -> dict[str, Launched]:
+    """The nodes ``ros2 launch torque_ctrl_ros <launch_file> name:=value ...`` starts, by name
+    (executable where unnamed)."""
+    description = load(ROOT / "launch" / launch_file)
+    declared = {e.args[0] for e in description.entities if isinstance(e, DeclareLaunchArgument)}
+    assert set(arguments) <= declared, f"{sorted(set(arguments) - declared)} not declared"
+    context = Context()
+    context.launch_configurations.update(arguments)
+    out = {}
+    for node in _run(description, context):
+        env = {k: str(_perform(v, context)) for k, v in node.kwargs.get("additional_env", {}).items()}
+        name = node.kwargs.get("name") or node.kwargs["executable"]
+        out[name] = Launched(list(node.kwargs.get("parameters", [])), env, context)
+    return out
+
+
+@pytest.fixture
+def qpid_file(tmp_path: Path) -> Path:
+    path = tmp_path / "qpid.yaml"
+    path.write_text("controller_node:\n  ros__parameters:\n    controller: qpid\n")
+    return path
+
+
+@pytest.mark.usefixtures("fake_launch")
+def test_sim_runs_the_controller_the_files_name_unless_the_argument_is_given(qpid_file: Path) -> None:
+    """As ``make sim PARAMS=`` does: an extra file naming a controller runs it; ``controller:=``
+    wins over every file; without either, the shipped file's computed_torque."""
+    shipped = evaluate("sim_gen3.launch.py")["controller_node"]
+    assert shipped.files == [str(SHIPPED)]
+    assert shipped.parameters("controller_node")["controller"] == "computed_torque"
+    extra = evaluate("sim_gen3.launch.py", extra_params_file=str(qpid_file))["controller_node"]
+    assert extra.files == [str(SHIPPED), str(qpid_file)]
+    assert extra.parameters("controller_node")["controller"] == "qpid"
+    given = evaluate("sim_gen3.launch.py", extra_params_file=str(qpid_file), controller="hqpid")
+    assert given["controller_node"].parameters("controller_node")["controller"] == "hqpid"
+    assert given["controller_node"].parameters("controller_node")["use_sim_time"] is True
