@@ -549,6 +549,12 @@ def test_controller_rejects_bad_targets_and_config(gen3: RobotModel) -> None:
     create_controller("achd_rnea", gen3, {"frame": "forearm_link", "constrained_axes": ["x", "y", "z"]})
 
 
+def test_unstable_gains_are_refused_naming_the_parameters_and_the_axis(gen3: RobotModel) -> None:
+    unstable = r"^achd_rnea\.kp/kd: kp 200000 1/s², kd 894\.427 1/s on z are unstable"
+    with pytest.raises(ConfigError, match=unstable):
+        create_controller("achd_rnea", gen3, {"kp": [100.0, 100.0, 2e5, 100.0, 100.0, 100.0]})
+
+
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # refused, not overflowing
 def test_a_target_beyond_any_reach_is_refused(gen3: RobotModel) -> None:
     """A target given to the controller 1e160 m out (finite) had been taken: the constrained solve

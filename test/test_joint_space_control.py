@@ -205,6 +205,20 @@ def test_controller_configs_reject_bad_values(robot: RobotModel) -> None:
     np.testing.assert_allclose(config.kd, 8.0)  # critical damping 2·√kp by default
 
 
+def test_unstable_gains_are_refused_naming_the_parameters_and_the_joint(robot: RobotModel) -> None:
+    """The refusal names ``computed_torque.kp/kd`` and the joint by its name in the model; a
+    config made without the robot has only the joints' numbers."""
+    kp = [100.0] * 6 + [2e5]
+    unstable = r"^computed_torque\.kp/kd: kp 200000 1/s², kd 894\.427 1/s on {} are unstable"
+    with pytest.raises(ConfigError, match=unstable.format("joint_7")):
+        create_controller("computed_torque", robot, {"kp": kp})
+    kp_arr = np.array(kp)
+    with pytest.raises(ConfigError, match=unstable.format("joint_7")):
+        ComputedTorque(robot, ComputedTorqueConfig(kp_arr, 2.0 * np.sqrt(kp_arr)))  # built directly
+    with pytest.raises(ConfigError, match=unstable.format("joint #7")):
+        ComputedTorqueConfig.create(7, kp)
+
+
 def test_bad_reference_and_non_finite_torque_never_produce_a_command(robot: RobotModel) -> None:
     controller = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
     state = JointState(np.zeros(7), np.zeros(7))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,15 +78,19 @@ class ComputedTorqueConfig:
     kd: FloatArray
 
     @classmethod
-    def create(cls, n: int, kp: Any, kd: Any = None, delay: int = 1) -> ComputedTorqueConfig:
+    def create(
+        cls, n: int, kp: Any, kd: Any = None, delay: int = 1, *, joint_names: Sequence[str] | None = None
+    ) -> ComputedTorqueConfig:
         """Validated config; scalars apply to every joint; ``kd=None`` gives ``2·√kp``; the gains
-        checked with the command ``delay`` periods late (:func:`check_pd_gains`)."""
+        checked with the command ``delay`` periods late (:func:`check_pd_gains`), a refusal naming
+        the joint from ``joint_names`` (``joint #1`` … without)."""
         kp_arr = as_vector("computed_torque.kp", kp, n, broadcast_scalar=True, strictly_positive=True)
         if kd is None:
             kd_arr = 2.0 * np.sqrt(kp_arr)
         else:
             kd_arr = as_vector("computed_torque.kd", kd, n, broadcast_scalar=True, min_value=0.0)
-        check_pd_gains("computed_torque", kp_arr, kd_arr, [f"joint #{i + 1}" for i in range(n)], delay)
+        names = [f"joint #{i + 1}" for i in range(n)] if joint_names is None else joint_names
+        check_pd_gains("computed_torque.kp/kd", kp_arr, kd_arr, names, delay)
         return cls(kp_arr, kd_arr)
 
 
@@ -151,7 +155,9 @@ class ComputedTorque(Controller[JointReference]):
         # Validated again: a config built directly (not by create) is unchecked (a negative kp
         # would run as negative stiffness); and the robot's arm may be later than the one period
         # create() assumes.
-        self.config = ComputedTorqueConfig.create(robot.n, config.kp, config.kd, robot.delay_periods)
+        self.config = ComputedTorqueConfig.create(
+            robot.n, config.kp, config.kd, robot.delay_periods, joint_names=robot.joint_names
+        )
         self._reference_in: JointReference | None = None
         self._reference = JointReference(np.zeros(robot.n))
 
@@ -159,7 +165,10 @@ class ComputedTorque(Controller[JointReference]):
     def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> ComputedTorque:
         """Parameters: ``kp`` (1/s², scalar or per joint, default 100), ``kd`` (1/s, optional)."""
         reject_unknown_keys(cls.name, params, {"kp", "kd"})
-        return cls(robot, ComputedTorqueConfig.create(robot.n, params.get("kp", 100.0), params.get("kd")))
+        config = ComputedTorqueConfig.create(
+            robot.n, params.get("kp", 100.0), params.get("kd"), joint_names=robot.joint_names
+        )
+        return cls(robot, config)
 
     def hold_reference(self, state: JointState) -> JointReference:
         """Hold the measured position at rest."""
