@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torque_ctrl_ros.core import ConfigError, JointReference, JointState, RobotModel, SolverError, TargetError
+from torque_ctrl_ros.core import (
+    ConfigError,
+    JointReference,
+    JointState,
+    RobotModel,
+    SolverError,
+    StateError,
+    TargetError,
+)
 from torque_ctrl_ros.core.controllers import (
     ComputedTorque,
     ComputedTorqueConfig,
@@ -217,6 +225,24 @@ def test_unstable_gains_are_refused_naming_the_parameters_and_the_joint(robot: R
         ComputedTorque(robot, ComputedTorqueConfig(kp_arr, 2.0 * np.sqrt(kp_arr)))  # built directly
     with pytest.raises(ConfigError, match=unstable.format("joint #7")):
         ComputedTorqueConfig.create(7, kp)
+
+
+def test_hold_reference_refuses_a_malformed_state_and_the_config_has_a_default(robot: RobotModel) -> None:
+    """As achd_rnea's and the QP controllers': a 3-joint state is refused here as a state, not
+    taken as a 3-vector reference refused later as a target. Without a config, computed_torque
+    has from_params' defaults, as gravity_comp and achd_rnea have theirs."""
+    controller = ComputedTorque(robot)
+    from_params = create_controller("computed_torque", robot, {})
+    np.testing.assert_array_equal(controller.config.kp, from_params.config.kp)
+    np.testing.assert_array_equal(controller.config.kd, from_params.config.kd)
+    np.testing.assert_allclose(controller.config.kp, 100.0)
+    for q, v in ((np.zeros(3), np.zeros(3)), (np.full(7, np.nan), np.zeros(7)), (np.zeros(7), np.zeros(6))):
+        with pytest.raises(StateError, match="joint"):
+            controller.hold_reference(JointState(q, v))
+    q = np.linspace(0.1, 0.7, 7)
+    held = controller.hold_reference(JointState(q, np.zeros(7)))
+    q[0] = 5.0  # the reference is a copy, not the state's array
+    assert held.q[0] == 0.1 and held.v is None and held.a is None
 
 
 def test_bad_reference_and_non_finite_torque_never_produce_a_command(robot: RobotModel) -> None:

@@ -63,6 +63,10 @@ class GravityCompensation(Controller[None]):
         return self.robot.gravity(q) - self.config.damping * v, {}
 
 
+#: ``kp`` (1/s²) of :class:`ComputedTorque` when none is given: ``ω_n = 10`` rad/s on every joint.
+DEFAULT_KP = 100.0
+
+
 @dataclass(frozen=True)
 class ComputedTorqueConfig:
     """Gains of :class:`ComputedTorque`.
@@ -150,29 +154,34 @@ class ComputedTorque(Controller[JointReference]):
     name = "computed_torque"
     scales_saturated_torque = True
 
-    def __init__(self, robot: RobotModel, config: ComputedTorqueConfig) -> None:
+    def __init__(self, robot: RobotModel, config: ComputedTorqueConfig | None = None) -> None:
+        """``config`` ``None``: :data:`DEFAULT_KP` on every joint, critically damped (what
+        :meth:`from_params` gives without parameters)."""
         super().__init__(robot)
+        kp, kd = (DEFAULT_KP, None) if config is None else (config.kp, config.kd)
         # Validated again: a config built directly (not by create) is unchecked (a negative kp
         # would run as negative stiffness); and the robot's arm may be later than the one period
         # create() assumes.
         self.config = ComputedTorqueConfig.create(
-            robot.n, config.kp, config.kd, robot.delay_periods, joint_names=robot.joint_names
+            robot.n, kp, kd, robot.delay_periods, joint_names=robot.joint_names
         )
         self._reference_in: JointReference | None = None
         self._reference = JointReference(np.zeros(robot.n))
 
     @classmethod
     def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> ComputedTorque:
-        """Parameters: ``kp`` (1/s², scalar or per joint, default 100), ``kd`` (1/s, optional)."""
+        """Parameters: ``kp`` (1/s², scalar or per joint, default :data:`DEFAULT_KP`), ``kd`` (1/s,
+        optional)."""
         reject_unknown_keys(cls.name, params, {"kp", "kd"})
         config = ComputedTorqueConfig.create(
-            robot.n, params.get("kp", 100.0), params.get("kd"), joint_names=robot.joint_names
+            robot.n, params.get("kp", DEFAULT_KP), params.get("kd"), joint_names=robot.joint_names
         )
         return cls(robot, config)
 
     def hold_reference(self, state: JointState) -> JointReference:
-        """Hold the measured position at rest."""
-        return JointReference(np.array(state.q, dtype=np.float64))
+        """Hold the measured position at rest (raises :class:`~..errors.StateError` for a malformed state)."""
+        q, _ = self.robot.check_state(state.q, state.v)
+        return JointReference(q.copy())
 
     def torque(
         self, q: FloatArray, v: FloatArray, reference: JointReference
