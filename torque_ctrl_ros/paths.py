@@ -59,3 +59,31 @@ def find_share_dir(package_dir: Path) -> Path:
 def data_path(*parts: str) -> Path:
     """Path of a data file, e.g. ``data_path("urdf", "gen3.urdf")``."""
     return share_dir().joinpath(*parts)
+
+
+def find_data_file(name: str, folder: str) -> Path:
+    """The file a parameter names: ``name`` as given (absolute, or relative to the working
+    directory), else in the package's data.
+
+    A relative ``name`` with a folder in it is read from the share directory
+    (``mjcf/scene_table.xml``, ``urdf/gen3.urdf``), a bare one from the share directory's
+    ``folder`` (``scene_table.xml`` in ``mjcf``): the same parameter file works from any working
+    directory, as under ``ros2 launch``.
+
+    Raises:
+        FileNotFoundError: no such file; the message lists, on one line, every place tried.
+    """
+    path = Path(name)
+    tried = [path] if path.is_absolute() else [Path.cwd() / path]
+    missing_share = ""
+    if not path.is_absolute():
+        try:
+            share = share_dir()
+        except FileNotFoundError as exc:
+            missing_share = f"; {exc}"
+        else:
+            tried.append(share / path if len(path.parts) > 1 else share / folder / path)
+    for candidate in tried:
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"{name!r} does not exist (tried {', '.join(map(str, tried))}){missing_share}")

@@ -28,7 +28,7 @@ from ..core.errors import ConfigError
 from ..core.robot import CONTROL_PERIOD, RobotModel, check_command_delay
 from ..core.safety import DEFAULT_DAMPING, WatchdogConfig
 from ..core.validation import FloatArray, as_positive_float, as_seconds, as_vector, check_choice
-from ..paths import data_path
+from ..paths import data_path, find_data_file
 
 if TYPE_CHECKING:
     from ..sim.plant import MujocoPlant
@@ -67,6 +67,15 @@ def _names(node: str, params: Mapping[str, Any], key: str) -> tuple[str, ...]:
     if len(set(value)) != len(value):
         raise ConfigError(f"{node}.{key}: duplicate names in {list(value)}")
     return tuple(value)
+
+
+def _data_file(node: str, key: str, name: str, folder: str, note: str = "") -> str:
+    """The path of the file parameter ``key`` names (:func:`~torque_ctrl_ros.paths.find_data_file`:
+    as given, else in the package's data), so that a relative name works from any working directory."""
+    try:
+        return str(find_data_file(name, folder))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{node}.{key}: {exc}{note}") from None
 
 
 def _bool(node: str, params: Mapping[str, Any], key: str, default: bool) -> bool:
@@ -263,10 +272,8 @@ def controller_node_config(params: Mapping[str, Any], node: str = "controller_no
     description = _str(node, params, "robot_description", "")
     if not description and not model_file:
         model_file = str(data_path("urdf", "gen3.urdf"))
-    if not description and not Path(model_file).is_file():
-        raise ConfigError(
-            f"{node}.model_file: {model_file!r} does not exist (and robot_description is empty)"
-        )
+    if not description:
+        model_file = _data_file(node, "model_file", model_file, "urdf", " and robot_description is empty")
     damping = _plain(params.get("fallback_damping", list(DEFAULT_DAMPING)))
     try:
         np.asarray(damping, dtype=np.float64)
@@ -394,9 +401,9 @@ SIM_NODE_KEYS = {
 def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNodeConfig:
     """Validate the simulation node's parameters."""
     _reject_unknown(node, params, SIM_NODE_KEYS)
-    mjcf = _str(node, params, "mjcf", "") or str(data_path("mjcf", "scene.xml"))
-    if not Path(mjcf).is_file():
-        raise ConfigError(f"{node}.mjcf: {mjcf!r} does not exist")
+    mjcf = _data_file(
+        node, "mjcf", _str(node, params, "mjcf", "") or str(data_path("mjcf", "scene.xml")), "mjcf"
+    )
     damping = _plain(params.get("safe_damping", list(DEFAULT_DAMPING)))
     return SimNodeConfig(
         mjcf=mjcf,
