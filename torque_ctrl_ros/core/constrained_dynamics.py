@@ -109,7 +109,9 @@ def check_alpha(alpha: ArrayLike, *, error: type[TorqueCtrlError] = TargetError)
 
     Requirements: 1 ≤ n_c ≤ 6 columns, finite, each column of unit norm
     (±:data:`UNIT_TOLERANCE`), linearly independent (smallest singular value of ``α``
-    above :data:`RANK_TOLERANCE`).
+    above :data:`RANK_TOLERANCE`). For :meth:`ConstrainedDynamics.solve`, which takes any ``α``
+    (the tests' random ones); the controller's comes from :func:`alpha_from_axes`, valid by
+    construction.
     """
     try:
         a = np.array(alpha, dtype=np.float64)
@@ -177,7 +179,6 @@ class ConstrainedDynamicsResult:
         lam: Lagrange multipliers ``λ`` (n_c,): force (N) or moment (N·m) along each column of α.
         constraint_torque: ``J_cᵀ λ`` (N·m), the joint torque the constraints exert.
         qdd_free: the unconstrained accelerations ``q̈_free`` (rad/s²).
-        applied_torque: ``τ_ff + Jᵀ f_ext`` (N·m), the non-constraint generalised force.
         regularised: ``True`` if the Delassus matrix was damped (see the module docs).
         damping: the damping ``μ`` added to the Delassus matrix (0 when not regularised).
         delassus_condition: ``d_max / d_min`` of ``D`` (``inf`` if ``d_min <= 0``).
@@ -192,7 +193,6 @@ class ConstrainedDynamicsResult:
     lam: FloatArray
     constraint_torque: FloatArray
     qdd_free: FloatArray
-    applied_torque: FloatArray
     regularised: bool
     damping: float
     delassus_condition: float
@@ -304,9 +304,12 @@ class ConstrainedDynamics:
         f_ext: ArrayLike | None = None,
         *,
         kinematics: FrameKinematics | None = None,
-        alpha_checked: bool = False,
     ) -> ConstrainedDynamicsResult:
-        """Solve Gauss's principle for ``q̈`` and ``λ`` (formulas in the module docs).
+        """Solve Gauss's principle for ``q̈`` and ``λ`` (formulas in the module docs), any ``α``.
+
+        The checked entry point, the reference the tests compare with: every input is validated
+        on each call (:func:`check_alpha` included). The controller validates once and calls
+        :meth:`solve_validated` each step.
 
         Args:
             q, v: joint angles (rad) and velocities (rad/s), already validated.
@@ -316,14 +319,13 @@ class ConstrainedDynamics:
             f_ext: external wrench ``[f; m]`` (N, N·m) on the frame, at its origin, base
                 axes; default zero. It enters the free motion as ``Jᵀ f_ext``.
             kinematics: :meth:`kinematics` at the same ``(q, v)`` if the caller already has it.
-            alpha_checked: skip :func:`check_alpha` (the caller validated ``alpha`` once).
 
         Raises:
             TargetError: malformed ``alpha``, ``beta``, ``tau_ff`` or ``f_ext``.
             SolverError: the result is not finite (never returned).
         """
         n = self.robot.n
-        a_mat = np.asarray(alpha, dtype=np.float64) if alpha_checked else check_alpha(alpha)
+        a_mat = check_alpha(alpha)
         n_c = a_mat.shape[1]
         b_vec = as_vector("beta", beta, n_c, error=TargetError)
         tau = np.zeros(n) if tau_ff is None else as_vector("tau_ff", tau_ff, n, error=TargetError)
@@ -392,7 +394,6 @@ class ConstrainedDynamics:
             lam=lam,
             constraint_torque=constraint_torque,
             qdd_free=qdd_free,
-            applied_torque=tau,
             regularised=regularised,
             damping=mu,
             delassus_condition=condition,

@@ -400,7 +400,9 @@ class AchdRnea(Controller[PoseReference]):
                 f"achd_rnea.frame: {self.config.frame!r} is moved by {dofs} joint(s), fewer than the "
                 f"{axes} constrained axes {list(self.config.constrained_axes)}"
             )
-        self._alpha_rows = selection_rows(self.alpha)  # αᵀ·X = X[rows]: axis selection
+        rows = selection_rows(self.alpha)
+        assert rows is not None, "alpha_from_axes gives unit axes only"
+        self._alpha_rows = rows  # αᵀ·X = X[rows]: axis selection
         mask = self.alpha.sum(axis=1) > 0.0
         self._linear_mask = mask[:3]
         self._angular_mask = mask[3:]
@@ -470,8 +472,7 @@ class AchdRnea(Controller[PoseReference]):
         a_des = cfg.kp * error + cfg.kd * v_err
         if ref.acceleration is not None:
             a_des += ref.acceleration
-        rows = self._alpha_rows
-        beta = self.alpha.T.dot(a_des) if rows is None else a_des[rows]
+        beta = a_des[self._alpha_rows]  # αᵀ·a_des
         tau_ff = -cfg.joint_damping * v
         if cfg.gravity_feedforward:
             tau_ff += dyn.gravity(q, kin)  # g(q) from the same computeAllTerms pass
