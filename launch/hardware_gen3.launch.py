@@ -74,6 +74,11 @@ from launch import LaunchContext, LaunchDescription
 
 PACKAGE = "torque_ctrl_ros"
 
+#: One BLAS thread per node process. numpy's OpenBLAS otherwise starts one thread per CPU, which
+#: request_realtime/request_cpus (nodes/scheduling.py) would put under SCHED_FIFO on the node's
+#: own CPUs; every timing the documentation gives runs with one (make, run_sim, the benchmark).
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
 
 def _controller_node(context: LaunchContext) -> list[Node]:
     """controller_node on ``params_file``, overridden only by the arguments given a value."""
@@ -95,6 +100,7 @@ def _controller_node(context: LaunchContext) -> list[Node]:
             name="controller_node",
             output="screen",
             additional_env={
+                **ONE_BLAS_THREAD,
                 "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
                 "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
                 "TORQUE_CTRL_CPU_LATENCY_US": LaunchConfiguration("cpu_latency_us"),

@@ -43,6 +43,11 @@ from launch import LaunchContext, LaunchDescription
 
 PACKAGE = "torque_ctrl_ros"
 
+#: One BLAS thread per node process. numpy's OpenBLAS otherwise starts one thread per CPU, which
+#: request_realtime/request_cpus (nodes/scheduling.py) would put under SCHED_FIFO on the node's
+#: own CPUs; every timing the documentation gives runs with one (make, run_sim, the benchmark).
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
 
 def _nodes(context: LaunchContext) -> list[Node]:
     """sim_node and controller_node on ``params_file``, then ``extra_params_file`` if given,
@@ -66,7 +71,11 @@ def _nodes(context: LaunchContext) -> list[Node]:
             executable="sim_node",
             name="sim_node",
             output="screen",
-            additional_env={**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("sim_cpus")},
+            additional_env={
+                **ONE_BLAS_THREAD,
+                **realtime,
+                "TORQUE_CTRL_CPUS": LaunchConfiguration("sim_cpus"),
+            },
             parameters=[*files, {"mode": LaunchConfiguration("mode")}],
             # The simulator's end (its duration, or a crash) ends the launch: a controller left
             # without states would go on braking and logging the silence as an error.
@@ -77,7 +86,11 @@ def _nodes(context: LaunchContext) -> list[Node]:
             executable="controller_node",
             name="controller_node",
             output="screen",
-            additional_env={**realtime, "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus")},
+            additional_env={
+                **ONE_BLAS_THREAD,
+                **realtime,
+                "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
+            },
             parameters=[*files, controller_overrides],
         ),
     ]

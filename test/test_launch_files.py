@@ -219,3 +219,25 @@ def test_sim_runs_the_controller_the_files_name_unless_the_argument_is_given(qpi
     given = evaluate("sim_gen3.launch.py", extra_params_file=str(qpid_file), controller="hqpid")
     assert given["controller_node"].parameters("controller_node")["controller"] == "hqpid"
     assert given["controller_node"].parameters("controller_node")["use_sim_time"] is True
+
+
+@pytest.mark.usefixtures("fake_launch")
+@pytest.mark.parametrize(
+    ("launch_file", "nodes", "arguments"),
+    [
+        ("sim_gen3.launch.py", ("sim_node", "controller_node"), {"sim_cpus": "0", "controller_cpus": "1"}),
+        ("hardware_gen3.launch.py", ("controller_node",), {"controller_cpus": "1"}),
+    ],
+)
+def test_the_nodes_run_on_one_blas_thread_beside_their_scheduling(
+    launch_file: str, nodes: tuple[str, ...], arguments: dict[str, str]
+) -> None:
+    """As make, run_sim and the benchmark run them: numpy's OpenBLAS would otherwise start a
+    thread per CPU, which the node then holds under SCHED_FIFO on its own CPUs."""
+    launched = evaluate(launch_file, rt_priority="20", cpu_latency_us="0", **arguments)
+    assert sorted(launched) == sorted(nodes)
+    for name in nodes:
+        env = launched[name].env
+        assert env["OPENBLAS_NUM_THREADS"] == "1" and env["OMP_NUM_THREADS"] == "1", name
+        assert env["TORQUE_CTRL_RT_PRIORITY"] == "20" and env["TORQUE_CTRL_CPU_LATENCY_US"] == "0", name
+        assert env["TORQUE_CTRL_CPUS"] == arguments[name.replace("_node", "_cpus")], name
