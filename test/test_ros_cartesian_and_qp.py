@@ -141,8 +141,8 @@ def test_the_shipped_config_builds_the_cartesian_and_qp_controllers() -> None:
 @requires_rclpy
 def test_pose_message_conversions_and_refusals() -> None:
     from torque_ctrl_ros.core.errors import TargetError
+    from torque_ctrl_ros.core.target_checks import base_frame
     from torque_ctrl_ros.nodes.targets import (
-        base_frame,
         check_frame,
         check_unused_half,
         pose_position,

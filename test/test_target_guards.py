@@ -27,6 +27,7 @@ from torque_ctrl_ros.core.controllers import AchdRnea, ComputedTorque, ComputedT
 from torque_ctrl_ros.core.errors import StateError, TargetError
 from torque_ctrl_ros.core.reach import REACH_MARGIN, STRETCH_MARGIN, Reach
 from torque_ctrl_ros.core.safety import JointNameMap
+from torque_ctrl_ros.core.target_checks import base_frame, check_joint_limits
 from torque_ctrl_ros.core.trajectory import JointTrajectory
 from torque_ctrl_ros.nodes import targets
 from torque_ctrl_ros.nodes.conversions import JointStateDecoder
@@ -1469,7 +1470,7 @@ def test_a_target_taken_is_logged_once_a_second_per_topic_and_a_refused_one_is_n
 
     node, source = _qp_source(robot)
     pose = PoseStamped()
-    pose.header.frame_id = targets.base_frame(robot)
+    pose.header.frame_id = base_frame(robot)
     pose.pose.position.x, pose.pose.position.z = 0.45, 0.4
     pose.pose.orientation.w = 1.0
     task = next(iter(source.tracker.frame_tasks))
@@ -1515,11 +1516,11 @@ def test_a_trajectory_in_another_joint_order_is_read_by_name(robot: RobotModel) 
 
 def test_waypoint_positions_beyond_either_limit_are_refused_by_name(robot: RobotModel) -> None:
     q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
-    targets.check_joint_limits(robot, q, "target")
+    check_joint_limits(robot, q, "target")
     for k, bound in ((1, robot.position_upper[1] + 0.01), (3, robot.position_lower[3] - 0.01)):
         bad = q.copy()
         bad[k] = bound
         with pytest.raises(
             TargetError, match=re.escape(f"target: outside the position limits at ['{robot.joint_names[k]}']")
         ):
-            targets.check_joint_limits(robot, bad, "target")
+            check_joint_limits(robot, bad, "target")

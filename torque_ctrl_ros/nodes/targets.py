@@ -28,16 +28,19 @@ Registered here:
 
 Every message is validated when it arrives (a trajectory's segment from the start again when it
 takes effect): a refused one is counted in ``targets_rejected``, logged (throttled) and leaves
-the active target unchanged. Refused besides malformed input: a joint named twice; a joint
-target with a non-zero velocity (a held point is at rest); a trajectory of more than
-:data:`MAX_TRAJECTORY_POINTS` points, whose interpolated motion passes a position or velocity
-limit or asks an acceleration beyond what the effort limits allow between its waypoints
-(:func:`~..core.trajectory.check_motion`, :func:`~..core.trajectory.acceleration_limits`), whose
-last point still moves, whose first point at time 0 is not where and how the reference moves
-(:data:`~..core.target_tracking.START_TOLERANCE`), or stamped before 0 or more than
-:data:`~..core.target_tracking.MAX_START_DELAY` ahead; a pose or position target the frame
-cannot reach (:class:`~..core.reach.Reach`: farther from the circle joint_1 turns the next
-joint's origin on than the rest of the chain reaches).
+the active target unchanged. Refused here, as a message: malformed or oversized input, a joint
+named twice, a trajectory of more than :data:`MAX_TRAJECTORY_POINTS` points, a pose in another
+frame. Refused by the core's checks once read into arrays (:mod:`~..core.target_checks`): a
+joint target or waypoint beyond the joint limits, a joint target with a non-zero velocity (a
+held point is at rest), a trajectory whose last point still moves or with accelerations but no
+velocities. Refused by the tracker (:mod:`~..core.target_tracking`): a trajectory whose
+interpolated motion passes a position or velocity limit or asks an acceleration beyond what the
+effort limits allow between its waypoints (:func:`~..core.trajectory.check_motion`,
+:func:`~..core.trajectory.acceleration_limits`), whose first point at time 0 is not where and how
+the reference moves (:data:`~..core.target_tracking.START_TOLERANCE`), or stamped before 0 or
+more than :data:`~..core.target_tracking.MAX_START_DELAY` ahead. A pose or position target is
+refused when its frame cannot reach it (:class:`~..core.reach.Reach`: farther from the circle
+joint_1 turns the next joint's origin on than the rest of the chain reaches).
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ from ..core.controllers.cartesian import rotation_from_quaternion
 from ..core.errors import ConfigError, StateError, TargetError
 from ..core.reach import Reach
 from ..core.robot import RobotModel
-from ..core.safety import MAX_ANGLE, JointNameMap
+from ..core.safety import JointNameMap
+from ..core.target_checks import base_frame, check_joint_target, check_trajectory_points
 from ..core.target_tracking import (
     JointTargetTracker,
     PoseTargetTracker,
@@ -190,37 +194,6 @@ class TargetSource(ABC):
             return None
 
 
-def check_joint_limits(robot: RobotModel, q: FloatArray, what: str, v: FloatArray | None = None) -> None:
-    """Raise :class:`TargetError` naming the joints of ``q`` (rad) outside the model's position
-    limits, or of ``v`` (rad/s) above its velocity limits.
-
-    A joint without position limits (continuous) takes ``|q| <= MAX_ANGLE``: beyond, the
-    wrapped error to the target rounds to nothing and the joint would silently lose its
-    stiffness. A target velocity no joint can reach only drives every joint into saturation.
-    """
-    bad = (q < robot.position_lower) | (q > robot.position_upper) | (np.abs(q) > MAX_ANGLE)
-    if bad.any():
-        names = _joints_at(robot, bad)
-        raise TargetError(f"{what}: outside the position limits at {names}")
-    if v is not None:
-        fast = np.abs(v) > robot.velocity_limit
-        if fast.any():
-            names = _joints_at(robot, fast)
-            raise TargetError(f"{what}: velocity above the joint velocity limits at {names}")
-
-
-def base_frame(robot: RobotModel) -> str:
-    """Name of the model's root body frame (``base_link`` for the Gen3): the frame of pose targets.
-
-    That is the first frame attached to the universe joint after the universe frame itself.
-    """
-    frames = robot.model.frames
-    for k in range(1, len(frames)):
-        if frames[k].parentJoint == 0:
-            return str(frames[k].name)
-    return str(frames[0].name)
-
-
 def check_frame(msg: PoseStamped, expected: str, what: str) -> None:
     """Refuse a pose whose ``header.frame_id`` is not ``expected`` (no TF lookup here)."""
     if msg.header.frame_id != expected:
@@ -269,12 +242,9 @@ def pose_rotation(msg: PoseStamped, what: str) -> FloatArray:
 def joint_positions(
     robot: RobotModel, names_map: JointNameMap, msg: JointStateMsg, what: str
 ) -> tuple[FloatArray, FloatArray | None]:
-    """Positions (and velocities if given) of ``msg`` in model order, finite and within limits.
-
-    The velocities, if given, must all be zero: the target is held, a rest point that cannot
-    move. A held ``(q, v ≠ 0)`` makes a PD law settle where ``kp·e + kd·(v − q̇) = 0`` with
-    ``q̇ = 0``, i.e. at ``q + (kd/kp)·v`` rather than at ``q``. Moving through a point takes a
-    trajectory. (A JointState carries no accelerations; its ``effort`` is ignored.)
+    """Positions (and velocities if given) of ``msg`` in model order, checked as a target to hold
+    (:func:`~..core.target_checks.check_joint_target`: finite, within limits, velocities zero).
+    A JointState carries no accelerations; its ``effort`` is ignored.
     """
     q = np.empty(robot.n)
     names_map.take(msg.name, np.asarray(msg.position, dtype=np.float64), q, "position", what)
@@ -282,27 +252,8 @@ def joint_positions(
     if len(msg.velocity):
         v = np.empty(robot.n)
         names_map.take(msg.name, np.asarray(msg.velocity, dtype=np.float64), v, "velocity", what)
-    for field, values in (("position", q), ("velocity", v)):
-        if values is not None and not np.isfinite(values).all():
-            raise TargetError(f"{what}: non-finite {field} at {_joints_at(robot, ~np.isfinite(values))}")
-    check_joint_limits(robot, q, what, v)
-    if v is not None and v.any():
-        names = _joints_at(robot, v)
-        raise TargetError(
-            f"{what}: non-zero velocity at {names}; a held target is a rest point, it cannot move "
-            "(it would settle off the target): leave velocity empty or zero; to move through a "
-            "point, send a trajectory (~/joint_trajectory, computed_torque)"
-        )
+    check_joint_target(robot, q, v, what)
     return q, v
-
-
-def _joints_at(robot: RobotModel, where: np.ndarray) -> list[str]:
-    """The names of the joints whose entry of ``where`` (model order) is true or non-zero."""
-    return [robot.joint_names[i] for i in np.flatnonzero(where)]
-
-
-#: Largest |velocity| (rad/s) accepted at a trajectory's last point.
-_END_VELOCITY_TOLERANCE = 1e-6
 
 
 def _point_rows(points: Sequence[Any], field: str, width: int, required: bool) -> FloatArray | None:
@@ -356,15 +307,13 @@ def too_many_points(m: int) -> str:
 def trajectory_points(
     robot: RobotModel, names_map: JointNameMap, msg: JointTrajectoryMsg
 ) -> TrajectoryPoints:
-    """The points of a non-empty ``msg`` in model order, its waypoints within the joint limits.
+    """The points of a non-empty ``msg`` in model order, checked as waypoints
+    (:func:`~..core.target_checks.check_trajectory_points`: accelerations only with velocities,
+    all finite, within the joint limits, the last point at rest).
 
-    Whole-array checks (no per-point Python beyond reading the fields): at most
+    Read as whole arrays (no per-point Python beyond reading the fields): at most
     :data:`MAX_TRAJECTORY_POINTS` points, ``len(joint_names)`` positions per point and as many
-    velocities and accelerations for every point or for none (accelerations only with
-    velocities), each joint named once, all finite (the first point with a NaN or infinity
-    named, and its joints), waypoint positions and velocities within :func:`check_joint_limits`,
-    the last point's velocities (if given) 0 to 1e-6 rad/s. Times and the motion between
-    waypoints are left to :class:`JointTrajectory` and :func:`check_motion`.
+    velocities and accelerations for every point or for none, each joint named once.
 
     Raises:
         StateError: a joint missing or named twice.
@@ -380,38 +329,13 @@ def trajectory_points(
     times += np.fromiter(map(attrgetter("nanosec"), stamps), np.float64, m) * 1e-9
     rows = _point_rows(points, "positions", width, required=True)
     assert rows is not None
-    pos = rows[:, idx]
     vel = _point_rows(points, "velocities", width, required=False)
     acc = _point_rows(points, "accelerations", width, required=False)
-    if acc is not None and vel is None:
-        # A quintic needs both: without velocities the accelerations could only be dropped, which
-        # would silently turn the motion into a cubic through the positions.
-        raise TargetError("trajectory: accelerations without velocities; give both, or positions only")
-    vel = None if vel is None else vel[:, idx]
-    acc = None if acc is None else acc[:, idx]
-    for field, values in (("positions", pos), ("velocities", vel), ("accelerations", acc)):
-        if values is not None and not np.isfinite(values).all():
-            k = int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
-            raise TargetError(
-                f"trajectory point {k}: non-finite {field} at {_joints_at(robot, ~np.isfinite(values[k]))}"
-            )
-    bad = (pos < robot.position_lower) | (pos > robot.position_upper) | (np.abs(pos) > MAX_ANGLE)
-    if vel is not None:
-        bad |= np.abs(vel) > robot.velocity_limit
-    first_bad = np.flatnonzero(bad.any(axis=1))
-    if first_bad.size:
-        k = int(first_bad[0])
-        check_joint_limits(robot, pos[k], f"trajectory point {k}", None if vel is None else vel[k])
-    # The reference stops at the last point: a velocity given there would step to zero (one
-    # ending at a limit while still moving would carry the arm past it). Rounding is let through
-    # (ros2_controllers allows 1.2e-7), and so is an acceleration: planners such as MoveIt's
-    # time parameterisation end on the final deceleration, and only a feedforward term steps.
-    if vel is not None and np.any(np.abs(vel[-1]) > _END_VELOCITY_TOLERANCE):
-        raise TargetError(
-            f"trajectory: the last point has velocities {vel[-1].tolist()} rad/s; they must be 0 "
-            "there (the reference stops at the last point)"
-        )
-    return TrajectoryPoints(times, pos, vel, acc)
+    waypoints = TrajectoryPoints(
+        times, rows[:, idx], None if vel is None else vel[:, idx], None if acc is None else acc[:, idx]
+    )
+    check_trajectory_points(robot, waypoints)
+    return waypoints
 
 
 TargetFactory = Callable[[Node, Controller[Any]], TargetSource]
@@ -505,10 +429,11 @@ class JointTargetSource(TrackedSource[JointTargetTracker]):
     followed by a :class:`~..core.target_tracking.JointTargetTracker` (approaches, trajectory
     starts, stops).
 
-    Refused here: positions outside the model's joint limits at the waypoints, speeds above its
-    velocity limits, a last point that still moves, malformed or oversized messages
-    (:func:`trajectory_points`); the tracker refuses a motion that passes a limit between the
-    waypoints, and a stamp before 0 or on another clock.
+    Refused on arrival: malformed or oversized messages (:func:`trajectory_points`), positions
+    outside the model's joint limits at the waypoints, speeds above its velocity limits, a last
+    point that still moves (:func:`~..core.target_checks.check_trajectory_points`); the tracker
+    refuses a motion that passes a limit between the waypoints, and a stamp before 0 or on
+    another clock.
     """
 
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
