@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TargetError
+from ..qp.tasks import check_joint_reference
 from ..robot import RobotModel, check_pd_gains
 from ..safety import MAX_ANGLE
 from ..types import JointReference, JointState
@@ -96,22 +96,6 @@ class ComputedTorqueConfig:
         names = [f"joint #{i + 1}" for i in range(n)] if joint_names is None else joint_names
         check_pd_gains("computed_torque.kp/kd", kp_arr, kd_arr, names, delay)
         return cls(kp_arr, kd_arr)
-
-
-def check_joint_reference(reference: JointReference, n: int) -> JointReference:
-    """Validate a :class:`JointReference` against ``n`` joints (raises :class:`TargetError`): float64
-    copies of its vectors, positions within ``±MAX_ANGLE`` (past ~1e15 rad the short way round on
-    a continuous joint is rounding: at 1e17 a joint's error read 0)."""
-    q = as_vector("reference position", reference.q, n, error=TargetError)
-    if not np.abs(q).max() <= MAX_ANGLE:
-        raise TargetError(f"reference position: |q| above {MAX_ANGLE:g} rad: {q.tolist()}")
-    v = None if reference.v is None else as_vector("reference velocity", reference.v, n, error=TargetError)
-    a = (
-        None
-        if reference.a is None
-        else as_vector("reference acceleration", reference.a, n, error=TargetError)
-    )
-    return JointReference(q, v, a)
 
 
 def _well_formed(reference: JointReference, n: int) -> bool:

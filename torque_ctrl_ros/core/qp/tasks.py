@@ -354,6 +354,24 @@ class OrientationTask(FrameTask):
         return kin.data.oMf[self.frame_id].rotation.copy()
 
 
+def check_joint_reference(reference: JointReference, n: int, what: str = "reference") -> JointReference:
+    """Validate a :class:`JointReference` against ``n`` joints (raises :class:`TargetError`): float64
+    copies of its vectors, positions within ``±MAX_ANGLE``.
+
+    Beyond that no angle difference resolves: past ~1e15 rad the short way round on a continuous
+    joint is rounding (at 1e17 a joint's error read 0), and a posture error of 1e200 rad
+    overflows the QP's cost (every step falls back, said only in the step's info). ``what``
+    begins every message: ``reference`` (computed_torque's) gives ``reference position: …``, a
+    posture task ``posture target position: …``.
+    """
+    q = as_vector(f"{what} position", reference.q, n, error=TargetError)
+    if not np.abs(q).max() <= MAX_ANGLE:
+        raise TargetError(f"{what} position: |q| above {MAX_ANGLE:g} rad: {q.tolist()}")
+    v = None if reference.v is None else as_vector(f"{what} velocity", reference.v, n, error=TargetError)
+    a = None if reference.a is None else as_vector(f"{what} acceleration", reference.a, n, error=TargetError)
+    return JointReference(q, v, a)
+
+
 class JointPostureTask(Task):
     """Joint configuration (n-D): ``e = q_ref ⊖ q`` (rad), ``J = I``, drift ``0``.
 
@@ -374,24 +392,12 @@ class JointPostureTask(Task):
         return self.robot.joint_names
 
     def _set_target(self, target: Any) -> None:
-        n = self.robot.n
-        if isinstance(target, JointReference):
-            q, vel, acc = target.q, target.v, target.a
-        else:
-            q, vel, acc = target, None, None
-        target_q = as_vector(f"{self.name} target position", q, n, error=TargetError)
-        if not np.abs(target_q).max() <= MAX_ANGLE:
-            # Beyond it no angle difference resolves (an error of 1e200 rad overflows the cost:
-            # every step would fall back, reported only in the step's info).
-            raise TargetError(
-                f"{self.name} target position: |q| above {MAX_ANGLE:g} rad: {target_q.tolist()}"
-            )
-        ref_vel = self._optional(f"{self.name} target velocity", vel, n)
-        ref_acc = self._optional(f"{self.name} target acceleration", acc, n)
+        reference = target if isinstance(target, JointReference) else JointReference(target)
+        checked = check_joint_reference(reference, self.robot.n, f"{self.name} target")
         # Stored only once every part is valid (see FrameTask._set_target).
-        self._target_q[:] = target_q
-        self._ref_vel[:] = ref_vel
-        self._ref_acc[:] = ref_acc
+        self._target_q[:] = checked.q
+        self._ref_vel[:] = 0.0 if checked.v is None else checked.v
+        self._ref_acc[:] = 0.0 if checked.a is None else checked.a
 
     def _compute(self, kin: KinematicsState) -> None:
         self.robot.difference(self._target_q, kin.q, out=self.error)
