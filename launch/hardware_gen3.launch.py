@@ -31,8 +31,10 @@ joint 2) until a description with the tool is given (``robot_description`` or ``
 an eighth joint the controller refuses to start with).
 
 Arguments:
-    controller   gravity_comp | computed_torque | ...: overrides the ``controller`` of
-                 ``params_file`` (default gravity_comp, the first controller to try on an arm)
+    controller   gravity_comp | computed_torque | ...: overrides every parameter file's
+                 ``controller``. Default "": gravity_comp, the first controller to try on an arm,
+                 unless ``hardware_params_file`` or ``extra_params_file`` names one (that of
+                 ``params_file``, the simulation's, is not taken)
     params_file  controller_node parameters (default: config/gen3_controllers.yaml, the
                  simulation's)
     hardware_params_file
@@ -40,8 +42,12 @@ Arguments:
                  (default: config/gen3_hardware.yaml: ``command_delay`` 5 ms, against which the
                  closed-loop dampings and gains are checked at start, dampings that pass that
                  check, a 0.1 s fallback window); "": ``params_file`` alone
+    extra_params_file
+                 layered over ``hardware_params_file`` (its values win): only what differs from
+                 both, e.g. one gain, keeping the hardware file's delay and dampings (default "":
+                 none)
     max_age      watchdog: joint states older than this (s) are refused (wall clock here);
-                 default "": the ``watchdog.max_age`` of ``params_file`` stands
+                 default "": the ``watchdog.max_age`` of the parameter files stands
     rt_priority  SCHED_FIFO priority of the controller process (default 20; 0: normal
                  scheduling). Needs the privilege (e.g. ``@realtime - rtprio 98`` in
                  /etc/security/limits.conf); without it the node logs that it runs normally.
@@ -78,15 +84,25 @@ PACKAGE = "torque_ctrl_ros"
 #: request_realtime/request_cpus (nodes/scheduling.py) would put under SCHED_FIFO on the node's
 #: own CPUs; every timing the documentation gives runs with one (make, run_sim, the benchmark).
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+#: The controller on the arm when neither the argument nor a hardware parameter file names one.
+FIRST_CONTROLLER = "gravity_comp"
 
 
 def _controller_node(context: LaunchContext) -> list[Node]:
-    """controller_node on ``params_file``, overridden only by the arguments given a value."""
-    overrides: dict[str, object] = {"controller": LaunchConfiguration("controller"), "use_sim_time": False}
-    files = [LaunchConfiguration("params_file").perform(context)]
-    hardware = LaunchConfiguration("hardware_params_file").perform(context).strip()
-    if hardware:
-        files.append(hardware)
+    """controller_node on ``params_file``, then ``hardware_params_file`` and ``extra_params_file``
+    if given, overridden only by the arguments given a value."""
+    overrides: dict[str, object] = {"use_sim_time": False}
+    layers: list[str | dict[str, object]] = [LaunchConfiguration("params_file").perform(context)]
+    controller = LaunchConfiguration("controller").perform(context).strip()
+    if controller:
+        overrides["controller"] = controller
+    else:
+        # Over the simulation's choice, under the files written for the arm.
+        layers.append({"controller": FIRST_CONTROLLER})
+    for argument in ("hardware_params_file", "extra_params_file"):
+        path = LaunchConfiguration(argument).perform(context).strip()
+        if path:
+            layers.append(path)
     max_age = LaunchConfiguration("max_age").perform(context).strip()
     if max_age:
         try:
@@ -105,7 +121,7 @@ def _controller_node(context: LaunchContext) -> list[Node]:
                 "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
                 "TORQUE_CTRL_CPU_LATENCY_US": LaunchConfiguration("cpu_latency_us"),
             },
-            parameters=[*files, overrides],
+            parameters=[*layers, overrides],
         )
     ]
 
@@ -115,7 +131,10 @@ def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
             DeclareLaunchArgument(
-                "controller", default_value="gravity_comp", description="controller_node's controller"
+                "controller",
+                default_value="",
+                description=f'controller_node\'s controller; "": {FIRST_CONTROLLER} unless a hardware '
+                "or extra parameter file names one",
             ),
             DeclareLaunchArgument(
                 "params_file",
@@ -126,6 +145,11 @@ def generate_launch_description() -> LaunchDescription:
                 "hardware_params_file",
                 default_value=str(share / "config" / "gen3_hardware.yaml"),
                 description='the real arm\'s differences, layered over params_file; "": none',
+            ),
+            DeclareLaunchArgument(
+                "extra_params_file",
+                default_value="",
+                description='layered over hardware_params_file (its values win); "": none',
             ),
             DeclareLaunchArgument(
                 "max_age",

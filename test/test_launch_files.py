@@ -241,3 +241,33 @@ def test_the_nodes_run_on_one_blas_thread_beside_their_scheduling(
         assert env["OPENBLAS_NUM_THREADS"] == "1" and env["OMP_NUM_THREADS"] == "1", name
         assert env["TORQUE_CTRL_RT_PRIORITY"] == "20" and env["TORQUE_CTRL_CPU_LATENCY_US"] == "0", name
         assert env["TORQUE_CTRL_CPUS"] == arguments[name.replace("_node", "_cpus")], name
+
+
+@pytest.mark.usefixtures("fake_launch")
+def test_the_hardware_extra_file_changes_one_value_keeping_the_hardware_files(tmp_path: Path) -> None:
+    """``extra_params_file`` goes over ``hardware_params_file`` (its 5 ms delay and dampings
+    stay); gravity_comp unless a file for the arm or the argument names another controller."""
+    default = evaluate("hardware_gen3.launch.py")["controller_node"]
+    assert default.layers == [
+        str(SHIPPED),
+        {"controller": "gravity_comp"},
+        str(HARDWARE),
+        {"use_sim_time": False},
+    ]
+    extra = tmp_path / "arm.yaml"
+    arm = {"controller": "qpid", "qpid": {"tool": {"kp": 50.0}}}
+    extra.write_text(yaml.safe_dump({"controller_node": {"ros__parameters": arm}}))
+    layered = evaluate("hardware_gen3.launch.py", extra_params_file=str(extra))["controller_node"]
+    assert layered.files == [str(SHIPPED), str(HARDWARE), str(extra)]
+    read = layered.parameters("controller_node")
+    assert read["controller"] == "qpid" and read["qpid.tool.kp"] == 50.0
+    assert read["command_delay"] == 0.005 and read["watchdog.fallback_duration"] == 0.1
+    assert read["qpid.fallback_damping"] == [0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.08]
+    assert read["use_sim_time"] is False
+    given = evaluate(
+        "hardware_gen3.launch.py", extra_params_file=str(extra), controller="hqpid", max_age="0.02"
+    )
+    read = given["controller_node"].parameters("controller_node")
+    assert read["controller"] == "hqpid" and read["watchdog.max_age"] == 0.02
+    alone = evaluate("hardware_gen3.launch.py", hardware_params_file="", extra_params_file=str(extra))
+    assert alone["controller_node"].files == [str(SHIPPED), str(extra)]
