@@ -555,6 +555,17 @@ def test_unstable_gains_are_refused_naming_the_parameters_and_the_axis(gen3: Rob
         create_controller("achd_rnea", gen3, {"kp": [100.0, 100.0, 2e5, 100.0, 100.0, 100.0]})
 
 
+def test_a_bad_rcond_is_a_config_error(gen3: RobotModel) -> None:
+    """``rcond`` is a setting, not a target: refused as one, by ``ConstrainedDynamics`` and by the
+    controller given a config built directly (not by ``create``, which checks it too)."""
+    for rcond in (0.0, 1.0, 2.0, np.nan, "1e-6"):
+        with pytest.raises(ConfigError, match=r"^rcond: expected a number in \(0, 1\)"):
+            ConstrainedDynamics(gen3, TOOL, rcond=rcond)  # type: ignore[arg-type]
+    config = dataclasses.replace(AchdRneaConfig.create(gen3.n), rcond=0.0)
+    with pytest.raises(ConfigError, match=r"^achd_rnea\.rcond: expected a number in \(0, 1\), got 0\.0$"):
+        AchdRnea(gen3, config)
+
+
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # refused, not overflowing
 def test_a_target_beyond_any_reach_is_refused(gen3: RobotModel) -> None:
     """A target given to the controller 1e160 m out (finite) had been taken: the constrained solve

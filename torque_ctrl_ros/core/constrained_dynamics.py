@@ -60,7 +60,7 @@ import numpy as np
 import pinocchio as pin
 from numpy.typing import ArrayLike
 
-from .errors import SolverError, TargetError, TorqueCtrlError
+from .errors import ConfigError, SolverError, TargetError, TorqueCtrlError
 from .robot import RobotModel
 from .validation import FloatArray, as_vector
 
@@ -231,7 +231,7 @@ class ConstrainedDynamics:
 
     def __init__(self, robot: RobotModel, frame: str, *, rcond: float = 1e-6) -> None:
         if not (isinstance(rcond, float | int) and 0.0 < float(rcond) < 1.0):
-            raise TargetError(f"rcond: expected a number in (0, 1), got {rcond!r}")
+            raise ConfigError(f"rcond: expected a number in (0, 1), got {rcond!r}")
         self.robot = robot
         self.frame = frame
         self.frame_index = robot.frame_id(frame)

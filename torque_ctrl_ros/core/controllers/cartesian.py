@@ -389,6 +389,8 @@ class AchdRnea(Controller[PoseReference]):
             self.dynamics = ConstrainedDynamics(robot, self.config.frame, rcond=self.config.rcond)
         except KeyError as exc:  # FrameNotFoundError: the message lists the valid frames
             raise ConfigError(f"achd_rnea.frame: {exc}") from None
+        except ConfigError as exc:  # rcond of a config built directly (create() checks it)
+            raise ConfigError(f"achd_rnea.{exc}") from None
         self.alpha = alpha_from_axes(list(self.config.constrained_axes), error=ConfigError)
         check_pose_error_axes(self.config.pose_error, self.config.constrained_axes)  # a config built directly
         # create() checked the gains one period late; the robot's arm may be later than that.
