@@ -46,6 +46,10 @@ Arguments:
                  layered over ``hardware_params_file`` (its values win): only what differs from
                  both, e.g. one gain, keeping the hardware file's delay and dampings (default "":
                  none)
+    model_file   the controller's model (``controller_node.model_file``, over ``robot_description``),
+                 which rviz shows too; found as the node finds it: as given (absolute, or relative
+                 to the working directory), else in the package's share directory. Default "":
+                 the parameter files' model, and rviz shows urdf/gen3.urdf
     max_age      watchdog: joint states older than this (s) are refused (wall clock here);
                  default "": the ``watchdog.max_age`` of the parameter files stands
     rt_priority  SCHED_FIFO priority of the controller process (default 20; 0: normal
@@ -103,6 +107,11 @@ def _controller_node(context: LaunchContext) -> list[Node]:
         path = LaunchConfiguration(argument).perform(context).strip()
         if path:
             layers.append(path)
+    model_file = LaunchConfiguration("model_file").perform(context).strip()
+    if model_file:
+        # The argument names the model the controller runs: a description in a file must not win.
+        overrides["model_file"] = model_file
+        overrides["robot_description"] = ""
     max_age = LaunchConfiguration("max_age").perform(context).strip()
     if max_age:
         try:
@@ -152,6 +161,11 @@ def generate_launch_description() -> LaunchDescription:
                 description='layered over hardware_params_file (its values win); "": none',
             ),
             DeclareLaunchArgument(
+                "model_file",
+                default_value="",
+                description='controller_node\'s model, shown by rviz too; "": as in the parameter files',
+            ),
+            DeclareLaunchArgument(
                 "max_age",
                 default_value="",
                 description='watchdog: oldest usable joint state (s); "": as in params_file',
@@ -181,6 +195,7 @@ def generate_launch_description() -> LaunchDescription:
             OpaqueFunction(function=_controller_node),
             IncludeLaunchDescription(
                 PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
+                launch_arguments={"model_file": LaunchConfiguration("model_file")}.items(),
                 condition=IfCondition(LaunchConfiguration("rviz")),
             ),
         ]

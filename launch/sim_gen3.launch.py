@@ -7,6 +7,10 @@ Arguments:
     mode         realtime (wall-clock paced, 1 kHz) | lockstep (steps when the command answering
                  the state, stamped with it, arrives)
     rviz         true: robot_state_publisher and rviz2 (view_gen3.launch.py)
+    model_file   the controller's model (``controller_node.model_file``, over ``robot_description``),
+                 which rviz shows too; found as the node finds it: as given (absolute, or relative
+                 to the working directory), else in the package's share directory. Default "":
+                 the parameter files' model, and rviz shows urdf/gen3.urdf
     params_file  the parameter file of both nodes (default: config/gen3_controllers.yaml); a file
                  given here replaces the shipped one, so it must be whole
     extra_params_file
@@ -60,6 +64,11 @@ def _nodes(context: LaunchContext) -> list[Node]:
     controller = LaunchConfiguration("controller").perform(context).strip()
     if controller:
         controller_overrides["controller"] = controller
+    model_file = LaunchConfiguration("model_file").perform(context).strip()
+    if model_file:
+        # The argument names the model the controller runs: a description in a file must not win.
+        controller_overrides["model_file"] = model_file
+        controller_overrides["robot_description"] = ""
     # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
     realtime = {
         "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
@@ -115,6 +124,11 @@ def generate_launch_description() -> LaunchDescription:
                 "rviz", default_value="false", choices=["true", "false"], description="start rviz2"
             ),
             DeclareLaunchArgument(
+                "model_file",
+                default_value="",
+                description='controller_node\'s model, shown by rviz too; "": as in the parameter files',
+            ),
+            DeclareLaunchArgument(
                 "params_file",
                 default_value=str(share / "config" / "gen3_controllers.yaml"),
                 description="parameters of sim_node and controller_node",
@@ -139,7 +153,10 @@ def generate_launch_description() -> LaunchDescription:
             OpaqueFunction(function=_nodes),
             IncludeLaunchDescription(
                 PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
-                launch_arguments={"use_sim_time": "true"}.items(),
+                launch_arguments={
+                    "use_sim_time": "true",
+                    "model_file": LaunchConfiguration("model_file"),
+                }.items(),
                 condition=IfCondition(LaunchConfiguration("rviz")),
             ),
         ]

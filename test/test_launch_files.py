@@ -271,3 +271,41 @@ def test_the_hardware_extra_file_changes_one_value_keeping_the_hardware_files(tm
     assert read["controller"] == "hqpid" and read["watchdog.max_age"] == 0.02
     alone = evaluate("hardware_gen3.launch.py", hardware_params_file="", extra_params_file=str(extra))
     assert alone["controller_node"].files == [str(SHIPPED), str(extra)]
+
+
+@pytest.mark.usefixtures("fake_launch")
+def test_rviz_shows_the_model_the_controller_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``model_file:=`` goes to the controller (over a ``robot_description`` in a file) and to
+    robot_state_publisher, found from the same working directory; without it, urdf/gen3.urdf."""
+    package_urdf = (ROOT / "urdf" / "gen3.urdf").read_text()
+    for launch_file in ("sim_gen3.launch.py", "hardware_gen3.launch.py"):
+        plain = evaluate(launch_file, rviz="true")
+        assert plain["robot_state_publisher"].parameters("")["robot_description"] == package_urdf
+        assert (
+            plain["controller_node"].parameters("controller_node")["model_file"] == ""
+        )  # the shipped file's
+    gripper = tmp_path / "gen3_gripper.urdf"
+    gripper.write_text(package_urdf.replace('<robot name="gen3">', '<robot name="gen3_gripper">'))
+    monkeypatch.chdir(tmp_path)
+    for launch_file in ("sim_gen3.launch.py", "hardware_gen3.launch.py"):
+        launched = evaluate(launch_file, rviz="true", model_file=gripper.name)
+        shown = launched["robot_state_publisher"].parameters("")["robot_description"]
+        assert '<robot name="gen3_gripper">' in shown, launch_file
+        read = launched["controller_node"].parameters("controller_node")
+        assert read["model_file"] == gripper.name and read["robot_description"] == "", launch_file
+        sim_time = launched["rviz2"].parameters("")["use_sim_time"]
+        assert sim_time == ("true" if launch_file == "sim_gen3.launch.py" else "false"), launch_file
+    view = evaluate("view_gen3.launch.py", model_file="urdf/gen3.urdf")  # the package's, from elsewhere
+    assert view["robot_state_publisher"].parameters("")["robot_description"] == package_urdf
+
+
+@pytest.mark.usefixtures("fake_launch")
+def test_the_view_refuses_a_model_it_cannot_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    expected = rf"view_gen3: model_file: 'nope\.urdf' does not exist \(tried {tmp_path}/nope\.urdf, "
+    with pytest.raises(FileNotFoundError, match=expected):
+        evaluate("view_gen3.launch.py", model_file="nope.urdf")
+    with pytest.raises(
+        ValueError, match=r"gen3\.xml' is not a \.urdf; robot_state_publisher reads only URDF"
+    ):
+        evaluate("hardware_gen3.launch.py", rviz="true", model_file="mjcf/gen3.xml")
