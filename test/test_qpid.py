@@ -1276,6 +1276,19 @@ def test_task_and_barrier_errors_name_the_parameter_with_its_section(
     assert f"{klass.name}.{klass.name}." not in message and "\n" not in message, message
 
 
+@pytest.mark.parametrize("task", ["tool", "posture"])
+def test_a_none_target_is_refused_as_the_first_target(robot: RobotModel, task: str) -> None:
+    """A task's first target object was compared with None: ``{"tool": None, …}`` passed to a
+    fresh controller was skipped as already seen, and the tool was driven to its initial target,
+    the base frame's origin."""
+    state = JointState(HOME, np.zeros(robot.n))
+    held = QPID.from_params(robot, _params()).hold_reference(state)
+    controller = QPID.from_params(robot, _params())
+    with pytest.raises(TargetError, match=rf"^{task}"):
+        controller.compute(state, {**held, task: None})
+    assert controller.compute(state, held).info["fallback"] == 0.0
+
+
 def test_a_posture_target_beyond_any_angle_is_refused(robot: RobotModel) -> None:
     """1e200 rad (finite), if taken, overflows the cost with the posture error and every step
     falls back, said only in the step's info. Refused as computed_torque's references are."""

@@ -38,6 +38,7 @@ from ..types import JointReference
 from ..validation import FloatArray, all_finite, as_rotation, as_vector
 
 _LWA = pin.LOCAL_WORLD_ALIGNED
+_NO_TARGET = object()
 
 
 class KinematicsState:
@@ -154,7 +155,8 @@ class Task(ABC):
         self.velocity = np.zeros(dim)
         self._ref_vel = np.zeros(dim)
         self._ref_acc = np.zeros(dim)
-        self._target_obj: object = None
+        # Nothing passed yet: not None, which set_target would then skip as already seen.
+        self._target_obj: object = _NO_TARGET
 
     # ------------------------------------------------------------------ targets
     def set_target(self, target: Any) -> None:
