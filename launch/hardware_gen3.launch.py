@@ -71,8 +71,10 @@ The controller runs on the wall clock (``use_sim_time`` false), so the driver's 
 in the same clock as this machine's.
 """
 
+import tempfile
 from pathlib import Path
 
+import yaml
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo, OpaqueFunction
 from launch.conditions import IfCondition
@@ -92,21 +94,34 @@ ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 FIRST_CONTROLLER = "gravity_comp"
 
 
+def _node_section_file(node: str, params: dict[str, object]) -> str:
+    """A parameter file holding ``params`` in ``node``'s own section.
+
+    rcl applies a file's section where that section first appeared among the files, and a
+    dictionary given to a Node goes in as a ``/**`` section, which then wins over the node's own
+    section of every file, the later ones included. A section named after the node stays in the
+    order of the files. Left in the temporary directory, as launch_ros leaves its dictionaries.
+    """
+    with tempfile.NamedTemporaryFile("w", prefix=f"{node}_", suffix=".yaml", delete=False) as file:
+        yaml.safe_dump({node: {"ros__parameters": params}}, file)
+    return file.name
+
+
 def _controller_node(context: LaunchContext) -> list[Node]:
     """controller_node on ``params_file``, then ``hardware_params_file`` and ``extra_params_file``
     if given, overridden only by the arguments given a value."""
     overrides: dict[str, object] = {"use_sim_time": False}
-    layers: list[str | dict[str, object]] = [LaunchConfiguration("params_file").perform(context)]
+    files = [LaunchConfiguration("params_file").perform(context)]
     controller = LaunchConfiguration("controller").perform(context).strip()
     if controller:
         overrides["controller"] = controller
     else:
         # Over the simulation's choice, under the files written for the arm.
-        layers.append({"controller": FIRST_CONTROLLER})
+        files.append(_node_section_file("controller_node", {"controller": FIRST_CONTROLLER}))
     for argument in ("hardware_params_file", "extra_params_file"):
         path = LaunchConfiguration(argument).perform(context).strip()
         if path:
-            layers.append(path)
+            files.append(path)
     model_file = LaunchConfiguration("model_file").perform(context).strip()
     if model_file:
         # The argument names the model the controller runs: a description in a file must not win.
@@ -130,7 +145,7 @@ def _controller_node(context: LaunchContext) -> list[Node]:
                 "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
                 "TORQUE_CTRL_CPU_LATENCY_US": LaunchConfiguration("cpu_latency_us"),
             },
-            parameters=[*layers, overrides],
+            parameters=[*files, overrides],
         )
     ]
 

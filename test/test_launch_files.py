@@ -6,14 +6,17 @@ arguments, ``LaunchConfiguration`` reads the context, and :func:`evaluate` does 
 ``ros2 launch`` does with them in order: sets the declared defaults (a value already set, by the
 command line or an including file, stands, as ``DeclareLaunchArgument.execute`` leaves it), runs
 the ``OpaqueFunction``s, and includes the files whose condition holds, in the same context (an
-include is not scoped: the included file sees the includer's arguments). ``test_launch_sim_gen3.py``
-starts the real thing under ``colcon test``.
+include is not scoped: the included file sees the includer's arguments). What a node then reads
+from its parameter layers follows rcl's order of sections (:meth:`Launched.parameters`), in which
+a dictionary is not simply the next layer. ``test_launch_sim_gen3.py`` starts the real thing under
+``colcon test``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+import tempfile
 import types
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,9 +88,10 @@ class LaunchDescription:
 
 
 @pytest.fixture
-def fake_launch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def fake_launch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     """The modules the launch files import, as the stand-ins above; the share directory is the
-    source tree."""
+    source tree; the files a launch file writes go to ``tmp_path``."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     names: dict[str, dict[str, Any]] = {
         "launch": {"LaunchContext": Context, "LaunchDescription": LaunchDescription},
         "launch.actions": {
@@ -164,15 +168,26 @@ class Launched:
         return [str(layer) for layer in self.layers if not isinstance(layer, Mapping)]
 
     def parameters(self, node: str) -> dict[str, Any]:
-        """What the node reads: each layer in order, a later value winning (rcl's rule)."""
-        out: dict[str, Any] = {}
+        """What the node reads, by rcl's rule: a section (``/**``, ``node``, ``/node``) keeps the
+        place the first layer holding it gave it, a later layer's values replacing those in the
+        same section, and the sections apply in that order. A dictionary is a ``/**`` section (as
+        launch_ros writes it): it wins over the node's own section of every file, before or after."""
+        sections: dict[str, dict[str, Any]] = {}
         for layer in self.layers:
             if isinstance(layer, Mapping):
-                out |= {k: _perform(v, self.context) for k, v in layer.items()}
-                continue
-            document = yaml.safe_load(Path(layer).read_text()) or {}
-            for section in ("/**", node, f"/{node}"):
-                out |= _flat(document.get(section, {}).get("ros__parameters", {}))
+                content = {"/**": {k: _perform(v, self.context) for k, v in layer.items()}}
+            else:
+                document = yaml.safe_load(Path(layer).read_text()) or {}
+                content = {
+                    name: _flat(body.get("ros__parameters", {}))
+                    for name, body in document.items()
+                    if name in ("/**", node, f"/{node}")
+                }
+            for name, values in content.items():
+                sections.setdefault(name, {}).update(values)
+        out: dict[str, Any] = {}
+        for values in sections.values():
+            out |= values
         return out
 
 
@@ -244,21 +259,25 @@ def test_the_nodes_run_on_one_blas_thread_beside_their_scheduling(
 
 
 @pytest.mark.usefixtures("fake_launch")
-def test_the_hardware_extra_file_changes_one_value_keeping_the_hardware_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("section", ["controller_node", "/controller_node", "/**"])
+def test_the_hardware_extra_file_changes_one_value_keeping_the_hardware_files(
+    tmp_path: Path, section: str
+) -> None:
     """``extra_params_file`` goes over ``hardware_params_file`` (its 5 ms delay and dampings
-    stay); gravity_comp unless a file for the arm or the argument names another controller."""
+    stay); gravity_comp unless a file for the arm or the argument names another controller,
+    whichever way the file names the node."""
     default = evaluate("hardware_gen3.launch.py")["controller_node"]
-    assert default.layers == [
-        str(SHIPPED),
-        {"controller": "gravity_comp"},
-        str(HARDWARE),
-        {"use_sim_time": False},
-    ]
+    shipped, first, hardware = default.files
+    assert (shipped, hardware) == (str(SHIPPED), str(HARDWARE))
+    assert yaml.safe_load(Path(first).read_text()) == {
+        "controller_node": {"ros__parameters": {"controller": "gravity_comp"}}
+    }
+    assert default.parameters("controller_node")["controller"] == "gravity_comp"
     extra = tmp_path / "arm.yaml"
     arm = {"controller": "qpid", "qpid": {"tool": {"kp": 50.0}}}
-    extra.write_text(yaml.safe_dump({"controller_node": {"ros__parameters": arm}}))
+    extra.write_text(yaml.safe_dump({section: {"ros__parameters": arm}}))
     layered = evaluate("hardware_gen3.launch.py", extra_params_file=str(extra))["controller_node"]
-    assert layered.files == [str(SHIPPED), str(HARDWARE), str(extra)]
+    assert layered.files[::2] == [str(SHIPPED), str(HARDWARE)] and layered.files[3:] == [str(extra)]
     read = layered.parameters("controller_node")
     assert read["controller"] == "qpid" and read["qpid.tool.kp"] == 50.0
     assert read["command_delay"] == 0.005 and read["watchdog.fallback_duration"] == 0.1
@@ -266,11 +285,13 @@ def test_the_hardware_extra_file_changes_one_value_keeping_the_hardware_files(tm
     assert read["use_sim_time"] is False
     given = evaluate(
         "hardware_gen3.launch.py", extra_params_file=str(extra), controller="hqpid", max_age="0.02"
-    )
-    read = given["controller_node"].parameters("controller_node")
+    )["controller_node"]
+    assert given.files == [str(SHIPPED), str(HARDWARE), str(extra)]
+    read = given.parameters("controller_node")
     assert read["controller"] == "hqpid" and read["watchdog.max_age"] == 0.02
     alone = evaluate("hardware_gen3.launch.py", hardware_params_file="", extra_params_file=str(extra))
-    assert alone["controller_node"].files == [str(SHIPPED), str(extra)]
+    assert alone["controller_node"].files[::2] == [str(SHIPPED), str(extra)]
+    assert alone["controller_node"].parameters("controller_node")["controller"] == "qpid"
 
 
 @pytest.mark.usefixtures("fake_launch")
