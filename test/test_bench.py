@@ -30,8 +30,8 @@ from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
 from torque_ctrl_ros.bench.dds import summary_figures
 from torque_ctrl_ros.bench.host import cpu_ticks, steal_between, summarize, timer_lateness
 from torque_ctrl_ros.bench.stats import machine_description, time_calls_paced, time_interleaved
+from torque_ctrl_ros.node_processes import step_parts
 from torque_ctrl_ros.nodes.scheduling import CPU_LATENCY_DEVICE, current_policy
-from torque_ctrl_ros.run_sim import step_parts
 
 TIMING_KEYS = ("median_us", "p95_us", "p99_us", "max_us")
 

@@ -8,7 +8,7 @@ Sections (``--sections``, default all):
 - ``conversions``: ROS message ↔ numpy conversions per step, CDR codecs and rclpy messages;
 - ``dds``: closed loop at 1 kHz realtime, simulator and controller as two processes, each run
   preceded by the host's timer floor (:mod:`.host`: how late a bare 1 kHz sleep loop wakes);
-  where each controller's state→command latency goes (:func:`torque_ctrl_ros.run_sim.step_parts`);
+  where each controller's state→command latency goes (:func:`torque_ctrl_ros.node_processes.step_parts`);
 - ``lockstep``: simulated seconds per wall-clock second, two processes, lockstep;
 - ``lockstep_composed``: the same with both nodes in one process (a component container).
 
@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..node_processes import STEP_PARTS
 from ..nodes.scheduling import Placement, parse_cpu_latency, release_cpu_latency, request_cpu_latency
-from ..run_sim import STEP_PARTS
 from .configs import BENCH_CONFIGS
 from .stats import machine_description
 
@@ -94,7 +94,7 @@ COMPUTE_TARGETS: dict[str, tuple[float | None, float | None, float | None]] = {
 QP_CONTROLLERS = ("qpid", "hqpid")
 BREAKDOWN = "step broken down in the report"
 #: The parts of a step over DDS in the order of the report: the transport (``hops``) right after
-#: the state leaves the simulator (see :func:`torque_ctrl_ros.run_sim.step_parts`).
+#: the state leaves the simulator (see :func:`torque_ctrl_ros.node_processes.step_parts`).
 STEP_COLUMNS = (STEP_PARTS[0][0], "hops", *(name for name, _, _ in STEP_PARTS[1:]))
 
 

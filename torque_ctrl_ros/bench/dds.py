@@ -1,6 +1,6 @@
 """Closed loop over DDS: ``sim_node`` and ``controller_node`` as two processes, per controller.
 
-Two runs per controller, both started by :class:`torque_ctrl_ros.run_sim.NodePair` (the same code
+Two runs per controller, both started by :class:`torque_ctrl_ros.node_processes.NodePair` (the same code
 ``make sim`` uses), on a ROS domain of their own, with no third process listening:
 
 - **realtime** (1 kHz, wall-clock paced): achieved step rate; state→command latency (the
@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..node_processes import Domain, NodePair, float_or_nan, step_parts
 from ..nodes.scheduling import UNPLACED, Placement
-from ..run_sim import Domain, NodePair, float_or_nan, step_parts
 from . import host
 
 _NAN = float("nan")
