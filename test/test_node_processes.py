@@ -7,6 +7,7 @@ from ros_helpers import requires_rclpy
 from torque_ctrl_ros.node_processes import (
     CONTROLLER_NODE,
     SIM_NODE,
+    TRAJECTORY_TOPIC,
     NodePair,
     param_literal,
 )
@@ -14,10 +15,11 @@ from torque_ctrl_ros.node_processes import (
 
 @requires_rclpy
 def test_the_runner_names_the_nodes_as_they_name_themselves() -> None:
-    """Its logs and parameter checks go by these names."""
+    """Its logs, parameter checks and the monitor's trajectory topic go by these names."""
     from torque_ctrl_ros.nodes import controller_node, sim_node
 
     assert (SIM_NODE, CONTROLLER_NODE) == (sim_node.NODE_NAME, controller_node.NODE_NAME) == NodePair.NAMES
+    assert TRAJECTORY_TOPIC == "/controller_node/joint_trajectory"
 
 
 def test_overrides_are_written_as_yaml_literals() -> None:

@@ -17,6 +17,7 @@ from torque_ctrl_ros.run_sim import (
     Tracked,
     demo_trajectory,
     file_controller,
+    takes_joint_trajectory,
     tracking_line,
     watchdog_summary,
 )
@@ -77,6 +78,14 @@ def test_the_demo_swings_only_when_its_way_back_fits_in_the_run() -> None:
     assert np.abs(points[0][1]).max() == pytest.approx(0.3)
     assert [t for t, _ in demo_trajectory(q0, 3.0, 0.7)] == [1.0, 2.0]
     assert demo_trajectory(q0, 2.0, 0.7) == []
+
+
+def test_the_demo_trajectory_goes_to_the_controllers_whose_target_source_takes_one() -> None:
+    """Asked of the controller node's target sources (nodes/targets.py), not decided by name here."""
+    from torque_ctrl_ros.core.controllers import CONTROLLERS
+
+    assert {name for name in CONTROLLERS if takes_joint_trajectory(name)} == {"computed_torque"}
+    assert not takes_joint_trajectory("no_such_controller")
 
 
 def test_the_summary_words_counts_and_what_was_not_granted() -> None:

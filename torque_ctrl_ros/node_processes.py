@@ -27,6 +27,9 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 #: The nodes' names, as :class:`NodePair` starts them (no namespace).
 SIM_NODE = "sim_node"
 CONTROLLER_NODE = "controller_node"
+#: The controller node's trajectory input, ``~/joint_trajectory`` (:mod:`torque_ctrl_ros.nodes.targets`),
+#: under the name :class:`NodePair` starts it with.
+TRAJECTORY_TOPIC = f"/{CONTROLLER_NODE}/joint_trajectory"
 
 
 def child_env(domain: int) -> dict[str, str]:

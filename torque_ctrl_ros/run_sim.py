@@ -30,7 +30,7 @@ from .core.controllers import CONTROLLERS
 from .core.errors import ConfigError
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
-from .node_processes import Domain, NodePair, step_parts
+from .node_processes import TRAJECTORY_TOPIC, Domain, NodePair, step_parts
 from .node_processes import param_literal as param_literal  # imported from here by the tests' helpers
 from .nodes.params import check_params_file, file_parameter
 from .nodes.scheduling import Placement, parse_cpu_latency
@@ -75,6 +75,16 @@ class ErrorStats:
         return math.sqrt(self._sum_squares / self.count) if self.count else math.nan
 
 
+def takes_joint_trajectory(controller: str) -> bool:
+    """The controller node takes a JointTrajectory (on ``~/joint_trajectory``) under ``controller``:
+    the target source registered for it (:data:`.nodes.targets.TARGET_SOURCES`) is the joint one."""
+    # The registry imports rclpy and the messages: only once the monitor needs them too.
+    from .nodes.targets import TARGET_SOURCES, JointTargetSource
+
+    source = TARGET_SOURCES.get(controller)
+    return isinstance(source, type) and issubclass(source, JointTargetSource)
+
+
 class Monitor:
     """The runner's node: status line, tracking error, the demo trajectory."""
 
@@ -86,7 +96,7 @@ class Monitor:
         from sensor_msgs.msg import JointState as JointStateMsg
         from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
 
-        from .nodes.common import make_executor
+        from .nodes.common import DIAGNOSTICS_TOPIC, STATE_TOPIC, make_executor
         from .nodes.wire import JointStateWire
 
         self.rclpy = rclpy
@@ -101,15 +111,15 @@ class Monitor:
         # a CPU at 1 kHz (docs/performance.md, "make sim's monitor").
         self.executor = make_executor("events", self.context)
         self.executor.add_node(self.node)
-        self.node.create_subscription(JointStateMsg, "/joint_states", self._on_state, 100, raw=True)
+        self.node.create_subscription(JointStateMsg, STATE_TOPIC, self._on_state, 100, raw=True)
         self._state_msg = JointStateMsg
         self._state_wire = JointStateWire
         self._wire: JointStateWire | None = None  # set from the first state's joint names
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 20)
-        self.traj_pub = self.node.create_publisher(TrajectoryMsg, "/controller_node/joint_trajectory", 10)
+        self.node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, self._on_diag, 20)
+        self.traj_pub = self.node.create_publisher(TrajectoryMsg, TRAJECTORY_TOPIC, 10)
         self.controller = controller
         self.duration = duration
-        self.sends_trajectory = controller == "computed_torque"
+        self.sends_trajectory = takes_joint_trajectory(controller)
         self.diag: dict[str, dict[str, str]] = {}
         self.q0: np.ndarray | None = None
         self.reference: JointTrajectory | None = None
