@@ -75,6 +75,17 @@ class ErrorStats:
         return math.sqrt(self._sum_squares / self.count) if self.count else math.nan
 
 
+class Tracked(NamedTuple):
+    """What the monitor tracked over a run: ``what`` the error is against, the ``errors`` (rad)
+    over the states it read, the ``skipped`` states it could not read, and the targets it sent
+    itself (``sent``: the demo trajectory, 0 or 1)."""
+
+    what: str
+    errors: ErrorStats
+    skipped: int = 0
+    sent: int = 0
+
+
 def takes_joint_trajectory(controller: str) -> bool:
     """The controller node takes a JointTrajectory (on ``~/joint_trajectory``) under ``controller``:
     the target source registered for it (:data:`.nodes.targets.TARGET_SOURCES`) is the joint one."""
@@ -238,6 +249,19 @@ class Monitor:
             f" | late {sim.get('late_steps', '?')} rejected {sim.get('rejected_commands', '?')}"
         )
 
+    def tracked(self) -> Tracked:
+        """What the tracking error is against (the demo trajectory once sent, the initial pose
+        before it or without one) and its figures so far."""
+        sent = self.reference is not None
+        return Tracked(
+            f"trajectory (sent at t = {self.sent_at:.2f} s; before it, the initial pose)"
+            if sent
+            else "initial pose",
+            self.errors,
+            self.unreadable_states,
+            int(sent),
+        )
+
     def close(self) -> None:
         self.executor.shutdown()
         self.node.destroy_node()
@@ -275,11 +299,12 @@ def file_controller(params_file: Path | None) -> str:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM and SIGHUP stop the run as Ctrl-C does."""
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the demo; exit status 0 when both nodes ran and ended cleanly."""
+def _parser() -> argparse.ArgumentParser:
+    """The runner's command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--controller",
@@ -318,6 +343,13 @@ def main(argv: list[str] | None = None) -> int:
         help="CPU wake-up latency (µs) both nodes hold through /dev/cpu_dma_latency while they run, when "
         "permitted (0: the CPUs poll instead of halting; none, the default: no request)",
     )
+    return parser
+
+
+def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Placement]:
+    """The arguments, with ``controller`` the parameter files' one where none was given, and the
+    nodes' scheduling. A bad one exits with status 2 and its error, before any node starts."""
+    parser = _parser()
     args = parser.parse_args(argv)
     try:
         placement = Placement.from_spec(args.rt_priority, args.cpus, parse_cpu_latency(args.cpu_latency_us))
@@ -326,7 +358,11 @@ def main(argv: list[str] | None = None) -> int:
         args.controller = args.controller or file_controller(args.params_file)
     except ConfigError as exc:
         parser.error(str(exc))
+    return args, placement
 
+
+def _set_up(args: argparse.Namespace, placement: Placement) -> tuple[Domain, NodePair, Monitor]:
+    """The run's ROS domain, its nodes (not started yet) and the monitor; prints what runs where."""
     domain = Domain()
     out = args.out or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_sim_"))
     pair = NodePair(
@@ -344,31 +380,26 @@ def main(argv: list[str] | None = None) -> int:
         f"logs and stats: {out}",
         flush=True,
     )
-    monitor = Monitor(domain.id, args.controller, args.duration)
+    return domain, pair, Monitor(domain.id, args.controller, args.duration)
+
+
+def _run(domain: Domain, pair: NodePair, monitor: Monitor) -> tuple[Tracked, bool, dict[str, Any]]:
+    """The run (:func:`_watch`) until it ends or is interrupted (Ctrl-C, SIGTERM, SIGHUP); then,
+    however it ended, the nodes stopped, the monitor closed and the domain given back.
+
+    Returns what the monitor tracked, whether the run was interrupted, and the CPU time the
+    hypervisor took meanwhile (:func:`.bench.host.steal_between`).
+    """
     # A closed terminal or a kill stops the run as Ctrl-C does: the nodes run in sessions of
     # their own and would outlive the runner, on a domain whose lease it would give back.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
     ticks = cpu_ticks()
     interrupted = False
-    tty = sys.stdout.isatty()
-    last_print = 0.0
     try:
         # Inside the try: the nodes run in sessions of their own and do not see a Ctrl-C given
         # during the start-up wait, so only the finally below stops them then.
-        # The controller is started once the monitor has the simulator's state 0: discovery
-        # between two participants sometimes takes ~3 s here (seen under load: no state reached
-        # a monitor started alongside the nodes for a whole 3 s run).
-        pair.start(before_controller=lambda: monitor.wait_for_state(timeout=15.0, alive=pair.sim_running))
-        while pair.sim_running():
-            monitor.spin(0.1)
-            if pair.controller_exited():
-                print("\ncontroller_node exited early; see its log", file=sys.stderr)
-                break
-            if time.monotonic() - last_print > (0.25 if tty else 2.0):
-                last_print = time.monotonic()
-                print(("\r" if tty else "") + monitor.status_line(), end="" if tty else "\n", flush=True)
-        monitor.spin(0.2)
+        _watch(pair, monitor)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -377,17 +408,37 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, signal.SIG_IGN)
         steal = steal_between(ticks, cpu_ticks())
         pair.stop()
-        sent = monitor.reference is not None
-        tracked = Tracked(
-            f"trajectory (sent at t = {monitor.sent_at:.2f} s; before it, the initial pose)"
-            if sent
-            else "initial pose",
-            monitor.errors,
-            monitor.unreadable_states,
-            int(sent),
-        )
+        tracked = monitor.tracked()
         monitor.close()
         domain.release()
+    return tracked, interrupted, steal
+
+
+def _watch(pair: NodePair, monitor: Monitor) -> None:
+    """Start the nodes and spin the monitor until the simulator ends or the controller exits
+    early, printing its status line (every 0.25 s in place on a terminal, else a line every 2 s)."""
+    tty = sys.stdout.isatty()
+    last_print = 0.0
+    # The controller is started once the monitor has the simulator's state 0: discovery
+    # between two participants sometimes takes ~3 s here (seen under load: no state reached
+    # a monitor started alongside the nodes for a whole 3 s run).
+    pair.start(before_controller=lambda: monitor.wait_for_state(timeout=15.0, alive=pair.sim_running))
+    while pair.sim_running():
+        monitor.spin(0.1)
+        if pair.controller_exited():
+            print("\ncontroller_node exited early; see its log", file=sys.stderr)
+            break
+        if time.monotonic() - last_print > (0.25 if tty else 2.0):
+            last_print = time.monotonic()
+            print(("\r" if tty else "") + monitor.status_line(), end="" if tty else "\n", flush=True)
+    monitor.spin(0.2)
+
+
+def _report(
+    pair: NodePair, tracked: Tracked, args: argparse.Namespace, interrupted: bool, steal: dict[str, Any]
+) -> None:
+    """After the run: each node that was not started or did not end cleanly, with the last lines
+    of its log (on stderr), then the summary (:func:`print_summary`)."""
     print()
     for name, rc in zip(NodePair.NAMES, pair.returncodes, strict=True):
         if rc is None:
@@ -396,6 +447,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name} exited with status {rc}; last lines of its log:", file=sys.stderr)
             print(pair.log_tail(name), file=sys.stderr)
     print_summary(pair, tracked, args, interrupted, steal)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; exit status 0 when both nodes ran and ended cleanly."""
+    args, placement = _parse_args(argv)
+    domain, pair, monitor = _set_up(args, placement)
+    tracked, interrupted, steal = _run(domain, pair, monitor)
+    _report(pair, tracked, args, interrupted, steal)
     return 0 if pair.clean_exit() else 1
 
 
@@ -422,17 +481,6 @@ def watchdog_summary(ctrl: Mapping[str, Any]) -> str:
     ):
         return f"ok until the states ended, then {state} ({reason})"
     return state if state in (WatchdogState.OK.value, "?") or not reason else f"{state} ({reason})"
-
-
-class Tracked(NamedTuple):
-    """What the monitor tracked over a run: ``what`` the error is against, the ``errors`` (rad)
-    over the states it read, the ``skipped`` states it could not read, and the targets it sent
-    itself (``sent``: the demo trajectory, 0 or 1)."""
-
-    what: str
-    errors: ErrorStats
-    skipped: int = 0
-    sent: int = 0
 
 
 def _times(count: int) -> str:
