@@ -1,8 +1,8 @@
 """Target tracking: how accepted targets become a controller's reference, joint state by joint state.
 
-The controller node's target sources (:mod:`torque_ctrl_ros.nodes.targets`) subscribe, turn
-messages into numpy data and check their fields; the trackers here decide what the reference
-is. One tracker per controller family:
+The controller node's target sources (:mod:`torque_ctrl_ros.nodes.targets`) subscribe and turn
+messages into numpy data, checked by :mod:`.target_checks`; the trackers here decide what the
+reference is. One tracker per controller family:
 
 * :class:`JointTargetTracker` (``computed_torque``): joint targets, trajectories and stops;
 * :class:`PoseTargetTracker` (``achd_rnea``): the tool pose;
