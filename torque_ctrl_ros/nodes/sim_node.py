@@ -11,33 +11,28 @@ Topics:
     /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
         time per step (physics + publishing) and publishing the state (``state_out``), late
         steps (with the runs they came in: ``late_runs``, ``longest_late_run``), missing /
-        rejected commands, answers ignored as stale (``stale_answers``: in lockstep to an earlier
-        state, in realtime to one more than ``command_timeout`` older than the current; in both,
-        to a state after the current one, which this simulator never published) or
-        untagged in lockstep (``untagged_commands``), commands read through rclpy, overruns,
-        whether the safe torque is applied.
+        rejected commands, answers ignored as stale (``stale_answers``) or untagged in lockstep
+        (``untagged_commands``), commands read through rclpy, overruns, whether the safe torque
+        is applied.
+
+Which commands count, and how long one is held, is decided in ``torque_ctrl_ros/sim/commands.py``
+(no ROS): answers to a state too old or never published, and in lockstep untagged commands and
+answers to earlier states, are ignored; invalid ones are rejected (wrong length, NaN/inf, a layout
+other than ``len(data)`` values from offset 0, unreadable bytes with ``serialized_io``; with plain
+messages rclpy drops unreadable ones before this node sees them). This node counts and logs them
+(throttled).
 
 Modes:
-    realtime: paced by the wall clock; the latest valid command is held (zero-order hold). A step
-        whose state was not answered before the next tick counts as late; no valid command for
-        ``command_timeout`` s of simulated time (while this process stalls, the plant stands
-        still too) means the safe torque. A command tagged with a state more than
-        ``command_timeout`` s of simulated time older than the current one is not valid, nor
-        held past that age: a controller that far behind must not keep driving the arm
-        (untagged commands, as a plain ros2_control publisher sends them, are taken as they
-        come).
+    realtime: paced by the wall clock; the latest valid command is held (zero-order hold) while
+        fresh. A step whose state was not validly answered before the next tick counts as late.
     lockstep: publish state k, wait for the command that answers it (matched by the stamp the
         controller echoes, see conversions.py), then step. Results do not depend on machine load
         while every answer comes within ``lockstep_timeout`` s of this node's own waiting (time it
         spent stopped or descheduled does not count); past that, it steps on the safe torque
         (counted in ``missing_command_steps``).
-        A command without that stamp is ignored (counted in ``untagged_commands``).
 
-Invalid commands (wrong length, NaN/inf, a layout other than ``len(data)`` values from offset 0,
-unreadable bytes with ``serialized_io``; with plain messages rclpy drops unreadable ones before this
-node sees them) are rejected with a throttled error;
-until a valid one arrives the plant gets the safe torque (by default ``hold``, ``g(q) − K_d·q̇``;
-``damping``, ``−K_d·q̇``; or zero), reported on /diagnostics.
+Without a valid, fresh command the plant gets the safe torque (by default ``hold``,
+``g(q) − K_d·q̇``; ``damping``, ``−K_d·q̇``; or zero), reported on /diagnostics.
 
 Parameters (``config/gen3_controllers.yaml``) are read once at start-up: later changes are refused.
 """
@@ -58,6 +53,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayLayout
 
 from ..core.errors import ConfigError, ModelError, StateError
 from ..core.robot import CONTROL_PERIOD
+from ..sim.commands import CommandRules, Verdict
 from ..sim.plant import MujocoPlant
 from .common import (
     CLOCK_TOPIC,
@@ -162,7 +158,8 @@ def load_plant(cfg: SimNodeConfig, node_name: str) -> MujocoPlant:
 
 
 class SimNode:
-    """Steps a :class:`MujocoPlant` and exchanges states and commands over DDS."""
+    """Steps a :class:`MujocoPlant` and exchanges states and commands over DDS; which commands
+    drive it, :class:`~torque_ctrl_ros.sim.commands.CommandRules` decides."""
 
     def __init__(self, node_name: str = NODE_NAME) -> None:
         self.node = node = Node(
@@ -202,17 +199,9 @@ class SimNode:
         )
         self.diag_pub = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
 
-        # Command state, written by the callback and read by the loop (same thread).
-        self.command = np.zeros(self.n)
-        self.have_command = False  # a valid command is held
-        self.command_k = -(2**62)  # the step at which it arrived (its age counts steps, see _command_fresh)
-        self.command_stamp: int | None = None  # the state it answers (ns), None if untagged
-        # Realtime: an answer to a state this much older than the current one is stale (ns).
-        self._stale_after_ns = (
-            round(cfg.command_timeout * 1e9) if cfg.mode == "realtime" else np.iinfo(np.int64).max
-        )
-        self.answered = False  # the current state k has been answered (validly or not)
-        self.answer_valid = False
+        # The held command and the current state's answer, written by the callback and read by
+        # the loop (same thread).
+        self.commands = CommandRules(self.n, cfg.mode, self.dt_ns, self.t0_ns, cfg.command_timeout)
         self.published_wall = np.full(_RING, np.nan)
         self.published_stamp = np.full(_RING, -1, dtype=np.int64)
 
@@ -232,7 +221,7 @@ class SimNode:
         self.answered_states = 0  # states whose (first) answer arrived, the start-up one included
         self._looping = False  # the stepping loop has started (the start-up wait is over)
         self.missing = 0  # steps taken on the safe torque for lack of a valid command
-        self.stale_answers = 0  # commands answering a state too old, or never published (ignored)
+        self.stale_answers = 0  # commands answering a state too old, earlier or never published (ignored)
         self.untagged_commands = 0  # lockstep: commands not saying which state they answer (ignored)
         self.overruns = 0
         self.safe_active = False
@@ -257,8 +246,7 @@ class SimNode:
         try:
             fast = self.command_wire.decode(raw)
         except StateError as exc:  # a malformed stamp label
-            self.commands_received += 1
-            self._reject_command(str(exc), None)
+            self._unreadable(str(exc))
             return
         if fast is not None:
             self._take_command(fast[0], fast[1])
@@ -270,8 +258,7 @@ class SimNode:
             # Refused like an invalid command; raised here it would end the simulation. Received
             # all the same: left out, rejected ones outnumbered received ones and the benchmark
             # counted them as lost.
-            self.commands_received += 1
-            self._reject_command(f"unreadable command message ({len(raw)} bytes): {exc}", None)
+            self._unreadable(f"unreadable command message ({len(raw)} bytes): {exc}")
             return
         self._on_command(msg)
 
@@ -279,91 +266,75 @@ class SimNode:
         try:
             stamp = command_stamp_ns(msg)
         except StateError as exc:  # a malformed stamp label
-            self.commands_received += 1
-            self._reject_command(str(exc), None)
+            self._unreadable(str(exc))
             return
         self._take_command(np.frombuffer(msg.data, dtype=np.float64), stamp, msg.layout)
 
     def _take_command(
         self, data: np.ndarray, stamp: int | None, layout: MultiArrayLayout | None = None
     ) -> None:
-        """Hold ``data`` (N·m) as the command if valid; ``stamp``: the state it answers, if tagged;
+        """Offer ``data`` (N·m) to the rules; ``stamp``: the state it answers (ns), if tagged;
         ``layout``: the message's, to be checked (``None``: the CDR decoder took only a plain one)."""
         now = time.monotonic()
         self.commands_received += 1
-        current = self.t0_ns + self.k * self.dt_ns
         if stamp is not None:
             self._record_latency(stamp, now)
-        answers_current = stamp is None or stamp == current
-        if stamp is not None and current - stamp > self._stale_after_ns:
-            self.stale_answers += 1
-            self.log.error(
-                "stale answer",
-                f"command answering the state of {(current - stamp) * 1e-9:.3f} s ago ignored "
-                f"(older than command_timeout {self.config.command_timeout:g} s)",
-            )
-            return
-        if stamp is not None and stamp > current:
-            # A state this simulator has not published (another run on the same domain).
-            self.stale_answers += 1
-            self.log.error(
-                "future answer",
-                f"command answering a state {(stamp - current) * 1e-9:.3f} s after the current one ignored "
-                "(not published by this simulator: another run on the same ROS domain?)",
-            )
-            return
-        if self.config.mode == "lockstep" and stamp != current:
-            if stamp is None:
-                # Which state it answers is unknown: taken for the current one, an extra answer
-                # (e.g. to a republished state 0) would shift every later step by one.
+        try:
+            if layout is not None:
+                check_command_layout(layout, data.size)
+            tau: np.ndarray | None = check_command(data, self.n)
+            reason = ""
+        except StateError as exc:
+            tau, reason = None, str(exc)
+        verdict = self.commands.offer(stamp, tau, self.k)
+        if verdict is not Verdict.ACCEPTED:
+            self._report(verdict, stamp, reason)
+
+    def _unreadable(self, reason: str) -> None:
+        """A command that could not be read (its bytes, its stamp label): received and rejected."""
+        self.commands_received += 1
+        self.commands.drop()
+        self._report(Verdict.REJECTED, None, reason)
+
+    def _report(self, verdict: Verdict, stamp: int | None, reason: str) -> None:
+        """Count and log a command that was not taken (``reason``: why a REJECTED one is invalid)."""
+        ago_s = 0.0 if stamp is None else (self.t0_ns + self.k * self.dt_ns - stamp) * 1e-9  # its state's age
+        match verdict:
+            case Verdict.REJECTED:
+                self.rejected += 1
+                self.last_reject = reason
+                self.log.error("rejected", f"command rejected: {reason}")
+            case Verdict.STALE:
+                self.stale_answers += 1
+                self.log.error(
+                    "stale answer",
+                    f"command answering the state of {ago_s:.3f} s ago ignored "
+                    f"(older than command_timeout {self.config.command_timeout:g} s)",
+                )
+            case Verdict.FUTURE:
+                self.stale_answers += 1
+                self.log.error(
+                    "future answer",
+                    f"command answering a state {-ago_s:.3f} s after the current one ignored "
+                    "(not published by this simulator: another run on the same ROS domain?)",
+                )
+            case Verdict.UNTAGGED:
                 self.untagged_commands += 1
                 self.log.error(
                     "untagged",
                     "lockstep: command without the answered state's stamp (layout.dim[0].label "
                     "'joints@<sec>.<nanosec>', see conversions.py) ignored",
                 )
-            else:
+            case Verdict.EARLIER:
                 self.stale_answers += 1
-                if stamp != self.t0_ns:  # not one more answer to state 0, republished at start
-                    self.log.warning(
-                        "earlier answer",
-                        f"lockstep: command answering the state of {(current - stamp) * 1e-9:.3f} s ago "
-                        "ignored, the current state waits for its own (a controller a state behind, "
-                        "or two controllers on the command topic?)",
-                    )
-            return
-        try:
-            if layout is not None:
-                check_command_layout(layout, data.size)
-            tau = check_command(data, self.n)
-        except StateError as exc:
-            self._reject_command(str(exc), answers_current)
-            return
-        np.copyto(self.command, tau)
-        self.have_command = True
-        self.command_k = self.k
-        self.command_stamp = stamp
-        if answers_current:
-            self.answered, self.answer_valid = True, True
-
-    def _reject_command(self, reason: str, answers_current: bool | None) -> None:
-        """Count and log a refused command; the plant stops applying the previous one.
-
-        ``answers_current``: whether it answered the current state (``None``: unknown, for a
-        message that could not be read at all, which answers nothing).
-        """
-        self.rejected += 1
-        self.last_reject = reason
-        self.have_command = False
-        self.log.error("rejected", f"command rejected: {reason}")
-        if answers_current:
-            self.answered, self.answer_valid = True, False
-
-    @property
-    def answered_validly(self) -> bool:
-        """Whether a valid command answered the current state: a step without one is late (a
-        rejected answer leaves the plant on the safe torque, as no answer does)."""
-        return self.answered and self.answer_valid
+                self.log.warning(
+                    "earlier answer",
+                    f"lockstep: command answering the state of {ago_s:.3f} s ago "
+                    "ignored, the current state waits for its own (a controller a state behind, "
+                    "or two controllers on the command topic?)",
+                )
+            case Verdict.EARLIER_START:  # one more answer to state 0, republished at start: no news
+                self.stale_answers += 1
 
     def _record_latency(self, stamp: int, now: float) -> None:
         k = (stamp - self.t0_ns) // self.dt_ns
@@ -401,26 +372,43 @@ class SimNode:
         else:
             ns_to_stamp(stamp, self.clock_msg.clock)
             self.clock_pub.publish(self.clock_msg)
-        self.answered = self.answer_valid = False
+        self.commands.new_state()
 
     def _command_fresh(self) -> bool:
-        """Realtime: whether the held command may drive the next step. It is held for at most
-        ``command_timeout`` of simulated time: since it came and, when tagged, since the state it
-        answers (by arrival alone, a command that came when its state was nearly
-        ``command_timeout`` old would drive the arm for up to twice that). Simulated, not wall
-        time: while this process is stopped or descheduled the plant stands still too, and the
-        answer to the current state, held through such a stall, still answers it (by the wall
-        clock one step after a 60 ms stall ran on the safe torque, a torque blip of up to 4 % of
-        the effort limit on the Gen3's shoulder mid-trajectory)."""
-        if not self.have_command or (self.k - self.command_k) * self.dt_ns > self._stale_after_ns:
-            return False
-        stamp = self.command_stamp
-        return stamp is None or self.t0_ns + self.k * self.dt_ns - stamp <= self._stale_after_ns
+        """Realtime: whether the held command may drive the next step (:meth:`CommandRules.fresh`)."""
+        return self.commands.fresh(self.k)
+
+    # Read-only views of the rules' state under the node's names (for inspection: the tests read them).
+    @property
+    def answered(self) -> bool:
+        """Whether the current state has been answered, validly or not."""
+        return self.commands.answered
+
+    @property
+    def answered_validly(self) -> bool:
+        """Whether a valid command answered the current state: a step without one is late (a
+        rejected answer leaves the plant on the safe torque, as no answer does)."""
+        return self.commands.answered_validly
+
+    @property
+    def command(self) -> np.ndarray:
+        """The held command (N·m)."""
+        return self.commands.tau
+
+    @property
+    def have_command(self) -> bool:
+        """Whether a valid command is held."""
+        return self.commands.held
+
+    @property
+    def command_stamp(self) -> int | None:
+        """The state the held command answers (ns), ``None`` if untagged."""
+        return self.commands.held_stamp
 
     def _step(self, use_command: bool) -> None:
         plant = self.plant
         if use_command:
-            plant.set_torque(self.command)
+            plant.set_torque(self.commands.tau)
             self.safe_active = False
         else:
             plant.set_torque(plant.safe_torque(self.safe_damping, hold=self._hold))
@@ -440,7 +428,7 @@ class SimNode:
         if deadline <= time.monotonic():
             self.executor.spin_once(timeout_sec=0.0)
             return
-        while not (until_answered and self.answered) and not STOP.is_set():
+        while not (until_answered and self.commands.answered) and not STOP.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0.0:
                 return
@@ -458,14 +446,14 @@ class SimNode:
         it waits for: else a gone controller would leave both quiet for the whole timeout (up to
         a minute), the last status standing."""
         waited = 0.0
-        while not self.answered and not STOP.is_set():
+        while not self.commands.answered and not STOP.is_set():
             if waited >= timeout:
                 return
             wait = min(timeout - waited, _STOP_POLL_S)
             start = time.monotonic()
             self._spin_until(start + wait, until_answered=True)
             waited += min(time.monotonic() - start, wait)
-            if not self.answered and waited > _STOP_POLL_S:
+            if not self.commands.answered and waited > _STOP_POLL_S:
                 self._maybe_diagnostics(answer_wait=waited)
                 self.log.warning(
                     "awaiting answer",
@@ -476,7 +464,7 @@ class SimNode:
     def _wait_for_controller(self) -> None:
         """Hold state 0, republishing it, until a command answers it."""
         last_note = time.monotonic()
-        while not self.answered and not STOP.is_set():
+        while not self.commands.answered and not STOP.is_set():
             self._publish_state()
             self._spin_until(time.monotonic() + 0.1, until_answered=True)
             if time.monotonic() - last_note > 5.0:
@@ -503,7 +491,7 @@ class SimNode:
                 if STOP.is_set():  # stopped while waiting: no step on a command that never came
                     break
                 t_work = clock()
-                self._step(self.answered_validly)
+                self._step(self.commands.answered_validly)
             else:
                 # /diagnostics (~0.3–1 ms) in the idle rest of the tick once the state is
                 # answered: published right after a state, they held up taking its answer.
@@ -514,7 +502,7 @@ class SimNode:
                 if time.monotonic() < next_tick:
                     self._spin_until(next_tick, until_answered=False)
                 t_work = clock()
-                self.late.add(not self.answered_validly)
+                self.late.add(not self.commands.answered_validly)
                 self._step(self._command_fresh())
                 next_tick += dt
                 if time.monotonic() - next_tick > _RESYNC_S:
@@ -617,7 +605,7 @@ class SimNode:
             **self._counts(),
             # Whether the last state published got its answer before the node stopped (else
             # that answer may still have been in flight: the benchmark's "lost" lets it off).
-            "last_state_answered": bool(self.answered),
+            "last_state_answered": self.commands.answered,
             "latency": {**percentiles_ms(self.latency.everything()), "count": self.latency.count},
             "answered_states": self.answered_states,
             "step_time": percentiles_ms(self.step_time.everything()),

@@ -1,0 +1,155 @@
+"""The simulator's rules for commands (``torque_ctrl_ros/sim/commands.py``), without ROS: each
+:class:`Verdict`, what it does to the held command and to the current state's answer, and how
+long a held command stays fresh."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from torque_ctrl_ros.sim.commands import CommandRules, Verdict
+
+N = 7
+DT = 1_000_000  # ns: the simulator's 1 ms step
+T0 = 5 * 10**9  # ns: state 0's stamp
+TIMEOUT = 0.01  # s: command_timeout, 10 steps
+
+
+def stamp(k: int) -> int:
+    """State ``k``'s stamp (ns)."""
+    return T0 + k * DT
+
+
+def rules(mode: str) -> CommandRules:
+    return CommandRules(N, mode, DT, T0, TIMEOUT)
+
+
+def tau(value: float) -> np.ndarray:
+    return np.full(N, value)
+
+
+def test_realtime_an_answer_to_the_current_state_is_held_and_answers_it() -> None:
+    r = rules("realtime")
+    sent = tau(1.5)
+    assert r.offer(stamp(3), sent, 3) is Verdict.ACCEPTED
+    assert r.held and r.held_k == 3 and r.held_stamp == stamp(3)
+    assert r.answered and r.answered_validly
+    sent[:] = 0.0  # held as a copy: the sender's buffer may be reused
+    np.testing.assert_array_equal(r.tau, tau(1.5))
+    r.new_state()
+    assert not r.answered and not r.answered_validly and r.held  # the next state waits for its answer
+
+
+def test_realtime_an_answer_to_a_recent_state_is_held_without_answering_the_current_one() -> None:
+    r = rules("realtime")
+    assert r.offer(stamp(90), tau(1.0), 100) is Verdict.ACCEPTED  # 10 steps: exactly the timeout
+    assert r.held and not r.answered
+
+
+def test_realtime_an_untagged_command_answers_the_current_state() -> None:
+    r = rules("realtime")
+    assert r.offer(None, tau(2.0), 40) is Verdict.ACCEPTED
+    assert r.answered_validly and r.held_stamp is None and r.held_k == 40
+
+
+def test_an_answer_older_than_the_timeout_is_stale_and_changes_nothing() -> None:
+    r = rules("realtime")
+    r.offer(stamp(95), tau(1.0), 100)
+    assert r.offer(stamp(89), tau(9.0), 100) is Verdict.STALE  # 11 steps old
+    np.testing.assert_array_equal(r.tau, tau(1.0))
+    assert r.held and r.held_stamp == stamp(95) and not r.answered
+
+
+def test_an_answer_to_a_state_never_published_is_future() -> None:
+    for mode in ("realtime", "lockstep"):
+        r = rules(mode)
+        assert r.offer(stamp(101), tau(1.0), 100) is Verdict.FUTURE, mode
+        assert r.offer(stamp(100) + 1, tau(1.0), 100) is Verdict.FUTURE, mode  # 1 ns after the current
+        assert not r.held and not r.answered
+
+
+def test_lockstep_takes_only_the_answer_to_the_current_state() -> None:
+    r = rules("lockstep")
+    assert r.offer(None, tau(1.0), 5) is Verdict.UNTAGGED
+    assert r.offer(stamp(4), tau(1.0), 5) is Verdict.EARLIER
+    assert r.offer(stamp(0), tau(1.0), 5) is Verdict.EARLIER_START  # state 0, republished at start
+    assert r.offer(stamp(0) - 1000 * DT, tau(1.0), 5) is Verdict.EARLIER  # no timeout in lockstep
+    assert not r.held and not r.answered
+    assert r.offer(stamp(5), tau(3.0), 5) is Verdict.ACCEPTED
+    assert r.answered_validly
+    np.testing.assert_array_equal(r.tau, tau(3.0))
+    # Only a stamp beyond the int64 range of ages (a wild one, centuries old) is stale.
+    assert r.offer(stamp(5) - 2**63, tau(1.0), 5) is Verdict.STALE
+
+
+def test_invalid_torques_are_rejected_drop_the_held_command_and_answer_invalidly() -> None:
+    r = rules("realtime")
+    r.offer(stamp(10), tau(1.0), 10)
+    r.new_state()
+    assert r.offer(stamp(11), None, 11) is Verdict.REJECTED
+    assert not r.held and r.answered and not r.answered_validly
+    assert not r.fresh(11)  # the plant gets the safe torque, not the previous command
+    # Rejected as an answer to an earlier state: dropped, and the current state still unanswered.
+    r.new_state()
+    r.offer(stamp(12), tau(1.0), 12)
+    r.new_state()
+    assert r.offer(stamp(12), None, 13) is Verdict.REJECTED
+    assert not r.held and not r.answered
+
+
+def test_checks_of_the_stamp_come_before_the_torques() -> None:
+    """An ignored command is ignored whatever its torques: it is not counted as rejected and
+    leaves the held command."""
+    r = rules("realtime")
+    r.offer(stamp(100), tau(1.0), 100)
+    assert r.offer(stamp(50), None, 100) is Verdict.STALE
+    assert r.offer(stamp(150), None, 100) is Verdict.FUTURE
+    assert r.held
+    lock = rules("lockstep")
+    assert lock.offer(None, None, 3) is Verdict.UNTAGGED
+    assert lock.offer(stamp(2), None, 3) is Verdict.EARLIER
+
+
+def test_an_unreadable_command_drops_the_held_one_and_answers_nothing() -> None:
+    r = rules("lockstep")
+    r.offer(stamp(0), tau(1.0), 0)
+    r.new_state()
+    r.drop()
+    assert not r.held and not r.answered  # a lockstep wait goes on
+
+
+def test_a_tagged_command_is_fresh_until_its_state_is_command_timeout_old() -> None:
+    r = rules("realtime")
+    r.offer(stamp(95), tau(1.0), 100)
+    assert r.fresh(100) and r.fresh(105)
+    assert not r.fresh(106)  # its state is 11 steps old (arrived 6 steps ago)
+
+
+def test_an_untagged_command_is_fresh_for_command_timeout_since_it_came() -> None:
+    r = rules("realtime")
+    r.offer(None, tau(1.0), 100)
+    assert r.fresh(100) and r.fresh(110)
+    assert not r.fresh(111)
+
+
+def test_nothing_held_is_not_fresh() -> None:
+    r = rules("realtime")
+    assert not r.fresh(0)
+
+
+def test_an_unknown_mode_is_refused_naming_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match=r"'paced'.*\['realtime', 'lockstep'\]"):
+        CommandRules(N, "paced", DT, T0, TIMEOUT)
+
+
+def test_the_rules_load_no_ros() -> None:
+    code = (
+        "import sys, torque_ctrl_ros.sim.commands\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] == 'rclpy']\n"
+        "print(bad); sys.exit(1 if bad else 0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
