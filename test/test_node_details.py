@@ -37,7 +37,7 @@ def test_a_rejected_command_stops_the_held_one(nodes: Any) -> None:
     sim._take_command(np.full(sim.n, 5.0), now)
     assert sim._command_fresh()
     sim._take_command(np.full(sim.n, np.nan), now)
-    assert sim.rejected == 1
+    assert sim.counts.rejected_commands == 1
     assert not sim._command_fresh()  # the plant gets the safe torque, not the 5 N·m
 
 
@@ -50,10 +50,10 @@ def test_an_answer_counts_for_its_own_state_only(nodes: Any) -> None:
     sim._take_command(np.zeros(sim.n), sim.t0_ns + 4 * sim.dt_ns)
     assert sim.have_command and not sim.answered
     sim._take_command(np.full(sim.n, np.nan), sim.t0_ns + 4 * sim.dt_ns)
-    assert sim.rejected == 1 and not sim.answered
+    assert sim.counts.rejected_commands == 1 and not sim.answered
     sim.k = 100
     sim._take_command(np.ones(sim.n), sim.t0_ns + 40 * sim.dt_ns)
-    assert sim.stale_answers == 1 and not sim.command.any()  # the held one stands
+    assert sim.counts.stale_answers == 1 and not sim.command.any()  # the held one stands
 
 
 def test_in_lockstep_each_state_waits_for_its_own_answer(nodes: Any) -> None:
@@ -65,12 +65,12 @@ def test_in_lockstep_each_state_waits_for_its_own_answer(nodes: Any) -> None:
     sim.log.warning = lambda key, message, force=False: said.append((key, message))
     sim.k = 5
     sim._take_command(np.full(sim.n, 3.0), sim.t0_ns + 4 * sim.dt_ns)
-    assert sim.stale_answers == 1 and not sim.have_command and not sim.command.any()
+    assert sim.counts.stale_answers == 1 and not sim.have_command and not sim.command.any()
     # Said, or a controller a state behind would slow the run ~1000-fold with no word of why...
     assert said and said[-1][0] == "earlier answer" and "state of 0.001 s ago ignored" in said[-1][1]
     # ...but one more answer to state 0, republished while waiting at start, is no news.
     sim._take_command(np.zeros(sim.n), sim.t0_ns)
-    assert sim.stale_answers == 2 and len(said) == 1
+    assert sim.counts.stale_answers == 2 and len(said) == 1
     sim.k = 0
     sim._take_command(np.zeros(sim.n), sim.t0_ns)
     assert sim.answered
@@ -107,7 +107,7 @@ def test_an_unreadable_command_answers_no_state(nodes: Any) -> None:
     sim = nodes.make("sim", mode="lockstep", wait_for_controller=False)
     sim._publish_state()
     sim._on_command_bytes(b"\x00\x01\x00\x00\xff\xff\xff\x7f")
-    assert sim.rejected == 1 and not sim.answered
+    assert sim.counts.rejected_commands == 1 and not sim.answered
 
 
 def test_an_untagged_realtime_command_answers_the_current_state(nodes: Any) -> None:

@@ -323,9 +323,9 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     sim.k = 300  # as if 300 steps had been published
     tau = np.full(sim.n, 0.5)
     sim._take_command(tau, sim.t0_ns + 100 * dt)  # answers the state of 200 ms ago
-    assert sim.stale_answers == 1 and not sim.have_command
+    assert sim.counts.stale_answers == 1 and not sim.have_command
     sim._take_command(tau, sim.t0_ns + 260 * dt)  # 40 ms ago: within the timeout, held
-    assert sim.have_command and sim.stale_answers == 1
+    assert sim.have_command and sim.counts.stale_answers == 1
     np.testing.assert_array_equal(sim.command, tau)
     # ... until its state is command_timeout old (10 steps on), not for command_timeout more of
     # wall time from its arrival (it had driven the plant until its state was 90 ms old).
@@ -336,7 +336,7 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     assert not sim._command_fresh()
     sim._take_command(2.0 * tau, None)  # untagged (a plain publisher): taken as it comes
     np.testing.assert_array_equal(sim.command, 2.0 * tau)
-    assert sim.stale_answers == 1
+    assert sim.counts.stale_answers == 1
     # Held for at most command_timeout of simulated time since it came (no state to date it by) ...
     sim.k += 50
     assert sim._command_fresh()
@@ -357,7 +357,7 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     # An answer to a state 10 s ahead, which this simulator never published (another run on the
     # domain): it had been held and applied.
     sim._take_command(3.0 * tau, sim.t0_ns + 10_300 * dt)
-    assert sim.stale_answers == 2
+    assert sim.counts.stale_answers == 2
     np.testing.assert_array_equal(sim.command, 2.0 * tau)
 
 
@@ -375,7 +375,7 @@ def test_an_unreadable_command_is_counted_as_received_and_rejected(nodes: Nodes)
     benchmark's lost count (published − received) took them for lost."""
     sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
     sim._on_command_bytes(b"\x00\x01\x00\x00garbage")
-    assert sim.commands_received == 1 and sim.rejected == 1
+    assert sim.counts.commands_received == 1 and sim.counts.rejected_commands == 1
 
 
 # ------------------------------------------------------- a controller carries nothing across a jump
@@ -1117,7 +1117,7 @@ def test_a_rejected_answer_leaves_the_step_late(nodes: Nodes) -> None:
     sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
     sim._publish_state()
     sim._take_command(np.full(sim.n, np.nan), sim.t0_ns)
-    assert sim.answered and not sim.answered_validly and sim.rejected == 1
+    assert sim.answered and not sim.answered_validly and sim.counts.rejected_commands == 1
     sim._take_command(np.zeros(sim.n), sim.t0_ns)
     assert sim.answered_validly
 
@@ -1138,8 +1138,8 @@ def test_a_realtime_run_answered_only_by_rejected_commands_is_late_at_every_step
 
     monkeypatch.setattr(sim, "_spin_until", answer_with_nan)
     sim.run()
-    assert sim.k == 5 and sim.rejected >= 5
-    assert sim.late.count == 5 and sim.missing == 5
+    assert sim.k == 5 and sim.counts.rejected_commands >= 5
+    assert sim.late.count == 5 and sim.counts.missing_command_steps == 5
 
 
 # ------------------------------------------------------- errors on every message, logged once a second
@@ -1262,7 +1262,7 @@ def test_rejected_commands_reach_the_simulators_logger_once_a_period(
     sim._publish_state()
     for _ in range(30):
         sim._take_command(np.full(sim.n, np.nan), sim.t0_ns)
-    assert sim.rejected == 30
+    assert sim.counts.rejected_commands == 30
     assert len(spy.calls) == 1, spy.calls
     time.sleep(1.05)
     sim._maybe_diagnostics()  # the last one held back, once the period is over
@@ -1455,12 +1455,16 @@ def test_a_command_with_a_malformed_stamp_label_is_rejected_on_both_paths(nodes:
     msg = Float64MultiArray(data=[0.5] * sim.n)
     msg.layout.dim = [MultiArrayDimension(label="joints@0.9", size=sim.n, stride=sim.n)]
     sim._on_command(msg)
-    assert sim.rejected == 1 and not sim.have_command and "expected joints@<sec>.<nanosec>" in sim.last_reject
+    assert (
+        sim.counts.rejected_commands == 1
+        and not sim.have_command
+        and "expected joints@<sec>.<nanosec>" in sim.last_reject
+    )
     sim._on_command_bytes(serialize_message(msg))
-    assert sim.rejected == 2 and not sim.have_command and sim.commands_received == 2
+    assert sim.counts.rejected_commands == 2 and not sim.have_command and sim.counts.commands_received == 2
     msg.layout.dim[0].label = "joints@0.000000000"  # the same command, well formed: held
     sim._on_command(msg)
-    assert sim.have_command and sim.rejected == 2
+    assert sim.have_command and sim.counts.rejected_commands == 2
 
 
 @pytest.mark.parametrize(
@@ -1496,13 +1500,13 @@ def test_a_command_whose_layout_is_not_its_data_is_rejected_on_both_paths(
         take(good)
         assert sim.have_command and sim.answered_validly
         take(bad)
-        assert sim.rejected == rejected and not sim.have_command and not sim._command_fresh()
+        assert sim.counts.rejected_commands == rejected and not sim.have_command and not sim._command_fresh()
         assert sim.answered and not sim.answered_validly
         assert f"layout claims {claimed} for 7 values" in sim.last_reject, sim.last_reject
-    assert sim.commands_via_rclpy == 1  # the bad one; the good one took the fast path
+    assert sim.counts.commands_via_rclpy == 1  # the bad one; the good one took the fast path
     untagged = Float64MultiArray(data=[0.5] * sim.n)  # ros2 topic pub: no layout at all
     sim._on_command_bytes(serialize_message(untagged))
-    assert sim.have_command and sim.command_stamp is None and sim.rejected == 2
+    assert sim.have_command and sim.command_stamp is None and sim.counts.rejected_commands == 2
 
 
 def test_a_model_stepping_other_than_the_control_period_is_refused(nodes: Nodes, tmp_path: Path) -> None:

@@ -602,7 +602,7 @@ def test_hostile_command_streams_drive_the_plant_by_the_rules(
             fuzz.run()
         totals += fuzz.expected.events
         totals["steps"] += fuzz.sim.k
-        totals["safe_steps"] += fuzz.sim.missing
+        totals["safe_steps"] += fuzz.sim.counts.missing_command_steps
         nodes.close(fuzz.sim)
         rclpy.shutdown()
     # The stream reaches every outcome: commands taken, rejected, ignored as stale.

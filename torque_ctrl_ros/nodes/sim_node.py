@@ -10,10 +10,9 @@ Topics:
     /effort_controller/commands (std_msgs/Float64MultiArray, in): one torque per joint, ``joints`` order.
     /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
         time per step (physics + publishing) and publishing the state (``state_out``), late
-        steps (with the runs they came in: ``late_runs``, ``longest_late_run``), missing /
-        rejected commands, answers ignored as stale (``stale_answers``) or untagged in lockstep
-        (``untagged_commands``), commands read through rclpy, overruns, whether the safe torque
-        is applied.
+        steps (with the runs they came in: ``late_runs``, ``longest_late_run``), the command
+        counts of :class:`Counters` (``missing_command_steps``, ``rejected_commands``,
+        ``stale_answers``, ``untagged_commands``, ...), whether the safe torque is applied.
 
 Which commands count, and how long one is held, is decided in ``torque_ctrl_ros/sim/commands.py``
 (no ROS): answers to a state too old or never published, and in lockstep untagged commands and
@@ -41,6 +40,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -157,6 +157,21 @@ def load_plant(cfg: SimNodeConfig, node_name: str) -> MujocoPlant:
         raise ModelError(f"{node_name}.{names}: {one_line(str(exc))}") from None
 
 
+@dataclass
+class Counters:
+    """Events since start, by the names they have in ``/diagnostics`` and the summary (with the
+    late steps' ``late_steps``, ``late_runs``, ``longest_late_run``, which :class:`~.common.Runs`
+    counts)."""
+
+    commands_received: int = 0
+    commands_via_rclpy: int = 0  # serialized commands the CDR codec left to rclpy
+    rejected_commands: int = 0
+    missing_command_steps: int = 0  # steps taken on the safe torque for lack of a valid command
+    stale_answers: int = 0  # commands answering a state too old, earlier or never published (ignored)
+    untagged_commands: int = 0  # lockstep: commands not saying which state they answer (ignored)
+    overruns: int = 0  # realtime: the pacing restarted, this node being over _RESYNC_S behind
+
+
 class SimNode:
     """Steps a :class:`MujocoPlant` and exchanges states and commands over DDS; which commands
     drive it, :class:`~torque_ctrl_ros.sim.commands.CommandRules` decides."""
@@ -211,19 +226,13 @@ class SimNode:
         self.step_time = TimingLog(keep_all=keep_all)
         # Encoding and publishing a state: where its latency starts (s).
         self.state_out = TimingLog(keep_all=keep_all)
-        self.commands_received = 0
-        self.commands_via_rclpy = 0  # serialized commands the CDR codec left to rclpy
-        self.rejected = 0
+        self.counts = Counters()
         # realtime: steps taken before the current state was answered, and their runs (a
         # controller stall makes one; the catch-up after a simulator stall, which takes answers
         # as they come, several short ones).
         self.late = Runs()
         self.answered_states = 0  # states whose (first) answer arrived, the start-up one included
         self._looping = False  # the stepping loop has started (the start-up wait is over)
-        self.missing = 0  # steps taken on the safe torque for lack of a valid command
-        self.stale_answers = 0  # commands answering a state too old, earlier or never published (ignored)
-        self.untagged_commands = 0  # lockstep: commands not saying which state they answer (ignored)
-        self.overruns = 0
         self.safe_active = False
         self.last_reject = ""
         self.log = ThrottledLog(node.get_logger())  # per-command errors, each kind at most once a second
@@ -251,7 +260,7 @@ class SimNode:
         if fast is not None:
             self._take_command(fast[0], fast[1])
             return
-        self.commands_via_rclpy += 1
+        self.counts.commands_via_rclpy += 1
         try:
             msg = deserialize_message(raw, Float64MultiArray)
         except Exception as exc:  # rclpy's RMWError (not importable by a stable name)
@@ -276,7 +285,7 @@ class SimNode:
         """Offer ``data`` (N·m) to the rules; ``stamp``: the state it answers (ns), if tagged;
         ``layout``: the message's, to be checked (``None``: the CDR decoder took only a plain one)."""
         now = time.monotonic()
-        self.commands_received += 1
+        self.counts.commands_received += 1
         if stamp is not None:
             self._record_latency(stamp, now)
         try:
@@ -292,41 +301,42 @@ class SimNode:
 
     def _unreadable(self, reason: str) -> None:
         """A command that could not be read (its bytes, its stamp label): received and rejected."""
-        self.commands_received += 1
+        self.counts.commands_received += 1
         self.commands.drop()
         self._report(Verdict.REJECTED, None, reason)
 
     def _report(self, verdict: Verdict, stamp: int | None, reason: str) -> None:
         """Count and log a command that was not taken (``reason``: why a REJECTED one is invalid)."""
+        counts = self.counts
         ago_s = 0.0 if stamp is None else (self.t0_ns + self.k * self.dt_ns - stamp) * 1e-9  # its state's age
         match verdict:
             case Verdict.REJECTED:
-                self.rejected += 1
+                counts.rejected_commands += 1
                 self.last_reject = reason
                 self.log.error("rejected", f"command rejected: {reason}")
             case Verdict.STALE:
-                self.stale_answers += 1
+                counts.stale_answers += 1
                 self.log.error(
                     "stale answer",
                     f"command answering the state of {ago_s:.3f} s ago ignored "
                     f"(older than command_timeout {self.config.command_timeout:g} s)",
                 )
             case Verdict.FUTURE:
-                self.stale_answers += 1
+                counts.stale_answers += 1
                 self.log.error(
                     "future answer",
                     f"command answering a state {-ago_s:.3f} s after the current one ignored "
                     "(not published by this simulator: another run on the same ROS domain?)",
                 )
             case Verdict.UNTAGGED:
-                self.untagged_commands += 1
+                counts.untagged_commands += 1
                 self.log.error(
                     "untagged",
                     "lockstep: command without the answered state's stamp (layout.dim[0].label "
                     "'joints@<sec>.<nanosec>', see conversions.py) ignored",
                 )
             case Verdict.EARLIER:
-                self.stale_answers += 1
+                counts.stale_answers += 1
                 self.log.warning(
                     "earlier answer",
                     f"lockstep: command answering the state of {ago_s:.3f} s ago "
@@ -334,7 +344,7 @@ class SimNode:
                     "or two controllers on the command topic?)",
                 )
             case Verdict.EARLIER_START:  # one more answer to state 0, republished at start: no news
-                self.stale_answers += 1
+                counts.stale_answers += 1
 
     def _record_latency(self, stamp: int, now: float) -> None:
         k = (stamp - self.t0_ns) // self.dt_ns
@@ -412,7 +422,7 @@ class SimNode:
             self.safe_active = False
         else:
             plant.set_torque(plant.safe_torque(self.safe_damping, hold=self._hold))
-            self.missing += 1
+            self.counts.missing_command_steps += 1
             self.safe_active = True
         plant.step()
         self.k += 1
@@ -506,7 +516,7 @@ class SimNode:
                 self._step(self._command_fresh())
                 next_tick += dt
                 if time.monotonic() - next_tick > _RESYNC_S:
-                    self.overruns += 1
+                    self.counts.overruns += 1
                     next_tick = time.monotonic() + dt
             self._publish_state()
             self.step_time.add(clock() - t_work)
@@ -575,17 +585,12 @@ class SimNode:
 
     def _counts(self) -> dict[str, int]:
         """Event counters since start, in both ``/diagnostics`` and the summary."""
+        late = self.late
         return {
-            "commands_received": self.commands_received,
-            "commands_via_rclpy": self.commands_via_rclpy,
-            "rejected_commands": self.rejected,
-            "late_steps": self.late.count,
-            "late_runs": self.late.runs,
-            "longest_late_run": self.late.longest,
-            "missing_command_steps": self.missing,
-            "stale_answers": self.stale_answers,
-            "untagged_commands": self.untagged_commands,
-            "overruns": self.overruns,
+            **asdict(self.counts),
+            "late_steps": late.count,
+            "late_runs": late.runs,
+            "longest_late_run": late.longest,
         }
 
     def summary(self) -> dict[str, Any]:
