@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..qp.tasks import check_joint_reference
+from ..qp.tasks import check_joint_target
 from ..robot import RobotModel, check_pd_gains
 from ..safety import MAX_ANGLE
 from ..types import JointReference, JointState
@@ -99,8 +99,8 @@ class ComputedTorqueConfig:
 
 
 def _well_formed(reference: JointReference, n: int) -> bool:
-    """Cheap per-step check that the reference is one :func:`check_joint_reference` would return
-    as it is: float64 vectors of ``n`` finite entries (``v``, ``a`` optional), ``|q| ≤ MAX_ANGLE``."""
+    """Cheap per-step check that the reference is one :func:`~..qp.tasks.check_joint_target` would
+    return as it is: float64 vectors of ``n`` finite entries (``v``, ``a`` optional), ``|q| ≤ MAX_ANGLE``."""
     q = reference.q
     if not (
         isinstance(q, np.ndarray)
@@ -173,9 +173,13 @@ class ComputedTorque(Controller[JointReference]):
         """RNEA of the PD-corrected reference acceleration."""
         if reference is not self._reference_in:  # references are immutable: check each once
             n = self.robot.n
-            # Not as check_joint_reference returns it (a list, ints, a bool array): its float64
-            # copy, or the reason it is refused.
-            self._reference = reference if _well_formed(reference, n) else check_joint_reference(reference, n)
+            # Not as it came (a list, ints, a bool array): its float64 copy, or the reason it is refused.
+            checked = reference
+            if not _well_formed(reference, n):
+                checked = JointReference(
+                    *check_joint_target("reference", n, reference.q, reference.v, reference.a)
+                )
+            self._reference = checked
             self._reference_in = reference
         reference = self._reference
         error = self.robot.difference(reference.q, q)

@@ -356,22 +356,26 @@ class OrientationTask(FrameTask):
         return kin.data.oMf[self.frame_id].rotation.copy()
 
 
-def check_joint_reference(reference: JointReference, n: int, what: str = "reference") -> JointReference:
-    """Validate a :class:`JointReference` against ``n`` joints (raises :class:`TargetError`): float64
-    copies of its vectors, positions within ``±MAX_ANGLE``.
+def check_joint_target(
+    what: str, n: int, q: Any, v: Any = None, a: Any = None
+) -> tuple[FloatArray, FloatArray | None, FloatArray | None]:
+    """A joint reference's positions ``q`` (rad), velocities ``v`` (rad/s) and accelerations ``a``
+    (rad/s², both optional) for ``n`` joints as float64 copies, or a :class:`TargetError`; the
+    positions within ``±MAX_ANGLE``.
 
     Beyond that no angle difference resolves: past ~1e15 rad the short way round on a continuous
     joint is rounding (at 1e17 a joint's error read 0), and a posture error of 1e200 rad
     overflows the QP's cost (every step falls back, said only in the step's info). ``what``
     begins every message: ``reference`` (computed_torque's) gives ``reference position: …``, a
-    posture task ``posture target position: …``.
+    posture task ``posture target position: …``. Parts, not a :class:`JointReference`: a task
+    streamed a new target every step builds no object for it.
     """
-    q = as_vector(f"{what} position", reference.q, n, error=TargetError)
-    if not np.abs(q).max() <= MAX_ANGLE:
-        raise TargetError(f"{what} position: |q| above {MAX_ANGLE:g} rad: {q.tolist()}")
-    v = None if reference.v is None else as_vector(f"{what} velocity", reference.v, n, error=TargetError)
-    a = None if reference.a is None else as_vector(f"{what} acceleration", reference.a, n, error=TargetError)
-    return JointReference(q, v, a)
+    q_arr = as_vector(f"{what} position", q, n, error=TargetError)
+    if not np.abs(q_arr).max() <= MAX_ANGLE:
+        raise TargetError(f"{what} position: |q| above {MAX_ANGLE:g} rad: {q_arr.tolist()}")
+    v_arr = None if v is None else as_vector(f"{what} velocity", v, n, error=TargetError)
+    a_arr = None if a is None else as_vector(f"{what} acceleration", a, n, error=TargetError)
+    return q_arr, v_arr, a_arr
 
 
 class JointPostureTask(Task):
@@ -394,12 +398,15 @@ class JointPostureTask(Task):
         return self.robot.joint_names
 
     def _set_target(self, target: Any) -> None:
-        reference = target if isinstance(target, JointReference) else JointReference(target)
-        checked = check_joint_reference(reference, self.robot.n, f"{self.name} target")
+        if isinstance(target, JointReference):
+            parts = target.q, target.v, target.a
+        else:
+            parts = target, None, None
+        q, vel, acc = check_joint_target(f"{self.name} target", self.robot.n, *parts)
         # Stored only once every part is valid (see FrameTask._set_target).
-        self._target_q[:] = checked.q
-        self._ref_vel[:] = 0.0 if checked.v is None else checked.v
-        self._ref_acc[:] = 0.0 if checked.a is None else checked.a
+        self._target_q[:] = q
+        self._ref_vel[:] = 0.0 if vel is None else vel
+        self._ref_acc[:] = 0.0 if acc is None else acc
 
     def _compute(self, kin: KinematicsState) -> None:
         self.robot.difference(self._target_q, kin.q, out=self.error)
