@@ -32,16 +32,16 @@ an eighth joint the controller refuses to start with).
 
 Arguments:
     controller   gravity_comp | computed_torque | ...: overrides every parameter file's
-                 ``controller``. Default "": gravity_comp, the first controller to try on an arm,
-                 unless ``hardware_params_file`` or ``extra_params_file`` names one (that of
-                 ``params_file``, the simulation's, is not taken)
+                 ``controller``. Default "": the files' (config/gen3_hardware.yaml says
+                 gravity_comp, the first controller to try on an arm, over the simulation's
+                 computed_torque in ``params_file``)
     params_file  controller_node parameters (default: config/gen3_controllers.yaml, the
                  simulation's)
     hardware_params_file
                  layered over ``params_file`` (its values win): what differs on the real arm
-                 (default: config/gen3_hardware.yaml: ``command_delay`` 5 ms, against which the
-                 closed-loop dampings and gains are checked at start, dampings that pass that
-                 check, a 0.1 s fallback window); "": ``params_file`` alone
+                 (default: config/gen3_hardware.yaml: gravity_comp, ``command_delay`` 5 ms,
+                 against which the closed-loop dampings and gains are checked at start, dampings
+                 that pass that check, a 0.1 s fallback window); "": ``params_file`` alone
     extra_params_file
                  layered over ``hardware_params_file`` (its values win): only what differs from
                  both, e.g. one gain, keeping the hardware file's delay and dampings (default "":
@@ -71,10 +71,8 @@ The controller runs on the wall clock (``use_sim_time`` false), so the driver's 
 in the same clock as this machine's.
 """
 
-import tempfile
 from pathlib import Path
 
-import yaml
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo, OpaqueFunction
 from launch.conditions import IfCondition
@@ -90,21 +88,6 @@ PACKAGE = "torque_ctrl_ros"
 #: request_realtime/request_cpus (nodes/scheduling.py) would put under SCHED_FIFO on the node's
 #: own CPUs; every timing the documentation gives runs with one (make, run_sim, the benchmark).
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-#: The controller on the arm when neither the argument nor a hardware parameter file names one.
-FIRST_CONTROLLER = "gravity_comp"
-
-
-def _node_section_file(node: str, params: dict[str, object]) -> str:
-    """A parameter file holding ``params`` in ``node``'s own section.
-
-    rcl applies a file's section where that section first appeared among the files, and a
-    dictionary given to a Node goes in as a ``/**`` section, which then wins over the node's own
-    section of every file, the later ones included. A section named after the node stays in the
-    order of the files. Left in the temporary directory, as launch_ros leaves its dictionaries.
-    """
-    with tempfile.NamedTemporaryFile("w", prefix=f"{node}_", suffix=".yaml", delete=False) as file:
-        yaml.safe_dump({node: {"ros__parameters": params}}, file)
-    return file.name
 
 
 def _controller_node(context: LaunchContext) -> list[Node]:
@@ -115,9 +98,6 @@ def _controller_node(context: LaunchContext) -> list[Node]:
     controller = LaunchConfiguration("controller").perform(context).strip()
     if controller:
         overrides["controller"] = controller
-    else:
-        # Over the simulation's choice, under the files written for the arm.
-        files.append(_node_section_file("controller_node", {"controller": FIRST_CONTROLLER}))
     for argument in ("hardware_params_file", "extra_params_file"):
         path = LaunchConfiguration(argument).perform(context).strip()
         if path:
@@ -157,8 +137,8 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "controller",
                 default_value="",
-                description=f'controller_node\'s controller; "": {FIRST_CONTROLLER} unless a hardware '
-                "or extra parameter file names one",
+                description="controller_node's controller; \"\": the parameter files' (gravity_comp in "
+                "config/gen3_hardware.yaml)",
             ),
             DeclareLaunchArgument(
                 "params_file",
