@@ -446,7 +446,7 @@ def test_another_node_publishing_commands_is_a_warning(nodes: Any) -> None:
 
 
 def test_the_command_warning() -> None:
-    from torque_ctrl_ros.nodes.controller_node import _command_warning
+    from torque_ctrl_ros.nodes.common import command_publishers_warning as _command_warning
 
     assert _command_warning(0) == "" and _command_warning(1) == ""
     assert _command_warning(3).startswith("3 nodes publish on /effort_controller/commands")

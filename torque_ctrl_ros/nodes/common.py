@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import rclpy
@@ -77,6 +77,39 @@ def publishing_nodes(publishers: Sequence[Any]) -> int:
     graph until its lease runs out (~16 s on Fast DDS), for the first seconds under its node's
     name, then under :data:`UNKNOWN_NODE_NAME`; neither is a second publisher."""
     return len({(p.node_namespace, p.node_name) for p in publishers if p.node_name != UNKNOWN_NODE_NAME})
+
+
+def command_publishers_warning(
+    commanders: int, topic: str = COMMAND_TOPIC, applied: str = "whichever command came last"
+) -> str:
+    """What /diagnostics warn of when ``commanders`` nodes (:func:`publishing_nodes`, a controller
+    counting itself) publish on the command ``topic``, "" if at most one: another node (a second
+    launch on the same ``ROS_DOMAIN_ID``, a test publisher) commands the same arm, which gets
+    ``applied`` (a driver, like the simulator in realtime, applies the command that came last),
+    so it follows neither controller's law."""
+    if commanders <= 1:
+        return ""
+    return (
+        f"{commanders} nodes publish on {topic}: another node commands this arm too, and the arm "
+        f"gets {applied}"
+    )
+
+
+class SelfChecked(Protocol):
+    """A CDR codec of nodes/wire.py: ``available`` once it passed its self-check."""
+
+    available: bool
+
+
+def use_serialized_io(node: Node, requested: bool, *codecs: SelfChecked) -> bool:
+    """Whether ``node`` exchanges CDR bytes: ``requested`` (``serialized_io``) and every one of
+    ``codecs`` passed its self-check. Requested but not available, it says so and uses messages."""
+    if not requested:
+        return False
+    if all(codec.available for codec in codecs):
+        return True
+    node.get_logger().warning("serialized_io: the CDR codecs failed their self-check; using messages")
+    return False
 
 
 def one_line(text: str) -> str:

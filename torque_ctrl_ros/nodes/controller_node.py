@@ -54,6 +54,7 @@ from .common import (
     STOP,
     ThrottledLog,
     TimingLog,
+    command_publishers_warning,
     control_qos,
     exit_if_stuck,
     make_executor,
@@ -64,6 +65,7 @@ from .common import (
     refuse_parameter_changes,
     run_node,
     status,
+    use_serialized_io,
     write_json,
     write_output,
 )
@@ -188,10 +190,9 @@ class ControllerNode:
         # States in and commands out as CDR bytes when both codecs pass their self-check.
         self.state_wire = JointStateWire(robot.joint_names)
         self.command_wire = CommandWire(robot.n)
-        wire_ok = self.state_wire.available and self.command_wire.available
-        self.serialized = cfg.common.serialized_io and wire_ok
-        if cfg.common.serialized_io and not wire_ok:
-            node.get_logger().warning("serialized_io: the CDR codecs failed their self-check; using messages")
+        self.serialized = use_serialized_io(
+            node, cfg.common.serialized_io, self.state_wire, self.command_wire
+        )
         self.target = create_target_source(cfg.controller, node, self.controller)
         # A controller without a target (gravity_comp) has nothing to pause or drop on resuming.
         self._has_target = not isinstance(self.target, NoTargetSource)
@@ -652,7 +653,7 @@ class ControllerNode:
         )
         if states_warning:
             self.log.warning("stream", states_warning)
-        commands_warning = _command_warning(commanders, self._command_topic)
+        commands_warning = command_publishers_warning(commanders, self._command_topic)
         if commands_warning:
             self.log.warning("commanders", commands_warning)
         warning = "; ".join(w for w in (states_warning, commands_warning) if w)
@@ -825,19 +826,6 @@ def _stream_warning(step: float, state_publishers: int, foreign_states: int, top
             "source (a joint_state_publisher next to the driver?)"
         )
     return ""
-
-
-def _command_warning(commanders: int, topic: str = COMMAND_TOPIC) -> str:
-    """What /diagnostics warn of when ``commanders`` nodes (:func:`~.common.publishing_nodes`,
-    this one included) publish on the command topic, "" if at most one: another node (a second
-    launch on the same ``ROS_DOMAIN_ID``, a test publisher) commands the same arm, and the driver
-    applies whichever command came last, so the arm follows neither controller's law."""
-    if commanders <= 1:
-        return ""
-    return (
-        f"{commanders} nodes publish on {topic}: another node commands this arm too, and the arm "
-        "gets whichever command came last"
-    )
 
 
 class StepParts:

@@ -64,6 +64,7 @@ from .common import (
     Runs,
     ThrottledLog,
     TimingLog,
+    command_publishers_warning,
     control_qos,
     exit_if_stuck,
     make_executor,
@@ -74,6 +75,7 @@ from .common import (
     refuse_parameter_changes,
     run_node,
     status,
+    use_serialized_io,
     write_json,
     write_output,
 )
@@ -197,10 +199,9 @@ class SimNode:
         self.state_wire = JointStateWire(plant.joint_names)
         self.clock_wire = ClockWire()
         self.command_wire = CommandWire(self.n)
-        wire_ok = self.state_wire.available and self.clock_wire.available and self.command_wire.available
-        self.serialized = cfg.common.serialized_io and wire_ok
-        if cfg.common.serialized_io and not wire_ok:
-            node.get_logger().warning("serialized_io: the CDR codecs failed their self-check; using messages")
+        self.serialized = use_serialized_io(
+            node, cfg.common.serialized_io, self.state_wire, self.clock_wire, self.command_wire
+        )
 
         qos = control_qos(cfg.common)
         self.clock_pub = node.create_publisher(ClockMsg, CLOCK_TOPIC, 10)
@@ -552,12 +553,17 @@ class SimNode:
             **{f"step_time_{k}": v for k, v in percentiles_ms(self.step_time.window()).items()},
             **{f"state_out_{k}": v for k, v in percentiles_ms(self.state_out.window()).items()},
         }
-        # Two controllers on the topic answer every state, and whichever comes first drives the
-        # arm (in lockstep they share the steps, e.g. 202 and 98 of 300; in realtime the later
-        # one's command is held): say so. Counted by node, as a restarted controller's old
-        # endpoint stays in the graph for seconds.
-        commanders = publishing_nodes(self.node.get_publishers_info_by_topic(self.command_sub.topic_name))
+        # Two controllers on the topic answer every state, and neither drives the arm alone: in
+        # lockstep each state's first answer does (they share the steps, e.g. 202 and 98 of 300),
+        # in realtime the later one's command is held. Counted by node, as a restarted
+        # controller's old endpoint stays in the graph for seconds.
+        topic = self.command_sub.topic_name
+        commanders = publishing_nodes(self.node.get_publishers_info_by_topic(topic))
         values["command_publishers"] = commanders
+        applied = (
+            "each state's first answer" if self.config.mode == "lockstep" else "whichever command came last"
+        )
+        commanders_warning = command_publishers_warning(commanders, topic, applied)
         if self.safe_active:
             level, message = (
                 DiagnosticStatus.ERROR,
@@ -568,12 +574,8 @@ class SimNode:
                 DiagnosticStatus.WARN,
                 f"lockstep: no answer to state {self.k} for {answer_wait:.1f} s",
             )
-        elif commanders > 1:
-            level, message = (
-                DiagnosticStatus.WARN,
-                f"{commanders} nodes publish on {self.command_sub.topic_name}: more than one controller "
-                "drives the arm",
-            )
+        elif commanders_warning:
+            level, message = DiagnosticStatus.WARN, commanders_warning
         elif waiting:
             level, message = DiagnosticStatus.WARN, "waiting for a controller"
         else:

@@ -1,0 +1,36 @@
+"""The simulator's /diagnostics warning when more than one node publishes commands: the words the
+controller node uses too (nodes/common.py), with what the arm gets in each mode."""
+
+# ruff: noqa: F811 (the `nodes` fixture, imported from test_node_runtime_guards, is every test's argument)
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from ros_helpers import requires_rclpy, ros_domain  # noqa: F401
+from test_node_runtime_guards import Nodes, Recorder, nodes  # noqa: F401
+
+pytestmark = [pytest.mark.ros, requires_rclpy]
+
+
+@pytest.mark.parametrize(
+    ("mode", "applied"),
+    [("realtime", "whichever command came last"), ("lockstep", "each state's first answer")],
+)
+def test_two_command_publishers_are_warned_of_with_what_the_arm_gets(
+    nodes: Nodes, mode: str, applied: str
+) -> None:
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    sim = nodes.make("sim", mode=mode, wait_for_controller=False)
+    sim.diag_pub = Recorder()
+    endpoints = [SimpleNamespace(node_namespace="/", node_name=name) for name in ("first", "second")]
+    sim.node.get_publishers_info_by_topic = lambda topic: endpoints
+    sim._diag_next = 0.0
+    sim._maybe_diagnostics()
+    status = sim.diag_pub.sent[-1].status[0]
+    assert status.level == DiagnosticStatus.WARN
+    assert status.message == (
+        "2 nodes publish on /effort_controller/commands: another node commands this arm too, and the "
+        f"arm gets {applied}"
+    )
