@@ -132,9 +132,11 @@ def test_pd_gains_are_checked_at_the_robots_delay(robot: RobotModel) -> None:
         "qpid", robot, {"tasks": ["tool"], "tool": {"type": "pose", "frame": "end_effector_link"} | gains}
     )
     robot.set_command_delay(0.005)
-    with pytest.raises(ConfigError, match=r"computed_torque: kp 100000 .* 5 ms late \(command_delay\)"):
+    with pytest.raises(
+        ConfigError, match=r"computed_torque\.kp/kd: kp 100000 .* 5 ms late \(command_delay\)"
+    ):
         create_controller("computed_torque", robot, gains)
-    with pytest.raises(ConfigError, match=r"achd_rnea: kp 100000 .* 5 ms late"):
+    with pytest.raises(ConfigError, match=r"achd_rnea\.kp/kd: kp 100000 .* 5 ms late"):
         create_controller("achd_rnea", robot, gains)
     tool_only = {"tasks": ["tool"], "tool": {"type": "pose", "frame": "end_effector_link"} | gains}
     with pytest.raises(ConfigError, match=r"tool: kp 100000 .* on x .* 5 ms late"):

@@ -245,7 +245,7 @@ def test_values_valid_alone_that_conflict_are_refused_naming_one(tmp_path: Path)
             ctrl("computed_torque"),
             {"computed_torque.kp": 4e4, "computed_torque.kd": 400.0},
             late,
-            "computed_torque: kp",
+            "computed_torque.kp/kd: kp",
         ),
         (
             _start_controller_node,
