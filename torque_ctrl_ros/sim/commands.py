@@ -47,6 +47,11 @@ class Verdict(enum.Enum):
     EARLIER_START = "earlier_start"
 
 
+# The verdict of nearly every command, read once: a member lookup (``Verdict.ACCEPTED``) costs
+# ~80 ns on Python 3.11, a module global ~20 ns, and the simulator takes a command a millisecond.
+_ACCEPTED = Verdict.ACCEPTED
+
+
 class CommandRules:
     """The held command and the answer to the current state, by the rules of the module docstring.
 
@@ -105,7 +110,7 @@ class CommandRules:
         self.held_stamp = stamp
         if answers_current:
             self.answered, self.answer_valid = True, True
-        return Verdict.ACCEPTED
+        return _ACCEPTED
 
     def drop(self) -> None:
         """A command that could not be read at all (its bytes, its stamp label): it answers no
