@@ -56,10 +56,10 @@ from ..validation import FloatArray, as_positive_float, as_rotation, as_vector, 
 from .base import Controller, reject_unknown_keys
 
 POSE_ERRORS = ("decoupled", "se3")
-#: Largest ``task_wrench`` entry accepted (N, N·m): far beyond what any arm's actuators give, and
-#: the command's rounding stays small. With every axis constrained the wrench changes only ``λ``,
-#: yet it moved the Gen3's command by ~3e-13 N·m per N at home: 3e-7 N·m at 1e6, 0.3 at 1e12,
-#: every joint at its limit at 1e100, and from ~1e200 the solve overflowed on every step.
+#: Largest ``task_wrench`` entry accepted (N, N·m): far beyond what any arm's actuators give, while
+#: the rounding it adds to the command stays small. With every axis constrained the wrench changes
+#: only ``λ``, yet its rounding reaches the command, growing with the wrench until the solve
+#: overflows (docs/controllers.md, "Measurements behind the core's bounds and defaults").
 MAX_TASK_WRENCH = 1e6
 
 
@@ -184,8 +184,7 @@ def check_pose_error_axes(kind: str, axes: Sequence[str]) -> None:
     The ``se3`` linear part ``V(θ)⁻¹ Rᵀ (p_ref − p)`` mixes the translation error of every
     axis through the rotation error ``θ``. When the constrained rows reach 0 the free axes'
     errors are still there, so with a free rotation axis and a free translation axis the
-    constrained translation rows settle at 0 away from the target (MuJoCo, ``x, y, rz``
-    constrained, the target 5 cm lower and tilted 0.3 rad about x: 8.3 mm off in y at rest).
+    constrained translation rows settle at 0 away from the target (docs/controllers.md).
     With all three linear axes constrained ``p = p_ref`` at rest (``V`` is invertible), with
     all three angular ones ``θ = 0`` and ``V = I``: the equilibrium is the target's.
     """
@@ -214,9 +213,10 @@ class AchdRneaConfig:
         joint_damping: ``K_null`` (N·m·s/rad) per joint in ``τ_ff``, ``>= 0``; by default
             :data:`~..robot.DELAYED_DAMPING`, which stays stable with the command up to 5 ms
             late. It acts at every step, so every late command of a busy simulator or of the
-            real arm's loop delays it: the safe brakes' larger :data:`~..safety.DEFAULT_DAMPING`
-            rang joints 1 and 3 up to 12 times their velocity limits with the command 3 ms late,
-            where this one tracks as it does on time. Alone or with ``free_axis_damping``, it is
+            real arm's loop delays it: with the safe brakes' larger
+            :data:`~..safety.DEFAULT_DAMPING` joints 1 and 3 ring with the command a few ms late,
+            where this one tracks as it does on time (docs/hardware.md, "Damping and the delay,
+            measured"). Alone or with ``free_axis_damping``, it is
             refused where the 1 kHz update with the robot's ``command_delay`` would make it grow
             (:meth:`RobotModel.check_frame_damping`): a scalar 1.0 is (the wrist needs ~10× less
             than the shoulder).

@@ -12,22 +12,18 @@ per row of every soft barrier group (a joint's two limit rows share one)::
 controller runs at (the parameters: :mod:`.qpid_config`). In QP standard form
 ``½·zᵀ·H·z + gᵀ·z`` the ``q̈`` block of ``H`` is ``2·Σ J_iᵀ·W1_i·J_i + 2·W2 + 2·Δt²·W3`` and
 the ``q̈`` part of ``g`` is ``−2·Σ J_iᵀ·W1_i·(ẍᵈ_i − J̇_i·q̇) + 2·Δt·W3·q̇``; ``g_s = w_s``
-(scaled: see below). Rows do
-not share slacks across joints: one slack shared by a group, paid once, would loosen every row
-of the group by what its worst row needs (a wrist pushed past its velocity limit let the
-posture task drive joint 7 to 1.68 rad/s against its 1.22 limit). (Substituting
-``τ = M·q̈ + nle`` would halve the variables; measured along the benchmark motion it saves
-~5 µs of median solve time but the torque-limit rows ``M·q̈`` triple the p99 iterations,
-so ``τ`` stays a variable with plain bounds.)
+(scaled: see below). Rows do not share slacks across joints: one slack shared by a group, paid
+once, would loosen every row of the group by what its worst row needs. ``τ`` stays a variable
+with plain bounds: substituting ``τ = M·q̈ + nle`` would halve the variables, but the
+torque-limit rows ``M·q̈`` make the solver need many more iterations (docs/performance.md,
+"Measured and not adopted").
 
 The solver sees the slacks scaled: its variables are ``ŝ = s/σ`` with ``σ = 1/√w_s``, so the
 slack columns carry ``σ`` in the barrier rows and ``w_s·σ = √w_s`` in ``g`` instead of 1 and
-``w_s`` (the same problem; ``s = σ·ŝ`` is read back). Unscaled, the cost of 1e6 put terms of
-that size into the dual residual, whose rounding then sat at the 1e-9 tolerance: cold solves
-at 200 random states (every barrier on) took p90 374 / max 1 205 iterations, and qpid and
-hqpid fell back once each; scaled, p90 12 / max 22 and none. At states past their velocity
-limits (slack in use) p90 88 → 21. (``σ = 1/w_s`` makes the first case cheaper still but the
-second worse: 9 of those 200 fell back.)
+``w_s`` (the same problem; ``s = σ·ŝ`` is read back). Unscaled, the cost of 1e6 puts terms of
+that size into the dual residual, whose rounding then sits at the 1e-9 tolerance, and solves
+that have converged keep iterating; ``σ = 1/w_s`` over-corrects where the slacks are in use
+(figures: docs/performance.md, "Scaled slack variables").
 
 ``qpid`` puts every task in that one QP (their ``level`` is ignored). ``hqpid`` puts the
 tasks with ``level == 0`` there, then solves each level ``k > 0`` over what the levels above
@@ -114,9 +110,8 @@ _MISSING = object()
 # Rows within this distance of their bound count as active in diagnostics.
 _ACTIVE_TOL = 1e-6
 #: Room (rad/s², m/s², N·m: the rows' units) a lower HQPID level has past a bound the level above
-#: left at its edge. With 10·eps_abs (1e-8) the bounds of rows active above were slabs 2e-8 wide,
-#: and ProxSuite ran out of iterations on 19 of 1 000 steps driving the tool into the base (each
-#: failure costing up to 4.3 ms); with 1e-6, none, and the p99 solve 340 → 260 µs.
+#: left at its edge: at 10·eps_abs the bounds of rows active above are slabs too thin for ProxSuite,
+#: which then runs out of iterations (docs/performance.md, "Measurements behind the core's choices").
 _LOWER_LEVEL_ROOM = 1e-6
 # The LAPACK gufuncs behind numpy.linalg.qr(mode="complete"), without the wrapper's checks
 # (numpy.linalg.qr where they are missing).
@@ -131,8 +126,8 @@ def _null_space_basis(J: FloatArray, work: FloatArray, out: FloatArray) -> None:
     They are the last r columns of ``Q`` in the complete QR factorisation ``Jᵀ = Q·R``: the
     columns of ``Jᵀ`` lie in the span of the first m columns of ``Q`` whatever the rank of ``J``,
     so the others are orthogonal to every row of ``J`` (and span its whole null space when ``J``
-    has full row rank). ``work`` (n × m) is overwritten. 2.7 µs for a 6 × 7 ``J`` where the SVD
-    took 7.5.
+    has full row rank). ``work`` (n × m) is overwritten. Cheaper than an SVD, about a third of its
+    time for a 6 × 7 ``J`` (docs/performance.md, "What was changed for speed").
     """
     m = J.shape[0]
     if _qr_r_raw is None or _qr_complete is None:

@@ -35,15 +35,14 @@ _TASK_KEYS = {"type", "frame", "kp", "kd", "weight", "level"}
 #: per-joint vectors too).
 _TOP_LEVEL_KEYS = {"acceleration_weight", "velocity_weight", "slack_weight", "fallback_damping"}
 _SOLVER_KEYS = {"eps_abs", "max_iter"}
-#: Loosest solver tolerance accepted. Measured at home with a posture step: solved to eps_abs 1e-3,
-#: the torques were within 1e-3 N·m of those solved to 1e-9; to eps_abs 100, joint 2's moved by
-#: 2 N·m (−8.62 → −6.53) with the QP still reported solved.
+#: Loosest solver tolerance accepted: the residuals are in rad/s² and N·m, so a looser "solved"
+#: answer is a wrong torque (docs/controllers.md).
 _MAX_EPS_ABS = 1e-3
 #: Most solver iterations per attempt accepted: a failing level runs 2·max_iter of them, ~1.5–2 ms
 #: at 50, so already 30–40 ms at this cap (beyond, proxsuite itself refuses values ≥ 2⁶³).
 _MAX_ITER = 1000
-#: Tightest solver tolerance accepted: 1e-14 held along a tool move in MuJoCo, 1e-16 fell back on
-#: every step (the residuals cannot get below rounding).
+#: Tightest solver tolerance accepted: the residuals cannot get below rounding, so a tighter one
+#: makes every solve run out of iterations and every step fall back.
 _MIN_EPS_ABS = 1e-14
 #: Accepted range of ``slack_weight`` (the default is 1e6). The solver sees the slacks scaled by
 #: ``σ = 1/√w_s`` (see :mod:`.qpid`): beyond it ``σ²`` or ``(w_s·σ)²`` overflow the finiteness
@@ -51,9 +50,8 @@ _MIN_EPS_ABS = 1e-14
 _SLACK_WEIGHT_RANGE = (1e-6, 1e12)
 #: Least ``slack_weight`` accepted per unit of the largest task weight. A slack is used where a
 #: task's marginal cost ``2·w·|ẍ|`` exceeds ``w_s``; at 1e4 the barriers hold against task
-#: accelerations up to ~5 000 (m/s², rad/s²). A posture task at kp 400 driven past three joint
-#: limits ran joint 6 at 5.1 times its velocity limit at a ratio of 1e3 (slack_weight 1e3 and
-#: weight 1, or 1e4 and 10, or 1e5 and 100), at 1.000 at 1e4 (1e4 and 1, 1e3 and 0.1, 1e2 and 0.01).
+#: accelerations up to ~5 000 (m/s², rad/s²), where at 1e3 a posture task pushed past the velocity
+#: barrier (docs/controllers.md).
 MIN_SLACK_PER_WEIGHT = 1e4
 #: Largest weight accepted for a task, ``acceleration_weight`` or ``velocity_weight`` entry: the
 #: QP data must stay finite (at 1e300 every step falls back), and far below that the level's
@@ -66,11 +64,11 @@ def max_weight_ratio(eps_abs: float) -> float:
     smallest regularisation of a joint (``acceleration_weight + Δt²·velocity_weight`` plus the
     weight of the level's posture tasks on that joint), at solver tolerance ``eps_abs``.
 
-    The level's Hessian is that ill-conditioned, and the solver's absolute tolerance falls below
-    its rounding: hqpid along a tool move in MuJoCo (acceleration_weight 1e-4) held at 3e6 and fell
-    back on every step at 1e7 with eps_abs 1e-9 or 1e-8, held at 1e7 and fell back at 1e8 with
-    1e-7 or 1e-6. With no regularisation at all, a lower hqpid level solved rounding noise (torque
-    steps of 3 N·m).
+    The level's Hessian is that ill-conditioned, and beyond the ratio the solver's absolute
+    tolerance falls below its rounding: every step falls back. From ``eps_abs`` 1e-7 on, the bound
+    is ten times higher. With no regularisation at all, a lower hqpid level solves rounding noise
+    (the MuJoCo runs behind both: docs/controllers.md, "Measurements behind the core's bounds and
+    defaults").
     """
     return 1e7 if eps_abs >= 1e-7 else 1e6
 
@@ -152,11 +150,10 @@ class QPIDConfig:
         fallback_damping: ``K_d`` (N·m·s/rad) of the fallback torque ``g − K_d·q̇``, held for one
             control period; by default :data:`~..robot.DELAYED_DAMPING`, stable with the command
             up to 5 ms late. A level that fails is the slow path (up to ~2 ms of iterations), so
-            fallbacks and late commands come together: with the safe brakes' larger
-            :data:`~..safety.DEFAULT_DAMPING`, a fallback held 1 s rang the wrist to 57–73 rad/s
-            in MuJoCo with the command 5–6 periods late at home, and to 65–129 rad/s 2–4 periods
-            late where joints 1, 3, 5 and 7 line up. A scalar above ~0.28 is refused with
-            ``command_delay`` 1 ms (the simulator's), above ~0.10 at 5 ms (4 periods late).
+            fallbacks and late commands come together, and with them the safe brakes' larger
+            :data:`~..safety.DEFAULT_DAMPING` rings the wrist (docs/hardware.md, "Damping and the
+            delay, measured"). A scalar above ~0.28 is refused with ``command_delay`` 1 ms (the
+            simulator's), above ~0.10 at 5 ms (4 periods late).
         eps_abs, max_iter: solver tolerance and cap on the outer iterations of one solve
             attempt; a failed warm attempt is retried cold once (see :mod:`..qp.problem`), so
             an infeasible level is reported after at most ``2·max_iter`` (~1.5–2 ms at 50).

@@ -24,15 +24,12 @@ where ``J_p`` is the Jacobian of the linear velocity of the material point of th
 at ``p`` and ``J̇_p·q̇`` its classical bias acceleration. ``d̈ = ∇d·q̈ + drift`` leaves out
 the normal's rotation, ``ṅᵀ·(v_p₂ − v_p₁)``. That term would be ``≥ 0`` if the witness points
 stayed the same material points, but they slide along the capsules' axes, and then it takes
-either sign: compared with finite differences of coal's distance, ``d̈ − ∇d·q̈ − drift`` went
-down to −0.85 m/s² over random states (about 40 % of ``α²·h`` at ``α = 10``, ``h = 2 cm``).
-So a barrier built on it is not conservative: driving the tool into the base with
-``d_safe = 30 mm`` (slack unused, rows on the two closest pairs) the distance dipped 1.4 mm
-below ``d_safe`` at a tool ``kp`` of 100 and 1.8 mm at 400 (2.1 mm without the gradient
-filter). Pick ``d_safe`` with that margin. The missing term grows with the speed squared:
-with the joint velocity barrier off the arm moved several times faster, ``d̈`` was overestimated
-by ~12 m/s² while a row held, and the capsules went 5–14 mm inside ``d_safe`` or overlapped
-(tool kp 225–400), so the QP controllers accept this barrier only with that one.
+either sign. So a barrier built on it is not conservative: with the slack unused the distance
+can still dip a couple of mm below ``d_safe``; pick ``d_safe`` with that margin. The missing
+term grows with the speed squared, so the QP controllers accept this barrier only with the joint
+velocity barrier, which keeps the speeds where the dip stays that small. (The term's size against
+finite differences, and the dips in MuJoCo with and without the velocity barrier:
+docs/controllers.md, "Measurements behind the core's bounds and defaults".)
 
 A capsule is ``coal.Capsule(radius, length)`` with the full segment length (coal keeps half of
 it as ``halfLength``; given the half length, a capsule would cover only the middle half of its
@@ -320,8 +317,8 @@ class SelfCollisionModel:
     def _track_closest(self, v: FloatArray | None, JJd4: FloatArray) -> None:
         """Rows for the :attr:`pairs` closest pairs, skipping a pair at the distance of a closer
         one to within 1 nm: capsules ending on the same joint sphere give the same witness
-        points, distance and gradient, and two identical rows made the QP degenerate (its solve
-        ran out of iterations); distinct pairs that close are a coincidence, and the row they
+        points, distance and gradient, and two identical rows make the QP degenerate (its solve
+        runs out of iterations); distinct pairs that close are a coincidence, and the row they
         would take goes to the next pair. Rows left over stay inactive (distance inf, gradient
         and drift 0).
         """

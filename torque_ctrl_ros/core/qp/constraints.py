@@ -134,10 +134,9 @@ class JointPositionBarrier(_JointRowsBarrier):
     i.e. ``σ·q̈ + s ≥ −2α·σ·q̇ − α²·h`` with ``h = σ·q − [q_min; −q_max]``. Continuous joints
     have no rows. ``margin`` is the smallest ``h`` (rad).
 
-    A larger ``α`` brakes later and harder, until the torque limits cannot: MuJoCo, qpid, a
-    posture (kp 400) aimed past joints 2, 4 and 6 for 2 s: ``α`` 100 held (min ``h`` 2e-15 rad),
-    400 and 500 crossed by 5.2 and 6.1 mrad with 15 steps at the torque limits (the slack takes
-    what the torque cannot).
+    A larger ``α`` brakes later and harder, until the torque limits cannot: the slack then takes
+    what the torque cannot, and the joint crosses its limit by a few mrad (docs/controllers.md,
+    "Measurements behind the core's bounds and defaults").
     """
 
     name = "joint_position"
@@ -202,20 +201,20 @@ class SelfCollisionBarrier(Barrier):
 
         ∇d_i·q̈ + s_i ≥ −drift_i − 2α·∇d_i·q̇ − α²·(d_i − d_safe)
 
-    A single row on the closest pair let a second pair close in unconstrained: with the
-    Gen3's tool driven at its base, the bracelet took over the row only 9 mm from ``d_safe``
-    and dipped 6 mm below it; with the two closest pairs (the default) it stays within ~2 mm
-    (1.4–1.8 mm measured, see :mod:`.collision`; ``test/test_qpid.py`` allows 3), as with
-    three. These figures need the joint velocity barrier, which the QP controllers therefore
-    require with this one (:class:`~..controllers.qpid.QPID`): without it the arm
-    folded at ~0.9 m/s, a pair closing that fast took a row 62 mm away and the capsules went
-    5–14 mm inside ``d_safe`` or overlapped (see :mod:`.collision`). Each pair costs ~5 µs a step.
-    Each row's ``∇d``
-    is passed through a first-order exponential filter ``∇d_f ← ∇d_f + β·(∇d − ∇d_f)``
-    (``β = 0.2`` by default) so the row does not jump when the pair in it changes;
-    ``drift = (d/dt ∇d)·q̇`` comes from the witness points' bias accelerations (see
-    :mod:`.collision`). ``margin`` is ``d_min − d_safe``; :attr:`gradient` is the closest
-    pair's row.
+    Each row's ``∇d`` is passed through a first-order exponential filter
+    ``∇d_f ← ∇d_f + β·(∇d − ∇d_f)`` (``β = 0.2`` by default) so the row does not jump when the
+    pair in it changes; ``drift = (d/dt ∇d)·q̇`` comes from the witness points' bias
+    accelerations (see :mod:`.collision`). ``margin`` is ``d_min − d_safe``; :attr:`gradient` is
+    the closest pair's row.
+
+    Two rows by default: a single row on the closest pair lets a second pair close in unchecked
+    until it takes the row, too late to stop short of ``d_safe``. With two, the distance stays
+    within ~2 mm of ``d_safe`` (``test/test_qpid.py`` allows 3), as with three. That needs the
+    joint velocity barrier, which the QP controllers therefore require with this one
+    (:class:`~..controllers.qpid.QPID`): faster, a closing pair takes a row too late and the
+    distance model's missing term (see :mod:`.collision`) grows, and the capsules go well inside
+    ``d_safe``. (Figures: docs/controllers.md, "Measurements behind the core's bounds and
+    defaults".)
     """
 
     name = "self_collision"
@@ -462,8 +461,8 @@ class SingularityBarrier(Barrier):
         al = self.alpha
         self.C[0] = self.gradient
         if w == 0.0:
-            # No q̈ moves w here: the row 0·q̈ ≥ α²·w_min could not be met, and as a hard row it
-            # made every step fall back (~1 ms of solver iterations), leaving the arm where it was.
+            # No q̈ moves w here: the row 0·q̈ ≥ α²·w_min cannot be met, and as a hard row it
+            # would make every step fall back (~1 ms of solver iterations), leaving the arm there.
             self.lower[0] = -math.inf
         else:
             self.lower[0] = -self.curvature - 2.0 * al * self.rate - al * al * (w - self.w_min)

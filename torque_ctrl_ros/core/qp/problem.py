@@ -13,39 +13,26 @@ warm-starts from the previous primal-dual solution, so a control step costs one
 update and a few iterations, with no allocation of the problem matrices.
 
 Proximal parameters (``reset_proximal``, default on): a warm solve restarts from the
-solver's default proximal parameters (``rho``, ``mu_eq``, ``mu_in``). ProxQP adapts ``mu``
-within a solve and, left alone, a warm start inherits the last values; along a closed loop
-they drift to values that suit the previous problem and not the next. Measured on the
-benchmark motion (2 000 steps, the QP controllers' level 0): qpid / hqpid 4 / 26 median
-iterations and 1 / 21 failed warm solves inherited, 2 / 2 and none reset (median warm
-solve 31 → 23 µs and 101 → 24 µs). Since the controllers scale their slack variables
-(see ``controllers.qpid``) the reset costs a little there instead (3 000 states, no row active:
-qpid p99 6 iterations reset against 3 inherited, 6 809 against 6 101 in all, no failure either
-way), and reset stays for the steps where barrier
-rows are active: there it still saves iterations (the tool driven into the base in MuJoCo: p99 7
-against 20; docs/performance.md). The small null-space QPs of
-hqpid's lower levels behave the other way round (p99 12 → 38 iterations when reset), so they
-keep them.
+solver's default proximal parameters (``rho``, ``mu_eq``, ``mu_in``) instead of those ProxSuite
+adapted during the last solve. Along a closed loop the adapted values drift to suit the previous
+problem, not the next: reset bounds the iterations where barrier rows are active, the steps whose
+time matters most, for a few more where none is. The small null-space QPs of hqpid's lower levels
+need more iterations reset, so they keep them. (Figures for this whole docstring:
+docs/performance.md, "Measurements behind the core's choices".)
 
-Iteration cap and retry: ``max_iter`` caps the solver's outer (proximal / BCL)
-iterations of one attempt (default 50, ~15–20 µs each on these problem sizes); the
-iterations a :class:`Solution` reports are ProxSuite's ``info.iter``, its inner (semi-smooth
-Newton) ones, which can exceed ``max_iter`` (145 for 50 outer in a cold infeasible solve). A warm
-attempt that fails is retried once from a cold start: ``init`` rebuilds the
-preconditioner for the current matrices. A warm start keeps the preconditioner of the
-first problem; along a closed loop whose active set changed a lot it can go stale and a
-warm solve then needs many iterations where a cold one needs ~40. An infeasible problem is
-therefore reported after at most ``2·max_iter`` outer iterations (measured ~1.5–2 ms, up to
-3.4 ms on a loaded machine; not a hard bound) instead of running for ~15 ms.
+Iteration cap and retry: ``max_iter`` caps the solver's outer (proximal / BCL) iterations of one
+attempt (default 50); the iterations a :class:`Solution` reports are ProxSuite's ``info.iter``,
+its inner (semi-smooth Newton) ones, which can exceed ``max_iter``. A warm attempt that fails is
+retried once from a cold start: ``init`` rebuilds the preconditioner for the current matrices. A
+warm start keeps the preconditioner of the first problem, which goes stale along a closed loop
+whose active set changed a lot; a warm solve then needs many times the iterations of a cold one.
+An infeasible problem is therefore reported after at most ``2·max_iter`` outer iterations (not a
+hard time bound: ~1.5–2 ms at 50) instead of running for ten times that.
 
-Problems known to be feasible (``known_feasible``, hqpid's lower levels, where ``x = 0``
-meets every row): ProxSuite's primal infeasibility test (tolerance ``eps_primal_inf``, 1e-4 by
-default) raised false alarms on them, PRIMAL_INFEASIBLE after ~16 iterations on problems
-quadprog solved to 1e-21 and that ProxSuite itself solves in ~25 once the tolerance is 1e-12;
-in a closed loop (MuJoCo, a position tool task over a posture task of weight 1, 3 × 3 s) 4 of
-the 17 failed lower-level steps were such alarms. There the tolerance is 1e-12, and the alarms
-that remain (a tool task at its torque limits over a posture task of weight 1: 127 of 1 500
-steps, with ``x = 0`` strictly inside every row) are reported as MAX_ITERATIONS: the solve
+Problems known to be feasible (``known_feasible``, hqpid's lower levels, where ``x = 0`` meets
+every row): ProxSuite's primal infeasibility test (tolerance ``eps_primal_inf``, 1e-4 by default)
+raises false alarms on them, PRIMAL_INFEASIBLE on problems another solver solves exactly. There
+the tolerance is 1e-12, and an alarm that still comes is reported as MAX_ITERATIONS: the solve
 stopped short of a problem that has a solution.
 """
 
@@ -236,9 +223,9 @@ class DenseQP:
         solver: warm-started on it, ProxSuite could report SOLVED and return the previous
         solution. It gives :attr:`SolveStatus.NON_FINITE` at once, and the next solve is cold.
         Nor is a row whose bounds cross beyond rounding (``l − u > eps_abs·max(1, |l|, |u|)``, with
-        ``±inf`` clipped to ``±1e20``: no ``x`` meets it): ProxSuite took 100 to 19 700 iterations
-        over such problems and mostly reported MAX_ITERATIONS, and the one-variable closed form
-        took ``l = +inf, u = 1`` for unbounded. It gives :attr:`SolveStatus.PRIMAL_INFEASIBLE` at
+        ``±inf`` clipped to ``±1e20``: no ``x`` meets it): ProxSuite can take thousands of iterations
+        over such problems and mostly reports MAX_ITERATIONS, and the one-variable closed form
+        would read ``l = +inf, u = 1`` as unbounded. It gives :attr:`SolveStatus.PRIMAL_INFEASIBLE` at
         once, its primal residual the largest ``l − u``, and the next solve is cold. Bounds
         crossed by rounding go to the solver (the closed form accepts them as met).
         """
@@ -284,8 +271,8 @@ class DenseQP:
         info = res.info
         status = _STATUS.get(info.status, SolveStatus.NOT_RUN)
         if status is SolveStatus.PRIMAL_INFEASIBLE and self.known_feasible:
-            # The caller's feasible x says it is a false alarm (even at eps_primal_inf 1e-12:
-            # hqpid's posture level under a tool task at its torque limits, 127 of 1 500 steps).
+            # The caller's feasible x says it is a false alarm (they still come at
+            # eps_primal_inf 1e-12: see the module docs).
             status = SolveStatus.MAX_ITERATIONS
         # Views of the solver's own result vectors (allocated once, overwritten by every solve
         # and read as the warm start of the next): no copies.
@@ -333,10 +320,10 @@ class DenseQP:
         ``[l/c, u/c]`` (ends swapped for ``c < 0``), a row with ``c = 0`` only asks
         ``l ≤ 0 ≤ u``. The minimiser is ``−g/h`` clamped to the intersection ``[lo, hi]``
         (``h > 0``), or the end that ``−g`` points to (``h = 0``). The multiplier of the row
-        whose bound is met is ``−(h·x + g)/c``. ProxSuite on these problems (hqpid's lower
-        levels on a 7-DoF arm under a 6-D task) took 2 iterations median but up to hundreds,
-        and its answers differed from this one by up to 1e-3 where rows are nearly orthogonal
-        to the free direction.
+        whose bound is met is ``−(h·x + g)/c``. Why not ProxSuite: on these problems (hqpid's
+        lower levels on a 7-DoF arm under a 6-D task) it can take hundreds of iterations, and
+        its answers differ from this one by up to 1e-3 where rows are nearly orthogonal to the
+        free direction.
         """
         t0 = time.perf_counter()
         h, g = float(self.H[0, 0]), float(self.g[0])
