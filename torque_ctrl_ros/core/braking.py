@@ -4,9 +4,8 @@ When the controller node's watchdog refuses the joint states (stale, non-finite,
 or the controller fails on one, the node keeps sending a safe command for up to
 ``watchdog.fallback_duration`` before it stops. The last trustworthy information is the last
 good state ``(q₀, q̇₀)``. Repeating ``g(q₀) − K_d·q̇₀`` is no damping: the term does not follow
-the arm, so once it has stopped a joint it keeps pushing that joint the other way. In the
-simulator, from the home pose at 0.5 rad/s on every joint, 0.5 s of it took the last wrist
-joint to 75 rad/s (its limit is 1.22).
+the arm, so once it has stopped a joint it keeps pushing that joint the other way (in the
+simulator it spins the last wrist joint far past its limit).
 
 :class:`SafeBrake` sends instead what damping feedback would send if the arm moved as the model
 predicts under the commands actually sent. From ``(q̂, q̂̇) = (q₀, q̇₀)`` when the first safe
@@ -26,27 +25,21 @@ late one advances the prediction by what the arm really went through. Held for `
 ``h·M⁻¹·K_d``, below 1 by :meth:`RobotModel.check_damping`), which leaves ``(−1, 1)`` once
 ``m·λ ≥ 2``. How long a command will be held is only known afterwards, so once a gap of
 ``m > 2`` periods has been seen in the window the commands damp with ``K_d·2/m``, ``m`` the
-longest gap so far. (MuJoCo, from the home pose at 0.5 rad/s on every joint, 0.5 s, commands
-every 1 / 2 / 5 / 10 / 25 ms: with ``K_d`` throughout, the kinetic energy ends at 7 / 7 / 7 % of
-its start, then joint 7 reaches 58 and 156 rad/s; scaled (the first command as below), 7 / 7 /
-27 / 50 / 83 %. The scaling is for the largest ``λ`` over the workspace; the home pose's are
-smaller, hence the slower braking at 5 ms. Scaled by the gap just before each command instead,
-gaps alternating 1 and 7 ms spin the wrist to 56 rad/s: a command after a short gap, held
-for a long one.)
+longest gap so far: scaled by the gap just before each command instead, a command after a
+short gap can be held for a long one. The scaling is for the largest ``λ`` over the workspace,
+so it brakes more slowly than needed where ``λ`` is smaller (at home).
 
 The first command has no gap to go by. When it answers a refused state, the stream itself is
 in doubt and the next state may not come: it damps with ``K_d·2/``:data:`FIRST_HOLD_PERIODS`,
 safe held that long (the simulator's command timeout; a driver's is a few periods). Held 1 ms,
-as at 1 kHz, that costs one period of damping (energy at the end 7 % either way); with ``K_d``,
-a first command held 20 / 50 ms, then states every 1 ms, took joint 7 to 2.2 / 5.9 times its
-velocity limit; with the scaling the fastest joint reached 0.49 / 0.59 of its own. When it
-answers a good state the controller failed on, the stream is alive and the command is
-restarted from each such state: damped for the stream's period once it is known (before,
-as after a refused state), ``K_d`` at 1 kHz (restarted
-with ``K_d`` every 10 / 25 ms instead, the energy grows 10 / 100-fold).
+as at 1 kHz, that costs one period of damping; with ``K_d`` instead, a first command held tens
+of ms spins the wrist past its velocity limit. When it answers a good state the controller
+failed on, the stream is alive and the command is restarted from each such state: damped for
+the stream's period once it is known (before, as after a refused state), ``K_d`` at 1 kHz.
 Beyond that, every damping bound here is for one state per 1 ms; on a stream of one state
 every ``m`` ms each damping of this package is ``m`` times closer to its bound, this one
-included.
+included. (The MuJoCo runs behind these choices: docs/controllers.md, "Measurements behind the
+core's bounds and defaults".)
 
 Timing the prediction from commands sent, not from when the fallback began, makes the first
 command the same whether or not the stream fell silent first (no command was sent then). On

@@ -20,19 +20,18 @@ STRETCH_MARGIN = 0.015
 """How far (m) inside :class:`Reach`'s bound without its margin a target must lie for a law without a
 singularity barrier (``achd_rnea``): :meth:`Reach.check_clear_of_stretch`. The bound is reached only
 where the offsets line up (straight up, 0.9028 m for the Gen3's tool); sideways the arm stretches
-at 0.8975 m, and from home in MuJoCo an approached tool target there ran joint_5 at 3.7 times its
-velocity limit, 5 mm beyond it (still within the bound) at 13.9 times, through the stretched
-singularity. 3 mm inside the sideways stretch it peaked at 0.55 of a limit, 10 mm inside at 0.53
-(and 10 mm inside the upward stretch at 0.48): this margin leaves 10 mm sideways."""
+at 0.8975 m, and an approached tool target there drives the wrist through the stretched
+singularity at several times its velocity limit, where a few mm inside it stays near half a limit
+(docs/controllers.md, "Measurements behind the core's bounds and defaults"). This margin leaves
+10 mm sideways."""
 
 MAX_TARGET_DISTANCE = 10.0
 """Largest coordinate (m, base frame) of a Cartesian target position a core task or controller
 takes (:func:`check_target_position`): far past any arm's reach (the Gen3's tool: 0.91 m, see
 :class:`Reach`, which the nodes check first), so only absurd numbers are refused (a unit
 mistake, 1e160 m). Within it the laws here still solve at the highest gains they accept; beyond,
-the error times the gain outgrows them: from home at rest, at kp 1.5e5 1/s², the QP solved
-targets 20 m out and fell back from 50 m out (at kp 100 1/s² from 1e5 m), and achd_rnea's
-constrained solve was non-finite (a SolverError) at 1e160 m."""
+the error times the gain outgrows them: the QP falls back, and far enough out achd_rnea's
+constrained solve is non-finite (docs/controllers.md)."""
 
 
 def check_target_position(position: FloatArray, what: str) -> None:
@@ -58,9 +57,9 @@ class Reach:
     origin is then within that sum of the circle. It is an outer bound, tight only where every
     offset after ``j₂`` can line up pointing away from the circle: for the Gen3's tool, 0.9028 m
     (+ :data:`REACH_MARGIN`) from a circle of 5.4 mm radius 0.285 m above the base. (Measured
-    from the base origin, the bound would be 1.198 m in every direction, while the arm reaches
-    0.90 m sideways: it would take a target 1.15 m out, and ``achd_rnea`` runs saturated for
-    2 673 of 3 000 steps stretching toward one.) Only revolute joints are supported (so does
+    from the base origin, the bound would be 1.198 m in every direction while the arm reaches
+    0.90 m sideways: it would take targets 1.15 m out, which the arm can only stretch toward,
+    saturated.) Only revolute joints are supported (so does
     :class:`~.robot.RobotModel`): a prismatic one's travel is no offset.
 
     Attributes:

@@ -384,8 +384,8 @@ class Watchdog:
         self.clock_resets = 0  # accepted states stamped before the last good one (see check)
         self._accepted_at = -math.inf  # the receiver's clock (s) at the last accepted state
         self._order_stamp = -math.inf  # what a new stamp must not be older than (see check)
-        # The 29th attribute: with a 30th, each attribute read is slower (CPython 3.11, measured:
-        # check() on a good state 4.3 µs instead of 4.2), so the jump test keeps its own in _Jumps.
+        # The 29th attribute: the jump test keeps its own in _Jumps, because with a 30th every
+        # attribute read of check() gets slower (CPython 3.11; docs/performance.md).
         self._jumps = _Jumps(self.speed_max, self._half_width, steady_clock)
 
     def check(
@@ -393,55 +393,31 @@ class Watchdog:
     ) -> tuple[RejectReason, str] | None:
         """Reason (and message) to refuse the state, or ``None`` if it is usable.
 
-        ``q``, ``v`` are already in controller order; ``stamp`` and ``now`` in s.
+        ``q``, ``v`` in controller order (rad, rad/s), ``stamp`` and ``now`` in s. Call it once
+        per state received: the stop on two sources counts them. Refused, in this order:
 
-        A stamp older than the last accepted one is inconsistent (a reordered or replayed
-        message), unless the receiver's clock went back as well since that state was accepted:
-        a restarted simulator or a looped recording under ``use_sim_time``. The stream then
-        starts over from this state (:meth:`accept` counts it in :attr:`clock_resets`), rather
-        than every state of the new run being refused until its time passes the old one's.
-        For this order an accepted stamp counts as at most ``max_age`` ahead of the clock that
-        received it: one state stamped up to ``max_future`` ahead does not make the correct
-        states after it look old for longer than ``max_age``.
+        * while stopped on two sources (:meth:`_conflicted`), every state: INCONSISTENT;
+        * implausible (:meth:`_plausible`): NON_FINITE or OUT_OF_RANGE;
+        * older than ``max_age``: STALE;
+        * stamped before the last accepted state: SUPERSEDED (a reordered or replayed message),
+          unless the receiver's clock went back too (a restarted simulator or a looped recording
+          under ``use_sim_time``): the stream then starts over from this state, and
+          :meth:`accept` counts it in :attr:`clock_resets`;
+        * stamped more than ``max_future`` ahead: INCONSISTENT;
+        * a jump: OUT_OF_RANGE, a position no motion could have reached from the last good one::
 
-        A state whose position no motion could have reached from the last good state's is
-        :attr:`RejectReason.OUT_OF_RANGE` (a jump), per joint::
+              |q − q_good| > speed_max · max(Δt, max_age),   Δt = t − t_good   (on some joint)
 
-            |q − q_good| > speed_max · max(Δt, max_age),   Δt = t − t_good
+          It catches a second publisher of the arm's joints (a joint_state_publisher next to the
+          driver), whose states the controller would otherwise answer in turn with the driver's.
+          The floor ``max_age`` keeps the bound from shrinking with a driver's stamp jitter; after
+          a gap the bound grows with ``Δt``, so the first state after a fallback or stop is taken
+          where the arm could have got to. Not checked before the first good state nor after a
+          clock reset. The :data:`CONFLICT_JUMPS`-th jump within :data:`CONFLICT_WINDOW` stops
+          the watchdog on two sources (:meth:`_jumped`).
 
-        with ``speed_max`` = ``velocity_factor`` × the velocity limit, ``q − q_good`` the short way
-        round on a joint without position limits (+π−ε to −π+ε is 2ε), and both stamps counted
-        as at most ``max_age`` ahead of the clock that received them (as for the order). It
-        catches a second publisher of the arm's joints, such as a joint_state_publisher at the
-        zero pose next to the driver: their states interleave, and the controller would compute
-        torques from either pose in turn (computed_torque: −39 N·m on joint_2 instead of −8.7).
-
-        The floor of Δt is ``max_age``, the timing error the watchdog tolerates elsewhere (a state
-        that late is fresh; a stamp counts as at most that far ahead): a driver's stamps jitter
-        (two states stamped 0.1 ms apart), and the bound must not shrink with them. On the Gen3,
-        with ``velocity_factor`` 10 and ``max_age`` 0.02 s, it is 1.4 rad/s · 10 · 0.02 s ≈
-        0.28 rad (0.24 on the wrist): 200 times a 1 kHz step at the velocity limit, while the
-        home pose lies 2.3 rad (joint_4) and π (joint_3) from the zero pose.
-
-        Not checked before the first good state, nor on a state that starts over after a clock
-        reset (a restarted simulator may start at any pose). After a gap the bound grows with Δt
-        (14 rad after 1 s: any pose), so the first state after a fallback or a stop is taken when
-        the arm could have got there meanwhile.
-
-        Two sources: a jump refused for the :data:`CONFLICT_JUMPS`-th time within
-        :data:`CONFLICT_WINDOW` (s, on the receiver's clock) stops the watchdog at once
-        (:attr:`conflict`; :meth:`reject` goes to STOPPED, nothing is published and the driver's
-        command timeout holds the arm): whichever publisher's state came first, the other's are
-        refused by the dozen (a joint_state_publisher at 10 Hz after the driver's first state: 4
-        in 0.3 s; the driver at 1 kHz after the publisher's: 4 in 3 ms), and a safe command
-        braking from a pose that may be the other publisher's cannot be trusted either. From then
-        on every state is refused (:attr:`RejectReason.INCONSISTENT`: the states disagree with
-        each other, none need be implausible), and jumps are looked for between consecutive
-        received finite states, over the time between their arrivals (``now``) plus ``max_age``:
-        the other publisher's stamps may be on another clock, and the bound from the last good
-        state grows with the time since it. Each one seen starts the window again; the first
-        state that did not jump from the one before it, ``CONFLICT_WINDOW`` after the last jump,
-        is judged as any state after a stop. Call this once per state received: it counts them.
+        Every stamp counts as at most ``max_age`` ahead of the clock that received it, so one
+        state stamped far ahead does not make the correct ones after it look old or out of reach.
         """
         if self._jumps.stopped and self._conflicted(q, now):
             return RejectReason.INCONSISTENT, self._jumps.message
@@ -552,7 +528,17 @@ class Watchdog:
 
     def _conflicted(self, q: FloatArray, now: float) -> bool:
         """While stopped on two sources: note a jump of ``q`` (received at ``now``, s) from the last
-        finite state received; whether the stop goes on (else it ends: judge ``q`` as usual)."""
+        finite state received; whether the stop goes on (else it ends: judge ``q`` as usual).
+
+        The stop (:attr:`conflict`; :meth:`reject` goes to STOPPED, nothing is published and the
+        driver's command timeout holds the arm) refuses every state as INCONSISTENT: the states
+        disagree with each other, none need be implausible, and a brake from a pose that may be
+        the other publisher's cannot be trusted. Jumps are looked for between consecutive received
+        states, over the time between their arrivals plus ``max_age``: the other publisher's
+        stamps may be on another clock, and the bound from the last good state grows with the
+        time since it. Each jump starts the window again; the first state that did not jump,
+        :data:`CONFLICT_WINDOW` after the last jump, ends the stop and is judged as any state
+        after a stop."""
         jumps = self._jumps
         if jumps.steady is not None:
             now = jumps.steady()

@@ -93,14 +93,11 @@ axis or a singularity a short Cartesian move asks large joint motions (qpid's to
 MIN_TAKE_PERIOD = 0.01
 """Shortest time (s, between the stamps of the states they are taken at) from one frame or joint
 target planned to the next: of a stream faster than that, only the newest target is planned once
-a period, at most 100 plans a second. A plan takes ~0.3 ms (0.2–0.7; a joint target 0.1–0.35;
-QPID's tool ~0.4 ms in a loop, ~0.55 ms in the node) on the control thread, on top of the
-controller's own step. Over DDS on a 2-core VM, with a target
-streamed at 1 kHz along a 5 cm circle for 8 s, the steps run on a stale command fell from 86 % to
-34 % (qpid's tool), from 56 % to 22 % (achd_rnea) and from 12 % to 3 % (computed_torque, joint
-targets), against 1–4 % for the same stream of one unchanged target. 2 ms left qpid at 70 %, 5 ms
-at 38 %, 20 ms at 31 %. The tool trails the stream by the same either way (each target is
-approached over 0.24 s at least: ~148 ms behind, 2 ms more with 10 ms, 4–6 ms more with 20 ms)."""
+a period, at most 100 plans a second. A plan takes a few tenths of a ms on the control thread, on
+top of the controller's own step, so planning every target of a 1 kHz stream makes most steps
+late; once per 10 ms takes most of that back, and the tool trails a streamed path by about as
+much either way (each target is approached over 0.24 s at least). (Figures: docs/performance.md,
+"Measurements behind the core's choices".)"""
 
 Report = Callable[[str], object]
 """Where a tracker reports a refusal or a warning (one line, naming what it is about); what it
