@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from torque_ctrl_ros.node_processes import param_literal
 from torque_ctrl_ros.nodes.domain import DomainLease
-from torque_ctrl_ros.run_sim import param_literal
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "config" / "gen3_controllers.yaml"

@@ -17,7 +17,7 @@ import pytest
 from ros_helpers import CONFIG, requires_rclpy, ros_domain  # noqa: F401
 
 from torque_ctrl_ros.core.errors import SolverError
-from torque_ctrl_ros.run_sim import param_literal
+from torque_ctrl_ros.node_processes import param_literal
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
 

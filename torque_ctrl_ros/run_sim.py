@@ -31,7 +31,6 @@ from .core.errors import ConfigError
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
 from .node_processes import TRAJECTORY_TOPIC, Domain, NodePair, step_parts
-from .node_processes import param_literal as param_literal  # imported from here by the tests' helpers
 from .nodes.params import check_params_file, file_parameter
 from .nodes.scheduling import Placement, parse_cpu_latency
 from .paths import data_path
