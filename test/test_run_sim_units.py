@@ -210,3 +210,32 @@ def test_a_parameter_file_naming_no_controller_stops_the_runner_before_any_node_
     with pytest.raises(SystemExit) as stop:
         main(["--params-file", str(own)])
     assert stop.value.code == 2 and "'qpd' in " in capsys.readouterr().err
+
+
+def test_a_stop_signal_during_a_callback_stops_the_run_between_callbacks() -> None:
+    """SIGTERM (as Ctrl-C and SIGHUP) arriving while a monitor callback runs does not raise in
+    that callback, where the executor would log it as a fatal error with a traceback: the
+    monitor's next turn raises ``KeyboardInterrupt``, which ends the run as interrupted."""
+    import os
+    import signal
+
+    from torque_ctrl_ros import run_sim
+
+    calls: list[str] = []
+
+    class Executor:
+        def spin_once(self, timeout_sec: float) -> None:
+            calls.append("callback")
+            os.kill(os.getpid(), signal.SIGTERM)  # delivered here, inside the "callback"
+            calls.append("callback finished")
+
+    monitor = object.__new__(run_sim.Monitor)
+    monitor.executor = Executor()
+    previous = signal.signal(signal.SIGTERM, run_sim._request_stop)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            monitor.spin(5.0)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        run_sim._STOP_REQUESTED.clear()
+    assert calls == ["callback", "callback finished"]

@@ -18,6 +18,7 @@ import math
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -229,8 +230,11 @@ class Monitor:
         return self.q0 is not None
 
     def spin(self, seconds: float) -> None:
+        """Run callbacks for ``seconds``; ``KeyboardInterrupt`` once a stop signal came."""
         end = time.monotonic() + seconds
         while time.monotonic() < end:
+            if _STOP_REQUESTED.is_set():
+                raise KeyboardInterrupt
             self.executor.spin_once(timeout_sec=max(0.0, min(0.02, end - time.monotonic())))
 
     def status_line(self) -> str:
@@ -297,9 +301,15 @@ def file_controller(params_file: Path | None) -> str:
     return str(name)
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM and SIGHUP stop the run as Ctrl-C does."""
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+#: Set by a stop signal (Ctrl-C, SIGTERM, SIGHUP) during the run; :meth:`Monitor.spin` then raises
+#: ``KeyboardInterrupt`` between two callbacks.
+_STOP_REQUESTED = threading.Event()
+
+
+def _request_stop(signum: int, frame: object) -> None:
+    """Note a stop signal. Not raised here: raised inside an rclpy callback, the executor would
+    report it as a fatal callback error, traceback and all, before the run's summary."""
+    _STOP_REQUESTED.set()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -391,8 +401,8 @@ def _run(domain: Domain, pair: NodePair, monitor: Monitor) -> tuple[Tracked, boo
     """
     # A closed terminal or a kill stops the run as Ctrl-C does: the nodes run in sessions of
     # their own and would outlive the runner, on a domain whose lease it would give back.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _request_stop)
     ticks = cpu_ticks()
     interrupted = False
     try:
