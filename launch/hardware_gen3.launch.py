@@ -31,17 +31,17 @@ joint 2) until a description with the tool is given (``robot_description`` or ``
 an eighth joint the controller refuses to start with).
 
 Arguments:
-    controller   gravity_comp | computed_torque | ...: overrides every parameter file's
-                 ``controller``. Default "": the files' (config/gen3_hardware.yaml says
-                 gravity_comp, the first controller to try on an arm, over the simulation's
-                 computed_torque in ``params_file``)
+    controller   gravity_comp | computed_torque | ...: the controller on the arm, over every
+                 parameter file's ``controller`` (default gravity_comp, the first controller to try
+                 on an arm: the files' choice, the simulation's computed_torque in the shipped
+                 one, is never taken here)
     params_file  controller_node parameters (default: config/gen3_controllers.yaml, the
                  simulation's)
     hardware_params_file
                  layered over ``params_file`` (its values win): what differs on the real arm
-                 (default: config/gen3_hardware.yaml: gravity_comp, ``command_delay`` 5 ms,
-                 against which the closed-loop dampings and gains are checked at start, dampings
-                 that pass that check, a 0.1 s fallback window); "": ``params_file`` alone
+                 (default: config/gen3_hardware.yaml: ``command_delay`` 5 ms, against which the
+                 closed-loop dampings and gains are checked at start, dampings that pass that
+                 check, a 0.1 s fallback window); "": ``params_file`` alone
     extra_params_file
                  layered over ``hardware_params_file`` (its values win): only what differs from
                  both, e.g. one gain, keeping the hardware file's delay and dampings (default "":
@@ -92,12 +92,10 @@ ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 def _controller_node(context: LaunchContext) -> list[Node]:
     """controller_node on ``params_file``, then ``hardware_params_file`` and ``extra_params_file``
-    if given, overridden only by the arguments given a value."""
-    overrides: dict[str, object] = {"use_sim_time": False}
-    files = [LaunchConfiguration("params_file").perform(context)]
+    if given, overridden by ``controller`` and the other arguments given a value."""
     controller = LaunchConfiguration("controller").perform(context).strip()
-    if controller:
-        overrides["controller"] = controller
+    overrides: dict[str, object] = {"use_sim_time": False, "controller": controller}
+    files = [LaunchConfiguration("params_file").perform(context)]
     for argument in ("hardware_params_file", "extra_params_file"):
         path = LaunchConfiguration(argument).perform(context).strip()
         if path:
@@ -136,9 +134,8 @@ def generate_launch_description() -> LaunchDescription:
         [
             DeclareLaunchArgument(
                 "controller",
-                default_value="",
-                description="controller_node's controller; \"\": the parameter files' (gravity_comp in "
-                "config/gen3_hardware.yaml)",
+                default_value="gravity_comp",
+                description="controller_node's controller, over the parameter files'",
             ),
             DeclareLaunchArgument(
                 "params_file",

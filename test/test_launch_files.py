@@ -262,8 +262,9 @@ def test_the_hardware_extra_file_changes_one_value_keeping_the_hardware_files(
     tmp_path: Path, section: str
 ) -> None:
     """``extra_params_file`` goes over ``hardware_params_file`` (its 5 ms delay and dampings
-    stay); gravity_comp (the hardware file's) unless the extra file or the argument names another
-    controller, whichever way the file names the node."""
+    stay), whichever way the file names the node. The controller on the arm is the argument's,
+    gravity_comp by default, whatever the files say (the shipped one says computed_torque), also
+    without the hardware file."""
     default = evaluate("hardware_gen3.launch.py")["controller_node"]
     assert default.files == [str(SHIPPED), str(HARDWARE)]
     assert default.parameters("controller_node")["controller"] == "gravity_comp"
@@ -273,19 +274,20 @@ def test_the_hardware_extra_file_changes_one_value_keeping_the_hardware_files(
     layered = evaluate("hardware_gen3.launch.py", extra_params_file=str(extra))["controller_node"]
     assert layered.files == [str(SHIPPED), str(HARDWARE), str(extra)]
     read = layered.parameters("controller_node")
-    assert read["controller"] == "qpid" and read["qpid.tool.kp"] == 50.0
+    assert read["controller"] == "gravity_comp" and read["qpid.tool.kp"] == 50.0
     assert read["command_delay"] == 0.005 and read["watchdog.fallback_duration"] == 0.1
     assert read["qpid.fallback_damping"] == [0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.08]
     assert read["use_sim_time"] is False
     given = evaluate(
-        "hardware_gen3.launch.py", extra_params_file=str(extra), controller="hqpid", max_age="0.02"
+        "hardware_gen3.launch.py", extra_params_file=str(extra), controller="qpid", max_age="0.02"
     )["controller_node"]
     assert given.files == [str(SHIPPED), str(HARDWARE), str(extra)]
     read = given.parameters("controller_node")
-    assert read["controller"] == "hqpid" and read["watchdog.max_age"] == 0.02
-    alone = evaluate("hardware_gen3.launch.py", hardware_params_file="", extra_params_file=str(extra))
-    assert alone["controller_node"].files == [str(SHIPPED), str(extra)]
-    assert alone["controller_node"].parameters("controller_node")["controller"] == "qpid"
+    assert read["controller"] == "qpid" and read["qpid.tool.kp"] == 50.0 and read["watchdog.max_age"] == 0.02
+    for extra_file in ("", str(extra)):
+        alone = evaluate("hardware_gen3.launch.py", hardware_params_file="", extra_params_file=extra_file)
+        assert alone["controller_node"].files == [str(SHIPPED), *([extra_file] if extra_file else [])]
+        assert alone["controller_node"].parameters("controller_node")["controller"] == "gravity_comp"
 
 
 @pytest.mark.usefixtures("fake_launch")
