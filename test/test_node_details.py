@@ -438,7 +438,7 @@ def test_another_node_publishing_commands_is_a_warning(nodes: Any) -> None:
         st = report(3)
         assert {kv.key: kv.value for kv in st.values}["command_publishers"] == "2"
         assert st.level == DiagnosticStatus.WARN
-        assert st.message.startswith(f"2 nodes publish on {topic}: another node commands this arm"), (
+        assert st.message.startswith(f"2 nodes publish on {topic}: more than one node commands this arm"), (
             st.message
         )
     finally:

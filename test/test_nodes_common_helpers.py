@@ -52,6 +52,6 @@ def test_the_command_publishers_warning() -> None:
 
     assert command_publishers_warning(0) == "" and command_publishers_warning(1) == ""
     assert command_publishers_warning(2, "/arm/commands", "each state's first answer") == (
-        "2 nodes publish on /arm/commands: another node commands this arm too, and the arm gets "
+        "2 nodes publish on /arm/commands: more than one node commands this arm, and the arm gets "
         "each state's first answer"
     )

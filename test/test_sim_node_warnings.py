@@ -24,6 +24,8 @@ def test_two_command_publishers_are_warned_of_with_what_the_arm_gets(
 
     sim = nodes.make("sim", mode=mode, wait_for_controller=False)
     sim.diag_pub = Recorder()
+    said: list[tuple[str, str]] = []
+    sim.log.warning = lambda key, message, force=False: said.append((key, message))
     endpoints = [SimpleNamespace(node_namespace="/", node_name=name) for name in ("first", "second")]
     sim.node.get_publishers_info_by_topic = lambda topic: endpoints
     sim._diag_next = 0.0
@@ -31,6 +33,7 @@ def test_two_command_publishers_are_warned_of_with_what_the_arm_gets(
     status = sim.diag_pub.sent[-1].status[0]
     assert status.level == DiagnosticStatus.WARN
     assert status.message == (
-        "2 nodes publish on /effort_controller/commands: another node commands this arm too, and the "
+        "2 nodes publish on /effort_controller/commands: more than one node commands this arm, and the "
         f"arm gets {applied}"
     )
+    assert said == [("commanders", status.message)]  # the log says it too

@@ -90,7 +90,7 @@ def command_publishers_warning(
     if commanders <= 1:
         return ""
     return (
-        f"{commanders} nodes publish on {topic}: another node commands this arm too, and the arm "
+        f"{commanders} nodes publish on {topic}: more than one node commands this arm, and the arm "
         f"gets {applied}"
     )
 

@@ -565,6 +565,8 @@ class SimNode:
             "each state's first answer" if self.config.mode == "lockstep" else "whichever command came last"
         )
         commanders_warning = command_publishers_warning(commanders, topic, applied)
+        if commanders_warning:
+            self.log.warning("commanders", commanders_warning)
         if self.safe_active:
             level, message = (
                 DiagnosticStatus.ERROR,
