@@ -1,6 +1,7 @@
-"""``config/gen3_controllers.yaml`` is the parameter reference: it names every parameter the nodes
-accept (set, or commented out where no value is valid as a default), so a parameter added to a
-node without its line there fails here."""
+"""``config/gen3_controllers.yaml`` is the parameter reference: it names every node-level parameter
+the nodes accept (set, or commented out where no value is valid as a default), so a parameter
+added to a node without its line there fails here. The controllers' own sections are not checked
+here."""
 
 from __future__ import annotations
 
