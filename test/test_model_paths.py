@@ -1,5 +1,6 @@
-"""Model files named by parameters (``sim_node.mjcf``, ``controller_node.model_file``): found from
-any working directory, as ``ros2 launch`` runs the nodes from wherever it was started."""
+"""Model files named by parameters (``sim_node.mjcf``, ``controller_node.model_file``, the QP
+controllers' ``self_collision.model``): found from any working directory, as ``ros2 launch`` runs
+the nodes from wherever it was started."""
 
 from __future__ import annotations
 
@@ -90,3 +91,21 @@ def test_without_the_package_data_only_the_working_directory_is_tried(
         f"'scene.xml' does not exist (tried {tmp_path / 'scene.xml'}); "
         "cannot find the torque_ctrl_ros share directory"
     )
+
+
+@pytest.mark.parametrize("name", ["gen3_collision.yaml", "config/gen3_collision.yaml"])
+def test_the_collision_model_is_found_as_the_node_files_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    from torque_ctrl_ros.core import RobotModel
+    from torque_ctrl_ros.core.controllers import create_controller
+
+    robot = RobotModel.from_urdf_file(ROOT / "urdf" / "gen3.urdf")
+    monkeypatch.chdir(tmp_path)
+    params = {"tasks": ["tool"], "tool": {"type": "pose", "frame": "end_effector_link"}}
+    qpid = create_controller("qpid", robot, params | {"self_collision": {"model": name}})
+    assert qpid.collision_barrier is not None
+    with pytest.raises(
+        ConfigError, match=r"^qpid\.self_collision\.model: 'nope\.yaml' does not exist \(tried "
+    ):
+        create_controller("qpid", robot, params | {"self_collision": {"model": "nope.yaml"}})

@@ -354,7 +354,9 @@ def test_collision_model_errors_name_the_self_collision_parameters() -> None:
     base = _controller_base("hqpid")
     with pytest.raises(ConfigError, match=r"^hqpid\.self_collision: collision model: pairs: expected"):
         _start_controller_node(base | {"hqpid.self_collision.pairs": 0})
-    with pytest.raises(ConfigError, match=r"^hqpid\.self_collision\.model: collision model file not found"):
+    with pytest.raises(
+        ConfigError, match=r"^hqpid\.self_collision\.model: 'nope\.yaml' does not exist \(tried "
+    ):
         _start_controller_node(base | {"hqpid.self_collision.model": "nope.yaml"})
 
 

@@ -76,13 +76,12 @@ import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ...paths import data_path
+from ...paths import find_data_file
 from ..errors import ConfigError, TargetError
 from ..qp.collision import CollisionSpec, SelfCollisionModel
 from ..qp.constraints import (
@@ -136,13 +135,6 @@ def _null_space_basis(J: FloatArray, work: FloatArray, out: FloatArray) -> None:
     work[:] = J.T
     householder = _qr_r_raw(work)  # Householder factorisation of work, in place: its scalars
     out[:] = _qr_complete(work, householder)[:, m:]
-
-
-def _collision_path(name: str) -> Path:
-    path = Path(name)
-    if path.is_absolute() or path.is_file():
-        return path
-    return data_path("config", name)
 
 
 @contextmanager
@@ -343,8 +335,9 @@ class _QPController(Controller[QPReference]):
             cc = c.self_collision
             # The collision model's messages name its file or its keys, not the parameters.
             try:
-                spec = CollisionSpec.from_file(_collision_path(cc.model))
-            except ConfigError as exc:
+                # As the nodes find their model files: as given, else in the package's config/.
+                spec = CollisionSpec.from_file(find_data_file(cc.model, "config"))
+            except (ConfigError, FileNotFoundError) as exc:
                 raise ConfigError(f"{self.name}.self_collision.model: {exc}") from None
             try:
                 model = SelfCollisionModel(robot, spec, cc.pairs)
