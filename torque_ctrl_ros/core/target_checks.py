@@ -8,19 +8,21 @@ state, the stamp) is in :mod:`.target_tracking` and :mod:`.trajectory`.
 
 Both a single joint target and a trajectory's waypoints take the same joint limits
 (:func:`limit_masks`): positions within the model's position limits (``|q| <= MAX_ANGLE`` on a
-joint without any), speeds within its velocity limits.
+joint without any), speeds within its velocity limits. A reference handed to a controller
+directly (computed_torque's, a posture task's) gets the looser :func:`checked_joint_reference`:
+sizes and ``|q| <= MAX_ANGLE``, the most an angle difference can resolve.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .errors import TargetError
 from .safety import MAX_ANGLE
-from .validation import FloatArray
+from .validation import FloatArray, as_vector
 
 if TYPE_CHECKING:
     from .robot import RobotModel
@@ -153,3 +155,25 @@ def check_trajectory_points(robot: RobotModel, points: TrajectoryPoints) -> None
             f"trajectory: the last point has velocities {vel[-1].tolist()} rad/s; they must be 0 "
             "there (the reference stops at the last point)"
         )
+
+
+def checked_joint_reference(
+    what: str, n: int, q: Any, v: Any = None, a: Any = None
+) -> tuple[FloatArray, FloatArray | None, FloatArray | None]:
+    """A joint reference's positions ``q`` (rad), velocities ``v`` (rad/s) and accelerations ``a``
+    (rad/s², both optional) for ``n`` joints as float64 copies, or a :class:`TargetError`; the
+    positions within ``±MAX_ANGLE``.
+
+    Beyond that no angle difference resolves: past ~1e15 rad the short way round on a continuous
+    joint is rounding (at 1e17 a joint's error read 0), and a posture error of 1e200 rad
+    overflows the QP's cost (every step falls back, said only in the step's info). ``what``
+    begins every message: ``reference`` (computed_torque's) gives ``reference position: …``, a
+    posture task ``posture target position: …``. Parts, not a :class:`JointReference`: a task
+    streamed a new target every step builds no object for it.
+    """
+    q_arr = as_vector(f"{what} position", q, n, error=TargetError)
+    if not np.abs(q_arr).max() <= MAX_ANGLE:
+        raise TargetError(f"{what} position: |q| above {MAX_ANGLE:g} rad: {q_arr.tolist()}")
+    v_arr = None if v is None else as_vector(f"{what} velocity", v, n, error=TargetError)
+    a_arr = None if a is None else as_vector(f"{what} acceleration", a, n, error=TargetError)
+    return q_arr, v_arr, a_arr

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..qp.tasks import check_joint_target
 from ..robot import RobotModel, check_pd_gains
 from ..safety import MAX_ANGLE
+from ..target_checks import checked_joint_reference
 from ..types import JointReference, JointState
 from ..validation import FloatArray, as_vector
 from .base import Controller, reject_unknown_keys
@@ -99,7 +99,7 @@ class ComputedTorqueConfig:
 
 
 def _well_formed(reference: JointReference, n: int) -> bool:
-    """Cheap per-step check that the reference is one :func:`~..qp.tasks.check_joint_target` would
+    """Cheap per-step check that the reference is one :func:`~..target_checks.checked_joint_reference` would
     return as it is: float64 vectors of ``n`` finite entries (``v``, ``a`` optional), ``|q| ≤ MAX_ANGLE``."""
     q = reference.q
     if not (
@@ -177,7 +177,7 @@ class ComputedTorque(Controller[JointReference]):
             checked = reference
             if not _well_formed(reference, n):
                 checked = JointReference(
-                    *check_joint_target("reference", n, reference.q, reference.v, reference.a)
+                    *checked_joint_reference("reference", n, reference.q, reference.v, reference.a)
                 )
             self._reference = checked
             self._reference_in = reference

@@ -33,7 +33,7 @@ import pinocchio as pin
 from ..errors import ConfigError, TargetError
 from ..reach import check_target_position
 from ..robot import RobotModel, check_pd_gains
-from ..safety import MAX_ANGLE
+from ..target_checks import checked_joint_reference
 from ..types import JointReference
 from ..validation import FloatArray, all_finite, as_rotation, as_vector
 
@@ -356,28 +356,6 @@ class OrientationTask(FrameTask):
         return kin.data.oMf[self.frame_id].rotation.copy()
 
 
-def check_joint_target(
-    what: str, n: int, q: Any, v: Any = None, a: Any = None
-) -> tuple[FloatArray, FloatArray | None, FloatArray | None]:
-    """A joint reference's positions ``q`` (rad), velocities ``v`` (rad/s) and accelerations ``a``
-    (rad/s², both optional) for ``n`` joints as float64 copies, or a :class:`TargetError`; the
-    positions within ``±MAX_ANGLE``.
-
-    Beyond that no angle difference resolves: past ~1e15 rad the short way round on a continuous
-    joint is rounding (at 1e17 a joint's error read 0), and a posture error of 1e200 rad
-    overflows the QP's cost (every step falls back, said only in the step's info). ``what``
-    begins every message: ``reference`` (computed_torque's) gives ``reference position: …``, a
-    posture task ``posture target position: …``. Parts, not a :class:`JointReference`: a task
-    streamed a new target every step builds no object for it.
-    """
-    q_arr = as_vector(f"{what} position", q, n, error=TargetError)
-    if not np.abs(q_arr).max() <= MAX_ANGLE:
-        raise TargetError(f"{what} position: |q| above {MAX_ANGLE:g} rad: {q_arr.tolist()}")
-    v_arr = None if v is None else as_vector(f"{what} velocity", v, n, error=TargetError)
-    a_arr = None if a is None else as_vector(f"{what} acceleration", a, n, error=TargetError)
-    return q_arr, v_arr, a_arr
-
-
 class JointPostureTask(Task):
     """Joint configuration (n-D): ``e = q_ref ⊖ q`` (rad), ``J = I``, drift ``0``.
 
@@ -402,7 +380,7 @@ class JointPostureTask(Task):
             parts = target.q, target.v, target.a
         else:
             parts = target, None, None
-        q, vel, acc = check_joint_target(f"{self.name} target", self.robot.n, *parts)
+        q, vel, acc = checked_joint_reference(f"{self.name} target", self.robot.n, *parts)
         # Stored only once every part is valid (see FrameTask._set_target).
         self._target_q[:] = q
         self._ref_vel[:] = 0.0 if vel is None else vel
