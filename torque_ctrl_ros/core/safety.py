@@ -398,6 +398,7 @@ class Watchdog:
 
         * while stopped on two sources (:meth:`_conflicted`), every state: INCONSISTENT;
         * implausible (:meth:`_plausible`): NON_FINITE or OUT_OF_RANGE;
+        * a stamp that is not finite: INCONSISTENT;
         * older than ``max_age``: STALE;
         * stamped before the last accepted state: SUPERSEDED (a reordered or replayed message),
           unless the receiver's clock went back too (a restarted simulator or a looped recording

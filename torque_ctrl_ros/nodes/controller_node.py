@@ -808,7 +808,7 @@ def _stream_warning(step: float, state_publishers: int, foreign_states: int, top
     - a usual step ``step`` (s, :attr:`StreamPeriod.typical`, nan while unknown) off
       :data:`CONTROL_PERIOD` by more than :data:`_PERIOD_TOLERANCE`: the
       dampings and gains were checked for one state per 1 ms; at 500 Hz each is twice as close
-      to its bound (:data:`~..core.safety.DEFAULT_DAMPING`'s largest eigenvalue of
+      to its bound (:data:`~..core.robot.DEFAULT_DAMPING`'s largest eigenvalue of
       ``h·M⁻¹·K_d``, 0.975 at ``h`` = 1 ms, becomes 1.95 at 2 ms: unstable);
     - more than one publisher on the state topic while no state named other joints (a gripper's
       driver sharing the topic does): a second source of this arm's states, e.g. a

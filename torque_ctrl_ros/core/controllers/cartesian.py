@@ -214,7 +214,7 @@ class AchdRneaConfig:
             :data:`~..robot.DELAYED_DAMPING`, which stays stable with the command up to 5 ms
             late. It acts at every step, so every late command of a busy simulator or of the
             real arm's loop delays it: with the safe brakes' larger
-            :data:`~..safety.DEFAULT_DAMPING` joints 1 and 3 ring with the command a few ms late,
+            :data:`~..robot.DEFAULT_DAMPING` joints 1 and 3 ring with the command a few ms late,
             where this one tracks as it does on time (docs/hardware.md, "Damping and the delay,
             measured"). Alone or with ``free_axis_damping``, it is
             refused where the 1 kHz update with the robot's ``command_delay`` would make it grow

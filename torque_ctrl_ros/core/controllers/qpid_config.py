@@ -151,7 +151,7 @@ class QPIDConfig:
             control period; by default :data:`~..robot.DELAYED_DAMPING`, stable with the command
             up to 5 ms late. A level that fails is the slow path (up to ~2 ms of iterations), so
             fallbacks and late commands come together, and with them the safe brakes' larger
-            :data:`~..safety.DEFAULT_DAMPING` rings the wrist (docs/hardware.md, "Damping and the
+            :data:`~..robot.DEFAULT_DAMPING` rings the wrist (docs/hardware.md, "Damping and the
             delay, measured"). A scalar above ~0.28 is refused with ``command_delay`` 1 ms (the
             simulator's), above ~0.10 at 5 ms (4 periods late).
         eps_abs, max_iter: solver tolerance and cap on the outer iterations of one solve
