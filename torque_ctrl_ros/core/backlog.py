@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 
+from .resume import silence_gap
+
 LONGEST = 1.0
 """Longest a catch-up lasts (s, steady) before the stamps can end it: the backlog after a stall
 of any length comes within a few tens of ms, and the unclamped stamps of a catch-up
@@ -43,7 +45,8 @@ class CatchUp:
 
     Args:
         max_age: the watchdog's ``max_age`` (s): states farther apart than this (or 1.5 of the
-            stream's period, when longer), on the steady clock or in their stamps, are a silence.
+            stream's period, when longer: :func:`~.resume.silence_gap`), on the steady clock or in
+            their stamps, are a silence.
 
     Attributes:
         away: how long (s, steady) the silence that started the last catch-up lasted.
@@ -65,11 +68,6 @@ class CatchUp:
         and the caller's clock may lag behind their stamps."""
         return self._active
 
-    def _silence(self, period: float) -> float:
-        """Farthest apart (s) two states of a stream of ``period`` s may be: 1.5 periods (a 40 Hz
-        driver's states, 25 ms apart, are no silence), at least ``max_age``."""
-        return max(self.max_age, 1.5 * period)
-
     def begin(self, arrival: float, period: float = 0.0) -> bool:
         """A state arrived at ``arrival`` (s, steady clock); ``period``: the stream's (s, 0 when
         not known yet). Returns whether to take the states queued behind it, keeping the newest.
@@ -80,7 +78,7 @@ class CatchUp:
         """
         away = arrival - self._last_arrival
         self._last_arrival = arrival
-        if away > self._silence(period):
+        if away > silence_gap(self.max_age, period):
             self._active = True
             self.away, self.skipped, self._last_stamp, self._began = away, 0, math.nan, arrival
         return self._active
@@ -103,7 +101,7 @@ class CatchUp:
             return False
         last, self._last_stamp = self._last_stamp, stamp
         long_enough = self._last_arrival - self._began >= min(self.away, LONGEST)
-        if long_enough and stamp - last <= self._silence(period):  # not for the first (nan)
+        if long_enough and stamp - last <= silence_gap(self.max_age, period):  # not for the first (nan)
             self._active = False
             return True
         return False

@@ -42,6 +42,18 @@ joint_6 past its velocity limit); the target is then dropped and the arm held wh
 after a stop. 0.1 rad asks 10 rad/s² of computed torque at its ``kp`` of 100."""
 
 
+def silence_gap(max_age: float, period: float) -> float:
+    """Farthest apart (s) two states of a stream of ``period`` s may be, in their stamps or on a
+    clock, without a silence between them::
+
+        max(max_age, 1.5·period)
+
+    1.5 periods so that a stream slower than ``max_age`` allows (a 40 Hz driver's states, 25 ms
+    apart, at a ``max_age`` of 20 ms) is no silence at each state; ``period`` 0 (not known yet):
+    ``max_age``. ``max_age`` is the watchdog's (:class:`~.safety.WatchdogConfig`)."""
+    return max(max_age, 1.5 * period)
+
+
 class StreamPeriod:
     """The period (s) of a stream of joint states, learnt from the stamps of the states a
     controller computed on; what counts as a silence in it.
@@ -82,11 +94,11 @@ class StreamPeriod:
 
     def silence_after(self, config: WatchdogConfig) -> float:
         """The gap (s) between two states' stamps beyond which the stream counts as having been
-        silent: ``max_age``, or 1.5 periods when that is longer; while the period is not known
-        yet, ``max_age + fallback_duration`` (only a gap that stops the arm)."""
+        silent: :func:`silence_gap` of its period; while the period is not known yet,
+        ``max_age + fallback_duration`` (only a gap that stops the arm)."""
         if self.period <= 0.0:
             return config.max_age + config.fallback_duration
-        return max(config.max_age, 1.5 * self.period)
+        return silence_gap(config.max_age, self.period)
 
 
 class ResumeKind(enum.Enum):
@@ -206,7 +218,7 @@ class ResumeTracker:
         if previous is WatchdogState.STOPPED:
             return UNBROKEN if none_refused and stamp - last <= self.config.max_age else DROP
         since = self._safe_from_stamp
-        silent_after = last + max(self.config.max_age, 1.5 * self.stream.period)
+        silent_after = last + silence_gap(self.config.max_age, self.stream.period)
         if none_refused and stamp <= silent_after:
             # A silence on the caller's clock alone, the stamps going on without a gap: under sim
             # time both processes stalled together (the simulator's time stood still too). A
@@ -248,4 +260,5 @@ __all__ = [
     "ResumeKind",
     "ResumeTracker",
     "StreamPeriod",
+    "silence_gap",
 ]
