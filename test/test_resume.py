@@ -174,9 +174,29 @@ def test_after_a_stop_from_silence_alone_with_continuous_stamps_the_target_stand
     assert loop.decisions[-1].kind is ResumeKind.KEEP
 
 
+@pytest.mark.parametrize(("silent", "state"), [(0.06, WatchdogState.FALLBACK), (1.0, WatchdogState.STOPPED)])
+def test_a_slow_stream_resumes_alike_after_a_fallback_and_a_stop_from_silence_alone(
+    silent: float, state: WatchdogState
+) -> None:
+    """A 40 Hz stream (25 ms apart, past ``max_age``) stalled with both processes under sim time:
+    the next state is one period on, no further than a silence allows, so the target stands
+    whether the steady clock's silence put the watchdog in fallback or stopped it."""
+    loop = Loop()
+    t = 1.0
+    for k in range(10):
+        t = 1.0 + 0.025 * k
+        loop.good(t)
+    assert loop.tracker.stream.period == pytest.approx(0.025)
+    loop.wd.silence(t, silent)
+    assert loop.wd.state is state
+    loop.good(t + 0.025)
+    resume = loop.decisions[-1]
+    assert resume.kind is ResumeKind.KEEP and resume.unbroken
+
+
 @pytest.mark.parametrize("case", ["refused", "gap"])
 def test_after_other_stops_the_target_is_dropped(case: str) -> None:
-    """Stopped on refused states (the arm braked), or resumed with the stamps past ``max_age``
+    """Stopped on refused states (the arm braked), or resumed with the stamps past a silence
     after the last computed one (time went on without control): hold where the arm is."""
     loop = Loop()
     t = loop.run(1.0, 10)

@@ -283,19 +283,24 @@ def test_a_gap_in_the_stamps_is_a_silence_and_the_target_pauses_for_it(robot: Ro
     assert decision.resume.since == last and decision.resume.until == t
 
 
+@pytest.mark.parametrize("period", [DT, 0.025], ids=["1kHz", "40Hz"])
 @pytest.mark.parametrize(("silent", "state"), [(0.06, WatchdogState.FALLBACK), (0.7, WatchdogState.STOPPED)])
 def test_a_silence_of_the_clock_alone_keeps_the_target_and_the_controllers_state(
-    robot: RobotModel, silent: float, state: WatchdogState
+    robot: RobotModel, silent: float, state: WatchdogState, period: float
 ) -> None:
     """Both processes stalled under sim time: the steady clock's silence put the watchdog in
     fallback (or stopped it) while the stamps stood; the next state is one period on. Nothing
     happened in the arm's time, so the target stands and the controller is not reset (a cold QP
-    had put a lockstep run 1e-10 rad off the same run unstalled)."""
+    had put a lockstep run 1e-10 rad off the same run unstalled). At 40 Hz, a period longer than
+    ``max_age``, alike after the fallback and the stop."""
     sup = _supervisor(robot, max_age=0.02, fallback_duration=0.5)
-    last = _run(sup, 20)
+    last = T0
+    for k in range(20):
+        last = T0 + k * period
+        _good(sup, last)
     sup.silence(last, silent)
     assert sup.watchdog.state is state
-    decision = _good(sup, last + DT)
+    decision = _good(sup, last + period)
     assert decision.action is Action.COMPUTE and decision.previous is state
     assert decision.resume.kind is ResumeKind.KEEP and decision.resume.unbroken
     assert not decision.reset_controller

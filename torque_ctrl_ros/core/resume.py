@@ -182,18 +182,16 @@ class ResumeTracker:
         - After OK or WAITING: ``KEEP``.
         - The arm moved more than :attr:`tolerance` on any joint since the last state computed on
           (or none was): ``DROP``, with the motion when there was a previous state.
-        - After STOPPED: ``KEEP`` if the stop came from silence alone (no state refused since the
-          last computed) with the stamps going on as if there was none (within ``max_age``:
-          a stalled or paused simulator, its time standing still; :attr:`Resume.unbroken`);
-          otherwise ``DROP``.
-        - After FALLBACK: ``KEEP`` if it came from silence alone (no state refused, no safe
-          command sent) with the stamps going on without a gap (within
-          ``max(max_age, 1.5·period)`` of the last computed: a stall under sim time, as after
-          such a stop; :attr:`Resume.unbroken`). Otherwise ``PAUSE`` from the first state the
-          safe command answered, until which the last computed torque was applied; or from the
-          last state computed on when that first one came later than a silence allows (the
-          stream fell silent first and the arm held its command through it), or is unknown.
-          ``KEEP`` when no time passed.
+        - After FALLBACK or STOPPED from silence alone (no state refused since the last
+          computed, so no safe command sent) with the stamps going on without a gap (within
+          :func:`silence_gap` of the last computed, ``max(max_age, 1.5·period)``): ``KEEP``,
+          :attr:`Resume.unbroken` (a stalled or paused simulator under sim time, its time
+          standing still).
+        - Otherwise, after STOPPED: ``DROP``.
+        - Otherwise, after FALLBACK: ``PAUSE`` from the first state the safe command answered,
+          until which the last computed torque was applied; or from the last state computed on
+          when that first one came later than a silence allows (the stream fell silent first
+          and the arm held its command through it), or is unknown. ``KEEP`` when no time passed.
         """
         last = self.stream.last_stamp
         resume = self._decide(previous, watchdog, stamp, last)
@@ -215,15 +213,16 @@ class ResumeTracker:
             return Resume(ResumeKind.DROP, moved=float(moved[joint]), joint=joint)
         # Nothing refused also means no safe command: those answer refused states only.
         none_refused = watchdog.rejected_total == self._rejected_when_computed
-        if previous is WatchdogState.STOPPED:
-            return UNBROKEN if none_refused and stamp - last <= self.config.max_age else DROP
-        since = self._safe_from_stamp
         silent_after = last + silence_gap(self.config.max_age, self.stream.period)
         if none_refused and stamp <= silent_after:
             # A silence on the caller's clock alone, the stamps going on without a gap: under sim
             # time both processes stalled together (the simulator's time stood still too). A
-            # pause to this stamp would hold the reference one period behind the arm's time.
+            # pause to this stamp would hold the reference one period behind the arm's time, a
+            # drop would hold an arm that no safe command braked where it is.
             return UNBROKEN
+        if previous is WatchdogState.STOPPED:
+            return DROP
+        since = self._safe_from_stamp
         if not last < since <= min(stamp, silent_after):  # also when nan
             since = last
         return Resume(ResumeKind.PAUSE, since=since, until=stamp) if stamp > since else KEEP
