@@ -24,6 +24,7 @@ from torque_ctrl_ros.core.controllers import (
 )
 from torque_ctrl_ros.core.controllers.cartesian import rotation_from_quaternion
 from torque_ctrl_ros.core.target_tracking import (
+    LATE_LEAD,
     SLOW_APPROACH,
     JointMode,
     JointTargetTracker,
@@ -228,6 +229,58 @@ def test_a_trajectory_is_refused_on_a_bad_stamp_or_motion(robot: RobotModel) -> 
     assert tracker.pending is None
     tracker.submit_trajectory(_points([(1.0, goal)]), 130.0, now=100.0)
     assert tracker.pending == PendingTrajectory(130.0, tracker.pending.points)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("late", [0.0, 0.0002, 0.0005, 0.0009, 0.00099, 0.001, 0.002, 0.005])
+def test_a_trajectory_stamped_a_little_late_is_taken_whatever_the_fraction_of_a_ms(
+    robot: RobotModel, late: float
+) -> None:
+    """A sender stamping ``header.stamp = now`` arrives a transport delay late. A 1 kHz-dense 0.1
+    rad minimum-jerk trajectory on joint_1 stamped that late is taken with the first segment's
+    acceleration bounded, not refused at 50 to 6927 rad/s² because the first point still ahead
+    happens to come microseconds after the state (0.9, 0.99 ms late): points due within
+    LATE_LEAD are dropped too."""
+    tracker, errors = _joint_tracker(robot)
+    q0 = np.array([0.0, 0.5, 0.0, 1.0, 0.0, 0.5, 0.0])
+    t = 10.0
+    tracker.reference(_at_rest(q0, t))
+    times = np.arange(201, dtype=np.float64) * 0.001
+    s = times / times[-1]
+    positions = np.tile(q0, (times.size, 1))
+    positions[:, 0] += 0.1 * s**3 * (10.0 + s * (6.0 * s - 15.0))
+    tracker.submit_trajectory(TrajectoryPoints(times, positions, None, None), t + 0.001 - late, t)
+    t2 = t + 0.001
+    ref = tracker.reference(_at_rest(q0, t2))
+    assert errors == [] and tracker.mode is JointMode.TRAJECTORY
+    np.testing.assert_allclose(ref.q, q0, atol=1e-12)
+    assert tracker.active is not None
+    first = tracker.active.move.times[1]  # the first point kept (times[0]: the start)
+    assert first >= LATE_LEAD or late == 0.0
+    # At most the trajectory's own peak, 10/√3·0.1/0.2² = 14.4 rad/s², what it asks on time;
+    # over its first segment, from the reference, far less.
+    peak = max(abs(tracker.active.sample(t2 + x)[2][0]) for x in np.linspace(0.0, 0.2, 2001))
+    assert peak < 14.5, peak
+    segment = max(abs(tracker.active.sample(t2 + x)[2][0]) for x in np.linspace(0.0, first, 101))
+    assert segment < 10.0, segment
+    end = tracker.reference(_at_rest(q0, t2 + 0.2 - late))
+    np.testing.assert_allclose(end.q, positions[-1], atol=1e-12)
+
+
+def test_a_late_trajectory_whose_points_all_come_within_the_lead_keeps_its_last(robot: RobotModel) -> None:
+    """Its last point 5 ms ahead of the state, the others due: reached LATE_LEAD after the state
+    (10 ms), not over 5 ms; one that ended before the state is still refused."""
+    tracker, errors = _joint_tracker(robot)
+    t = 10.0
+    tracker.reference(_at_rest(HOME_Q, t))
+    goal = HOME_Q + np.eye(7)[0] * 1e-4
+    tracker.submit_trajectory(_points([(0.0, HOME_Q), (0.5, HOME_Q), (0.52, goal)]), t - 0.515, t)
+    tracker.reference(_at_rest(HOME_Q, t))
+    assert errors == [] and tracker.active is not None
+    np.testing.assert_array_equal(tracker.active.move.times, [0.0, LATE_LEAD])
+    np.testing.assert_allclose(tracker.reference(_at_rest(HOME_Q, t + LATE_LEAD)).q, goal, atol=1e-12)
+    tracker.submit_trajectory(_points([(0.5, goal)]), t - 0.6, t)
+    tracker.reference(_at_rest(HOME_Q, t + 0.02))
+    assert len(errors) == 1 and "ended 0.120 s before" in errors[0], errors
 
 
 def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot: RobotModel) -> None:

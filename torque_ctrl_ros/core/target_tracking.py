@@ -99,6 +99,22 @@ late; once per 10 ms takes most of that back, and the tool trails a streamed pat
 much either way (each target is approached over 0.24 s at least). (Figures: docs/performance.md,
 "Measurements behind the core's choices".)"""
 
+LATE_LEAD = MIN_TAKE_PERIOD
+"""Least time (s) from the state a late trajectory takes effect at to the first point it keeps.
+
+A trajectory stamped ``late`` s before that state drops its points already due and reaches the
+next one from the current reference. Were that point kept however soon it comes, lateness alone
+would make the first segment arbitrarily short: a 1 kHz-dense 0.1 rad minimum-jerk trajectory
+stamped 0.99 ms late left 10 µs to its next point, 6927 rad/s² (accepted 0.5 ms late, refused
+0.9 ms late: a sender stamping ``now`` hits either by its transport delay). Points due sooner
+than this are dropped too, so the first segment lasts at least ``LATE_LEAD``, and the reference,
+starting where the trajectory did, covers what the trajectory covers in ``t_k`` within ``t_k −
+late ≥ LATE_LEAD``: for ``late`` up to ``LATE_LEAD``, on average at most twice as fast. Transport delays
+and a late control step or two are well within 10 ms, the period the tracker already takes for a
+plan to matter (:data:`MIN_TAKE_PERIOD`); a segment shorter than a control period would not even
+be sampled. A trajectory whose remaining points all come sooner keeps its last point, reached
+``LATE_LEAD`` after the state."""
+
 Report = Callable[[str], object]
 """Where a tracker reports a refusal or a warning (one line, naming what it is about); what it
 returns is ignored."""
@@ -352,7 +368,8 @@ class JointTargetTracker:
       target runs on (switched early, the reference would stand still at the start until the
       stamp and then set off: a torque step each time); one stamped before the state it takes
       effect at drops the points already due and reaches the next one from the current
-      reference; one that ended before it is refused. After its end the last point is held. On
+      reference (no sooner than :data:`LATE_LEAD` after the state: points due sooner are dropped
+      too); one that ended before it is refused. After its end the last point is held. On
       continuous joints every segment takes the short way round (the waypoints are unwrapped
       against the one before, the start first). Its motion is held to the position and velocity
       limits and to :attr:`acceleration_limit` (25.9 rad/s² on the Gen3's joint_1): checked when
@@ -588,25 +605,28 @@ class JointTargetTracker:
 
     def _activate_trajectory(self, state: JointState, stamp: float, points: TrajectoryPoints) -> None:
         """Follow ``points`` from ``stamp`` (s; 0: from ``state``) as the class docstring says:
-        the points already due at ``state`` dropped, a first point at time 0 taken as the start
+        the points already due at ``state``, or due within :data:`LATE_LEAD` of it, dropped (the
+        last one kept, reached no sooner than that), a first point at time 0 taken as the start
         (:meth:`_from_first_point`), else the trajectory started from the current reference; the
         segments from the start checked against the limits. Refused (the active target running
         on) where it ended before ``state`` or a check fails."""
         t0 = stamp if stamp > 0.0 else state.stamp
         late = state.stamp - t0
         if late > 0.0:
-            # Stamped before this state: the points already due are dropped and the rest keep
-            # their times, reached from the current reference (no jump into the middle).
+            # Stamped before this state: the points already due, or due within LATE_LEAD, are
+            # dropped and the rest keep their times, reached from the current reference (no jump
+            # into the middle).
             end = float(points.times[-1])
-            due = points.times > late
-            if not due.any():
+            if end <= late:
                 self._refuse(
                     f"trajectory ended {late - end:.3f} s before the joint state it arrived at "
                     f"(header.stamp {stamp:.3f} s, last point at {end:.3f} s)"
                 )
                 return
-            kept = points.select(due)
-            points = kept._replace(times=kept.times - late)
+            ahead = points.times - late > LATE_LEAD
+            ahead[-1] = True
+            kept = points.select(ahead)
+            points = kept._replace(times=np.maximum(kept.times - late, LATE_LEAD))
             t0 = state.stamp
         current = self.current(state)
         try:
