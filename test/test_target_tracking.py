@@ -191,6 +191,28 @@ def test_the_joint_tracker_states(robot: RobotModel) -> None:
     assert errors == []
 
 
+def test_stops_from_a_hold_keep_the_held_point_where_the_arm_sags(robot: RobotModel) -> None:
+    """An arrived joint target, the arm 0.04 rad below it on joint_2 (a load the model lacks): a
+    first stop and a second one both keep the reference where it stands, as a stop of a
+    reference at rest does; moved to the arm, the second would lower the held point by 0.04."""
+    tracker, errors = _joint_tracker(robot)
+    goal = np.array([0.0, 0.5, 0.0, 1.0, 0.0, 0.5, 0.0])
+    sagged = goal + np.eye(7)[1] * 0.04
+    tracker.submit_target(goal)
+    tracker.reference(_at_rest(goal.copy(), 0.0))
+    np.testing.assert_array_equal(tracker.reference(_at_rest(sagged, 5.0)).q, goal)
+    for k in (1, 2, 3):
+        tracker.submit_stop()
+        held = tracker.reference(_at_rest(sagged, 5.0 + 0.001 * k))
+        assert tracker.mode is JointMode.HOLD
+        np.testing.assert_array_equal(held.q, goal)
+    # Before any reference, a stop holds the arm where it is.
+    fresh, _ = _joint_tracker(robot)
+    fresh.submit_stop()
+    np.testing.assert_array_equal(fresh.reference(_at_rest(sagged, 0.0)).q, sagged)
+    assert errors == []
+
+
 @pytest.mark.parametrize(
     "offset", [[1.0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 1.0], [0.2, -0.1, 0.3, 0.2, -0.3, 0.2, 0.4]]
 )

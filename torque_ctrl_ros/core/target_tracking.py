@@ -425,7 +425,8 @@ class JointTargetTracker:
         step. Stepped to rest at once, a reference moving 1.125 rad/s on joint_1 would ask −5.75
         N·m and the arm overshoot the held point by 0.041 rad; the smooth stop runs on 0.135 rad.
         A reference moving within :func:`step_tolerances` is held at once where it stands (the
-        step it asks is no larger than a start's); from a hold, the arm is held where it is.
+        step it asks is no larger than a start's); from a hold, the point held stays (where the
+        arm is only before any reference).
         """
         self.pending = PendingStop()
 
@@ -582,9 +583,12 @@ class JointTargetTracker:
         """Stop the reference as :meth:`submit_stop` says."""
         self.goal = None
         if self.active is None:
-            # Nothing moves to bring to rest. Held where the arm is, so that a stop never sets
-            # the arm moving toward a point it stands away from.
-            self.mode, self.held = JointMode.HOLD, JointReference(np.array(state.q, dtype=np.float64))
+            # Nothing moves to bring to rest: the point held stays where it stands (moved to the
+            # arm, a second stop would lower it to where the arm sags under a load the model
+            # lacks). Before any reference, the arm's position is held.
+            if self.held is None:
+                self.held = JointReference(np.array(state.q, dtype=np.float64))
+            self.mode = JointMode.HOLD
             return
         current = self.current(state)
         q, v, a = current
