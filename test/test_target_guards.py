@@ -1267,6 +1267,32 @@ def test_a_stop_toward_a_limit_ends_on_it_not_past_it(robot: RobotModel) -> None
     assert max(q2) <= robot.position_upper[1] + 1e-9 and q2[-1] == pytest.approx(HOME_Q[1])
 
 
+@pytest.mark.parametrize("gap", [0.05, 0.02])
+def test_a_stop_held_short_by_a_limit_does_not_overshoot_it(robot: RobotModel, gap: float) -> None:
+    """joint_2 at 0.8 rad/s, ``gap`` rad from its 2.24 limit: the stop held to the limit over the
+    stop time (0.24 s) would run to 2.2452 (0.05 away) before coming back, refused, and the
+    tracker would hold at once, the step the stop exists to avoid. Shortened to ``2.5·d/v`` (0.156
+    s, 0.0625 s), the quintic reaches the limit without passing it and the stop is taken; so is a
+    joint target behind the reference, which begins with it. Nearer the limit (0.01 rad), no stop
+    within joint_2's acceleration bound stays inside: refused, the tracker holds at once."""
+    from torque_ctrl_ros.core.approach import JointApproachPlanner
+
+    planner = JointApproachPlanner(robot, np.full(7, 100.0), np.full(7, 20.0))
+    q0, v0 = np.zeros(7), np.zeros(7)
+    q0[1], v0[1] = robot.position_upper[1] - gap, 0.8
+    stop = planner.stop((q0, v0, None))
+    q2 = [stop.sample(t)[0][1] for t in np.linspace(0.0, stop.duration, 4001)]
+    assert max(q2) <= robot.position_upper[1] + 1e-9 and q2[-1] == pytest.approx(robot.position_upper[1])
+    assert stop.duration == pytest.approx(min(planner.stop_time, 2.5 * gap / 0.8))
+    approach = planner.plan((q0, v0, None), np.zeros(7))
+    assert (
+        max(approach.sample(t)[0][1] for t in np.linspace(0.0, 1.0, 4001)) <= robot.position_upper[1] + 1e-9
+    )
+    q0[1] = robot.position_upper[1] - 0.01
+    with pytest.raises(TargetError, match="joint_2"):
+        planner.stop((q0, v0, None))
+
+
 @pytest.mark.parametrize(
     ("source", "controller"),
     [

@@ -281,7 +281,9 @@ class JointApproachPlanner:
         """A stop of the reference ``start`` = ``(q, q̇, q̈)`` (rad, rad/s, rad/s²; ``None`` for 0):
         one quintic from it to rest, the stop a target behind it would begin with (the module
         docs): where ``under_way`` comes to rest if within the stop time, else ``q + q̇·T_s/2``
-        after ``T_s`` (not past that rest point nor a position limit). Its velocity and
+        after ``T_s`` (not past that rest point nor a position limit, and then over no more than
+        ``2.5·d/|q̇|`` for the joints held ``d`` short, so that the quintic does not pass the
+        point it is held to: :func:`_monotone_stop_time`). Its velocity and
         acceleration start at the reference's, so the law's torque does not step. From ``q̇`` and
         no acceleration, ``q(s) = q₀ + q̇·T_s·(s − s³ + s⁴/2)``, ``s = t/T_s``: it decelerates at most
         ``1.5·|q̇|/T_s`` (at ``s = ½``); from 1.125 rad/s on joint_1 with ``kp`` 100 it runs on 0.135
@@ -292,7 +294,9 @@ class JointApproachPlanner:
 
         Raises:
             TargetError: its motion passes a position or velocity limit (a start moving fast
-                toward one, its rest point within a hair of it).
+                toward one, its rest point within a hair of it: where the acceleration bound
+                needs longer than ``2.5·d/|q̇|``, the quintic passes the limit; 0.01 rad from
+                joint_2's at 0.8 rad/s, no stop within its 25.7 rad/s² stays inside).
         """
         t_stop, q_stop = self._stop_point(start, under_way)
         stopping = self._quintics(start, [t_stop], [q_stop])
@@ -306,7 +310,8 @@ class JointApproachPlanner:
     ) -> tuple[float, FloatArray]:
         """``(time (s), q (rad))`` a moving reference ``start`` = ``(q₀, q̇₀, q̈₀)`` stops at: where
         the motion under way comes to rest if that is within the stop time, else half its speed
-        times the stop time on (not past that rest point, nor a position limit); the time
+        times the stop time on (not past that rest point, nor a position limit, the time then
+        shortened so that the quintic does not pass it: :func:`_monotone_stop_time`); the time
         lengthened where the quintic there would pass :attr:`acceleration_limit` (the default
         point moving on with it, ``q̇₀·T/2``)."""
         q0, v0 = start[0], start[1]
@@ -321,7 +326,10 @@ class JointApproachPlanner:
                 q_stop = np.where((q_stop - rest[1]) * (rest[1] - q0) > 0.0, rest[1], q_stop)
             return np.clip(q_stop, self.robot.position_lower, self.robot.position_upper)
 
-        t_stop = self._within_bounds(start, lambda t: stop_at(t) - q0, self.stop_time)
+        t_stop = self.stop_time
+        if v0 is not None:
+            t_stop = min(t_stop, _monotone_stop_time(stop_at(np.asarray(t_stop)) - q0, v0))
+        t_stop = self._within_bounds(start, lambda t: stop_at(t) - q0, t_stop)
         return t_stop, stop_at(np.asarray(t_stop))
 
     def _duration(self, q: FloatArray, goal: FloatArray) -> float:
@@ -434,6 +442,24 @@ def _peak_acceleration(distance: FloatArray, v0: FloatArray, a0: FloatArray, T: 
 _JERK_D = np.array([60.0, -180.0, 120.0])[:, None, None]
 _JERK_V = np.array([36.0, -96.0, 60.0])[:, None, None]
 _JERK_A = np.array([9.0, -18.0, 10.0])[:, None, None]
+
+
+#: A quintic from ``(0, v, 0)`` to rest at ``d`` over ``T`` moves at ``q̇ = v·(1 − s)²·(1 + 2s +
+#: β·s²)``, ``β = 30·d/(v·T) − 15``, ``s = t/T``: it never turns back (past ``d``) while ``β ≥ −1``,
+#: i.e. ``d ≥ 0.4·v·T``. The default stop, ``d = v·T/2``, is; one held short of that (to a limit or
+#: a rest point) is only within ``T ≤ 2.5·d/v``.
+_MONOTONE_STOP = 2.5
+
+
+def _monotone_stop_time(distance: FloatArray, v0: FloatArray) -> float:
+    """The longest stop time (s) over which the quintic from ``v0`` (rad/s, no acceleration) to
+    rest ``distance`` (rad) on does not pass that point on any joint held short of ``v0·T/2``:
+    ``minᵢ 2.5·dᵢ/v0ᵢ`` over the joints moving toward a point ahead (``inf`` where none: the
+    others' stops are at least ``0.4·v0·T`` on, or they do not move)."""
+    ahead = distance * v0 > 0.0
+    if not ahead.any():
+        return float("inf")
+    return float(np.min(_MONOTONE_STOP * distance[ahead] / v0[ahead]))
 
 
 def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, FloatArray] | None:
