@@ -1293,6 +1293,43 @@ def test_a_stop_held_short_by_a_limit_does_not_overshoot_it(robot: RobotModel, g
         planner.stop((q0, v0, None))
 
 
+def test_a_joint_target_or_stop_refused_near_a_limit_says_what_moved_and_what_to_do(
+    robot: RobotModel,
+) -> None:
+    """The reference 0.01 rad from joint_2's limit at 0.8 rad/s: no stop within its acceleration
+    bound stays inside. The joint target is refused as an approach from the current motion (send
+    it again once the arm has slowed), the stop held at once with a warning naming the stop: not
+    as a trajectory with waypoints to add and a time_from_start the user never gave."""
+    from torque_ctrl_ros.core.target_tracking import JointMode, JointTargetTracker, TimedMove
+
+    errors: list[str] = []
+    warnings: list[str] = []
+    ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    tracker = JointTargetTracker(ctrl, refuse=errors.append, warn=warnings.append)
+    q0, v0 = np.zeros(7), np.zeros(7)
+    q0[1], v0[1] = robot.position_upper[1] - 0.01, 0.8
+    moving = JointTrajectory([1.0], [q0], start=(q0, v0, None))  # sampled at its start only
+    tracker.active, tracker.mode = TimedMove(moving, 5.0), JointMode.TRAJECTORY
+    tracker.submit_target(np.zeros(7))
+    tracker.reference(JointState(q0, v0, 5.0))
+    assert len(errors) == 1 and re.fullmatch(
+        r"joint target: the approach from the current motion takes joint_2 to [0-9.]+ rad at [0-9.]+ s "
+        r"into it, past its position limit 2\.2400 rad; send the target again once the arm has slowed",
+        errors[0],
+    ), errors
+    tracker.submit_stop()
+    tracker.reference(JointState(q0, v0, 5.0))
+    assert (
+        tracker.mode is JointMode.HOLD
+        and len(warnings) == 1
+        and re.fullmatch(
+            r"stop: held at once, its smooth stop refused \(the stop from the current motion takes joint_2 "
+            r"to [0-9.]+ rad at [0-9.]+ s into it, past its position limit 2\.2400 rad\)",
+            warnings[0],
+        )
+    ), warnings
+
+
 @pytest.mark.parametrize(
     ("source", "controller"),
     [

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 from torque_ctrl_ros.core.errors import TargetError
-from torque_ctrl_ros.core.trajectory import JointTrajectory
+from torque_ctrl_ros.core.robot import RobotModel
+from torque_ctrl_ros.core.trajectory import JointTrajectory, MotionWording, check_motion
 
 RNG = np.random.default_rng(3)
 T = [0.5, 1.0, 2.0]
@@ -333,3 +335,41 @@ def test_acceleration_bound_widens_only_for_a_given_first_acceleration() -> None
     shifted = JointTrajectory([0.0, 1.0, 2.0], [[0.0], [0.0], [0.0]], [[0.0]] * 3, [[0.0], [8.0], [0.0]])
     found = shifted.limit_violation(-np.inf, np.inf, np.inf, acceleration_limit=[2.0])
     assert found is not None and found.quantity == "acceleration" and abs(found.value) > 2.0
+
+
+def test_check_motion_words_a_refusal_for_its_caller(robot: RobotModel) -> None:
+    """A user's trajectory is told what its waypoints can change; a planned motion (an approach,
+    a stop) is worded by its caller, without advice about waypoints it never had."""
+    q1 = np.eye(7)[1] * 2.2  # joint_2 at 0.8 rad/s toward its 2.24 limit, back there at rest
+    passing = JointTrajectory([0.5], [q1], start=(q1, np.eye(7)[1] * 0.8, None))
+    position = (
+        "trajectory: the interpolated motion takes joint_2 to {} rad at {} s (time_from_start), past "
+        "its position limit 2.2400 rad; add waypoints or give velocities that keep it inside"
+    )
+    with pytest.raises(TargetError) as caught:
+        check_motion(robot, passing, offset=1.0)
+    pattern = re.escape(position).replace(re.escape("{}"), r"[0-9.]+")
+    assert re.fullmatch(pattern, str(caught.value)), caught.value
+    fast = JointTrajectory([0.5], [np.eye(7)[0] * 1.0], start=(np.zeros(7), None, None))
+    with pytest.raises(TargetError) as caught:
+        check_motion(robot, fast)
+    assert re.fullmatch(
+        r"trajectory: the interpolated motion moves joint_1 at [0-9.]+ rad/s at 0\.2500 s "
+        r"\(time_from_start\), above its velocity limit 1\.3963 rad/s; slow it down",
+        str(caught.value),
+    ), caught.value
+    with pytest.raises(TargetError) as caught:
+        check_motion(robot, fast, acceleration_limit=np.ones(7))
+    assert str(caught.value).startswith("trajectory: the interpolated motion accelerates joint_1 at ")
+    assert str(caught.value).endswith(
+        "(time_from_start), above its bound 1.00 rad/s² (where the inertial torque alone reaches an "
+        "effort limit); slow it down or smooth it"
+    )
+    wording = MotionWording("the stop from the current motion", "into it", "", "", "")
+    with pytest.raises(TargetError) as caught:
+        check_motion(robot, passing, wording=wording)
+    assert re.fullmatch(
+        r"the stop from the current motion takes joint_2 to [0-9.]+ rad at [0-9.]+ s into it, past its "
+        r"position limit 2\.2400 rad",
+        str(caught.value),
+    ), caught.value

@@ -53,7 +53,7 @@ from numpy.typing import ArrayLike, NDArray
 from .controllers.cartesian import PoseReference, check_pose_reference
 from .errors import TargetError
 from .robot import RobotModel
-from .trajectory import LIMIT_TOLERANCE, JointTrajectory, acceleration_limits, check_motion
+from .trajectory import LIMIT_TOLERANCE, JointTrajectory, MotionWording, acceleration_limits, check_motion
 from .validation import FloatArray, as_positive_float
 
 SPEED_SHARE = 0.5
@@ -107,6 +107,14 @@ _STRETCH_CHUNK = 64
 _STRETCH_MOST = 1e4
 #: A chunk's durations over the longest before it: ``1.05^k``, ``k = 1…64``.
 _STRETCH_STEPS = _STRETCH_RATIO ** np.arange(1.0, _STRETCH_CHUNK + 1.0)
+
+
+#: How :func:`~.trajectory.check_motion` words a refused approach or stop: planned here, not
+#: written by the user (no waypoints to add); only a start moving fast toward a limit makes one
+#: pass it, which a target sent once the arm has slowed avoids.
+_SLOWED = "send the target again once the arm has slowed"
+APPROACH_WORDING = MotionWording("the approach from the current motion", "into it", _SLOWED, _SLOWED, _SLOWED)
+STOP_WORDING = MotionWording("the stop from the current motion", "into it", "", "", "")
 
 
 def approach_times(kp: FloatArray, kd: FloatArray) -> tuple[float, float]:
@@ -258,19 +266,19 @@ class JointApproachPlanner:
         q0, v0, a0 = start
         if not ((v0 is not None and v0.any()) or (a0 is not None and a0.any())):
             approach = self._quintics(start, [self._duration(q0, goal)], [goal])
-            check_motion(self.robot, approach)
+            check_motion(self.robot, approach, wording=APPROACH_WORDING)
             return approach
         distance = self.robot.difference(goal, q0)
         duration = self._within_bounds(start, lambda _: distance, self._duration(q0, goal))
         direct = self._quintics(start, [duration], [goal])
         if self._keeps_course(direct, q0):
-            check_motion(self.robot, direct)
+            check_motion(self.robot, direct, wording=APPROACH_WORDING)
             return direct
         # One quintic from a reference moving away from the goal would carry it on the wrong way:
         # it stops first.
         t_stop, q_stop = self._stop_point(start, under_way)
         approach = self._quintics(start, [t_stop, t_stop + self._duration(q_stop, goal)], [q_stop, goal])
-        check_motion(self.robot, approach)
+        check_motion(self.robot, approach, wording=APPROACH_WORDING)
         return approach
 
     def stop(
@@ -300,7 +308,7 @@ class JointApproachPlanner:
         """
         t_stop, q_stop = self._stop_point(start, under_way)
         stopping = self._quintics(start, [t_stop], [q_stop])
-        check_motion(self.robot, stopping)
+        check_motion(self.robot, stopping, wording=STOP_WORDING)
         return stopping
 
     def _stop_point(
@@ -722,7 +730,9 @@ class PoseApproachPlanner:
 
 
 __all__ = [
+    "APPROACH_WORDING",
     "SPEED_SHARE",
+    "STOP_WORDING",
     "JointApproachPlanner",
     "PoseApproach",
     "PoseApproachPlanner",

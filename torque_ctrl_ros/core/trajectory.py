@@ -28,7 +28,7 @@ import math
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -766,6 +766,32 @@ def acceleration_limits(robot: RobotModel) -> FloatArray:
     return limits
 
 
+class MotionWording(NamedTuple):
+    """How :func:`check_motion` words a refusal for its caller: ``{motion} takes joint_2 to 2.2452
+    rad at 0.1290 s {when}, past its position limit 2.2400 rad; {advice}``."""
+
+    motion: str
+    """What moves, opening the message (``trajectory: the interpolated motion``)."""
+    when: str
+    """What the time is counted from (``(time_from_start)``)."""
+    position: str
+    """Advice for a position limit passed (``""``: none)."""
+    velocity: str
+    """Advice for a velocity limit passed."""
+    acceleration: str
+    """Advice for an acceleration above its bound."""
+
+
+TRAJECTORY_WORDING = MotionWording(
+    "trajectory: the interpolated motion",
+    "(time_from_start)",
+    "add waypoints or give velocities that keep it inside",
+    "slow it down",
+    "slow it down or smooth it",
+)
+"""For a user's trajectory: what its waypoints can change."""
+
+
 def check_motion(
     robot: RobotModel,
     trajectory: JointTrajectory,
@@ -773,12 +799,14 @@ def check_motion(
     last: int | None = None,
     offset: float = 0.0,
     acceleration_limit: ArrayLike | None = None,
+    wording: MotionWording = TRAJECTORY_WORDING,
 ) -> None:
     """Refuse a trajectory whose interpolated motion passes a position limit (bounded joints), a
     velocity limit or, if given, ``acceleration_limit`` (rad/s² per joint, e.g.
     :func:`acceleration_limits`) (:meth:`JointTrajectory.limit_violation`, segments ``first`` to
     ``last − 1``); ``offset`` (s) is added to the reported time so that it reads as the message's
-    ``time_from_start``.
+    ``time_from_start``. ``wording``: how the refusal names the motion and what it advises (by
+    default for a user's trajectory; a motion the package planned words it for its caller).
     """
     found = trajectory.limit_violation(
         robot.position_lower,
@@ -791,29 +819,35 @@ def check_motion(
     if found is None:
         return
     name, t = robot.joint_names[found.joint], found.time + offset
+    at = f"at {t:.4f} s {wording.when}"
     if found.quantity == "position":
-        raise TargetError(
-            f"trajectory: the interpolated motion takes {name} to {found.value:.4f} rad at {t:.4f} s "
-            f"(time_from_start), past its position limit {found.limit:.4f} rad; add waypoints or "
-            "give velocities that keep it inside"
+        message = (
+            f"{wording.motion} takes {name} to {found.value:.4f} rad {at}, past its position limit "
+            f"{found.limit:.4f} rad"
         )
-    if found.quantity == "acceleration":
-        raise TargetError(
-            f"trajectory: the interpolated motion accelerates {name} at {found.value:.2f} rad/s² at "
-            f"{t:.4f} s (time_from_start), above its bound {found.limit:.2f} rad/s² (where the "
-            "inertial torque alone reaches an effort limit); slow it down or smooth it"
+        advice = wording.position
+    elif found.quantity == "acceleration":
+        message = (
+            f"{wording.motion} accelerates {name} at {found.value:.2f} rad/s² {at}, above its bound "
+            f"{found.limit:.2f} rad/s² (where the inertial torque alone reaches an effort limit)"
         )
-    raise TargetError(
-        f"trajectory: the interpolated motion moves {name} at {found.value:.4f} rad/s at {t:.4f} s "
-        f"(time_from_start), above its velocity limit {found.limit:.4f} rad/s; slow it down"
-    )
+        advice = wording.acceleration
+    else:
+        message = (
+            f"{wording.motion} moves {name} at {found.value:.4f} rad/s {at}, above its velocity limit "
+            f"{found.limit:.4f} rad/s"
+        )
+        advice = wording.velocity
+    raise TargetError(f"{message}; {advice}" if advice else message)
 
 
 __all__ = [
     "ACCELERATION_SAMPLES",
     "LIMIT_TOLERANCE",
+    "TRAJECTORY_WORDING",
     "JointTrajectory",
     "LimitViolation",
+    "MotionWording",
     "acceleration_limits",
     "check_motion",
 ]
