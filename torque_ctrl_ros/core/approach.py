@@ -32,9 +32,10 @@ joints, every speed within :data:`DIRECT_SPEED_SHARE` or the start's own). So a 
 targets (an interactive marker, a teleoperation device at 30 Hz) is followed: stopping first for
 each one would keep the reference from ever setting off. Otherwise the reference first stops,
 along a quintic to ``x₀ + ẋ₀·T_s/2`` over ``T_s = max(shortest, 15/8 / min kd)`` (decelerating
-at most as the law's ``kd·|ẋ|`` would), and the move after it is timed from there: one quintic
-from a reference moving away from the target would carry it on the wrong way (0.8 rad, at 0.76
-of joint_1's limit, for a joint target 3 rad behind a reference at 0.7 rad/s). The stop is where
+at most ``1.5·|ẋ₀|/T_s``, at most ``0.8·kd·|ẋ₀|``: within the law's own ``kd·|ẋ|``), and the move
+after it is timed from there: one quintic from a reference moving away from the target would
+carry it on the wrong way (0.8 rad, at 0.76 of joint_1's limit, for a joint target 3 rad behind a
+reference at 0.7 rad/s). The stop is where
 the motion under way comes to rest (its own stop, its goal, a trajectory's waypoint at rest)
 when that is within ``T_s``, so a stream's targets keep the stop under way instead of restarting
 it; in joint space it is never past that rest point nor a position limit. The sources take a
@@ -121,7 +122,9 @@ def approach_times(kp: FloatArray, kd: FloatArray) -> tuple[float, float]:
     """``(shortest, stop)`` (s) for the approaches of a PD law with gains ``kp`` (1/s²) and ``kd``
     (1/s), one per axis: the shortest approach asks at most the acceleration ``kp·|Δx|`` a step
     of ``Δx`` would at once (``10/√3·|Δx|/T² ≤ kp·|Δx|``), and a moving reference stops in no less
-    time, decelerating at most as the law's ``kd·|ẋ|`` (``15/8·|ẋ|/T ≤ kd·|ẋ|``)."""
+    time, over ``T = 15/8/kd`` at least. The stop, ``x₀ + ẋ·T·(s − s³ + s⁴/2)``, decelerates at
+    most ``1.5·|ẋ|/T`` (at ``s = ½``), so at most ``0.8·kd·|ẋ|``: a fifth below what the law's
+    ``kd·|ẋ|`` asks of a velocity error ``ẋ`` at once."""
     shortest = float(np.sqrt(QUINTIC_PEAK_ACCELERATION / np.min(kp)))
     damping = float(np.min(kd))
     return shortest, max(shortest, QUINTIC_PEAK_SPEED / damping) if damping > 0.0 else shortest
