@@ -221,6 +221,36 @@ def test_a_pose_stop_at_high_gains_keeps_the_joints_within_the_bound(robot: Robo
     assert _peak_share(robot, turned, q_middle, turned.stop[0]) <= 1.01
 
 
+def test_a_pose_stop_lengthened_at_high_gains_keeps_the_stop_under_way(robot: RobotModel) -> None:
+    """At kp 1e5 the pose stop is lengthened past the law's stop time (7.6 ms) for the joints'
+    acceleration bounds. A quarter into such a stop, a target turned back again: the stop under
+    way rests 0.75 of its time ahead, more than 7.6 ms but within the lengthened stop time. It is
+    kept, as in joint space; compared with 7.6 ms alone, a new default stop ran on past it, on
+    the wrong way."""
+    kp = 1e5
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), np.full(6, kp), np.full(6, 2.0 * math.sqrt(kp)))
+    home = robot.frame_placement(HOME_Q, TOOL)
+    rest = PoseReference(home.translation.copy(), home.rotation.copy())
+    first = planner.plan(
+        HOME_Q, rest, PoseReference(home.translation + np.array([0.0, 0.3, 0.0]), home.rotation)
+    )
+    middle = 0.5 * first.duration
+    q_middle = _follow(robot, first, HOME_Q, np.linspace(0.0, middle, 201))[-1]
+    turned = planner.plan(q_middle, first.sample(middle), rest, (first, middle))
+    assert turned.stop is not None
+    stop_time, stop = turned.stop
+    quarter = 0.25 * stop_time
+    assert 0.75 * stop_time > planner.stop_time
+    q_quarter = _follow(robot, turned, q_middle, np.linspace(0.0, quarter, 51))[-1]
+    behind = PoseReference(home.translation - np.array([0.0, 0.1, 0.0]), home.rotation)
+    again = planner.plan(q_quarter, turned.sample(quarter), behind, (turned, quarter))
+    assert again.stop is not None
+    assert again.stop[0] == pytest.approx(0.75 * stop_time, rel=1e-12)
+    np.testing.assert_allclose(again.stop[1].position, stop.position, atol=1e-12)
+    y = [again.sample(t).position[1] for t in np.linspace(0.0, again.duration, 2001)]
+    assert max(y) <= stop.position[1] + 1e-9
+
+
 def _path_time_by_its_formula(
     robot: RobotModel, rows: np.ndarray, q: np.ndarray, move: np.ndarray
 ) -> tuple[float, np.ndarray]:

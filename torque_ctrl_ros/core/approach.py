@@ -568,7 +568,8 @@ class PoseApproachPlanner:
 
         ``under_way``: the approach the reference follows and the time (s) into it ``start`` was
         sampled at; where a moving reference has to stop first, that approach's stop (or its
-        goal) is kept when it comes within the stop time, as in joint space.
+        goal) is kept when it comes within the stop time (as lengthened for the joints'
+        acceleration bounds: a default stop no shorter would run past it), as in joint space.
 
         Raises:
             TargetError: ``refuse_shortfall`` and the predicted joint path ends short of the goal.
@@ -589,12 +590,6 @@ class PoseApproachPlanner:
         # else half its speed times the stop time on. The move after the stop is timed from
         # there (timed from the start, a target 3 cm behind a reference at 0.14 m/s would take
         # joint_5 to 0.85 of its limit).
-        if under_way is not None:
-            approach, t = under_way
-            rest = approach.stop if approach.stop is not None and approach.stop[0] > t else None
-            rest = rest or (approach.duration, approach.goal)
-            if 0.0 < rest[0] - t <= self.stop_time:
-                return PoseApproach(start, goal, self._duration(arm, rest[1], goal), rest[0] - t, rest[1])
         twist = np.zeros(6) if start.twist is None else start.twist
         # The stop decelerates at most 1.5·|ẋ|/T_s (JointApproachPlanner.stop); the joints, to
         # first order, 1.5·|J⁺·ẋ|/T_s, held within their acceleration bounds (from 0.14 m/s at kp
@@ -603,6 +598,16 @@ class PoseApproachPlanner:
             self.stop_time,
             float(np.max(1.5 * np.abs(arm.inverse @ twist[self.rows]) / self.acceleration_limit)),
         )
+        if under_way is not None:
+            approach, t = under_way
+            rest = approach.stop if approach.stop is not None and approach.stop[0] > t else None
+            rest = rest or (approach.duration, approach.goal)
+            # Within the stop time as lengthened, not the law's alone: a joint stop that would run
+            # past the rest point is held to it joint by joint (JointApproachPlanner._stop_point),
+            # which a pose's rotation does not allow, so a longer stop here keeps the rest point
+            # instead of running past it. Reached at its own time, it is the motion under way.
+            if 0.0 < rest[0] - t <= stop_time:
+                return PoseApproach(start, goal, self._duration(arm, rest[1], goal), rest[0] - t, rest[1])
         half = 0.5 * stop_time
         stop = PoseReference(
             start.position + half * twist[:3],
