@@ -1439,8 +1439,8 @@ def test_a_first_point_at_time_zero_must_move_as_the_reference_does(robot: Robot
     np.testing.assert_allclose(start[1], 0.0, atol=1e-12)
     np.testing.assert_allclose(start[2], 0.0, atol=1e-12)
     assert np.abs(_torque_step(source, rest, ref)).max() < 0.1  # 1 ms into the move from rest
-    assert source.tracker.start_velocity_tolerance == pytest.approx(np.full(7, 0.05))
-    assert source.tracker.stop_acceleration_tolerance == pytest.approx(np.full(7, 1.0))
+    assert source.tracker.velocity_step_tolerance == pytest.approx(np.full(7, 0.05))
+    assert source.tracker.acceleration_step_tolerance == pytest.approx(np.full(7, 1.0))
 
     node, source, before = _moving_trajectory(robot)
     node.callbacks["~/joint_trajectory"](_trajectory_msg(names, [(0.0, before.q, None)]))

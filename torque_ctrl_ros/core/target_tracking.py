@@ -70,7 +70,7 @@ and 7, which have no error, to 13–16 times their velocity limits. Near the mea
 jump only takes the error down (an arm lagging its reference under a load the model lacks:
 0.044 rad on joint_6 with 20 g more).
 
-Its velocities, if given, must be within :attr:`JointTargetTracker.start_velocity_tolerance` of
+Its velocities, if given, must be within :attr:`JointTargetTracker.velocity_step_tolerance` of
 the reference's (:func:`step_tolerances`); the trajectory then starts from the reference's
 velocity and acceleration (positions only: always), so they do not step: taken as given, a
 first point with velocity 0 steps a reference moving 1.125 rad/s on joint_1 to rest, −4.6 N·m at
@@ -363,7 +363,7 @@ class JointTargetTracker:
       current reference when its first point is later than 0, else at that point, which must
       then lie within :data:`START_TOLERANCE` of the reference or of the measured position, with
       the reference's velocity and acceleration (given velocities may differ by
-      :attr:`start_velocity_tolerance`, else it is refused; given accelerations are blended into
+      :attr:`velocity_step_tolerance`, else it is refused; given accelerations are blended into
       over the first segment). One stamped later than the state waits for it while the active
       target runs on (switched early, the reference would stand still at the start until the
       stamp and then set off: a torque step each time); one stamped before the state it takes
@@ -386,12 +386,13 @@ class JointTargetTracker:
         #: Largest |q̈| (rad/s²) per joint a trajectory may ask: the planner's own bound
         #: (:func:`~.trajectory.acceleration_limits`).
         self.acceleration_limit: FloatArray = self.planner.acceleration_limit
-        #: How far a first point at time 0 may set another velocity (rad/s per joint), and how
-        #: slow a reference stops at once (:func:`step_tolerances`).
-        self.start_velocity_tolerance: FloatArray
-        #: How little a reference may accelerate to stop at once (rad/s² per joint).
-        self.stop_acceleration_tolerance: FloatArray
-        self.start_velocity_tolerance, self.stop_acceleration_tolerance = step_tolerances(kp, kd)
+        #: How far the reference's velocity may step at once (rad/s per joint,
+        #: :func:`step_tolerances`): a first point at time 0 setting another, a stop holding a
+        #: reference this slow at once.
+        self.velocity_step_tolerance: FloatArray
+        #: How far its acceleration may (rad/s² per joint): a lone point at time 0, a stop at once.
+        self.acceleration_step_tolerance: FloatArray
+        self.velocity_step_tolerance, self.acceleration_step_tolerance = step_tolerances(kp, kd)
         self._refuse = refuse
         self._warn = warn
         self.mode = JointMode.START
@@ -592,8 +593,8 @@ class JointTargetTracker:
             return
         current = self.current(state)
         q, v, a = current
-        slow = (v is None or bool(np.all(np.abs(v) <= self.start_velocity_tolerance))) and (
-            a is None or bool(np.all(np.abs(a) <= self.stop_acceleration_tolerance))
+        slow = (v is None or bool(np.all(np.abs(v) <= self.velocity_step_tolerance))) and (
+            a is None or bool(np.all(np.abs(a) <= self.acceleration_step_tolerance))
         )
         if not slow:
             try:
@@ -657,7 +658,7 @@ class JointTargetTracker:
     ) -> tuple[TrajectoryPoints, JointMotion]:
         """``(the points after a first point at time 0, the start that replaces it)``: its position
         (within :data:`START_TOLERANCE` of the reference or the arm), the reference's velocity and
-        acceleration (the given velocities within :attr:`start_velocity_tolerance` of the
+        acceleration (the given velocities within :attr:`velocity_step_tolerance` of the
         reference's; the given accelerations are left for the first segment to blend into). A
         lone point is the trajectory's end, at rest: the reference must be slow enough to stop
         there at once (:func:`step_tolerances`); the points are then returned as they are.
@@ -687,8 +688,8 @@ class JointTargetTracker:
         given_v = np.zeros(n) if lone else vel[0] if vel is not None else None
         given_a = np.zeros(n) if lone else None  # a lone point is at rest: no acceleration
         for what, unit, given, ref, tolerance in (
-            ("velocity", "rad/s", given_v, v_ref, self.start_velocity_tolerance),
-            ("acceleration", "rad/s²", given_a, a_ref, self.stop_acceleration_tolerance),
+            ("velocity", "rad/s", given_v, v_ref, self.velocity_step_tolerance),
+            ("acceleration", "rad/s²", given_a, a_ref, self.acceleration_step_tolerance),
         ):
             if given is None:
                 continue
