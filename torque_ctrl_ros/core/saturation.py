@@ -27,10 +27,21 @@ class TorqueLimiter:
     for no acceleration gets none. Clipped joint by joint, the command keeps the other joints'
     share of the inertia coupling while the saturated joint no longer accelerates as planned: a 3
     rad step on joint_1 under computed torque spins joints 3, 5 and 7, asked to stay still, to
-    13–16 times their velocity limits. A joint that ``c`` alone puts beyond its limit (e.g. the
-    Coriolis torque of an arm several times over its speed limits) is clipped there whatever
-    ``s`` is, so it does not set ``s``: counted, it would make ``s`` 0 and take the feedback off
-    every joint. A joint's command at most :data:`ROUNDING` past its limit is clipped without
+    13–16 times their velocity limits. Each joint bounds ``s`` by the room ``c`` leaves it to the
+    limit its share ``τ − c`` pushes toward::
+
+        room = limit − c  where τ − c > 0,   c + limit  where τ − c < 0;   s ≤ room/|τ − c|
+
+    A joint that ``c`` alone puts at or beyond that limit (e.g. the Coriolis torque of an arm
+    several times over its speed limits) is clipped there whatever ``s`` is, so it does not set
+    ``s``: counted, it would make ``s`` 0 and take the feedback off every joint. So that ``s``
+    does not jump as ``c`` reaches the limit, within :data:`ROUNDING` of it the bound is loosened
+    to ``max(room/|τ − c|, 1 − room/ROUNDING)``, which rises to 1 (no bound) as the room closes:
+    ``s``, and with it ``τ'``, is continuous in ``c``. As ``c`` approaches the limit from inside,
+    ``s`` still falls with the room, to about ``ROUNDING/|τ − c|`` (the feedback nearly off on
+    every joint) at :data:`ROUNDING` of room, then climbs back to what the other joints allow
+    within the last :data:`ROUNDING` (N·m of ``c``), that joint's command passing its limit and
+    clipped there. A joint's command at most :data:`ROUNDING` past its limit is clipped without
     being reported.
     """
 
@@ -62,11 +73,15 @@ class TorqueLimiter:
             if bias is not None and np.count_nonzero(saturated):
                 c = bias
                 share = tau - c
-                # s ≤ (limit − c)/(τ − c) where τ − c > 0, s ≤ (−limit − c)/(τ − c) where it is < 0.
+                # The room (N·m) c leaves to the limit the share pushes toward; < 0 past it.
+                room = np.where(share > 0.0, self.limit - c, c - self._lower)
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    bounds = np.where(share > 0.0, self.limit - c, self._lower - c) / share
-                fits = bounds[(share != 0.0) & (c >= self._lower) & (c <= self.limit)]
-                scale = min(1.0, max(0.0, float(fits.min()))) if fits.size else 1.0
+                    # s ≤ room/|τ − c|, loosened within ROUNDING of the limit (class docs): 1 or
+                    # more once room ≤ 0, no bound then.
+                    bounds = np.maximum(room / np.abs(share), 1.0 - room / ROUNDING)
+                # fmin passes over nan (no room and no share, 0/0); all nan: s = 1.
+                fit = float(np.fmin.reduce(bounds))
+                scale = fit if fit < 1.0 else 1.0
                 limited = c + scale * share
                 clipped = np.minimum(np.maximum(limited, self._lower), self.limit)
                 saturated |= np.abs(limited - clipped) > ROUNDING  # c alone beyond a limit
