@@ -21,7 +21,7 @@ from torque_ctrl_ros.core.robot import DELAYED_DAMPING
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 from torque_ctrl_ros.core.types import JointState
 from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
-from torque_ctrl_ros.sim import MujocoPlant
+from torque_ctrl_ros.sim.plant import MujocoPlant
 
 H = 1e-3  # the Gen3's torque loop and the scene's timestep (s)
 #: Pinocchio (URDF) and MuJoCo (MJCF) eigenvalues differ by < 2e-13 relative (measured): the two files

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from torque_ctrl_ros.core.errors import FrameNotFoundError, ModelError, SimulationError, StateError
-from torque_ctrl_ros.sim import MujocoPlant
+from torque_ctrl_ros.sim.plant import MujocoPlant
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENE = ROOT / "mjcf" / "scene.xml"

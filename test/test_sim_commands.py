@@ -146,9 +146,11 @@ def test_an_unknown_mode_is_refused_naming_the_valid_ones() -> None:
 
 
 def test_the_rules_load_no_ros() -> None:
+    """Nor MuJoCo: the node parameters take the modes from here, and the controller node has no
+    use for the simulator."""
     code = (
         "import sys, torque_ctrl_ros.sim.commands\n"
-        "bad = [m for m in sys.modules if m.split('.')[0] == 'rclpy']\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('rclpy', 'mujoco')]\n"
         "print(bad); sys.exit(1 if bad else 0)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -29,6 +29,7 @@ from ..core.robot import CONTROL_PERIOD, RobotModel, check_command_delay
 from ..core.safety import DEFAULT_DAMPING, WatchdogConfig
 from ..core.validation import FloatArray, as_positive_float, as_seconds, as_vector, check_choice
 from ..paths import data_path, find_data_file
+from ..sim.commands import MODES
 
 if TYPE_CHECKING:
     from ..sim.plant import MujocoPlant
@@ -294,7 +295,6 @@ def controller_node_config(params: Mapping[str, Any], node: str = "controller_no
     )
 
 
-MODES = ("realtime", "lockstep")
 SAFE_TORQUES = ("hold", "damping", "zero")
 
 

@@ -1,5 +1,2 @@
-"""MuJoCo plant for the Gen3 (no ROS)."""
-
-from torque_ctrl_ros.sim.plant import MujocoPlant
-
-__all__ = ["MujocoPlant"]
+"""The simulator's ROS-free parts: the MuJoCo plant (:mod:`.plant`) and the rules for which
+commands drive it (:mod:`.commands`). Import from the module you need: the rules load no MuJoCo."""
