@@ -585,15 +585,14 @@ class PoseApproachPlanner:
         direct = PoseApproach(start, goal, self._duration(arm, start, goal))
         if self._keeps_course(direct):
             return direct
-        # Stopping first: where the approach under way comes to rest soon enough (restarted with
-        # every message, a stream turning back would carry the reference 33 mm on the wrong way),
-        # else half its speed times the stop time on. The move after the stop is timed from
-        # there (timed from the start, a target 3 cm behind a reference at 0.14 m/s would take
-        # joint_5 to 0.85 of its limit).
+        # Stopping first: where the approach under way comes to rest soon enough (a new stop with
+        # every message of a stream turning back would carry the reference on the wrong way), else
+        # half its speed times the stop time on. The move after the stop is timed from there:
+        # from the start, a target behind the moving reference would look nearer than it will be.
         twist = np.zeros(6) if start.twist is None else start.twist
         # The stop decelerates at most 1.5·|ẋ|/T_s (JointApproachPlanner.stop); the joints, to
-        # first order, 1.5·|J⁺·ẋ|/T_s, held within their acceleration bounds (from 0.14 m/s at kp
-        # 1e5, the stop time's 7.6 ms alone would ask 2.5 times joint_1's).
+        # first order, 1.5·|J⁺·ẋ|/T_s, held within their acceleration bounds (at high gains the
+        # law's stop time alone is short enough to pass them).
         stop_time = max(
             self.stop_time,
             float(np.max(1.5 * np.abs(arm.inverse @ twist[self.rows]) / self.acceleration_limit)),
@@ -643,17 +642,16 @@ class PoseApproachPlanner:
         move = np.concatenate(
             (goal.position - start.position, start.rotation @ pin.log3(start.rotation.T @ goal.rotation))
         )[self.rows]
-        # Near a singularity the arm does not follow the predicted path (0.001 rad from the
-        # stretched pose under achd_rnea, timed by it alone: 4.5 times a velocity limit); the
-        # first-order bound at the start is far longer there (minutes: the arm crawls) and holds
-        # it in the limits.
+        # Near a singularity the arm does not follow the predicted path, and a move timed by it
+        # alone passes the velocity limits; the first-order bound at the start is far longer
+        # there (minutes: the arm crawls) and holds it in the limits.
         at_start = arm.inverse @ move  # rad per unit σ
         slowest = time_within_speed_limits(self.robot, QUINTIC_PEAK_SPEED * at_start)
         size = max(float(np.linalg.norm(move)), 1e-12)
         if self.refuse_shortfall:
             # Mostly along a direction the start's Jacobian has (nearly) lost: the predicted path
-            # cannot see it either where its damping exceeds that singular value (0.1 mm from the
-            # stretched pose it timed 0.1 m sideways at 6.2 s: achd_rnea ran 4.4 times a limit).
+            # cannot see it either where its damping exceeds that singular value, and times the
+            # move far too short for the joint speeds it takes.
             dropped = float(np.linalg.norm(jacobian @ at_start - move)) / size
             if dropped > SHORTFALL:
                 raise TargetError(
@@ -668,8 +666,8 @@ class PoseApproachPlanner:
             if self.refuse_shortfall:
                 self._check_shortfall(q, q_end, move, size)
         # Each joint's move as a rest-to-rest quintic within its acceleration bound (the path's
-        # curvature left out, as in the speeds' first-order bound): at kp 1e4 the shortest time
-        # alone times 2 mm along x at 0.024 s, 1.4 times joint_2's bound (3.4 at kp 1e5).
+        # curvature left out, as in the speeds' first-order bound): at high gains the shortest
+        # time alone makes short moves fast enough to pass it.
         accelerating = float(np.sqrt(QUINTIC_PEAK_ACCELERATION * np.max(moved / self.acceleration_limit)))
         return max(self.shortest, slowest, accelerating)
 

@@ -36,10 +36,9 @@ from .validation import FloatArray
 RESUME_TOLERANCE = 0.1
 """Farthest (rad, any joint) the arm may have moved from the last state the controller computed
 on for its target to take up again after a fallback or a silence: beyond, the reference that
-stood still meanwhile is as far, and the law would step into it (the controller stalled 0.3 s
-over a simulator that let the arm fall, joint_2 came back from 0.42 rad at its torque limit,
-joint_6 past its velocity limit); the target is then dropped and the arm held where it is, as
-after a stop. 0.1 rad asks 10 rad/s² of computed torque at its ``kp`` of 100."""
+stood still meanwhile is as far, and the law would step into it at its torque and velocity
+limits; the target is then dropped and the arm held where it is, as after a stop. 0.1 rad asks
+10 rad/s² of computed torque at its ``kp`` of 100."""
 
 
 def silence_gap(max_age: float, period: float) -> float:
@@ -61,8 +60,9 @@ class StreamPeriod:
     The period is the longest of the last ``window`` steps between two computed states with none
     refused between them. A gap the watchdog noted as a silence counts, so that a stream slowing
     to 40 Hz is learnt rather than taken for a silence at every state; the longest, so that a
-    jittery one (25 ± 5 ms) is not after one short step (one step alone: 89 fallbacks in 400
-    states). Steps of 1 s or more are none (a paused stream, another clock).
+    jittery one (25 ± 5 ms) is not after one short step (learnt from one step alone, the
+    period could make the next, longer step a silence, its state answered with a fallback). Steps
+    of 1 s or more are none (a paused stream, another clock).
     """
 
     def __init__(self, window: int = 10) -> None:

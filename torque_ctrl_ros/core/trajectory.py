@@ -9,8 +9,6 @@ Between two waypoints the interpolant is
   secant slopes, limited to 3× the smaller one (Fritsch–Carlson): every segment between
   waypoints is then monotone, so the reference never passes one (C¹). The segment from a
   moving start state keeps that state's velocity and can still go past its first waypoint.
-  Without the limit a short segment next to a long one overshot: waypoints 0, 1, 1.1 at 0,
-  0.1, 2 s went up to 3.70.
 
 Before the first waypoint the first position is held at rest; after the last one the last position is
 held with zero velocity and acceleration.
@@ -176,8 +174,8 @@ class JointTrajectory:
         n = pos_arr.shape[1]
         if n == 0:
             raise TargetError("trajectory positions: expected at least one joint")
-        # The first offending point only: listing every time made a 69 KB message of 10 000 points.
-        # (Searched for only once known to be there: np.flatnonzero costs ~3 µs a call.)
+        # Only the first offending point is named, so that the message stays short however many
+        # points there are; searched for only once known to be there (np.flatnonzero: ~3 µs a call).
         ok = np.isfinite(t) & (t >= 0.0)
         if not ok.all():
             k = int(np.flatnonzero(~ok)[0])
@@ -428,8 +426,8 @@ class JointTrajectory:
         more than :data:`_FEW_SEGMENTS`, those of the whole segments first, from the waypoints
         (:meth:`_coarse_may_pass`, cheaper per segment); then, on what they leave, those on each
         half of a segment (:meth:`_fine_may_pass`), tighter: on the whole segment, the coefficients
-        of a rest-to-rest quintic's speed reach 2.7 times its peak ``15/8·Δq/T`` (every approach
-        timed at half the velocity limits went on to the exact search), on halves they meet it.
+        of a rest-to-rest quintic's speed reach 2.7 times its peak ``15/8·Δq/T`` (one peaking
+        above 0.37 of a velocity limit would not be cleared); on halves they meet it.
         A segment whose ranges stay inside its bounds cannot pass them; only the others are
         evaluated.
         """
