@@ -125,6 +125,91 @@ def _matrix(field: str, value: ArrayLike | None, m: int, n: int) -> FloatArray |
     return arr
 
 
+def _parse_times(times: Sequence[float] | FloatArray) -> FloatArray:
+    """The waypoint times (s) as a flat array of at least one (their values unchecked yet)."""
+    try:
+        t = np.array(times, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise TargetError(f"trajectory times: expected a sequence of numbers ({exc})") from None
+    if t.size == 0:
+        raise TargetError("trajectory: expected at least one point")
+    return t
+
+
+def _joint_count(positions: ArrayLike) -> int:
+    """The number of joints: the columns of ``positions``, one row per point (at least one)."""
+    try:
+        pos_arr = np.asarray(positions, dtype=np.float64) if positions is not None else None
+    except (TypeError, ValueError) as exc:
+        raise TargetError(
+            f"trajectory positions: expected one row of joint angles per point ({exc})"
+        ) from None
+    if pos_arr is None or pos_arr.ndim != 2:
+        raise TargetError("trajectory positions: expected one row of joint angles per point")
+    n = int(pos_arr.shape[1])
+    if n == 0:
+        raise TargetError("trajectory positions: expected at least one joint")
+    return n
+
+
+def _check_times(t: FloatArray) -> None:
+    """Refuse waypoint times (s) that are not finite, ``>= 0`` and strictly increasing."""
+    # Only the first offending point is named, so that the message stays short however many
+    # points there are; searched for only once known to be there (np.flatnonzero: ~3 µs a call).
+    ok = np.isfinite(t) & (t >= 0.0)
+    if not ok.all():
+        k = int(np.flatnonzero(~ok)[0])
+        raise TargetError(f"trajectory times: expected finite times >= 0, point {k} has {t[k]}")
+    later = t[1:] > t[:-1]
+    if not later.all():
+        k = int(np.flatnonzero(~later)[0]) + 1
+        raise TargetError(
+            f"trajectory times: expected strictly increasing times, point {k} at {t[k]} s is not "
+            f"after point {k - 1} at {t[k - 1]} s"
+        )
+
+
+def _prepend_start(
+    start: StartState, t: FloatArray, p: FloatArray, v: FloatArray | None, a: FloatArray | None
+) -> tuple[FloatArray, FloatArray, FloatArray | None, FloatArray | None, FloatArray | None]:
+    """``(t, p, v, a, start_v)``: the waypoints with the start state ``(q, v[, a])`` prepended at
+    time 0 (``None`` for zero velocity or acceleration); ``start_v`` is its velocity (rad/s) where
+    no velocities are given (they are estimated then, keeping this one), else ``None``."""
+    n = p.shape[1]
+    q0 = np.asarray(start[0], dtype=np.float64)
+    v0 = np.zeros(n) if start[1] is None else np.asarray(start[1], dtype=np.float64)
+    a0 = np.zeros(n) if len(start) < 3 or start[2] is None else np.asarray(start[2], dtype=np.float64)
+    if not (q0.shape == v0.shape == a0.shape == (n,) and np.isfinite(np.concatenate((q0, v0, a0))).all()):
+        raise TargetError(f"trajectory start state: expected {n} finite angles, velocities and accelerations")
+    t = np.concatenate(([0.0], t))
+    p = np.concatenate((q0[None], p))
+    if v is None:
+        # Estimated velocities would ignore the start velocity; keep it for continuity.
+        return t, p, None, None, v0
+    v = np.concatenate((v0[None], v))
+    if a is not None:
+        a = np.concatenate((a0[None], a))
+    return t, p, v, a, None
+
+
+def _unwrap_continuous(p: FloatArray, continuous: ArrayLike) -> None:
+    """Unwrap, in place, the waypoints ``p`` (points × n, rad) of the joints marked in
+    ``continuous`` (n booleans), each against the one before it (:class:`JointTrajectory`)."""
+    n = p.shape[1]
+    cont = np.asarray(continuous)
+    if cont.shape != (n,) or cont.dtype != np.bool_:
+        raise TargetError(
+            f"trajectory continuous: expected {n} booleans, got {cont.dtype} of shape {cont.shape}"
+        )
+    if cont.any() and len(p) > 1:
+        # Whole turns to remove, accumulated: the unwrapped p[k−1] differs from the given one by
+        # the turns removed so far. Subtracting whole turns leaves positions that needed none
+        # bit-identical.
+        at = p[:, cont]
+        turns = np.cumsum(np.rint((at[1:] - at[:-1]) * (0.5 / np.pi)), axis=0)
+        p[1:, cont] -= (2.0 * np.pi) * turns
+
+
 class JointTrajectory:
     """A time-parameterised joint path sampled as ``(q_ref, q̇_ref, q̈_ref)``.
 
@@ -156,74 +241,19 @@ class JointTrajectory:
         start: StartState | None = None,
         continuous: ArrayLike | None = None,
     ) -> None:
-        try:
-            t = np.array(times, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise TargetError(f"trajectory times: expected a sequence of numbers ({exc})") from None
+        t = _parse_times(times)
+        n = _joint_count(positions)
+        _check_times(t)
         m = t.size
-        if m == 0:
-            raise TargetError("trajectory: expected at least one point")
-        try:
-            pos_arr = np.asarray(positions, dtype=np.float64) if positions is not None else None
-        except (TypeError, ValueError) as exc:
-            raise TargetError(
-                f"trajectory positions: expected one row of joint angles per point ({exc})"
-            ) from None
-        if pos_arr is None or pos_arr.ndim != 2:
-            raise TargetError("trajectory positions: expected one row of joint angles per point")
-        n = pos_arr.shape[1]
-        if n == 0:
-            raise TargetError("trajectory positions: expected at least one joint")
-        # Only the first offending point is named, so that the message stays short however many
-        # points there are; searched for only once known to be there (np.flatnonzero: ~3 µs a call).
-        ok = np.isfinite(t) & (t >= 0.0)
-        if not ok.all():
-            k = int(np.flatnonzero(~ok)[0])
-            raise TargetError(f"trajectory times: expected finite times >= 0, point {k} has {t[k]}")
-        later = t[1:] > t[:-1]
-        if not later.all():
-            k = int(np.flatnonzero(~later)[0]) + 1
-            raise TargetError(
-                f"trajectory times: expected strictly increasing times, point {k} at {t[k]} s is not "
-                f"after point {k - 1} at {t[k - 1]} s"
-            )
         p = _matrix("positions", positions, m, n)
         v = _matrix("velocities", velocities, m, n)
         a = _matrix("accelerations", accelerations, m, n) if v is not None else None
         assert p is not None
         start_v: FloatArray | None = None
         if start is not None and t[0] > 0.0:
-            q0 = np.asarray(start[0], dtype=np.float64)
-            v0 = np.zeros(n) if start[1] is None else np.asarray(start[1], dtype=np.float64)
-            a0 = np.zeros(n) if len(start) < 3 or start[2] is None else np.asarray(start[2], dtype=np.float64)
-            if not (
-                q0.shape == v0.shape == a0.shape == (n,) and np.isfinite(np.concatenate((q0, v0, a0))).all()
-            ):
-                raise TargetError(
-                    f"trajectory start state: expected {n} finite angles, velocities and accelerations"
-                )
-            t = np.concatenate(([0.0], t))
-            p = np.concatenate((q0[None], p))
-            if v is not None:
-                v = np.concatenate((v0[None], v))
-                if a is not None:
-                    a = np.concatenate((a0[None], a))
-            else:
-                # Estimated velocities would ignore the start velocity; keep it for continuity.
-                start_v = v0
+            t, p, v, a, start_v = _prepend_start(start, t, p, v, a)
         if continuous is not None:
-            cont = np.asarray(continuous)
-            if cont.shape != (n,) or cont.dtype != np.bool_:
-                raise TargetError(
-                    f"trajectory continuous: expected {n} booleans, got {cont.dtype} of shape {cont.shape}"
-                )
-            if cont.any() and len(t) > 1:
-                # Whole turns to remove, accumulated: the unwrapped p[k−1] differs from the given
-                # one by the turns removed so far. Subtracting whole turns leaves positions that
-                # needed none bit-identical.
-                at = p[:, cont]
-                turns = np.cumsum(np.rint((at[1:] - at[:-1]) * (0.5 / np.pi)), axis=0)
-                p[1:, cont] -= (2.0 * np.pi) * turns
+            _unwrap_continuous(p, continuous)
         self.times = t
         self.positions = p
         self.n = n
