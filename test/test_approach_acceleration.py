@@ -23,6 +23,7 @@ from torque_ctrl_ros.core.approach import (
 from torque_ctrl_ros.core.controllers.cartesian import PoseReference
 from torque_ctrl_ros.core.robot import check_pd_gains
 from torque_ctrl_ros.core.trajectory import JointTrajectory, acceleration_limits, check_motion
+from torque_ctrl_ros.core.validation import FloatArray
 
 HOME_Q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
 TOOL = "end_effector_link"
@@ -203,10 +204,11 @@ def test_a_short_pose_approach_at_high_gains_keeps_the_joints_within_the_bound(
     assert _peak_share(robot, nudge, HOME_Q, nudge.duration) <= 1.01
 
 
-def test_a_pose_stop_at_high_gains_keeps_the_joints_within_the_bound(robot: RobotModel) -> None:
-    """A 0.3 m move along y at mid-way (0.14 m/s), its target turned back to home: at kp 1e5 the
-    stop time (7.6 ms) had driven joint_1 at 2.5 times its bound. Lengthened, the joints following
-    the stop stay within 1 % of it."""
+def _turned_back_at_high_gains(
+    robot: RobotModel,
+) -> tuple[PoseApproachPlanner, pin.SE3, FloatArray, PoseApproach]:
+    """At kp 1e5, a 0.3 m move along y from home, its target turned back to home mid-way (0.14
+    m/s): the planner, home's pose, the joints there and the plan turned back."""
     kp = 1e5
     planner = PoseApproachPlanner(robot, TOOL, np.arange(6), np.full(6, kp), np.full(6, 2.0 * math.sqrt(kp)))
     home = robot.frame_placement(HOME_Q, TOOL)
@@ -216,7 +218,14 @@ def test_a_pose_stop_at_high_gains_keeps_the_joints_within_the_bound(robot: Robo
     )
     middle = 0.5 * first.duration
     q_middle = _follow(robot, first, HOME_Q, np.linspace(0.0, middle, 201))[-1]
-    turned = planner.plan(q_middle, first.sample(middle), rest, (first, middle))
+    return planner, home, q_middle, planner.plan(q_middle, first.sample(middle), rest, (first, middle))
+
+
+def test_a_pose_stop_at_high_gains_keeps_the_joints_within_the_bound(robot: RobotModel) -> None:
+    """A 0.3 m move along y at mid-way (0.14 m/s), its target turned back to home: at kp 1e5 the
+    stop time (7.6 ms) had driven joint_1 at 2.5 times its bound. Lengthened, the joints following
+    the stop stay within 1 % of it."""
+    planner, _, q_middle, turned = _turned_back_at_high_gains(robot)
     assert turned.stop is not None and turned.stop[0] > planner.stop_time
     assert _peak_share(robot, turned, q_middle, turned.stop[0]) <= 1.01
 
@@ -227,16 +236,7 @@ def test_a_pose_stop_lengthened_at_high_gains_keeps_the_stop_under_way(robot: Ro
     way rests 0.75 of its time ahead, more than 7.6 ms but within the lengthened stop time. It is
     kept, as in joint space; compared with 7.6 ms alone, a new default stop ran on past it, on
     the wrong way."""
-    kp = 1e5
-    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), np.full(6, kp), np.full(6, 2.0 * math.sqrt(kp)))
-    home = robot.frame_placement(HOME_Q, TOOL)
-    rest = PoseReference(home.translation.copy(), home.rotation.copy())
-    first = planner.plan(
-        HOME_Q, rest, PoseReference(home.translation + np.array([0.0, 0.3, 0.0]), home.rotation)
-    )
-    middle = 0.5 * first.duration
-    q_middle = _follow(robot, first, HOME_Q, np.linspace(0.0, middle, 201))[-1]
-    turned = planner.plan(q_middle, first.sample(middle), rest, (first, middle))
+    planner, home, q_middle, turned = _turned_back_at_high_gains(robot)
     assert turned.stop is not None
     stop_time, stop = turned.stop
     quarter = 0.25 * stop_time
