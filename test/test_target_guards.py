@@ -1293,6 +1293,32 @@ def test_a_stop_held_short_by_a_limit_does_not_overshoot_it(robot: RobotModel, g
         planner.stop((q0, v0, None))
 
 
+@pytest.mark.parametrize("d", [1e-3, 1e-5, 1e-6, 1e-7])
+def test_a_stop_held_short_by_a_rest_point_a_hair_ahead_stays_within_the_acceleration_bound(
+    robot: RobotModel, d: float
+) -> None:
+    """joint_1 and joint_3 at 1 rad/s, the motion under way at rest ``d`` rad on joint_1 a second
+    later: shortened to ``2.5·d/v`` alone, the stop would ask 5 (1e-6) to 52 (1e-7) times joint_1's
+    bound. It is never shorter than a stop from that speed within the bound takes (``1.5·|v|/a``),
+    then lengthened to the bound; it passes the rest point, which is no limit."""
+    from torque_ctrl_ros.core.approach import JointApproachPlanner
+    from torque_ctrl_ros.core.trajectory import JointTrajectory
+
+    planner = JointApproachPlanner(robot, np.full(7, 100.0), np.full(7, 20.0))
+    q0, v0, q1 = np.zeros(7), np.zeros(7), np.zeros(7)
+    v0[0] = v0[2] = 1.0
+    q1[0], q1[2] = d, 2.0
+    zeros = np.zeros(7)
+    under_way = JointTrajectory([0.0, 1.0], [q0, q1], velocities=[v0, zeros], accelerations=[zeros, zeros])
+    stop = planner.stop((q0, v0, None), (under_way, 0.0))
+    peak = max(
+        float(np.max(np.abs(stop.sample(t)[2]) / planner.acceleration_limit))
+        for t in np.linspace(0.0, stop.duration, 2001)
+    )
+    assert peak <= 1.0 + 1e-6
+    assert stop.duration >= 1.5 * 1.0 / planner.acceleration_limit[0]
+
+
 def test_a_joint_target_or_stop_refused_near_a_limit_says_what_moved_and_what_to_do(
     robot: RobotModel,
 ) -> None:

@@ -32,7 +32,9 @@ joints, every speed within :data:`DIRECT_SPEED_SHARE` or the start's own). So a 
 targets (an interactive marker, a teleoperation device at 30 Hz) is followed: stopping first for
 each one would keep the reference from ever setting off. Otherwise the reference first stops,
 along a quintic to ``x₀ + ẋ₀·T_s/2`` over ``T_s = max(shortest, 15/8 / min kd)`` (decelerating
-at most ``1.5·|ẋ₀|/T_s``, at most ``0.8·kd·|ẋ₀|``: within the law's own ``kd·|ẋ|``), and the move
+at most ``1.5·|ẋ₀|/T_s``, at most ``0.8·kd·|ẋ₀|``: within the law's own ``kd·|ẋ|``; a stop held
+short of a position limit or a rest point is shorter and may decelerate harder, within the
+acceleration bounds), and the move
 after it is timed from there: one quintic from a reference moving away from the target would
 carry it on the wrong way (0.8 rad, at 0.76 of joint_1's limit, for a joint target 3 rad behind a
 reference at 0.7 rad/s). The stop is where
@@ -339,7 +341,13 @@ class JointApproachPlanner:
 
         t_stop = self.stop_time
         if v0 is not None:
-            t_stop = min(t_stop, _monotone_stop_time(stop_at(np.asarray(t_stop)) - q0, v0))
+            # Never shorter than a stop from v0 within the acceleration bounds can take (a peak of
+            # 1.5·|v0|/T): a point a hair ahead would ask for an arbitrarily short stop, which the
+            # search of _within_bounds, relative to where it starts, might not lengthen enough.
+            # Such a stop passes the point; past a position limit, check_motion then refuses it.
+            shortest = float(np.max(_STOP_PEAK * np.abs(v0) / self.acceleration_limit))
+            monotone = _monotone_stop_time(stop_at(np.asarray(t_stop)) - q0, v0)
+            t_stop = min(t_stop, max(monotone, shortest))
         t_stop = self._within_bounds(start, lambda t: stop_at(t) - q0, t_stop)
         return t_stop, stop_at(np.asarray(t_stop))
 
@@ -460,6 +468,9 @@ _JERK_A = np.array([9.0, -18.0, 10.0])[:, None, None]
 #: i.e. ``d ≥ 0.4·v·T``. The default stop, ``d = v·T/2``, is; one held short of that (to a limit or
 #: a rest point) is only within ``T ≤ 2.5·d/v``.
 _MONOTONE_STOP = 2.5
+
+#: The default stop ``q₀ + v·T·(s − s³ + s⁴/2)`` decelerates at most ``1.5·|v|/T`` (at ``s = ½``).
+_STOP_PEAK = 1.5
 
 
 def _monotone_stop_time(distance: FloatArray, v0: FloatArray) -> float:
@@ -595,7 +606,7 @@ class PoseApproachPlanner:
         # law's stop time alone is short enough to pass them).
         stop_time = max(
             self.stop_time,
-            float(np.max(1.5 * np.abs(arm.inverse @ twist[self.rows]) / self.acceleration_limit)),
+            float(np.max(_STOP_PEAK * np.abs(arm.inverse @ twist[self.rows]) / self.acceleration_limit)),
         )
         if under_way is not None:
             approach, t = under_way
