@@ -41,7 +41,9 @@ class TorqueLimiter:
     ``s`` still falls with the room, to about ``ROUNDING/|τ − c|`` (the feedback nearly off on
     every joint) at :data:`ROUNDING` of room, then climbs back to what the other joints allow
     within the last :data:`ROUNDING` (N·m of ``c``), that joint's command passing its limit and
-    clipped there. A joint's command at most :data:`ROUNDING` past its limit is clipped without
+    clipped there. That is continuity, not smoothness: ``c`` moves by far more than
+    :data:`ROUNDING` between two control steps, so across such a step the feedback can still go
+    from nearly off to on. A joint's command at most :data:`ROUNDING` past its limit is clipped without
     being reported.
     """
 
