@@ -478,7 +478,10 @@ class JointTargetSource(TrackedSource[JointTargetTracker]):
             return
         msg = trajectory
         if not msg.points:
-            self._accept("joint_trajectory", "empty trajectory received: stop where the arm is")
+            self._accept(
+                "joint_trajectory",
+                "empty trajectory received: stop (a reference at rest stays where it is held)",
+            )
             self.tracker.submit_stop()
             return
         try:
