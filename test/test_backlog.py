@@ -182,7 +182,7 @@ class Receiver:
     def callback(self, arrival: float) -> None:
         """The executor hands over the oldest queued state at ``arrival`` (steady s)."""
         stamp = now = self.queue.popleft()
-        catching_up = self.catch_up.begin(arrival, self.sup.resume_tracker.stream.period)
+        catching_up = self.catch_up.begin(arrival, self.sup.stream_period)
         if catching_up:
             taken = len(self.queue)
             if taken:
@@ -193,7 +193,7 @@ class Receiver:
         lag = self.catch_up.away if catching_up else 0.0
         self.handled.append((stamp, _computed(self.sup, stamp, now, lag)))
         if catching_up:
-            self.catch_up.handled(stamp, self.sup.resume_tracker.stream.period)
+            self.catch_up.handled(stamp, self.sup.stream_period)
 
 
 @pytest.mark.parametrize("pace", [1.0, 0.5, 0.1, 0.04])

@@ -216,7 +216,7 @@ def test_a_controller_failing_at_the_first_state_after_a_fallback_brakes_in_full
         raise SolverError("test")
 
     node.controller.compute = failing
-    assert node.supervisor.resume_tracker.stream.period == pytest.approx(1e-3)
+    assert node.supervisor.stream_period == pytest.approx(1e-3)
     from rclpy.time import Time
 
     clock = node.node.get_clock()
@@ -225,7 +225,7 @@ def test_a_controller_failing_at_the_first_state_after_a_fallback_brakes_in_full
     msg = _state_msg(HOME, 100.105)
     msg.velocity = v.tolist()
     node._on_state_message(msg)
-    assert node.supervisor.first_hold() == 1, node.supervisor.resume_tracker.stream.period
+    assert node.supervisor.first_hold() == 1, node.supervisor.stream_period
 
 
 def test_a_state_naming_no_joint_at_all_is_refused_not_foreign(nodes: Any) -> None:

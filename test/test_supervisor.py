@@ -17,7 +17,7 @@ import pytest
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.braking import FIRST_HOLD_PERIODS, SafeBrake
 from torque_ctrl_ros.core.errors import SolverError
-from torque_ctrl_ros.core.resume import ResumeKind
+from torque_ctrl_ros.core.resume import RESUME_TOLERANCE, ResumeKind
 from torque_ctrl_ros.core.safety import (
     CONFLICT_JUMPS,
     DEFAULT_DAMPING,
@@ -311,7 +311,34 @@ def test_a_slow_stream_is_learnt_not_taken_for_silence(robot: RobotModel) -> Non
     sup = _supervisor(robot, max_age=0.02)
     decisions = [_good(sup, T0 + 0.025 * k) for k in range(10)]
     assert all(d.silence is None and d.action is Action.COMPUTE for d in decisions)
-    assert sup.resume_tracker.stream.period == pytest.approx(0.025)
+    assert sup.stream_period == pytest.approx(0.025)
+
+
+def test_the_stream_s_usual_step_is_unknown_until_a_window_of_steps_was_learnt(robot: RobotModel) -> None:
+    """The period is the longest recent step, the usual step their median, ``nan`` until ten steps
+    were learnt: one slower step (30 ms among 25 ms ones) moves the period, not the usual step."""
+    sup = _supervisor(robot, max_age=0.02)
+    stamps = T0 + 0.025 * np.arange(10)
+    stamps[5:] += 0.005
+    for stamp in stamps:
+        _good(sup, stamp)
+    assert math.isnan(sup.typical_stream_step)  # nine steps
+    _good(sup, stamps[-1] + 0.025)
+    assert sup.stream_period == pytest.approx(0.030)
+    assert sup.typical_stream_step == pytest.approx(0.025)
+
+
+def test_the_resume_tolerance_is_the_one_the_target_is_dropped_beyond(robot: RobotModel) -> None:
+    """Moved a hair more than :attr:`Supervisor.resume_tolerance` during a fallback: the target is
+    dropped; the tolerance the node names in its log line is the one decided on."""
+    sup = _supervisor(robot)
+    last = _run(sup, 3)
+    sup.step(NAN, V0, last + DT, last + DT)  # refused: the safe brake answers
+    moved = Q0.copy()
+    moved[4] += sup.resume_tolerance + 1e-3
+    decision = _good(sup, last + 2 * DT, moved)
+    assert decision.resume.kind is ResumeKind.DROP and decision.resume.joint == 4
+    assert decision.resume.moved > sup.resume_tolerance == RESUME_TOLERANCE
 
 
 def test_the_timer_notes_a_silence_and_its_transitions(robot: RobotModel) -> None:
@@ -389,7 +416,7 @@ def test_a_controller_failure_before_the_stream_period_is_known_brakes_as_if_hel
     command is held for long, so the brake damps as after a refused state (K_d·2/50), not in full."""
     sup = _supervisor(robot)
     computing = sup.step(Q0, V0, T0, T0)
-    assert computing.action is Action.COMPUTE and sup.resume_tracker.stream.period == 0.0
+    assert computing.action is Action.COMPUTE and sup.stream_period == 0.0
     decision = sup.controller_failed(computing, SolverError("no solution"), T0)
     assert decision.action is Action.FALLBACK and decision.command is not None
     assert sup.first_hold() == FIRST_HOLD_PERIODS

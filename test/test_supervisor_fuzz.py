@@ -158,13 +158,13 @@ class NodeDriver:
         self.steady = arrival
         wd, sup = self.wd, self.sup
         lag = 0.0
-        if self.catch_up.begin(arrival, sup.resume_tracker.stream.period):
+        if self.catch_up.begin(arrival, sup.stream_period):
             lag = self.catch_up.away if self.sim_time else 0.0
         before_state, before_total = wd.state, wd.rejected_total
         before_sum = sum(wd.rejected.values())
         decision = sup.step(q, v, stamp, now, "" if q is not None else "unreadable", lag)
         if self.catch_up.active:
-            self.catch_up.handled(stamp, sup.resume_tracker.stream.period)
+            self.catch_up.handled(stamp, sup.stream_period)
         self.stats.states += 1
         self._check_step(decision, before_state, before_total, before_sum, now, lag)
         self.accepted = decision.action is Action.COMPUTE

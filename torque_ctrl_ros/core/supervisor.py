@@ -180,6 +180,27 @@ class Supervisor:
         # since (s, each step at most max_age), from the last stamp seen.
         self._brake_start = self._stamps_run = self._last_brake_stamp = math.nan
 
+    @property
+    def stream_period(self) -> float:
+        """The states' period (s), learnt from the stamps of those computed on
+        (:attr:`StreamPeriod.period`: the longest of the last steps); 0 until two states in a row
+        were computed on."""
+        return self.resume_tracker.stream.period
+
+    @property
+    def typical_stream_step(self) -> float:
+        """The usual step (s) between the states computed on (:attr:`StreamPeriod.typical`: the
+        median of the last steps), ``nan`` until a full window of steps was learnt (one or two
+        steps between states sent by hand tell nothing of a stream)."""
+        stream = self.resume_tracker.stream
+        return stream.typical if stream.full else math.nan
+
+    @property
+    def resume_tolerance(self) -> float:
+        """Farthest (rad, any joint) the arm may move between two states computed on for the target
+        to take up again (:attr:`ResumeTracker.tolerance`); beyond, :attr:`Decision.resume` drops it."""
+        return self.resume_tracker.tolerance
+
     def step(
         self,
         q: FloatArray | None,

@@ -252,7 +252,7 @@ class ControllerNode:
         rclpy and read by name; a layout rclpy read well is expected from then on (a publisher
         keeps its joint order and extra joints)."""
         t_in = time.perf_counter()
-        if self.catch_up.begin(t_in, self.supervisor.resume_tracker.stream.period):
+        if self.catch_up.begin(t_in, self.supervisor.stream_period):
             raw = self._newest_queued(raw)
         fast = self.state_wire.decode(raw)
         if fast is not None:
@@ -295,7 +295,7 @@ class ControllerNode:
     def _on_state_message(self, msg: JointStateMsg) -> None:
         """A joint state message (``serialized_io: false``)."""
         t_in = time.perf_counter()
-        if self.catch_up.begin(t_in, self.supervisor.resume_tracker.stream.period):
+        if self.catch_up.begin(t_in, self.supervisor.stream_period):
             msg = self._newest_queued(msg)
         self._on_state(msg, t_in)
 
@@ -467,7 +467,7 @@ class ControllerNode:
         """The state handled while catching up is stamped ``stamp`` (s): say, when that ends the
         catch-up, how many queued states it skipped."""
         catch_up = self.catch_up
-        if catch_up.handled(stamp, self.supervisor.resume_tracker.stream.period) and catch_up.skipped:
+        if catch_up.handled(stamp, self.supervisor.stream_period) and catch_up.skipped:
             self.log.warning(
                 "backlog",
                 f"no joint state for {catch_up.away * 1e3:.0f} ms (this process stopped or descheduled): "
@@ -564,7 +564,7 @@ class ControllerNode:
             self.log.warning(
                 "moved while silent",
                 f"the arm moved {resume.moved:.3f} rad ({self.robot.joint_names[resume.joint]}) since the "
-                f"last state computed on, more than {self.supervisor.resume_tracker.tolerance:g}: "
+                f"last state computed on, more than {self.supervisor.resume_tolerance:g}: "
                 "target dropped, holding where it is",
             )
         elif target != "hold":
@@ -640,8 +640,7 @@ class ControllerNode:
         now_wall = time.monotonic()
         silent = self._check_silence(now_wall)
         self._flush_logs()
-        stream = self.supervisor.resume_tracker.stream
-        step = stream.typical if stream.full else math.nan  # the usual step between computed states
+        step = self.supervisor.typical_stream_step  # the usual step between computed states
         state_publishers = publishing_nodes(self.node.get_publishers_info_by_topic(self._state_topic))
         commanders = publishing_nodes(self.node.get_publishers_info_by_topic(self._command_topic))
         values = self._diagnostic_values(now_wall, silent, step, state_publishers)
@@ -805,7 +804,7 @@ _PERIOD_TOLERANCE = 0.25
 def _stream_warning(step: float, state_publishers: int, foreign_states: int, topic: str = STATE_TOPIC) -> str:
     """What /diagnostics warn of in the joint-state stream, "" if nothing:
 
-    - a usual step ``step`` (s, :attr:`StreamPeriod.typical`, nan while unknown) off
+    - a usual step ``step`` (s, :attr:`Supervisor.typical_stream_step`, nan while unknown) off
       :data:`CONTROL_PERIOD` by more than :data:`_PERIOD_TOLERANCE`: the
       dampings and gains were checked for one state per 1 ms; at 500 Hz each is twice as close
       to its bound (:data:`~..core.robot.DEFAULT_DAMPING`'s largest eigenvalue of
