@@ -48,12 +48,12 @@ def test_an_answer_counts_for_its_own_state_only(nodes: Any) -> None:
     sim = nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.05)
     sim.k = 5
     sim._take_command(np.zeros(sim.n), sim.t0_ns + 4 * sim.dt_ns)
-    assert sim.have_command and not sim.answered
+    assert sim.commands.held and not sim.commands.answered
     sim._take_command(np.full(sim.n, np.nan), sim.t0_ns + 4 * sim.dt_ns)
-    assert sim.counts.rejected_commands == 1 and not sim.answered
+    assert sim.counts.rejected_commands == 1 and not sim.commands.answered
     sim.k = 100
     sim._take_command(np.ones(sim.n), sim.t0_ns + 40 * sim.dt_ns)
-    assert sim.counts.stale_answers == 1 and not sim.command.any()  # the held one stands
+    assert sim.counts.stale_answers == 1 and not sim.commands.tau.any()  # the held one stands
 
 
 def test_in_lockstep_each_state_waits_for_its_own_answer(nodes: Any) -> None:
@@ -65,7 +65,7 @@ def test_in_lockstep_each_state_waits_for_its_own_answer(nodes: Any) -> None:
     sim.log.warning = lambda key, message, force=False: said.append((key, message))
     sim.k = 5
     sim._take_command(np.full(sim.n, 3.0), sim.t0_ns + 4 * sim.dt_ns)
-    assert sim.counts.stale_answers == 1 and not sim.have_command and not sim.command.any()
+    assert sim.counts.stale_answers == 1 and not sim.commands.held and not sim.commands.tau.any()
     # Said, or a controller a state behind would slow the run ~1000-fold with no word of why...
     assert said and said[-1][0] == "earlier answer" and "state of 0.001 s ago ignored" in said[-1][1]
     # ...but one more answer to state 0, republished while waiting at start, is no news.
@@ -73,10 +73,10 @@ def test_in_lockstep_each_state_waits_for_its_own_answer(nodes: Any) -> None:
     assert sim.counts.stale_answers == 2 and len(said) == 1
     sim.k = 0
     sim._take_command(np.zeros(sim.n), sim.t0_ns)
-    assert sim.answered
-    sim._step(sim.answered_validly)
+    assert sim.commands.answered
+    sim._step(sim.commands.answered_validly)
     sim._publish_state()
-    assert not sim.answered and not sim.answered_validly
+    assert not sim.commands.answered and not sim.commands.answered_validly
     sim._step(False)
     assert sim.safe_active
     sim._step(True)
@@ -107,7 +107,7 @@ def test_an_unreadable_command_answers_no_state(nodes: Any) -> None:
     sim = nodes.make("sim", mode="lockstep", wait_for_controller=False)
     sim._publish_state()
     sim._on_command_bytes(b"\x00\x01\x00\x00\xff\xff\xff\x7f")
-    assert sim.counts.rejected_commands == 1 and not sim.answered
+    assert sim.counts.rejected_commands == 1 and not sim.commands.answered
 
 
 def test_an_untagged_realtime_command_answers_the_current_state(nodes: Any) -> None:
@@ -116,7 +116,7 @@ def test_an_untagged_realtime_command_answers_the_current_state(nodes: Any) -> N
     sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
     sim._publish_state()
     sim._take_command(np.zeros(sim.n), None)
-    assert sim.answered_validly
+    assert sim.commands.answered_validly
 
 
 def test_a_state_answered_twice_is_counted_and_timed_once(nodes: Any) -> None:

@@ -323,10 +323,10 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     sim.k = 300  # as if 300 steps had been published
     tau = np.full(sim.n, 0.5)
     sim._take_command(tau, sim.t0_ns + 100 * dt)  # answers the state of 200 ms ago
-    assert sim.counts.stale_answers == 1 and not sim.have_command
+    assert sim.counts.stale_answers == 1 and not sim.commands.held
     sim._take_command(tau, sim.t0_ns + 260 * dt)  # 40 ms ago: within the timeout, held
-    assert sim.have_command and sim.counts.stale_answers == 1
-    np.testing.assert_array_equal(sim.command, tau)
+    assert sim.commands.held and sim.counts.stale_answers == 1
+    np.testing.assert_array_equal(sim.commands.tau, tau)
     # ... until its state is command_timeout old (10 steps on), not for command_timeout more of
     # wall time from its arrival (it had driven the plant until its state was 90 ms old).
     assert sim._command_fresh()
@@ -335,7 +335,7 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     sim.k = 311
     assert not sim._command_fresh()
     sim._take_command(2.0 * tau, None)  # untagged (a plain publisher): taken as it comes
-    np.testing.assert_array_equal(sim.command, 2.0 * tau)
+    np.testing.assert_array_equal(sim.commands.tau, 2.0 * tau)
     assert sim.counts.stale_answers == 1
     # Held for at most command_timeout of simulated time since it came (no state to date it by) ...
     sim.k += 50
@@ -358,7 +358,7 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
     # domain): it had been held and applied.
     sim._take_command(3.0 * tau, sim.t0_ns + 10_300 * dt)
     assert sim.counts.stale_answers == 2
-    np.testing.assert_array_equal(sim.command, 2.0 * tau)
+    np.testing.assert_array_equal(sim.commands.tau, 2.0 * tau)
 
 
 def test_a_command_timeout_shorter_than_two_steps_is_refused(nodes: Nodes) -> None:
@@ -1117,9 +1117,9 @@ def test_a_rejected_answer_leaves_the_step_late(nodes: Nodes) -> None:
     sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
     sim._publish_state()
     sim._take_command(np.full(sim.n, np.nan), sim.t0_ns)
-    assert sim.answered and not sim.answered_validly and sim.counts.rejected_commands == 1
+    assert sim.commands.answered and not sim.commands.answered_validly and sim.counts.rejected_commands == 1
     sim._take_command(np.zeros(sim.n), sim.t0_ns)
-    assert sim.answered_validly
+    assert sim.commands.answered_validly
 
 
 def test_a_realtime_run_answered_only_by_rejected_commands_is_late_at_every_step(
@@ -1132,7 +1132,7 @@ def test_a_realtime_run_answered_only_by_rejected_commands_is_late_at_every_step
     spin = sim._spin_until
 
     def answer_with_nan(deadline: float, until_answered: bool) -> None:
-        if until_answered and not sim.answered:
+        if until_answered and not sim.commands.answered:
             sim._take_command(np.full(sim.n, np.nan), sim.t0_ns + sim.k * sim.dt_ns)
         spin(deadline, until_answered)
 
@@ -1457,14 +1457,14 @@ def test_a_command_with_a_malformed_stamp_label_is_rejected_on_both_paths(nodes:
     sim._on_command(msg)
     assert (
         sim.counts.rejected_commands == 1
-        and not sim.have_command
+        and not sim.commands.held
         and "expected joints@<sec>.<nanosec>" in sim.last_reject
     )
     sim._on_command_bytes(serialize_message(msg))
-    assert sim.counts.rejected_commands == 2 and not sim.have_command and sim.counts.commands_received == 2
+    assert sim.counts.rejected_commands == 2 and not sim.commands.held and sim.counts.commands_received == 2
     msg.layout.dim[0].label = "joints@0.000000000"  # the same command, well formed: held
     sim._on_command(msg)
-    assert sim.have_command and sim.counts.rejected_commands == 2
+    assert sim.commands.held and sim.counts.rejected_commands == 2
 
 
 @pytest.mark.parametrize(
@@ -1498,15 +1498,15 @@ def test_a_command_whose_layout_is_not_its_data_is_rejected_on_both_paths(
         (sim._on_command, lambda m: sim._on_command_bytes(serialize_message(m))), 1
     ):
         take(good)
-        assert sim.have_command and sim.answered_validly
+        assert sim.commands.held and sim.commands.answered_validly
         take(bad)
-        assert sim.counts.rejected_commands == rejected and not sim.have_command and not sim._command_fresh()
-        assert sim.answered and not sim.answered_validly
+        assert sim.counts.rejected_commands == rejected and not sim.commands.held and not sim._command_fresh()
+        assert sim.commands.answered and not sim.commands.answered_validly
         assert f"layout claims {claimed} for 7 values" in sim.last_reject, sim.last_reject
     assert sim.counts.commands_via_rclpy == 1  # the bad one; the good one took the fast path
     untagged = Float64MultiArray(data=[0.5] * sim.n)  # ros2 topic pub: no layout at all
     sim._on_command_bytes(serialize_message(untagged))
-    assert sim.have_command and sim.command_stamp is None and sim.counts.rejected_commands == 2
+    assert sim.commands.held and sim.commands.held_stamp is None and sim.counts.rejected_commands == 2
 
 
 def test_a_model_stepping_other_than_the_control_period_is_refused(nodes: Nodes, tmp_path: Path) -> None:
@@ -1602,7 +1602,7 @@ def test_a_lockstep_simulator_stopped_while_the_answer_came_takes_it(nodes: Node
 
     sim.executor = Stalling()
     sim._await_answer(0.3)
-    assert sim.answered, calls
+    assert sim.commands.answered, calls
     sim.executor = executor
 
 
@@ -1616,6 +1616,6 @@ def test_a_lockstep_simulator_waiting_for_an_answer_says_so(nodes: Nodes) -> Non
     sim._diag_next = 0.0
     t0 = time.monotonic()
     sim._await_answer(0.7)
-    assert 0.65 < time.monotonic() - t0 < 2.0 and not sim.answered
+    assert 0.65 < time.monotonic() - t0 < 2.0 and not sim.commands.answered
     warned = [a.status[0] for a in sim.diag_pub.sent if a.status[0].level == DiagnosticStatus.WARN]
     assert len(warned) >= 2 and warned[0].message.startswith("lockstep: no answer to state 0 for"), warned

@@ -336,10 +336,10 @@ class Fuzz:
             if self.queue:
                 self._deliver(self.queue.popleft())
             return
-        while self.queue and not (until_answered and sim.answered):
+        while self.queue and not (until_answered and sim.commands.answered):
             self._deliver(self.queue.popleft())
             self.clock.now += 5e-6
-        if not (until_answered and sim.answered):
+        if not (until_answered and sim.commands.answered):
             self.clock.now = max(self.clock.now, deadline)
 
     def _deliver(self, item: Any) -> None:

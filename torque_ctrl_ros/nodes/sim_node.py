@@ -389,33 +389,6 @@ class SimNode:
         """Realtime: whether the held command may drive the next step (:meth:`CommandRules.fresh`)."""
         return self.commands.fresh(self.k)
 
-    # Read-only views of the rules' state under the node's names (for inspection: the tests read them).
-    @property
-    def answered(self) -> bool:
-        """Whether the current state has been answered, validly or not."""
-        return self.commands.answered
-
-    @property
-    def answered_validly(self) -> bool:
-        """Whether a valid command answered the current state: a step without one is late (a
-        rejected answer leaves the plant on the safe torque, as no answer does)."""
-        return self.commands.answered_validly
-
-    @property
-    def command(self) -> np.ndarray:
-        """The held command (N·m)."""
-        return self.commands.tau
-
-    @property
-    def have_command(self) -> bool:
-        """Whether a valid command is held."""
-        return self.commands.held
-
-    @property
-    def command_stamp(self) -> int | None:
-        """The state the held command answers (ns), ``None`` if untagged."""
-        return self.commands.held_stamp
-
     def _step(self, use_command: bool) -> None:
         plant = self.plant
         if use_command:
