@@ -130,12 +130,43 @@ def _unreported(_message: str) -> None:
     """A :data:`Report` that drops the message."""
 
 
-def _may_plan(last: float | None, stamp: float) -> bool:
-    """Whether a target may be planned at the state stamp ``stamp`` (s), the last one having been
-    planned at ``last`` (s; ``None``: none since the start or a reset): :data:`MIN_TAKE_PERIOD` or
-    more later, or the clock went back."""
-    # 1 ns slack: stamps are nanoseconds read as float seconds, and 0.011 − 0.001 < 0.01 in them.
-    return last is None or not 0.0 <= stamp - last < MIN_TAKE_PERIOD - 1e-9
+def _warn_dropped(warn: Report, what: str) -> None:
+    """Say that ``what`` (``joint target``, ``target pose``, ``tool target``…), received but not yet
+    taken, is dropped by a reset (:data:`_RESET_REASON`)."""
+    warn(f"{what} received while the arm was not controlled dropped: {_RESET_REASON}")
+
+
+class _PlanPacer:
+    """The plan throttle of one target stream: a target is planned at most once per
+    :data:`MIN_TAKE_PERIOD` of the state stamps (a tracker holds one per stream: per task for the
+    QP controllers).
+
+    It remembers the stamp (s) of the state the last target was planned at, ``None`` since the
+    start or a reset (:meth:`forget`). :meth:`may_plan` is asked at every state while a target is
+    pending: one call, one comparison.
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: float | None = None
+
+    def may_plan(self, stamp: float) -> bool:
+        """Whether a target may be planned at the state stamp ``stamp`` (s): none planned since the
+        start or a reset, the last one :data:`MIN_TAKE_PERIOD` or more before, or the clock went
+        back."""
+        last = self._last
+        # 1 ns slack: stamps are nanoseconds read as float seconds, and 0.011 − 0.001 < 0.01 in them.
+        return last is None or not 0.0 <= stamp - last < MIN_TAKE_PERIOD - 1e-9
+
+    def planned(self, stamp: float) -> None:
+        """A target was planned (taken or refused) at the state stamp ``stamp`` (s): the next waits
+        :data:`MIN_TAKE_PERIOD` from it."""
+        self._last = stamp
+
+    def forget(self) -> None:
+        """A reset: the next target may be planned at once."""
+        self._last = None
 
 
 def _warn_if_slow(warn: Report, what: str, duration: float) -> None:
@@ -407,9 +438,8 @@ class JointTargetTracker:
         #: The stamp (s) of the last state :meth:`reference` was asked for (0 before any): a
         #: pending trajectory stamped after it waits for its stamp (:meth:`reset` keeps it).
         self._last_stamp = 0.0
-        #: The stamp (s) of the state the last joint target was planned at (``None``: none since
-        #: the start or a reset); the next waits :data:`MIN_TAKE_PERIOD` from it.
-        self._planned_at: float | None = None
+        #: Plans joint targets at most once per :data:`MIN_TAKE_PERIOD`.
+        self._pacer = _PlanPacer()
 
     # ---------------------------------------------------------------- targets
     def submit_target(self, q: FloatArray) -> None:
@@ -522,7 +552,7 @@ class JointTargetTracker:
         ``clock_reset`` (a simulator restart) it is dropped too and refused, as its stamp belongs
         to the timeline the clock left."""
         self.mode, self.held, self.goal, self.active = JointMode.START, None, None, None
-        self._planned_at = None
+        self._pacer.forget()
         pending, self.pending = self.pending, None
         if (
             isinstance(pending, PendingTrajectory)
@@ -537,8 +567,7 @@ class JointTargetTracker:
                 "(simulator restarted?)"
             )
         elif pending is not None and not isinstance(pending, PendingStop):
-            kind = "joint target" if isinstance(pending, PendingTarget) else "trajectory"
-            self._warn(f"{kind} received while the arm was not controlled dropped: {_RESET_REASON}")
+            _warn_dropped(self._warn, "joint target" if isinstance(pending, PendingTarget) else "trajectory")
 
     def describe(self) -> str:
         """``hold``, ``joint_target`` or ``trajectory``."""
@@ -551,7 +580,7 @@ class JointTargetTracker:
         waits :data:`MIN_TAKE_PERIOD` from the last one planned."""
         pending = self.pending
         if isinstance(pending, PendingTarget):
-            return _may_plan(self._planned_at, stamp)
+            return self._pacer.may_plan(stamp)
         return not isinstance(pending, PendingTrajectory) or pending.stamp <= stamp
 
     def _activate(self, state: JointState) -> None:
@@ -570,7 +599,7 @@ class JointTargetTracker:
         whose approach passes a limit is refused, the active target running on."""
         if self.mode is JointMode.JOINT_TARGET and same_target(q, self.goal):
             return
-        self._planned_at = state.stamp
+        self._pacer.planned(state.stamp)
         under_way = None if self.active is None else self.active.under_way(state.stamp)
         try:
             approach = self.planner.plan(self.current(state), q, under_way)
@@ -745,9 +774,8 @@ class PoseTargetTracker:
         self.held: PoseReference | None = None
         #: The approach under way.
         self.active: PoseMove | None = None
-        #: The stamp (s) of the state the last target was planned at (``None``: none since the
-        #: start or a reset); the next waits :data:`MIN_TAKE_PERIOD` from it.
-        self._planned_at: float | None = None
+        #: Plans targets at most once per :data:`MIN_TAKE_PERIOD`.
+        self._pacer = _PlanPacer()
 
     def submit(self, goal: PoseReference) -> None:
         """Move to ``goal`` (base frame, within reach) from the next state on (from the first
@@ -770,10 +798,10 @@ class PoseTargetTracker:
 
     def take_due(self, state: JointState) -> bool:
         """Plan the target due at ``state`` (:meth:`TargetTracker.take_due`)."""
-        if self.pending is not None and _may_plan(self._planned_at, state.stamp):
+        if self.pending is not None and self._pacer.may_plan(state.stamp):
             goal, self.pending = self.pending, None
             if not same_target(goal, self.goal):
-                self._planned_at = state.stamp
+                self._pacer.planned(state.stamp)
                 self._take(goal, state)
                 return True
         return False
@@ -795,9 +823,9 @@ class PoseTargetTracker:
         """Forget the target, a pending one too (with a warning): hold where the arm is at the next
         state (the same after a clock reset: a pose target has no stamp to wait for)."""
         if self.pending is not None:
-            self._warn(f"target pose received while the arm was not controlled dropped: {_RESET_REASON}")
+            _warn_dropped(self._warn, "target pose")
         self.pending, self.goal, self.held, self.active = None, None, None, None
-        self._planned_at = None
+        self._pacer.forget()
 
     def describe(self) -> str:
         """``target_pose`` or ``hold``."""
@@ -895,9 +923,8 @@ class TaskTargetTracker:
         self.goals: dict[str, TaskTarget] = {}
         #: The tasks that took a target since the last reset.
         self.targeted: set[str] = set()
-        #: By task, the stamp (s) of the state its last target was planned at, since the last
-        #: reset; its next waits :data:`MIN_TAKE_PERIOD` from it.
-        self._planned_at: dict[str, float] = {}
+        #: By task, what plans its targets at most once per :data:`MIN_TAKE_PERIOD`.
+        self._pacers = {name: _PlanPacer() for name in tasks}
 
     def submit(self, task: str, target: TaskTarget) -> None:
         """Move frame task ``task`` to ``target`` (its kind's form, within reach) from the next
@@ -971,7 +998,7 @@ class TaskTargetTracker:
         """The tasks whose pending target may be taken at ``state`` (:data:`MIN_TAKE_PERIOD`)."""
         if not self.pending:
             return []
-        return [n for n in self.pending if _may_plan(self._planned_at.get(n), state.stamp)]
+        return [n for n in self.pending if self._pacers[n].may_plan(state.stamp)]
 
     def pause(self, since: float, until: float) -> bool:
         """No torque was computed from ``since`` to ``until`` (s): the approaches take up where
@@ -987,14 +1014,15 @@ class TaskTargetTracker:
         arm is at the next state (the same after a clock reset: task targets have no stamp to wait
         for)."""
         for name in self.pending:
-            self._warn(f"{name} target received while the arm was not controlled dropped: {_RESET_REASON}")
+            _warn_dropped(self._warn, f"{name} target")
         self.pending = {}
         self._reference = None
         self.pose_moves.clear()
         self.joint_moves.clear()
         self.goals.clear()
         self.targeted.clear()
-        self._planned_at.clear()
+        for pacer in self._pacers.values():
+            pacer.forget()
 
     def describe(self) -> str:
         """The targeted tasks, comma-separated in task order, or ``hold``."""
@@ -1022,7 +1050,7 @@ class TaskTargetTracker:
             reference[name] = target
             self.targeted.add(name)
             return
-        self._planned_at[name] = state.stamp
+        self._pacers[name].planned(state.stamp)
         moving = self.pose_moves.get(name)
         current = moving.sample(state.stamp) if moving is not None else self.poses[name]
         kind = self.kinds[name]
@@ -1052,7 +1080,7 @@ class TaskTargetTracker:
             reference[name] = q
             self.targeted.add(name)
             return
-        self._planned_at[name] = state.stamp
+        self._pacers[name].planned(state.stamp)
         moving = self.joint_moves.get(name)
         start: JointMotion
         under_way = None
