@@ -54,7 +54,7 @@ from .approach import JointApproachPlanner, PoseApproach, PoseApproachPlanner
 from .constrained_dynamics import AXIS_NAMES
 from .controllers import HQPID, QPID, AchdRnea, ComputedTorque, PoseReference
 from .errors import TargetError
-from .qp.tasks import CartesianTarget, FrameTask
+from .qp.tasks import CartesianTarget, FrameTask, Task
 from .robot import RobotModel
 from .trajectory import JointTrajectory, check_motion
 from .types import JointReference, JointState
@@ -696,49 +696,81 @@ class JointTargetTracker:
             TargetError: the point is farther than that, or asks a larger step (the message
                 names the joint).
         """
-        names = self.robot.joint_names
-        n = self.robot.n
         first = points.positions[0]
+        self._check_first_position(first, current.q, state.q)
+        n = self.robot.n
+        v_ref = np.zeros(n) if current.v is None else current.v
+        a_ref = np.zeros(n) if current.a is None else current.a
+        self._check_first_steps(points, v_ref, a_ref)
+        if len(points.times) == 1:
+            return points, current
+        return points.select(slice(1, None)), JointMotion(first, v_ref, a_ref)
+
+    def _check_first_position(self, first: FloatArray, q_ref: FloatArray, q_arm: FloatArray) -> None:
+        """Refuse a first point at time 0 at ``first`` (rad) farther than :data:`START_TOLERANCE`
+        on some joint from both the reference ``q_ref`` and the arm ``q_arm`` (rad): taken at once,
+        it would make the reference jump.
+
+        Raises:
+            TargetError: the point is too far (the message names the farthest joint).
+        """
         off = np.minimum(
-            np.abs(self.robot.difference(first, current.q)),
-            np.abs(self.robot.difference(first, state.q)),
+            np.abs(self.robot.difference(first, q_ref)),
+            np.abs(self.robot.difference(first, q_arm)),
         )
         worst = int(np.argmax(off))
         if off[worst] > START_TOLERANCE:
             raise TargetError(
                 f"trajectory: its first point, at time_from_start 0, is {off[worst]:.3f} rad from "
-                f"the current reference and from the arm on {names[worst]} (at most "
+                f"the current reference and from the arm on {self.robot.joint_names[worst]} (at most "
                 f"{START_TOLERANCE:g} rad): give it a time_from_start > 0 to reach it from there"
             )
-        v_ref = np.zeros(n) if current.v is None else current.v
-        a_ref = np.zeros(n) if current.a is None else current.a
+
+    def _check_first_steps(self, points: TrajectoryPoints, v_ref: FloatArray, a_ref: FloatArray) -> None:
+        """Refuse a first point at time 0 that would step the reference's velocity ``v_ref`` (rad/s)
+        or acceleration ``a_ref`` (rad/s²) by more than :func:`step_tolerances` allow: a given
+        velocity compared with ``v_ref``; a lone point, at rest (the trajectory's end), compared in
+        both. A given acceleration of a point followed by others is not compared (the first
+        segment blends into it). The velocity is checked first.
+
+        Raises:
+            TargetError: a step too large (the message names the joint).
+        """
+        n = self.robot.n
         lone = len(points.times) == 1
         vel = points.velocities
         given_v = np.zeros(n) if lone else vel[0] if vel is not None else None
         given_a = np.zeros(n) if lone else None  # a lone point is at rest: no acceleration
-        for what, unit, given, ref, tolerance in (
-            ("velocity", "rad/s", given_v, v_ref, self.velocity_step_tolerance),
-            ("acceleration", "rad/s²", given_a, a_ref, self.acceleration_step_tolerance),
-        ):
-            if given is None:
-                continue
-            excess = np.abs(given - ref) - tolerance
-            j = int(np.argmax(excess))
-            if excess[j] > 0.0:
-                point = (
-                    "its only point, at time_from_start 0, is at rest"
-                    if lone
-                    else f"its first point, at time_from_start 0, has {what} {given[j]:.3f} {unit}"
-                )
-                raise TargetError(
-                    f"trajectory: {point} on {names[j]} where the current reference has "
-                    f"{ref[j]:.3f} {unit} (at most {tolerance[j]:.3g} {unit} apart: the reference "
-                    f"would step); give the point the reference's {what} or a time_from_start > 0, "
-                    "or stop with an empty trajectory"
-                )
-        if lone:
-            return points, current
-        return points.select(slice(1, None)), JointMotion(first, v_ref, a_ref)
+        if given_v is not None:
+            self._check_step("velocity", "rad/s", given_v, v_ref, self.velocity_step_tolerance, lone)
+        if given_a is not None:
+            self._check_step("acceleration", "rad/s²", given_a, a_ref, self.acceleration_step_tolerance, lone)
+
+    def _check_step(
+        self, what: str, unit: str, given: FloatArray, ref: FloatArray, tolerance: FloatArray, lone: bool
+    ) -> None:
+        """Refuse a first point at time 0 whose ``what`` (``velocity`` or ``acceleration``, in
+        ``unit``), ``given`` per joint, differs from the reference's ``ref`` by more than
+        ``tolerance`` on some joint (``lone``: the point is the trajectory's only one, at rest).
+
+        Raises:
+            TargetError: the step is too large (the message names the joint that passes its
+                tolerance by the most).
+        """
+        excess = np.abs(given - ref) - tolerance
+        j = int(np.argmax(excess))
+        if excess[j] > 0.0:
+            point = (
+                "its only point, at time_from_start 0, is at rest"
+                if lone
+                else f"its first point, at time_from_start 0, has {what} {given[j]:.3f} {unit}"
+            )
+            raise TargetError(
+                f"trajectory: {point} on {self.robot.joint_names[j]} where the current reference has "
+                f"{ref[j]:.3f} {unit} (at most {tolerance[j]:.3g} {unit} apart: the reference "
+                f"would step); give the point the reference's {what} or a time_from_start > 0, "
+                "or stop with an empty trajectory"
+            )
 
 
 # ------------------------------------------------------------------ pose targets
@@ -851,6 +883,56 @@ TaskTarget = PoseReference | FloatArray
 rotation matrix (orientation task) or joint positions (rad, posture task)."""
 
 
+def _tracked(task: Task) -> NDArray[np.bool_]:
+    """Per row of ``task`` (its axes, or its joints), whether it tracks it: weight and ``kp`` above 0."""
+    return np.asarray((task.weight > 0.0) & (task.kp > 0.0))
+
+
+def _tracked_axes(task: FrameTask) -> NDArray[np.intp]:
+    """The axes (indices of x, y, z, rx, ry, rz) frame task ``task`` tracks."""
+    return np.arange(6)[task.rows][_tracked(task)]
+
+
+def _feed_mask(task: Task) -> FloatArray:
+    """1 on the axes ``task`` tracks and 0 elsewhere: of x, y, z, rx, ry, rz for a frame task, per
+    joint for a posture task. An approach's velocity and acceleration are fed to the task times it."""
+    if not isinstance(task, FrameTask):  # posture
+        return _tracked(task).astype(np.float64)
+    feed = np.zeros(6)
+    feed[_tracked_axes(task)] = 1.0
+    return feed
+
+
+def _frame_planners(robot: RobotModel, frame_tasks: dict[str, FrameTask]) -> dict[str, PoseApproachPlanner]:
+    """By task, the approach planner of each frame task that tracks at least one axis, with the
+    task's gains on those axes; not refused near a singularity (the QP's barriers hold there)."""
+    planners: dict[str, PoseApproachPlanner] = {}
+    for name, task in frame_tasks.items():
+        tracked = _tracked(task)
+        if tracked.any():
+            planners[name] = PoseApproachPlanner(
+                robot,
+                task.frame,
+                _tracked_axes(task),
+                task.kp[tracked],
+                task.kd[tracked],
+                refuse_shortfall=False,
+            )
+    return planners
+
+
+def _posture_planner(robot: RobotModel, posture_tasks: list[Task]) -> JointApproachPlanner | None:
+    """One joint approach planner for all the posture tasks, timed by their gains on the joints
+    they track (``kp`` above 0), or ``None`` where none tracks a joint."""
+    if not posture_tasks:
+        return None
+    kp = np.concatenate([task.kp for task in posture_tasks])
+    if not (kp > 0.0).any():
+        return None
+    kd = np.concatenate([task.kd for task in posture_tasks])
+    return JointApproachPlanner(robot, kp[kp > 0.0], kd[kp > 0.0])
+
+
 class TaskTargetTracker:
     """One target per task of a QP controller (:class:`~.controllers.QPID`,
     :class:`~.controllers.HQPID`); every task holds its start value until it gets one.
@@ -889,28 +971,12 @@ class TaskTargetTracker:
         self.posture_tasks = tuple(n for n, k in self.kinds.items() if k == "posture")
         #: The tasks on a frame (pose, position, orientation).
         self.frame_tasks = {name: task for name, task in tasks.items() if isinstance(task, FrameTask)}
-        #: Approach planners of the frame tasks that track at least one axis.
-        self._pose_planners: dict[str, PoseApproachPlanner] = {}
         #: Per task, 1 on the axes it tracks and 0 elsewhere (x, y, z, rx, ry, rz; or per joint).
-        self._feed: dict[str, FloatArray] = {}
-        for name, task in tasks.items():
-            tracked = (task.weight > 0.0) & (task.kp > 0.0)
-            if not isinstance(task, FrameTask):  # posture
-                self._feed[name] = tracked.astype(np.float64)
-                continue
-            axes = np.arange(6)[task.rows][tracked]
-            self._feed[name] = np.zeros(6)
-            self._feed[name][axes] = 1.0
-            if tracked.any():
-                self._pose_planners[name] = PoseApproachPlanner(
-                    robot, task.frame, axes, task.kp[tracked], task.kd[tracked], refuse_shortfall=False
-                )
-        self._joint_planner: JointApproachPlanner | None = None
-        gains = [(tasks[n].kp, tasks[n].kd) for n in self.posture_tasks]
-        kp = np.concatenate([g[0] for g in gains]) if gains else np.zeros(0)
-        if (kp > 0.0).any():
-            kd = np.concatenate([g[1] for g in gains])
-            self._joint_planner = JointApproachPlanner(robot, kp[kp > 0.0], kd[kp > 0.0])
+        self._feed = {name: _feed_mask(task) for name, task in tasks.items()}
+        #: Approach planners of the frame tasks that track at least one axis.
+        self._pose_planners = _frame_planners(robot, self.frame_tasks)
+        #: The posture tasks' approach planner (``None``: none of them tracks a joint).
+        self._joint_planner = _posture_planner(robot, [tasks[n] for n in self.posture_tasks])
         #: Targets waiting for the next state, by task.
         self.pending: dict[str, TaskTarget] = {}
         self._reference: dict[str, Any] | None = None
