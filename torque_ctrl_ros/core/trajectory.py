@@ -566,62 +566,28 @@ class JointTrajectory:
         """:meth:`limit_violation` on the segments ``rows`` (increasing) with their bounds (rows × n;
         no acceleration bound: ``a_lim`` None); ``may_pass`` (rows × n): the joints the screen could
         not clear (the others are within their bounds: their quintic extrema are not searched)."""
-        n = self.n
         seg = self._segments[rows]  # (S, d + 1, 3n): [q | q̇ | q̈] coefficients of 1, s, s², …
-        S = seg.shape[0]
-        acc = seg[:, :, 2 * n :]
         if self.accelerations is None:
-            c = seg[:, :, :n]
-            v0, v1, v2 = seg[:, 0, n : 2 * n], seg[:, 1, n : 2 * n], seg[:, 2, n : 2 * n]
-            zero, one = np.zeros((S, n)), np.ones((S, n))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                # Roots of v2·s² + v1·s + v0 without cancellation; NaN or ±inf where there are none.
-                r = -0.5 * (v1 + np.copysign(np.sqrt(v1 * v1 - 4.0 * v2 * v0), v1))
-                s_q = np.stack((zero, one, r / v2, v0 / r), axis=1)
-                s_v = np.stack((zero, one, -v1 / (2.0 * v2)), axis=1)
-            # Roots outside the segment (and the NaN of none) are replaced by its start.
-            s_q = np.where((s_q >= 0.0) & (s_q <= 1.0), s_q, 0.0)
-            s_v = np.where((s_v >= 0.0) & (s_v <= 1.0), s_v, 0.0)
-            q = ((c[:, 3:4] * s_q + c[:, 2:3]) * s_q + c[:, 1:2]) * s_q + c[:, 0:1]
-            v = (v2[:, None] * s_v + v1[:, None]) * s_v + v0[:, None]
-            if a_lim is not None:  # q̈ is linear: its extrema are the ends
-                s_a = np.stack((zero, one), axis=1)
-                ddq = acc[:, 1:2] * s_a + acc[:, 0:1]
+            extrema = _cubic_extrema(seg, self.n, a_lim is not None)
         else:
-            # The same exact extrema: q at the ends and the real roots of q̇ (a quartic) in the
-            # segment, q̇ at the ends and the roots of q̈ (a cubic). (Sampled at 32 interior times
-            # instead, a peak between two samples can pass a limit by up to 4e-3 rad unseen.)
-            s_q = _ends_and_roots(seg[:, :5, n : 2 * n], may_pass)
-            s_v = _ends_and_roots(seg[:, :4, 2 * n :], may_pass)
-            q = _horner(seg[:, :, :n], s_q)
-            v = _horner(seg[:, :5, n : 2 * n], s_v)
-            if a_lim is not None:  # q̈ at the ends and the roots of the jerk (a quadratic)
-                jerk = acc[:, 1:4] * np.array([1.0, 2.0, 3.0])[None, :, None]
-                s_a = _ends_and_roots(jerk, may_pass)
-                ddq = _horner(acc[:, :4], s_a)
-        lo3, hi3, vlim3 = q_lo[:, None], q_hi[:, None], v_lim[:, None]
-        over_q = ~((q <= hi3 + LIMIT_TOLERANCE) & (q >= lo3 - LIMIT_TOLERANCE))  # NaN: out
-        over_v = ~(np.abs(v) <= vlim3 + LIMIT_TOLERANCE)
-        checks = [
-            ("position", over_q, s_q, q, np.where(q > hi3, hi3, lo3)),
-            ("velocity", over_v, s_v, v, vlim3),
-        ]
-        if a_lim is not None:
-            alim3 = a_lim[:, None]
-            checks.append(("acceleration", ~(np.abs(ddq) <= alim3 + LIMIT_TOLERANCE), s_a, ddq, alim3))
-        if not any(over.any() for _, over, _, _, _ in checks):
-            return None
+            extrema = _quintic_extrema(seg, self.n, may_pass, a_lim is not None)
+        passed = _passed_bounds(extrema, q_lo, q_hi, v_lim, a_lim)
+        return self._earliest_violation(rows, passed) if passed else None
+
+    def _earliest_violation(self, rows: NDArray[np.intp], passed: list[_Passed]) -> LimitViolation:
+        """The earliest point past its bound among ``passed`` (at least one) on the segments ``rows``:
+        its time is the segment's start plus ``s·T``; on a tie, the quantity listed first wins
+        (position, then velocity, then acceleration)."""
         t0 = self.times[rows][:, None, None]
         T = (self.times[rows + 1] - self.times[rows])[:, None, None]
         best: LimitViolation | None = None
-        for quantity, over, s, x, bound in checks:
-            if not over.any():
-                continue
+        for quantity, over, s, x, bound in passed:
             t = np.where(over, t0 + s * T, np.inf)
             i, k, j = np.unravel_index(int(np.argmin(t)), t.shape)
             if best is None or t[i, k, j] < best.time:
                 limit = np.broadcast_to(bound, x.shape)[i, k, j]
                 best = LimitViolation(quantity, int(j), float(t[i, k, j]), float(x[i, k, j]), float(limit))
+        assert best is not None
         return best
 
     @classmethod
@@ -650,6 +616,96 @@ class JointTrajectory:
         return cls(
             times, pos, vel if has_v else None, acc if has_a else None, start=start, continuous=continuous
         )
+
+
+class _Extrema(NamedTuple):
+    """Where segments are checked and their motion there (S segments × K points × n joints each):
+    ``s ∈ [0, 1]`` along the segment, and the value at it."""
+
+    s_q: FloatArray
+    q: FloatArray
+    """rad, at ``s_q``: the ends and the extrema of the position."""
+    s_v: FloatArray
+    v: FloatArray
+    """rad/s, at ``s_v``: the ends and the extrema of the velocity."""
+    s_a: FloatArray | None
+    a: FloatArray | None
+    """rad/s², at ``s_a``: the ends and the extrema of the acceleration (``None``: not checked)."""
+
+
+#: A bound passed (:func:`_passed_bounds`): ``(quantity, where past, s, value, bound)``, the last
+#: four S × K × n (the bound broadcast to that).
+_Passed = tuple[str, NDArray[np.bool_], FloatArray, FloatArray, FloatArray]
+
+
+def _cubic_extrema(seg: FloatArray, n: int, with_acceleration: bool) -> _Extrema:
+    """The exact extrema of cubic segments (``seg``: S × 4 × 3n, as
+    :meth:`JointTrajectory._segment_polynomials` gives them): ``q`` at the ends and the real roots
+    of ``q̇`` (a quadratic) in the segment, ``q̇`` at the ends and the root of ``q̈``, and
+    (``with_acceleration``) ``q̈``, linear, at the ends. A root outside the segment (or none: NaN)
+    is replaced by its start."""
+    S = seg.shape[0]
+    c = seg[:, :, :n]
+    v0, v1, v2 = seg[:, 0, n : 2 * n], seg[:, 1, n : 2 * n], seg[:, 2, n : 2 * n]
+    zero, one = np.zeros((S, n)), np.ones((S, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Roots of v2·s² + v1·s + v0 without cancellation; NaN or ±inf where there are none.
+        r = -0.5 * (v1 + np.copysign(np.sqrt(v1 * v1 - 4.0 * v2 * v0), v1))
+        s_q = np.stack((zero, one, r / v2, v0 / r), axis=1)
+        s_v = np.stack((zero, one, -v1 / (2.0 * v2)), axis=1)
+    s_q = np.where((s_q >= 0.0) & (s_q <= 1.0), s_q, 0.0)
+    s_v = np.where((s_v >= 0.0) & (s_v <= 1.0), s_v, 0.0)
+    q = ((c[:, 3:4] * s_q + c[:, 2:3]) * s_q + c[:, 1:2]) * s_q + c[:, 0:1]
+    v = (v2[:, None] * s_v + v1[:, None]) * s_v + v0[:, None]
+    if not with_acceleration:
+        return _Extrema(s_q, q, s_v, v, None, None)
+    acc = seg[:, :, 2 * n :]
+    s_a = np.stack((zero, one), axis=1)
+    return _Extrema(s_q, q, s_v, v, s_a, acc[:, 1:2] * s_a + acc[:, 0:1])
+
+
+def _quintic_extrema(
+    seg: FloatArray, n: int, may_pass: NDArray[np.bool_], with_acceleration: bool
+) -> _Extrema:
+    """The exact extrema of quintic segments (``seg``: S × 6 × 3n) on the joints of ``may_pass`` (S
+    × n; the others' are left at the start): ``q`` at the ends and the real roots of ``q̇`` (a
+    quartic) in the segment, ``q̇`` at the ends and the roots of ``q̈`` (a cubic), and
+    (``with_acceleration``) ``q̈`` at the ends and the roots of the jerk (a quadratic). (Sampled at
+    32 interior times instead, a peak between two samples can pass a limit by up to 4e-3 rad
+    unseen.)"""
+    s_q = _ends_and_roots(seg[:, :5, n : 2 * n], may_pass)
+    s_v = _ends_and_roots(seg[:, :4, 2 * n :], may_pass)
+    q = _horner(seg[:, :, :n], s_q)
+    v = _horner(seg[:, :5, n : 2 * n], s_v)
+    if not with_acceleration:
+        return _Extrema(s_q, q, s_v, v, None, None)
+    acc = seg[:, :, 2 * n :]
+    jerk = acc[:, 1:4] * np.array([1.0, 2.0, 3.0])[None, :, None]
+    s_a = _ends_and_roots(jerk, may_pass)
+    return _Extrema(s_q, q, s_v, v, s_a, _horner(acc[:, :4], s_a))
+
+
+def _passed_bounds(
+    extrema: _Extrema, q_lo: FloatArray, q_hi: FloatArray, v_lim: FloatArray, a_lim: FloatArray | None
+) -> list[_Passed]:
+    """The bounds (rows × n: position, speed, and acceleration where ``a_lim`` is given) that some
+    point of ``extrema`` passes by more than :data:`LIMIT_TOLERANCE` (a NaN counts as past), in
+    that order, each with where it is passed; empty where none is. The bound of a position past
+    its upper limit is that limit, of any other position the lower one."""
+    lo3, hi3, vlim3 = q_lo[:, None], q_hi[:, None], v_lim[:, None]
+    q, v = extrema.q, extrema.v
+    over_q = ~((q <= hi3 + LIMIT_TOLERANCE) & (q >= lo3 - LIMIT_TOLERANCE))  # NaN: out
+    over_v = ~(np.abs(v) <= vlim3 + LIMIT_TOLERANCE)
+    checks: list[_Passed] = [
+        ("position", over_q, extrema.s_q, q, np.where(q > hi3, hi3, lo3)),
+        ("velocity", over_v, extrema.s_v, v, vlim3),
+    ]
+    if a_lim is not None:
+        assert extrema.s_a is not None and extrema.a is not None
+        alim3 = a_lim[:, None]
+        over_a = ~(np.abs(extrema.a) <= alim3 + LIMIT_TOLERANCE)
+        checks.append(("acceleration", over_a, extrema.s_a, extrema.a, alim3))
+    return [check for check in checks if check[1].any()]
 
 
 def _ends_and_roots(coef: FloatArray, which: NDArray[np.bool_]) -> FloatArray:
