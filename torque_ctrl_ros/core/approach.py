@@ -501,6 +501,46 @@ def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, 
     return None
 
 
+def _is_moving(start: PoseReference) -> bool:
+    """Whether the pose reference ``start`` moves: a twist or an acceleration other than 0."""
+    return (start.twist is not None and bool(start.twist.any())) or (
+        start.acceleration is not None and bool(start.acceleration.any())
+    )
+
+
+def _rest_within(
+    under_way: tuple[PoseApproach, float] | None, stop_time: float
+) -> tuple[float, PoseReference] | None:
+    """``(time left (s), pose)`` where the approach ``under_way = (approach, t)``, ``t`` s into it,
+    comes to rest next (its stop, if still ahead, else its goal), if that is within ``stop_time``
+    (s) and still ahead; else ``None``.
+
+    Within the stop time as lengthened (:meth:`PoseApproachPlanner._stop_time`), not the law's
+    alone: a joint stop that would run past the rest point is held to it joint by joint
+    (:meth:`JointApproachPlanner._stop_point`), which a pose's rotation does not allow, so a longer
+    stop here keeps the rest point instead of running past it. Reached at its own time, it is the
+    motion under way."""
+    if under_way is None:
+        return None
+    approach, t = under_way
+    rest = approach.stop if approach.stop is not None and approach.stop[0] > t else None
+    rest = rest or (approach.duration, approach.goal)
+    if 0.0 < rest[0] - t <= stop_time:
+        return rest[0] - t, rest[1]
+    return None
+
+
+def _half_speed_stop(start: PoseReference, twist: FloatArray, stop_time: float) -> PoseReference:
+    """The default stop point of the moving ``start`` (twist ``twist``, m/s and rad/s, base axes):
+    half its speed times ``stop_time`` (s) on, ``p + ẋ·T_s/2`` and the rotation turned by
+    ``ω·T_s/2``."""
+    half = 0.5 * stop_time
+    return PoseReference(
+        start.position + half * twist[:3],
+        start.rotation @ pin.exp3(half * (start.rotation.T @ twist[3:])),
+    )
+
+
 class _ArmJacobian(NamedTuple):
     """The frame Jacobian at the arm's joint angles ``q`` (rad) on a planner's axes (rows × n: m/rad,
     rad/rad) and its pseudo-inverse ``J⁺`` (n × rows, singular values below :data:`START_RCOND` of
@@ -588,44 +628,46 @@ class PoseApproachPlanner:
         # Every move of this plan (the direct one, the one after a stop) and the stop itself are
         # timed from the arm at q: its Jacobian and J⁺ once.
         arm = self._arm_jacobian(q)
-        moving = (start.twist is not None and start.twist.any()) or (
-            start.acceleration is not None and start.acceleration.any()
-        )
-        if not moving:
-            return PoseApproach(start, goal, self._duration(arm, start, goal))
         direct = PoseApproach(start, goal, self._duration(arm, start, goal))
-        if self._keeps_course(direct):
+        if not _is_moving(start) or self._keeps_course(direct):
             return direct
-        # Stopping first: where the approach under way comes to rest soon enough (a new stop with
-        # every message of a stream turning back would carry the reference on the wrong way), else
-        # half its speed times the stop time on. The move after the stop is timed from there:
-        # from the start, a target behind the moving reference would look nearer than it will be.
+        return self._stopping_first(arm, start, goal, under_way)
+
+    def _stopping_first(
+        self,
+        arm: _ArmJacobian,
+        start: PoseReference,
+        goal: PoseReference,
+        under_way: tuple[PoseApproach, float] | None,
+    ) -> PoseApproach:
+        """The approach from the moving ``start`` that stops first, then moves to ``goal``: where the
+        approach under way comes to rest soon enough (:func:`_rest_within`; a new stop with every
+        message of a stream turning back would carry the reference on the wrong way), else half its
+        speed times the stop time on (:meth:`_stop_time`). The move after the stop is timed from
+        there: from the start, a target behind the moving reference would look nearer than it will
+        be."""
         twist = np.zeros(6) if start.twist is None else start.twist
-        # The stop decelerates at most 1.5·|ẋ|/T_s (JointApproachPlanner.stop); the joints, to
-        # first order, 1.5·|J⁺·ẋ|/T_s, held within their acceleration bounds (at high gains the
-        # law's stop time alone is short enough to pass them).
-        stop_time = max(
-            self.stop_time,
-            float(np.max(_STOP_PEAK * np.abs(arm.inverse @ twist[self.rows]) / self.acceleration_limit)),
-        )
-        if under_way is not None:
-            approach, t = under_way
-            rest = approach.stop if approach.stop is not None and approach.stop[0] > t else None
-            rest = rest or (approach.duration, approach.goal)
-            # Within the stop time as lengthened, not the law's alone: a joint stop that would run
-            # past the rest point is held to it joint by joint (JointApproachPlanner._stop_point),
-            # which a pose's rotation does not allow, so a longer stop here keeps the rest point
-            # instead of running past it. Reached at its own time, it is the motion under way.
-            if 0.0 < rest[0] - t <= stop_time:
-                return PoseApproach(start, goal, self._duration(arm, rest[1], goal), rest[0] - t, rest[1])
-        half = 0.5 * stop_time
-        stop = PoseReference(
-            start.position + half * twist[:3],
-            start.rotation @ pin.exp3(half * (start.rotation.T @ twist[3:])),
-        )
+        stop_time = self._stop_time(arm, twist)
+        rest = _rest_within(under_way, stop_time)
+        if rest is not None:
+            delay, pose = rest
+            return PoseApproach(start, goal, self._duration(arm, pose, goal), delay, pose)
+        stop = _half_speed_stop(start, twist, stop_time)
         # PoseApproach places that stop itself, on its rotation vector unwrapped (given as a
         # rotation, a run-on beyond π would be folded back: a slow stop turning the tool back).
         return PoseApproach(start, goal, self._duration(arm, stop, goal), stop_time)
+
+    def _stop_time(self, arm: _ArmJacobian, twist: FloatArray) -> float:
+        """How long (s) a stop from the twist ``twist`` (m/s, rad/s; all six axes) takes: the law's
+        stop time, lengthened where the joints would decelerate past their acceleration bounds.
+
+        The stop decelerates at most ``1.5·|ẋ|/T_s`` (:meth:`JointApproachPlanner.stop`); the
+        joints, to first order, ``1.5·|J⁺·ẋ|/T_s``, held within their bounds (at high gains the
+        law's stop time alone is short enough to pass them)."""
+        return max(
+            self.stop_time,
+            float(np.max(_STOP_PEAK * np.abs(arm.inverse @ twist[self.rows]) / self.acceleration_limit)),
+        )
 
     def _jacobian(self, q: FloatArray) -> FloatArray:
         """The frame Jacobian at ``q`` (rad) on the planner's axes (rows × n), base-aligned as
