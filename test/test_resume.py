@@ -229,6 +229,25 @@ def test_the_window_ends_by_the_stamps_only_while_the_clock_stands_still() -> No
     assert running.bad(t + 5.0, now=t + 2 * DT) is Action.FALLBACK
 
 
+@pytest.mark.parametrize("repeat", ["one-stamp", "stamps-going-back"])
+def test_states_repeating_one_stamp_on_a_frozen_clock_end_the_window(repeat: str) -> None:
+    """Sim time without /clock and refused states that all carry one stamp (or older ones): each
+    counts one period of the stream, so the window ends after fallback_duration's worth of them
+    (it had answered every one with the same safe command for ever)."""
+    loop = Loop()
+    t = loop.run(1.0, 10)
+    frozen = t + DT
+    expected = round(CONFIG.fallback_duration / DT) + 1
+    stamps = [t + DT if repeat == "one-stamp" else t + DT - k * 1e-6 for k in range(expected + 50)]
+    actions = [loop.bad(s, now=frozen) for s in stamps]
+    assert actions[:expected] == [Action.FALLBACK] * expected
+    assert actions[expected] is Action.NONE and loop.wd.state is WatchdogState.STOPPED
+    # On a running clock, the clock alone ends the window: repeated stamps change nothing.
+    running = Loop()
+    t = running.run(1.0, 10)
+    assert all(running.bad(t + DT, now=t + DT + k * 1e-4) is Action.FALLBACK for k in range(expected + 50))
+
+
 def test_a_computed_torque_opens_a_new_window() -> None:
     """After the controller answered, the next fallback times its window from its own first safe
     command (else a second fallback on a frozen clock would end at once)."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .robot import CONTROL_PERIOD
 from .safety import Watchdog, WatchdogConfig, WatchdogState
 from .validation import FloatArray
 
@@ -166,9 +167,12 @@ class ResumeTracker:
         self._rejected_when_computed = 0  # Watchdog.rejected_total at that state
         self._safe_from_stamp = math.nan  # stamp (s) of the first state a safe command answered
         # The stamp (s, as it came) and the caller's clock (s) at the first safe command since a
-        # torque was last computed (a controller failing again does not restart them).
+        # torque was last computed (a controller failing again does not restart them), the newest
+        # stamp answered since, and how many answers since came with no newer stamp than it.
         self._window_stamp = math.nan
         self._window_now = math.nan
+        self._window_newest = math.nan
+        self._window_repeats = 0
 
     def silence_after(self) -> float:
         """The gap (s) between two states' stamps beyond which the stream was silent
@@ -243,11 +247,24 @@ class ResumeTracker:
         is over by the states' stamps while the caller's clock has stood still since it opened
         (``use_sim_time`` without ``/clock``: that clock could never end it). Only then: on a
         running clock, the clock ends the window, and one wild stamp must not stop the arm and
-        drop its trajectory."""
+        drop its trajectory.
+
+        The window's span by the stamps is ``stamp − first stamp + repeats·typical period``: a
+        state whose stamp is not newer than every stamp answered before it counts one step of the
+        stream (:attr:`StreamPeriod.typical`; :data:`~.robot.CONTROL_PERIOD` while unknown), so that
+        states repeating one stamp on a frozen clock do not get the same safe command for ever."""
         if math.isnan(self._window_stamp):
             self._window_stamp, self._window_now = stamp, now
+            self._window_newest, self._window_repeats = stamp, 0
             return False
-        return now == self._window_now and stamp - self._window_stamp > self.config.fallback_duration
+        if stamp > self._window_newest:
+            self._window_newest = stamp
+        else:
+            self._window_repeats += 1
+        if now != self._window_now:
+            return False
+        step = self.stream.typical or CONTROL_PERIOD
+        return stamp - self._window_stamp + self._window_repeats * step > self.config.fallback_duration
 
 
 __all__ = [
