@@ -194,6 +194,22 @@ def test_a_twist_damping_is_checked_at_the_robots_delay(robot: RobotModel) -> No
         create_controller("achd_rnea", robot, params)
 
 
+@pytest.mark.parametrize("controller", ["qpid", "hqpid"])
+def test_a_velocity_weight_unstable_at_the_robots_delay_is_refused(controller: str) -> None:
+    """velocity_weight damps the self-motion through the QP's own q̈: with the shipped weights that
+    loop holds five ms late below ~576 (MuJoCo, holding home: 560 settled, 580 and 1000 rang at 0.06
+    and 0.29 rad/s). hqpid's bound is its posture level's: its tool level alone (no posture
+    weight) would allow only ~53, though 500 settled there too."""
+    params = _params("gen3_controllers.yaml") | {f"{controller}.velocity_weight": 1000.0}
+    _start(params, controller)  # one period late
+    with pytest.raises(
+        ConfigError,
+        match=rf"{controller}\.velocity_weight: 1000 on joint_1 .* 5 ms late .* must stay below 575\.6",
+    ):
+        _start(params | {"command_delay": 0.005}, controller)
+    _start(params | {"command_delay": 0.005, f"{controller}.velocity_weight": 500.0}, controller)
+
+
 def test_a_velocity_damping_task_axis_is_checked_as_a_damping(robot: RobotModel) -> None:
     """kp 0 on a task axis: no position held, ė⁺ = ė − h·kd·ė₋d, held to the damping bound."""
     tool = {"tasks": ["tool"]}

@@ -98,7 +98,13 @@ from ..robot import CONTROL_PERIOD, RobotModel
 from ..types import JointState
 from ..validation import FloatArray
 from .base import Controller
-from .qpid_config import MAX_WEIGHT, MIN_SLACK_PER_WEIGHT, QPIDConfig, max_weight_ratio
+from .qpid_config import (
+    MAX_WEIGHT,
+    MIN_SLACK_PER_WEIGHT,
+    QPIDConfig,
+    check_velocity_weight,
+    max_weight_ratio,
+)
 
 #: A controller reference: task name → target (see each task class for accepted types). A task
 #: reads a target object once, when first given it: pass a new object to change a target, not
@@ -285,6 +291,7 @@ class _QPController(Controller[QPReference]):
         self.last_solutions: list[Solution] = []
         self._last_fallback = False
         self._check_level_conditioning()
+        self._check_velocity_weight()
 
     def _build_tasks(self, config: QPIDConfig) -> list[Task]:
         """One task object per configured task, in the configured order."""
@@ -528,6 +535,21 @@ class _QPController(Controller[QPReference]):
                 f"the largest task weight ({heaviest.name}: {most:g}): the tasks would push the barriers "
                 "aside (at 1e3 times, a joint ran at 5.1 times its velocity limit)"
             )
+
+    def _check_velocity_weight(self) -> None:
+        """:func:`~.qpid_config.check_velocity_weight` against the robot's delay, with the posture
+        tasks of the last level: the self-motion is decided there (each level above hands what
+        it leaves free down to the next, which solves it again)."""
+        c = self.config
+        postures = [(t.weight, t.kp, t.kd) for t in self.levels[-1].tasks if t.kind == "posture"]
+        check_velocity_weight(
+            self.name,
+            c.velocity_weight,
+            c.acceleration_weight,
+            postures,
+            self.robot.joint_names,
+            self.robot.delay_periods,
+        )
 
     def _check_frozen_rows(self, groups: Sequence[Sequence[Task]]) -> None:
         """Refuse a level (``groups[k]``, its tasks) below tasks whose weighted rows hide freedom

@@ -4,8 +4,10 @@ their parsing from a parameter mapping and the checks that need only the values 
 The controllers run once per :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD` (1 ms, the Gen3's
 torque loop; the simulator node refuses any other step), so there is no period parameter: the
 ``velocity_weight`` term, the barrier ``alpha`` bounds and the fallback damping are all for that
-period. The checks that need the built tasks (weight conditioning, the rows a level leaves to the
-levels below) are the controller's (:class:`~.qpid.QPID`).
+period, and checked with the command as late as the robot's ``command_delay``. The checks that
+need the built tasks (weight conditioning, the rows a level leaves to the levels below, and
+``velocity_weight``, whose damping depends on the posture tasks: :func:`check_velocity_weight`)
+are the controller's (:class:`~.qpid.QPID`).
 """
 
 from __future__ import annotations
@@ -144,7 +146,9 @@ class QPIDConfig:
         tasks: the tasks, in declaration order.
         acceleration_weight: ``W2`` diagonal (per joint, on ``q̈²`` in (rad/s²)²), regularises ``q̈``.
         velocity_weight: ``W3`` diagonal (per joint, on the velocity one
-            :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD` ahead squared, (rad/s)²), damps it.
+            :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD` ahead squared, (rad/s)²), damps it;
+            held to a stable loop with the command ``command_delay`` late
+            (:func:`check_velocity_weight`: with the shipped weights, below ~576 at 5 ms).
         slack_weight: ``w_s``, linear cost of each barrier slack (per unit of the row's slack:
             rad/s², m/s², m³/s²); large, so that a slack is used only where the rows cannot hold.
         fallback_damping: ``K_d`` (N·m·s/rad) of the fallback torque ``g − K_d·q̇``, held for one
@@ -432,6 +436,115 @@ def _largest_stable_alpha(delay: int) -> float:
     return stable
 
 
+#: A stiffness (1/s²) below which :func:`_loop_holds` counts a joint as holding no position: the
+#: decay of its position mode per period, ``h·kp/kd`` (above 1e-12 from here, for ``h·kd < 1``),
+#: would sink into the rounding of :func:`~torque_ctrl_ros.core.robot.pd_spectral_radius` (~1e-15:
+#: kp 1e-12 with kd 91 reads exactly 1, unstable).
+_NEGLIGIBLE_STIFFNESS = 1e-6
+
+
+def check_velocity_weight(
+    section: str,
+    velocity_weight: FloatArray,
+    acceleration_weight: FloatArray,
+    postures: Sequence[tuple[FloatArray, FloatArray, FloatArray]],
+    joint_names: Sequence[str],
+    delay: int,
+) -> None:
+    """Refuse a ``velocity_weight`` whose damping makes a joint's loop unstable at 1 kHz with the
+    command ``delay`` periods late (the robot's ``command_delay``).
+
+    ``‖Δt·q̈ + q̇‖²_{W3}`` is a damping the QP applies through its own ``q̈``. Where no Cartesian
+    task weights a direction (the self-motion), only the regularisation and the posture tasks
+    ``i`` (per joint ``w_i``, ``kp_i``, ``kd_i``: ``postures``) do, and the optimum of a joint is::
+
+        q̈ = (Σ w_i·(kp_i·e − kd_i·q̇) − Δt·w3·q̇) / (Σ w_i + w2 + Δt²·w3)
+
+    the PD law ``kp = Σ w_i·kp_i / den``, ``kd = (Σ w_i·kd_i + Δt·w3) / den``, held to the bounds
+    of :func:`~torque_ctrl_ros.core.robot.check_pd_gains` (:func:`_loop_holds`). Without posture
+    tasks ``Δt·kd = Δt²·w3 / (w2 + Δt²·w3)`` must stay below
+    :func:`~torque_ctrl_ros.core.robot.damping_eigenvalue_bound` ``(delay)``: with ``w2 = 0`` it
+    is 1, a marginal loop even one period late. A direction a Cartesian task also weights has that
+    weight in ``den`` too, so the joint's own bound is the strictest. ``postures`` are those of
+    the level that decides the self-motion: qpid's one level, hqpid's last (a level hands what it
+    leaves free down to the next, which solves it again).
+
+    With the shipped weights (posture 0.001, kp 10; ``acceleration_weight`` 1e-4) the bound is
+    ~576 at 5 ms late; in MuJoCo (``command_delay`` 5 ms, holding home) 560 settled, 580 rang at
+    0.06 rad/s and 700 at 0.27 rad/s. At 1 ms late every weight up to :data:`MAX_WEIGHT` passes
+    there.
+
+    Args:
+        section: the controller's parameter prefix (``qpid``, ``hqpid``).
+        velocity_weight, acceleration_weight: ``W3``, ``W2`` per joint (validated).
+        postures: ``(weight, kp, kd)`` of each posture task, per joint.
+        joint_names: for the message.
+        delay: periods of delay (:attr:`~torque_ctrl_ros.core.robot.RobotModel.delay_periods`).
+
+    Raises:
+        ConfigError: naming the parameter, the joint and the largest value that holds there.
+    """
+    for j in np.flatnonzero(velocity_weight > 0.0).tolist():
+        posture = [(float(w[j]), float(kp[j]), float(kd[j])) for w, kp, kd in postures]
+        w3, w2 = float(velocity_weight[j]), float(acceleration_weight[j])
+        kp_loop, kd_loop = _self_motion_gains(w3, w2, posture)
+        if _loop_holds(kp_loop, kd_loop, delay):
+            continue
+        largest = _largest_stable_velocity_weight(w2, posture, delay)
+        allowed = (
+            f"must stay below {largest:.4g}"
+            if largest > 0.0
+            else "must be 0 (with no acceleration_weight or posture weight there, any is a deadbeat damping)"
+        )
+        joint = joint_names[j]
+        raise ConfigError(
+            f"{section}.velocity_weight: {w3:g} on {joint} is unstable at "
+            f"{1e-3 / CONTROL_PERIOD:g} kHz with the command {describe_delay(delay)}: the term "
+            f"‖Δt·q̈ + q̇‖² damps the joint's self-motion, with posture weight "
+            f"{sum(w for w, _, _ in posture):g} and acceleration_weight {w2:g} a loop of kp "
+            f"{kp_loop:.3g} 1/s², kd {kd_loop:.3g} 1/s whose velocity rings and grows; at this "
+            f"command_delay velocity_weight on {joint} {allowed}"
+        )
+
+
+def _self_motion_gains(
+    w3: float, w2: float, posture: Sequence[tuple[float, float, float]]
+) -> tuple[float, float]:
+    """One joint's PD gains ``(kp, kd)`` (1/s², 1/s) in its self-motion
+    (:func:`check_velocity_weight`), from its ``velocity_weight``, ``acceleration_weight`` and
+    posture tasks' ``(weight, kp, kd)``."""
+    den = sum(w for w, _, _ in posture) + w2 + CONTROL_PERIOD**2 * w3
+    kp = sum(w * p for w, p, _ in posture) / den
+    kd = (sum(w * d for w, _, d in posture) + CONTROL_PERIOD * w3) / den
+    return kp, kd
+
+
+def _loop_holds(kp: float, kd: float, delay: int) -> bool:
+    """Whether ``ë = −kp·e − kd·ė`` decays stepped at 1 kHz with the command ``delay`` periods
+    late, as :func:`~torque_ctrl_ros.core.robot.check_pd_gains` decides it: a damping alone
+    (``kp`` below :data:`_NEGLIGIBLE_STIFFNESS`) by ``h·kd <``
+    :func:`~torque_ctrl_ros.core.robot.damping_eigenvalue_bound`, else by
+    :func:`~torque_ctrl_ros.core.robot.pd_spectral_radius` ``< 1``."""
+    if kp < _NEGLIGIBLE_STIFFNESS:
+        return CONTROL_PERIOD * kd < damping_eigenvalue_bound(delay)
+    return pd_spectral_radius(kp, kd, CONTROL_PERIOD, delay) < 1.0
+
+
+def _largest_stable_velocity_weight(
+    w2: float, posture: Sequence[tuple[float, float, float]], delay: int
+) -> float:
+    """The ``velocity_weight`` below which one joint's loop (:func:`check_velocity_weight`) holds,
+    by bisection up to :data:`MAX_WEIGHT` (the damping grows with it). For messages only."""
+    stable, unstable = 0.0, MAX_WEIGHT
+    for _ in range(60):
+        w3 = 0.5 * (stable + unstable)
+        if _loop_holds(*_self_motion_gains(w3, w2, posture), delay):
+            stable = w3
+        else:
+            unstable = w3
+    return stable
+
+
 def _check_tasks(section: str, tasks: Sequence[TaskConfig]) -> None:
     """Each task's type and frame (a frame for every task but posture), and levels ``0, 1, …``."""
     for t in tasks:
@@ -499,5 +612,6 @@ __all__ = [
     "QPIDConfig",
     "SingularityConfig",
     "TaskConfig",
+    "check_velocity_weight",
     "max_weight_ratio",
 ]
