@@ -896,12 +896,14 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     # Solver settings that would give a wrong "solved" torque, or no step in time.
     for key, value, match in (
         ("solver.eps_abs", 100.0, "eps_abs: expected at most 0.001"),
-        ("solver.max_iter", 5000, r"max_iter: expected an integer in \[1, 1000\]"),
-        ("solver.max_iter", 0, r"max_iter: expected an integer in \[1, 1000\]"),  # no iteration at all
+        ("solver.max_iter", 5000, r"max_iter: expected an integer in \[20, 1000\]"),
+        ("solver.max_iter", 0, r"max_iter: expected an integer in \[20, 1000\]"),  # no iteration at all
+        ("solver.max_iter", 5, r"max_iter: .* \(fewer stop solvable steps short"),  # every one fell back
         ("solver.max_iter", 2**63, "max_iter"),
     ):
         with pytest.raises(ConfigError, match=match):
             QPID.from_params(robot, _params(**{key: value}))
+    QPID.from_params(robot, _params(**{"solver.max_iter": 20}))
     # A frame on a posture task would be ignored; a gradient filter gain is from 0.01 (below, the
     # row lags the pairs' gradient by over 100 steps) to 1 (refused with the parameter's full name
     # by the config, before the barrier is built).

@@ -43,6 +43,10 @@ _MAX_EPS_ABS = 1e-3
 #: Most solver iterations per attempt accepted: a failing level runs 2·max_iter of them, ~1.5–2 ms
 #: at 50, so already 30–40 ms at this cap (beyond, proxsuite itself refuses values ≥ 2⁶³).
 _MAX_ITER = 1000
+#: Fewest solver iterations per attempt accepted. With the shipped settings, 1 to 5 made every step
+#: fall back, warm ones too; 6 left cold solves (after a reset, or the retry of a failed warm
+#: attempt) falling back at 1–4 % of 300 random states, 10 at none. Twice that, for harder problems.
+_MIN_ITER = 20
 #: Tightest solver tolerance accepted: the residuals cannot get below rounding, so a tighter one
 #: makes every solve run out of iterations and every step fall back.
 _MIN_EPS_ABS = 1e-14
@@ -357,7 +361,7 @@ def _pop_prefixed(flat: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int]:
     """``solver.eps_abs`` (from :data:`_MIN_EPS_ABS` to :data:`_MAX_EPS_ABS`) and ``solver.max_iter``
-    (an integer in ``[1, _MAX_ITER]``)."""
+    (an integer from :data:`_MIN_ITER` to :data:`_MAX_ITER`)."""
     eps = as_positive_float(f"{section}.solver.eps_abs", eps_abs)
     if eps < _MIN_EPS_ABS:
         raise ConfigError(
@@ -370,10 +374,11 @@ def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int
             f"rad/s² and N·m: a looser 'solved' answer is a wrong torque), got {eps!r}"
         )
     is_int = isinstance(max_iter, int | np.integer) and not isinstance(max_iter, bool)
-    if not is_int or not 1 <= max_iter <= _MAX_ITER:
+    if not is_int or not _MIN_ITER <= max_iter <= _MAX_ITER:
         raise ConfigError(
-            f"{section}.solver.max_iter: expected an integer in [1, {_MAX_ITER}] (a failing solve "
-            f"runs 2·max_iter iterations, ~1.5–2 ms at 50), got {max_iter!r}"
+            f"{section}.solver.max_iter: expected an integer in [{_MIN_ITER}, {_MAX_ITER}] (fewer stop "
+            f"solvable steps short, and they fall back; a failing solve runs 2·max_iter iterations, "
+            f"~1.5–2 ms at 50), got {max_iter!r}"
         )
     return eps, int(max_iter)
 
