@@ -33,7 +33,7 @@ import qpsolvers
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import create_controller
 from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID
-from torque_ctrl_ros.core.controllers.qpid_config import QPIDConfig
+from torque_ctrl_ros.core.controllers.qpid_config import BARRIER_GROUPS, QPIDConfig
 from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
 from torque_ctrl_ros.core.qp.constraints import JointVelocityBarrier, LinearBarrier, SelfCollisionBarrier
@@ -935,6 +935,12 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
             QPID.from_params(robot, _params(**{f"{group}.alpha": 500.0}))
         QPID.from_params(robot, _params(**{f"{group}.alpha": 399.0}))
         QPID.from_params(robot, _params(**{f"{group}.alpha": 850.0, f"{group}.enabled": False}))
+    # Below 1 1/s a barrier holds the arm still far from its bound (1e-6 on the velocity barrier:
+    # a 10 cm tool move never started, without a fallback).
+    for group in BARRIER_GROUPS:
+        with pytest.raises(ConfigError, match=rf"qpid\.{group}\.alpha: expected at least 1 1/s, got 0.5"):
+            QPID.from_params(robot, _params(**{f"{group}.alpha": 0.5}))
+        QPID.from_params(robot, _params(**{f"{group}.alpha": 1.0}))
     nested = QPID.from_params(
         robot, {"tasks": ["tool"], "tool": {"type": "pose", "frame": TOOL, "kp": [100.0] * 6}}
     )

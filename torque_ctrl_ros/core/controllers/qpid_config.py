@@ -134,6 +134,13 @@ BARRIER_GROUPS: dict[str, type[BarrierConfig]] = {
     "self_collision": CollisionConfig,
     "singularity": SingularityConfig,
 }
+#: Smallest barrier ``alpha`` (1/s) accepted. ``1/α`` is how long a barrier takes to let the arm
+#: use its margin: from rest the velocity barrier allows ``|q̈| ≤ α·(v_max − |q̇|)``, a second-order
+#: one ``ḧ ≥ −α²·h``, so a small ``α`` holds the arm still far from every bound, without a fallback
+#: or a slack to show it. Measured in MuJoCo (shipped qpid, the tool 10 cm down, one group's
+#: ``alpha`` changed): at 1 every group let it arrive within 0.3 mm in 2 s, at 0.5 each still
+#: missed by 11–39 mm, and at 1e-6 the velocity barrier held the arm still.
+MIN_ALPHA = 1.0
 #: The one first-order barrier group (``ḣ = −α·h``); the others are second order.
 _FIRST_ORDER_GROUP = "joint_velocity_limit"
 #: Names no task may take: the prefixes and keys of the other parameters, which a task's
@@ -583,6 +590,12 @@ def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
         if not isinstance(getattr(cfg, key), bool):
             raise ConfigError(f"{field_name}.{key}: expected true or false, got {getattr(cfg, key)!r}")
     numbers: dict[str, Any] = {"alpha": as_positive_float(f"{field_name}.alpha", cfg.alpha)}
+    if numbers["alpha"] < MIN_ALPHA:
+        raise ConfigError(
+            f"{field_name}.alpha: expected at least {MIN_ALPHA:g} 1/s, got {cfg.alpha!r}: a barrier takes "
+            "~1/alpha to let the arm near its bound, so a smaller one holds the arm still (at 0.5, a 10 cm "
+            "tool move was still 1-4 cm short after 2 s)"
+        )
     if isinstance(cfg, CollisionConfig):
         numbers["d_safe"] = as_positive_float(f"{field_name}.d_safe", cfg.d_safe, allow_zero=True)
         numbers["filter"] = check_filter_gain(f"{field_name}.filter", cfg.filter)
@@ -610,6 +623,7 @@ def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 __all__ = [
     "BARRIER_GROUPS",
     "MAX_WEIGHT",
+    "MIN_ALPHA",
     "MIN_SLACK_PER_WEIGHT",
     "RESERVED_TASK_NAMES",
     "BarrierConfig",
