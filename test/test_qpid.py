@@ -882,7 +882,11 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     # Frames too close to the base for what is asked of them.
     with pytest.raises(ConfigError, match="'forearm_link' is moved by 4 joint"):
         QPID.from_params(robot, _params(**{"singularity.frame": "forearm_link"}))
-    QPID.from_params(robot, _params(**{"tool.frame": "base_link"}))  # weighted: a useless task, no harm
+    # A frame no joint moves: the task would never act (the tool stayed 10 cm off, without a word).
+    with pytest.raises(
+        ConfigError, match=r"qpid\.tool\.frame: 'base_link' does not move with any joint .* \['joint_1', "
+    ):
+        QPID.from_params(robot, _params(**{"tool.frame": "base_link"}))
     hier = {"tool.type": "pose", "tool.frame": "forearm_link", "posture.level": 1}
     with pytest.raises(ConfigError, match="6 weighted rows on frame 'forearm_link', which 4 joint"):
         HQPID.from_params(robot, _params(**hier))  # the level below would lose 2 DoFs

@@ -221,6 +221,12 @@ class FrameTask(Task):
             self.frame_id = robot.frame_id(frame)
         except KeyError as exc:
             raise ConfigError(f"{name}.frame: {exc}") from None
+        if robot.dofs_moving(self.frame_id) == 0:
+            moving = [f.name for f in robot.model.frames if robot.dofs_moving(f.name) > 0]
+            raise ConfigError(
+                f"{name}.frame: {frame!r} does not move with any joint (it is fixed to the base): its "
+                f"Jacobian is 0 everywhere, so the task could never act; frames a joint moves: {moving}"
+            )
         dim = self.rows.stop - self.rows.start
         super().__init__(name, robot, dim, **kwargs)
         self._set_target_pose(pin.SE3.Identity())
