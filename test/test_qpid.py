@@ -1353,6 +1353,38 @@ def test_a_frame_target_beyond_any_reach_is_refused(robot: RobotModel, klass: ty
     assert orientation.compute(state, {**held, "tool": far_origin}).info["fallback"] == 0.0
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # refused, not overflowing
+def test_target_velocities_and_accelerations_beyond_any_motion_are_refused(robot: RobotModel) -> None:
+    """A tool or posture target acceleration of 1e308 (finite), if taken, overflowed the QP's
+    cost and every step fell back, said only in the step's info. Refused beyond
+    MAX_TARGET_VELOCITY / MAX_TARGET_ACCELERATION, in either half of a frame task's 6-vector;
+    the previous target is kept, and targets at the bounds still solve."""
+    from torque_ctrl_ros.core.target_checks import MAX_TARGET_ACCELERATION, MAX_TARGET_VELOCITY
+
+    assert (MAX_TARGET_VELOCITY, MAX_TARGET_ACCELERATION) == (100.0, 1e4)
+    controller = QPID.from_params(robot, _params(**{"tool.type": "position"}))
+    state = JointState(HOME, np.zeros(robot.n))
+    held = controller.hold_reference(state)
+    pose = pin.SE3(np.eye(3), held["tool"])
+    tau_held = controller.compute(state, held).tau
+    beyond = [
+        ("tool", CartesianTarget(pose, acceleration=np.full(6, 1e308)), "tool target acceleration"),
+        ("tool", CartesianTarget(pose, velocity=[0, 0, 0, 0, 0, 101.0]), "tool target velocity"),
+        ("posture", JointReference(HOME, None, np.full(7, 1e308)), "posture target acceleration"),
+        ("posture", JointReference(HOME, np.full(7, -101.0)), "posture target velocity"),
+    ]
+    for task, target, what in beyond:
+        with pytest.raises(TargetError, match=rf"^{what}: an entry above .* in size, which no real target"):
+            controller.compute(state, {**held, task: target})
+        np.testing.assert_allclose(controller.compute(state, held).tau, tau_held, atol=1e-9)
+    at_bounds = {
+        "tool": CartesianTarget(pose, np.full(6, MAX_TARGET_VELOCITY), np.full(6, MAX_TARGET_ACCELERATION)),
+        "posture": JointReference(HOME, np.full(7, MAX_TARGET_VELOCITY), np.full(7, MAX_TARGET_ACCELERATION)),
+    }
+    out = controller.compute(state, at_bounds)
+    assert out.info["fallback"] == 0.0 and np.isfinite(out.tau).all()
+
+
 @pytest.mark.parametrize(
     ("extra", "match"),
     [

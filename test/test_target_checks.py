@@ -15,10 +15,13 @@ from torque_ctrl_ros.core.errors import TargetError
 from torque_ctrl_ros.core.safety import MAX_ANGLE
 from torque_ctrl_ros.core.target_checks import (
     END_VELOCITY_TOLERANCE,
+    MAX_TARGET_ACCELERATION,
+    MAX_TARGET_VELOCITY,
     base_frame,
     check_joint_limits,
     check_joint_target,
     check_trajectory_points,
+    checked_joint_reference,
     limit_masks,
 )
 from torque_ctrl_ros.core.target_tracking import TrajectoryPoints
@@ -167,3 +170,17 @@ def test_the_last_waypoint_must_be_at_rest_within_rounding(robot: RobotModel) ->
         _refusal(check_trajectory_points, robot, _points(q, v)),
     )
     check_trajectory_points(robot, _points(q))  # positions only: the velocities are estimated
+
+
+def test_a_joint_reference_takes_velocities_and_accelerations_up_to_their_bounds() -> None:
+    """Beyond them a reference is no motion (1e308 rad/s² overflowed the QP's cost); at them it
+    is returned as float64 copies."""
+    at = [MAX_TARGET_VELOCITY] * 7, [-MAX_TARGET_ACCELERATION] * 7
+    _, v, a = checked_joint_reference("reference", 7, HOME, *at)
+    assert v is not None and a is not None and v.dtype == a.dtype == np.float64
+    assert _refusal(checked_joint_reference, "reference", 7, HOME, [0, 0, 0, 0, 0, 0, 100.5]).startswith(
+        "reference velocity: an entry above 100 rad/s or m/s in size, which no real target reaches: [0"
+    )
+    assert _refusal(checked_joint_reference, "reference", 7, HOME, None, [1e308] * 7).startswith(
+        "reference acceleration: an entry above 10000 rad/s² or m/s² in size"
+    )

@@ -10,7 +10,9 @@ Both a single joint target and a trajectory's waypoints take the same joint limi
 (:func:`limit_masks`): positions within the model's position limits (``|q| <= MAX_ANGLE`` on a
 joint without any), speeds within its velocity limits. A reference handed to a controller
 directly (computed_torque's, a posture task's) gets the looser :func:`checked_joint_reference`:
-sizes and ``|q| <= MAX_ANGLE``, the most an angle difference can resolve.
+sizes, ``|q| <= MAX_ANGLE``, the most an angle difference can resolve, and velocities and
+accelerations within :data:`MAX_TARGET_VELOCITY` and :data:`MAX_TARGET_ACCELERATION`
+(:func:`check_target_rates`, which a QP frame task's target gets too).
 """
 
 from __future__ import annotations
@@ -30,6 +32,18 @@ if TYPE_CHECKING:
 
 END_VELOCITY_TOLERANCE = 1e-6
 """Largest |velocity| (rad/s) accepted at a trajectory's last point."""
+
+MAX_TARGET_VELOCITY = 100.0
+"""Largest |velocity| (rad/s, m/s) taken in a target handed to a controller directly (a joint
+reference, a QP task's target). No real target comes near: the Gen3's joints are limited to
+1.2–1.4 rad/s. Far beyond, the PD term ``kd·v`` swamps the QP: with the shipped qpid at home a
+tool target velocity of 1e5 m/s (kd 20) made the step fall back."""
+
+MAX_TARGET_ACCELERATION = 1.0e4
+"""Largest |acceleration| (rad/s², m/s²) taken in a target handed to a controller directly. Above
+the most a trajectory may ask of any Gen3 joint (:func:`~.trajectory.acceleration_limits`: 26 to
+8001 rad/s², the light last joint the most); no planned motion comes near. With the shipped qpid at
+home a tool target acceleration of 1e6 m/s² made the step fall back, 1e308 overflowed."""
 
 BoolArray = NDArray[np.bool_]
 
@@ -157,12 +171,28 @@ def check_trajectory_points(robot: RobotModel, points: TrajectoryPoints) -> None
         )
 
 
+def check_target_rates(what: str, velocity: FloatArray | None, acceleration: FloatArray | None) -> None:
+    """Raise :class:`TargetError` where a target's ``velocity`` (rad/s, m/s) is above
+    :data:`MAX_TARGET_VELOCITY` or its ``acceleration`` (rad/s², m/s²) above
+    :data:`MAX_TARGET_ACCELERATION` in size (``None``: not given); ``what`` begins the message."""
+    for field, values, bound, unit in (
+        ("velocity", velocity, MAX_TARGET_VELOCITY, "rad/s or m/s"),
+        ("acceleration", acceleration, MAX_TARGET_ACCELERATION, "rad/s² or m/s²"),
+    ):
+        if values is not None and values.size and not np.abs(values).max() <= bound:
+            raise TargetError(
+                f"{what} {field}: an entry above {bound:g} {unit} in size, which no real target "
+                f"reaches: {values.tolist()}"
+            )
+
+
 def checked_joint_reference(
     what: str, n: int, q: Any, v: Any = None, a: Any = None
 ) -> tuple[FloatArray, FloatArray | None, FloatArray | None]:
     """A joint reference's positions ``q`` (rad), velocities ``v`` (rad/s) and accelerations ``a``
     (rad/s², both optional) for ``n`` joints as float64 copies, or a :class:`TargetError`; the
-    positions within ``±MAX_ANGLE``.
+    positions within ``±MAX_ANGLE``, the velocities and accelerations within
+    :data:`MAX_TARGET_VELOCITY` and :data:`MAX_TARGET_ACCELERATION` (:func:`check_target_rates`).
 
     Beyond that no angle difference resolves: past ~1e15 rad the short way round on a continuous
     joint is rounding (at 1e17 a joint's error read 0), and a posture error of 1e200 rad
@@ -176,4 +206,5 @@ def checked_joint_reference(
         raise TargetError(f"{what} position: |q| above {MAX_ANGLE:g} rad: {q_arr.tolist()}")
     v_arr = None if v is None else as_vector(f"{what} velocity", v, n, error=TargetError)
     a_arr = None if a is None else as_vector(f"{what} acceleration", a, n, error=TargetError)
+    check_target_rates(what, v_arr, a_arr)
     return q_arr, v_arr, a_arr

@@ -33,7 +33,7 @@ import pinocchio as pin
 from ..errors import ConfigError, TargetError
 from ..reach import check_target_position
 from ..robot import RobotModel, check_pd_gains
-from ..target_checks import checked_joint_reference
+from ..target_checks import check_target_rates, checked_joint_reference
 from ..types import JointReference
 from ..validation import FloatArray, all_finite, as_rotation, as_vector
 
@@ -250,11 +250,12 @@ class FrameTask(Task):
         s = self.rows
         if s.start < 3:  # the task reads the translation (pose, position)
             check_target_position(checked_pose.translation, f"{self.name} target")
-        ref_vel = self._optional(
-            f"{self.name} target velocity", None if vel is None else _as6(self.name, vel)[s], self.dim
-        )
+        vel6 = None if vel is None else _as6(self.name, vel)
+        acc6 = None if acc is None else _as6(self.name, acc)
+        check_target_rates(f"{self.name} target", vel6, acc6)
+        ref_vel = self._optional(f"{self.name} target velocity", None if vel6 is None else vel6[s], self.dim)
         ref_acc = self._optional(
-            f"{self.name} target acceleration", None if acc is None else _as6(self.name, acc)[s], self.dim
+            f"{self.name} target acceleration", None if acc6 is None else acc6[s], self.dim
         )
         # Stored only once every part is valid: a refused target leaves the previous one whole.
         self._set_target_pose(checked_pose)
