@@ -212,6 +212,47 @@ def test_a_parameter_file_naming_no_controller_stops_the_runner_before_any_node_
     assert stop.value.code == 2 and "'qpd' in " in capsys.readouterr().err
 
 
+def test_two_joint_orders_stop_the_runner_before_any_node_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Commands carry no joint names: the simulator applies them in its ``joints`` order, the
+    controller sends them in its own. Two orders put each torque on another joint (the arm flailed
+    and the run still said "done"), so the runner refuses them, naming both; an unset order is the
+    node's model's."""
+    from torque_ctrl_ros.run_sim import _parse_args, joint_order_error, parameter_files
+
+    names = [f"joint_{k}" for k in range(1, 8)]
+    assert joint_order_error(parameter_files(None)) == ""  # the simulator's model order is joint_1..7
+
+    def own(sim: list[str] | None = None, controller: list[str] | None = None, mjcf: str = "") -> Path:
+        path = tmp_path / "own.yaml"
+        sections = {
+            "sim_node": {"joints": sim, "mjcf": mjcf or None},
+            "controller_node": {"joints": controller},
+        }
+        path.write_text(
+            "".join(
+                f"{node}:\n  ros__parameters:\n"
+                + "".join(f"    {key}: {value!r}\n" for key, value in params.items() if value)
+                for node, params in sections.items()
+            )
+        )
+        return path
+
+    with pytest.raises(SystemExit) as stop:
+        _parse_args(["--params-file", str(own(sim=names[::-1]))])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2, err
+    assert f"sim_node.joints {names[::-1]} and controller_node.joints {names} differ" in err
+    assert "go out in controller_node.joints order" in err
+    assert joint_order_error(parameter_files(own(sim=names[::-1], controller=names[::-1]))) == ""
+    assert f"sim_node.joints {names} (unset: its model's order) and controller_node.joints {names[::-1]}" in (
+        joint_order_error(parameter_files(own(controller=names[::-1])))
+    )
+    # An order that cannot be worked out (no such model) is left to the node, which says why.
+    assert joint_order_error(parameter_files(own(controller=names[::-1], mjcf="nope.xml"))) == ""
+
+
 def test_a_stop_signal_during_a_callback_stops_the_run_between_callbacks() -> None:
     """SIGTERM (as Ctrl-C and SIGHUP) arriving while a monitor callback runs does not raise in
     that callback, where the executor would log it as a fatal error with a traceback: the
