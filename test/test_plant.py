@@ -77,6 +77,17 @@ def _motor_variant(directory: Path, integrator: str) -> Path:
     return path
 
 
+def _actuation_disabled_variant(directory: Path) -> Path:
+    """mjcf/gen3.xml with ``<flag actuation="disable"/>``: its motors exert no force."""
+    tree = ET.parse(ARM)
+    option = tree.getroot().find("option")
+    assert option is not None
+    ET.SubElement(option, "flag", actuation="disable")
+    path = directory / "gen3_actuation_disabled.xml"
+    tree.write(path)
+    return path
+
+
 @pytest.fixture
 def plant() -> MujocoPlant:
     return MujocoPlant(SCENE)
@@ -406,12 +417,43 @@ def test_an_actuator_that_is_no_exact_torque_source_is_refused(
         MujocoPlant(path)
 
 
+def test_a_model_with_actuation_disabled_gets_every_torque_through_qfrc_applied(tmp_path: Path) -> None:
+    """``<flag actuation="disable"/>`` has MuJoCo ignore ctrl: the torque goes into qfrc_applied,
+    clamped as the motors would clamp it, and steps exactly as the motor plant does. (Written
+    into ctrl, every torque was silently lost: the safe hold let the arm drop 3 rad in 0.5 s.)"""
+    disabled = MujocoPlant(_actuation_disabled_variant(tmp_path))
+    motor = MujocoPlant(_motor_variant(tmp_path, "implicitfast"))
+    assert disabled.actuation_disabled and not motor.actuation_disabled
+    assert disabled.torque_mode == "applied" and disabled.joint_modes == ("applied",) * 7
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        q, v = _random_state(rng)
+        tau = rng.uniform(-2.0 * EFFORT, 2.0 * EFFORT)  # past the limits on some joints
+        for plant in (disabled, motor):
+            plant.set_state(q, v)
+            plant.set_torque(tau)
+            plant.step()
+        np.testing.assert_array_equal(disabled.tau_applied, np.clip(tau, -EFFORT, EFFORT))
+        np.testing.assert_allclose(disabled.tau_applied, motor.tau_applied, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(disabled.v, motor.v, rtol=0, atol=1e-12)
+        assert not disabled.data.qfrc_actuator.any()
+    # The safe torque's hold holds the arm.
+    disabled.set_state(HOME, np.zeros(7))
+    for _ in range(500):
+        disabled.set_torque(disabled.safe_torque(np.zeros(7), hold=True))
+        disabled.step()
+    assert np.max(np.abs(disabled.q - HOME)) < 1e-9
+
+
+@pytest.mark.parametrize("actuation", ["enabled", "disabled"])
 @pytest.mark.parametrize(
     ("joint", "actuator", "limits"),
     [
         # MuJoCo's joint torque is gear·clamp(force, forcerange): with gear −2, [−10, 20].
         ("", '<motor joint="j" gear="-2" forcerange="-10 5"/>', (-10.0, 20.0)),
         ("", '<position joint="j" gear="-2" kp="100" kv="10" forcerange="-10 5"/>', (-10.0, 20.0)),
+        # A motor's control range: gear·gain·ctrlrange, here [−6, 4].
+        ("", '<general joint="j" gear="2" gainprm="-1" ctrlrange="-2 3"/>', (-6.0, 4.0)),
         # The joint's own actuatorfrcrange bounds whatever drives it.
         ('actuatorfrcrange="-3 3"', '<motor joint="j"/>', (-3.0, 3.0)),
         ('actuatorfrcrange="-3 3"', '<position joint="j" kp="100" kv="10"/>', (-3.0, 3.0)),
@@ -422,6 +464,7 @@ def test_an_actuator_that_is_no_exact_torque_source_is_refused(
     ids=[
         "motor-negative-gear",
         "nulled-negative-gear",
+        "motor-ctrlrange",
         "motor-joint-range",
         "nulled-joint-range",
         "applied-joint-range",
@@ -429,11 +472,17 @@ def test_an_actuator_that_is_no_exact_torque_source_is_refused(
     ],
 )
 def test_every_torque_mode_applies_what_the_model_allows(
-    tmp_path: Path, joint: str, actuator: str, limits: tuple[float, float]
+    tmp_path: Path, joint: str, actuator: str, limits: tuple[float, float], actuation: str
 ) -> None:
+    """Driven by its actuator, or with actuation disabled through qfrc_applied, clamped alike."""
+    text = _ONE_JOINT.replace("JOINT", joint).replace("ACTUATOR", actuator)
+    if actuation == "disabled":
+        text = text.replace('gravity="0 0 0"/>', 'gravity="0 0 0"><flag actuation="disable"/></option>')
     path = tmp_path / "one_joint.xml"
-    path.write_text(_ONE_JOINT.replace("JOINT", joint).replace("ACTUATOR", actuator))
+    path.write_text(text)
     plant = MujocoPlant(path)
+    if actuation == "disabled":
+        assert plant.joint_modes == ("applied",)
     for tau, expected in ((15.0, min(15.0, limits[1])), (-15.0, max(-15.0, limits[0]))):
         plant.reset()
         plant.set_torque([tau])

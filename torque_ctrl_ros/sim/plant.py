@@ -29,6 +29,7 @@ MODE_APPLIED = "applied"
 # Plain ints: `numpy_int in (enum, ...)` is False even when the values are equal.
 _JOINT_TRANSMISSIONS = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
 _SCALAR_JOINTS = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+_NULLABLE_BIASES = (int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE))
 #: MuJoCo's warnings for a diverged state (it checks positions, velocities and accelerations).
 _DIVERGED = (
     mujoco.mjtWarning.mjWARN_BADQPOS,
@@ -59,9 +60,13 @@ class MujocoPlant:
         ``b0 + b1·l + b2·l̇`` is set to zero and its control held at 0 (``ctrllimited``
         cleared, in case ``ctrlrange`` excludes 0), so its force and the force's derivatives
         are zero. An exact torque plant, whatever the integrator.
-    ``applied`` (no actuator on the joint)
-        τ_i goes into ``qfrc_applied``, clamped only to the joint's ``actuatorfrcrange`` when
-        that is limited.
+    ``applied`` (no actuator on the joint, or actuation disabled in the model)
+        τ_i goes into ``qfrc_applied``, clamped to what the joint's actuator, if any, could
+        give (as above: a motor's ``gear·gain·ctrlrange`` and ``gear·forcerange``, a nulled
+        one's ``gear·forcerange``) and to the joint's ``actuatorfrcrange`` when that is
+        limited. A model with ``<option><flag actuation="disable"/></option>`` has MuJoCo
+        ignore ``ctrl`` and apply no actuator force, so every driven joint is ``applied``
+        there: a torque written into ``ctrl`` would never reach the arm.
 
     Why the bias and not the control: nulling the force with the control alone (``ctrl = q +
     (kv/kp)·q̇`` for a position actuator) leaves the force's velocity derivative −kv, which
@@ -145,93 +150,108 @@ class MujocoPlant:
     # ------------------------------------------------------------------------------------------
 
     def _setup_drives(self, joint_ids: Sequence[int]) -> None:
-        """Classify each joint's drive and precompute the per-mode index and gain arrays."""
+        """Classify each joint's drive, then precompute the torque ranges and per-mode indices."""
         model = self._model
         modes: list[str] = []
-        motor_idx: list[int] = []
-        motor_act: list[int] = []
-        null_idx: list[int] = []
-        null_act: list[int] = []
-        for i, (name, joint_id) in enumerate(zip(self._joint_names, joint_ids, strict=True)):
-            actuators = [
-                a
-                for a in range(model.nu)
-                if int(model.actuator_trntype[a]) in _JOINT_TRANSMISSIONS
-                and model.actuator_trnid[a, 0] == joint_id
-            ]
-            if not actuators:
+        actuators: list[int] = []  # each joint's actuator, -1 for none
+        for name, joint_id in zip(self._joint_names, joint_ids, strict=True):
+            a = self._joint_actuator(name, joint_id)
+            actuators.append(a)
+            if a < 0:
                 modes.append(MODE_APPLIED)
-                continue
-            if len(actuators) > 1:
-                listed = [model.actuator(a).name for a in actuators]
-                raise ModelError(
-                    f"joint {name} is driven by {len(actuators)} actuators {listed}; one is supported"
-                )
-            a = actuators[0]
-            label = f"actuator {model.actuator(a).name!r} on joint {name}"
-            if model.actuator_dyntype[a] != mujoco.mjtDyn.mjDYN_NONE:
-                raise ModelError(f"{label} has activation dynamics; cannot use it as a torque source")
-            if model.actuator_gaintype[a] != mujoco.mjtGain.mjGAIN_FIXED or model.actuator_gainprm[a, 0] == 0:
-                raise ModelError(f"{label} needs a fixed non-zero gain to be used as a torque source")
-            if model.actuator_gear[a, 0] == 0:
-                raise ModelError(f"{label} has gear 0")
-            if model.actuator_delay[a] > 0.0 or model.actuator_history[a, 0] > 0:
-                # Every torque would reach the joint late: a delay the control loop's damping
-                # bounds do not allow for (core/robot.py checks them for one period).
-                raise ModelError(
-                    f"{label} delays its control (delay / nsample); a torque source acts at once"
-                )
-            if (
-                model.actuator_damping[a] != 0.0
-                or model.actuator_dampingpoly[a].any()
-                or model.actuator_armature[a]
-            ):
-                # Its passive force would act while tau_applied reads only the command.
-                raise ModelError(
-                    f"{label} has damping or armature of its own; set them on the joint (damping, "
-                    "armature), where they are the model's physics"
-                )
-            if model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_NONE:
+            elif model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_NONE:
                 modes.append(MODE_MOTOR)
-                motor_idx.append(i)
-                motor_act.append(a)
-            elif model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE:
+            else:  # affine: _joint_actuator refused every other bias
                 modes.append(MODE_NULLED)
-                null_idx.append(i)
-                null_act.append(a)
                 model.actuator_biasprm[a] = 0.0
                 model.actuator_ctrllimited[a] = 0  # a control clamped into a range without 0 would act
-            else:
-                raise ModelError(f"{label} has a bias type the plant cannot null (only none/affine)")
-
+        self._tau_low, self._tau_high = self._torque_ranges(modes, actuators)
+        if self.actuation_disabled:
+            # MuJoCo then ignores ctrl and applies no actuator force: a torque written into ctrl
+            # would never reach the joint, the safe torque's hold included.
+            modes = [MODE_APPLIED] * len(modes)
         self._modes = tuple(modes)
-        self._motor_idx = np.array(motor_idx, dtype=np.intp)
-        self._motor_act = np.array(motor_act, dtype=np.intp)
+        motor = [i for i, mode in enumerate(modes) if mode == MODE_MOTOR]
+        self._motor_idx = np.array(motor, dtype=np.intp)
+        self._motor_act = np.array([actuators[i] for i in motor], dtype=np.intp)
         # τ = gear · gain · ctrl for a motor with joint transmission.
-        self._motor_scale = scale = model.actuator_gear[motor_act, 0] * model.actuator_gainprm[motor_act, 0]
-        # The torques the controls reach: ctrlrange where limited, and never a control over
-        # mjMAXVAL (1e10), which MuJoCo takes for a diverged one and answers by zeroing every
-        # actuator's (a motor limited by forcerange alone then left all the joints unpowered).
-        ctrl = np.clip(model.actuator_ctrlrange[motor_act], -mujoco.mjMAXVAL, mujoco.mjMAXVAL)
-        ctrl[~model.actuator_ctrllimited[motor_act].astype(bool)] = (-mujoco.mjMAXVAL, mujoco.mjMAXVAL)
-        span = scale[:, None] * ctrl
-        self._motor_low, self._motor_high = span.min(axis=1), span.max(axis=1)
-        self._null_idx = np.array(null_idx, dtype=np.intp)
-        self._null_act = np.array(null_act, dtype=np.intp)
-        self._null_gear = model.actuator_gear[null_act, 0].copy()
-        # The joint torque range MuJoCo would give the actuator: gear·clamp(force, forcerange),
-        # signed (a negative gear swaps and mirrors the ends), within the joint's own
-        # actuatorfrcrange when that is limited (MuJoCo clamps the total actuator torque on the
-        # joint to it), so that every torque mode applies what the model allows.
-        limited = model.actuator_forcelimited[null_act].astype(bool)
-        span = self._null_gear[:, None] * model.actuator_forcerange[null_act]
-        null_low = np.where(limited, np.minimum(span[:, 0], span[:, 1]), -np.inf)
-        null_high = np.where(limited, np.maximum(span[:, 0], span[:, 1]), np.inf)
-        joint_low, joint_high = self._joint_torque_range(model, self._null_idx)
-        self._null_low = np.maximum(null_low, joint_low)
-        self._null_high = np.minimum(null_high, joint_high)
-        self._applied_idx = np.array([i for i, m in enumerate(modes) if m == MODE_APPLIED], dtype=np.intp)
-        self._applied_low, self._applied_high = self._joint_torque_range(model, self._applied_idx)
+        self._motor_scale = (
+            model.actuator_gear[self._motor_act, 0] * model.actuator_gainprm[self._motor_act, 0]
+        )
+        self._null_act = np.array(
+            [a for a, mode in zip(actuators, modes, strict=True) if mode == MODE_NULLED], dtype=np.intp
+        )
+        # Nulled and applied joints both take their torque through qfrc_applied.
+        self._applied_idx = np.array([i for i, mode in enumerate(modes) if mode != MODE_MOTOR], dtype=np.intp)
+
+    def _joint_actuator(self, name: str, joint_id: int) -> int:
+        """The actuator driving joint ``name`` (-1 for none); :class:`ModelError` for one the plant
+        cannot turn into a torque source, or for more than one."""
+        model = self._model
+        actuators = [
+            a
+            for a in range(model.nu)
+            if int(model.actuator_trntype[a]) in _JOINT_TRANSMISSIONS
+            and model.actuator_trnid[a, 0] == joint_id
+        ]
+        if not actuators:
+            return -1
+        if len(actuators) > 1:
+            listed = [model.actuator(a).name for a in actuators]
+            raise ModelError(
+                f"joint {name} is driven by {len(actuators)} actuators {listed}; one is supported"
+            )
+        a = actuators[0]
+        label = f"actuator {model.actuator(a).name!r} on joint {name}"
+        if model.actuator_dyntype[a] != mujoco.mjtDyn.mjDYN_NONE:
+            raise ModelError(f"{label} has activation dynamics; cannot use it as a torque source")
+        if model.actuator_gaintype[a] != mujoco.mjtGain.mjGAIN_FIXED or model.actuator_gainprm[a, 0] == 0:
+            raise ModelError(f"{label} needs a fixed non-zero gain to be used as a torque source")
+        if model.actuator_gear[a, 0] == 0:
+            raise ModelError(f"{label} has gear 0")
+        if model.actuator_delay[a] > 0.0 or model.actuator_history[a, 0] > 0:
+            # Every torque would reach the joint late: a delay the control loop's damping
+            # bounds do not allow for (core/robot.py checks them for one period).
+            raise ModelError(f"{label} delays its control (delay / nsample); a torque source acts at once")
+        if (
+            model.actuator_damping[a] != 0.0
+            or model.actuator_dampingpoly[a].any()
+            or model.actuator_armature[a]
+        ):
+            # Its passive force would act (with actuation disabled too) while tau_applied reads
+            # only the command.
+            raise ModelError(
+                f"{label} has damping or armature of its own; set them on the joint (damping, "
+                "armature), where they are the model's physics"
+            )
+        if int(model.actuator_biastype[a]) not in _NULLABLE_BIASES:
+            raise ModelError(f"{label} has a bias type the plant cannot null (only none/affine)")
+        return a
+
+    def _torque_ranges(self, modes: Sequence[str], actuators: Sequence[int]) -> tuple[FloatArray, FloatArray]:
+        """The joint torques (N·m) the model lets each driven joint's drive give, ``(low, high)``.
+
+        Within the joint's ``actuatorfrcrange`` where limited (MuJoCo clamps the total actuator
+        torque on the joint to it), ``gear·forcerange`` of its actuator where force-limited
+        (signed: a negative gear swaps and mirrors the ends), and for a motor
+        ``gear·gain·ctrlrange``, with controls within MuJoCo's ``mjMAXVAL`` (1e10) where there is
+        no ``ctrlrange``: a larger one MuJoCo takes for a diverged control and answers by zeroing
+        every actuator's (a motor limited by forcerange alone then left all the joints
+        unpowered). A nulled actuator's control is held at 0, so its ``ctrlrange`` plays no part.
+        """
+        model = self._model
+        low, high = self._joint_torque_range(model, np.arange(len(modes)))
+        for i, (mode, a) in enumerate(zip(modes, actuators, strict=True)):
+            spans = []
+            if mode != MODE_APPLIED and model.actuator_forcelimited[a]:
+                spans.append(model.actuator_gear[a, 0] * model.actuator_forcerange[a])
+            if mode == MODE_MOTOR:
+                ctrl = model.actuator_ctrlrange[a] if model.actuator_ctrllimited[a] else (-np.inf, np.inf)
+                scale = model.actuator_gear[a, 0] * model.actuator_gainprm[a, 0]
+                spans.append(scale * np.clip(ctrl, -mujoco.mjMAXVAL, mujoco.mjMAXVAL))
+            for span in spans:
+                low[i], high[i] = max(low[i], span.min()), min(high[i], span.max())
+        return low, high
 
     def _joint_torque_range(self, model: mujoco.MjModel, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``actuatorfrcrange`` (N·m) of the driven joints ``idx`` (±inf where not limited)."""
@@ -311,9 +331,16 @@ class MujocoPlant:
         return tuple(self._model.key(k).name for k in range(self._model.nkey))
 
     @property
+    def actuation_disabled(self) -> bool:
+        """Whether the model disables actuation (``<option><flag actuation="disable"/>``): every
+        driven joint then takes its torque through ``qfrc_applied``."""
+        return bool(self._model.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_ACTUATION))
+
+    @property
     def torque_mode(self) -> str:
         """``"motor"`` if every joint has a motor, else ``"nulled_position"`` if any actuator is
-        nulled, else ``"applied"``. See :attr:`joint_modes` for the per-joint modes."""
+        nulled, else ``"applied"`` (always with :attr:`actuation_disabled`). See
+        :attr:`joint_modes` for the per-joint modes."""
         if all(mode == MODE_MOTOR for mode in self._modes):
             return MODE_MOTOR
         if MODE_NULLED in self._modes:
@@ -391,19 +418,17 @@ class MujocoPlant:
         self.forward()
 
     def _apply_command(self) -> None:
-        """Write the held torque into ctrl / qfrc_applied (and 0 into the nulled actuators' ctrl)."""
+        """Write the held torque, clamped to what the model allows, into ctrl / qfrc_applied (and
+        0 into the nulled actuators' ctrl)."""
         data = self._data
-        tau = self._tau_cmd
+        tau = np.clip(self._tau_cmd, self._tau_low, self._tau_high)
         if self._motor_idx.size:
-            motor_tau = np.clip(tau[self._motor_idx], self._motor_low, self._motor_high)
-            data.ctrl[self._motor_act] = motor_tau / self._motor_scale
-        if self._null_idx.size:
-            idx = self._null_idx
+            data.ctrl[self._motor_act] = tau[self._motor_idx] / self._motor_scale
+        if self._null_act.size:
             data.ctrl[self._null_act] = 0.0
-            data.qfrc_applied[self._vadr[idx]] = np.clip(tau[idx], self._null_low, self._null_high)
         if self._applied_idx.size:
             idx = self._applied_idx
-            data.qfrc_applied[self._vadr[idx]] = np.clip(tau[idx], self._applied_low, self._applied_high)
+            data.qfrc_applied[self._vadr[idx]] = tau[idx]
 
     def step(self, n: int = 1) -> None:
         """Advance ``n`` steps of :attr:`timestep` with the held torque command."""
