@@ -31,7 +31,9 @@ Arguments:
 Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``), then
 ``extra_params_file``; ``mode``, and ``controller`` when given, override the values in both. When the
 simulator exits (after ``sim_node.duration`` simulated seconds, or on an error) the launch ends.
-``make sim`` runs the same two nodes from the same files without ``ros2 launch``.
+``make sim`` runs the same two nodes from the same files without ``ros2 launch``. As it does, the
+launch refuses files that give the two nodes different ``joints`` orders (commands carry no joint
+names: each torque would land on another joint).
 """
 
 from pathlib import Path
@@ -44,6 +46,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
+from torque_ctrl_ros.run_sim import joint_order_error
 
 PACKAGE = "torque_ctrl_ros"
 
@@ -69,6 +72,9 @@ def _nodes(context: LaunchContext) -> list[Node]:
         # The argument names the model the controller runs: a description in a file must not win.
         controller_overrides["model_file"] = model_file
         controller_overrides["robot_description"] = ""
+    mismatch = joint_order_error(files, model_file)
+    if mismatch:
+        raise ValueError(f"sim_gen3: {mismatch}")
     # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
     realtime = {
         "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),

@@ -235,6 +235,26 @@ def test_sim_runs_the_controller_the_files_name_unless_the_argument_is_given(qpi
 
 
 @pytest.mark.usefixtures("fake_launch")
+def test_the_simulation_refuses_two_joint_orders(tmp_path: Path) -> None:
+    """As ``make sim`` does (run_sim.joint_order_error): commands carry no joint names, so a
+    simulator whose ``joints`` order is not the controller's would put each torque on another
+    joint. One order given to both launches."""
+    names = [f"joint_{k}" for k in range(1, 8)]
+    reordered = tmp_path / "reorder.yaml"
+    reordered.write_text(yaml.safe_dump({"sim_node": {"ros__parameters": {"joints": names[::-1]}}}))
+    expected = (
+        r"sim_gen3: sim_node\.joints \['joint_7', .* and controller_node\.joints \['joint_1', .* differ"
+    )
+    with pytest.raises(ValueError, match=expected):
+        evaluate("sim_gen3.launch.py", extra_params_file=str(reordered))
+    both = {node: {"ros__parameters": {"joints": names[::-1]}} for node in ("sim_node", "controller_node")}
+    reordered.write_text(yaml.safe_dump(both))
+    launched = evaluate("sim_gen3.launch.py", extra_params_file=str(reordered))
+    for node in ("sim_node", "controller_node"):
+        assert launched[node].parameters(node)["joints"] == names[::-1], node
+
+
+@pytest.mark.usefixtures("fake_launch")
 @pytest.mark.parametrize(
     ("launch_file", "nodes", "arguments"),
     [
