@@ -173,7 +173,11 @@ def test_states_in_another_order_than_the_commands_are_warned_about_once(
     receive(_state_msg(np.zeros(7), np.zeros(7), _now(node)))
     assert bool(node.order_warning) is reversed_joints
     if reversed_joints:
-        assert "joint_7" in node.order_warning and "check that the receiver" in node.order_warning
+        assert "joint_7" in node.order_warning
+        assert (
+            "sends its commands, which carry no joint names, in its own `joints` order" in node.order_warning
+        )
+        assert "must take them in that order" in node.order_warning
     receive(_state_msg(np.zeros(7), np.zeros(7), _now(node)))
     assert len(node.publisher.torques) == 2  # commanded all the same
 

@@ -39,18 +39,22 @@ class Logger:
         self.lines.append(("info", text))
 
 
+def _recorded(node: Any) -> Any:
+    """``node`` with its commands, /diagnostics and log lines recorded."""
+    node.publisher = Recorder()
+    node.diag_publisher = Recorder()
+    node.log._logger = Logger()
+    # The states come as fast as this test feeds them: the stop is timed on their (sim) clock,
+    # not on the steady one the node gives its watchdog (which hardly moves meanwhile).
+    assert node.watchdog.steady_clock is not None
+    node.watchdog.steady_clock = None
+    return node
+
+
 @pytest.fixture
 def node(ros_domain: int) -> Iterator[Any]:  # noqa: F811
     with in_process_controllers(ros_domain) as make:
-        node = make(use_sim_time=True, controller="computed_torque", **{"watchdog.max_age": 0.02})
-        node.publisher = Recorder()
-        node.diag_publisher = Recorder()
-        node.log._logger = Logger()
-        # The states come as fast as this test feeds them: the stop is timed on their (sim) clock,
-        # not on the steady one the node gives its watchdog (which hardly moves meanwhile).
-        assert node.watchdog.steady_clock is not None
-        node.watchdog.steady_clock = None
-        yield node
+        yield _recorded(make(use_sim_time=True, controller="computed_torque", **{"watchdog.max_age": 0.02}))
 
 
 def _state_msg(q: np.ndarray, stamp: float) -> Any:
@@ -103,5 +107,41 @@ def test_the_node_stops_on_two_publishers_says_why_and_resumes_holding_where_the
     lines = node.log._logger.lines
     stopped = [text for level, text in lines if text.startswith("watchdog ok -> stopped")]
     assert len(stopped) == 1 and "more than one node may publish this arm's joints" in stopped[0], lines
+    assert "joint order" not in stopped[0]  # the orders agreed: no other cause to point at
     assert any(text.startswith("joint state refused (inconsistent): joint states jump") for _, text in lines)
     assert ("info", "watchdog stopped -> ok") in lines, lines
+
+
+def test_a_stop_on_jumping_states_after_the_joint_order_warning_names_that_order_too(
+    ros_domain: int,  # noqa: F811 - pytest fixture
+) -> None:
+    """States in another order than ``joints`` were warned about at the first state: a receiver
+    taking the commands in the states' order (this package's simulator) puts each torque on another
+    joint, the arm flails and its states jump. The stop's lines then point back at that warning,
+    not only at a second publisher."""
+    with in_process_controllers(ros_domain) as make:
+        node = _recorded(
+            make(
+                use_sim_time=True,
+                controller="computed_torque",
+                joints=JOINTS[::-1],
+                **{"watchdog.max_age": 0.02},
+            )
+        )
+        at = sim_clock(node)
+        events = [(10.0 + 1e-3 * k, HOME) for k in range(400)] + [
+            (10.05 + 0.1 * k + 1e-4, ZERO) for k in range(4)
+        ]
+        for stamp, q in sorted(events, key=lambda e: e[0]):
+            node._on_state_message(_state_msg(q, at(stamp + 2e-4)))
+        assert node.order_warning and node.watchdog.state.value == "stopped"
+        node.log.flush()
+        lines = [text for _, text in node.log._logger.lines]
+        stopped = [text for text in lines if text.startswith("watchdog ok -> stopped")]
+        note = "; or the commands moved other joints than meant: see the warning on the joint order"
+        assert len(stopped) == 1 and "more than one node may publish" in stopped[0] and note in stopped[0], (
+            lines
+        )
+        assert any(
+            text.startswith("joint state refused (inconsistent)") and note in text for text in lines
+        ), lines

@@ -381,8 +381,10 @@ class ControllerNode:
         ours = [n for n in names if n in self._joint_set]
         if ours != list(self.joints):
             self.order_warning = (
-                f"joint states name the joints in the order {ours}, commands go in the order of "
-                f"`joints` {list(self.joints)}: check that the receiver takes its commands in that order"
+                f"joint states name the joints in the order {ours}, but this node sends its commands, "
+                f"which carry no joint names, in its own `joints` order {list(self.joints)}: the node "
+                "receiving them must take them in that order, or each torque moves another joint "
+                "(this package's simulator takes them in the order of its states, sim_node.joints)"
             )
             self.node.get_logger().warning(self.order_warning)
 
@@ -529,7 +531,8 @@ class ControllerNode:
         elif decision.notice is Notice.REFUSED:
             self.log.error(
                 "refused",
-                f"joint state refused ({wd.last_reason.value if wd.last_reason else '?'}): {wd.last_message}",
+                f"joint state refused ({wd.last_reason.value if wd.last_reason else '?'}): "
+                f"{self._with_order_note(wd.last_message)}",
             )
         elif decision.notice is Notice.FAILED:
             # Not "refused" either: the state was good, the controller's answer was not.
@@ -599,7 +602,20 @@ class ControllerNode:
         if transition.state is WatchdogState.OK:
             self.log.info("transition", text, force=transition.urgent)
         else:
-            self.log.error("transition", f"{text}: {transition.message}", force=transition.urgent)
+            self.log.error(
+                "transition", f"{text}: {self._with_order_note(transition.message)}", force=transition.urgent
+            )
+
+    def _with_order_note(self, reason: str) -> str:
+        """The watchdog's ``reason``, and, when it stopped on states jumping between poses after
+        the warning on the joint order (:meth:`_note_state_order`), that warning as another
+        cause: torques applied to other joints than meant make the arm's states jump too."""
+        if not (self.order_warning and self.watchdog.conflict):
+            return reason
+        return (
+            f"{reason}; or the commands moved other joints than meant: see the warning on the joint "
+            "order at the first state"
+        )
 
     # ---------------------------------------------------------------- reporting
     def _on_diagnostics_timer(self) -> None:
