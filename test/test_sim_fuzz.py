@@ -633,3 +633,34 @@ def test_a_huge_command_to_a_motor_without_ctrlrange_is_clamped_not_zeroed(tmp_p
             plant.tau_applied, [np.sign(huge) * 39.0, 0, 0, 5.0, 0, 0, -np.sign(huge) * 9.0]
         )
         assert not plant.data.warning[int(mujoco.mjtWarning.mjWARN_BADCTRL)].number
+
+
+def test_a_lockstep_wait_for_an_answer_ends_whatever_the_clock_reads(
+    nodes: Nodes,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without an answer, ``_await_answer`` ends after ``lockstep_timeout`` of waits, here three,
+    on a clock that a wait moves to its deadline (the fuzz's executor stand-in). It summed the
+    waits in floats: at a reading of 15299.11 s (and at 874 of 2000 others up to 20000 s) the
+    remainder fell below half an ulp of the clock, ``start + wait == start``, the clock stood
+    still and the loop spun for ever (the lockstep fuzz cases hung at such uptimes)."""
+    import torque_ctrl_ros.nodes.sim_node as sim_module
+
+    sim = nodes.make("sim", mode="lockstep", wait_for_controller=False, lockstep_timeout=LOCKSTEP_TIMEOUT)
+    sim.diag_pub = Recorder()
+    clock = FakeTime()
+    clock.now = start = 15299.114917634619
+    monkeypatch.setattr(
+        sim_module, "time", SimpleNamespace(monotonic=clock.monotonic, perf_counter=clock.monotonic)
+    )
+    deadlines: list[float] = []
+
+    def spin_until(deadline: float, until_answered: bool) -> None:
+        deadlines.append(deadline)
+        assert len(deadlines) <= 10, f"the wait goes on: deadlines {deadlines[-3:]}, clock {clock.now!r}"
+        clock.now = max(clock.now, deadline)
+
+    monkeypatch.setattr(sim, "_spin_until", spin_until)
+    sim._await_answer(LOCKSTEP_TIMEOUT)
+    assert len(deadlines) == 3 and not sim.commands.answered
+    assert clock.now == pytest.approx(start + LOCKSTEP_TIMEOUT, abs=1e-9)

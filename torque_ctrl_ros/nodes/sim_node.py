@@ -96,6 +96,11 @@ _RESYNC_S = 0.05  # realtime: further behind than this, restart the pacing inste
 #: Most memory (bytes) ``record_file`` may keep: 1 GiB is 1.7 h of the Gen3 (176 bytes a state) at 1 kHz.
 _MAX_RECORD_BYTES = 2**30
 _STOP_POLL_S = 0.1  # longest single wait for messages: how soon a stop request is seen
+#: Lockstep: an answer wait with less than this left (s) is over. Summed in floats, the waits can
+#: leave a remainder below the rounding of a monotonic reading (uptime·1.1e-16 s, 2e-12 s after
+#: 5 h), which no wait moves the clock by: the loop would never end. Far above that rounding, far
+#: below any answer time.
+_MIN_WAIT_S = 1e-6
 
 
 class _Record:
@@ -431,7 +436,7 @@ class SimNode:
         a minute), the last status standing."""
         waited = 0.0
         while not self.commands.answered and not STOP.is_set():
-            if waited >= timeout:
+            if timeout - waited < _MIN_WAIT_S:
                 return
             wait = min(timeout - waited, _STOP_POLL_S)
             start = time.monotonic()
