@@ -112,6 +112,38 @@ def test_targets_naming_a_joint_twice_are_refused(robot: RobotModel) -> None:
 
 
 # ------------------------------------------------------------------ 2. pose targets out of reach
+def test_each_kind_of_refusal_is_logged_at_once_and_a_flood_of_one_kind_is_throttled(
+    robot: RobotModel,
+) -> None:
+    """docs/interfaces.md: a refused target is logged with the reason. Under one throttle for every
+    refusal, six bad targets 0.3 s apart logged three reasons; now each kind of refusal has its own,
+    and only a flood of one kind (values varying) is held back, the next line saying how much."""
+    names = list(robot.joint_names)
+    home = [0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57]
+    node, source = _joint_source(robot)
+    source.log.period = 3600.0  # every refusal below comes within one period, however slow the machine
+    bad = [
+        JointStateMsg(name=[*names[:6], "joint_8"], position=home),
+        JointStateMsg(name=names, position=home[:6]),
+        JointStateMsg(name=names, position=[math.nan, *home[1:]]),
+        JointStateMsg(name=names, position=[0.0, 5.0, *home[2:]]),
+        JointStateMsg(name=names, position=home, velocity=[0.1] * 7),
+        JointStateMsg(name=[*names, "joint_3"], position=[*home, 0.0]),
+    ]
+    for msg in bad:
+        node.callbacks["~/joint_target"](msg)
+    assert source.rejected == 6 and len(node.errors) == 6, node.errors
+    assert len({targets.refusal_kind(line) for line in node.errors}) == 6
+    for joint in (1, 3, 5, 1, 3):  # beyond the limits again, at joint_2, 4 or 6
+        node.callbacks["~/joint_target"](
+            JointStateMsg(name=names, position=[*home[:joint], 5.0, *home[joint + 1 :]])
+        )
+    assert source.rejected == 11 and len(node.errors) == 6
+    source.log.flush()
+    assert len(node.errors) == 7 and "limits at ['joint_4']" in node.errors[-1]
+    assert node.errors[-1].endswith("(and 4 more since the last such message)"), node.errors[-1]
+
+
 def test_reach_is_an_outer_bound_as_tight_as_the_stretched_arm(robot: RobotModel) -> None:
     """joint_2's origin turns on a circle about joint_1's axis (5.4 mm radius, 0.285 m above the
     base); the offsets after it (URDF, m) bound how far the tool can be from that circle."""

@@ -27,24 +27,27 @@ Registered here:
   ``~/joint_target`` (JointState, by name) for the posture task(s).
 
 Every message is validated when it arrives (a trajectory's segment from the start again when it
-takes effect): a refused one is counted in ``targets_rejected``, logged (throttled) and leaves
-the active target unchanged. Refused here, as a message: malformed or oversized input, a joint
-named twice, a trajectory of more than :data:`MAX_TRAJECTORY_POINTS` points, a pose in another
-frame. Refused by the core's checks once read into arrays (:mod:`~..core.target_checks`): a
-joint target or waypoint beyond the joint limits, a joint target with a non-zero velocity (a
-held point is at rest), a trajectory whose last point still moves or with accelerations but no
-velocities. Refused by the tracker (:mod:`~..core.target_tracking`): a trajectory whose
-interpolated motion passes a position or velocity limit or asks an acceleration beyond what the
-effort limits allow between its waypoints (:func:`~..core.trajectory.check_motion`,
-:func:`~..core.trajectory.acceleration_limits`), whose first point at time 0 is not where and how
-the reference moves (:data:`~..core.target_tracking.START_TOLERANCE`), or stamped before 0 or
-more than :data:`~..core.target_tracking.MAX_START_DELAY` ahead. A pose or position target is
-refused when its frame cannot reach it (:class:`~..core.reach.Reach`: farther from the circle
-joint_1 turns the next joint's origin on than the rest of the chain reaches).
+takes effect): a refused one is counted in ``targets_rejected``, logged and leaves the active
+target unchanged. Refusals are logged at most once a second for each kind of refusal
+(:func:`refusal_kind`), so another reason is logged at once however many came just before. Refused
+here, as a message: malformed or oversized input, a joint named twice, a trajectory of more than
+:data:`MAX_TRAJECTORY_POINTS` points, a pose in another frame. Refused by the core's checks once
+read into arrays (:mod:`~..core.target_checks`): a joint target or waypoint beyond the joint
+limits, a joint target with a non-zero velocity (a held point is at rest), a trajectory whose last
+point still moves or with accelerations but no velocities. Refused by the tracker
+(:mod:`~..core.target_tracking`): a trajectory whose interpolated motion passes a position or
+velocity limit or asks an acceleration beyond what the effort limits allow between its waypoints
+(:func:`~..core.trajectory.check_motion`, :func:`~..core.trajectory.acceleration_limits`), whose
+first point at time 0 is not where and how the reference moves
+(:data:`~..core.target_tracking.START_TOLERANCE`), or stamped before 0 or more than
+:data:`~..core.target_tracking.MAX_START_DELAY` ahead. A pose or position target is refused when
+its frame cannot reach it (:class:`~..core.reach.Reach`: farther from the circle joint_1 turns the
+next joint's origin on than the rest of the chain reaches).
 """
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from operator import attrgetter
@@ -109,6 +112,21 @@ MAX_TRAJECTORY_BYTES = 8_000_000
 velocities, accelerations and efforts for 64 joints take ~4.2 MB."""
 
 
+MAX_REFUSAL_KINDS = 64
+"""Kinds of refusal (:func:`refusal_kind`) a source throttles apart; those beyond share one
+throttle. The messages of this package make a few dozen kinds at most."""
+
+#: A refusal message's values: quoted names, lists, numbers (with the digits of ``joint_7``).
+_VALUES = re.compile(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?")
+
+
+def refusal_kind(message: str) -> str:
+    """What a refusal ``message`` says with its values left out (each a ``…``): the input it is
+    about and the rule it broke, e.g. ``joint target: non-finite position at joint_… (…)``.
+    Refusals of one kind share a throttle; the values of a flood of them may vary."""
+    return _VALUES.sub("…", message)
+
+
 class TargetSource(ABC):
     """Turns target messages into one controller's reference.
 
@@ -125,7 +143,8 @@ class TargetSource(ABC):
         self.received = 0
         self.rejected = 0
         self.last_error = ""
-        self.log = ThrottledLog(node.get_logger())  # refusals, at most one a second
+        self.log = ThrottledLog(node.get_logger())  # refusals, at most one a second per kind
+        self._refusal_kinds: set[str] = set()  # the kinds of refusal throttled apart so far
 
     @abstractmethod
     def reference(self, state: JointState, plan: bool = True) -> Any:
@@ -171,9 +190,16 @@ class TargetSource(ABC):
         self.log.info(f"received {topic}", message)
 
     def _refuse(self, message: str) -> None:
+        """Count a refused target and log ``message``, its reason (an error, at most once a second
+        for each :func:`refusal_kind`: a flood of one refusal logs one line a second, saying how
+        many it held back, and a refusal of another kind goes out at once)."""
         self.rejected += 1
         self.last_error = message
-        self.log.error("rejected", f"target rejected: {message}")
+        kind = refusal_kind(message)
+        if kind not in self._refusal_kinds and len(self._refusal_kinds) >= MAX_REFUSAL_KINDS:
+            kind = "other"  # a sender whose refusals vary without end must not grow the log's tables
+        self._refusal_kinds.add(kind)
+        self.log.error(f"rejected: {kind}", f"target rejected: {message}")
 
     def _message(
         self, msg: MsgT | bytes, msg_type: type[MsgT], what: str, most_bytes: int = MAX_TARGET_BYTES
