@@ -42,8 +42,9 @@ from .paths import data_path
 def demo_trajectory(q0: np.ndarray, duration: float, start: float) -> list[tuple[float, np.ndarray]]:
     """Waypoints (s from ``start``, rad): joints 1, 4, 6 swing ±0.3 rad and joint 2 ±0.2 rad,
     one waypoint a second, back at ``q0`` by ``duration`` (s of simulated time, as ``start``) at
-    the latest; none (no demo) when not even one swing and the way back fit (a ``duration`` below
-    ``start + 2`` s, ~3–3.5 s: the demo starts ~1–1.5 s in)."""
+    the latest; none (no demo) when not even one swing and the way back fit: a ``duration`` below
+    ``start + 2`` s (the monitor starts it 0.5 s after the state it sends it at, so a run needs
+    that state's time + 2.5 s)."""
     pattern = np.zeros_like(q0)
     pattern[[0, 1, 3, 5]] = [0.3, 0.2, 0.3, 0.3]
     points, sign, t = [], 1.0, 1.0
