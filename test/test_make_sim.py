@@ -133,6 +133,9 @@ def test_the_monitor_reads_states_from_their_bytes_in_the_first_states_joint_ord
         assert monitor.unreadable_states == 1 and monitor.sim_time == 0.0
         # The status line waits for the simulator's figures instead of showing placeholders.
         assert monitor.status_line().endswith("waiting for the simulator's first /diagnostics")
+        # Then for the controller's first command: the simulator's figures are 0 and NaN before it.
+        monitor.diag["sim"] = {"step_rate_hz": "0", "latency_p50_ms": "nan", "commands_received": "0"}
+        assert monitor.status_line().endswith("waiting for the controller's first command")
         monitor.diag["sim"] = {"step_rate_hz": "999.5", "late_steps": "3"}
         line = monitor.status_line()
         assert "rate  999.5 Hz" in line and "late 3 " in line and "watchdog ?" in line, line

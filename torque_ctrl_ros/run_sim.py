@@ -242,11 +242,15 @@ class Monitor:
 
     def status_line(self) -> str:
         """One line of live figures from the nodes' ``/diagnostics`` (each node publishes them
-        once a second: until the simulator's first, a line saying so rather than placeholders)."""
+        once a second). Until the simulator's first, and until they count a command from the
+        controller (before it, a step rate of 0 and no latency), a line saying what it waits
+        for rather than placeholders."""
         sim, ctrl = self.diag.get("sim", {}), self.diag.get("ctrl", {})
         err = self.errors.last
         if not sim:
             return f"t={self.sim_time:6.2f} s | waiting for the simulator's first /diagnostics"
+        if sim.get("commands_received") == "0":
+            return f"t={self.sim_time:6.2f} s | waiting for the controller's first command"
         return (
             f"t={self.sim_time:6.2f} s | rate {float(sim.get('step_rate_hz', 'nan')):6.1f} Hz"
             f" | latency p50 {float(sim.get('latency_p50_ms', 'nan')):.2f} ms p99 "
