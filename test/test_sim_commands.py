@@ -71,12 +71,31 @@ def test_an_answer_to_a_state_never_published_is_future() -> None:
         assert not r.held and not r.answered
 
 
+@pytest.mark.parametrize("mode", ["realtime", "lockstep"])
+def test_an_answer_between_two_states_or_before_state_0_is_unpublished(mode: str) -> None:
+    """No state of this simulator was stamped off the ``t0 + k·dt`` grid or before ``t0``: such
+    an answer is ignored like one to a future state, also within ``command_timeout`` (realtime
+    had held it and applied it)."""
+    r = rules(mode)
+    assert r.offer(stamp(5), tau(1.0), 5) is Verdict.ACCEPTED
+    for bad, k in (
+        (stamp(5) - DT // 2, 5),  # between states 4 and 5
+        (stamp(4) + 1, 5),  # 1 ns after state 4
+        (stamp(0) - DT, 5),  # where state -1 would have been, 6 steps back
+        (stamp(0) - 1, 0),  # 1 ns before state 0, at state 0
+    ):
+        assert r.offer(bad, tau(9.0), k) is Verdict.UNPUBLISHED, (mode, bad - T0)
+        assert r.offer(bad, None, k) is Verdict.UNPUBLISHED  # whatever its torques
+    np.testing.assert_array_equal(r.tau, tau(1.0))
+    assert r.held and r.held_stamp == stamp(5) and r.answered_validly
+
+
 def test_lockstep_takes_only_the_answer_to_the_current_state() -> None:
     r = rules("lockstep")
     assert r.offer(None, tau(1.0), 5) is Verdict.UNTAGGED
     assert r.offer(stamp(4), tau(1.0), 5) is Verdict.EARLIER
     assert r.offer(stamp(0), tau(1.0), 5) is Verdict.EARLIER_START  # state 0, republished at start
-    assert r.offer(stamp(0) - 1000 * DT, tau(1.0), 5) is Verdict.EARLIER  # no timeout in lockstep
+    assert r.offer(stamp(1), tau(1.0), 1005) is Verdict.EARLIER  # no timeout in lockstep
     assert not r.held and not r.answered
     assert r.offer(stamp(5), tau(3.0), 5) is Verdict.ACCEPTED
     assert r.answered_validly

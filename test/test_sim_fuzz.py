@@ -9,12 +9,12 @@ is answered when the loop asks for that, else once the queue is empty (the wait 
 deadline).
 
 Each step the stream queues a batch (:data:`EVENTS`): valid answers to the current state (torques
-within the actuators' ranges, past them, or huge but finite), answers to past, future or never
-published states, duplicates, untagged commands, wrong lengths, NaN / ±inf, layouts other than
-``len(data)`` values from offset 0, malformed ``joints@`` labels, mutated or unreadable bytes
-(:func:`~test_target_fuzz._mutated`), bursts, a second controller's answers, silences (the
-command timeouts) and stalls of the simulator itself (realtime: the catch-up, one message a
-step).
+within the actuators' ranges, past them, or huge but finite), answers to past or future states
+and to times between two states or before state 0 (never published), duplicates, untagged
+commands, wrong lengths, NaN / ±inf, layouts other than ``len(data)`` values from offset 0,
+malformed ``joints@`` labels, mutated or unreadable bytes (:func:`~test_target_fuzz._mutated`),
+bursts, a second controller's answers, silences (the command timeouts) and stalls of the
+simulator itself (realtime: the catch-up, one message a step).
 
 An independent model (:class:`Expected`) applies the rules of the module docstring and
 docs/interfaces.md to what was sent: which command the plant should get at each step (the latest
@@ -218,6 +218,10 @@ class Expected:
             counts["stale_answers"] += 1
             self.events["outcome:stale"] += 1
             return
+        if stamp is not None and (stamp < self.t0 or (stamp - self.t0) % self.dt != 0):
+            counts["stale_answers"] += 1  # a state never published, also within the timeout
+            self.events["outcome:unpublished"] += 1
+            return
         if not realtime and stamp != current:
             counts["untagged_commands" if stamp is None else "stale_answers"] += 1
             self.events["outcome:untagged" if stamp is None else "outcome:stale"] += 1
@@ -420,8 +424,9 @@ class Fuzz:
             self.send(self.message(self.torques(), self.stamp(k - back)))
         elif name == "future":
             self.send(self.message(self.torques(), self.stamp(k + int(rng.integers(1, 2000)))))
-        elif name == "off_grid":  # between two published states
-            self.send(self.message(self.torques(), now - int(rng.integers(1, 3 * self.sim.dt_ns))))
+        elif name == "off_grid":  # between two published states, or before state 0
+            before = now if rng.random() < 0.8 else self.stamp(0)
+            self.send(self.message(self.torques(), before - int(rng.integers(1, 3 * self.sim.dt_ns))))
         elif name == "wild_stamp":
             sec = int(rng.choice([-(10**10) + 1, -1, 0, 2**31, 9_999_999_999]))
             self.send(self.message(self.torques(), None, f"joints@{sec}.{int(rng.integers(10**9)):09d}"))
@@ -605,8 +610,9 @@ def test_hostile_command_streams_drive_the_plant_by_the_rules(
         totals["safe_steps"] += fuzz.sim.counts.missing_command_steps
         nodes.close(fuzz.sim)
         rclpy.shutdown()
-    # The stream reaches every outcome: commands taken, rejected, ignored as stale.
-    assert totals["outcome:taken"] and totals["outcome:rejected"] and totals["outcome:stale"], totals
+    # The stream reaches every outcome: commands taken, rejected, ignored as stale or unpublished.
+    outcomes = ("taken", "rejected", "stale", "unpublished")
+    assert all(totals[f"outcome:{outcome}"] for outcome in outcomes), totals
     assert 0 < totals["safe_steps"] < totals["steps"], totals
     if os.environ.get("TORQUE_CTRL_SIM_FUZZ_SEEDS"):
         print(f"\n{case}: {dict(sorted(totals.items()))}")

@@ -334,6 +334,14 @@ class SimNode:
                     f"command answering a state {-ago_s:.3f} s after the current one ignored "
                     "(not published by this simulator: another run on the same ROS domain?)",
                 )
+            case Verdict.UNPUBLISHED:
+                counts.stale_answers += 1
+                self.log.error(
+                    "unpublished answer",
+                    f"command answering a state this simulator never published ({ago_s:.6f} s before "
+                    f"the current one; its states are stamped {self.t0_ns * 1e-9:g} s + "
+                    f"k·{self.dt_ns * 1e-6:g} ms) ignored (another run on the same ROS domain?)",
+                )
             case Verdict.UNTAGGED:
                 counts.untagged_commands += 1
                 self.log.error(

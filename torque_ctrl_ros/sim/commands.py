@@ -9,6 +9,9 @@ gives every command one :class:`Verdict`:
   lockstep the limit is the int64 range, ~292 years: only a wild stamp reaches it.)
 - ``FUTURE``: it answers a state after the current one, which this simulator never published
   (another run on the same ROS domain).
+- ``UNPUBLISHED``: its stamp is before the current state's but no state's this simulator
+  published, however recent: between two states (off the ``t0 + k·dt`` grid) or before state 0
+  (another run, or a controller stamping its commands by its own clock).
 - lockstep only, where each state waits for its own answer: ``UNTAGGED``, no stamp (taken for
   the current state, an extra answer would shift every later step by one); ``EARLIER``, it
   answers an earlier state (a controller a state behind, or a second one on the topic);
@@ -42,6 +45,7 @@ class Verdict(enum.Enum):
     REJECTED = "rejected"
     STALE = "stale"
     FUTURE = "future"
+    UNPUBLISHED = "unpublished"
     UNTAGGED = "untagged"
     EARLIER = "earlier"
     EARLIER_START = "earlier_start"
@@ -89,11 +93,13 @@ class CommandRules:
         untagged); ``tau`` (N·m), its torques, ``None`` if the caller found them invalid. An
         ACCEPTED ``tau`` is copied into :attr:`tau`."""
         current = self.t0_ns + k * self.dt_ns
-        if stamp is not None:
+        if stamp is not None and stamp != current:
             if current - stamp > self.stale_after_ns:
                 return Verdict.STALE
             if stamp > current:
                 return Verdict.FUTURE
+            if stamp < self.t0_ns or (stamp - self.t0_ns) % self.dt_ns:
+                return Verdict.UNPUBLISHED
         if self.lockstep and stamp != current:
             if stamp is None:
                 return Verdict.UNTAGGED
