@@ -112,17 +112,21 @@ def test_the_summary_words_counts_and_what_was_not_granted() -> None:
 @pytest.mark.parametrize(
     ("args", "error"),
     [
-        (["--duration", "-1"], "expected simulated seconds >= 0"),
+        (["--duration", "-1"], "--duration (make: DURATION=): expected simulated seconds >= 0"),
         (["--duration", "inf"], "expected simulated seconds >= 0"),
-        (["--rt-priority", "-5"], "rt priority: expected an integer 0..99"),
-        (["--rt-priority", "200"], "rt priority: expected an integer 0..99"),
+        (["--rt-priority", "-5"], "--rt-priority (make: RT=): expected an integer 0..99"),
+        (["--rt-priority", "200"], "--rt-priority (make: RT=): expected an integer 0..99"),
+        (["--cpus", "0"], "--cpus (make: PIN=): expected none, auto or SIM:CONTROLLER"),
+        (["--cpu-latency-us", "x"], "--cpu-latency-us (make: CPU_LATENCY=): expected none or an integer"),
+        (["--controller", "qpd"], "--controller (make: CONTROLLER=): invalid choice: 'qpd'"),
     ],
 )
 def test_bad_runner_arguments_stop_it_before_any_node_starts(
     args: list[str], error: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Caught by the runner's own argument parser (the nodes would refuse them under names the
-    user never typed: sim_node.duration, TORQUE_CTRL_RT_PRIORITY)."""
+    user never typed: sim_node.duration, TORQUE_CTRL_RT_PRIORITY), naming the option and the
+    make variable that sets it (``make sim`` users type ``RT=``, not ``--rt-priority``)."""
     from torque_ctrl_ros.run_sim import main
 
     with pytest.raises(SystemExit) as stop:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import signal
 import sys
 import tempfile
@@ -23,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
@@ -389,9 +390,49 @@ def _request_stop(signum: int, frame: object) -> None:
     _STOP_REQUESTED.set()
 
 
+#: The ``make sim`` variable that sets each of the runner's options (the Makefile's ``sim`` rule).
+MAKE_VARIABLES = {
+    "--controller": "CONTROLLER",
+    "--mode": "MODE",
+    "--duration": "DURATION",
+    "--params-file": "PARAMS",
+    "--rt-priority": "RT",
+    "--cpus": "PIN",
+    "--cpu-latency-us": "CPU_LATENCY",
+}
+
+#: The fields the scheduling's errors begin with (``Placement.from_spec``), by the option giving each.
+_SCHEDULING_FIELDS = {"rt priority": "--rt-priority", "cpus": "--cpus"}
+
+
+def with_make_variables(message: str) -> str:
+    """``message`` with the make variable after each option it names, e.g. ``--controller (make:
+    CONTROLLER=)``: ``make sim`` users set those, and the error is the runner's."""
+
+    def named(option: re.Match[str]) -> str:
+        variable = MAKE_VARIABLES.get(option[0])
+        return f"{option[0]} (make: {variable}=)" if variable else option[0]
+
+    return re.sub(r"--[a-z][a-z-]*", named, message)
+
+
+def _scheduling_error(message: str) -> str:
+    """A scheduling error (``rt priority: expected …``) naming the runner's option for its field."""
+    field, colon, rest = message.partition(": ")
+    option = _SCHEDULING_FIELDS.get(field)
+    return f"{option}: {rest}" if colon and option else message
+
+
+class _Parser(argparse.ArgumentParser):
+    """The runner's argument parser; its errors name the make variables too (:func:`with_make_variables`)."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(with_make_variables(message))
+
+
 def _parser() -> argparse.ArgumentParser:
     """The runner's command line."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--controller",
         default=None,
@@ -438,7 +479,11 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Placement]:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        placement = Placement.from_spec(args.rt_priority, args.cpus, parse_cpu_latency(args.cpu_latency_us))
+        latency = parse_cpu_latency(args.cpu_latency_us, "--cpu-latency-us")
+        placement = Placement.from_spec(args.rt_priority, args.cpus, latency)
+    except ConfigError as exc:
+        parser.error(_scheduling_error(str(exc)))
+    try:
         # The nodes this runner starts, without a namespace.
         check_params_file(args.params_file or data_path("config", "gen3_controllers.yaml"), NodePair.NAMES)
         args.controller = args.controller or file_controller(args.params_file)
