@@ -152,7 +152,6 @@ def _start_sim_node(params: dict[str, Any]) -> list[Any]:
     name = "sim_node"
     cfg = sim_node_config(params, name)
     plant = load_plant(cfg, name)
-    plant.reset(cfg.keyframe or None)
     damping = cfg.damping_vector(plant.model_joint_names, plant.joint_names, plant)
     steps = step_count(cfg, plant.timestep, name)
     if cfg.record_file:

@@ -154,14 +154,20 @@ def step_count(cfg: SimNodeConfig, timestep: float, node_name: str = NODE_NAME) 
 
 
 def load_plant(cfg: SimNodeConfig, node_name: str) -> MujocoPlant:
-    """The plant of ``mjcf`` driving ``joints``; a model that cannot be loaded, or joints it does
-    not have, are refused naming the parameters, on one line (the plant's words name the file,
+    """The plant of ``mjcf`` driving ``joints``, reset to ``keyframe``; a model that cannot be
+    loaded, joints it does not have, or a keyframe it does not have (or that puts a joint outside
+    its range) are refused naming the parameters, on one line (the plant's words name the file,
     and MuJoCo's parse errors span lines)."""
     try:
-        return MujocoPlant(cfg.mjcf, cfg.joints or None)
+        plant = MujocoPlant(cfg.mjcf, cfg.joints or None)
     except ModelError as exc:
         names = "mjcf, joints" if cfg.joints else "mjcf"
         raise ModelError(f"{node_name}.{names}: {one_line(str(exc))}") from None
+    try:
+        plant.reset(cfg.keyframe or None)
+    except ModelError as exc:
+        raise ModelError(f"{node_name}.keyframe: {one_line(str(exc))}") from None
+    return plant
 
 
 @dataclass
@@ -189,7 +195,6 @@ class SimNode:
         )
         cfg = self.config = sim_node_config(parameters_of(node), node_name)
         self.plant = plant = load_plant(cfg, node_name)
-        plant.reset(cfg.keyframe or None)
         self.n = plant.n
         self.safe_damping = cfg.damping_vector(plant.model_joint_names, plant.joint_names, plant)
         self._hold = cfg.safe_torque == "hold"
