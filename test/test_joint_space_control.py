@@ -263,6 +263,12 @@ def test_bad_reference_and_non_finite_torque_never_produce_a_command(robot: Robo
     huge[0] = 1e17
     with pytest.raises(TargetError, match="above 1e"):
         controller.compute(state, JointReference(huge))
+    # A float64 velocity or acceleration beyond any motion (finite: the per-step check had taken
+    # it, and 1e308 rad/s² ended in a non-finite torque instead of a refused target).
+    with pytest.raises(TargetError, match="reference velocity"):
+        controller.compute(state, JointReference(np.zeros(7), np.full(7, 1e3)))
+    with pytest.raises(TargetError, match="reference acceleration"):
+        controller.compute(state, JointReference(np.zeros(7), None, np.full(7, 1e308)))
     # A list of ints is taken as its float64 copy, the same torque as the array.
     as_list = controller.compute(state, JointReference([0, 1, 0, 1, 0, 1, 0])).tau  # type: ignore[arg-type]
     as_array = controller.compute(state, JointReference(np.array([0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]))).tau

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..robot import RobotModel, check_pd_gains
 from ..safety import MAX_ANGLE
-from ..target_checks import checked_joint_reference
+from ..target_checks import MAX_TARGET_ACCELERATION, MAX_TARGET_VELOCITY, checked_joint_reference
 from ..types import JointReference, JointState
 from ..validation import FloatArray, as_vector
 from .base import Controller, reject_unknown_keys
@@ -100,7 +100,8 @@ class ComputedTorqueConfig:
 
 def _well_formed(reference: JointReference, n: int) -> bool:
     """Cheap per-step check that the reference is one :func:`~..target_checks.checked_joint_reference` would
-    return as it is: float64 vectors of ``n`` finite entries (``v``, ``a`` optional), ``|q| ≤ MAX_ANGLE``."""
+    return as it is: float64 vectors of ``n`` finite entries (``v``, ``a`` optional), ``|q| ≤ MAX_ANGLE``,
+    ``|v| ≤ MAX_TARGET_VELOCITY``, ``|a| ≤ MAX_TARGET_ACCELERATION``."""
     q = reference.q
     if not (
         isinstance(q, np.ndarray)
@@ -109,12 +110,12 @@ def _well_formed(reference: JointReference, n: int) -> bool:
         and np.abs(q).max() <= MAX_ANGLE  # False for NaN
     ):
         return False
-    for arr in (reference.v, reference.a):
+    for arr, bound in ((reference.v, MAX_TARGET_VELOCITY), (reference.a, MAX_TARGET_ACCELERATION)):
         if arr is not None and not (
             isinstance(arr, np.ndarray)
             and arr.dtype == np.float64
             and arr.shape == (n,)
-            and np.isfinite(arr).all()
+            and np.abs(arr).max() <= bound  # False for NaN
         ):
             return False
     return True
