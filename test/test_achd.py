@@ -521,6 +521,11 @@ def test_controller_rejects_bad_targets_and_config(gen3: RobotModel) -> None:
         ctrl.compute(state, PoseReference(hold.position, 2.0 * hold.rotation))
     with pytest.raises(TargetError, match="twist"):
         ctrl.compute(state, PoseReference(hold.position, hold.rotation, twist=np.full(6, np.nan)))
+    # Finite but beyond any motion (as a QP task's target, MAX_TARGET_VELOCITY / _ACCELERATION).
+    with pytest.raises(TargetError, match="target velocity: an entry above 100"):
+        ctrl.compute(state, PoseReference(hold.position, hold.rotation, twist=np.full(6, 1e3)))
+    with pytest.raises(TargetError, match="target acceleration: an entry above 10000"):
+        ctrl.compute(state, PoseReference(hold.position, hold.rotation, acceleration=np.full(6, 1e308)))
     with pytest.raises(TargetError, match="quaternion"):
         PoseReference.from_position_quaternion([0.4, 0.0, 0.4], [0.0, 0.0, 0.0, 0.0])
     with pytest.raises(TargetError, match="finite"):

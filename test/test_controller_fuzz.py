@@ -184,7 +184,8 @@ def absurd_reference(rng: np.random.Generator, controller: Controller[Any], stat
         return JointReference(state.q.copy(), velocity[:n], acceleration[:n])
     hold = controller.hold_reference(state)
     if name == "achd_rnea":
-        return PoseReference.from_se3(hold.se3, velocity[:6], acceleration[:6])
+        # Built as it came: from_se3 would refuse it here, before the controller sees it.
+        return PoseReference(hold.position, hold.rotation, velocity[:6], acceleration[:6])
     if name in QP_CONTROLLERS:
         if rng.random() < 0.5:
             return {

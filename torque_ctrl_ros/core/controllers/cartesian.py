@@ -51,6 +51,7 @@ from ..constrained_dynamics import (
 from ..errors import ConfigError, TargetError
 from ..reach import check_target_position
 from ..robot import DELAYED_DAMPING, RobotModel, check_pd_gains
+from ..target_checks import check_target_rates
 from ..types import JointState
 from ..validation import FloatArray, as_positive_float, as_rotation, as_vector, check_choice
 from .base import Controller, reject_unknown_keys
@@ -142,7 +143,9 @@ def check_pose_reference(reference: PoseReference) -> PoseReference:
 
     Checks: finite numbers, ``position`` (3,), ``rotation`` a proper rotation matrix
     (:func:`~torque_ctrl_ros.core.validation.as_rotation`), ``twist`` and ``acceleration`` (6,)
-    when given.
+    when given, within :data:`~torque_ctrl_ros.core.target_checks.MAX_TARGET_VELOCITY` and
+    :data:`~torque_ctrl_ros.core.target_checks.MAX_TARGET_ACCELERATION`
+    (:func:`~torque_ctrl_ros.core.target_checks.check_target_rates`).
     """
     if not isinstance(reference, PoseReference):
         raise TargetError(f"achd_rnea: expected a PoseReference, got {type(reference).__name__}")
@@ -156,6 +159,7 @@ def check_pose_reference(reference: PoseReference) -> PoseReference:
         if reference.acceleration is None
         else as_vector("target acceleration", reference.acceleration, 6, error=TargetError)
     )
+    check_target_rates("target", twist, acc)
     return PoseReference(p, rot, twist, acc)
 
 
