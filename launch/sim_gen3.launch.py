@@ -46,7 +46,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
-from torque_ctrl_ros.run_sim import joint_order_error
+from torque_ctrl_ros.joint_order import joint_order_error
 
 PACKAGE = "torque_ctrl_ros"
 

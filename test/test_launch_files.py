@@ -236,7 +236,7 @@ def test_sim_runs_the_controller_the_files_name_unless_the_argument_is_given(qpi
 
 @pytest.mark.usefixtures("fake_launch")
 def test_the_simulation_refuses_two_joint_orders(tmp_path: Path) -> None:
-    """As ``make sim`` does (run_sim.joint_order_error): commands carry no joint names, so a
+    """As ``make sim`` does (joint_order.joint_order_error): commands carry no joint names, so a
     simulator whose ``joints`` order is not the controller's would put each torque on another
     joint. One order given to both launches."""
     names = [f"joint_{k}" for k in range(1, 8)]

@@ -223,7 +223,8 @@ def test_two_joint_orders_stop_the_runner_before_any_node_starts(
     controller sends them in its own. Two orders put each torque on another joint (the arm flailed
     and the run still said "done"), so the runner refuses them, naming both; an unset order is the
     node's model's."""
-    from torque_ctrl_ros.run_sim import _parse_args, joint_order_error, parameter_files
+    from torque_ctrl_ros.joint_order import joint_order_error
+    from torque_ctrl_ros.run_sim import _parse_args, parameter_files
 
     names = [f"joint_{k}" for k in range(1, 8)]
     assert joint_order_error(parameter_files(None)) == ""  # the simulator's model order is joint_1..7

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
@@ -30,12 +30,12 @@ import numpy as np
 
 from .bench.host import cpu_ticks, steal_between
 from .core.controllers import CONTROLLERS
-from .core.errors import ConfigError, TorqueCtrlError
-from .core.robot import RobotModel
+from .core.errors import ConfigError
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
+from .joint_order import joint_order_error
 from .node_processes import TRAJECTORY_TOPIC, Domain, NodePair, step_parts
-from .nodes.params import check_params_file, controller_node_config, file_parameter, sim_node_config
+from .nodes.params import check_params_file, file_parameter
 from .nodes.scheduling import Placement, parse_cpu_latency
 from .paths import data_path
 
@@ -313,70 +313,6 @@ def file_controller(params_file: Path | None) -> str:
             f"expected one of {sorted(CONTROLLERS)} (or pass --controller)"
         )
     return str(name)
-
-
-def _given(files: Sequence[Path | str], node: str, keys: Iterable[str]) -> dict[str, Any]:
-    """The parameters ``keys`` that the files give the node ``node`` (e.g. ``/sim_node``)."""
-    values = {key: file_parameter([Path(f) for f in files], node, key) for key in keys}
-    return {key: value for key, value in values.items() if value is not None}
-
-
-def simulator_joints(files: Sequence[Path | str]) -> tuple[str, ...] | None:
-    """The simulator's joint order under the parameter files ``files``: its ``joints``, else its
-    plant's (every hinge and slide joint of its ``mjcf``, in the model's order). ``None`` where the
-    node would refuse its parameters or model: it says why itself when it starts."""
-    from .sim.plant import MujocoPlant  # MuJoCo only where an order is not given
-
-    try:
-        config = sim_node_config(_given(files, "/sim_node", ("joints", "mjcf")))
-        return config.joints or MujocoPlant(config.mjcf).joint_names
-    except TorqueCtrlError:
-        return None
-
-
-def controller_joints(files: Sequence[Path | str], model_file: str = "") -> tuple[str, ...] | None:
-    """The controller's command order under the parameter files ``files``: its ``joints``, else its
-    model's joint order (``robot_description``, else ``model_file``; ``model_file`` given here
-    replaces both, as the launch file's argument does). ``None`` as in :func:`simulator_joints`."""
-    params = _given(files, "/controller_node", ("joints", "model_file", "robot_description"))
-    if model_file:
-        params |= {"model_file": model_file, "robot_description": ""}
-    try:
-        config = controller_node_config(params)
-        if config.joints:
-            return config.joints
-        if config.robot_description:
-            return RobotModel.from_urdf_string(config.robot_description).joint_names
-        return RobotModel.from_file(config.model_file).joint_names
-    except TorqueCtrlError:
-        return None
-
-
-def joint_order_error(files: Sequence[Path | str], model_file: str = "") -> str:
-    """Why the simulator would apply the controller's torques to other joints than meant under the
-    parameter files ``files``, or ``""``.
-
-    A command (``Float64MultiArray``) carries no joint names: the controller sends it in its
-    ``joints`` order (:func:`controller_joints`) and the simulator applies it in its own
-    (:func:`simulator_joints`). Two orders put each torque on another joint: the arm flails,
-    and the controller's watchdog then blames the states' jumps. An order that cannot be worked
-    out (a model or parameter the node will refuse) is not compared.
-    """
-    sim, ctrl = simulator_joints(files), controller_joints(files, model_file)
-    if sim is None or ctrl is None or sim == ctrl:
-        return ""
-    paths = [Path(f) for f in files]
-
-    def said(name: str, order: tuple[str, ...]) -> str:
-        unset = file_parameter(paths, f"/{name}", "joints") is None
-        return f"{name}.joints {list(order)}" + (" (unset: its model's order)" if unset else "")
-
-    return (
-        f"{said('sim_node', sim)} and {said('controller_node', ctrl)} differ (in "
-        f"{' + '.join(map(str, files))}): the controller's commands carry no joint names and go out "
-        "in controller_node.joints order, which the simulator applies in sim_node.joints order, so "
-        "each torque would land on another joint; give both the same order"
-    )
 
 
 #: Set by a stop signal (Ctrl-C, SIGTERM, SIGHUP) during the run; :meth:`Monitor.spin` then raises
