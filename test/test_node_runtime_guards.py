@@ -303,7 +303,22 @@ def test_the_summary_shows_the_fallback_when_the_states_stop_before_the_end(
     assert node.watchdog.state.value == "ok"
     clock.advance(0.2)  # > max_age (0.02 s): the states have stopped; no timer ran since
     published = (len(node.publisher.sent), len(node.diag_publisher.sent))
+    logged: list[tuple[str, str]] = []
+
+    class Logger:
+        def info(self, message: str) -> None:
+            logged.append(("info", message))
+
+        def error(self, message: str) -> None:
+            logged.append(("error", message))
+
+        warning = error
+
+    node.log._logger = Logger()
     nodes.close(node)
+    # The end of a run is no fault: said at info (launch had shown an [ERROR] at every normal end).
+    assert ("info", "watchdog ok -> fallback at shutdown: no joint state for 200 ms") in logged, logged
+    assert not [line for level, line in logged if level == "error"], logged
     summary = json.loads(stats.read_text())
     assert summary["watchdog_state"] == "fallback", summary  # 0.2 s < fallback_duration (0.5 s)
     assert summary["watchdog_reason_kind"] == "stale"

@@ -237,6 +237,7 @@ class ControllerNode:
         self._last_stamp_ns = 0
         self._last_good_stamp_ns = 0  # the last accepted state's stamp (ns), 0 before any
         self._last_state_wall = time.monotonic()
+        self._closing = False  # set by close(): what the watchdog notes then is the run's end
         self._window_start = (time.monotonic(), 0, 0)
         self._started = time.monotonic()
         self.executor = make_executor(cfg.common.executor)
@@ -601,6 +602,10 @@ class ControllerNode:
         # (Transition.urgent).
         if transition.state is WatchdogState.OK:
             self.log.info("transition", text, force=transition.urgent)
+        elif self._closing:
+            # The states stopping before this node at the end of a run (a simulator's duration,
+            # launch shutting down) is no fault: counted in the summary, not logged as an error.
+            self.log.info("transition", f"{text} at shutdown: {transition.message}", force=True)
         else:
             self.log.error(
                 "transition", f"{text}: {self._with_order_note(transition.message)}", force=transition.urgent
@@ -769,9 +774,11 @@ class ControllerNode:
 
         The silence since the last state is accounted for first (nothing is published): the
         diagnostics timer checks it only once a period, and the states stop at the end of every
-        simulated run, so the summary would otherwise rarely show the watchdog's fallback.
+        simulated run, so the summary would otherwise rarely show the watchdog's fallback. A
+        transition it causes is logged at info, "at shutdown": the end of a run is no error.
         """
         self.executor.shutdown()
+        self._closing = True
         self._check_silence(time.monotonic())
         self._flush_logs()
         write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
