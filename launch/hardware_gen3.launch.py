@@ -72,15 +72,17 @@ in the same clock as this machine's.
 """
 
 from pathlib import Path
+from typing import Any
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo, OpaqueFunction, Shutdown
 from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
+from torque_ctrl_ros.paths import find_data_file
 
 PACKAGE = "torque_ctrl_ros"
 
@@ -88,6 +90,41 @@ PACKAGE = "torque_ctrl_ros"
 #: request_realtime/request_cpus (nodes/scheduling.py) would put under SCHED_FIFO on the node's
 #: own CPUs; every timing the documentation gives runs with one (make, run_sim, the benchmark).
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
+def _model_file(context: LaunchContext) -> str:
+    return LaunchConfiguration("model_file").perform(context).strip()
+
+
+def _max_age(context: LaunchContext) -> float | None:
+    """The ``max_age`` argument (s), ``None`` when not given."""
+    max_age = LaunchConfiguration("max_age").perform(context).strip()
+    if not max_age:
+        return None
+    try:
+        return float(max_age)
+    except ValueError:
+        raise ValueError(f"hardware_gen3: max_age must be a number of seconds, got {max_age!r}") from None
+
+
+def _check(context: LaunchContext) -> list[Node]:
+    """Refuse bad arguments before any process starts (rviz's included, whose failure would
+    otherwise leave the controller running without its launch): ``max_age`` not a number, a
+    ``model_file`` that does not exist."""
+    _max_age(context)
+    model_file = _model_file(context)
+    if model_file:
+        try:
+            find_data_file(model_file, "urdf")
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"hardware_gen3: model_file: {exc}") from None
+    return []
+
+
+def _controller_failed(event: Any, context: LaunchContext) -> list[Shutdown] | None:
+    """A controller that exits with an error (refused parameters, a crash) ends the launch, rviz
+    with it."""
+    return [Shutdown(reason="controller_node failed")] if event.returncode != 0 else None
 
 
 def _controller_node(context: LaunchContext) -> list[Node]:
@@ -100,17 +137,14 @@ def _controller_node(context: LaunchContext) -> list[Node]:
         path = LaunchConfiguration(argument).perform(context).strip()
         if path:
             files.append(path)
-    model_file = LaunchConfiguration("model_file").perform(context).strip()
+    model_file = _model_file(context)
     if model_file:
         # The argument names the model the controller runs: a description in a file must not win.
         overrides["model_file"] = model_file
         overrides["robot_description"] = ""
-    max_age = LaunchConfiguration("max_age").perform(context).strip()
-    if max_age:
-        try:
-            overrides["watchdog.max_age"] = float(max_age)
-        except ValueError:
-            raise ValueError(f"hardware_gen3: max_age must be a number of seconds, got {max_age!r}") from None
+    max_age = _max_age(context)
+    if max_age is not None:
+        overrides["watchdog.max_age"] = max_age
     return [
         Node(
             package=PACKAGE,
@@ -124,6 +158,7 @@ def _controller_node(context: LaunchContext) -> list[Node]:
                 "TORQUE_CTRL_CPU_LATENCY_US": LaunchConfiguration("cpu_latency_us"),
             },
             parameters=[*files, overrides],
+            on_exit=_controller_failed,
         )
     ]
 
@@ -184,11 +219,13 @@ def generate_launch_description() -> LaunchDescription:
                 "/joint_states and consuming /effort_controller/commands must run separately "
                 "(ros2_kortex has no torque mode)."
             ),
-            OpaqueFunction(function=_controller_node),
+            # Checks first, then rviz, then the node: whatever fails, fails before the node starts.
+            OpaqueFunction(function=_check),
             IncludeLaunchDescription(
                 PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
                 launch_arguments={"model_file": LaunchConfiguration("model_file")}.items(),
                 condition=IfCondition(LaunchConfiguration("rviz")),
             ),
+            OpaqueFunction(function=_controller_node),
         ]
     )

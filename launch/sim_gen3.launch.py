@@ -30,13 +30,15 @@ Arguments:
 
 Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``), then
 ``extra_params_file``; ``mode``, and ``controller`` when given, override the values in both. When the
-simulator exits (after ``sim_node.duration`` simulated seconds, or on an error) the launch ends.
-``make sim`` runs the same two nodes from the same files without ``ros2 launch``. As it does, the
-launch refuses files that give the two nodes different ``joints`` orders (commands carry no joint
-names: each torque would land on another joint).
+simulator exits (after ``sim_node.duration`` simulated seconds, or on an error) the launch ends,
+as it does when the controller exits with an error. ``make sim`` runs the same two nodes from the
+same files without ``ros2 launch``. As it does, the launch refuses files that give the two nodes
+different ``joints`` orders (commands carry no joint names: each torque would land on another
+joint), and a ``model_file`` that does not exist, before starting anything.
 """
 
 from pathlib import Path
+from typing import Any
 
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction, Shutdown
@@ -47,6 +49,7 @@ from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
 from torque_ctrl_ros.joint_order import joint_order_error
+from torque_ctrl_ros.paths import find_data_file
 
 PACKAGE = "torque_ctrl_ros"
 
@@ -56,25 +59,52 @@ PACKAGE = "torque_ctrl_ros"
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
+def _files(context: LaunchContext) -> list[str]:
+    """``params_file``, then ``extra_params_file`` if given."""
+    files = [LaunchConfiguration("params_file").perform(context)]
+    extra = LaunchConfiguration("extra_params_file").perform(context).strip()
+    return [*files, extra] if extra else files
+
+
+def _model_file(context: LaunchContext) -> str:
+    return LaunchConfiguration("model_file").perform(context).strip()
+
+
+def _check(context: LaunchContext) -> list[Node]:
+    """Refuse what would make the run wrong, before any process starts (rviz's included, whose
+    failure would otherwise leave the nodes running without their launch): a ``model_file`` that
+    does not exist, and two ``joints`` orders (:func:`~torque_ctrl_ros.joint_order.joint_order_error`)."""
+    model_file = _model_file(context)
+    if model_file:
+        try:
+            find_data_file(model_file, "urdf")
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"sim_gen3: model_file: {exc}") from None
+    mismatch = joint_order_error(_files(context), model_file)
+    if mismatch:
+        raise ValueError(f"sim_gen3: {mismatch}")
+    return []
+
+
+def _controller_failed(event: Any, context: LaunchContext) -> list[Shutdown] | None:
+    """A controller that exits with an error (refused parameters, a crash) ends the launch: the
+    simulator would otherwise hold the arm on its safe torque for ever (with ``duration`` 0)."""
+    return [Shutdown(reason="controller_node failed")] if event.returncode != 0 else None
+
+
 def _nodes(context: LaunchContext) -> list[Node]:
     """sim_node and controller_node on ``params_file``, then ``extra_params_file`` if given,
     overridden only by the arguments given a value."""
-    files = [LaunchConfiguration("params_file").perform(context)]
-    extra = LaunchConfiguration("extra_params_file").perform(context).strip()
-    if extra:
-        files.append(extra)
+    files = _files(context)
     controller_overrides: dict[str, object] = {"use_sim_time": True}
     controller = LaunchConfiguration("controller").perform(context).strip()
     if controller:
         controller_overrides["controller"] = controller
-    model_file = LaunchConfiguration("model_file").perform(context).strip()
+    model_file = _model_file(context)
     if model_file:
         # The argument names the model the controller runs: a description in a file must not win.
         controller_overrides["model_file"] = model_file
         controller_overrides["robot_description"] = ""
-    mismatch = joint_order_error(files, model_file)
-    if mismatch:
-        raise ValueError(f"sim_gen3: {mismatch}")
     # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
     realtime = {
         "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
@@ -107,6 +137,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
                 "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
             },
             parameters=[*files, controller_overrides],
+            on_exit=_controller_failed,
         ),
     ]
 
@@ -156,7 +187,8 @@ def generate_launch_description() -> LaunchDescription:
                 default_value="",
                 description='CPU wake-up latency (µs) held while the nodes run, "": no request',
             ),
-            OpaqueFunction(function=_nodes),
+            # Checks first, then rviz, then the nodes: whatever fails, fails before a node starts.
+            OpaqueFunction(function=_check),
             IncludeLaunchDescription(
                 PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
                 launch_arguments={
@@ -165,5 +197,6 @@ def generate_launch_description() -> LaunchDescription:
                 }.items(),
                 condition=IfCondition(LaunchConfiguration("rviz")),
             ),
+            OpaqueFunction(function=_nodes),
         ]
     )

@@ -35,6 +35,7 @@ class Context:
 
     def __init__(self) -> None:
         self.launch_configurations: dict[str, str] = {}
+        self.started: list[Node] = []  # the nodes started so far, in order (a stand-in's record)
 
 
 class LaunchConfiguration:
@@ -141,9 +142,12 @@ def _run(description: LaunchDescription, context: Context) -> list[Node]:
             choices = entity.kwargs.get("choices")
             assert choices is None or context.launch_configurations[name] in choices, name
         elif isinstance(entity, OpaqueFunction):
-            nodes += entity.kwargs["function"](context)
+            returned = entity.kwargs["function"](context)
+            nodes += returned
+            context.started += returned
         elif isinstance(entity, Node):
             nodes.append(entity)
+            context.started.append(entity)
         elif isinstance(entity, IncludeLaunchDescription):
             condition = entity.kwargs.get("condition")
             if condition is None or _perform(condition.args[0], context) == "true":
@@ -160,6 +164,7 @@ class Launched:
     layers: list[Any]
     env: dict[str, str]
     context: Context = field(repr=False)
+    on_exit: Any = None  # the node's on_exit: actions, or a callable of (event, context)
 
     @property
     def files(self) -> list[str]:
@@ -196,19 +201,21 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def evaluate(launch_file: str, **arguments: str) -> dict[str, Launched]:
+def evaluate(launch_file: str, context: Context | None = None, **arguments: str) -> dict[str, Launched]:
     """The nodes ``ros2 launch torque_ctrl_ros <launch_file> name:=value ...`` starts, by name
-    (executable where unnamed)."""
+    (executable where unnamed); ``context`` records them as they start (:attr:`Context.started`)."""
     description = load(ROOT / "launch" / launch_file)
     declared = {e.args[0] for e in description.entities if isinstance(e, DeclareLaunchArgument)}
     assert set(arguments) <= declared, f"{sorted(set(arguments) - declared)} not declared"
-    context = Context()
+    context = Context() if context is None else context
     context.launch_configurations.update(arguments)
     out = {}
     for node in _run(description, context):
         env = {k: str(_perform(v, context)) for k, v in node.kwargs.get("additional_env", {}).items()}
         name = node.kwargs.get("name") or node.kwargs["executable"]
-        out[name] = Launched(list(node.kwargs.get("parameters", [])), env, context)
+        out[name] = Launched(
+            list(node.kwargs.get("parameters", [])), env, context, node.kwargs.get("on_exit")
+        )
     return out
 
 
@@ -346,3 +353,58 @@ def test_the_view_refuses_a_model_it_cannot_show(tmp_path: Path, monkeypatch: py
         ValueError, match=r"gen3\.xml' is not a \.urdf; robot_state_publisher reads only URDF"
     ):
         evaluate("hardware_gen3.launch.py", rviz="true", model_file="mjcf/gen3.xml")
+
+
+@pytest.mark.usefixtures("fake_launch")
+@pytest.mark.parametrize(
+    ("launch_file", "failure"),
+    [
+        *(
+            (f, failure)
+            for f in ("sim_gen3.launch.py", "hardware_gen3.launch.py")
+            for failure in ("missing-model", "not-a-urdf")
+        ),
+        ("sim_gen3.launch.py", "reordered-joints"),  # the hardware file starts one node: no second order
+    ],
+)
+def test_a_refused_launch_starts_nothing(tmp_path: Path, launch_file: str, failure: str) -> None:
+    """Every check runs before any process starts: upstream launch, ending on an exception, left
+    the node processes already starting running (the simulator for ever, with duration 0), and
+    rviz's when a node's check failed after its include. rviz is asked for in every case."""
+    arguments = {"rviz": "true"}
+    if failure == "missing-model":
+        arguments["model_file"] = str(tmp_path / "no_such.urdf")
+        expected: type[Exception] = FileNotFoundError
+        match = rf"{launch_file.split('.')[0]}: model_file: .*no_such\.urdf' does not exist"
+    elif failure == "not-a-urdf":  # rviz's robot_state_publisher reads only URDF: view_gen3 refuses it
+        arguments["model_file"] = str(ROOT / "mjcf" / "gen3.xml")
+        expected, match = ValueError, r"view_gen3: model_file: .* is not a \.urdf"
+    else:
+        names = [f"joint_{k}" for k in range(1, 8)]
+        reordered = tmp_path / "reorder.yaml"
+        reordered.write_text(yaml.safe_dump({"sim_node": {"ros__parameters": {"joints": names[::-1]}}}))
+        arguments["extra_params_file"] = str(reordered)
+        expected, match = ValueError, r"sim_gen3: sim_node\.joints"
+    context = Context()
+    with pytest.raises(expected, match=match):
+        evaluate(launch_file, context, **arguments)
+    assert context.started == [], [node.kwargs.get("executable") for node in context.started]
+
+
+class _Exited:
+    """``launch.events.process.ProcessExited``: what an ``on_exit`` callable reads of it."""
+
+    def __init__(self, returncode: int) -> None:
+        self.returncode = returncode
+
+
+@pytest.mark.usefixtures("fake_launch")
+@pytest.mark.parametrize("launch_file", ["sim_gen3.launch.py", "hardware_gen3.launch.py"])
+def test_a_controller_that_fails_ends_the_launch(launch_file: str) -> None:
+    """A controller exiting with an error (e.g. parameters it refuses) ends the launch: the
+    simulator had waited for a controller for ever, the launch exiting 0. A clean exit does not."""
+    on_exit = evaluate(launch_file)["controller_node"].on_exit
+    assert callable(on_exit)
+    assert on_exit(_Exited(0), Context()) is None
+    (shutdown,) = on_exit(_Exited(2), Context())
+    assert shutdown.kwargs["reason"] == "controller_node failed"
