@@ -174,16 +174,28 @@ def check_trajectory_points(robot: RobotModel, points: TrajectoryPoints) -> None
 def check_target_rates(what: str, velocity: FloatArray | None, acceleration: FloatArray | None) -> None:
     """Raise :class:`TargetError` where a target's ``velocity`` (rad/s, m/s) is above
     :data:`MAX_TARGET_VELOCITY` or its ``acceleration`` (rad/s², m/s²) above
-    :data:`MAX_TARGET_ACCELERATION` in size (``None``: not given); ``what`` begins the message."""
-    for field, values, bound, unit in (
-        ("velocity", velocity, MAX_TARGET_VELOCITY, "rad/s or m/s"),
-        ("acceleration", acceleration, MAX_TARGET_ACCELERATION, "rad/s² or m/s²"),
-    ):
-        if values is not None and values.size and not np.abs(values).max() <= bound:
-            raise TargetError(
-                f"{what} {field}: an entry above {bound:g} {unit} in size, which no real target "
-                f"reaches: {values.tolist()}"
-            )
+    :data:`MAX_TARGET_ACCELERATION` in size (``None``: not given); ``what`` begins the message.
+
+    For vectors already checked finite (:func:`~.validation.as_vector`). An approach hands the
+    controller a new target every step, so this runs every step then: on Python floats, ~1 µs
+    for two 7-vectors where numpy's ``abs`` and ``max`` took ~3."""
+    if velocity is not None and _above(velocity, MAX_TARGET_VELOCITY):
+        _refuse_rate(what, "velocity", velocity, MAX_TARGET_VELOCITY, "rad/s or m/s")
+    if acceleration is not None and _above(acceleration, MAX_TARGET_ACCELERATION):
+        _refuse_rate(what, "acceleration", acceleration, MAX_TARGET_ACCELERATION, "rad/s² or m/s²")
+
+
+def _above(values: FloatArray, bound: float) -> bool:
+    """Whether an entry of the finite vector ``values`` is above ``bound`` in size."""
+    entries = values.tolist()
+    return bool(entries) and (max(entries) > bound or min(entries) < -bound)
+
+
+def _refuse_rate(what: str, field: str, values: FloatArray, bound: float, unit: str) -> None:
+    raise TargetError(
+        f"{what} {field}: an entry above {bound:g} {unit} in size, which no real target reaches: "
+        f"{values.tolist()}"
+    )
 
 
 def checked_joint_reference(
