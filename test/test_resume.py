@@ -229,7 +229,7 @@ def test_the_window_ends_by_the_stamps_only_while_the_clock_stands_still() -> No
     assert running.bad(t + 5.0, now=t + 2 * DT) is Action.FALLBACK
 
 
-@pytest.mark.parametrize("repeat", ["one-stamp", "stamps-going-back"])
+@pytest.mark.parametrize("repeat", ["one-stamp", "stamps-going-back", "ahead-then-one-stamp"])
 def test_states_repeating_one_stamp_on_a_frozen_clock_end_the_window(repeat: str) -> None:
     """Sim time without /clock and refused states that all carry one stamp (or older ones): each
     counts one period of the stream, so the window ends after fallback_duration's worth of them
@@ -238,7 +238,12 @@ def test_states_repeating_one_stamp_on_a_frozen_clock_end_the_window(repeat: str
     t = loop.run(1.0, 10)
     frozen = t + DT
     expected = round(CONFIG.fallback_duration / DT) + 1
-    stamps = [t + DT if repeat == "one-stamp" else t + DT - k * 1e-6 for k in range(expected + 50)]
+    if repeat == "one-stamp":
+        stamps = [t + DT] * (expected + 50)
+    elif repeat == "stamps-going-back":  # by 2 ms each: more than the period each counts
+        stamps = [t + DT - k * 2e-3 for k in range(expected + 50)]
+    else:  # the first refused state stamped 10 s ahead, then the stream's own stamp again
+        stamps = [t + 10.0] + [t + DT] * (expected + 49)
     actions = [loop.bad(s, now=frozen) for s in stamps]
     assert actions[:expected] == [Action.FALLBACK] * expected
     assert actions[expected] is Action.NONE and loop.wd.state is WatchdogState.STOPPED

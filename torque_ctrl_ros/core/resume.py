@@ -249,10 +249,11 @@ class ResumeTracker:
         running clock, the clock ends the window, and one wild stamp must not stop the arm and
         drop its trajectory.
 
-        The window's span by the stamps is ``stamp − first stamp + repeats·typical period``: a
-        state whose stamp is not newer than every stamp answered before it counts one step of the
+        The window's span by the stamps is ``newest stamp − first stamp + repeats·typical period``:
+        a state whose stamp is not newer than every stamp answered before it counts one step of the
         stream (:attr:`StreamPeriod.typical`; :data:`~.robot.CONTROL_PERIOD` while unknown), so that
-        states repeating one stamp on a frozen clock do not get the same safe command for ever."""
+        states repeating one stamp, or going back, on a frozen clock do not get the same safe
+        command for ever (measured from the current stamp, one going back had cancelled them)."""
         if math.isnan(self._window_stamp):
             self._window_stamp, self._window_now = stamp, now
             self._window_newest, self._window_repeats = stamp, 0
@@ -264,7 +265,10 @@ class ResumeTracker:
         if now != self._window_now:
             return False
         step = self.stream.typical or CONTROL_PERIOD
-        return stamp - self._window_stamp + self._window_repeats * step > self.config.fallback_duration
+        return (
+            self._window_newest - self._window_stamp + self._window_repeats * step
+            > self.config.fallback_duration
+        )
 
 
 __all__ = [
