@@ -945,6 +945,9 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
         with pytest.raises(ConfigError, match=rf"qpid\.{group}\.alpha: expected at least 1 1/s, got 0.5"):
             QPID.from_params(robot, _params(**{f"{group}.alpha": 0.5}))
         QPID.from_params(robot, _params(**{f"{group}.alpha": 1.0}))
+        # A group that is off: no bound on its alpha (the collision barrier needs the velocity one).
+        off = {"self_collision.enabled": group != "joint_velocity_limit", f"{group}.enabled": False}
+        QPID.from_params(robot, _params(**off, **{f"{group}.alpha": 0.5}))
     nested = QPID.from_params(
         robot, {"tasks": ["tool"], "tool": {"type": "pose", "frame": TOOL, "kp": [100.0] * 6}}
     )

@@ -590,7 +590,8 @@ def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
         if not isinstance(getattr(cfg, key), bool):
             raise ConfigError(f"{field_name}.{key}: expected true or false, got {getattr(cfg, key)!r}")
     numbers: dict[str, Any] = {"alpha": as_positive_float(f"{field_name}.alpha", cfg.alpha)}
-    if numbers["alpha"] < MIN_ALPHA:
+    # As the upper bound (_check_barrier_alphas), only for a group that is on: one off acts on nothing.
+    if cfg.enabled and numbers["alpha"] < MIN_ALPHA:
         raise ConfigError(
             f"{field_name}.alpha: expected at least {MIN_ALPHA:g} 1/s, got {cfg.alpha!r}: a barrier takes "
             "~1/alpha to let the arm near its bound, so a smaller one holds the arm still (at 0.5, a 10 cm "
