@@ -344,7 +344,7 @@ def test_runs_of_consecutive_events() -> None:
     assert (empty.count, empty.runs, empty.longest) == (0, 0, 0)
 
 
-def test_cpu_pinning_from_the_environment() -> None:
+def test_cpu_pinning_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """``$TORQUE_CTRL_CPUS`` and the runners' ``--cpus``: validated; the mask is the one asked for."""
     import os
 
@@ -369,7 +369,13 @@ def test_cpu_pinning_from_the_environment() -> None:
     assert out.strip() == f"cpus:{allowed[-1]} [{allowed[-1]}]", out
 
     assert Placement.from_spec(20, "none") == Placement(20)
-    assert Placement.from_spec(0, "0-1:2") == Placement(0, "0-1", "2")
+    # CPUs this process may not use are refused before a runner starts a node (make sim PIN=0:999
+    # had started both, then the controller exited naming its environment variable).
+    with pytest.raises(ConfigError, match=rf"cpus: CPUs \[{max(allowed) + 1}\] are not available"):
+        Placement.from_spec(0, f"{allowed[0]}:{max(allowed) + 1}")
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+        assert Placement.from_spec(0, "0-1:2") == Placement(0, "0-1", "2")
     auto = Placement.from_spec(20, "auto")
     expected = (str(allowed[0]), str(allowed[1])) if len(allowed) > 1 else ("", "")
     assert (auto.sim_cpus, auto.controller_cpus) == expected

@@ -276,7 +276,8 @@ class Placement:
         this process may use; none with fewer) or ``SIM:CONTROLLER`` lists (``0:1``, ``0-1:2``).
 
         Raises:
-            ConfigError: another spec, a malformed list, or a priority or latency out of range.
+            ConfigError: another spec, a malformed list, CPUs this process may not use, or a
+                priority or latency out of range.
         """
         if cpu_latency_us is not None and not 0 <= cpu_latency_us <= _MAX_CPU_LATENCY_US:
             raise ConfigError(
@@ -295,9 +296,19 @@ class Placement:
                 return cls(rt_priority, cpu_latency_us=cpu_latency_us)
             return cls(rt_priority, str(allowed[0]), str(allowed[1]), cpu_latency_us)
         sim, colon, ctrl = spec.partition(":")
-        if not colon or not parse_cpus(sim, "cpus") or not parse_cpus(ctrl, "cpus"):
+        sim_cpus = parse_cpus(sim, "cpus") if colon else frozenset()
+        ctrl_cpus = parse_cpus(ctrl, "cpus") if colon else frozenset()
+        if not sim_cpus or not ctrl_cpus:
             raise ConfigError(
                 f"cpus: expected none, auto or SIM:CONTROLLER CPU lists (e.g. 0:1), got {cpus!r}"
+            )
+        # Checked here too, not only by each node (request_cpus): a runner then refuses the spec
+        # before starting anything, and its message names the runner's option.
+        allowed = os.sched_getaffinity(0)
+        if not sim_cpus | ctrl_cpus <= allowed:
+            raise ConfigError(
+                f"cpus: CPUs {sorted((sim_cpus | ctrl_cpus) - allowed)} are not available; "
+                f"this process may use {sorted(allowed)}"
             )
         return cls(rt_priority, sim, ctrl, cpu_latency_us)
 
