@@ -48,11 +48,12 @@ class MujocoPlant:
     How a commanded torque τ_i reaches joint i depends on what drives the joint:
 
     ``motor`` (one motor actuator: fixed gain, no bias, no activation, joint transmission)
-        ``ctrl = τ_i / (gear·gain)``, clamped to ``ctrlrange`` (and to MuJoCo's ``mjMAXVAL``,
-        1e10, where there is none); MuJoCo then clamps the actuator force to ``forcerange``, so
-        :attr:`tau_applied` shows the clamped torque. This is an
-        exact torque plant: no term other than τ is added, whatever the integrator (the model's
-        own joint-range and contact forces aside, which no controller model has).
+        τ_i is first clamped to what the actuator can give, ``gear·gain·ctrlrange`` and
+        ``gear·forcerange`` where limited, and to the joint's ``actuatorfrcrange`` where that is
+        limited (as MuJoCo would clamp it), then written as ``ctrl = τ_i / (gear·gain)``, never
+        above MuJoCo's ``mjMAXVAL`` (1e10); :attr:`tau_applied` shows the clamped torque. This is
+        an exact torque plant: no term other than τ is added, whatever the integrator (the
+        model's own joint-range and contact forces aside, which no controller model has).
     ``nulled_position`` (one affine actuator, e.g. a Menagerie ``<position kp kv>``)
         τ_i goes into ``qfrc_applied`` (clamped to what the actuator could give,
         ``gear·forcerange`` when it is force-limited, and to the joint's ``actuatorfrcrange``
@@ -62,11 +63,12 @@ class MujocoPlant:
         are zero. An exact torque plant, whatever the integrator.
     ``applied`` (no actuator on the joint, or actuation disabled in the model)
         τ_i goes into ``qfrc_applied``, clamped to what the joint's actuator, if any, could
-        give (as above: a motor's ``gear·gain·ctrlrange`` and ``gear·forcerange``, a nulled
-        one's ``gear·forcerange``) and to the joint's ``actuatorfrcrange`` when that is
-        limited. A model with ``<option><flag actuation="disable"/></option>`` has MuJoCo
-        ignore ``ctrl`` and apply no actuator force, so every driven joint is ``applied``
-        there: a torque written into ``ctrl`` would never reach the arm.
+        give (as for ``motor`` above: a motor's ``gear·gain·ctrlrange`` and
+        ``gear·forcerange``; a nulled one's ``gear·forcerange``) and to the joint's
+        ``actuatorfrcrange`` when that is limited. A model with
+        ``<option><flag actuation="disable"/></option>`` has MuJoCo ignore ``ctrl`` and apply no
+        actuator force, so every driven joint is ``applied`` there: a torque written into
+        ``ctrl`` would never reach the arm.
 
     Why the bias and not the control: nulling the force with the control alone (``ctrl = q +
     (kv/kp)·q̇`` for a position actuator) leaves the force's velocity derivative −kv, which
