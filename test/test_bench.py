@@ -57,6 +57,30 @@ def test_floors_are_timed_interleaved_with_the_controller() -> None:
     assert all(len(t) == 7 and (t >= 0).all() for t in times.values())
 
 
+def test_hqpids_one_variable_floor_solves_the_recorded_arrays_themselves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The floor of HQPID's one-variable level times the closed-form solve on the recorded
+    arrays, not copies of them into a QP first (copies the controller's step does not make)."""
+    from torque_ctrl_ros.core.qp.problem import DenseQP
+
+    ctrl, states = _qp_controller_on_bench_states("hqpid", 4)
+    replay = ctrl.qp_replay(np.array([s.q for s in states]), np.array([s.v for s in states]))
+    scalar_levels = [r for r in replay.replays if r.problems[0][0].shape == (1, 1)]
+    assert scalar_levels, "hqpid's benchmark configuration has a one-variable level"
+    passed: list[tuple[Any, ...]] = []
+    solve = DenseQP._solve_scalar
+
+    def recording(self: DenseQP, *arrays: Any) -> Any:
+        passed.append(arrays)
+        return solve(self, *arrays)
+
+    monkeypatch.setattr(DenseQP, "_solve_scalar", recording)
+    scalar_levels[0](3)
+    H, g, _, _, C, lo, hi = scalar_levels[0].problems[3]
+    assert len(passed) == 1 and all(a is b for a, b in zip(passed[0], (H, g, C, lo, hi), strict=True))
+
+
 def test_paced_calls_idle_between_calls() -> None:
     """One call per period on a fixed grid: call k starts no earlier than k periods in."""
     starts: list[float] = []

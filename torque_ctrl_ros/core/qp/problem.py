@@ -245,7 +245,7 @@ class DenseQP:
             if (crossed > self._eps_abs * np.maximum(scale, 1.0)).any():
                 return self._refused(SolveStatus.PRIMAL_INFEASIBLE, float(crossed.max()))
         if self.n == 1 and self.n_eq == 0:
-            return self._solve_scalar()
+            return self._solve_scalar(self.H, self.g, self.C, self.l, self.u)
         qp = self._qp
         t0 = time.perf_counter()
         warm = self._initialised and self._last_ok
@@ -313,8 +313,14 @@ class DenseQP:
             warm=False,
         )
 
-    def _solve_scalar(self) -> Solution:
+    def _solve_scalar(
+        self, H: FloatArray, g: FloatArray, C: FloatArray, lower: FloatArray, upper: FloatArray
+    ) -> Solution:
         """One variable, inequality rows only, in closed form (exact; no iterations).
+
+        Solves the problem ``H`` (1×1), ``g`` (1), ``C`` (n_in×1), ``lower``, ``upper`` (n_in) passed in:
+        :meth:`solve` passes this QP's own arrays, :class:`WarmReplay` (the benchmark's floor) the
+        recorded ones, so that the floor times this solve and not copies into this QP.
 
         ``min ½·h·x² + g·x`` s.t. ``l ≤ c·x ≤ u``: each row with ``c ≠ 0`` confines ``x`` to
         ``[l/c, u/c]`` (ends swapped for ``c < 0``), a row with ``c = 0`` only asks
@@ -326,13 +332,11 @@ class DenseQP:
         free direction.
         """
         t0 = time.perf_counter()
-        h, g = float(self.H[0, 0]), float(self.g[0])
+        h, g0 = float(H[0, 0]), float(g[0])
         lo, hi, violation = -_INF, _INF, 0.0
         j_lo = j_hi = -1
         # A plain loop: ~30 rows cost less this way than a dozen numpy calls.
-        for j, (c, lj, uj) in enumerate(
-            zip(self.C[:, 0].tolist(), self.l.tolist(), self.u.tolist(), strict=True)
-        ):
+        for j, (c, lj, uj) in enumerate(zip(C[:, 0].tolist(), lower.tolist(), upper.tolist(), strict=True)):
             if c > 0.0:
                 a, b = lj / c, uj / c
             elif c < 0.0:
@@ -354,11 +358,11 @@ class DenseQP:
             x, status = min(max(0.0, lo), hi), SolveStatus.PRIMAL_INFEASIBLE
             violation = max(violation, lo - hi)
         elif h > 0.0:
-            x = min(max(-g / h, lo), hi)
+            x = min(max(-g0 / h, lo), hi)
         elif h == 0.0:
-            x = lo if g > 0.0 else hi if g < 0.0 else min(max(0.0, lo), hi)
+            x = lo if g0 > 0.0 else hi if g0 < 0.0 else min(max(0.0, lo), hi)
         else:  # not convex: the better end, if both are finite
-            x = lo if 0.5 * h * lo * lo + g * lo <= 0.5 * h * hi * hi + g * hi else hi
+            x = lo if 0.5 * h * lo * lo + g0 * lo <= 0.5 * h * hi * hi + g0 * hi else hi
         if status is SolveStatus.SOLVED and not (lo > -_INF and hi < _INF if h < 0.0 else abs(x) < _INF):
             status = SolveStatus.DUAL_INFEASIBLE  # unbounded below
         self._y_buf[:] = 0.0
@@ -367,11 +371,11 @@ class DenseQP:
         # The row whose bound is met; at lo = hi the one the objective pushes against
         # (the lower end when it would go lower: h·x + g > 0).
         if x == lo and x == hi:
-            j = j_lo if h * x + g > 0.0 else j_hi
+            j = j_lo if h * x + g0 > 0.0 else j_hi
         else:
             j = j_lo if x == lo else j_hi if x == hi else -1
         if status is SolveStatus.SOLVED and j >= 0:
-            z[j] = -(h * x + g) / self.C[j, 0]
+            z[j] = -(h * x + g0) / C[j, 0]
         self._x_buf[0] = x
         self._last_ok = status is SolveStatus.SOLVED
         return Solution(
@@ -414,8 +418,9 @@ class WarmReplay:
     starts from the one before). Like :meth:`DenseQP.solve`, a failed warm solve is redone
     from a cold ``init``: without that, a warm start from a failed iterate keeps failing and
     the "floor" would be slower than the real solve. One-variable problems without equality
-    rows are replayed through :meth:`DenseQP`'s closed form, which is their solve, without
-    :meth:`DenseQP.solve`'s checks (the recorded bounds are already clipped).
+    rows are replayed through :meth:`DenseQP`'s closed form, which is their solve, on the recorded
+    arrays themselves (no copy into a :class:`DenseQP`, which the controller's step does not pay
+    either) and without :meth:`DenseQP.solve`'s checks (the recorded bounds are already clipped).
 
     :attr:`x` and :attr:`iterations` read the last solve's result (for tests: the replay must
     meet the controller's solutions, or the floor is another problem's).
@@ -449,9 +454,7 @@ class WarmReplay:
         """Solve problem ``k`` warm from the previous call's result."""
         H, g, A, b, C, lo, hi = self.problems[k]
         if self._scalar is not None:
-            scalar = self._scalar
-            scalar.H[:], scalar.g[:], scalar.C[:], scalar.l[:], scalar.u[:] = H, g, C, lo, hi
-            scalar._solve_scalar()
+            self._scalar._solve_scalar(H, g, C, lo, hi)
             return
         qp = self._qp
         qp.update(H, g, A, b, C, lo, hi, **self._proximal)
