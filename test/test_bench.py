@@ -29,7 +29,13 @@ from torque_ctrl_ros.bench.__main__ import (
 from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
 from torque_ctrl_ros.bench.dds import summary_figures
 from torque_ctrl_ros.bench.host import cpu_ticks, steal_between, summarize, timer_lateness
-from torque_ctrl_ros.bench.stats import machine_description, time_calls_paced, time_interleaved
+from torque_ctrl_ros.bench.stats import (
+    WARMUP,
+    machine_description,
+    summarize_us,
+    time_calls_paced,
+    time_interleaved,
+)
 from torque_ctrl_ros.node_processes import step_parts
 from torque_ctrl_ros.nodes.scheduling import CPU_LATENCY_DEVICE, current_policy
 
@@ -55,6 +61,78 @@ def test_floors_are_timed_interleaved_with_the_controller() -> None:
     timed = [(name, i) for start in (0, 3, 6) for name in calls for i in range(start, min(start + 3, 7))]
     assert seen == warm + timed
     assert all(len(t) == 7 and (t >= 0).all() for t in times.values())
+
+
+def test_summaries_are_in_microseconds_with_linearly_interpolated_percentiles() -> None:
+    """Durations 1 … 101 µs (given in ns, shuffled): the median is the middle one; p95 and p99 sit
+    on a sample (rank 0.95·100 and 0.99·100); 1 … 10 µs puts p99 between two samples, linearly
+    (rank 0.99·9 = 8.91: 9 + 0.91·(10 − 9))."""
+    durations = np.random.default_rng(0).permutation(np.arange(1, 102)) * 1000
+    s = summarize_us(durations)
+    assert s == {"median_us": 51.0, "p95_us": 96.0, "p99_us": 100.0, "max_us": 101.0, "samples": 101}
+    s = summarize_us(np.arange(1, 11) * 1000)
+    assert s["median_us"] == pytest.approx(5.5) and s["p99_us"] == pytest.approx(9.91)
+    assert s["p95_us"] == pytest.approx(9.55) and s["max_us"] == 10.0 and s["samples"] == 10
+
+
+def test_each_floor_is_the_figure_of_its_own_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``compute.run`` with every timing replaced by a constant per call (compute 100 µs, rnea
+    2 µs, qp 40 µs): ``floor_rnea`` must come from the rnea call, ``floor_qp`` from the QP
+    replay, the ratios from those, and the warm-up, paced and parts counts must be recorded."""
+    from torque_ctrl_ros.bench import compute
+
+    per_call = {"compute": 100_000, "rnea": 2_000, "qp": 40_000}
+    warmups: list[int] = []
+
+    def constant_times(
+        calls: dict[str, Any], count: int, *, warmup: int = WARMUP, **_: Any
+    ) -> dict[str, np.ndarray]:
+        warmups.append(warmup)
+        assert set(calls) <= set(per_call), sorted(calls)
+        return {name: np.full(count, per_call[name], dtype=np.int64) for name in calls}
+
+    monkeypatch.setattr(compute, "time_interleaved", constant_times)
+    monkeypatch.setattr(compute, "time_calls_paced", lambda fn, count, **_: np.full(count, 7_000))
+    monkeypatch.setattr(compute, "qp_step_parts", lambda *args: {"step": 1.0})
+    configs = {name: BENCH_CONFIGS[name] for name in ("computed_torque", "qpid", "hqpid")}
+    result = compute.run(configs, count=8, paced=5)
+    assert warmups == [WARMUP] * 3
+    assert (result["states"], result["warmup"], result["paced_states"], result["parts_states"]) == (
+        8,
+        WARMUP,
+        5,
+        5,
+    )
+    for name, fig in result["controllers"].items():
+        assert fig["median_us"] == 100.0 and fig["floor_rnea"]["median_us"] == 2.0, name
+        assert fig["ratio_to_rnea_median"] == 50.0 and fig["paced_1khz"]["median_us"] == 7.0, name
+    assert "floor_qp" not in result["controllers"]["computed_torque"]
+    for name in ("qpid", "hqpid"):
+        fig = result["controllers"][name]
+        assert fig["floor_qp"]["median_us"] == 40.0 and fig["ratio_to_qp_median"] == 2.5, name
+        assert fig["parts_us"] == {"step": 1.0}
+
+
+def test_the_rnea_floor_indexes_prebuilt_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timed rnea call gets the same objects at every call for a state (rows built once, as
+    the controller's states are), not a numpy view made inside the timed call; and they are the
+    state's configuration in pinocchio's form and its velocity."""
+    from torque_ctrl_ros.bench import compute
+    from torque_ctrl_ros.core import JointState, RobotModel
+    from torque_ctrl_ros.paths import data_path
+
+    robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
+    qs, vs = compute.realistic_states(3)
+    states = [JointState(q, v) for q, v in zip(qs, vs, strict=True)]
+    seen: list[tuple[Any, Any]] = []
+    monkeypatch.setattr(compute.pin, "rnea", lambda model, data, q, v, a: seen.append((q, v)))
+    rnea = compute.rnea_floor(robot, states)
+    rnea(2)
+    rnea(2)
+    (q0, v0), (q1, v1) = seen
+    assert q0 is q1 and v0 is v1
+    np.testing.assert_array_equal(q0, robot.configuration(qs[2]))
+    np.testing.assert_array_equal(v0, vs[2])
 
 
 def test_hqpids_one_variable_floor_solves_the_recorded_arrays_themselves(
@@ -137,6 +215,8 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
 
     compute = data["compute"]
     assert compute["states"] == 40
+    # What the figures leave out is recorded next to them.
+    assert compute["warmup"] == WARMUP and compute["paced_states"] == compute["parts_states"] == 40
     assert set(compute["controllers"]) == set(BENCH_CONFIGS)
     for name, fig in compute["controllers"].items():
         assert all(_finite(fig[k]) for k in TIMING_KEYS), name

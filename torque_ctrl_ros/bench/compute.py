@@ -20,7 +20,7 @@ from ..core import JointReference, JointState, RobotModel
 from ..core.controllers import ComputedTorque, ComputedTorqueConfig, Controller, create_controller
 from ..paths import data_path
 from ..sim.plant import MujocoPlant
-from .stats import summarize_us, time_calls_paced, time_interleaved
+from .stats import WARMUP, summarize_us, time_calls_paced, time_interleaved
 
 
 def realistic_states(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -63,40 +63,66 @@ def run(
     Per controller, three calls are timed at every state, interleaved in blocks
     (:func:`.stats.time_interleaved`): ``controller.compute`` (validation + torque +
     saturation, the reference held at the first state), a bare ``pin.rnea`` on preconverted
-    configurations (the cheapest dynamics call), and for the QP controllers bare warm
-    ProxSuite solves of the very QPs the controller builds (``qp_replay``). Ratios are of
-    medians taken over the same stretch of time. Then a fresh controller is timed over the
+    configurations (the cheapest dynamics call, :func:`rnea_floor`), and for the QP controllers
+    bare warm ProxSuite solves of the very QPs the controller builds (``qp_replay``). Ratios are
+    of medians taken over the same stretch of time. Then a fresh controller is timed over the
     first ``paced`` states at one call per millisecond (``paced_1khz``,
-    :func:`.stats.time_calls_paced`).
+    :func:`.stats.time_calls_paced`), and the QP controllers' step part by part over the same
+    states (``parts_us``, :func:`qp_step_parts`).
+
+    Not timed, and recorded in the result: each timed series is preceded by ``warmup`` calls at
+    states ``0 … warmup−1`` (:data:`.stats.WARMUP`); a QP controller is then reset and stepped
+    once more, cold, at state 0 (see :func:`controller_calls`); ``paced_states`` and
+    ``parts_states`` say how many of the first states the paced figure and the parts cover.
     """
     robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
     qs, vs = realistic_states(count, seed)
-    q_pin = np.array([robot.configuration(q).copy() for q in qs])
-    zero = np.zeros(robot.n)
-    model, data = robot.model, robot.data
     states = [JointState(q, v) for q, v in zip(qs, vs, strict=True)]
-    results: dict[str, Any] = {"states": count, "controllers": {}}
-
-    def rnea(i: int) -> object:
-        return pin.rnea(model, data, q_pin[i], vs[i], zero)
-
+    paced = min(count, paced)
+    results: dict[str, Any] = {
+        "states": count,
+        "warmup": WARMUP,
+        "paced_states": paced,
+        "parts_states": paced,
+        "controllers": {},
+    }
+    rnea = rnea_floor(robot, states)
     for name, params in controllers.items():
         controller: Controller[Any] = create_controller(name, robot, params)
         calls, reset = controller_calls(controller, states)
         calls["rnea"] = rnea
-        times = time_interleaved(calls, count, after_warmup=reset)
+        times = time_interleaved(calls, count, warmup=WARMUP, after_warmup=reset)
         figures: dict[str, Any] = dict(summarize_us(times["compute"]))
         figures["floor_rnea"] = summarize_us(times["rnea"])
         figures["ratio_to_rnea_median"] = figures["median_us"] / figures["floor_rnea"]["median_us"]
         if "qp" in times:
             figures["floor_qp"] = summarize_us(times["qp"])
             figures["ratio_to_qp_median"] = figures["median_us"] / figures["floor_qp"]["median_us"]
-            figures["parts_us"] = qp_step_parts(name, params, robot, states[: min(count, paced)])
+            figures["parts_us"] = qp_step_parts(name, params, robot, states[:paced])
         # The same calls once per millisecond, idle in between: the compute a 1 kHz node sees.
         fresh = stepper(create_controller(name, robot, params), states)
-        figures["paced_1khz"] = summarize_us(time_calls_paced(fresh, min(count, paced)))
+        figures["paced_1khz"] = summarize_us(time_calls_paced(fresh, paced, warmup=WARMUP))
         results["controllers"][name] = figures
     return results
+
+
+def rnea_floor(robot: RobotModel, states: list[JointState]) -> Callable[[int], object]:
+    """A bare ``pin.rnea(model, data, q, q̇, 0)`` at state ``i``: the floor of every controller.
+
+    The configurations (``robot.configuration``, pinocchio's form) and velocities are put in
+    Python lists here, once, so that the timed call only indexes a list, as the controller's
+    does (its states are a list of :class:`JointState`): indexing a numpy row inside the timed
+    call added a view's creation, 3–10 % of an rnea, to the floor alone.
+    """
+    model, data = robot.model, robot.data
+    q_rows = [robot.configuration(s.q).copy() for s in states]
+    v_rows = [s.v for s in states]
+    zero = np.zeros(robot.n)
+
+    def rnea(i: int) -> object:
+        return pin.rnea(model, data, q_rows[i], v_rows[i], zero)
+
+    return rnea
 
 
 def stepper(controller: Controller[Any], states: list[JointState]) -> Callable[[int], object]:

@@ -9,6 +9,10 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+#: Untimed calls before every timed series (the first states' calls), so that imports, caches and
+#: the solvers' first factorisations are not in the figures.
+WARMUP = 50
+
 
 def summarize_us(durations_ns: np.ndarray) -> dict[str, float]:
     """Median, p95, p99 and max of durations given in ns, returned in µs."""
@@ -22,7 +26,7 @@ def summarize_us(durations_ns: np.ndarray) -> dict[str, float]:
     }
 
 
-def time_calls(fn: Callable[[int], object], count: int, warmup: int = 50) -> np.ndarray:
+def time_calls(fn: Callable[[int], object], count: int, warmup: int = WARMUP) -> np.ndarray:
     """Call ``fn(i)`` for ``i`` in ``range(count)`` and return each call's duration (ns)."""
     return time_interleaved({"fn": fn}, count, block=max(count, 1), warmup=warmup)["fn"]
 
@@ -32,7 +36,7 @@ def time_interleaved(
     count: int,
     *,
     block: int = 250,
-    warmup: int = 50,
+    warmup: int = WARMUP,
     after_warmup: Callable[[], object] | None = None,
 ) -> dict[str, np.ndarray]:
     """Durations (ns) of ``fn(i)`` for ``i`` in ``range(count)``, for every ``fn``, in alternating blocks.
@@ -65,7 +69,7 @@ def time_interleaved(
 
 
 def time_calls_paced(
-    fn: Callable[[int], object], count: int, period_s: float = 0.001, warmup: int = 50
+    fn: Callable[[int], object], count: int, period_s: float = 0.001, warmup: int = WARMUP
 ) -> np.ndarray:
     """Durations (ns) of ``fn(i)`` for ``i`` in ``range(count)``, one call per ``period_s``.
 
