@@ -19,6 +19,8 @@ import pytest
 from ros_helpers import requires_rclpy
 
 from torque_ctrl_ros.bench.__main__ import (
+    COMPUTE_TARGETS,
+    LATE_STEPS,
     STEP_COLUMNS,
     below_issue_sizes,
     format_report,
@@ -159,6 +161,43 @@ def test_hqpids_one_variable_floor_solves_the_recorded_arrays_themselves(
     assert len(passed) == 1 and all(a is b for a, b in zip(passed[0], (H, g, C, lo, hi), strict=True))
 
 
+def test_the_compute_targets_are_issue_6s() -> None:
+    """The limits the table is judged against are the README's: gravity compensation and computed
+    torque ≤ 15× rnea, ACHD→RNEA ≤ 40×, QPID ≤ 100 µs and HQPID ≤ 200 µs, each ≤ 3× its QP floor."""
+    assert COMPUTE_TARGETS == {
+        "gravity_comp": (15.0, None, None),
+        "computed_torque": (15.0, None, None),
+        "achd_rnea": (40.0, None, None),
+        "qpid": (None, 100.0, 3.0),
+        "hqpid": (None, 200.0, 3.0),
+    }
+    fig = {"median_us": 150.0, "ratio_to_rnea_median": 20.0, "ratio_to_qp_median": 3.0}
+    verdict = {
+        (t.subject, t.what): (t.limit, t.passed)
+        for t in targets({"compute": {"controllers": {"qpid": fig, "hqpid": fig, "achd_rnea": fig}}})
+    }
+    assert verdict == {
+        ("qpid", "median (µs)"): ("<= 100", False),
+        ("qpid", "median / bare warm QP"): ("<= 3", True),
+        ("hqpid", "median (µs)"): ("<= 200", True),
+        ("hqpid", "median / bare warm QP"): ("<= 3", True),
+        ("achd_rnea", "median / bare rnea"): ("<= 40", True),
+    }
+
+
+def test_late_percent_is_late_steps_over_steps_and_judged_below_half_a_percent() -> None:
+    """4 late steps in 1000 pass (0.4 % < 0.5 %); 5 fail (0.5 % is not below it)."""
+    sim = {"steps": 1000, "late_steps": 4, "late_runs": 2, "longest_late_run": 3, "answered_states": 1001}
+    fig = summary_figures(sim, {})
+    assert fig["late_percent"] == pytest.approx(0.4) and fig["unanswered_states"] == 0
+    assert (fig["late_runs"], fig["longest_late_run"]) == (2, 3)
+    late = [t for t in targets({"dds": {"controllers": {"gravity_comp": fig}}}) if t.what == LATE_STEPS]
+    assert len(late) == 1 and late[0].passed and late[0].limit == "< 0.5"
+    fig = summary_figures({**sim, "late_steps": 5}, {})
+    late = [t for t in targets({"dds": {"controllers": {"gravity_comp": fig}}}) if t.what == LATE_STEPS]
+    assert fig["late_percent"] == pytest.approx(0.5) and not late[0].passed
+
+
 def test_paced_calls_idle_between_calls() -> None:
     """One call per period on a fixed grid: call k starts no earlier than k periods in."""
     starts: list[float] = []
@@ -246,7 +285,8 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
         assert all(_finite(v) and v > 0 for v in parts.values()), parts
         assert parts["prepare"] < parts["step"] <= parts["compute"], parts
         assert parts["qp_solve"] < parts["step"], parts
-        assert parts["qp_floor_after_prepare"] < parts["step"], parts  # a solve, not a step
+        # (qp_floor_after_prepare is timed apart from the step, so no order between the two holds
+        # on every host; that it replays the controller's problems is tested on its own below.)
 
     conversions = data["conversions"]
     for node_side in (
@@ -345,7 +385,7 @@ def test_qp_controllers_may_meet_dds_targets_by_breaking_their_step_down() -> No
         }
     }
     verdict = {(t.subject, t.what): t for t in targets(results)}
-    median, late, lost = "latency median (ms)", "steps without a fresh command (%)", "commands lost"
+    median, late, lost = "latency median (ms)", LATE_STEPS, "commands lost"
     assert not verdict["qpid", median].passed and verdict["qpid", median].alternative
     assert not verdict["qpid", late].passed and verdict["qpid", late].alternative
     assert verdict["qpid", lost].passed and not verdict["qpid", lost].alternative
@@ -367,7 +407,7 @@ def test_failed_late_steps_carry_the_host_timer_floor() -> None:
     unmeasured = _dds_figures(2.0, {})
     runs = {"gravity_comp": slow, "computed_torque": quiet, "achd_rnea": unmeasured}
     results = {"dds": {"controllers": runs}}
-    late = {t.subject: t for t in targets(results) if t.what == "steps without a fresh command (%)"}
+    late = {t.subject: t for t in targets(results) if t.what == LATE_STEPS}
     assert not late["gravity_comp"].passed and "1.5 %" in late["gravity_comp"].context
     assert "took 120 ms" in late["gravity_comp"].context
     assert late["computed_torque"].passed and not late["computed_torque"].context
@@ -381,7 +421,7 @@ def test_step_parts_come_from_both_nodes_summaries() -> None:
     """The hops are what the latency median leaves after the simulator's publication and the
     controller's callback; parts a controller does not report stay absent."""
     sim = {"latency": {"p50_ms": 0.40, "p99_ms": 0.9}, "state_out": {"p50_ms": 0.03, "p99_ms": 0.06}}
-    ctrl = {
+    ctrl: dict[str, Any] = {
         "compute": {"p50_ms": 0.15, "p99_ms": 0.3},
         "callback": {"p50_ms": 0.22, "p99_ms": 0.4},
         "callback_parts": {

@@ -5,11 +5,19 @@ Two runs per controller, both started by :class:`torque_ctrl_ros.node_processes.
 
 - **realtime** (1 kHz, wall-clock paced): achieved step rate; state→command latency (the
   simulator's wall time from publishing state k to receiving the command that answers it)
-  median / p99 / max; commands lost (published by the controller, never received by the
-  simulator); steps *late* (the step was taken before the current state had been answered, so
-  the plant ran that millisecond on the previous command); steps on the safe torque.
+  median / p99 / max, over the first answer to each state only and without the answer that
+  ends the start-up wait (it holds the controller's cold first call); commands lost (published
+  by the controller, never received by the simulator); steps *late* (the step was taken before
+  the current state had been validly answered, i.e. no answer yet or a rejected one, so the
+  plant ran that millisecond on the command held from before; it may still be "fresh" in the
+  simulator's sense, within ``command_timeout``); steps on the safe torque.
 - **lockstep**: the simulator waits for each answer, so the loop runs as fast as the two
-  processes and DDS allow: simulated seconds per wall-clock second.
+  processes and DDS allow: simulated seconds per wall-clock second, the wall time counted from
+  the first step on (process start, discovery and the cold first answer excluded).
+
+No target is sent in either run: the arm holds its start pose (the compute section, by
+contrast, runs the controllers along a motion). The controller's compute and callback figures
+are over every call, its cold first call included (it is their max in most runs).
 
 With ``composed``, both nodes run in one process on one executor
 (:mod:`torque_ctrl_ros.nodes.composed`, what a component container does).
@@ -119,8 +127,8 @@ def summary_figures(sim: Mapping[str, Any], ctrl: Mapping[str, Any]) -> dict[str
         "commands_lost": lost,
         "late_steps": late,
         "late_percent": 100.0 * late / steps if steps else _NAN,
-        # Runs of consecutive late steps, and the longest (steps in a row without a fresh
-        # command: the plant ran one more step than that on the command held through it).
+        # Runs of consecutive late steps, and the longest (steps in a row whose state was not
+        # answered by its tick: the plant ran one more step than that on the command held through it).
         "late_runs": sim.get("late_runs"),
         "longest_late_run": sim.get("longest_late_run"),
         "safe_torque_steps": sim.get("missing_command_steps"),
