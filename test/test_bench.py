@@ -171,6 +171,15 @@ def test_the_compute_targets_are_issue_6s() -> None:
         "qpid": (None, 100.0, 3.0),
         "hqpid": (None, 200.0, 3.0),
     }
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    t = COMPUTE_TARGETS
+    stated = (
+        f"gravity compensation and computed torque ≤ {t['gravity_comp'][0]:g}× one bare "
+        f"`pinocchio.rnea` call, ACHD→RNEA ≤ {t['achd_rnea'][0]:g}×, QPID ≤ {t['qpid'][1]:g} µs and "
+        f"HQPID ≤ {t['hqpid'][1]:g} µs, each ≤ {t['qpid'][2]:g}× a bare warm ProxSuite solve"
+    )
+    assert t["computed_torque"] == t["gravity_comp"] and t["hqpid"][2] == t["qpid"][2]
+    assert stated in " ".join(readme.split()), stated
     fig = {"median_us": 150.0, "ratio_to_rnea_median": 20.0, "ratio_to_qp_median": 3.0}
     verdict = {
         (t.subject, t.what): (t.limit, t.passed)
