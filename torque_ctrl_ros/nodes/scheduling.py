@@ -304,11 +304,11 @@ class Placement:
             )
         # Checked here too, not only by each node (request_cpus): a runner then refuses the spec
         # before starting anything, and its message names the runner's option.
-        allowed = os.sched_getaffinity(0)
-        if not sim_cpus | ctrl_cpus <= allowed:
+        usable = os.sched_getaffinity(0)
+        if not sim_cpus | ctrl_cpus <= usable:
             raise ConfigError(
-                f"cpus: CPUs {sorted((sim_cpus | ctrl_cpus) - allowed)} are not available; "
-                f"this process may use {sorted(allowed)}"
+                f"cpus: CPUs {sorted((sim_cpus | ctrl_cpus) - usable)} are not available; "
+                f"this process may use {sorted(usable)}"
             )
         return cls(rt_priority, sim, ctrl, cpu_latency_us)
 
