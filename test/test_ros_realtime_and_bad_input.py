@@ -153,14 +153,14 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
         # The host stalls the simulator itself, longer and more often than the test does.
         warnings.warn(
             f"the hypervisor took {steal:.1f} % of the CPU time: the simulator fell > 50 ms behind "
-            f"{stats['overruns']} times, {longest} steps in a row went without a fresh command, "
+            f"{stats['overruns']} times, {longest} steps in a row were not answered by their tick, "
             f"{max(lost, 0)} commands lost",
             stacklevel=1,
         )
         assert lost <= longest
     elif longest >= _SHM_FALLBACK_STEPS:
         warnings.warn(
-            f"{longest} steps in a row without a fresh command (a 333 ms Fast DDS shared-memory "
+            f"{longest} steps in a row not answered by their tick (a 333 ms Fast DDS shared-memory "
             f"fallback poll, or an overloaded host); {max(lost, 0)} commands lost",
             stacklevel=1,
         )
