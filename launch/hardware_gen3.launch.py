@@ -82,7 +82,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
-from torque_ctrl_ros.paths import find_data_file
+from torque_ctrl_ros.paths import find_model_file
 
 PACKAGE = "torque_ctrl_ros"
 
@@ -114,10 +114,7 @@ def _check(context: LaunchContext) -> list[Node]:
     _max_age(context)
     model_file = _model_file(context)
     if model_file:
-        try:
-            find_data_file(model_file, "urdf")
-        except FileNotFoundError as exc:
-            raise FileNotFoundError(f"hardware_gen3: model_file: {exc}") from None
+        find_model_file(model_file, "hardware_gen3")
     return []
 
 

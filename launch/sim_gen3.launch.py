@@ -49,7 +49,7 @@ from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
 from torque_ctrl_ros.joint_order import joint_order_error
-from torque_ctrl_ros.paths import find_data_file
+from torque_ctrl_ros.paths import find_model_file
 
 PACKAGE = "torque_ctrl_ros"
 
@@ -76,10 +76,7 @@ def _check(context: LaunchContext) -> list[Node]:
     does not exist, and two ``joints`` orders (:func:`~torque_ctrl_ros.joint_order.joint_order_error`)."""
     model_file = _model_file(context)
     if model_file:
-        try:
-            find_data_file(model_file, "urdf")
-        except FileNotFoundError as exc:
-            raise FileNotFoundError(f"sim_gen3: model_file: {exc}") from None
+        find_model_file(model_file, "sim_gen3")
     mismatch = joint_order_error(_files(context), model_file)
     if mismatch:
         raise ValueError(f"sim_gen3: {mismatch}")

@@ -22,7 +22,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 from launch import LaunchContext, LaunchDescription
-from torque_ctrl_ros.paths import find_data_file
+from torque_ctrl_ros.paths import find_model_file
 
 PACKAGE = "torque_ctrl_ros"
 
@@ -36,10 +36,7 @@ def _robot_state_publisher(context: LaunchContext) -> list[Node]:
     # An including launch file sets model_file to "" when it was not given one.
     name = LaunchConfiguration("model_file").perform(context).strip()
     name = name or str(Path(get_package_share_directory(PACKAGE)) / "urdf" / "gen3.urdf")
-    try:
-        path = find_data_file(name, "urdf")
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(f"view_gen3: model_file: {exc}") from None
+    path = find_model_file(name, "view_gen3")
     if path.suffix.lower() != ".urdf":
         raise ValueError(
             f"view_gen3: model_file: {str(path)!r} is not a .urdf; robot_state_publisher reads only URDF "

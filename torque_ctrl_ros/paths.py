@@ -87,3 +87,16 @@ def find_data_file(name: str, folder: str) -> Path:
         if candidate.is_file():
             return candidate
     raise FileNotFoundError(f"{name!r} does not exist (tried {', '.join(map(str, tried))}){missing_share}")
+
+
+def find_model_file(name: str, launch_file: str) -> Path:
+    """The file a launch file's ``model_file`` argument names (:func:`find_data_file`, bare names
+    in ``urdf``), looked up before any process starts.
+
+    Raises:
+        FileNotFoundError: no such file, the message beginning ``<launch_file>: model_file:``.
+    """
+    try:
+        return find_data_file(name, "urdf")
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"{launch_file}: model_file: {exc}") from None
