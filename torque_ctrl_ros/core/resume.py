@@ -253,7 +253,7 @@ class ResumeTracker:
         a state whose stamp is not newer than every stamp answered before it counts one step of the
         stream (:attr:`StreamPeriod.typical`; :data:`~.robot.CONTROL_PERIOD` while unknown), so that
         states repeating one stamp, or going back, on a frozen clock do not get the same safe
-        command for ever (measured from the current stamp, one going back had cancelled them)."""
+        command for ever."""
         if math.isnan(self._window_stamp):
             self._window_stamp, self._window_now = stamp, now
             self._window_newest, self._window_repeats = stamp, 0
