@@ -17,7 +17,7 @@ accelerations within :data:`MAX_TARGET_VELOCITY` and :data:`MAX_TARGET_ACCELERAT
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from numpy.typing import NDArray
@@ -176,22 +176,21 @@ def check_target_rates(what: str, velocity: FloatArray | None, acceleration: Flo
     :data:`MAX_TARGET_VELOCITY` or its ``acceleration`` (rad/s², m/s²) above
     :data:`MAX_TARGET_ACCELERATION` in size (``None``: not given); ``what`` begins the message.
 
-    For vectors already checked finite (:func:`~.validation.as_vector`). An approach hands the
-    controller a new target every step, so this runs every step then: on Python floats, ~1 µs
-    for two 7-vectors where numpy's ``abs`` and ``max`` took ~3."""
-    if velocity is not None and _above(velocity, MAX_TARGET_VELOCITY):
+    An approach hands the controller a new target every step, so this runs every step then
+    (:func:`within`: ~1.2 µs for two 7-vectors, where numpy's ``abs`` and ``max`` took ~3)."""
+    if velocity is not None and not within(velocity, MAX_TARGET_VELOCITY):
         _refuse_rate(what, "velocity", velocity, MAX_TARGET_VELOCITY, "rad/s or m/s")
-    if acceleration is not None and _above(acceleration, MAX_TARGET_ACCELERATION):
+    if acceleration is not None and not within(acceleration, MAX_TARGET_ACCELERATION):
         _refuse_rate(what, "acceleration", acceleration, MAX_TARGET_ACCELERATION, "rad/s² or m/s²")
 
 
-def _above(values: FloatArray, bound: float) -> bool:
-    """Whether an entry of the finite vector ``values`` is above ``bound`` in size."""
-    entries = values.tolist()
-    return bool(entries) and (max(entries) > bound or min(entries) < -bound)
+def within(values: FloatArray, bound: float) -> bool:
+    """Whether every entry of the vector ``values`` lies in ``[−bound, bound]`` (``False`` for a
+    NaN). On Python floats: ~0.6 µs for a 7-vector, ``np.abs(values).max() <= bound`` ~1.5."""
+    return all(-bound <= x <= bound for x in values.tolist())
 
 
-def _refuse_rate(what: str, field: str, values: FloatArray, bound: float, unit: str) -> None:
+def _refuse_rate(what: str, field: str, values: FloatArray, bound: float, unit: str) -> NoReturn:
     raise TargetError(
         f"{what} {field}: an entry above {bound:g} {unit} in size, which no real target reaches: "
         f"{values.tolist()}"

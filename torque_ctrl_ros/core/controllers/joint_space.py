@@ -10,7 +10,7 @@ import numpy as np
 
 from ..robot import RobotModel, check_pd_gains
 from ..safety import MAX_ANGLE
-from ..target_checks import MAX_TARGET_ACCELERATION, MAX_TARGET_VELOCITY, checked_joint_reference
+from ..target_checks import MAX_TARGET_ACCELERATION, MAX_TARGET_VELOCITY, checked_joint_reference, within
 from ..types import JointReference, JointState
 from ..validation import FloatArray, as_vector
 from .base import Controller, reject_unknown_keys
@@ -107,7 +107,7 @@ def _well_formed(reference: JointReference, n: int) -> bool:
         isinstance(q, np.ndarray)
         and q.dtype == np.float64
         and q.shape == (n,)
-        and np.abs(q).max() <= MAX_ANGLE  # False for NaN
+        and within(q, MAX_ANGLE)  # False for NaN
     ):
         return False
     for arr, bound in ((reference.v, MAX_TARGET_VELOCITY), (reference.a, MAX_TARGET_ACCELERATION)):
@@ -115,7 +115,7 @@ def _well_formed(reference: JointReference, n: int) -> bool:
             isinstance(arr, np.ndarray)
             and arr.dtype == np.float64
             and arr.shape == (n,)
-            and np.abs(arr).max() <= bound  # False for NaN
+            and within(arr, bound)
         ):
             return False
     return True
