@@ -200,13 +200,6 @@ class Task(ABC):
         e = self.error
         return math.sqrt(float(e @ e))
 
-    @staticmethod
-    def _optional(field: str, value: Any, size: int) -> FloatArray:
-        """``value`` as a checked ``size``-vector (zeros for ``None``); raises :class:`TargetError`."""
-        if value is None:
-            return np.zeros(size)
-        return as_vector(field, value, size, error=TargetError)
-
 
 class FrameTask(Task):
     """Shared code of the tasks on one frame: Jacobian and drift rows ``rows`` of the 6-D ones."""
@@ -253,10 +246,9 @@ class FrameTask(Task):
         vel6 = None if vel is None else _as6(self.name, vel)
         acc6 = None if acc is None else _as6(self.name, acc)
         check_target_rates(f"{self.name} target", vel6, acc6)
-        ref_vel = self._optional(f"{self.name} target velocity", None if vel6 is None else vel6[s], self.dim)
-        ref_acc = self._optional(
-            f"{self.name} target acceleration", None if acc6 is None else acc6[s], self.dim
-        )
+        # _as6 gave checked float64 copies: their rows need no second check.
+        ref_vel = np.zeros(self.dim) if vel6 is None else vel6[s]
+        ref_acc = np.zeros(self.dim) if acc6 is None else acc6[s]
         # Stored only once every part is valid: a refused target leaves the previous one whole.
         self._set_target_pose(checked_pose)
         self._ref_vel[:] = ref_vel
