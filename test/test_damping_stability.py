@@ -351,6 +351,11 @@ def test_pd_gains_are_checked_against_the_delayed_discrete_loop() -> None:
     AchdRneaConfig.create(7, constrained_axes=["x", "y", "z"], kp=[100.0, 100.0, 100.0, 2e5, 100.0, 100.0])
     with pytest.raises(ConfigError, match=r"kd = 0 leaves it undamped"):  # undamped: grows slowly
         ComputedTorqueConfig.create(7, 100.0, 0.0)
+    # A stiffness too small to hold anything is a damping: its position mode decays by h·kp/kd a
+    # period, below the radius's rounding (kp 1e-12 with kd 91 had read exactly 1, refused).
+    ComputedTorqueConfig.create(7, 1e-12, 91.0)
+    with pytest.raises(ConfigError, match=r"kd 1100 1/s with kp 1e-12 on joint #1 is too much damping"):
+        ComputedTorqueConfig.create(7, 1e-12, 1100.0)
 
 
 def test_a_twist_damping_at_the_sampled_bound_is_refused(robot: RobotModel) -> None:

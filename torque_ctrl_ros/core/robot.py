@@ -307,32 +307,46 @@ def describe_delay(delay: int) -> str:
 _CRITICAL_KP_MAX = {1: "~1.6e5", 2: "~6.2e4", 3: "~3.2e4", 4: "~2.0e4"}
 
 
+#: A stiffness (1/s²) below which :func:`pd_loop_holds` counts an axis as holding no position: the
+#: decay of its position mode per period, ``h·kp/kd`` (above 1e-12 from here, for ``h·kd < 1``),
+#: would sink into the rounding of :func:`pd_spectral_radius` (~1e-15: kp 1e-12 with kd 91 reads
+#: exactly 1, unstable).
+NEGLIGIBLE_STIFFNESS = 1e-6
+
+
+def pd_loop_holds(kp: float, kd: float, delay: int = 1) -> bool:
+    """Whether ``ë = −kp·e − kd·ė`` decays stepped at 1 kHz with the command ``delay`` periods
+    late: a damping alone (``kp`` below :data:`NEGLIGIBLE_STIFFNESS`: ``ė⁺ = ė − h·kd·ė₋d``) by
+    ``h·kd <`` :func:`damping_eigenvalue_bound` ``(delay)``, else by :func:`pd_spectral_radius`
+    ``< 1``."""
+    if kp < NEGLIGIBLE_STIFFNESS:
+        return CONTROL_PERIOD * kd < damping_eigenvalue_bound(delay)
+    return pd_spectral_radius(kp, kd, CONTROL_PERIOD, delay) < 1.0
+
+
 def check_pd_gains(field: str, kp: FloatArray, kd: FloatArray, axes: Sequence[str], delay: int = 1) -> None:
-    """:class:`ConfigError` naming the first axis whose gains :func:`pd_spectral_radius` finds
-    unstable at 1 kHz with the command ``delay`` periods late (1: the delay every damping bound
-    here allows by default; more with a robot's :attr:`RobotModel.command_delay`). An axis with
-    ``kp = 0`` holds no position: its velocity follows ``ė⁺ = ė − h·kd·ė₋d``, a damping held to
-    ``h·kd <`` :func:`damping_eigenvalue_bound` ``(delay)``."""
+    """:class:`ConfigError` naming the first axis whose gains fail :func:`pd_loop_holds` at 1 kHz
+    with the command ``delay`` periods late (1: the delay every damping bound here allows by
+    default; more with a robot's :attr:`RobotModel.command_delay`). An axis with ``kp`` 0 (below
+    :data:`NEGLIGIBLE_STIFFNESS`) holds no position: its velocity follows ``ė⁺ = ė − h·kd·ė₋d``, a
+    damping held to ``h·kd <`` :func:`damping_eigenvalue_bound` ``(delay)``."""
     for name, p, d in zip(axes, kp, kd, strict=True):
-        if float(p) == 0.0:
-            lam = CONTROL_PERIOD * float(d)
-            if not lam < damping_eigenvalue_bound(delay):
-                raise ConfigError(
-                    f"{field}: kd {float(d):g} 1/s with kp 0 on {name} is too much damping at "
-                    f"{1e-3 / CONTROL_PERIOD:g} kHz with the command {describe_delay(delay)}: h·kd = "
-                    f"{lam:.3g} >= {damping_eigenvalue_bound(delay):.3g} (the velocity error rings and grows)"
-                )
+        if pd_loop_holds(float(p), float(d), delay):
             continue
-        radius = pd_spectral_radius(float(p), float(d), delay=delay)
-        if not radius < 1.0:
-            critical = _CRITICAL_KP_MAX.get(delay)
+        when = f"{1e-3 / CONTROL_PERIOD:g} kHz with the command {describe_delay(delay)}"
+        if float(p) < NEGLIGIBLE_STIFFNESS:
             raise ConfigError(
-                f"{field}: kp {float(p):g} 1/s², kd {float(d):g} 1/s on {name} are unstable at "
-                f"{1e-3 / CONTROL_PERIOD:g} kHz with the command {describe_delay(delay)} (the error grows by "
-                f"{radius:.3g} per period); "
-                + ("kd = 0 leaves it undamped" if float(d) == 0.0 else "lower them")
-                + (f" (at critical damping, kd = 2·√kp, kp up to {critical} passes)" if critical else "")
+                f"{field}: kd {float(d):g} 1/s with kp {float(p):g} on {name} is too much damping at "
+                f"{when}: h·kd = {CONTROL_PERIOD * float(d):.3g} >= {damping_eigenvalue_bound(delay):.3g} "
+                "(the velocity error rings and grows)"
             )
+        critical = _CRITICAL_KP_MAX.get(delay)
+        raise ConfigError(
+            f"{field}: kp {float(p):g} 1/s², kd {float(d):g} 1/s on {name} are unstable at {when} (the "
+            f"error grows by {pd_spectral_radius(float(p), float(d), delay=delay):.3g} per period); "
+            + ("kd = 0 leaves it undamped" if float(d) == 0.0 else "lower them")
+            + (f" (at critical damping, kd = 2·√kp, kp up to {critical} passes)" if critical else "")
+        )
 
 
 class RobotModel:

@@ -28,6 +28,7 @@ from ..robot import (
     RobotModel,
     damping_eigenvalue_bound,
     describe_delay,
+    pd_loop_holds,
     pd_spectral_radius,
 )
 from ..validation import FloatArray, as_positive_float, as_vector, check_choice
@@ -448,13 +449,6 @@ def _largest_stable_alpha(delay: int) -> float:
     return stable
 
 
-#: A stiffness (1/s²) below which :func:`_loop_holds` counts a joint as holding no position: the
-#: decay of its position mode per period, ``h·kp/kd`` (above 1e-12 from here, for ``h·kd < 1``),
-#: would sink into the rounding of :func:`~torque_ctrl_ros.core.robot.pd_spectral_radius` (~1e-15:
-#: kp 1e-12 with kd 91 reads exactly 1, unstable).
-_NEGLIGIBLE_STIFFNESS = 1e-6
-
-
 def check_velocity_weight(
     section: str,
     velocity_weight: FloatArray,
@@ -473,7 +467,8 @@ def check_velocity_weight(
         q̈ = (Σ w_i·(kp_i·e − kd_i·q̇) − Δt·w3·q̇) / (Σ w_i + w2 + Δt²·w3)
 
     the PD law ``kp = Σ w_i·kp_i / den``, ``kd = (Σ w_i·kd_i + Δt·w3) / den``, held to the bounds
-    of :func:`~torque_ctrl_ros.core.robot.check_pd_gains` (:func:`_loop_holds`). Without posture
+    of :func:`~torque_ctrl_ros.core.robot.check_pd_gains`
+    (:func:`~torque_ctrl_ros.core.robot.pd_loop_holds`). Without posture
     tasks ``Δt·kd = Δt²·w3 / (w2 + Δt²·w3)`` must stay below
     :func:`~torque_ctrl_ros.core.robot.damping_eigenvalue_bound` ``(delay)``: with ``w2 = 0`` it
     is 1, a marginal loop even one period late. A direction a Cartesian task also weights has that
@@ -500,7 +495,7 @@ def check_velocity_weight(
         posture = [(float(w[j]), float(kp[j]), float(kd[j])) for w, kp, kd in postures]
         w3, w2 = float(velocity_weight[j]), float(acceleration_weight[j])
         kp_loop, kd_loop = _self_motion_gains(w3, w2, posture)
-        if _loop_holds(kp_loop, kd_loop, delay):
+        if pd_loop_holds(kp_loop, kd_loop, delay):
             continue
         largest = _largest_stable_velocity_weight(w2, posture, delay)
         allowed = (
@@ -531,17 +526,6 @@ def _self_motion_gains(
     return kp, kd
 
 
-def _loop_holds(kp: float, kd: float, delay: int) -> bool:
-    """Whether ``ë = −kp·e − kd·ė`` decays stepped at 1 kHz with the command ``delay`` periods
-    late, as :func:`~torque_ctrl_ros.core.robot.check_pd_gains` decides it: a damping alone
-    (``kp`` below :data:`_NEGLIGIBLE_STIFFNESS`) by ``h·kd <``
-    :func:`~torque_ctrl_ros.core.robot.damping_eigenvalue_bound`, else by
-    :func:`~torque_ctrl_ros.core.robot.pd_spectral_radius` ``< 1``."""
-    if kp < _NEGLIGIBLE_STIFFNESS:
-        return CONTROL_PERIOD * kd < damping_eigenvalue_bound(delay)
-    return pd_spectral_radius(kp, kd, CONTROL_PERIOD, delay) < 1.0
-
-
 def _largest_stable_velocity_weight(
     w2: float, posture: Sequence[tuple[float, float, float]], delay: int
 ) -> float:
@@ -550,7 +534,7 @@ def _largest_stable_velocity_weight(
     stable, unstable = 0.0, MAX_WEIGHT
     for _ in range(60):
         w3 = 0.5 * (stable + unstable)
-        if _loop_holds(*_self_motion_gains(w3, w2, posture), delay):
+        if pd_loop_holds(*_self_motion_gains(w3, w2, posture), delay):
             stable = w3
         else:
             unstable = w3
