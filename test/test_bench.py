@@ -99,12 +99,7 @@ def test_each_floor_is_the_figure_of_its_own_call(monkeypatch: pytest.MonkeyPatc
     configs = {name: BENCH_CONFIGS[name] for name in ("computed_torque", "qpid", "hqpid")}
     result = compute.run(configs, count=8, paced=5)
     assert warmups == [WARMUP] * 3
-    assert (result["states"], result["warmup"], result["paced_states"], result["parts_states"]) == (
-        8,
-        WARMUP,
-        5,
-        5,
-    )
+    assert (result["states"], result["warmup"], result["paced_states"]) == (8, WARMUP, 5)
     for name, fig in result["controllers"].items():
         assert fig["median_us"] == 100.0 and fig["floor_rnea"]["median_us"] == 2.0, name
         assert fig["ratio_to_rnea_median"] == 50.0 and fig["paced_1khz"]["median_us"] == 7.0, name
@@ -264,7 +259,7 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
     compute = data["compute"]
     assert compute["states"] == 40
     # What the figures leave out is recorded next to them.
-    assert compute["warmup"] == WARMUP and compute["paced_states"] == compute["parts_states"] == 40
+    assert compute["warmup"] == WARMUP and compute["paced_states"] == 40
     assert set(compute["controllers"]) == set(BENCH_CONFIGS)
     for name, fig in compute["controllers"].items():
         assert all(_finite(fig[k]) for k in TIMING_KEYS), name

@@ -237,9 +237,9 @@ def format_report(results: dict[str, Any]) -> str:
         parts.append(
             f"\nController compute per step ({c['states']} states along a simulated motion); floors (bare "
             "pin.rnea, bare warm solves of the same QPs) timed in blocks interleaved with each controller; "
-            f"not timed: {c.get('warmup', '?')} warm-up calls before each series, and for the QP controllers "
+            f"not timed: {c['warmup']} warm-up calls before each series, and for the QP controllers "
             f"a cold step at state 0 after them; 1 kHz paced: one call per ms, idle in between, as in a "
-            f"node, over the first {c.get('paced_states', '?')} states"
+            f"node, over the first {c['paced_states']} states"
             + (f" ({held})" if (held := results.get("settings", {}).get("cpu_latency")) else "")
         )
         rows = []
@@ -278,7 +278,7 @@ def format_report(results: dict[str, Any]) -> str:
         if qp_parts:
             parts.append(
                 f"\nQP controllers' step by part, medians µs (back to back, over the first "
-                f"{c.get('parts_states', '?')} states of the same motion): compute = "
+                f"{c['paced_states']} states of the same motion): compute = "
                 "state check + step + saturation; step = prepare + QP solve + fill & rest, timed inside the "
                 "step; prepare's parts timed one by one in its order on a second instance (their sum leaves "
                 "out the tasks' cost terms and the reference); QP solve = every level's update + solve; "

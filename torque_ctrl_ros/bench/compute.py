@@ -72,8 +72,8 @@ def run(
 
     Not timed, and recorded in the result: each timed series is preceded by ``warmup`` calls at
     states ``0 … warmup−1`` (:data:`.stats.WARMUP`); a QP controller is then reset and stepped
-    once more, cold, at state 0 (see :func:`controller_calls`); ``paced_states`` and
-    ``parts_states`` say how many of the first states the paced figure and the parts cover.
+    once more, cold, at state 0 (see :func:`controller_calls`); ``paced_states`` says how many of
+    the first states the paced figure and the parts cover.
     """
     robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
     qs, vs = realistic_states(count, seed)
@@ -83,7 +83,6 @@ def run(
         "states": count,
         "warmup": WARMUP,
         "paced_states": paced,
-        "parts_states": paced,
         "controllers": {},
     }
     rnea = rnea_floor(robot, states)
