@@ -92,8 +92,9 @@ COMPUTE_TARGETS: dict[str, tuple[float | None, float | None, float | None]] = {
 
 #: The late-step target's quantity. A late step is one the simulator took before the state it had
 #: published had been validly answered (no answer yet, or a rejected one): the plant ran that
-#: millisecond on the command held from before. Not "without a fresh command": in the simulator,
-#: "fresh" means a held command within ``command_timeout``, which a late step usually still has.
+#: millisecond on the command held from before while it was fresh, else on the safe torque. Not
+#: "without a fresh command": in the simulator, "fresh" means a held command within
+#: ``command_timeout``, which a late step usually still has.
 LATE_STEPS = "steps whose state was not answered by its tick (%)"
 
 #: The controllers whose DDS targets may be met by a breakdown of their step instead.

@@ -8,9 +8,9 @@ Two runs per controller, both started by :class:`torque_ctrl_ros.node_processes.
   median / p99 / max, over the first answer to each state only and without the answer that
   ends the start-up wait (it holds the controller's cold first call); commands lost (published
   by the controller, never received by the simulator); steps *late* (the step was taken before
-  the current state had been validly answered, i.e. no answer yet or a rejected one, so the
-  plant ran that millisecond on the command held from before; it may still be "fresh" in the
-  simulator's sense, within ``command_timeout``); steps on the safe torque.
+  the current state had been validly answered, i.e. no answer yet or a rejected one: the plant
+  ran that millisecond on the command held from before while it was "fresh", within
+  ``command_timeout``, else on the safe torque); steps on the safe torque.
 - **lockstep**: the simulator waits for each answer, so the loop runs as fast as the two
   processes and DDS allow: simulated seconds per wall-clock second, the wall time counted from
   the first step on (process start, discovery and the cold first answer excluded).

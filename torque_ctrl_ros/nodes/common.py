@@ -270,8 +270,8 @@ class Runs:
     """Runs of consecutive events in a per-step stream: how many steps, how many runs, the longest.
 
     The simulator feeds it one flag per step (late or not): ``longest`` is then the most steps
-    in a row whose state was not answered by its tick (the plant ran one step more than that on
-    the command held through them: the step it answered, then the late ones).
+    in a row whose state was not answered by its tick (the plant ran them on the command held
+    from the last answered step while it was fresh, else on the safe torque).
     """
 
     def __init__(self) -> None:
