@@ -53,7 +53,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayLayout
 
 from ..core.errors import ConfigError, ModelError, StateError
 from ..core.robot import CONTROL_PERIOD
-from ..sim.commands import ACCEPTED, CommandRules, Verdict
+from ..sim.commands import ACCEPTED, MAX_COMMAND_BYTES, CommandRules, Verdict
 from ..sim.plant import MujocoPlant
 from .common import (
     CLOCK_TOPIC,
@@ -262,7 +262,11 @@ class SimNode:
 
     # ---------------------------------------------------------------- commands
     def _on_command_bytes(self, raw: bytes) -> None:
-        """A serialized command: read in place, or deserialized by rclpy if not little-endian CDR."""
+        """A serialized command: read in place, or deserialized by rclpy if not little-endian CDR;
+        one over :data:`~torque_ctrl_ros.sim.commands.MAX_COMMAND_BYTES` is rejected unread."""
+        if len(raw) > MAX_COMMAND_BYTES:
+            self._unreadable(f"command message of {len(raw)} bytes, over {MAX_COMMAND_BYTES}: not read")
+            return
         try:
             fast = self.command_wire.decode(raw)
         except StateError as exc:  # a malformed stamp label

@@ -55,6 +55,11 @@ class Verdict(enum.Enum):
 #: a member lookup (``Verdict.ACCEPTED``) costs ~80 ns on Python 3.11, a global ~20 ns.
 ACCEPTED = Verdict.ACCEPTED
 
+MAX_COMMAND_BYTES = 65_536
+"""Largest serialized command read (bytes); a larger one is rejected unread. A Gen3 command is
+~110 bytes (7 torques and the stamp label); a 16 MiB one of 2²⁰ layout dimensions held the
+simulator's loop 0.23 s in this package's reader and ~2 s (254 MiB) in rclpy's."""
+
 
 class CommandRules:
     """The held command and the answer to the current state, by the rules of the module docstring.
