@@ -393,6 +393,24 @@ def test_an_unreadable_command_is_counted_as_received_and_rejected(nodes: Nodes)
     assert sim.counts.commands_received == 1 and sim.counts.rejected_commands == 1
 
 
+def test_a_command_whose_layout_overruns_its_bytes_is_rejected(nodes: Nodes) -> None:
+    """A layout claiming 2^28 dimensions in 68 bytes: rclpy reads on past the failed sequence and
+    returned an untagged 7-torque command of the bytes after the count, which realtime applied."""
+    import struct
+
+    from rclpy.serialization import deserialize_message
+    from std_msgs.msg import Float64MultiArray
+
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False)
+    raw = (
+        b"\0\1\0\0" + struct.pack("<II", 0x10000000, sim.n) + bytes(4) + np.arange(1.0, sim.n + 1.0).tobytes()
+    )
+    assert len(deserialize_message(raw, Float64MultiArray).data) == sim.n  # what rclpy makes of it
+    sim._on_command_bytes(raw)
+    assert sim.counts.rejected_commands == 1 and sim.counts.commands_via_rclpy == 0
+    assert not sim.commands.held and "claims more dimensions" in sim.last_reject
+
+
 def test_an_oversized_command_is_rejected_unread(nodes: Nodes) -> None:
     """A 16 MiB command of 2²⁰ layout dimensions held the simulator's loop for 0.23 s in the fast
     reader (~2 s and 254 MiB in rclpy's): over MAX_COMMAND_BYTES it is rejected before reading."""

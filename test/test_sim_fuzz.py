@@ -167,11 +167,17 @@ def read_message(msg: Any) -> Reading:
     return Reading("ok", stamp, data, layout_ok)
 
 
-def read_bytes(raw: bytes) -> Reading:
-    """Serialized bytes read as rclpy reads them (the CDR fast path must agree)."""
+def read_bytes(raw: bytes, serialized: bool) -> Reading:
+    """Serialized bytes read as rclpy reads them (the CDR fast path must agree); with
+    ``serialized`` (the node reads the bytes itself), little-endian CDR whose layout claims more
+    dimensions than its bytes hold (12 each at least) is unreadable: rclpy would read on past the
+    failed sequence, the node refuses it."""
     from rclpy.serialization import deserialize_message
     from std_msgs.msg import Float64MultiArray
 
+    if serialized and raw[:2] == b"\x00\x01" and len(raw) >= 8:
+        if int.from_bytes(raw[4:8], "little") > (len(raw) - 8) // 12:
+            return Reading("unreadable")
     try:
         msg = deserialize_message(raw, Float64MultiArray)
     except Exception:  # rclpy's RMWError, not importable by a stable name
@@ -348,7 +354,7 @@ class Fuzz:
 
     def _deliver(self, item: Any) -> None:
         sim, case = self.sim, self.case
-        reading = read_bytes(item) if isinstance(item, bytes) else read_message(item)
+        reading = read_bytes(item, case.serialized) if isinstance(item, bytes) else read_message(item)
         if not case.serialized and reading.kind == "unreadable":
             return  # rclpy drops it before any callback
         if not case.serialized and isinstance(item, bytes):

@@ -275,6 +275,11 @@ class SimNode:
         if fast is not None:
             self._take_command(fast[0], fast[1])
             return
+        if CommandWire.overclaims(raw):
+            self._unreadable(
+                f"command message of {len(raw)} bytes whose layout claims more dimensions than it holds"
+            )
+            return
         self.counts.commands_via_rclpy += 1
         try:
             msg = deserialize_message(raw, Float64MultiArray)

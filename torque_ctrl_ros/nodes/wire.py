@@ -311,6 +311,18 @@ class CommandWire:
             return None
         return tau, label_stamp_ns(label)
 
+    @staticmethod
+    def overclaims(raw: bytes) -> bool:
+        """Whether ``raw`` is little-endian CDR whose layout claims more dimensions than its bytes
+        could hold (each takes at least 12: a string's length, ``size``, ``stride``). rclpy reads
+        such a message on past the failed sequence, as an untagged command of whatever bytes
+        follow the count; :meth:`decode` returns ``None`` for it, and the caller must then refuse
+        it rather than ask rclpy."""
+        if raw[:2] != CDR_LE[:2] or len(raw) < _HEADER + 4:
+            return False
+        (dims,) = _U32.unpack_from(raw, _HEADER)
+        return bool(dims > (len(raw) - _HEADER - 4) // 12)
+
     def _check(self) -> bool:
         n = self.n
         tau = np.multiply(np.arange(n, dtype=np.float64), 0.5) - 1.0
