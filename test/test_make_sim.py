@@ -139,6 +139,10 @@ def test_the_monitor_reads_states_from_their_bytes_in_the_first_states_joint_ord
         monitor.diag["sim"] = {"step_rate_hz": "999.5", "late_steps": "3"}
         line = monitor.status_line()
         assert "rate  999.5 Hz" in line and "late 3 " in line and "watchdog ?" in line, line
+        # Commands came, but none answered a state (untagged, or refused): no percentiles to show.
+        assert "latency: no state answered yet" in line and "nan ms" not in line, line
+        monitor.diag["sim"].update(latency_p50_ms="0.25", latency_p99_ms="0.5")
+        assert "latency p50 0.25 ms p99 0.50 ms" in monitor.status_line()
     finally:
         monitor.close()
 

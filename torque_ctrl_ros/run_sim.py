@@ -254,8 +254,7 @@ class Monitor:
             return f"t={self.sim_time:6.2f} s | waiting for the controller's first command"
         return (
             f"t={self.sim_time:6.2f} s | rate {float(sim.get('step_rate_hz', 'nan')):6.1f} Hz"
-            f" | latency p50 {float(sim.get('latency_p50_ms', 'nan')):.2f} ms p99 "
-            f"{float(sim.get('latency_p99_ms', 'nan')):.2f} ms"
+            f" | {_latency_figures(sim)}"
             f" | tracking {err:.1e} rad | watchdog {ctrl.get('watchdog_state', '?')}"
             f" | late {sim.get('late_steps', '?')} rejected {sim.get('rejected_commands', '?')}"
         )
@@ -277,6 +276,16 @@ class Monitor:
         self.executor.shutdown()
         self.node.destroy_node()
         self.rclpy.shutdown(context=self.context)
+
+
+def _latency_figures(sim: dict[str, str]) -> str:
+    """The status line's latency part from the simulator's ``/diagnostics``: percentiles over the
+    latest answered states. Commands that answer no state (untagged, or every one refused) give
+    none, and the line then says so instead of showing ``nan``."""
+    p50, p99 = float(sim.get("latency_p50_ms", "nan")), float(sim.get("latency_p99_ms", "nan"))
+    if math.isnan(p50) or math.isnan(p99):
+        return "latency: no state answered yet"
+    return f"latency p50 {p50:.2f} ms p99 {p99:.2f} ms"
 
 
 def _duration(text: str) -> float:
