@@ -36,7 +36,14 @@ from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID
 from torque_ctrl_ros.core.controllers.qpid_config import BARRIER_GROUPS, QPIDConfig
 from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
-from torque_ctrl_ros.core.qp.constraints import JointVelocityBarrier, LinearBarrier, SelfCollisionBarrier
+from torque_ctrl_ros.core.qp.constraints import (
+    Barrier,
+    JointPositionBarrier,
+    JointVelocityBarrier,
+    LinearBarrier,
+    SelfCollisionBarrier,
+    SingularityBarrier,
+)
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
 from torque_ctrl_ros.core.qp.tasks import CartesianTarget
 from torque_ctrl_ros.core.types import JointReference, JointState
@@ -1067,6 +1074,23 @@ def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
         QPID(mjcf, off, extra_barriers=[collision, no_rows])
     controller = QPID.from_params(mjcf, {**params, "joint_velocity_limit.enabled": False})
     assert [b.name for b in controller.barriers] == ["joint_position", "singularity"]
+
+
+def test_barriers_built_directly_refuse_a_gain_below_min_alpha(robot: RobotModel) -> None:
+    """The barrier classes bound ``alpha`` as the config does (:data:`MIN_ALPHA`): built directly
+    past the config, a barrier at 1e-6 would hold the arm still, without a fallback."""
+    model = SelfCollisionModel.from_file(robot, COLLISION)
+    builders: dict[str, Callable[[float], Barrier]] = {
+        "joint_position_limit": lambda a: JointPositionBarrier(robot, a),
+        "joint_velocity_limit": lambda a: JointVelocityBarrier(robot, a),
+        "self_collision": lambda a: SelfCollisionBarrier(robot, model, a, 0.02),
+        "singularity": lambda a: SingularityBarrier(robot, TOOL, a, 0.01),
+    }
+    assert set(builders) == set(BARRIER_GROUPS)
+    for group, build in builders.items():
+        with pytest.raises(ConfigError, match=rf"^{group}\.alpha: expected at least 1 1/s, got 1e-06"):
+            build(1e-6)
+        assert build(1.0).rows > 0
 
 
 def test_collision_rows_count_is_validated(robot: RobotModel) -> None:

@@ -82,8 +82,25 @@ class Barrier(ABC):
         """Refill ``C``, ``lower`` and ``margin`` for the current state."""
 
 
-def _alpha(field: str, value: float) -> float:
-    return as_positive_float(field, value)
+#: Smallest barrier gain ``α`` (1/s) accepted. ``1/α`` is how long a barrier takes to let the arm
+#: use its margin: from rest the velocity barrier allows ``|q̈| ≤ α·(v_max − |q̇|)``, a second-order
+#: one ``ḧ ≥ −α²·h``, so a small ``α`` holds the arm still far from every bound, without a fallback
+#: or a slack to show it. Measured in MuJoCo (shipped qpid, the tool 10 cm down, one group's
+#: ``alpha`` changed): at 1 every group let it arrive within 0.3 mm in 2 s, at 0.5 each still
+#: missed by 11–39 mm, and at 1e-6 the velocity barrier held the arm still.
+MIN_ALPHA = 1.0
+
+
+def check_barrier_alpha(field: str, value: Any) -> float:
+    """``value`` as a barrier's gain ``α`` (1/s), at least :data:`MIN_ALPHA`."""
+    alpha = as_positive_float(field, value)
+    if alpha < MIN_ALPHA:
+        raise ConfigError(
+            f"{field}: expected at least {MIN_ALPHA:g} 1/s, got {value!r}: a barrier takes ~1/alpha to "
+            "let the arm near its bound, so a smaller one holds the arm still (at 0.5, a 10 cm tool move "
+            "was still 1-4 cm short after 2 s)"
+        )
+    return alpha
 
 
 #: Smallest self-collision gradient filter gain ``β``: the filtered row lags the closest pairs'
@@ -144,7 +161,7 @@ class JointPositionBarrier(_JointRowsBarrier):
     def __init__(self, robot: RobotModel, alpha: float, *, soft: bool = True) -> None:
         index = np.flatnonzero(np.isfinite(robot.position_lower) & np.isfinite(robot.position_upper))
         super().__init__(index, soft=soft)
-        self.alpha = _alpha("joint_position_limit.alpha", alpha)
+        self.alpha = check_barrier_alpha("joint_position_limit.alpha", alpha)
         self.q_min = robot.position_lower[index].copy()
         self.q_max = robot.position_upper[index].copy()
         self._offset = np.concatenate([self.q_min, -self.q_max])
@@ -180,7 +197,7 @@ class JointVelocityBarrier(_JointRowsBarrier):
     def __init__(self, robot: RobotModel, alpha: float, *, soft: bool = True) -> None:
         index = np.flatnonzero(np.isfinite(robot.velocity_limit))
         super().__init__(index, soft=soft)
-        self.alpha = _alpha("joint_velocity_limit.alpha", alpha)
+        self.alpha = check_barrier_alpha("joint_velocity_limit.alpha", alpha)
         self.v_max = robot.velocity_limit[index].copy()
         self._offset = np.concatenate([self.v_max, self.v_max])
 
@@ -231,7 +248,7 @@ class SelfCollisionBarrier(Barrier):
     ) -> None:
         super().__init__(collision.pairs, soft=soft)
         self.collision = collision
-        self.alpha = _alpha("self_collision.alpha", alpha)
+        self.alpha = check_barrier_alpha("self_collision.alpha", alpha)
         self.d_safe = as_positive_float("self_collision.d_safe", d_safe, allow_zero=True)
         widest = max(collision.closest_distance(q) for q in sample_configurations(robot))
         if self.d_safe >= SAMPLED_MAX_MARGIN * widest:
@@ -376,7 +393,7 @@ class SingularityBarrier(Barrier):
                 f"singularity.frame: {frame!r} is moved by {dofs} joint(s): its 6-row "
                 "Jacobian never has rank 6, so its manipulability is 0 everywhere"
             )
-        self.alpha = _alpha("singularity.alpha", alpha)
+        self.alpha = check_barrier_alpha("singularity.alpha", alpha)
         self.w_min = as_positive_float("singularity.w_min", w_min)
         if self.w_min < 10.0 * SINGULAR_W:
             raise ConfigError(
