@@ -195,6 +195,17 @@ def test_command_decode_reads_any_float64_multiarray() -> None:
     assert CommandWire.decode(bytes(no_nul)) is None
 
 
+@pytest.mark.parametrize("tau", [np.ones(3), np.ones(8), np.ones((2, 7)), np.float64(1.0), 1.0, np.ones(0)])
+@pytest.mark.parametrize("stamp", [None, 5 * NS])
+def test_command_encoders_refuse_torques_not_one_per_joint(tau: Any, stamp: int | None) -> None:
+    """Written as given, 3 torques had gone out under a layout saying 7 (a malformed command; 14
+    for ``(2, 7)``). Both encoders refuse them alike, naming the count and the shape."""
+    expected = f"effort command tau: 7 values expected, got {np.size(tau)} (shape {np.shape(tau)})"
+    for encoder in (CommandWire(7), CommandEncoder(7)):
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            encoder.encode(tau, stamp)
+
+
 # ((dim[0] label or None for no dimension, size, stride, data_offset, values), plain: n values from 0).
 _LAYOUTS = [
     (("joints@3.000000004", 7, 7, 0, 7), True),

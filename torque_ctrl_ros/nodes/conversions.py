@@ -111,14 +111,32 @@ class CommandEncoder:
         self.msg.layout.dim = [self._dim]
 
     def encode(self, tau: FloatArray, answers_stamp_ns: int | None = None) -> Float64MultiArray:
-        """Fill the message with ``tau`` (N·m), tagged with the stamp of the state it answers."""
+        """Fill the message with ``tau`` (N·m), tagged with the stamp of the state it answers.
+
+        Raises:
+            ValueError: ``tau`` does not hold ``n`` values (:func:`size_error`).
+        """
+        data = as_double_array(tau)
+        if len(data) != self.n:
+            raise size_error("effort command tau", tau, self.n)
         if answers_stamp_ns is None:
             self._dim.label = COMMAND_LABEL
         else:
             sec, nsec = divmod(int(answers_stamp_ns), _NS)
             self._dim.label = f"{COMMAND_LABEL}@{sec}.{nsec:09d}"
-        self.msg.data = as_double_array(tau)
+        self.msg.data = data
         return self.msg
+
+
+def size_error(field: str, values: FloatArray, n: int) -> ValueError:
+    """The error of an encoder given ``values`` of ``field`` that are not ``n`` values.
+
+    Encoded as given, a command would say ``n`` values (``dim[0].size``) and hold another number,
+    and one value copied into a state's ``n`` would fill them all. The nodes always pass the
+    ``n`` values of their joints: anything else is a programming error, hence a plain
+    ``ValueError`` (:class:`StateError` is for what arrives).
+    """
+    return ValueError(f"{field}: {n} values expected, got {np.size(values)} (shape {np.shape(values)})")
 
 
 def decode_command(msg: Float64MultiArray, n: int) -> tuple[FloatArray, int | None]:

@@ -48,6 +48,7 @@ from .conversions import (
     command_stamp_ns,
     label_stamp_ns,
     plain_layout,
+    size_error,
     stamp_to_ns,
 )
 
@@ -250,13 +251,20 @@ class CommandWire:
         self.available = self._check()
 
     def encode(self, tau: FloatArray, answers_stamp_ns: int | None = None) -> bytes:
-        """Serialized command: ``tau`` (N·m), tagged with the stamp of the state it answers."""
+        """Serialized command: ``tau`` (N·m), tagged with the stamp of the state it answers.
+
+        Raises:
+            ValueError: ``tau`` does not hold ``n`` values (:func:`.conversions.size_error`).
+        """
+        n = self.n
+        data = np.ascontiguousarray(tau, dtype=np.float64).tobytes()
+        if len(data) != 8 * n:
+            raise size_error("effort command tau", tau, n)
         if answers_stamp_ns is None:
             label = COMMAND_LABEL
         else:
             sec, nsec = divmod(int(answers_stamp_ns), _NS)
             label = f"{COMMAND_LABEL}@{sec}.{nsec:09d}"
-        n = self.n
         text = label.encode()
         parts = [CDR_LE, _U32.pack(1), _U32.pack(len(text) + 1), text, b"\0"]
         at = _HEADER + 8 + len(text) + 1
@@ -264,7 +272,7 @@ class CommandWire:
         # size, stride, data_offset, data count
         parts += [bytes(pad), struct.pack("<IIII", n, n, 0, n)]
         at += pad + 16
-        parts += [bytes(_aligned(at, 8) - at), np.ascontiguousarray(tau, dtype=np.float64).tobytes()]
+        parts += [bytes(_aligned(at, 8) - at), data]
         return b"".join(parts)
 
     @staticmethod
