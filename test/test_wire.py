@@ -157,6 +157,18 @@ def test_joint_state_non_finite_values_pass_through_for_the_watchdog() -> None:
     assert decoded is not None and np.isnan(decoded[1][3])  # the caller refuses it, as before
 
 
+@pytest.mark.parametrize("field", ["q", "v", "effort"])
+@pytest.mark.parametrize("bad", [np.ones(1), np.ones(3), np.ones(8), np.ones((2, 7)), np.float64(2.0), 2.0])
+def test_joint_state_encoders_refuse_arrays_not_one_per_joint(field: str, bad: Any) -> None:
+    """Copied into the wire's 7-value buffers, one value or a scalar had filled all 7 positions
+    silently. Both encoders refuse them alike, naming the field."""
+    arrays = {"q": np.zeros(7), "v": np.zeros(7), "effort": np.zeros(7)} | {field: bad}
+    expected = f"joint state {field}: 7 values expected, got shape {np.shape(bad)}"
+    for encoder in (JointStateWire(GEN3), JointStateEncoder(GEN3)):
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            encoder.encode(5, arrays["q"], arrays["v"], arrays["effort"])
+
+
 @pytest.mark.parametrize("stamp", [None, 0, 999_999_999, 7 * NS, 1_700_000_123 * NS + 42])
 def test_command_bytes_match_rclpy_both_ways(stamp: int | None) -> None:
     n = 7
@@ -200,7 +212,7 @@ def test_command_decode_reads_any_float64_multiarray() -> None:
 def test_command_encoders_refuse_torques_not_one_per_joint(tau: Any, stamp: int | None) -> None:
     """Written as given, 3 torques had gone out under a layout saying 7 (a malformed command; 14
     for ``(2, 7)``). Both encoders refuse them alike, naming the count and the shape."""
-    expected = f"effort command tau: 7 values expected, got {np.size(tau)} (shape {np.shape(tau)})"
+    expected = f"effort command tau: 7 values expected, got shape {np.shape(tau)}"
     for encoder in (CommandWire(7), CommandEncoder(7)):
         with pytest.raises(ValueError, match=re.escape(expected)):
             encoder.encode(tau, stamp)

@@ -90,15 +90,28 @@ class JointStateEncoder:
         self.msg = JointStateMsg()
         self.msg.name = list(joint_names)
         self.msg.header.frame_id = frame_id
+        self.n = len(self.msg.name)
 
     def encode(self, stamp_ns: int, q: FloatArray, v: FloatArray, effort: FloatArray) -> JointStateMsg:
-        """Fill the message: angles (rad), velocities (rad/s), applied torques (N·m)."""
+        """Fill the message: angles (rad), velocities (rad/s), applied torques (N·m).
+
+        Raises:
+            ValueError: ``q``, ``v`` or ``effort`` does not hold one value per joint
+                (:func:`size_error`).
+        """
         msg = self.msg
         ns_to_stamp(stamp_ns, msg.header.stamp)
-        msg.position = as_double_array(q)
-        msg.velocity = as_double_array(v)
-        msg.effort = as_double_array(effort)
+        msg.position = self._field("q", q)
+        msg.velocity = self._field("v", v)
+        msg.effort = self._field("effort", effort)
         return msg
+
+    def _field(self, field: str, values: FloatArray) -> array.array:
+        """``values`` as a message field, if it holds ``n`` values."""
+        data = as_double_array(values)
+        if len(data) != self.n:
+            raise size_error(f"joint state {field}", values, self.n)
+        return data
 
 
 class CommandEncoder:
@@ -132,11 +145,12 @@ def size_error(field: str, values: FloatArray, n: int) -> ValueError:
     """The error of an encoder given ``values`` of ``field`` that are not ``n`` values.
 
     Encoded as given, a command would say ``n`` values (``dim[0].size``) and hold another number,
-    and one value copied into a state's ``n`` would fill them all. The nodes always pass the
-    ``n`` values of their joints: anything else is a programming error, hence a plain
-    ``ValueError`` (:class:`StateError` is for what arrives).
+    a joint state would not hold one value per name, and one value copied into the ``n`` of
+    :class:`~torque_ctrl_ros.nodes.wire.JointStateWire`'s buffer would fill them all. The nodes
+    always pass the ``n`` values of their joints: anything else is a programming error, hence a
+    plain ``ValueError`` (:class:`StateError` is for what arrives).
     """
-    return ValueError(f"{field}: {n} values expected, got {np.size(values)} (shape {np.shape(values)})")
+    return ValueError(f"{field}: {n} values expected, got shape {np.shape(values)}")
 
 
 def decode_command(msg: Float64MultiArray, n: int) -> tuple[FloatArray, int | None]:

@@ -86,6 +86,18 @@ def _string(text: str) -> bytes:
     return _U32.pack(len(data)) + data
 
 
+def _fill(buffer: FloatArray, field: str, values: FloatArray) -> None:
+    """Copy ``values`` into ``buffer`` if it holds as many (numpy would fill all of ``buffer`` with
+    one value, or a scalar); ``field`` names it in the error (:func:`.conversions.size_error`)."""
+    try:
+        count = len(values)
+    except TypeError:  # a scalar
+        count = None
+    if count != len(buffer):
+        raise size_error(f"joint state {field}", values, len(buffer))
+    buffer[:] = values
+
+
 class JointStateWire:
     """``sensor_msgs/JointState`` with fixed joint names, as CDR bytes.
 
@@ -159,13 +171,18 @@ class JointStateWire:
 
     # ------------------------------------------------------------------ encode
     def encode(self, stamp_ns: int, q: FloatArray, v: FloatArray, effort: FloatArray) -> bytes:
-        """Serialized state: angles (rad), velocities (rad/s), applied torques (N·m)."""
+        """Serialized state: angles (rad), velocities (rad/s), applied torques (N·m).
+
+        Raises:
+            ValueError: ``q``, ``v`` or ``effort`` does not hold one value per joint
+                (:func:`.conversions.size_error`).
+        """
         sec, nsec = divmod(int(stamp_ns), _NS)
         _STAMP.pack_into(self._buf, _HEADER, sec, nsec)
         pos, vel, eff = self._arrays
-        pos[:] = q
-        vel[:] = v
-        eff[:] = effort
+        _fill(pos, "q", q)
+        _fill(vel, "v", v)
+        _fill(eff, "effort", effort)
         return bytes(self._buf)
 
     # ------------------------------------------------------------------ decode
