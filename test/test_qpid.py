@@ -45,7 +45,7 @@ from torque_ctrl_ros.core.qp.constraints import (
     SingularityBarrier,
 )
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
-from torque_ctrl_ros.core.qp.tasks import CartesianTarget
+from torque_ctrl_ros.core.qp.tasks import CartesianTarget, PositionTask
 from torque_ctrl_ros.core.types import JointReference, JointState
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
@@ -1074,6 +1074,31 @@ def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
         QPID(mjcf, off, extra_barriers=[collision, no_rows])
     controller = QPID.from_params(mjcf, {**params, "joint_velocity_limit.enabled": False})
     assert [b.name for b in controller.barriers] == ["joint_position", "singularity"]
+
+
+@pytest.mark.parametrize("klass", [QPID, HQPID])
+def test_a_frame_task_whose_weighted_rows_never_move_is_refused(robot: RobotModel, klass: type) -> None:
+    """shoulder_link's origin lies on joint 1's axis: joint 1 turns it but never moves it, so a
+    position task there has rows that are 0 at every configuration and would never act, without
+    a word. Turning it acts (about z, through joint 1): an orientation task on it is kept."""
+    on_shoulder = {"tool.frame": "shoulder_link"}  # hqpid: one level (below, one row hides 2 DoFs)
+    refused = (
+        rf"{klass.name}\.tool\.frame: no joint moves 'shoulder_link' along the task's weighted rows "
+        r"\['x', 'y', 'z'\]: .* frames a joint moves along \['x', 'y', 'z'\]: "
+        r"\['joint_2', 'half_arm_1_link', "
+    )
+    with pytest.raises(ConfigError, match=refused):
+        klass.from_params(robot, _params(**on_shoulder))
+    # A pose task whose weights leave only the position rows is refused alike, and only those are named.
+    with pytest.raises(ConfigError, match=r"weighted rows \['x', 'z'\]"):
+        klass.from_params(
+            robot, _params(**on_shoulder, **{"tool.type": "pose", "tool.weight": [1, 0, 1, 0, 0, 0]})
+        )
+    with pytest.raises(ConfigError, match=r"^tool\.frame: no joint moves 'shoulder_link'"):
+        PositionTask("tool", robot, "shoulder_link")  # built directly, past the controller
+    oriented = klass.from_params(robot, _params(**on_shoulder, **{"tool.type": "orientation"}))
+    assert oriented.tasks[0].frame == "shoulder_link"
+    assert klass.from_params(robot, _params()).tasks[0].frame == TOOL
 
 
 def test_barriers_built_directly_refuse_a_gain_below_min_alpha(robot: RobotModel) -> None:

@@ -31,10 +31,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ConfigError
-from ..robot import RobotModel, random_configurations
+from ..robot import RobotModel
 from ..validation import FloatArray, as_positive_float
 from .collision import SelfCollisionModel
-from .tasks import KinematicsState
+from .tasks import KinematicsState, sample_configurations
 
 
 class Barrier(ABC):
@@ -326,12 +326,6 @@ SINGULAR_W = 1e-6
 #: refused: on the Gen3 an optimiser from the best samples took the tool's manipulability 4.9 %
 #: above the sampled 0.1084 m³ (the closest capsules' distance, 0.142 m, not at all).
 SAMPLED_MAX_MARGIN = 1.1
-
-
-def sample_configurations(robot: RobotModel, count: int = 200) -> FloatArray:
-    """``count`` seeded random configurations (rad) within the joint limits, for checking at start
-    that a barrier's bound can be met somewhere (:func:`~..robot.random_configurations`)."""
-    return random_configurations(robot.position_lower, robot.position_upper, count)
 
 
 def _manipulability(robot: RobotModel, frame: str, q: FloatArray) -> float:
