@@ -542,6 +542,65 @@ def test_command_labels_are_read_only_as_the_encoders_write_them() -> None:
     assert CommandWire.decode(bytes(raw)) is None  # left to rclpy, which stops at the NUL
 
 
+# A label naming ``joints`` before its ``@`` is a stamp tag, held to the encoders' form; any other
+# label (no ``@``, or another name before it) leaves the command untagged.
+_MISTYPED_TAGS = [
+    "Joints@1.000000001",
+    "JOINTS@1.000000001",
+    "joints @1.000000001",
+    " joints@1.000000001",
+    "joints\t@1.000000001",
+    "joints @1.0",
+    "joints@",
+    "joints@junk",
+]
+_UNTAGGED = ["", "joints", "Joints", "other@1.000000000", "joint_1@1.000000001", "effort", "@1.000000001"]
+
+
+def _command(label: str | None) -> Float64MultiArray:
+    """Seven torques of 0.5 N·m under one layout dimension labelled ``label`` (``None``: no layout)."""
+    from std_msgs.msg import MultiArrayDimension
+
+    msg = Float64MultiArray(data=[0.5] * 7)
+    if label is not None:
+        msg.layout.dim = [MultiArrayDimension(label=label, size=7, stride=7)]
+    return msg
+
+
+@pytest.mark.parametrize("label", _MISTYPED_TAGS)
+def test_a_mistyped_tag_is_refused_alike_on_both_paths(label: str) -> None:
+    """``Joints@1.000000001`` had passed as untagged: in realtime the simulator applies an untagged
+    command as the answer to its current state, so a command sent for an old state (or another
+    run's) skipped the check of the state it answers. Both decoders refuse it alike."""
+    from rclpy.serialization import serialize_message
+
+    from torque_ctrl_ros.nodes.wire import CommandWire
+
+    msg = _command(label)
+    raw = serialize_message(msg)
+    for read in (
+        lambda: command_stamp_ns(msg),
+        lambda: decode_command(msg, 7),
+        lambda: CommandWire.decode(raw),
+    ):
+        with pytest.raises(StateError, match=re.escape(f"{label!r}: expected joints@<sec>.<nanosec>")):
+            read()
+
+
+def test_other_labels_and_no_layout_stay_untagged_on_both_paths() -> None:
+    """What the refusal above must not catch: an empty or another label, ``joints`` itself, and no
+    layout at all (``ros2 topic pub {data: [...]}``, a forward command controller's publisher)."""
+    from rclpy.serialization import serialize_message
+
+    from torque_ctrl_ros.nodes.wire import CommandWire
+
+    for label in [*_UNTAGGED, None]:
+        msg = _command(label)
+        fast = CommandWire.decode(serialize_message(msg))
+        assert fast is not None and fast[1] is None and fast[0].tolist() == [0.5] * 7, label
+        assert command_stamp_ns(msg) is None and decode_command(msg, 7)[1] is None, label
+
+
 NODES = ("sim_node", "controller_node")
 
 

@@ -222,24 +222,30 @@ def command_stamp_ns(msg: Float64MultiArray) -> int | None:
 
 def label_stamp_ns(label: str) -> int | None:
     """The answered-state stamp (ns) in a ``joints@<sec>.<nanosec>`` label as the encoders write it
-    (``sec`` an integer, ``nanosec`` nine digits: ``sec·1e9 + nanosec``), or ``None`` for a label
-    without ``joints@`` (an untagged command).
+    (``sec`` an integer, ``nanosec`` nine digits: ``sec·1e9 + nanosec``), or ``None`` for an
+    untagged command: a label without ``@`` (empty, ``joints``, a publisher's own), or whose name
+    before the ``@`` is not ``joints`` even ignoring case and surrounding spaces (``other@1``).
 
     Raises:
-        StateError: a ``joints@`` label written otherwise. Read loosely, ``joints@1.5`` would be
-            1 s and 5 ns, and ``1_0`` ten seconds (``int`` takes underscores and spaces); taken
-            as untagged, such a command would skip the check of the state it answers. So is a
-            ``sec`` of more than ten digits (``builtin_interfaces/Time`` holds an int32): one of
-            5 000 digits would raise out of the simulator's command callback (Python refuses to
-            convert over 4 300) and end the process.
+        StateError: a label tagged otherwise: ``joints@`` followed by anything but the stamp as
+            the encoders write it, or ``joints`` in another case or with spaces before the ``@``
+            (``Joints@1.000000001``, ``joints @1.000000001``). Taken as untagged, such a command
+            would skip the check of the state it answers (in realtime an untagged command answers
+            the current state, however old the state it was sent for). Read loosely,
+            ``joints@1.5`` would be 1 s and 5 ns, and ``1_0`` ten seconds (``int`` takes
+            underscores and spaces). So is a ``sec`` of more than ten digits
+            (``builtin_interfaces/Time`` holds an int32): one of 5 000 digits would raise out of
+            the simulator's command callback (Python refuses to convert over 4 300) and end the
+            process.
     """
-    prefix = COMMAND_LABEL + "@"
-    if not label.startswith(prefix):
+    name, at, stamp = label.partition("@")
+    if not at or name.strip().casefold() != COMMAND_LABEL:
         return None
-    sec, _, nsec = label[len(prefix) :].partition(".")
+    sec, _, nsec = stamp.partition(".")
     digits = sec[1:] if sec[:1] == "-" else sec
     if not (
-        len(nsec) == 9
+        name == COMMAND_LABEL
+        and len(nsec) == 9
         and 0 < len(digits) <= 10
         and nsec.isascii()
         and nsec.isdigit()
@@ -247,7 +253,7 @@ def label_stamp_ns(label: str) -> int | None:
         and digits.isdigit()
     ):
         raise StateError(
-            f"command layout label {label[:40]!r}: expected {prefix}<sec>.<nanosec> (an integer of at most "
-            "ten digits, then nine digits), the stamp of the state it answers"
+            f"command layout label {label[:40]!r}: expected {COMMAND_LABEL}@<sec>.<nanosec> (an integer of "
+            "at most ten digits, then nine digits), the stamp of the state it answers"
         )
     return int(sec) * _NS + int(nsec)
