@@ -554,6 +554,27 @@ def test_controller_rejects_bad_targets_and_config(gen3: RobotModel) -> None:
     create_controller("achd_rnea", gen3, {"frame": "forearm_link", "constrained_axes": ["x", "y", "z"]})
 
 
+def test_constrained_axes_the_joints_never_move_the_frame_along_are_refused(gen3: RobotModel) -> None:
+    """shoulder_link's origin lies on joint 1's axis: its ``x`` row is 0 everywhere, so the
+    Delassus matrix is singular and every step was regularised (``delassus_condition`` inf),
+    though one joint moves the frame and one axis is constrained. half_arm_1_link's ``x`` and
+    ``y`` rows both come from joint 1 alone: dependent everywhere, refused alike."""
+    refused = (
+        r"^achd_rnea\.frame: the Jacobian rows of 'shoulder_link' on the constrained axes \['x'\] are 0 or "
+        r"dependent at all 32 sampled configurations .* independently: \['joint_2', 'half_arm_1_link', "
+    )
+    with pytest.raises(ConfigError, match=refused):
+        create_controller("achd_rnea", gen3, {"frame": "shoulder_link", "constrained_axes": ["x"]})
+    with pytest.raises(ConfigError, match=r"'half_arm_1_link' on the constrained axes \['x', 'y'\]"):
+        create_controller("achd_rnea", gen3, {"frame": "half_arm_1_link", "constrained_axes": ["x", "y"]})
+    # Joint 1 turns shoulder_link about z, and moves half_arm_1_link's origin (5.4 mm off its axis).
+    turned = create_controller("achd_rnea", gen3, {"frame": "shoulder_link", "constrained_axes": ["rz"]})
+    moved = create_controller("achd_rnea", gen3, {"frame": "half_arm_1_link", "constrained_axes": ["x"]})
+    state = JointState(np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57]), np.zeros(gen3.n))
+    for ctrl in (turned, moved):
+        assert ctrl.compute(state, ctrl.hold_reference(state)).info["regularised"] == 0.0
+
+
 def test_unstable_gains_are_refused_naming_the_parameters_and_the_axis(gen3: RobotModel) -> None:
     unstable = r"^achd_rnea\.kp/kd: kp 200000 1/s², kd 894\.427 1/s on z are unstable"
     with pytest.raises(ConfigError, match=unstable):

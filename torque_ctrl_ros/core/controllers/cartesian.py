@@ -49,6 +49,7 @@ from ..constrained_dynamics import (
     selection_rows,
 )
 from ..errors import ConfigError, TargetError
+from ..qp.tasks import STILL_TOLERANCE, TASK_SAMPLES, sample_configurations
 from ..reach import check_target_position
 from ..robot import DELAYED_DAMPING, RobotModel, check_pd_gains
 from ..target_checks import check_target_rates
@@ -355,6 +356,19 @@ class AchdSolution:
     dynamics: ConstrainedDynamicsResult
 
 
+def _rows_independent_somewhere(
+    robot: RobotModel, frame: str, rows: slice | np.ndarray, samples: FloatArray
+) -> bool:
+    """Whether rows ``rows`` of ``frame``'s Jacobian (``LOCAL_WORLD_ALIGNED``) have full rank at some
+    configuration of ``samples``; singular values up to :data:`~..qp.tasks.STILL_TOLERANCE` count as
+    0 (a relative tolerance would find rank 1 in a row of rounding alone)."""
+    for q in samples:
+        block = robot.frame_jacobian(q, frame)[rows]
+        if np.linalg.matrix_rank(block, tol=STILL_TOLERANCE) == block.shape[0]:
+            return True
+    return False
+
+
 class AchdRnea(Controller[PoseReference]):
     """Cartesian PD through Gauss-principle constrained dynamics, then RNEA.
 
@@ -408,6 +422,7 @@ class AchdRnea(Controller[PoseReference]):
             )
         rows = selection_rows(self.alpha)
         assert rows is not None, "alpha_from_axes gives unit axes only"
+        self._check_axes_independent(rows)
         self._alpha_rows = rows  # αᵀ·X = X[rows]: axis selection
         mask = self.alpha.sum(axis=1) > 0.0
         self._linear_mask = mask[:3]
@@ -433,6 +448,27 @@ class AchdRnea(Controller[PoseReference]):
         self._reference: PoseReference | None = None
         self._reference_se3 = pin.SE3.Identity()
         self._last_solution: AchdSolution | None = None
+
+    def _check_axes_independent(self, rows: slice | np.ndarray) -> None:
+        """Refuse constrained axes whose Jacobian rows are dependent at every sampled configuration:
+        every step would be regularised. E.g. ``x`` of shoulder_link (0 everywhere: its origin lies
+        on joint 1's axis) or ``x, y`` of half_arm_1_link (both from joint 1 alone): the check on
+        ``dofs_moving`` counts the joints that move the frame, not the axes they move it along."""
+        frame, axes = self.config.frame, list(self.config.constrained_axes)
+        samples = sample_configurations(self.robot, TASK_SAMPLES)
+        if _rows_independent_somewhere(self.robot, frame, rows, samples):
+            return
+        working = [
+            f.name
+            for f in self.robot.model.frames
+            if _rows_independent_somewhere(self.robot, f.name, rows, samples)
+        ]
+        raise ConfigError(
+            f"achd_rnea.frame: the Jacobian rows of {frame!r} on the constrained axes {axes} are 0 or "
+            f"dependent at all {TASK_SAMPLES} sampled configurations (the joints never move it along them "
+            f"independently), so every step would be regularised; frames the joints move along {axes} "
+            f"independently: {working}"
+        )
 
     @classmethod
     def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> AchdRnea:
