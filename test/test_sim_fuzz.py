@@ -82,7 +82,8 @@ EVENTS = (
     "silence",
     "stall",
 )
-#: Labels that start like a stamp and are not one as the encoders write it (``joints@<sec>.<9 digits>``).
+#: Labels tagged as a stamp (``joints`` before their first ``@``, ignoring case and surrounding
+#: spaces) and not one as the encoders write it (``joints@<sec>.<9 digits>``).
 BAD_LABELS = (
     "joints@",
     "joints@1.5",
@@ -96,9 +97,11 @@ BAD_LABELS = (
     "joints@1.0000000000",
     "joints@" + "9" * 5000 + ".000000000",
     "joints@1.000000000\n",
+    "Joints@1.000000000",
+    "joints @1.000000000",
 )
-#: Labels read as untagged (no ``joints@`` prefix).
-UNTAGGED_LABELS = ("joints", "", "Joints@1.000000000", "effort", "joints@"[:-1] + "#0.000000000")
+#: Labels read as untagged (no ``@``, or another name than ``joints`` before it).
+UNTAGGED_LABELS = ("joints", "", "Joints", "other@1.000000000", "effort", "joints@"[:-1] + "#0.000000000")
 _STAMP_LABEL = re.compile(r"joints@(-?[0-9]{1,10})\.([0-9]{9})")
 _NAN_OK = ("_p50_ms", "_p90_ms", "_p99_ms", "_max_ms")
 
@@ -158,7 +161,8 @@ def read_message(msg: Any) -> Reading:
     dims = msg.layout.dim
     data = np.array(msg.data, dtype=np.float64)
     stamp = None
-    if dims and dims[0].label.startswith("joints@"):
+    name, at, _ = dims[0].label.partition("@") if dims else ("", "", "")
+    if at and name.strip().casefold() == "joints":
         match = _STAMP_LABEL.fullmatch(dims[0].label)
         if match is None:
             return Reading("bad_label")
