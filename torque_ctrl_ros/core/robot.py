@@ -193,6 +193,24 @@ def random_configurations(
     return np.random.default_rng(seed).uniform(lo, hi, (count, lo.size))
 
 
+#: How many of :func:`sample_configurations` the start-up checks of a frame's Jacobian rows use
+#: (:meth:`RobotModel.frame_rows_rank`).
+ROW_CHECK_SAMPLES = 32
+#: Largest singular value (m/rad or rad/rad) of Jacobian rows still taken as 0 by
+#: :meth:`RobotModel.frame_rows_rank`. A row that the geometry pins reads rounding: on the Gen3 at
+#: most 1.2e-16 (shoulder_link's ry row, half_arm_1_link's z row 6.5e-19), while its shortest real
+#: lever, half_arm_1_link's origin off joint 1's axis, gives 5.4e-3. 1e-9 lies far from both. (A
+#: relative tolerance would find rank 1 in a row of rounding alone.)
+STILL_TOLERANCE = 1e-9
+
+
+def sample_configurations(robot: RobotModel, count: int = 200) -> FloatArray:
+    """``count`` seeded random configurations (rad) within ``robot``'s joint limits, for checking
+    at start that a barrier's bound can be met, or a frame's rows can move, somewhere
+    (:func:`random_configurations`)."""
+    return random_configurations(robot.position_lower, robot.position_upper, count)
+
+
 def damping_eigenvalues(m_inv: FloatArray, kd: FloatArray, period: float) -> FloatArray:
     """Largest eigenvalue of ``h·M⁻¹·K_d`` for each of a stack of ``M⁻¹`` (``m × n × n``): shape ``(m,)``.
 
@@ -767,6 +785,19 @@ class RobotModel:
         return np.array(
             pin.computeFrameJacobian(self.model, self.data, self.configuration(q), fid, reference)
         )
+
+    def frame_rows_rank(self, frame: str | int, rows: slice | NDArray[np.intp], samples: FloatArray) -> int:
+        """The largest rank of rows ``rows`` of ``frame``'s :meth:`frame_jacobian` over the
+        configurations ``samples`` (rad, one per row): 0 when no joint ever moves the frame along
+        them, ``len(rows)`` when the joints can move it along all of them independently somewhere.
+        Singular values up to :data:`STILL_TOLERANCE` count as 0."""
+        rank = 0
+        for q in samples:
+            block = self.frame_jacobian(q, frame)[rows]
+            rank = max(rank, int(np.linalg.matrix_rank(block, tol=STILL_TOLERANCE)))
+            if rank == block.shape[0]:
+                break
+        return rank
 
     def frame_bias_acceleration(self, q: FloatArray, v: FloatArray, frame: str | int) -> FloatArray:
         """Drift ``J̇·q̇`` (6,) of the frame's classical acceleration, ``[ẍ; ω̇] = J·q̈ + J̇·q̇``, with

@@ -49,9 +49,8 @@ from ..constrained_dynamics import (
     selection_rows,
 )
 from ..errors import ConfigError, TargetError
-from ..qp.tasks import STILL_TOLERANCE, TASK_SAMPLES, sample_configurations
 from ..reach import check_target_position
-from ..robot import DELAYED_DAMPING, RobotModel, check_pd_gains
+from ..robot import DELAYED_DAMPING, ROW_CHECK_SAMPLES, RobotModel, check_pd_gains, sample_configurations
 from ..target_checks import check_target_rates
 from ..types import JointState
 from ..validation import FloatArray, as_positive_float, as_rotation, as_vector, check_choice
@@ -356,19 +355,6 @@ class AchdSolution:
     dynamics: ConstrainedDynamicsResult
 
 
-def _rows_independent_somewhere(
-    robot: RobotModel, frame: str, rows: slice | np.ndarray, samples: FloatArray
-) -> bool:
-    """Whether rows ``rows`` of ``frame``'s Jacobian (``LOCAL_WORLD_ALIGNED``) have full rank at some
-    configuration of ``samples``; singular values up to :data:`~..qp.tasks.STILL_TOLERANCE` count as
-    0 (a relative tolerance would find rank 1 in a row of rounding alone)."""
-    for q in samples:
-        block = robot.frame_jacobian(q, frame)[rows]
-        if np.linalg.matrix_rank(block, tol=STILL_TOLERANCE) == block.shape[0]:
-            return True
-    return False
-
-
 class AchdRnea(Controller[PoseReference]):
     """Cartesian PD through Gauss-principle constrained dynamics, then RNEA.
 
@@ -455,19 +441,18 @@ class AchdRnea(Controller[PoseReference]):
         on joint 1's axis) or ``x, y`` of half_arm_1_link (both from joint 1 alone): the check on
         ``dofs_moving`` counts the joints that move the frame, not the axes they move it along."""
         frame, axes = self.config.frame, list(self.config.constrained_axes)
-        samples = sample_configurations(self.robot, TASK_SAMPLES)
-        if _rows_independent_somewhere(self.robot, frame, rows, samples):
+        robot, samples = self.robot, sample_configurations(self.robot, ROW_CHECK_SAMPLES)
+        count = len(axes)
+        if robot.frame_rows_rank(frame, rows, samples) == count:
             return
         working = [
-            f.name
-            for f in self.robot.model.frames
-            if _rows_independent_somewhere(self.robot, f.name, rows, samples)
+            f.name for f in robot.model.frames if robot.frame_rows_rank(f.name, rows, samples) == count
         ]
         raise ConfigError(
             f"achd_rnea.frame: the Jacobian rows of {frame!r} on the constrained axes {axes} are 0 or "
-            f"dependent at all {TASK_SAMPLES} sampled configurations (the joints never move it along them "
-            f"independently), so every step would be regularised; frames the joints move along {axes} "
-            f"independently: {working}"
+            f"dependent at all {ROW_CHECK_SAMPLES} sampled configurations (the joints never move it "
+            f"along them independently), so every step would be regularised; frames the joints move "
+            f"along {axes} independently: {working}"
         )
 
     @classmethod

@@ -90,11 +90,10 @@ from ..qp.constraints import (
     JointVelocityBarrier,
     SelfCollisionBarrier,
     SingularityBarrier,
-    sample_configurations,
 )
 from ..qp.problem import DenseQP, ProblemData, Solution, SolveStatus, WarmReplay, WarmReplays, snapshot
 from ..qp.tasks import TASK_TYPES, KinematicsState, Task
-from ..robot import CONTROL_PERIOD, RobotModel
+from ..robot import CONTROL_PERIOD, RobotModel, sample_configurations
 from ..types import JointState
 from ..validation import FloatArray
 from .base import Controller

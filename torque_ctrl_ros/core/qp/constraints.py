@@ -31,10 +31,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ConfigError
-from ..robot import RobotModel
+from ..robot import RobotModel, sample_configurations
 from ..validation import FloatArray, as_positive_float
 from .collision import SelfCollisionModel
-from .tasks import KinematicsState, sample_configurations
+from .tasks import KinematicsState
 
 
 class Barrier(ABC):

@@ -29,37 +29,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pinocchio as pin
-from numpy.typing import NDArray
 
 from ..errors import ConfigError, TargetError
 from ..reach import check_target_position
-from ..robot import RobotModel, check_pd_gains, random_configurations
+from ..robot import ROW_CHECK_SAMPLES, RobotModel, check_pd_gains, sample_configurations
 from ..target_checks import check_target_rates, checked_joint_reference
 from ..types import JointReference
 from ..validation import FloatArray, all_finite, as_rotation, as_vector
 
 _LWA = pin.LOCAL_WORLD_ALIGNED
 _NO_TARGET = object()
-#: How many of :func:`sample_configurations` a frame task checks its rows at, once at start.
-TASK_SAMPLES = 32
-#: Largest Jacobian entry (m/rad or rad/rad) still taken as 0 by :func:`rows_never_move`. A row
-#: that the geometry pins reads rounding there: on the Gen3 at most 1.2e-16 (shoulder_link's ry row,
-#: half_arm_1_link's z row 6.5e-19), while its shortest real lever, half_arm_1_link's origin off
-#: joint 1's axis, gives 5.4e-3. 1e-9 lies far from both.
-STILL_TOLERANCE = 1e-9
-
-
-def sample_configurations(robot: RobotModel, count: int = 200) -> FloatArray:
-    """``count`` seeded random configurations (rad) within the joint limits, for checking at start
-    that a barrier's bound can be met, or a task's rows can move, somewhere
-    (:func:`~..robot.random_configurations`)."""
-    return random_configurations(robot.position_lower, robot.position_upper, count)
-
-
-def rows_never_move(robot: RobotModel, frame: str | int, rows: NDArray[np.intp], samples: FloatArray) -> bool:
-    """Whether rows ``rows`` of ``frame``'s 6-row Jacobian (``LOCAL_WORLD_ALIGNED``, linear rows
-    first) are 0 (within :data:`STILL_TOLERANCE`) at every configuration of ``samples``."""
-    return all(np.abs(robot.frame_jacobian(q, frame)[rows]).max() <= STILL_TOLERANCE for q in samples)
 
 
 class KinematicsState:
@@ -252,14 +231,14 @@ class FrameTask(Task):
         turns with joint 1, its origin stays put), whose rows are 0 at every configuration."""
         robot, weighted = self.robot, np.flatnonzero(self.weight > 0.0)
         rows = self.rows.start + weighted
-        samples = sample_configurations(robot, TASK_SAMPLES)
-        if not rows_never_move(robot, self.frame_id, rows, samples):
+        samples = sample_configurations(robot, ROW_CHECK_SAMPLES)
+        if robot.frame_rows_rank(self.frame_id, rows, samples) > 0:
             return
         axes = [self.axis_names[i] for i in weighted]
-        working = [f.name for f in robot.model.frames if not rows_never_move(robot, f.name, rows, samples)]
+        working = [f.name for f in robot.model.frames if robot.frame_rows_rank(f.name, rows, samples) > 0]
         raise ConfigError(
             f"{self.name}.frame: no joint moves {self.frame!r} along the task's weighted rows {axes}: "
-            f"their Jacobian is 0 at all {TASK_SAMPLES} sampled configurations, so the task could never "
+            f"their Jacobian is 0 at all {ROW_CHECK_SAMPLES} sampled configurations, so the task could never "
             f"act; frames a joint moves along {axes}: {working}"
         )
 
