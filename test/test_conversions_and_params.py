@@ -17,7 +17,12 @@ from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
 from torque_ctrl_ros.core import JointState, RobotModel
-from torque_ctrl_ros.core.controllers import ComputedTorque, ComputedTorqueConfig
+from torque_ctrl_ros.core.controllers import (
+    CONTROLLERS,
+    ComputedTorque,
+    ComputedTorqueConfig,
+    create_controller,
+)
 from torque_ctrl_ros.core.errors import ConfigError, StateError
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 from torque_ctrl_ros.nodes.common import write_json, write_output
@@ -263,12 +268,23 @@ def test_the_json_summary_writes_non_finite_numbers_as_null(tmp_path: Path) -> N
     assert data == {"a": None, "b": [None, None, 1.5], "c": {"d": None}, "e": 2}
 
 
-def test_the_shipped_config_validates() -> None:
+def test_the_shipped_simulator_config_validates() -> None:
     from ros_helpers import shipped_parameters
 
     sim_node_config(shipped_parameters("sim_node"))
-    for name in ("gravity_comp", "computed_torque"):
-        controller_node_config(shipped_parameters("controller_node") | {"controller": name})
+
+
+@pytest.mark.parametrize("name", sorted(CONTROLLERS))
+def test_the_shipped_controller_config_validates(name: str) -> None:
+    """The controller node's parameters with each controller: the node's own checked by
+    ``controller_node_config``, the controller's section by building the controller from it as
+    the node does (that config only collects the section)."""
+    from ros_helpers import shipped_parameters
+
+    cfg = controller_node_config(shipped_parameters("controller_node") | {"controller": name})
+    assert cfg.controller == name
+    controller = create_controller(name, RobotModel.from_file(cfg.model_file), cfg.controller_params)
+    assert controller.name == name
 
 
 def _in_child_process(code: str) -> str:
