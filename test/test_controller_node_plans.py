@@ -4,6 +4,7 @@ plan (~0.3–0.6 ms) does not hold that command up; a failing plan drops the tar
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -69,23 +70,32 @@ def test_a_plan_that_raises_drops_the_target_and_the_node_goes_on(node: Any) -> 
     assert node.target.describe() == "hold" and node.target.tracker.pending is None
 
 
-def test_a_plan_is_timed_and_counts_toward_the_deadline(node: Any) -> None:
+def test_a_plan_is_timed_and_counts_toward_the_deadline(node: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The plan runs after the command, outside ``callback_time``, but it holds the thread: its
     time is kept (``plan`` in the summary, ``plan_*`` on /diagnostics) and a state whose handling
-    with it outlasts the period counts as a deadline miss. The plan is made to take 50 ms, so that
-    only a callback descheduled as long could pass for it."""
-    import time
+    with it outlasts the period counts as a deadline miss. The node's steady clock (the ``time`` of
+    controller_node.py) stands still but for the plan, which takes 50 ms on it: every callback
+    takes 0 s, so the one miss can only be the plan's."""
+    import torque_ctrl_ros.nodes.controller_node as controller_module
 
+    steady = [100.0]  # s
+    read = lambda: steady[0]  # noqa: E731
+    monkeypatch.setattr(controller_module, "time", SimpleNamespace(monotonic=read, perf_counter=read))
     node.publisher = Recorder([])
     planner = node.target.tracker.planner
     plan = planner.plan
-    planner.plan = lambda *args: (time.sleep(0.05), plan(*args))[1]
+
+    def fifty_ms_plan(*args: Any) -> Any:
+        steady[0] += 0.05
+        return plan(*args)
+
+    planner.plan = fifty_ms_plan
     at = sim_clock(node)
     for k in range(3):
         node._on_state_message(_state_msg(at(T0 + k * DT)))
-    misses = node.counts.deadline_misses
+    assert node.counts.deadline_misses == 0
     node.target.tracker.submit_target(Q + 0.1)
     node._on_state_message(_state_msg(at(T0 + 3 * DT)))
-    assert node.counts.deadline_misses == misses + 1
+    assert node.counts.deadline_misses == 1
     summary = node.summary()
-    assert summary["plan"]["max_ms"] >= 50.0 and summary["callback"]["max_ms"] < 50.0, summary
+    assert summary["plan"]["max_ms"] == pytest.approx(50.0) and summary["callback"]["max_ms"] == 0.0, summary
