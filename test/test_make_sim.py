@@ -9,16 +9,18 @@ must be there and the arm must have followed the trajectory the runner sent.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-from ros_helpers import requires_rclpy, ros_domain, ros_env  # noqa: F401 - ros_domain is a fixture
+from ros_helpers import requires_rclpy, ros_domain, ros_env, wait_until  # noqa: F401 - ros_domain is a fixture
 
 from torque_ctrl_ros.bench.host import cpu_ticks
 
@@ -66,14 +68,24 @@ def test_make_sim_tracks_the_demo_trajectory_and_prints_its_summary(ros_domain: 
     assert _figure(r"vs trajectory \(sent at t = ([\d.]+) s", summary) <= DURATION_S - 2.5, summary
     tracking = _figure(r"tracking error\s+vs trajectory.*: max (\S+) rad", summary)
     paused_or_dropped = re.search(r"the controller (paused|dropped) its target", summary)
-    assert tracking < 0.15 or paused_or_dropped, summary
+    skipped = []  # the checks a stalled run leaves out, said in a warning at the end
+    if paused_or_dropped:
+        skipped.append(
+            f"tracking error < 0.15 rad (was {tracking:g}: the controller {paused_or_dropped[1]} its target)"
+        )
+    else:
+        assert tracking < 0.15, summary
     assert _figure(r"rejected (\d+)", summary) == 0, summary
     # No state refused and no fallback command, or, after such a stall, stale states only: /clock
     # keeps only its newest message, so the first state back can be older than max_age against
     # it (50 ms after a 0.3 s stop). Every fallback command then answers one of them.
     refused, fallbacks = re.search(r"refused states (.+?), fallback commands (\d+),", summary).groups()
     stale = re.fullmatch(r"stale (\d+)", refused)
-    assert (refused, fallbacks) == ("none", "0") or (stale and int(fallbacks) <= int(stale[1])), summary
+    if stale:
+        skipped.append(f"no state refused (refused {refused}, fallback commands {fallbacks})")
+        assert int(fallbacks) <= int(stale[1]), summary
+    else:
+        assert (refused, fallbacks) == ("none", "0"), summary
     # On time (a quiet host), computed torque tracks to ~1e-4 rad, every state is answered and
     # the watchdog never trips during the run (its end, when the states stop, is said apart).
     # Realtime on a loaded host, late steps hold old commands and a descheduled simulator is a
@@ -82,11 +94,17 @@ def test_make_sim_tracks_the_demo_trajectory_and_prints_its_summary(ros_domain: 
     # for a run that kept time: few late steps, and no stall of the controller (it paused or
     # dropped its target, refused a stale state, or caught up on the states queued meanwhile).
     steps = round(DURATION_S * 1000)
+    late = _figure(r"late steps (\d+)", summary)
     stalled = paused_or_dropped or stale or "skipped catching up after a stall" in summary
-    if _figure(r"late steps (\d+)", summary) < 0.05 * steps and not stalled:
+    if late < 0.05 * steps and not stalled:
         assert tracking < 0.02
         assert _figure(r"commands\s+received (\d+)", summary) >= 0.9 * steps
         assert re.search(r"watchdog ok(,| until the states ended)", summary), summary
+    else:
+        why = f"{late:.0f} of {steps} steps late" + (", the controller stalled" if stalled else "")
+        skipped.append(f"tracking error < 0.02 rad, >= 90 % of commands received, watchdog ok ({why})")
+    if skipped:
+        warnings.warn("make sim did not keep time; not checked: " + "; ".join(skipped), stacklevel=1)
     for part in ("state out", "state in", "compute", "command out", "callback", "hops"):
         assert re.search(rf"{part} [\d.]+", summary), part
     if cpu_ticks():  # the steal line is printed where /proc/stat can be read
@@ -154,9 +172,10 @@ def _runner(domain: int, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def _node_processes(tmp_path: Path) -> list[str]:
-    """Node processes of this run: their parameters name files in its output folder."""
-    found = []
+def _node_processes(tmp_path: Path) -> dict[int, str]:
+    """Node processes of this run (pid: command line): their parameters name files in its output
+    folder. One that has exited is no longer listed (a zombie's command line is empty)."""
+    found = {}
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             args = cmdline.read_bytes().split(b"\0")
@@ -164,8 +183,17 @@ def _node_processes(tmp_path: Path) -> list[str]:
             continue
         text = " ".join(a.decode(errors="replace") for a in args)
         if str(tmp_path) in text and "torque_ctrl_ros.nodes." in text:
-            found.append(text)
+            found[int(cmdline.parent.name)] = text
     return found
+
+
+def _node_pid(tmp_path: Path, module: str) -> int:
+    """The process id of this run's ``torque_ctrl_ros.nodes.<module>``."""
+    pids = [
+        pid for pid, cmd in _node_processes(tmp_path).items() if f"torque_ctrl_ros.nodes.{module} " in cmd
+    ]
+    assert len(pids) == 1, _node_processes(tmp_path)
+    return pids[0]
 
 
 def test_a_simulator_that_fails_at_start_ends_the_run_at_once(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
@@ -203,11 +231,22 @@ def _start_and_wait_for_the_run(runner: subprocess.Popen[str], tmp_path: Path) -
 
 
 def test_a_second_sigterm_while_stopping_still_stops_both_nodes(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
+    """The second SIGTERM lands inside the runner's stop of the nodes, for certain: the controller
+    is held stopped (SIGSTOP) from before the first one, so that stop, which ends the simulator
+    first, then waits on the controller (up to 10 s); the second SIGTERM goes once the simulator
+    is gone, the controller still there, and the controller is then let go."""
     runner = _runner(ros_domain, tmp_path, "--duration", "0", "--controller", "gravity_comp")
     _start_and_wait_for_the_run(runner, tmp_path)
-    runner.send_signal(signal.SIGTERM)
-    time.sleep(0.05)  # inside the stop of the nodes
-    runner.send_signal(signal.SIGTERM)
+    sim, ctrl = _node_pid(tmp_path, "sim_node"), _node_pid(tmp_path, "controller_node")
+    os.kill(ctrl, signal.SIGSTOP)
+    try:
+        runner.send_signal(signal.SIGTERM)
+        wait_until(lambda: sim not in _node_processes(tmp_path), 30, "the runner to stop the simulator")
+        runner.send_signal(signal.SIGTERM)
+        # Still there after the second signal: it came before the stop ended.
+        assert ctrl in _node_processes(tmp_path) and runner.poll() is None, _node_processes(tmp_path)
+    finally:
+        os.kill(ctrl, signal.SIGCONT)
     out, _ = runner.communicate(timeout=60)
     assert "summary (interrupted)" in out, out
     assert not _node_processes(tmp_path), _node_processes(tmp_path)
