@@ -249,6 +249,17 @@ def launch(ros_domain: int, tmp_path: Path) -> Iterator[Callable[..., NodeProces
         proc.stop()
 
 
+def _ros_args(params_files: tuple[Path, ...], params: dict[str, Any]) -> list[str]:
+    """Command-line arguments of a node in this process: the shipped YAML, then ``params_files``,
+    then ``params`` (``-p`` overrides)."""
+    args = ["--ros-args", "--params-file", str(CONFIG)]
+    for path in params_files:
+        args += ["--params-file", str(path)]
+    for key, value in params.items():
+        args += ["-p", f"{key}:={param_literal(value)}"]
+    return args
+
+
 @contextmanager
 def in_process_controllers(domain: int) -> Iterator[Callable[..., Any]]:
     """``make(*params_files, **params)``: ControllerNode instances in this process on ``domain``,
@@ -261,12 +272,7 @@ def in_process_controllers(domain: int) -> Iterator[Callable[..., Any]]:
     made: list[Any] = []
 
     def make(*params_files: Path, **params: Any) -> Any:
-        args = ["--ros-args", "--params-file", str(CONFIG)]
-        for path in params_files:
-            args += ["--params-file", str(path)]
-        for key, value in params.items():
-            args += ["-p", f"{key}:={param_literal(value)}"]
-        rclpy.init(args=args, domain_id=domain)
+        rclpy.init(args=_ros_args(params_files, params), domain_id=domain)
         node = ControllerNode()
         made.append(node)
         return node
@@ -276,6 +282,26 @@ def in_process_controllers(domain: int) -> Iterator[Callable[..., Any]]:
     finally:
         for node in made:
             node.close()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+@contextmanager
+def in_process_sim(domain: int, **params: Any) -> Iterator[Any]:
+    """A SimNode in this process on ``domain``, on the shipped YAML and ``params`` (``-p``
+    overrides); closed (its summary written where ``stats_file`` says) and rclpy shut down on exit."""
+    import rclpy
+
+    from torque_ctrl_ros.nodes.sim_node import SimNode
+
+    rclpy.init(args=_ros_args((), params), domain_id=domain)
+    try:
+        sim = SimNode()
+        try:
+            yield sim
+        finally:
+            sim.close()
+    finally:
         if rclpy.ok():
             rclpy.shutdown()
 

@@ -1,4 +1,6 @@
-"""Realtime 1 kHz over DDS, and bad input on every interface: no crash, no torque from bad data."""
+"""Realtime 1 kHz over DDS, and bad input on every interface: no crash, no torque from bad data.
+The realtime loop's rule after a stall (catch up within 50 ms, else restart the pacing) is checked
+on a virtual clock, in this process."""
 
 from __future__ import annotations
 
@@ -11,11 +13,21 @@ import signal
 import time
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
-from ros_helpers import Probe, diagnostic_values, launch, probe, requires_rclpy, ros_domain, wait_until  # noqa: F401
+from ros_helpers import (  # noqa: F401
+    Probe,
+    diagnostic_values,
+    in_process_sim,
+    launch,
+    probe,
+    requires_rclpy,
+    ros_domain,
+    wait_until,
+)
 
 from torque_ctrl_ros.bench.host import cpu_ticks, steal_between
 from torque_ctrl_ros.core import RobotModel
@@ -35,13 +47,27 @@ _SHM_FALLBACK_STEPS = 250
 # itself stalls the simulator past its 50 ms resync (normally 0–0.5 % here; 12–18 % in the
 # minutes when it did, with a third to two thirds of the steps late).
 _OVERLOADED_HOST_STEAL_PERCENT = 5.0
+#: Simulated time of the stall test's run (s): the simulator's loop starts after its launch and
+#: takes at least this long (each step waits for its tick). Its first report reached the test
+#: ~3.3 s after its launch here (start-up, discovery), and the stops take ~1.7 s: with 5 s, the
+#: last two were not surely in the loop.
+_STALL_RUN_S = 8.0
+#: Left after a stop for its catch-up when telling whether it hit the loop for certain (s).
+_CATCH_UP_S = 0.2
+#: Late steps each stop that hit the loop leaves at least, unless it ended in an overrun (23–32
+#: seen in the stall test).
+_LATE_PER_STOP = 15
 HOME = np.array([0, 0.26179939, 3.14159265, -2.26892803, 0, 0.95993109, 1.57079633])
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("serialized_io", [True, False], ids=["cdr-bytes", "messages"])
 def test_realtime_1khz_for_5_s(launch: Any, tmp_path: Path, serialized_io: bool) -> None:  # noqa: F811 - pytest fixtures
-    """Both message paths (CDR bytes, the default, and rclpy messages) keep the loop at 1 kHz."""
+    """Both message paths (CDR bytes, the default, and rclpy messages) carry the 1 kHz loop: every
+    state and command on the path asked for, none refused, the simulator paced by the wall clock
+    (never ahead of it) for its 5 000 steps, every state answered in the loop timed. How fast it
+    keeps up (the step rate, the share of states answered, the latency) is printed, not asserted:
+    on a loaded host it is the host's figure (``make bench`` measures it)."""
     ctrl = launch(
         "controller_node",
         controller="computed_torque",
@@ -75,9 +101,13 @@ def test_realtime_1khz_for_5_s(launch: Any, tmp_path: Path, serialized_io: bool)
     assert cstats["states_via_rclpy"] == 0 and stats["commands_via_rclpy"] == 0
     assert stats["steps"] == 5000
     assert stats["rejected_commands"] == 0
-    assert lat["count"] > 0.9 * stats["steps"]
+    # Step k waits for its tick, k ms after the loop began: 5 s of steps take at least 5 s of
+    # wall time whatever the host (a pacer that ran free would take ~1 s).
+    assert stats["realtime_factor"] <= 1.0 + 1e-9, stats
+    # Every state answered once the loop ran has its latency: all but state 0's answer, which
+    # ended the start-up wait (the first, cold, call of the controller).
+    assert lat["count"] == stats["answered_states"] - 1 > 0, stats
     assert all(math.isfinite(lat[k]) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))
-    assert stats["step_rate_hz"] > 500  # runs at the wall clock, give or take a loaded machine
 
 
 @pytest.mark.slow
@@ -102,17 +132,28 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
     When the hypervisor takes a large share of the CPU time during the test (measured, steal
     ≥ ``_OVERLOADED_HOST_STEAL_PERCENT``), the host itself stalls the simulator, past its 50 ms
     resync and long enough for answers to be lost (seen at 31 % steal: 27 overruns, 93 of
-    ~4 900 commands lost). That is reported as a warning and checked with the same bound as a
-    long late run."""
+    ~4 900 commands lost in a 5 s run). That is reported as a warning and checked with the same bound as a
+    long late run.
+
+    Whether the simulator restarted its pacing (an overrun) is not asserted: a 30 ms stop is
+    under the 50 ms resync, but the simulator descheduled ~20 ms more after it, or this process
+    waking late to end the stop, takes it past (4 of 6 runs of a reviewer's at load 2.3–3.7).
+    The rule itself is pinned on a virtual clock by
+    ``test_after_a_stall_the_realtime_loop_catches_up_within_the_resync_and_restarts_past_it``;
+    here an overrun is reported with the stops' measured lengths. A stop counts as having hit
+    the stepping loop only for certain: after the simulator was seen running, and ending
+    ``_CATCH_UP_S`` before ``_STALL_RUN_S`` after its launch (when DDS discovery was slow, the
+    last stops could fall after the run's end)."""
     from diagnostic_msgs.msg import DiagnosticArray
 
     diags = probe.collect(DiagnosticArray, "/diagnostics")
     ticks = cpu_ticks()
     ctrl = launch("controller_node", controller="computed_torque", stats_file=str(tmp_path / "ctrl.json"))
+    launched = time.monotonic()
     sim = launch(
         "sim_node",
         mode="realtime",
-        duration=5.0,
+        duration=_STALL_RUN_S,
         diagnostics_period=0.2,
         stats_file=str(tmp_path / "sim.json"),
     )
@@ -121,11 +162,15 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
         60,
         "the simulation to run",
     )
+    seen_s = time.monotonic() - launched
     assert float(diagnostic_values(diags, "sim_node")["state_out_p50_ms"]) > 0.0  # publishing a state
+    stops: list[tuple[float, float]] = []  # (start, end) of each stop, monotonic s
     for _ in range(5):
+        start = time.monotonic()
         os.kill(sim.proc.pid, signal.SIGSTOP)
         time.sleep(0.03)
         os.kill(sim.proc.pid, signal.SIGCONT)
+        stops.append((start, time.monotonic()))
         time.sleep(0.3)
     assert sim.wait(timeout=60) == 0, sim.log()
     ctrl.stop()
@@ -133,21 +178,37 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
     stats = json.loads((tmp_path / "sim.json").read_text())
     cstats = json.loads((tmp_path / "ctrl.json").read_text())
     published, received = cstats["commands_published"], stats["commands_received"]
+    lengths_ms = [round(1e3 * (end - start)) for start, end in stops]
+    in_loop = sum(end + _CATCH_UP_S < launched + _STALL_RUN_S for _, end in stops)
     print(
-        f"5 × 30 ms simulator stalls: {stats['steps']} steps, "
-        f"late {stats['late_steps']} in "
+        f"5 × 30 ms simulator stalls (seen running {seen_s:.1f} s after its launch; stops measured "
+        f"{lengths_ms} ms, {in_loop} surely in the loop): "
+        f"{stats['steps']} steps, late {stats['late_steps']} in "
         f"{stats['late_runs']} runs (longest {stats['longest_late_run']}), "
         f"overruns {stats['overruns']}; commands published {published}, received {received}; "
         f"states answered {cstats['states_received']}; the hypervisor took {steal:.1f} % of the CPU time"
     )
-    assert stats["steps"] == 5000
-    # The stalls happened: each leaves up to ~30 steps late (23–32 seen; the catch-up after it
-    # takes the answers that arrive meanwhile, so fewer on a quick host: 117 in 5 stalls once).
+    assert stats["steps"] == round(_STALL_RUN_S * 1000)
+    # The stalls happened: each stop that hit the loop leaves ~30 steps late (23–32 seen; the
+    # catch-up after it takes the answers that arrive meanwhile, so fewer on a quick host: 117
+    # in 5 stalls once), but none when it ended in a restart of the pacing instead (an overrun).
     # The catch-up takes answers as they come, so its late steps come in short runs: the longest
     # run is no sign of the stalls (9 steps once, 192 late steps in 79 runs).
-    assert stats["late_steps"] >= 5 * 15
+    assert stats["late_steps"] >= _LATE_PER_STOP * (in_loop - stats["overruns"]), stats
     runs, longest = stats["late_runs"], stats["longest_late_run"]
     assert 1 <= runs <= stats["late_steps"] <= runs * longest
+    if in_loop < len(stops):
+        warnings.warn(
+            f"only {in_loop} of {len(stops)} stops ended {_CATCH_UP_S} s before {_STALL_RUN_S} s after the "
+            "simulator's launch (the simulation was seen late): the late steps were checked for those",
+            stacklevel=1,
+        )
+    if stats["overruns"]:
+        warnings.warn(
+            f"the simulator fell > 50 ms behind {stats['overruns']} times and restarted its pacing "
+            f"(the stops measured {lengths_ms} ms from this process; the rest is the host's)",
+            stacklevel=1,
+        )
     lost = published - 1 - received  # the answer to the very last state may be in flight
     if steal >= _OVERLOADED_HOST_STEAL_PERCENT:
         # The host stalls the simulator itself, longer and more often than the test does.
@@ -164,10 +225,65 @@ def test_simulator_stalls_lose_no_command(launch: Any, probe: Probe, tmp_path: P
             f"fallback poll, or an overloaded host); {max(lost, 0)} commands lost",
             stacklevel=1,
         )
-        assert stats["overruns"] == 0 and lost <= longest
+        assert lost <= longest
     else:
-        assert stats["overruns"] == 0  # caught up after each stall, no restart
-        assert lost <= 0
+        assert lost <= 0  # every command the controller sent reached the simulator
+
+
+@pytest.mark.parametrize(
+    ("stall_s", "caught_up"), [(0.0305, True), (0.0805, False)], ids=["30-ms-caught-up", "80-ms-restarted"]
+)
+def test_after_a_stall_the_realtime_loop_catches_up_within_the_resync_and_restarts_past_it(
+    ros_domain: int,  # noqa: F811 - pytest fixture
+    monkeypatch: pytest.MonkeyPatch,
+    stall_s: float,
+    caught_up: bool,
+) -> None:
+    """The simulator (in this process, no controller) stalled inside its 20th of 100 steps, on a
+    virtual steady clock: sim_node.py's ``time`` moves only when the node waits (a wait of its
+    executor passes its whole timeout at once) and by the stall, so nothing on the host changes
+    the result. 30.5 ms behind, under the 50 ms resync, it catches up: the 30 steps due meanwhile
+    are taken back to back at once and the run ends on its schedule, no overrun. 80.5 ms behind it
+    restarts its pacing instead: one overrun, no step taken back to back, and the run ends the
+    stall later."""
+    import torque_ctrl_ros.nodes.sim_node as sim_module
+
+    with in_process_sim(ros_domain, mode="realtime", wait_for_controller=False, duration=0.1) as sim:
+        now = [1000.0]  # s
+        read = lambda: now[0]  # noqa: E731
+        monkeypatch.setattr(sim_module, "time", SimpleNamespace(monotonic=read, perf_counter=read))
+        executor = sim.executor
+
+        class WaitsPassAtOnce:
+            """The node's executor: a wait takes what is already there, then its timeout passes."""
+
+            def spin_once(self, timeout_sec: float | None = None) -> None:
+                executor.spin_once(timeout_sec=0.0)
+                now[0] += timeout_sec or 0.0
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(executor, name)
+
+        sim.executor = WaitsPassAtOnce()
+        step_times: list[float] = []
+        step = sim.plant.step
+
+        def stepping() -> None:
+            step_times.append(now[0])
+            if len(step_times) == 20:
+                now[0] += stall_s
+            step()
+
+        monkeypatch.setattr(sim.plant, "step", stepping)
+        start = now[0]
+        sim.run()
+        overruns = sim.counts.overruns
+    assert len(step_times) == 100
+    after_stall = step_times[19] + stall_s
+    assert step_times.count(after_stall) == (30 if caught_up else 0), step_times
+    assert overruns == (0 if caught_up else 1)
+    # Step k at its tick, (k + 1) ms after the start, or that plus the stall given up.
+    assert step_times[-1] - start == pytest.approx(0.1 + (0.0 if caught_up else stall_s), abs=1e-9)
 
 
 def _state(stamp: Any, names: list[str], q: np.ndarray, v: np.ndarray) -> Any:
@@ -268,36 +384,39 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
             recent = diags[mark:]
         return any(d.get("watchdog_state") == "ok" for d in diagnostic_samples(recent, "controller"))
 
-    for phase, make in bad_makers.items():
+    def recover(phase: str) -> None:
+        """Good states (``phase``) until a controller report since they began says ``ok``. The
+        recovery is seen while they still come: once they stop, the next report (0.1 s) says
+        "fallback" (silence), so the latest report after sending could miss it for good."""
         with probe.lock:
             mark = len(diags)
-        # The recovery is seen while good states still come: once they stop, the next report
-        # (0.1 s) says "fallback" (silence), so the latest report after sending could miss it
-        # for good. The bad states then follow the good ones at once, as before.
-        send(f"good-{phase}", good, 0.2)
+        send(phase, good, 0.2)
         deadline = time.monotonic() + 10
         while not reported_ok_since(mark):
             if time.monotonic() > deadline:
-                pytest.fail(f"no watchdog ok before {phase}: {diagnostic_values(diags, 'controller')}")
-            send(f"good-{phase}", good, 0.05)
-        send(phase, make, fallback_s + 0.4)
+                pytest.fail(f"no watchdog ok on {phase} states: {diagnostic_values(diags, 'controller')}")
+            send(phase, good, 0.05)
+
+    for phase, make in bad_makers.items():
+        recover(f"good-{phase}")
+        send(phase, make, fallback_s + 0.4)  # at once after the good ones, as before
         wait_until(
             lambda: diagnostic_values(diags, "controller").get("watchdog_state") == "stopped",
             10,
             f"stop after {phase}",
         )
         assert ctrl.alive(), ctrl.log()
-    t_end = time.monotonic()
-    send("good-end", good, 0.4)
-    with probe.lock:
-        during = [a for t, a in diags if t > t_end + 0.15 and t < time.monotonic()]
-    states_seen = [
-        kv.value for a in during for st in a.status for kv in st.values if kv.key == "watchdog_state"
-    ]
-    assert "ok" in states_seen, states_seen  # recovered on good states
-    time.sleep(0.2)  # after the stream ends the watchdog reports the silence
-    values = diagnostic_values(diags, "controller")
-    assert values["watchdog_state"] in ("fallback", "stopped")
+    recover("good-end")  # recovered on good states after the last bad phase too
+    stream_end = time.monotonic()
+
+    def silence_reported() -> dict[str, str] | None:
+        """The latest controller report received since the stream ended, once it says so."""
+        with probe.lock:
+            since = [(t, a) for t, a in diags if t > stream_end]
+        values = diagnostic_values(since, "controller")
+        return values if values.get("watchdog_state") in ("fallback", "stopped") else None
+
+    values = wait_until(silence_reported, 10, "the watchdog to report the silence after the stream")
     with probe.lock:
         answer_stamps = [command_stamp_ns(m) for _, m in commands]
         answered = [
