@@ -275,7 +275,7 @@ def test_lockstep_ignores_commands_that_do_not_say_which_state_they_answer(
     def answer(msg: Any) -> None:
         stamps.append(stamp_to_ns(msg.header.stamp))
         if stamps[-1] == stamps[0]:
-            pub.publish(tagged.encode([0.0] * 7, stamps[0]))
+            pub.publish(tagged.encode(np.zeros(7), stamps[0]))
         else:
             pub.publish(Float64MultiArray(data=[0.0] * 7))
 
