@@ -8,9 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
-
 from builtin_interfaces.msg import Time
 from ros_helpers import ros_domain  # noqa: F401 - pytest fixture
 from sensor_msgs.msg import JointState as JointStateMsg
