@@ -32,8 +32,9 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # before any rclpy co
 # all skipped for a broken install would look green.
 import rclpy  # noqa: E402
 
-#: Marks a test that runs rclpy. Without rclpy these modules fail to import: an error, not a skip.
-requires_rclpy = pytest.mark.ros
+#: Marks a test that runs rclpy (``pytest.mark.ros`` marks those over DDS). Without rclpy these
+#: modules fail to import: an error, not a skip.
+requires_rclpy = pytest.mark.rclpy
 
 
 class FakeTargetNode:
