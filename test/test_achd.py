@@ -565,6 +565,9 @@ def test_constrained_axes_the_joints_never_move_the_frame_along_are_refused(gen3
     )
     with pytest.raises(ConfigError, match=refused):
         create_controller("achd_rnea", gen3, {"frame": "shoulder_link", "constrained_axes": ["x"]})
+    # shoulder_link's ry row reads rounding (up to 1.2e-16), not exactly 0: still, within the tolerance.
+    with pytest.raises(ConfigError, match=r"'shoulder_link' on the constrained axes \['ry'\]"):
+        create_controller("achd_rnea", gen3, {"frame": "shoulder_link", "constrained_axes": ["ry"]})
     with pytest.raises(ConfigError, match=r"'half_arm_1_link' on the constrained axes \['x', 'y'\]"):
         create_controller("achd_rnea", gen3, {"frame": "half_arm_1_link", "constrained_axes": ["x", "y"]})
     # Joint 1 turns shoulder_link about z, and moves half_arm_1_link's origin (5.4 mm off its axis).

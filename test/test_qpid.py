@@ -1081,7 +1081,9 @@ def test_a_frame_task_whose_weighted_rows_never_move_is_refused(robot: RobotMode
     """shoulder_link's origin lies on joint 1's axis: joint 1 turns it but never moves it, so a
     position task there has rows that are 0 at every configuration and would never act, without
     a word. Turning it acts (about z, through joint 1): an orientation task on it is kept."""
-    on_shoulder = {"tool.frame": "shoulder_link"}  # hqpid: one level (below, one row hides 2 DoFs)
+    # No levels given: hqpid runs both tasks on level 0, so its check of the rows a level leaves
+    # to the levels below does not refuse the frame first.
+    on_shoulder = {"tool.frame": "shoulder_link"}
     refused = (
         rf"{klass.name}\.tool\.frame: no joint moves 'shoulder_link' along the task's weighted rows "
         r"\['x', 'y', 'z'\]: .* frames a joint moves along \['x', 'y', 'z'\]: "
@@ -1096,6 +1098,12 @@ def test_a_frame_task_whose_weighted_rows_never_move_is_refused(robot: RobotMode
         )
     with pytest.raises(ConfigError, match=r"^tool\.frame: no joint moves 'shoulder_link'"):
         PositionTask("tool", robot, "shoulder_link")  # built directly, past the controller
+    # Rows the geometry pins read rounding (shoulder_link's ry up to 1.2e-16), not exactly 0: the
+    # tolerance takes them as still. Joint 1 turns the link about z only.
+    with pytest.raises(ConfigError, match=r"weighted rows \['rx', 'ry'\]"):
+        klass.from_params(
+            robot, _params(**on_shoulder, **{"tool.type": "orientation", "tool.weight": [1, 1, 0]})
+        )
     oriented = klass.from_params(robot, _params(**on_shoulder, **{"tool.type": "orientation"}))
     assert oriented.tasks[0].frame == "shoulder_link"
     assert klass.from_params(robot, _params()).tasks[0].frame == TOOL

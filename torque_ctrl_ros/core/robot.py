@@ -201,7 +201,7 @@ ROW_CHECK_SAMPLES = 32
 #: most 1.2e-16 (shoulder_link's ry row, half_arm_1_link's z row 6.5e-19), while its shortest real
 #: lever, half_arm_1_link's origin off joint 1's axis, gives 5.4e-3. 1e-9 lies far from both. (A
 #: relative tolerance would find rank 1 in a row of rounding alone.)
-STILL_TOLERANCE = 1e-9
+ZERO_ROW_TOLERANCE = 1e-9
 
 
 def sample_configurations(robot: RobotModel, count: int = 200) -> FloatArray:
@@ -790,14 +790,21 @@ class RobotModel:
         """The largest rank of rows ``rows`` of ``frame``'s :meth:`frame_jacobian` over the
         configurations ``samples`` (rad, one per row): 0 when no joint ever moves the frame along
         them, ``len(rows)`` when the joints can move it along all of them independently somewhere.
-        Singular values up to :data:`STILL_TOLERANCE` count as 0."""
+        Singular values up to :data:`ZERO_ROW_TOLERANCE` count as 0."""
         rank = 0
         for q in samples:
             block = self.frame_jacobian(q, frame)[rows]
-            rank = max(rank, int(np.linalg.matrix_rank(block, tol=STILL_TOLERANCE)))
+            rank = max(rank, int(np.linalg.matrix_rank(block, tol=ZERO_ROW_TOLERANCE)))
             if rank == block.shape[0]:
                 break
         return rank
+
+    def frames_reaching_rank(
+        self, rows: slice | NDArray[np.intp], samples: FloatArray, rank: int
+    ) -> list[str]:
+        """Names of the frames whose rows ``rows`` reach rank ``rank`` somewhere in ``samples``
+        (:meth:`frame_rows_rank`): what a start-up check's error offers instead of a refused frame."""
+        return [f.name for f in self.model.frames if self.frame_rows_rank(f.name, rows, samples) >= rank]
 
     def frame_bias_acceleration(self, q: FloatArray, v: FloatArray, frame: str | int) -> FloatArray:
         """Drift ``J̇·q̇`` (6,) of the frame's classical acceleration, ``[ẍ; ω̇] = J·q̈ + J̇·q̇``, with

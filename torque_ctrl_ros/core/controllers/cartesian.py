@@ -441,13 +441,10 @@ class AchdRnea(Controller[PoseReference]):
         on joint 1's axis) or ``x, y`` of half_arm_1_link (both from joint 1 alone): the check on
         ``dofs_moving`` counts the joints that move the frame, not the axes they move it along."""
         frame, axes = self.config.frame, list(self.config.constrained_axes)
-        robot, samples = self.robot, sample_configurations(self.robot, ROW_CHECK_SAMPLES)
-        count = len(axes)
-        if robot.frame_rows_rank(frame, rows, samples) == count:
+        samples = sample_configurations(self.robot, ROW_CHECK_SAMPLES)
+        if self.robot.frame_rows_rank(frame, rows, samples) == len(axes):
             return
-        working = [
-            f.name for f in robot.model.frames if robot.frame_rows_rank(f.name, rows, samples) == count
-        ]
+        working = self.robot.frames_reaching_rank(rows, samples, len(axes))
         raise ConfigError(
             f"achd_rnea.frame: the Jacobian rows of {frame!r} on the constrained axes {axes} are 0 or "
             f"dependent at all {ROW_CHECK_SAMPLES} sampled configurations (the joints never move it "

@@ -96,7 +96,7 @@ def check_barrier_alpha(field: str, value: Any) -> float:
     alpha = as_positive_float(field, value)
     if alpha < MIN_ALPHA:
         raise ConfigError(
-            f"{field}: expected at least {MIN_ALPHA:g} 1/s, got {value!r}: a barrier takes ~1/alpha to "
+            f"{field}: expected at least {MIN_ALPHA:g} 1/s, got {alpha:g}: a barrier takes ~1/alpha to "
             "let the arm near its bound, so a smaller one holds the arm still (at 0.5, a 10 cm tool move "
             "was still 1-4 cm short after 2 s)"
         )

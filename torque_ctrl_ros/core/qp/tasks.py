@@ -229,13 +229,13 @@ class FrameTask(Task):
         """Refuse a frame whose weighted rows no joint moves anywhere sampled: e.g. a position task on
         a link whose origin lies on the axis of every joint that moves it (the Gen3's shoulder_link
         turns with joint 1, its origin stays put), whose rows are 0 at every configuration."""
-        robot, weighted = self.robot, np.flatnonzero(self.weight > 0.0)
+        weighted = np.flatnonzero(self.weight > 0.0)
         rows = self.rows.start + weighted
-        samples = sample_configurations(robot, ROW_CHECK_SAMPLES)
-        if robot.frame_rows_rank(self.frame_id, rows, samples) > 0:
+        samples = sample_configurations(self.robot, ROW_CHECK_SAMPLES)
+        if self.robot.frame_rows_rank(self.frame_id, rows, samples) > 0:
             return
         axes = [self.axis_names[i] for i in weighted]
-        working = [f.name for f in robot.model.frames if robot.frame_rows_rank(f.name, rows, samples) > 0]
+        working = self.robot.frames_reaching_rank(rows, samples, 1)
         raise ConfigError(
             f"{self.name}.frame: no joint moves {self.frame!r} along the task's weighted rows {axes}: "
             f"their Jacobian is 0 at all {ROW_CHECK_SAMPLES} sampled configurations, so the task could never "
