@@ -371,8 +371,9 @@ def test_auto_placement_on_a_single_cpu_pins_nothing(monkeypatch: pytest.MonkeyP
 @requires_rclpy
 def test_a_command_claiming_more_dimensions_than_its_12_byte_slots_overclaims() -> None:
     """Each layout dimension takes at least 12 bytes (string length, size, stride): a command
-    claiming one more than its bytes after the count hold in 12-byte slots overclaims (rclpy
-    would read it on as an untagged command of whatever follows); the real command does not.
+    claiming one more than its bytes after the count hold in 12-byte slots overclaims, the real
+    command does not. That is the bound the sim fuzz's model applies (test_sim_fuzz.read_bytes);
+    claims just past it reach rclpy otherwise, which refuses them too, but counted as rclpy reads.
     Mutant: 8 bytes a dimension."""
     from torque_ctrl_ros.nodes.wire import CommandWire
 
