@@ -417,6 +417,18 @@ def test_an_actuator_that_is_no_exact_torque_source_is_refused(
         MujocoPlant(path)
 
 
+def test_an_actuator_history_without_delay_is_accepted_and_acts_at_once(tmp_path: Path) -> None:
+    """``nsample`` alone (delay 0) keeps a history of the control but delays nothing: accepted, and
+    each step's torque acts in that step (it had been refused as a delay)."""
+    path = tmp_path / "one_joint.xml"
+    path.write_text(_ONE_JOINT.replace("JOINT", "").replace("ACTUATOR", '<motor joint="j" nsample="3"/>'))
+    plant = MujocoPlant(path)
+    for tau in (2.0, -1.0, 0.5):
+        plant.set_torque(np.array([tau]))
+        plant.step()
+        assert plant.tau_applied[0] == tau and plant.data.qacc[0] == pytest.approx(tau, abs=1e-12)
+
+
 def test_a_model_with_actuation_disabled_gets_every_torque_through_qfrc_applied(tmp_path: Path) -> None:
     """``<flag actuation="disable"/>`` has MuJoCo ignore ctrl: the torque goes into qfrc_applied,
     clamped as the motors would clamp it, and steps exactly as the motor plant does. (Written

@@ -212,10 +212,13 @@ class MujocoPlant:
             raise ModelError(f"{label} needs a fixed non-zero gain to be used as a torque source")
         if model.actuator_gear[a, 0] == 0:
             raise ModelError(f"{label} has gear 0")
-        if model.actuator_delay[a] > 0.0 or model.actuator_history[a, 0] > 0:
+        if model.actuator_delay[a] > 0.0:
             # Every torque would reach the joint late: a delay the control loop's damping
-            # bounds do not allow for (core/robot.py checks them for one period).
-            raise ModelError(f"{label} delays its control (delay / nsample); a torque source acts at once")
+            # bounds do not allow for (core/robot.py checks them for one period). A history
+            # buffer alone (nsample, delay 0) only records: the control still acts at once.
+            raise ModelError(
+                f"{label} delays its control by {model.actuator_delay[a]:g} s; a torque source acts at once"
+            )
         if (
             model.actuator_damping[a] != 0.0
             or model.actuator_dampingpoly[a].any()
