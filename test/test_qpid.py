@@ -1190,13 +1190,48 @@ def test_collision_model_errors_are_config_errors(tmp_path: Path) -> None:
         ({**good, "exclude_pairs": True}, "exclude_pairs: expected a list"),
         ({"capsules": {"a": [{**capsule, "to": [0, 0, 1e300]}]}}, "within 10 m"),
         ({"capsules": {"a": [{**capsule, "radius": 11.0}]}}, "within 10 m"),
+        ([capsule], "expected a mapping with 'capsules', got list"),
+        (
+            {**good, "capsule": {}},
+            r"unknown key\(s\) \['capsule'\]; valid are \['capsules', 'exclude_pairs'\]",
+        ),
+        ({"capsules": {}}, "'capsules' must map link names to lists of capsules"),
+        ({"capsules": {"a": []}}, r"capsules\.a: expected a list of capsules"),
+        ({"capsules": {"a": [{"from": [0, 0, 0], "radius": 0.05}]}}, r"capsules\.a\[0\]: expected keys from"),
+        ({**good, "exclude_pairs": [["a", "b", "c"]]}, r"expected \[link_a, link_b\], got \['a', 'b', 'c'\]"),
+        ({**good, "exclude_pairs": ["ab"]}, r"expected \[link_a, link_b\], got 'ab'"),
     ):
         with pytest.raises(ConfigError, match=match):
             CollisionSpec.from_mapping(data)
+    # One capsule given as a mapping, not a list of one, is read as that one.
+    assert len(CollisionSpec.from_mapping({"capsules": {"a": capsule}}).capsules) == 1
+    with pytest.raises(ConfigError, match="collision model file not found"):
+        CollisionSpec.from_file(tmp_path / "missing.yaml")
     latin1 = tmp_path / "latin1.yaml"
     latin1.write_bytes("capsules: {caf\xe9: []}".encode("latin-1"))
     with pytest.raises(ConfigError, match="invalid YAML"):
         CollisionSpec.from_file(latin1)
+
+
+def test_collision_model_links_must_exist_and_pairs_name_links_with_capsules(robot: RobotModel) -> None:
+    """A capsule on a link the robot lacks, an excluded pair naming a link without capsules, and a
+    model whose capsules leave no pair of non-adjacent links are refused at start, naming what is
+    wrong (the last would give the barrier nothing to check)."""
+    capsule = {"from": [0, 0, 0], "to": [0, 0, 0.1], "radius": 0.05}
+    spec = CollisionSpec.from_mapping
+    with pytest.raises(ConfigError, match=r"capsules\.no_such_link: .*no_such_link"):
+        SelfCollisionModel(robot, spec({"capsules": {"no_such_link": [capsule], "base_link": [capsule]}}))
+    far = {"base_link": [capsule], "spherical_wrist_2_link": [capsule]}
+    with pytest.raises(
+        ConfigError, match=r"exclude_pairs names link 'shoulder_link' without capsules; links with"
+    ):
+        SelfCollisionModel(robot, spec({"capsules": far, "exclude_pairs": [["base_link", "shoulder_link"]]}))
+    adjacent = {"base_link": [capsule], "shoulder_link": [capsule]}
+    with pytest.raises(ConfigError, match="no pair of non-adjacent links to check"):
+        SelfCollisionModel(robot, spec({"capsules": adjacent}))
+    assert SelfCollisionModel(robot, spec({"capsules": far})).pair_links == [
+        ("base_link", "spherical_wrist_2_link")
+    ]
 
 
 def test_refused_targets_change_nothing(robot: RobotModel) -> None:
