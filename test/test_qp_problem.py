@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import qpsolvers
 
+from torque_ctrl_ros.core.errors import ConfigError
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus, snapshot
 
 
@@ -171,3 +172,22 @@ def test_only_the_solvers_solved_status_counts_as_solved() -> None:
     outcomes = proxqp.QPSolverOutput.__members__
     assert set(_STATUS) == set(outcomes.values())
     assert [name for name, out in outcomes.items() if _STATUS[out] is SolveStatus.SOLVED] == ["PROXQP_SOLVED"]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "settings", "match"),
+    [
+        ((0, 0, 0), {}, r"invalid sizes n=0"),
+        ((2, -1, 0), {}, r"invalid sizes n=2, n_eq=-1"),
+        ((2, 0, 1), {"eps_abs": 0.0}, r"eps_abs must be a finite number > 0, got 0\.0"),
+        ((2, 0, 1), {"eps_abs": float("nan")}, r"eps_abs must be a finite number > 0, got nan"),
+        ((2, 0, 1), {"max_iter": 0}, r"max_iter must be >= 1, got 0"),
+    ],
+)
+def test_a_qp_of_impossible_size_or_settings_is_refused_when_built(
+    sizes: tuple[int, int, int], settings: dict[str, float], match: str
+) -> None:
+    """Sizes and solver settings are checked once, when the QP is built, not left to ProxSuite on
+    the first solve."""
+    with pytest.raises(ConfigError, match=f"^DenseQP: {match}"):
+        DenseQP(*sizes, **settings)  # type: ignore[arg-type]
