@@ -14,11 +14,13 @@ import pytest
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.backlog import CatchUp
 from torque_ctrl_ros.core.braking import SafeBrake
-from torque_ctrl_ros.core.errors import TargetError
+from torque_ctrl_ros.core.errors import StateError, TargetError
 from torque_ctrl_ros.core.resume import ResumeKind, ResumeTracker, StreamPeriod
 from torque_ctrl_ros.core.safety import (
+    CONFLICT_JUMPS,
     DEFAULT_DAMPING,
     Action,
+    JointNameMap,
     RejectReason,
     Watchdog,
     WatchdogConfig,
@@ -352,3 +354,92 @@ def test_a_stop_after_refused_states_keeps_their_reason_though_a_silence_opened_
     assert wd.state is WatchdogState.STOPPED
     assert wd.last_reason is RejectReason.NON_FINITE
     assert wd.last_message == "joint state has non-finite position"
+
+
+def test_a_repeated_stamp_is_no_clock_reset(robot: RobotModel) -> None:
+    """A driver repeating the last accepted stamp: the state is computed on as usual, not taken
+    for a clock gone back (which drops the target and resets the controller). (Mutant:
+    ``stamp <= _order_stamp`` counts as a reset in ``Watchdog.accept``.)"""
+    sup = _supervisor(robot)
+    _good(sup, T0, T0)
+    decision = _good(sup, T0, T0 + DT)
+    assert not decision.clock_reset
+    assert sup.watchdog.clock_resets == 0
+
+
+def test_a_message_with_more_values_than_names_is_refused() -> None:
+    """``JointNameMap.take`` refuses values whose count is not the names' count, more as well as
+    fewer: with 8 positions for 7 names there is no telling which belongs to which joint.
+    (Mutant: ``len(values) < len(names)``.)"""
+    names = [f"joint_{i}" for i in range(1, 8)]
+    joints = JointNameMap(names)
+    with pytest.raises(StateError, match="8 entries for 7 names"):
+        joints.take(names, np.arange(8.0), np.empty(7), "position")
+
+
+def test_a_tick_without_a_refused_state_keeps_ok() -> None:
+    """``Watchdog.tick(now)`` without a refused state leaves OK as it is (only a refused state or a
+    silence opens a window). (Mutant: ``tick`` no longer returns at once on OK when not ``bad``.)"""
+    wd = Watchdog(3)
+    z = np.zeros(3)
+    wd.accept(z, z, 1.0, 1.0)
+    assert wd.tick(1.001) is Action.NONE
+    assert wd.state is WatchdogState.OK
+
+
+def test_handled_outside_a_catch_up_ends_nothing() -> None:
+    """``CatchUp.handled`` answers ``False`` when no catch-up is under way, also right after one
+    ended (the node logs the skipped count when it answers ``True``). (Mutant: ``handled`` no
+    longer returns at once when not active.)"""
+    catch_up = CatchUp(0.02)
+    assert not catch_up.handled(1.0)
+    catch_up.begin(0.0)
+    assert catch_up.begin(0.1)
+    assert not catch_up.handled(5.0)
+    for k in range(1, 12):
+        catch_up.begin(0.1 + k * 0.01)
+    assert catch_up.handled(5.001)  # ended
+    catch_up.begin(0.221)
+    assert not catch_up.active
+    assert not catch_up.handled(5.002)
+
+
+def test_the_period_is_still_learnt_after_a_fallback() -> None:
+    """After a fallback, steps between states computed in a row are the stream's again: a stream
+    that then slows to 40 Hz has its period learnt (else each later state would be a silence).
+    (Mutant: ``decide_resume`` no longer notes the refused count at the last computed state, so
+    every step after the first refusal ever counts as one across refused states.)"""
+    loop = _Loop()
+    for k in range(5):
+        loop.good(1.0 + k * 0.001)
+    loop.bad(1.005)
+    for k in range(6):
+        loop.good(1.006 + k * 0.025)
+    assert abs(loop.tracker.stream.period - 0.025) < 1e-9
+
+
+def _stopped_on_two_sources(wd: Watchdog, z: np.ndarray, far: np.ndarray, t: float) -> float:
+    """Feed the driver's ``z`` and another publisher's ``far`` alternately from ``t`` until the
+    watchdog stops on two sources; the time of the stop."""
+    assert _feed(wd, z, t) is None
+    for k in range(2 * CONFLICT_JUMPS):
+        t += 0.001
+        _feed(wd, far if k % 2 == 0 else z, t)
+        if wd.conflict:
+            return t
+    raise AssertionError("no stop on two sources")
+
+
+def test_a_non_finite_state_during_a_stop_on_two_sources_hides_no_jump() -> None:
+    """Stopped on two sources, a NaN state between two poses does not become the pose the next
+    state is compared with: the jump after it still counts, and the stop goes on for
+    :data:`CONFLICT_WINDOW` from that jump. (Mutant: ``Watchdog._conflicted`` also takes a
+    non-finite state as the last received.)"""
+    wd = _bounded_watchdog()
+    z, far = np.zeros(3), np.full(3, 0.9)
+    stop = _stopped_on_two_sources(wd, z, far, 10.0)
+    assert _feed(wd, z, stop + 0.001) is RejectReason.INCONSISTENT  # a jump back to z
+    assert _feed(wd, np.full(3, np.nan), stop + 0.002) is RejectReason.INCONSISTENT
+    assert _feed(wd, far, stop + 0.003) is RejectReason.INCONSISTENT  # jumped from z
+    assert _feed(wd, far, stop + 1.002) is RejectReason.INCONSISTENT  # 0.999 s after that jump
+    assert wd.conflict
