@@ -37,6 +37,22 @@ import rclpy  # noqa: E402
 requires_rclpy = pytest.mark.rclpy
 
 
+class LineLogger:
+    """Stands in for a node's logger (behind a ThrottledLog, say): ``(level, text)`` of each line."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str]] = []
+
+    def error(self, text: str) -> None:
+        self.lines.append(("error", text))
+
+    def warning(self, text: str) -> None:
+        self.lines.append(("warning", text))
+
+    def info(self, text: str) -> None:
+        self.lines.append(("info", text))
+
+
 class FakeTargetNode:
     """Just what a target source uses of a node: subscriptions (kept by topic), a logger (refusals
     kept in ``errors``, or raised with ``strict``; warnings in ``warnings``, info in ``infos``) and a

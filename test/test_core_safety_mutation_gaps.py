@@ -10,15 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+from test_resume import Loop
+from test_supervisor import DT, KD, NAN, Q0, T0, V0, _supervisor
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.backlog import CatchUp
 from torque_ctrl_ros.core.braking import SafeBrake
 from torque_ctrl_ros.core.errors import StateError, TargetError
-from torque_ctrl_ros.core.resume import ResumeKind, ResumeTracker, StreamPeriod
+from torque_ctrl_ros.core.resume import ResumeKind, StreamPeriod
 from torque_ctrl_ros.core.safety import (
     CONFLICT_JUMPS,
-    DEFAULT_DAMPING,
     Action,
     JointNameMap,
     RejectReason,
@@ -29,17 +30,7 @@ from torque_ctrl_ros.core.safety import (
 from torque_ctrl_ros.core.supervisor import Decision, Supervisor
 from torque_ctrl_ros.core.target_checks import check_target_rates, checked_joint_reference
 
-KD = np.array(DEFAULT_DAMPING)
-Q0 = np.array([0.1, 0.6, -0.2, 1.2, 0.1, -0.4, 0.3])
 Q1 = Q0 + 0.002  # another pose, within reach of Q0 in 1 ms
-V0 = np.array([0.3, -0.2, 0.4, 0.5, 0.6, -0.5, 0.5])
-NAN = np.full(7, np.nan)
-T0 = 1000.0
-DT = 1e-3
-
-
-def _supervisor(robot: RobotModel, **config: object) -> Supervisor:
-    return Supervisor(robot, WatchdogConfig.create(**config), KD)
 
 
 def _good(sup: Supervisor, stamp: float, now: float, q: np.ndarray = Q0, v: np.ndarray = V0) -> Decision:
@@ -92,33 +83,18 @@ def test_stamps_going_back_do_not_run_the_brake_ahead_on_a_frozen_clock(robot: R
         np.testing.assert_allclose(got, want, atol=1e-12)
 
 
-class _Loop:
-    """A watchdog and a resume tracker on three joints, fed as the supervisor feeds them."""
+class _Loop(Loop):
+    """test_resume's watchdog and resume tracker (three joints, fed as the supervisor feeds them),
+    with a ``max_age`` of the test's choice and every good state asserted to be computed on."""
 
     def __init__(self, max_age: float = 0.02) -> None:
-        self.config = WatchdogConfig.create(max_age=max_age, fallback_duration=0.5)
-        self.wd = Watchdog(3, self.config)
-        self.tracker = ResumeTracker(3, self.config, np.subtract)
-        self.resumes: list = []
+        super().__init__(config=WatchdogConfig.create(max_age=max_age, fallback_duration=0.5))
+        self.resumes = self.decisions
 
     def good(self, stamp: float, q: np.ndarray | None = None, now: float | None = None) -> None:
-        q = np.zeros(3) if q is None else q
-        now = stamp if now is None else now
-        previous = self.wd.state
-        assert self.wd.check(q, np.zeros(3), stamp, now) is None
-        assert self.wd.accept(q, np.zeros(3), stamp, now) is Action.COMPUTE
-        self.resumes.append(self.tracker.decide_resume(previous, self.wd, stamp))
-        self.tracker.torque_computed()
-
-    def bad(self, stamp: float, now: float | None = None) -> Action:
-        now = stamp if now is None else now
-        action = self.wd.reject(RejectReason.NON_FINITE, "nan", now)
-        if action is Action.FALLBACK and self.tracker.note_fallback(stamp, now):
-            self.wd.end_window()
-            action = Action.NONE
-        if action is Action.FALLBACK:
-            self.tracker.safe_command(stamp)
-        return action
+        computed = len(self.decisions)
+        super().good(stamp, q, now)
+        assert len(self.decisions) == computed + 1  # accepted and computed on
 
 
 def test_an_arm_moved_exactly_the_tolerance_is_taken_up_again() -> None:

@@ -8,6 +8,7 @@ command in the same order as the node tells it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -27,9 +28,13 @@ def _plain_difference(q_to: np.ndarray, q_from: np.ndarray) -> np.ndarray:
 class Loop:
     """A watchdog and a tracker fed states stamped on the node's clock (``now == stamp``)."""
 
-    def __init__(self, difference=_plain_difference) -> None:
-        self.wd = Watchdog(N, CONFIG)
-        self.tracker = ResumeTracker(N, CONFIG, difference)
+    def __init__(
+        self,
+        difference: Callable[[np.ndarray, np.ndarray], np.ndarray] = _plain_difference,
+        config: WatchdogConfig = CONFIG,
+    ) -> None:
+        self.wd = Watchdog(N, config)
+        self.tracker = ResumeTracker(N, config, difference)
         self.decisions: list = []
 
     def good(self, stamp: float, q: np.ndarray | None = None, now: float | None = None) -> None:

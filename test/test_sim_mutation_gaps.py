@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from ros_helpers import requires_rclpy
+from ros_helpers import LineLogger, requires_rclpy
 
 from torque_ctrl_ros.core.errors import ConfigError, ModelError, StateError
 from torque_ctrl_ros.sim.commands import CommandRules, Verdict
@@ -416,20 +416,6 @@ def test_diagnostic_values_are_floats_to_six_significant_digits() -> None:
     ]
 
 
-class _Logger:
-    def __init__(self) -> None:
-        self.lines: list[tuple[str, str]] = []
-
-    def error(self, text: str) -> None:
-        self.lines.append(("error", text))
-
-    def warning(self, text: str) -> None:
-        self.lines.append(("warning", text))
-
-    def info(self, text: str) -> None:
-        self.lines.append(("info", text))
-
-
 @requires_rclpy
 def test_flush_writes_the_held_messages_in_the_order_of_their_last_hold() -> None:
     """``flush`` writes each key's last held message, keys in the order their last message was
@@ -437,7 +423,7 @@ def test_flush_writes_the_held_messages_in_the_order_of_their_last_hold() -> Non
     Mutant: keys kept in the order of their first hold."""
     from torque_ctrl_ros.nodes.common import ThrottledLog
 
-    logger = _Logger()
+    logger = LineLogger()
     log = ThrottledLog(logger, period=3600.0)
     for key in ("a", "b"):
         assert log.warning(key, f"{key} first")

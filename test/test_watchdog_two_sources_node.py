@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ros_helpers import in_process_controllers, requires_rclpy, ros_domain, sim_clock  # noqa: F401
+from ros_helpers import LineLogger, in_process_controllers, requires_rclpy, ros_domain, sim_clock  # noqa: F401
 from test_node_runtime_guards import Recorder
 
 from torque_ctrl_ros.core.safety import CONFLICT_WINDOW
@@ -23,27 +23,11 @@ HOME = np.array([0.0, 0.26179939, 3.14159265, -2.26892803, 0.0, 0.95993109, 1.57
 ZERO = np.zeros(7)
 
 
-class Logger:
-    """Stands in for the node's logger behind its ThrottledLog: (level, text) of each line."""
-
-    def __init__(self) -> None:
-        self.lines: list[tuple[str, str]] = []
-
-    def error(self, text: str) -> None:
-        self.lines.append(("error", text))
-
-    def warning(self, text: str) -> None:
-        self.lines.append(("warning", text))
-
-    def info(self, text: str) -> None:
-        self.lines.append(("info", text))
-
-
 def _recorded(node: Any) -> Any:
     """``node`` with its commands, /diagnostics and log lines recorded."""
     node.publisher = Recorder()
     node.diag_publisher = Recorder()
-    node.log._logger = Logger()
+    node.log._logger = LineLogger()
     # The states come as fast as this test feeds them: the stop is timed on their (sim) clock,
     # not on the steady one the node gives its watchdog (which hardly moves meanwhile).
     assert node.watchdog.steady_clock is not None
