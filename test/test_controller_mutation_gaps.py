@@ -1,0 +1,111 @@
+"""Behaviours of the controllers' math that a mutation review found unpinned.
+
+Each test names the behaviour it pins and the source change (mutant) it was written to catch,
+in the QP controllers, their barriers and tasks, the ACHD→RNEA controller and the trajectories.
+Pure core: no ROS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.controllers.qpid import HQPID
+from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
+from torque_ctrl_ros.core.trajectory import JointTrajectory
+from torque_ctrl_ros.core.types import JointState
+
+TOOL = "end_effector_link"
+HOME = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+NO_BARRIERS = {
+    "self_collision.enabled": False,
+    "singularity.enabled": False,
+    "joint_position_limit.enabled": False,
+    "joint_velocity_limit.enabled": False,
+}
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_hqpid_lower_level_uses_the_whole_torque_range_on_both_sides(robot: RobotModel, sign: float) -> None:
+    """A posture level pulling joint 2 hard (±1.5 rad) below a held tool, barriers off: the QP
+    torque on joint 2 reaches its limit ``±τ_max`` exactly. The lower level's rows are
+    ``−τ_max − nle ≤ M·q̈ ≤ τ_max − nle``; with ``+nle`` in the upper one (mutant
+    ``np.add(self._tau_max, kin.nle, out=hi[nb:])`` in ``_fill_lower``) joint 2, where
+    ``nle ≈ −8.7 N·m`` at HOME, stops at ``τ_max + 2·nle`` and the limit is never reached."""
+    params = {
+        "tasks": ["tool", "posture"],
+        **{"tool.type": "position", "tool.frame": TOOL, "tool.kp": 100.0},
+        **{"posture.type": "posture", "posture.kp": 400.0, "posture.weight": 1.0, "posture.level": 1},
+        **NO_BARRIERS,
+    }
+    c = HQPID.from_params(robot, params)
+    ref = c.hold_reference(JointState(HOME, np.zeros(7)))
+    ref["posture"] = HOME + sign * 1.5
+    tau, info = c.torque(HOME, np.zeros(7), ref)
+    assert info["failed_level"] == -1.0 and info["fallback"] == 0.0
+    assert abs(float(c.kin.nle[1])) > 5.0  # gravity on joint 2: the two bounds differ by 2·|nle|
+    assert tau[1] == pytest.approx(sign * robot.effort_limit[1], abs=1e-3)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_bounds_crossed_by_rounding_near_zero_go_to_the_solver(n: int) -> None:
+    """A row whose bounds cross by less than ``eps_abs`` near 0 (``l = 1e-12``, ``u = 0``: rounding
+    in a bound computed as a difference) is solved, not refused: the refusal needs
+    ``l − u > eps_abs·max(1, |l|, |u|)``. Without the ``max(…, 1)`` (mutant ``crossed >
+    self._eps_abs * scale`` in ``DenseQP.solve``) every tiny crossing reads as infeasible and the
+    controller falls back. Reference: the closed form ``x = 0`` (``H = I``, ``g = 0``)."""
+    qp = DenseQP(n, 0, 1)
+    qp.H[:] = np.eye(n)
+    qp.C[0, 0] = 1.0
+    qp.l[0], qp.u[0] = 1e-12, 0.0
+    sol = qp.solve()
+    assert sol.status is SolveStatus.SOLVED
+    np.testing.assert_allclose(sol.x, np.zeros(n), atol=1e-8)
+
+
+#: Segments per trajectory below: more than ``_FEW_SEGMENTS`` (16), so the coarse screen over the
+#: whole segments (``_coarse_may_pass``) runs first and what it clears is never looked at again.
+SEGMENTS = 20
+
+
+def _flat_then(last_position: float, last_velocity: float, period: float) -> JointTrajectory:
+    """One joint at rest at 0 rad for ``SEGMENTS − 1`` segments of ``period`` s, then a last segment
+    to ``last_position`` (rad), arriving at ``last_velocity`` (rad/s)."""
+    times = [period * k for k in range(SEGMENTS + 1)]
+    positions = [[0.0]] * SEGMENTS + [[last_position]]
+    velocities = [[0.0]] * SEGMENTS + [[last_velocity]]
+    return JointTrajectory(times, positions, velocities)
+
+
+def test_a_cubic_bulging_past_a_limit_between_level_waypoints_is_found() -> None:
+    """Last segment: both waypoints at 0 rad, ending at −1 rad/s (1 s apart): the cubic
+    ``q(s) = s²·(1 − s)`` peaks at ``4/27 ≈ 0.148`` rad at ``s = 2/3``, past an upper limit of
+    0.1 rad. The coarse screen's Bernstein hull of a cubic is ``(p₀, p₀ + m₀/3, p₁ − m₁/3, p₁)``;
+    with ``p₁ + m₁/3`` (mutant in ``_coarse_may_pass``) its top is 0, the segment is cleared
+    unchecked and the violation missed. Reference: the motion sampled densely."""
+    tr = _flat_then(0.0, -1.0, 1.0)
+    t_last = float(SEGMENTS - 1)
+    sampled = max(float(tr.sample(t)[0][0]) for t in np.linspace(t_last, t_last + 1.0, 301))
+    assert sampled == pytest.approx(4.0 / 27.0, abs=1e-4)
+    found = tr.limit_violation([-1.0], [0.1], [10.0])
+    assert found is not None
+    assert (found.quantity, found.joint, found.limit) == ("position", 0, 0.1)
+    assert found.value == pytest.approx(4.0 / 27.0, rel=1e-9)
+    assert found.time == pytest.approx(t_last + 2.0 / 3.0, rel=1e-9)
+
+
+def test_a_short_cubic_past_its_acceleration_limit_is_found() -> None:
+    """Last segment: 0 → 0.01 rad in 0.1 s from rest to rest: the cubic's acceleration is
+    ``6·Δp/T² = 6`` rad/s² at its start (closed form), past a 3 rad/s² bound. The coarse screen
+    bounds ``q̈`` by ``d·(d−1)·max|Δ²b|/T²``; divided by ``T`` only (mutant in
+    ``_coarse_may_pass``) a segment shorter than 1 s reads ``T`` times too gentle (0.6 rad/s²), is
+    cleared unchecked and the violation missed."""
+    tr = _flat_then(0.01, 0.0, 0.1)
+    t_last = 0.1 * (SEGMENTS - 1)
+    assert float(tr.sample(t_last)[2][0]) == pytest.approx(6.0, rel=1e-9)
+    found = tr.limit_violation([-1.0], [1.0], [10.0], acceleration_limit=[3.0])
+    assert found is not None
+    assert (found.quantity, found.joint, found.limit) == ("acceleration", 0, 3.0)
+    assert abs(found.value) == pytest.approx(6.0, rel=1e-9)
+    assert found.time == pytest.approx(t_last, rel=1e-9)
