@@ -48,6 +48,61 @@ def test_hqpid_lower_level_uses_the_whole_torque_range_on_both_sides(robot: Robo
     assert tau[1] == pytest.approx(sign * robot.effort_limit[1], abs=1e-3)
 
 
+def test_hqpid_hard_barrier_rows_get_no_share_of_level_0_slack(robot: RobotModel) -> None:
+    """Joint 1 at 6 rad/s (limit 1.40) needs level 0's soft velocity slack (~22 rad/s², slack #0)
+    while joint 2, 5 cm under its upper limit and moving up, sits on a HARD position-limit row that a
+    lower posture level pulls past. The lower levels' barrier bounds are ``l_b − E·s`` with
+    ``E·s = 0`` on hard rows; given slack #0 too (mutant ``np.copyto(self._Es,
+    self._s[self._row_slack])`` in ``_update_slack_rows``, dropping ``_row_soft``) the hard row
+    loosens by 22 rad/s² and stops counting as active. Reference: the barrier's closed form
+    ``−q̈ ≥ 2α·q̇ − α²·(q_max − q)``."""
+    params = {
+        "tasks": ["tool", "posture"],
+        **{"tool.type": "position", "tool.frame": TOOL, "tool.kp": 100.0},
+        **{"posture.type": "posture", "posture.kp": 400.0, "posture.weight": 1.0, "posture.level": 1},
+        **{"self_collision.enabled": False, "singularity.enabled": False},
+        "joint_position_limit.soft": False,
+    }
+    c = HQPID.from_params(robot, params)
+    q = HOME.copy()
+    q[1] = robot.position_upper[1] - 0.05
+    v = np.zeros(7)
+    v[0], v[1] = 6.0, 0.3
+    ref = c.hold_reference(JointState(q, v))
+    ref["posture"] = q + np.array([0.0, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0])
+    _, info = c.torque(q, v, ref)
+    assert info["failed_level"] == -1.0 and info["fallback"] == 0.0
+    assert c.diagnostics()["slack.joint_velocity"] > 1.0  # the soft slack is in use
+    alpha = next(b.alpha for b in c.barriers if b.name == "joint_position")
+    bound = 2.0 * alpha * v[1] - alpha**2 * (robot.position_upper[1] - q[1])
+    assert -c.joint_acceleration[1] >= bound - 1e-5
+    assert c.diagnostics()["active.joint_position"] == 1.0
+
+
+def test_hqpid_lower_level_keeps_the_weighted_rows_of_a_partly_weighted_task(robot: RobotModel) -> None:
+    """A pose task weighted on its angular rows only (``[0, 0, 0, 1, 1, 1]``) above a posture level
+    pulling every joint by 0.5 rad: the posture level changes ``q̈`` (by tens of rad/s²) only in
+    the null space of the weighted rows, so ``J_ang·q̈`` is that of the tool level solved alone.
+    Freezing the first three rows instead of the weighted ones (mutant ``np.copyto(block,
+    J[: len(weighted)])`` in ``_Level.fill_frozen``) lets the posture level turn the tool."""
+    base = {
+        **{"tool.type": "pose", "tool.frame": TOOL, "tool.kp": 100.0},
+        "tool.weight": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+        **NO_BARRIERS,
+    }
+    posture = {"posture.type": "posture", "posture.kp": 100.0, "posture.weight": 1.0, "posture.level": 1}
+    full = HQPID.from_params(robot, {"tasks": ["tool", "posture"], **base, **posture})
+    alone = HQPID.from_params(robot, {"tasks": ["tool"], **base})
+    v = np.full(7, 0.1)
+    ref = full.hold_reference(JointState(HOME, v))
+    ref["posture"] = HOME + 0.5
+    full.torque(HOME, v, ref)
+    alone.torque(HOME, v, {"tool": ref["tool"]})
+    change = full.joint_acceleration - alone.joint_acceleration
+    assert np.abs(change).max() > 10.0  # the posture level acts
+    np.testing.assert_allclose(full.task("tool").J[3:] @ change, np.zeros(3), atol=1e-6)
+
+
 @pytest.mark.parametrize("n", [1, 2])
 def test_bounds_crossed_by_rounding_near_zero_go_to_the_solver(n: int) -> None:
     """A row whose bounds cross by less than ``eps_abs`` near 0 (``l = 1e-12``, ``u = 0``: rounding
@@ -109,3 +164,32 @@ def test_a_short_cubic_past_its_acceleration_limit_is_found() -> None:
     assert (found.quantity, found.joint, found.limit) == ("acceleration", 0, 3.0)
     assert abs(found.value) == pytest.approx(6.0, rel=1e-9)
     assert found.time == pytest.approx(t_last, rel=1e-9)
+
+
+def test_a_short_cubic_past_its_velocity_limit_is_found() -> None:
+    """Last segment: 0 → 0.3 rad in 0.1 s from rest to rest: the cubic's speed peaks at
+    ``1.5·Δp/T = 4.5`` rad/s mid-segment (closed form), past a 3 rad/s limit. The coarse screen
+    bounds ``q̇`` by ``d·max|Δb|/T``; without the degree ``d = 3`` (mutant ``/ T`` in
+    ``_coarse_may_pass``) it reads 1 rad/s, clears the segment unchecked and misses the violation."""
+    tr = _flat_then(0.3, 0.0, 0.1)
+    t_mid = 0.1 * (SEGMENTS - 1) + 0.05
+    assert float(tr.sample(t_mid)[1][0]) == pytest.approx(4.5, rel=1e-9)
+    found = tr.limit_violation([-1.0], [1.0], [3.0])
+    assert found is not None
+    assert (found.quantity, found.joint, found.limit) == ("velocity", 0, 3.0)
+    assert found.value == pytest.approx(4.5, rel=1e-9)
+    assert found.time == pytest.approx(t_mid, rel=1e-9)
+
+
+def test_a_trajectory_starting_above_the_speed_limit_and_slowing_down_is_accepted() -> None:
+    """Starting at 2 rad/s (limit 1.4) and braking evenly to rest (``Δp = v₀·T/2``: ``q̇`` falls
+    linearly from 2 to 0): the first segment may stay as fast as its first point, so no violation.
+    Without widening the first segment's speed bound by the start speed (mutant ``v_lim[0]`` for
+    ``np.maximum(v_lim[0], v0)`` in ``_screen``) a start a hair too fast rejects every plan."""
+    tr = JointTrajectory([0.0, 1.0, 2.0], [[0.0], [1.0], [1.0]], [[2.0], [0.0], [0.0]])
+    speeds = [abs(float(tr.sample(t)[1][0])) for t in np.linspace(0.0, 2.0, 401)]
+    assert max(speeds) == pytest.approx(2.0)
+    assert tr.limit_violation([-5.0], [5.0], [1.4]) is None
+    # The later segments get the limit itself: the same speed there is refused.
+    late = JointTrajectory([0.0, 1.0, 2.0], [[0.0], [0.0], [1.0]], [[0.0], [2.0], [0.0]])
+    assert late.limit_violation([-5.0], [5.0], [1.4]) is not None
