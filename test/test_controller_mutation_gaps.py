@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.constrained_dynamics import selection_rows
 from torque_ctrl_ros.core.controllers.qpid import HQPID
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
 from torque_ctrl_ros.core.trajectory import JointTrajectory
@@ -193,3 +194,41 @@ def test_a_trajectory_starting_above_the_speed_limit_and_slowing_down_is_accepte
     # The later segments get the limit itself: the same speed there is refused.
     late = JointTrajectory([0.0, 1.0, 2.0], [[0.0], [0.0], [1.0]], [[0.0], [2.0], [0.0]])
     assert late.limit_violation([-5.0], [5.0], [1.4]) is not None
+
+
+def test_a_quintic_bulging_past_a_limit_between_level_waypoints_is_found() -> None:
+    """Quintic, last segment: both waypoints at 0 rad, ending at −1 rad/s and −8 rad/s² (1 s apart):
+    ``q(s) = s⁴·(1 − s)``, peaking at ``4⁴/5⁵ = 0.08192`` rad at ``s = 4/5`` (closed form), past an
+    upper limit of 0.04 rad. Of the coarse screen's Bernstein hull ``(p₀, p₀ + m₀/5,
+    p₀ + 2m₀/5 + A₀/20, p₁ − 2m₁/5 + A₁/20, p₁ − m₁/5, p₁)`` only ``p₁ − m₁/5 = 0.2`` is above 0;
+    with ``p₁ + m₁/5`` (mutant in ``_coarse_may_pass``) the segment is cleared unchecked."""
+    times = [float(k) for k in range(SEGMENTS + 1)]
+    tr = JointTrajectory(
+        times,
+        [[0.0]] * (SEGMENTS + 1),
+        [[0.0]] * SEGMENTS + [[-1.0]],
+        [[0.0]] * SEGMENTS + [[-8.0]],
+    )
+    t_peak = SEGMENTS - 1 + 0.8
+    assert float(tr.sample(t_peak)[0][0]) == pytest.approx(4.0**4 / 5.0**5, rel=1e-9)
+    found = tr.limit_violation([-1.0], [0.04], [100.0])
+    assert found is not None
+    assert (found.quantity, found.joint, found.limit) == ("position", 0, 0.04)
+    assert found.value == pytest.approx(4.0**4 / 5.0**5, rel=1e-9)
+    assert found.time == pytest.approx(t_peak, rel=1e-9)
+
+
+def test_selection_rows_only_for_positive_unit_axes() -> None:
+    """``selection_rows(α)`` promises ``αᵀ·X = X[r]`` exactly: true for ``+1`` unit-axis columns
+    (checked against the product), false for a ``−1`` column (``αᵀ·X = −X[r]``), which must give
+    ``None``. Taking ``|α| == 1`` as a selection (mutant ``np.abs(alpha) == 1.0``) would flip the
+    sign of that constraint row."""
+    X = np.arange(6.0 * 7.0).reshape(6, 7) - 20.0
+    picks = np.zeros((6, 2))
+    picks[2, 0] = picks[4, 1] = 1.0
+    rows = selection_rows(picks)
+    assert rows is not None
+    np.testing.assert_array_equal(X[rows], picks.T @ X)
+    flipped = picks.copy()
+    flipped[4, 1] = -1.0
+    assert selection_rows(flipped) is None
