@@ -13,6 +13,7 @@ import pytest
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.constrained_dynamics import selection_rows
 from torque_ctrl_ros.core.controllers.qpid import HQPID
+from torque_ctrl_ros.core.qp.constraints import JointPositionBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
 from torque_ctrl_ros.core.trajectory import JointTrajectory
 from torque_ctrl_ros.core.types import JointState
@@ -74,7 +75,8 @@ def test_hqpid_hard_barrier_rows_get_no_share_of_level_0_slack(robot: RobotModel
     _, info = c.torque(q, v, ref)
     assert info["failed_level"] == -1.0 and info["fallback"] == 0.0
     assert c.diagnostics()["slack.joint_velocity"] > 1.0  # the soft slack is in use
-    alpha = next(b.alpha for b in c.barriers if b.name == "joint_position")
+    barrier = next(b for b in c.barriers if isinstance(b, JointPositionBarrier))
+    alpha = barrier.alpha
     bound = 2.0 * alpha * v[1] - alpha**2 * (robot.position_upper[1] - q[1])
     assert -c.joint_acceleration[1] >= bound - 1e-5
     assert c.diagnostics()["active.joint_position"] == 1.0
