@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_qp_terms import HOME, NO_BARRIERS, TOOL
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.constrained_dynamics import selection_rows
@@ -17,15 +18,6 @@ from torque_ctrl_ros.core.qp.constraints import JointPositionBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
 from torque_ctrl_ros.core.trajectory import JointTrajectory
 from torque_ctrl_ros.core.types import JointState
-
-TOOL = "end_effector_link"
-HOME = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
-NO_BARRIERS = {
-    "self_collision.enabled": False,
-    "singularity.enabled": False,
-    "joint_position_limit.enabled": False,
-    "joint_velocity_limit.enabled": False,
-}
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
