@@ -158,10 +158,24 @@ def test_joint_state_non_finite_values_pass_through_for_the_watchdog() -> None:
 
 
 @pytest.mark.parametrize("field", ["q", "v", "effort"])
-@pytest.mark.parametrize("bad", [np.ones(1), np.ones(3), np.ones(8), np.ones((2, 7)), np.float64(2.0), 2.0])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.ones(1),
+        np.ones(3),
+        np.ones(8),
+        np.ones((2, 7)),
+        np.ones((1, 7)),
+        np.ones((7, 1)),
+        np.float64(2.0),
+        2.0,
+    ],
+)
 def test_joint_state_encoders_refuse_arrays_not_one_per_joint(field: str, bad: Any) -> None:
     """Copied into the wire's 7-value buffers, one value or a scalar had filled all 7 positions
-    silently. Both encoders refuse them alike, naming the field."""
+    silently. Both encoders refuse them alike, naming the field; a (1, 7) or (7, 1) array too (the
+    wire had refused one and failed with numpy's broadcast error on the other, the rclpy encoder
+    flattened both)."""
     arrays = {"q": np.zeros(7), "v": np.zeros(7), "effort": np.zeros(7)} | {field: bad}
     expected = f"joint state {field}: 7 values expected, got shape {np.shape(bad)}"
     for encoder in (JointStateWire(GEN3), JointStateEncoder(GEN3)):
@@ -207,11 +221,24 @@ def test_command_decode_reads_any_float64_multiarray() -> None:
     assert CommandWire.decode(bytes(no_nul)) is None
 
 
-@pytest.mark.parametrize("tau", [np.ones(3), np.ones(8), np.ones((2, 7)), np.float64(1.0), 1.0, np.ones(0)])
+@pytest.mark.parametrize(
+    "tau",
+    [
+        np.ones(3),
+        np.ones(8),
+        np.ones((2, 7)),
+        np.ones((1, 7)),
+        np.ones((7, 1)),
+        np.float64(1.0),
+        1.0,
+        np.ones(0),
+    ],
+)
 @pytest.mark.parametrize("stamp", [None, 5 * NS])
 def test_command_encoders_refuse_torques_not_one_per_joint(tau: Any, stamp: int | None) -> None:
     """Written as given, 3 torques had gone out under a layout saying 7 (a malformed command; 14
-    for ``(2, 7)``). Both encoders refuse them alike, naming the count and the shape."""
+    for ``(2, 7)``). Both encoders refuse them alike, naming the count and the shape, and a (1, 7)
+    or (7, 1) array as well (both had flattened it)."""
     expected = f"effort command tau: 7 values expected, got shape {np.shape(tau)}"
     for encoder in (CommandWire(7), CommandEncoder(7)):
         with pytest.raises(ValueError, match=re.escape(expected)):

@@ -96,8 +96,8 @@ class JointStateEncoder:
         """Fill the message: angles (rad), velocities (rad/s), applied torques (N·m).
 
         Raises:
-            ValueError: ``q``, ``v`` or ``effort`` does not hold one value per joint
-                (:func:`size_error`).
+            ValueError: ``q``, ``v`` or ``effort`` is not one row of one value per joint
+                (:func:`check_size`).
         """
         msg = self.msg
         ns_to_stamp(stamp_ns, msg.header.stamp)
@@ -108,10 +108,8 @@ class JointStateEncoder:
 
     def _field(self, field: str, values: FloatArray) -> array.array:
         """``values`` as a message field, if it holds ``n`` values."""
-        data = as_double_array(values)
-        if len(data) != self.n:
-            raise size_error(f"joint state {field}", values, self.n)
-        return data
+        check_size(f"joint state {field}", values, self.n)
+        return as_double_array(values)
 
 
 class CommandEncoder:
@@ -127,11 +125,10 @@ class CommandEncoder:
         """Fill the message with ``tau`` (N·m), tagged with the stamp of the state it answers.
 
         Raises:
-            ValueError: ``tau`` does not hold ``n`` values (:func:`size_error`).
+            ValueError: ``tau`` is not one row of ``n`` values (:func:`check_size`).
         """
+        check_size("effort command tau", tau, self.n)
         data = as_double_array(tau)
-        if len(data) != self.n:
-            raise size_error("effort command tau", tau, self.n)
         if answers_stamp_ns is None:
             self._dim.label = COMMAND_LABEL
         else:
@@ -141,16 +138,21 @@ class CommandEncoder:
         return self.msg
 
 
-def size_error(field: str, values: FloatArray, n: int) -> ValueError:
-    """The error of an encoder given ``values`` of ``field`` that are not ``n`` values.
+def check_size(field: str, values: FloatArray, n: int) -> None:
+    """Refuse ``values`` of ``field`` unless it is one row of ``n`` values (shape ``(n,)``).
 
     Encoded as given, a command would say ``n`` values (``dim[0].size``) and hold another number,
     a joint state would not hold one value per name, and one value copied into the ``n`` of
-    :class:`~torque_ctrl_ros.nodes.wire.JointStateWire`'s buffer would fill them all. The nodes
-    always pass the ``n`` values of their joints: anything else is a programming error, hence a
-    plain ``ValueError`` (:class:`StateError` is for what arrives).
+    :class:`~torque_ctrl_ros.nodes.wire.JointStateWire`'s buffer would fill them all. A ``(1, n)``
+    or ``(n, 1)`` array holds ``n`` values, but is refused too, so that the four encoders agree.
+    The nodes always pass the ``n`` values of their joints: anything else is a programming error,
+    hence a plain ``ValueError`` (:class:`StateError` is for what arrives).
+
+    Raises:
+        ValueError: ``"<field>: <n> values expected, got shape <shape>"``.
     """
-    return ValueError(f"{field}: {n} values expected, got shape {np.shape(values)}")
+    if np.shape(values) != (n,):
+        raise ValueError(f"{field}: {n} values expected, got shape {np.shape(values)}")
 
 
 def decode_command(msg: Float64MultiArray, n: int) -> tuple[FloatArray, int | None]:

@@ -45,10 +45,10 @@ from .conversions import (
     COMMAND_LABEL,
     CommandEncoder,
     JointStateEncoder,
+    check_size,
     command_stamp_ns,
     label_stamp_ns,
     plain_layout,
-    size_error,
     stamp_to_ns,
 )
 
@@ -87,14 +87,10 @@ def _string(text: str) -> bytes:
 
 
 def _fill(buffer: FloatArray, field: str, values: FloatArray) -> None:
-    """Copy ``values`` into ``buffer`` if it holds as many (numpy would fill all of ``buffer`` with
-    one value, or a scalar); ``field`` names it in the error (:func:`.conversions.size_error`)."""
-    try:
-        count = len(values)
-    except TypeError:  # a scalar
-        count = None
-    if count != len(buffer):
-        raise size_error(f"joint state {field}", values, len(buffer))
+    """Copy ``values`` into ``buffer`` if it is one row of as many (numpy would fill all of
+    ``buffer`` with one value, or a scalar); ``field`` names it in the error
+    (:func:`.conversions.check_size`)."""
+    check_size(f"joint state {field}", values, len(buffer))
     buffer[:] = values
 
 
@@ -174,8 +170,8 @@ class JointStateWire:
         """Serialized state: angles (rad), velocities (rad/s), applied torques (N·m).
 
         Raises:
-            ValueError: ``q``, ``v`` or ``effort`` does not hold one value per joint
-                (:func:`.conversions.size_error`).
+            ValueError: ``q``, ``v`` or ``effort`` is not one row of one value per joint
+                (:func:`.conversions.check_size`).
         """
         sec, nsec = divmod(int(stamp_ns), _NS)
         _STAMP.pack_into(self._buf, _HEADER, sec, nsec)
@@ -271,12 +267,11 @@ class CommandWire:
         """Serialized command: ``tau`` (N·m), tagged with the stamp of the state it answers.
 
         Raises:
-            ValueError: ``tau`` does not hold ``n`` values (:func:`.conversions.size_error`).
+            ValueError: ``tau`` is not one row of ``n`` values (:func:`.conversions.check_size`).
         """
         n = self.n
+        check_size("effort command tau", tau, n)
         data = np.ascontiguousarray(tau, dtype=np.float64).tobytes()
-        if len(data) != 8 * n:
-            raise size_error("effort command tau", tau, n)
         if answers_stamp_ns is None:
             label = COMMAND_LABEL
         else:
