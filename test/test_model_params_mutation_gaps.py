@@ -141,3 +141,32 @@ def test_an_output_file_in_a_folder_that_cannot_be_written_is_refused(
         sim_node_config({"record_file": str(readable_only / "r.npz"), "duration": 1.0})
     with pytest.raises(ConfigError, match=r"^controller_node\.stats_file: folder '.*ro' is not writable"):
         controller_node_config({"stats_file": str(readable_only / "s.json")})
+
+
+@pytest.mark.parametrize(
+    ("joints", "reason"),
+    [
+        (["joint_1", ""], r"expected a list of joint names, got \['joint_1', ''\]"),
+        (["joint_2"] * 2, "duplicate"),
+    ],
+    ids=["empty-name", "duplicate"],
+)
+def test_a_joints_list_with_an_empty_or_repeated_name_is_refused_without_ros(
+    joints: list[str], reason: str
+) -> None:
+    """Both nodes' ``joints`` refuse an empty name and a name given twice while the parameters are
+    read, before any node, plant or model exists (the ROS tests find the duplicate only in a started
+    controller node). (Mutants: ``_names`` checks ``isinstance(v, str)`` without ``and v``; its
+    duplicate check removed.)"""
+    for read, node in ((sim_node_config, "sim_node"), (controller_node_config, "controller_node")):
+        with pytest.raises(ConfigError, match=rf"^{node}\.joints: {reason}"):
+            read({"joints": joints})
+
+
+def test_a_robot_description_wins_over_a_model_file_that_does_not_exist() -> None:
+    """With ``robot_description`` given, ``model_file`` is not used, so a leftover name of a file
+    that does not exist is not looked for (config/gen3_controllers.yaml: "wins over model_file").
+    (Mutant: ``model_file`` resolved whenever it is not empty, which refused the description.)"""
+    description = URDF_PATH.read_text()
+    cfg = controller_node_config({"robot_description": description, "model_file": "nope.urdf"})
+    assert cfg.robot_description == description and cfg.model_file == "nope.urdf"
