@@ -20,7 +20,7 @@ from test_robot_model import _ONE_LINK
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import create_controller
-from torque_ctrl_ros.core.errors import ConfigError, FrameNotFoundError, StateError
+from torque_ctrl_ros.core.errors import ConfigError, FrameNotFoundError
 from torque_ctrl_ros.core.robot import MAX_COMMAND_DELAY, delay_periods
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 from torque_ctrl_ros.core.validation import as_rotation
@@ -89,14 +89,6 @@ def test_limits_as_large_as_pinocchios_none_are_no_limits() -> None:
     assert robot.continuous.tolist() == [True]
     assert robot.position_lower.tolist() == [-np.inf] and robot.position_upper.tolist() == [np.inf]
     assert robot.effort_limit.tolist() == [np.inf] and robot.velocity_limit.tolist() == [np.inf]
-
-
-def test_a_state_whose_velocity_has_the_wrong_length_is_refused(robot: RobotModel) -> None:
-    """Well-formed float64 positions with six velocities are refused, naming the velocities, not
-    handed on as they are. (Mutant: ``check_state``'s fast path compares only ``q.shape`` with
-    ``(n,)`` and returned the short ``v``.)"""
-    with pytest.raises(StateError, match=r"^joint velocities: expected 7 numbers, got shape \(6,\)"):
-        robot.check_state(np.zeros(7), np.zeros(6))
 
 
 def test_a_bool_is_not_taken_as_a_frame_index(robot: RobotModel) -> None:
