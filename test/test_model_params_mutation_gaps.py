@@ -21,10 +21,16 @@ from test_robot_model import _ONE_LINK
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import create_controller
 from torque_ctrl_ros.core.errors import ConfigError, FrameNotFoundError
-from torque_ctrl_ros.core.robot import MAX_COMMAND_DELAY, delay_periods
+from torque_ctrl_ros.core.robot import (
+    MAX_COMMAND_DELAY,
+    check_damping_stability,
+    damping_configurations,
+    delay_periods,
+    random_configurations,
+)
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 from torque_ctrl_ros.core.validation import as_rotation
-from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
+from torque_ctrl_ros.nodes.params import controller_node_config, file_parameter, sim_node_config
 
 
 def test_as_rotation_refuses_a_bool_inside_a_row() -> None:
@@ -162,3 +168,62 @@ def test_a_robot_description_wins_over_a_model_file_that_does_not_exist() -> Non
     description = URDF_PATH.read_text()
     cfg = controller_node_config({"robot_description": description, "model_file": "nope.urdf"})
     assert cfg.robot_description == description and cfg.model_file == "nope.urdf"
+
+
+def test_a_column_of_gains_is_refused_not_kept_two_dimensional(robot: RobotModel) -> None:
+    """A gain given as a 7 × 1 column (``[[100], [100], …]``) is refused by its shape: kept as one,
+    ``kp·e`` would broadcast to a 7 × 7 matrix. (Mutant: ``as_vector`` compares ``arr.size`` with
+    ``size`` instead of the shape with ``(size,)`` and returned the column.)"""
+    with pytest.raises(
+        ConfigError, match=r"^computed_torque\.kp: expected a number or 7 numbers, got shape \(7, 1\)"
+    ):
+        create_controller("computed_torque", robot, {"kp": [[100.0]] * 7})
+
+
+def test_a_section_whose_name_only_starts_with_a_controllers_is_unknown() -> None:
+    """``gravity_compx.damping`` is not in gravity_comp's section: it is refused as an unknown
+    parameter, not ignored. (Mutant: the sections other controllers may keep are matched by the
+    controller's name without the dot, so any name starting with one passed unread.)"""
+    with pytest.raises(
+        ConfigError, match=r"^controller_node: unknown parameter\(s\) \['gravity_compx\.damping'\]"
+    ):
+        controller_node_config({"gravity_compx.damping": 1.0})
+
+
+def test_a_parameter_file_section_does_not_reach_a_node_it_names_only_the_start_of(tmp_path: Path) -> None:
+    """A section ``controller:`` reaches ``/controller``, not ``/controller_node``: rcl matches
+    whole names, so ``file_parameter`` (how run_sim reads the controller's name) gives ``None``
+    there. (Mutant: the section's pattern is tested with ``re.match``, a prefix, not
+    ``fullmatch``.)"""
+    path = tmp_path / "p.yaml"
+    path.write_text("controller:\n  ros__parameters:\n    controller: qpid\n")
+    assert file_parameter([path], "/controller", "controller") == "qpid"
+    assert file_parameter([path], "/controller_node", "controller") is None
+
+
+def test_random_configurations_cover_both_signs_of_a_continuous_joint() -> None:
+    """Where a bound is infinite the samples are uniform in ``[-π, π]`` (a continuous joint repeats
+    after 2π), both signs: 200 samples reach beyond ±3 rad. (Mutant: an infinite lower bound
+    taken as 0, which left the negative half of every continuous joint unchecked.)"""
+    qs = random_configurations(np.full(2, -np.inf), np.full(2, np.inf), 200)
+    assert (qs.min(axis=0) < -3.0).all() and (qs.max(axis=0) > 3.0).all()
+    assert (np.abs(qs) <= np.pi).all()
+
+
+def test_damping_configurations_stay_within_a_range_that_excludes_zero() -> None:
+    """Every damping configuration, the zero pose and the corner grid included, lies within the
+    limits, also for a joint whose range ``[0.5, 1]`` leaves out 0: there the zero pose is clipped
+    to 0.5. (Mutant: the zero pose not clipped, which put rows at 0, outside that joint's range.)"""
+    lower, upper = np.array([-1.0, 0.5, -np.inf]), np.array([1.0, 1.0, np.inf])
+    qs = damping_configurations(lower, upper, count=20)
+    assert qs[0].tolist() == [0.0, 0.5, 0.0]
+    assert (qs >= lower).all() and (qs <= upper).all()
+
+
+def test_an_unstable_damping_names_the_configuration_where_it_is_worst() -> None:
+    """The refusal names the configuration of the largest eigenvalue: of ``M⁻¹`` 0.1 at q = 0.25
+    and 2 at q = 0.75, ``K_d`` 600 reaches 1.2 at 0.75 (0.06 at 0.25). (Mutant: the message takes
+    the first configuration's q.)"""
+    m_inv = np.stack([np.eye(1) * 0.1, np.eye(1) * 2.0])
+    with pytest.raises(ConfigError, match=r"eigenvalue 1\.2 >= 1 \(at q = \[0\.75\] rad\)"):
+        check_damping_stability("f", np.array([600.0]), 1e-3, m_inv, np.array([[0.25], [0.75]]), ["j"])
