@@ -44,9 +44,7 @@ def _reject_unknown(
     node: str, params: Mapping[str, Any], known: set[str], prefixes: tuple[str, ...] = ()
 ) -> None:
     unknown = sorted(
-        k
-        for k in params
-        if k not in known and k not in ROS_PARAMETERS and not k.startswith(prefixes or ("\0",))
+        k for k in params if k not in known and k not in ROS_PARAMETERS and not k.startswith(prefixes)
     )
     if unknown:
         raise ConfigError(f"{node}: unknown parameter(s) {unknown}; valid are {sorted(known)}")
