@@ -311,3 +311,33 @@ def test_within_limits_finds_a_peak_between_its_samples() -> None:
     found = trajectory.limit_violation([-1.0], [0.1975], [10.0])
     assert found is not None and found.value == pytest.approx(16.0 / 81.0, abs=1e-12)
     assert not trajectory.within_limits([-1.0], [0.1975], [10.0])
+
+
+def test_a_joint_approach_from_rest_to_a_goal_past_a_limit_is_refused(robot: RobotModel) -> None:
+    """From rest, a goal 0.05 rad past joint_2's upper limit: the planner refuses the approach
+    itself (its motion passes the limit), whatever its callers checked before. (Mutant: ``plan``
+    without ``check_motion`` on the approach from rest.)"""
+    planner = _planner(robot, 100.0)
+    goal = HOME_Q + _joint_2(robot.position_upper[1] + 0.05 - HOME_Q[1])
+    with pytest.raises(
+        TargetError, match="the approach from the current motion takes joint_2 .* past its position"
+    ):
+        planner.plan((HOME_Q, None, None), goal)
+
+
+@pytest.mark.parametrize("kp", [100.0, 1e4])
+def test_a_moving_approach_across_pi_on_a_continuous_joint_is_timed_the_short_way(
+    robot: RobotModel, kp: float
+) -> None:
+    """joint_1 (continuous) at 3.1 rad moving on at 0.3 rad/s, accelerating at 10 rad/s², its goal
+    at −3.1 rad: the short way round, +0.083 rad, one quintic timed as the same goal written as
+    3.183 rad. (Mutant: ``plan`` bounding the direct quintic's acceleration on ``goal - q0``
+    instead of ``robot.difference(goal, q0)``: the long way, −6.2 rad.)"""
+    planner = _planner(robot, kp)
+    q0 = HOME_Q + _joint_1(3.1 - HOME_Q[0])
+    start = (q0, _joint_1(0.3), _joint_1(10.0))
+    across = planner.plan(start, q0 + _joint_1(-6.2))
+    unwrapped = planner.plan(start, q0 + _joint_1(2.0 * np.pi - 6.2))
+    assert len(across.times) == 2
+    assert across.duration == unwrapped.duration
+    np.testing.assert_allclose(across.positions[-1], unwrapped.positions[-1], atol=1e-12)
