@@ -26,6 +26,7 @@ from torque_ctrl_ros.core.trajectory import JointTrajectory, check_motion
 
 
 def _joint_2(value: float) -> np.ndarray:
+    """Seven joint values, ``value`` on joint_2 and 0 elsewhere (as ``_joint_1`` for joint_1)."""
     out = np.zeros(7)
     out[1] = value
     return out
@@ -341,3 +342,15 @@ def test_a_moving_approach_across_pi_on_a_continuous_joint_is_timed_the_short_wa
     assert len(across.times) == 2
     assert across.duration == unwrapped.duration
     np.testing.assert_allclose(across.positions[-1], unwrapped.positions[-1], atol=1e-12)
+
+
+def test_a_trajectory_from_a_hair_below_the_lower_limit_back_inside_is_accepted() -> None:
+    """A first point 0.1 mrad below the lower limit, the motion leading back inside: the first
+    segment may stay as far below as its first point is, so nothing is found; a later segment
+    going as far below is. (Mutant: ``_screen`` widening only the first segment's upper bound,
+    ``q_lo[0]`` kept for ``np.minimum(q_lo[0], p0)``.)"""
+    trajectory = JointTrajectory([0.0, 1.0], [[-1.0001], [0.0]])
+    assert trajectory.limit_violation([-1.0], [1.0], [10.0]) is None
+    back_out = JointTrajectory([0.0, 1.0, 2.0], [[-1.0001], [0.0], [-1.0001]])
+    found = back_out.limit_violation([-1.0], [1.0], [10.0])
+    assert found is not None and found.quantity == "position" and found.limit == -1.0 and found.time > 1.0
