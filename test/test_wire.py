@@ -157,20 +157,22 @@ def test_joint_state_non_finite_values_pass_through_for_the_watchdog() -> None:
     assert decoded is not None and np.isnan(decoded[1][3])  # the caller refuses it, as before
 
 
+#: Not one row of 7 values: too few, too many, 2-D (even holding 7), scalars.
+NOT_ONE_ROW = [
+    np.ones(0),
+    np.ones(1),
+    np.ones(3),
+    np.ones(8),
+    np.ones((2, 7)),
+    np.ones((1, 7)),
+    np.ones((7, 1)),
+    np.float64(2.0),
+    2.0,
+]
+
+
 @pytest.mark.parametrize("field", ["q", "v", "effort"])
-@pytest.mark.parametrize(
-    "bad",
-    [
-        np.ones(1),
-        np.ones(3),
-        np.ones(8),
-        np.ones((2, 7)),
-        np.ones((1, 7)),
-        np.ones((7, 1)),
-        np.float64(2.0),
-        2.0,
-    ],
-)
+@pytest.mark.parametrize("bad", NOT_ONE_ROW)
 def test_joint_state_encoders_refuse_arrays_not_one_per_joint(field: str, bad: Any) -> None:
     """Copied into the wire's 7-value buffers, one value or a scalar had filled all 7 positions
     silently. Both encoders refuse them alike, naming the field; a (1, 7) or (7, 1) array too (the
@@ -221,19 +223,7 @@ def test_command_decode_reads_any_float64_multiarray() -> None:
     assert CommandWire.decode(bytes(no_nul)) is None
 
 
-@pytest.mark.parametrize(
-    "tau",
-    [
-        np.ones(3),
-        np.ones(8),
-        np.ones((2, 7)),
-        np.ones((1, 7)),
-        np.ones((7, 1)),
-        np.float64(1.0),
-        1.0,
-        np.ones(0),
-    ],
-)
+@pytest.mark.parametrize("tau", NOT_ONE_ROW)
 @pytest.mark.parametrize("stamp", [None, 5 * NS])
 def test_command_encoders_refuse_torques_not_one_per_joint(tau: Any, stamp: int | None) -> None:
     """Written as given, 3 torques had gone out under a layout saying 7 (a malformed command; 14
