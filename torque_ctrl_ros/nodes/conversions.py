@@ -101,14 +101,14 @@ class JointStateEncoder:
         """
         msg = self.msg
         ns_to_stamp(stamp_ns, msg.header.stamp)
-        msg.position = self._field("q", q)
-        msg.velocity = self._field("v", v)
-        msg.effort = self._field("effort", effort)
+        msg.position = self._field("joint state q", q)
+        msg.velocity = self._field("joint state v", v)
+        msg.effort = self._field("joint state effort", effort)
         return msg
 
     def _field(self, field: str, values: FloatArray) -> array.array:
         """``values`` as a message field, if it holds ``n`` values."""
-        check_size(f"joint state {field}", values, self.n)
+        check_size(field, values, self.n)
         return as_double_array(values)
 
 
@@ -151,7 +151,11 @@ def check_size(field: str, values: FloatArray, n: int) -> None:
     Raises:
         ValueError: ``"<field>: <n> values expected, got shape <shape>"``.
     """
-    if np.shape(values) != (n,):
+    try:
+        shape = values.shape  # an array's own attribute: np.shape costs twice as much
+    except AttributeError:
+        shape = np.shape(values)
+    if shape != (n,):
         raise ValueError(f"{field}: {n} values expected, got shape {np.shape(values)}")
 
 

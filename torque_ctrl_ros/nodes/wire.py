@@ -90,7 +90,7 @@ def _fill(buffer: FloatArray, field: str, values: FloatArray) -> None:
     """Copy ``values`` into ``buffer`` if it is one row of as many (numpy would fill all of
     ``buffer`` with one value, or a scalar); ``field`` names it in the error
     (:func:`.conversions.check_size`)."""
-    check_size(f"joint state {field}", values, len(buffer))
+    check_size(field, values, len(buffer))
     buffer[:] = values
 
 
@@ -176,9 +176,9 @@ class JointStateWire:
         sec, nsec = divmod(int(stamp_ns), _NS)
         _STAMP.pack_into(self._buf, _HEADER, sec, nsec)
         pos, vel, eff = self._arrays
-        _fill(pos, "q", q)
-        _fill(vel, "v", v)
-        _fill(eff, "effort", effort)
+        _fill(pos, "joint state q", q)
+        _fill(vel, "joint state v", v)
+        _fill(eff, "joint state effort", effort)
         return bytes(self._buf)
 
     # ------------------------------------------------------------------ decode
