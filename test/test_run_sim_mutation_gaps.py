@@ -1,0 +1,336 @@
+"""Behaviours of ``make sim``'s runner and of the node processes' helpers that a mutation review
+found unpinned.
+
+Each test names the behaviour it pins and the source change (mutant) it was written to catch, in
+:mod:`torque_ctrl_ros.run_sim` (the demo trajectory, the monitor's tracking error, the arguments,
+the summary) and :mod:`torque_ctrl_ros.node_processes` (``step_parts``, the nodes' environment and
+exit statuses). No node process and no DDS: the monitor is built without its rclpy node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from ros_helpers import requires_rclpy
+
+from torque_ctrl_ros.node_processes import (
+    PACKAGE_ROOT,
+    NodePair,
+    child_env,
+    float_or_nan,
+    step_parts,
+)
+from torque_ctrl_ros.nodes.scheduling import PARENT_ENV
+from torque_ctrl_ros.paths import data_path
+from torque_ctrl_ros.run_sim import (
+    ErrorStats,
+    Monitor,
+    Tracked,
+    _duration,
+    _latency_figures,
+    _not_granted,
+    _parse_args,
+    _report,
+    demo_trajectory,
+    print_summary,
+    watchdog_summary,
+)
+
+pytestmark = [requires_rclpy]  # run_sim imports the nodes' modules
+
+NAMES = [f"joint_{k}" for k in range(1, 8)]
+Q0 = np.array([0.1, -0.2, 0.3, 1.2, -0.5, 0.8, 0.05])
+#: A whole-run watchdog that went WAITING → OK → FALLBACK when the states stopped at the end.
+END_OF_RUN = {
+    "watchdog_state": "fallback",
+    "watchdog_transitions": 2,
+    "watchdog_reason": "no joint state for 120 ms",
+    "watchdog_reason_kind": "stale",
+}
+
+
+class _Publisher:
+    """The monitor's trajectory publisher: ``subscribers`` matched, the messages it published."""
+
+    def __init__(self, subscribers: int) -> None:
+        self.subscribers = subscribers
+        self.sent: list[Any] = []
+
+    def get_subscription_count(self) -> int:
+        return self.subscribers
+
+    def publish(self, msg: Any) -> None:
+        self.sent.append(msg)
+
+
+def _monitor(duration: float, sends_trajectory: bool, subscribers: int = 1) -> Monitor:
+    """A :class:`Monitor` without its rclpy node, reading ``(t, q)`` tuples as its states."""
+    monitor = object.__new__(Monitor)
+    monitor.duration = duration
+    monitor.sends_trajectory = sends_trajectory
+    monitor.traj_pub = _Publisher(subscribers)
+    monitor.names = list(NAMES)
+    monitor.q0 = None
+    monitor.reference = None
+    monitor.t0 = 0.0
+    monitor.sent_at = math.nan
+    monitor.errors = ErrorStats()
+    monitor.sim_time = 0.0
+    monitor.unreadable_states = 0
+    monitor._read_state = lambda raw: raw  # type: ignore[method-assign]
+    return monitor
+
+
+def test_the_demo_swings_joints_1_2_4_6_out_and_back_in_turn() -> None:
+    """The first waypoint is ``q0 + [0.3, 0.2, 0, 0.3, 0, 0.3, 0]`` rad, the next its mirror
+    ``q0 − …``. Mutants: index ``[0, 1, 3, 4]`` (joint 5 instead of 6), amplitude 0.3 on joint 2,
+    a first swing of ``−1.0``, no alternation (``sign, t = sign, t + 1.0``)."""
+    points = demo_trajectory(Q0, 10.0, 0.5)
+    swing = np.array([0.3, 0.2, 0.0, 0.3, 0.0, 0.3, 0.0])
+    np.testing.assert_allclose(points[0][1] - Q0, swing, atol=1e-15)
+    np.testing.assert_allclose(points[1][1] - Q0, -swing, atol=1e-15)
+
+
+def test_a_run_of_exactly_start_plus_2_s_gets_its_one_swing() -> None:
+    """The demo needs ``start + 2`` s: one swing at +1 s and the way back at +2 s; a run that long
+    gets both, only a shorter one none. Mutant: ``start + t + 1.0 < duration``."""
+    assert [t for t, _ in demo_trajectory(Q0, 3.0, 1.0)] == [1.0, 2.0]
+    assert demo_trajectory(Q0, 2.75, 1.0) == []
+
+
+def test_the_tracking_error_is_the_largest_joint_error_the_short_way_round() -> None:
+    """Against the initial pose (no trajectory): the first state's pose is kept, and a continuous
+    joint crossing ±π by 0.03 rad is 0.03 rad off, not 2π − 0.03. Mutants: no wrap
+    (``err = q_ref - q``), a signed maximum (``err.max()``), ``q0`` reset at every state."""
+    monitor = _monitor(10.0, sends_trajectory=False)
+    q_first = Q0.copy()
+    q_first[0] = math.pi - 0.01
+    monitor._on_state((1.0, q_first))
+    q_next = q_first.copy()
+    q_next[0] = -math.pi + 0.02  # 0.03 rad past q_first, across ±π
+    monitor._on_state((1.001, q_next))
+    assert monitor.errors.last == pytest.approx(0.03, abs=1e-9)
+    assert monitor.errors.max == pytest.approx(0.03, abs=1e-9) and monitor.sim_time == 1.001
+
+
+def test_the_monitor_sends_the_demo_once_matched_and_tracks_it_on_its_own_timeline() -> None:
+    """No trajectory before the controller's subscription is matched (a volatile topic would lose
+    it); then one starting 0.5 s after the state that triggered it, and a state on its first
+    waypoint (1 s after that start) is 0 rad off. Mutants: no subscription check, ``start = t_now``,
+    ``self.t0 = t_now``, ``sample(t)`` instead of ``sample(t - self.t0)``."""
+    monitor = _monitor(10.0, sends_trajectory=True, subscribers=0)
+    monitor._on_state((1.0, Q0))
+    assert monitor.reference is None and not monitor.traj_pub.sent
+    monitor.traj_pub.subscribers = 1
+    monitor._on_state((2.0, Q0))
+    (msg,) = monitor.traj_pub.sent
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (2, 500_000_000)
+    assert (monitor.t0, monitor.sent_at) == (2.5, 2.0) and list(msg.joint_names) == NAMES
+    peak = demo_trajectory(Q0, 10.0, 2.5)[0][1]
+    monitor._on_state((3.5, peak))
+    assert monitor.errors.last == pytest.approx(0.0, abs=1e-9)
+    assert monitor.tracked().sent == 1
+
+
+def test_a_run_until_ctrl_c_gets_a_minute_of_demo() -> None:
+    """``--duration 0`` (until Ctrl-C): the demo runs for a simulated minute, not for no time.
+    Mutant: ``demo_trajectory(self.q0, self.duration, start)`` (no demo at all)."""
+    monitor = _monitor(0.0, sends_trajectory=True)
+    monitor._on_state((2.0, Q0))
+    (msg,) = monitor.traj_pub.sent
+    assert msg.points[-1].time_from_start.sec == 57  # 2.5 s + 57 s + 0.5 s margin ≤ 60 s
+    np.testing.assert_array_equal(msg.points[-1].positions, Q0)
+
+
+def test_the_status_line_shows_no_latency_until_both_percentiles_are_known() -> None:
+    """A p50 without its p99 is no figure to show (it would print ``p99 nan ms``). Mutant:
+    ``math.isnan(p50) and math.isnan(p99)``."""
+    assert _latency_figures({"latency_p50_ms": "0.25"}) == "latency: no state answered yet"
+    assert _latency_figures({"latency_p99_ms": "0.5"}) == "latency: no state answered yet"
+
+
+def test_duration_0_runs_until_ctrl_c_and_a_non_number_is_refused() -> None:
+    """``--duration 0`` is the documented "until Ctrl-C"; ``abc`` and ``nan`` are no durations.
+    Mutants: ``0.0 < value``, and ``value = 0.0`` for text that is no number."""
+    assert _duration("0") == 0.0
+    for text in ("abc", "nan"):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"got '{text}'"):
+            _duration(text)
+
+
+def test_the_controller_given_wins_over_the_parameter_files_one() -> None:
+    """``make sim CONTROLLER=qpid`` runs qpid though the shipped file names computed_torque.
+    Mutant: ``args.controller = file_controller(args.params_file)``."""
+    args, _ = _parse_args(["--controller", "qpid"])
+    assert args.controller == "qpid"
+
+
+def test_the_end_of_the_run_is_told_apart_only_without_refused_states() -> None:
+    """Superseded states (reordered, not refused) leave the end of the run clean; a stale state
+    refused during it, or a summary without the transition count, does not. Mutants: superseded
+    counted (``if kind``), ``refused >= 0``, a missing count read as 0."""
+    clean = "ok until the states ended, then fallback (no joint state for 120 ms)"
+    assert watchdog_summary({**END_OF_RUN, "rejected": {"stale": 0, "superseded": 5}}) == clean
+    tripped = "fallback (no joint state for 120 ms)"
+    assert watchdog_summary({**END_OF_RUN, "rejected": {"stale": 2, "superseded": 0}}) == tripped
+    unknown = {k: v for k, v in END_OF_RUN.items() if k != "watchdog_transitions"}
+    assert watchdog_summary({**unknown, "rejected": {}}) == tripped
+
+
+def test_scheduling_granted_to_one_node_only_is_said_not_granted() -> None:
+    """Both nodes asked for SCHED_FIFO and a CPU latency; one got neither. Mutants: ``any`` for
+    ``all`` in either check of ``_not_granted``."""
+    asked = argparse.Namespace(rt_priority=20, cpu_latency_us="0")
+    note = _not_granted(asked, ["fifo:20 cpus:0 cpu_latency:0us", "normal cpus:1"])
+    assert "SCHED_FIFO 20 and a CPU latency of 0 µs: not granted" in note
+
+
+def _write_summaries(out: Path, sim: dict[str, Any], ctrl: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sim.json").write_text(json.dumps(sim))
+    (out / "controller.json").write_text(json.dumps(ctrl))
+
+
+def _pair(out: Path, returncodes: tuple[int | None, int | None]) -> NodePair:
+    """A pair whose nodes ran (or not: ``None``) and ended with ``returncodes``."""
+    pair = NodePair(0, out, "computed_torque")
+    pair.sim, pair.ctrl = (SimpleNamespace() if rc is not None else None for rc in returncodes)
+    pair.returncodes = returncodes
+    return pair
+
+
+SIM_SUMMARY = {
+    "sim_time_s": 10.0,
+    "step_rate_hz": 1000.0,
+    "latency": {"p50_ms": 0.4},
+    "state_out": {"p50_ms": 0.03, "p99_ms": 0.06},
+    "commands_received": 5000,
+    "late_steps": 35,
+    "steps": 10_000,
+}
+#: The runner's arguments for a plain run (no scheduling asked).
+RUN_ARGS = argparse.Namespace(
+    controller="computed_torque", mode="realtime", rt_priority=0, cpu_latency_us="none"
+)
+CTRL_SUMMARY = {
+    "callback": {"p50_ms": 0.2, "p99_ms": 0.4},
+    "targets_received": 1,
+    "target_pauses": 2,
+    "target_drops": 0,
+    "watchdog_state": "ok",
+}
+
+
+def test_the_summary_says_failed_shares_late_steps_of_all_steps_and_keeps_pauses_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A controller that exited with status 1 makes the run ``failed``; late steps are a share of
+    the steps (35 of 10 000: 0.35 %, not of the 5 000 commands); 2 pauses and no drop are said as
+    such; without steal figures (no ``/proc/stat``) no host line and no crash. Mutants:
+    ``'done'`` always, ``_share(…, commands_received)``, pauses and drops swapped,
+    ``if steal is not None``."""
+    _write_summaries(tmp_path, SIM_SUMMARY, CTRL_SUMMARY)
+    errors = ErrorStats()
+    errors.add(0.01)
+    print_summary(_pair(tmp_path, (0, 1)), Tracked("trajectory", errors, sent=1), RUN_ARGS, False, {})
+    out = capsys.readouterr().out
+    assert out.startswith("summary (failed): computed_torque, realtime"), out
+    assert "late steps 35 = 0.35 %" in out
+    assert "paused its target 2 times" in out and "dropped" not in out
+    assert "hypervisor" not in out
+
+
+def test_a_node_stopped_by_sigint_is_no_failure_in_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGINT is how the runner stops its nodes: status ``-SIGINT`` prints no log tail, a node
+    never started is said so. Mutant: ``elif rc != 0`` in ``_report``."""
+    _write_summaries(tmp_path, SIM_SUMMARY, CTRL_SUMMARY)
+    _report(
+        _pair(tmp_path, (-signal.SIGINT, None)), Tracked("initial pose", ErrorStats()), RUN_ARGS, True, {}
+    )
+    err = capsys.readouterr().err
+    assert "exited with status" not in err and "controller_node was not started" in err, err
+
+
+def test_step_parts_list_the_parts_in_path_order_with_nan_for_a_missing_figure() -> None:
+    """The summary's step line goes state out → … → callback → hops; a figure a node did not write
+    is NaN, not 0 ms; and without the simulator's ``state_out`` or the controller's ``callback``
+    there are no hops (and no crash). Mutants: ``compute`` and ``prepare`` swapped in
+    ``STEP_PARTS``, ``0.0 if value is None``, ``"state_out" in parts or "callback" in parts``."""
+    parts = {"p50_ms": 0.01, "p99_ms": 0.02}
+    sim = {"latency": {"p50_ms": 0.4}, "state_out": parts}
+    ctrl = {
+        "compute": parts,
+        "callback": {"p50_ms": 0.1},
+        "callback_parts": {k: parts for k in ("state_in", "prepare", "qp_solve", "command_out")},
+    }
+    found = step_parts(sim, ctrl)
+    assert list(found) == [
+        "state_out",
+        "state_in",
+        "compute",
+        "prepare",
+        "qp_solve",
+        "command_out",
+        "callback",
+        "hops",
+    ]
+    assert math.isnan(found["callback"]["p99_ms"]) and math.isnan(float_or_nan(None))
+    assert "hops" not in step_parts(sim, {"compute": parts})
+    assert "hops" not in step_parts({"latency": {"p50_ms": 0.4}}, ctrl)
+
+
+def test_the_nodes_run_on_the_runners_domain_and_checkout_and_die_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The domain given wins over one in the environment, this checkout comes first on the
+    ``PYTHONPATH``, the venv's prefix is on ``AMENT_PREFIX_PATH`` (the message packages), and the
+    nodes know the runner's pid (they stop with it). Mutants: ``setdefault("ROS_DOMAIN_ID", …)``,
+    the checkout after ``$PYTHONPATH``, no ``sys.prefix``, no ``PARENT_ENV``."""
+    monkeypatch.setenv("ROS_DOMAIN_ID", "7")
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    monkeypatch.setenv("AMENT_PREFIX_PATH", "/opt/ros/jazzy")
+    env = child_env(42)
+    assert env["ROS_DOMAIN_ID"] == "42"
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(PACKAGE_ROOT), "/elsewhere"]
+    assert env["AMENT_PREFIX_PATH"].split(os.pathsep) == ["/opt/ros/jazzy", sys.prefix]
+    assert env[PARENT_ENV] == str(os.getpid())
+
+
+def _exited(rc: int) -> SimpleNamespace:
+    return SimpleNamespace(poll=lambda: rc)
+
+
+def test_a_run_is_clean_only_when_a_node_ran_and_each_that_ran_ended_normally(tmp_path: Path) -> None:
+    """Status 0 or ``-SIGINT`` for each node started (the composed process alone is one), but not
+    a run where none started. Mutants: ``bool(started) and`` dropped, ``signal.SIGINT`` for
+    ``-signal.SIGINT``, every return code counted (``started = list(self.returncodes)``)."""
+    assert not _pair(tmp_path, (None, None)).clean_exit()
+    assert _pair(tmp_path, (-signal.SIGINT, 0)).clean_exit()
+    assert not _pair(tmp_path, (signal.SIGINT, 0)).clean_exit()
+    assert _pair(tmp_path, (0, None)).clean_exit()  # composed: one process
+
+
+def test_a_pairs_summaries_log_tail_and_files_come_from_its_own_folder(tmp_path: Path) -> None:
+    """``stats()`` is ``(sim, controller)``, ``scheduling()`` says ``unknown`` without a summary,
+    the log tail is the log's last lines, and the shipped file passed as ``params_file`` is read
+    once. Mutants: ``stats`` swapped, default ``normal``, ``splitlines()[:lines]``, no dedup."""
+    pair = NodePair(0, tmp_path, "qpid")
+    assert pair.scheduling() == {"sim_node": "unknown", "controller_node": "unknown"}
+    _write_summaries(tmp_path, {"who": "sim"}, {"who": "ctrl"})
+    assert [s["who"] for s in pair.stats()] == ["sim", "ctrl"]
+    (tmp_path / "sim_node.log").write_text("\n".join(f"line {k}" for k in range(20)))
+    assert pair.log_tail("sim_node", 2) == "line 18\nline 19"
+    shipped = Path(data_path("config", "gen3_controllers.yaml"))
+    assert NodePair(0, tmp_path, "qpid", params_file=shipped).params_files == [shipped]
