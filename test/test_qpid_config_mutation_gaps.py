@@ -15,12 +15,15 @@ from typing import Any
 import numpy as np
 import pytest
 from ros_helpers import shipped_parameters
+from test_qp_terms import HOME
 from test_qpid import _params
 
 from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.controllers import create_controller
 from torque_ctrl_ros.core.controllers.qpid import QPID
 from torque_ctrl_ros.core.controllers.qpid_config import QPIDConfig, check_velocity_weight, max_weight_ratio
-from torque_ctrl_ros.core.errors import ConfigError
+from torque_ctrl_ros.core.errors import ConfigError, StateError
+from torque_ctrl_ros.core.types import JointState
 
 
 def _section(controller: str) -> dict[str, Any]:
@@ -93,6 +96,7 @@ def test_an_unknown_solver_key_is_refused_naming_the_solver_section(robot: Robot
         ("tool", "expected a non-empty list of task names, got 'tool'"),
         ([], "expected a non-empty list of task names, got \\[\\]"),
         (["tool", "tool"], "duplicate names in \\['tool', 'tool'\\]"),
+        (["tool", ""], "invalid task name '' \\(no dots, not empty\\)"),
     ],
 )
 def test_task_lists_that_are_no_list_or_repeat_a_name_are_refused_as_such(
@@ -102,7 +106,8 @@ def test_task_lists_that_are_no_list_or_repeat_a_name_are_refused_as_such(
     in :meth:`QPIDConfig.from_params`: without ``isinstance(names, str)`` a string was read as
     the task names ``t, o, o, l`` (error: ``qpid.t.type`` required); without ``not names`` the
     empty list met a later check; without the duplicate check the second ``tool`` found its keys
-    taken by the first and was reported as having no ``type``."""
+    taken by the first and was reported as having no ``type``; without ``not name`` in
+    ``_check_task_name`` the empty name was reported as ``qpid..type`` missing."""
     with pytest.raises(ConfigError, match=rf"qpid\.tasks: {match}"):
         QPID.from_params(robot, _params(tasks=names))
 
@@ -171,3 +176,18 @@ def test_values_only_an_enabled_barrier_is_held_to_and_a_zero_d_safe_are_accepte
         QPIDConfig.from_params(robot, _params(**{"singularity.alpha": 0.5}))
     touching = QPIDConfig.from_params(robot, _params(**{"self_collision.d_safe": 0}))
     assert touching.self_collision.d_safe == 0.0
+
+
+@pytest.mark.parametrize("controller", ["gravity_comp", "qpid"])
+def test_compute_refuses_a_malformed_state_before_any_torque(robot: RobotModel, controller: str) -> None:
+    """:meth:`Controller.compute` checks the state first: a NaN angle or a velocity of 6 entries
+    is a :class:`StateError` naming the problem, not a torque or another error from deeper down.
+    Mutant: ``robot.check_state`` in ``compute`` replaced by ``np.asarray`` (the NaN became a
+    non-finite torque, the short vector a Pinocchio error)."""
+    c = create_controller(controller, robot, _params() if controller == "qpid" else None)
+    nan_q = HOME.copy()
+    nan_q[2] = np.nan
+    with pytest.raises(StateError, match=r"joint positions: expected finite numbers"):
+        c.compute(JointState(nan_q, np.zeros(robot.n)), c.hold_reference(JointState(HOME, np.zeros(robot.n))))
+    with pytest.raises(StateError, match=r"joint velocities: expected 7 numbers"):
+        c.compute(JointState(HOME, np.zeros(6)), c.hold_reference(JointState(HOME, np.zeros(robot.n))))
