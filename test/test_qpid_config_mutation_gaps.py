@@ -19,7 +19,7 @@ from test_qp_terms import HOME
 from test_qpid import _params
 
 from torque_ctrl_ros.core import RobotModel
-from torque_ctrl_ros.core.controllers import create_controller
+from torque_ctrl_ros.core.controllers import ComputedTorque, GravityCompensation, create_controller
 from torque_ctrl_ros.core.controllers.qpid import QPID
 from torque_ctrl_ros.core.controllers.qpid_config import QPIDConfig, check_velocity_weight, max_weight_ratio
 from torque_ctrl_ros.core.errors import ConfigError, StateError
@@ -191,3 +191,11 @@ def test_compute_refuses_a_malformed_state_before_any_torque(robot: RobotModel, 
         c.compute(JointState(nan_q, np.zeros(robot.n)), c.hold_reference(JointState(HOME, np.zeros(robot.n))))
     with pytest.raises(StateError, match=r"joint velocities: expected 7 numbers"):
         c.compute(JointState(HOME, np.zeros(6)), c.hold_reference(JointState(HOME, np.zeros(robot.n))))
+
+
+def test_create_controller_without_a_section_builds_the_defaults(robot: RobotModel) -> None:
+    """``create_controller(name, robot)`` with no parameter section builds the controller from its
+    defaults, as an empty section would. Mutant ``from_params(robot, params)`` (for
+    ``params or {}``) handed ``None`` to ``from_params``, which failed on it."""
+    assert isinstance(create_controller("gravity_comp", robot), GravityCompensation)
+    assert isinstance(create_controller("computed_torque", robot), ComputedTorque)
