@@ -107,7 +107,7 @@ class JointStateEncoder:
         return msg
 
     def _field(self, field: str, values: FloatArray) -> array.array:
-        """``values`` as a message field, if it holds ``n`` values."""
+        """``values`` as a message field, if it is one row of ``n`` values."""
         check_size(field, values, self.n)
         return as_double_array(values)
 
@@ -156,7 +156,7 @@ def check_size(field: str, values: FloatArray, n: int) -> None:
     except AttributeError:
         shape = np.shape(values)
     if shape != (n,):
-        raise ValueError(f"{field}: {n} values expected, got shape {np.shape(values)}")
+        raise ValueError(f"{field}: {n} values expected, got shape {shape}")
 
 
 def decode_command(msg: Float64MultiArray, n: int) -> tuple[FloatArray, int | None]:
