@@ -898,12 +898,14 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
     with pytest.raises(ConfigError, match="6 weighted rows on frame 'forearm_link', which 4 joint"):
         HQPID.from_params(robot, _params(**hier))  # the level below would lose 2 DoFs
     HQPID.from_params(robot, _params(**hier, **{"tool.weight": [1, 1, 1, 1, 0, 0]}))
-    # Found by the rank of the rows over sampled poses: joint_2's origin, on joint_1's axis, moves
-    # along one direction only, so its 3 rows freeze 1 DoF and hide 2 from the level below.
-    with pytest.raises(
-        ConfigError, match=r"only 1 are independent: level 1 would lose 2 DoF\(s\); tool has 3"
-    ):
-        HQPID.from_params(robot, _params(**{"tool.frame": "joint_2", "posture.level": 1}))
+    # Found by the rank of the rows over sampled poses: joint_2's origin circles joint_1's axis,
+    # horizontally and along one direction at a time, so its x and y rows (each of which moves)
+    # freeze 1 DoF and hide 1 from the level below. Its z row never moves: refused first.
+    on_joint_2 = {"tool.frame": "joint_2", "posture.level": 1}
+    with pytest.raises(ConfigError, match=r"only 1 are independent: level 1 would lose 1 DoF\(s\)"):
+        HQPID.from_params(robot, _params(**on_joint_2, **{"tool.weight": [1, 1, 0]}))
+    with pytest.raises(ConfigError, match=r"hqpid\.tool\.frame: .* weighted rows \['z'\]"):
+        HQPID.from_params(robot, _params(**on_joint_2))
     # Solver settings that would give a wrong "solved" torque, or no step in time.
     for key, value, match in (
         ("solver.eps_abs", 100.0, "eps_abs: expected at most 0.001"),
@@ -1078,16 +1080,18 @@ def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])
 def test_a_frame_task_whose_weighted_rows_never_move_is_refused(robot: RobotModel, klass: type) -> None:
-    """shoulder_link's origin lies on joint 1's axis: joint 1 turns it but never moves it, so a
-    position task there has rows that are 0 at every configuration and would never act, without
-    a word. Turning it acts (about z, through joint 1): an orientation task on it is kept."""
+    """shoulder_link's origin lies on joint 1's axis: joint 1 turns it about z but never moves it,
+    so a position task there has rows that are 0 at every configuration and would never act,
+    without a word. Each weighted row must move: an orientation or pose task there is refused for
+    its still rows, and kept once only its z turn is weighted."""
     # No levels given: hqpid runs both tasks on level 0, so its check of the rows a level leaves
-    # to the levels below does not refuse the frame first.
+    # to the levels below does not refuse the frame first. half_arm_1_link is not offered: its
+    # origin, 5.4 mm off joint 1's axis, only ever moves horizontally.
     on_shoulder = {"tool.frame": "shoulder_link"}
     refused = (
         rf"{klass.name}\.tool\.frame: no joint moves 'shoulder_link' along the task's weighted rows "
-        r"\['x', 'y', 'z'\]: .* frames a joint moves along \['x', 'y', 'z'\]: "
-        r"\['joint_2', 'half_arm_1_link', "
+        r"\['x', 'y', 'z'\]: .* set their weight to 0, or use a frame that a joint moves along each of "
+        r"\['x', 'y', 'z'\]: \['joint_3', 'half_arm_2_link', "
     )
     with pytest.raises(ConfigError, match=refused):
         klass.from_params(robot, _params(**on_shoulder))
@@ -1096,15 +1100,20 @@ def test_a_frame_task_whose_weighted_rows_never_move_is_refused(robot: RobotMode
         klass.from_params(
             robot, _params(**on_shoulder, **{"tool.type": "pose", "tool.weight": [1, 0, 1, 0, 0, 0]})
         )
+    # All six weighted: the turn about z moves, the five others are named.
+    with pytest.raises(ConfigError, match=r"weighted rows \['x', 'y', 'z', 'rx', 'ry'\]"):
+        klass.from_params(robot, _params(**on_shoulder, **{"tool.type": "pose"}))
     with pytest.raises(ConfigError, match=r"^tool\.frame: no joint moves 'shoulder_link'"):
         PositionTask("tool", robot, "shoulder_link")  # built directly, past the controller
     # Rows the geometry pins read rounding (shoulder_link's ry up to 1.2e-16), not exactly 0: the
-    # tolerance takes them as still. Joint 1 turns the link about z only.
-    with pytest.raises(ConfigError, match=r"weighted rows \['rx', 'ry'\]"):
-        klass.from_params(
-            robot, _params(**on_shoulder, **{"tool.type": "orientation", "tool.weight": [1, 1, 0]})
-        )
-    oriented = klass.from_params(robot, _params(**on_shoulder, **{"tool.type": "orientation"}))
+    # tolerance takes them as still, with or without the moving rz beside them.
+    for weight in ([1, 1, 0], [1, 1, 1]):
+        with pytest.raises(ConfigError, match=r"weighted rows \['rx', 'ry'\]"):
+            klass.from_params(
+                robot, _params(**on_shoulder, **{"tool.type": "orientation", "tool.weight": weight})
+            )
+    turned = {"tool.type": "orientation", "tool.weight": [0, 0, 1]}
+    oriented = klass.from_params(robot, _params(**on_shoulder, **turned))
     assert oriented.tasks[0].frame == "shoulder_link"
     assert klass.from_params(robot, _params()).tasks[0].frame == TOOL
 

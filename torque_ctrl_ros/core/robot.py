@@ -806,6 +806,17 @@ class RobotModel:
         (:meth:`frame_rows_rank`): what a start-up check's error offers instead of a refused frame."""
         return [f.name for f in self.model.frames if self.frame_rows_rank(f.name, rows, samples) >= rank]
 
+    def still_rows(self, frame: str | int, rows: NDArray[np.intp], samples: FloatArray) -> list[int]:
+        """The rows of ``rows`` (indices into the 6 of :meth:`frame_jacobian`) along which no joint
+        moves ``frame`` at any of ``samples``: each one's Jacobian row is 0 there (a rank of 0,
+        :meth:`frame_rows_rank`), whatever the other rows do."""
+        return [int(r) for r in rows if self.frame_rows_rank(frame, np.array([r]), samples) == 0]
+
+    def frames_moving_each_row(self, rows: NDArray[np.intp], samples: FloatArray) -> list[str]:
+        """Names of the frames that some joint moves along each of ``rows`` somewhere in
+        ``samples`` (none of them :meth:`still_rows`): what a task's refusal offers instead."""
+        return [f.name for f in self.model.frames if not self.still_rows(f.name, rows, samples)]
+
     def frame_bias_acceleration(self, q: FloatArray, v: FloatArray, frame: str | int) -> FloatArray:
         """Drift ``J̇·q̇`` (6,) of the frame's classical acceleration, ``[ẍ; ω̇] = J·q̈ + J̇·q̇``, with
         ``J`` the :meth:`frame_jacobian` in ``LOCAL_WORLD_ALIGNED`` (origin velocity and angular

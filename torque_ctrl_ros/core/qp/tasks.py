@@ -226,20 +226,23 @@ class FrameTask(Task):
         self._set_target_pose(pin.SE3.Identity())
 
     def _check_weighted_rows_move(self) -> None:
-        """Refuse a frame whose weighted rows no joint moves anywhere sampled: e.g. a position task on
-        a link whose origin lies on the axis of every joint that moves it (the Gen3's shoulder_link
-        turns with joint 1, its origin stays put), whose rows are 0 at every configuration."""
+        """Refuse a frame along one of whose weighted rows no joint moves anywhere sampled. E.g. the
+        Gen3's shoulder_link turns with joint 1 about z and its origin stays put: a position task
+        there never acts, and a pose or orientation task would track the turn about z only while
+        its weights on the other rows pretend otherwise. Such a row is 0 at every configuration;
+        the error names it, so that its weight can be set to 0 or another frame chosen."""
         weighted = np.flatnonzero(self.weight > 0.0)
-        rows = self.rows.start + weighted
         samples = sample_configurations(self.robot, ROW_CHECK_SAMPLES)
-        if self.robot.frame_rows_rank(self.frame_id, rows, samples) > 0:
+        still = self.robot.still_rows(self.frame_id, self.rows.start + weighted, samples)
+        if not still:
             return
-        axes = [self.axis_names[i] for i in weighted]
-        working = self.robot.frames_reaching_rank(rows, samples, 1)
+        axes = [self.axis_names[r - self.rows.start] for r in still]
+        working = self.robot.frames_moving_each_row(np.array(still), samples)
         raise ConfigError(
             f"{self.name}.frame: no joint moves {self.frame!r} along the task's weighted rows {axes}: "
             f"their Jacobian is 0 at all {ROW_CHECK_SAMPLES} sampled configurations, so the task could never "
-            f"act; frames a joint moves along {axes}: {working}"
+            f"act along them; set their weight to 0, or use a frame that a joint moves along each of "
+            f"{axes}: {working}"
         )
 
     def _compute(self, kin: KinematicsState) -> None:
