@@ -10,6 +10,7 @@ with and without ``--check``. The generator only ever writes into ``tmp_path`` h
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,17 @@ def test_a_pi_expression_with_trailing_text_is_refused(text: str) -> None:
     """``pi/2x`` is no angle: it is refused, not read as its leading ``pi/2``. (Mutant: the
     pattern loses its closing ``\\s*$``, so ``re.match`` accepts any text after the expression.)"""
     with pytest.raises(ValueError, match="expected a number or a multiple of pi"):
+        GEN.parse_number(text)
+
+
+@pytest.mark.parametrize("text", ["pi/0", "-3*pi/00"])
+def test_a_pi_expression_divided_by_zero_is_refused_as_bad_text(text: str) -> None:
+    """``pi/0`` gets the generator's ValueError naming the text, like any other bad number.
+    (Bug at 3b504aa: the divisor group accepted ``0`` and ``parse_number`` raised a bare
+    ``ZeroDivisionError: float division by zero`` that names neither the value nor the field.)"""
+    with pytest.raises(
+        ValueError, match=re.escape(f"expected a number or a multiple of pi such as 'pi/2', got '{text}'")
+    ):
         GEN.parse_number(text)
 
 

@@ -39,8 +39,9 @@ SCENE_FILE = "mjcf/scene.xml"
 
 Vec3 = tuple[float, float, float]
 
-# "pi", "-pi/2", "3*pi/4", "0.5*pi": an optional sign, factor and divisor around pi.
-_PI_EXPR = re.compile(r"^\s*([+-])?\s*(?:(\d+(?:\.\d*)?)\s*\*\s*)?pi\s*(?:/\s*(\d+))?\s*$")
+# "pi", "-pi/2", "3*pi/4", "0.5*pi": an optional sign, factor and divisor around pi. The divisor
+# starts with 1-9 so that "pi/0" is refused as text rather than raising ZeroDivisionError.
+_PI_EXPR = re.compile(r"^\s*([+-])?\s*(?:(\d+(?:\.\d*)?)\s*\*\s*)?pi\s*(?:/\s*([1-9]\d*))?\s*$")
 
 
 @dataclass(frozen=True)
