@@ -191,6 +191,16 @@ def test_zero_is_not_a_positive_value(edit: Edit, match: str) -> None:
     _refuses(edit, match)
 
 
+def test_a_shape_whose_ends_coincide_is_refused_by_name() -> None:
+    """A capsule from ``[0, 0, 0.01]`` to ``[0, 0, 0.01]`` has no axis: the description is
+    refused with a message naming the link's shape. (Bug at 3b504aa: it was accepted, and
+    rendering it raised a bare ``ZeroDivisionError`` in ``_segment`` naming no link.)"""
+    _refuses(
+        _set("links", "base_link", "shape", "to", value=[0, 0, 0.01]),
+        re.escape("base_link.shape: 'from' and 'to' must differ, both are [0.0, 0.0, 0.01]"),
+    )
+
+
 def test_equal_position_limits_are_refused() -> None:
     """``[1.0, 1.0]`` leaves a limited joint no range: refused as not ``[lower, upper]``.
     (Mutant: ``not lower < upper`` → ``not lower <= upper``.)"""

@@ -244,11 +244,16 @@ def description_from_dict(raw: Mapping[str, Any]) -> Description:
 def _check_values(description: Description) -> None:
     """Values the generated files would carry without complaint but which make no robot: a
     non-positive mass, inertia, radius, speed or torque limit, swapped position limits (MuJoCo
-    would quietly leave such a joint unlimited), a named pose outside the limits."""
+    would quietly leave such a joint unlimited), a named pose outside the limits. Also a shape
+    whose two ends coincide: its capsule has no axis to render."""
     for link in description.links:
         inertial = link.inertial
         if not (inertial.mass > 0 and min(inertial.inertia[:3]) > 0 and link.shape.radius > 0):
             raise ValueError(f"{link.name}: mass, principal inertias and shape radius must be > 0")
+        if link.shape.start == link.shape.end:
+            raise ValueError(
+                f"{link.name}.shape: 'from' and 'to' must differ, both are {list(link.shape.start)}"
+            )
     for i, joint in enumerate(description.joints):
         if not (joint.velocity_limit > 0 and joint.effort_limit > 0):
             raise ValueError(f"{joint.name}: velocity and effort limits must be > 0")
