@@ -154,6 +154,61 @@ def test_a_list_of_the_wrong_kind_or_length_is_refused_by_name(edit: Edit, match
     _refuses(edit, match)
 
 
+def _drop(*keys: str) -> Edit:
+    """An edit that deletes ``raw[keys[0]]...[keys[-1]]``."""
+
+    def edit(raw: dict[str, Any]) -> None:
+        node = raw
+        for key in keys[:-1]:
+            node = node[key]
+        del node[keys[-1]]
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (_drop("links", "base_link", "mass"), r"^links\.base_link\.mass: missing \(given: \['color', "),
+        (_drop("links", "base_link", "inertia", "xz"), r"^links\.base_link\.inertia\.xz: missing"),
+        (_drop("joints", "joint_2", "limits", "effort"), r"^joints\.joint_2\.limits\.effort: missing"),
+        (_drop("joints", "joint_2", "origin", "rpy"), r"^joints\.joint_2\.origin\.rpy: missing"),
+        (_drop("tool", "parent"), r"^tool\.parent: missing"),
+        (_drop("simulation", "timestep"), r"^simulation\.timestep: missing"),
+        (_drop("colors"), r"^description\.colors: missing"),
+        (_set("links", "base_link", "mass", value="heavy"), r"^links\.base_link\.mass: expected a number or"),
+        (_set("links", "base_link", "com", value=[0, "x", 0]), r"^links\.base_link\.com\[1\]: expected a"),
+        (
+            _set("joints", "joint_2", "limits", "velocity", value=True),
+            r"^joints\.joint_2\.limits\.velocity: ",
+        ),
+        (_set("poses", "home", 6, value=math.inf), r"^poses\.home\[6\]: expected a finite number"),
+        (_set("joints", "joint_2", "limits", value=[1, 2]), r"^joints\.joint_2\.limits: expected a mapping"),
+        (_set("links", value=["base_link"]), r"^links: expected a mapping, got \['base_link'\]"),
+    ],
+    ids=[
+        "no-mass",
+        "no-inertia-entry",
+        "no-effort",
+        "no-rpy",
+        "no-tool-parent",
+        "no-timestep",
+        "no-colors",
+        "text-mass",
+        "text-in-com",
+        "bool-velocity",
+        "infinite-pose-angle",
+        "limits-list",
+        "links-list",
+    ],
+)
+def test_a_missing_or_bad_field_is_refused_by_its_path(edit: Edit, match: str) -> None:
+    """A missing key, a value that is no number, or a section that is no mapping is refused by
+    the field's path in the YAML, not with a bare ``KeyError('mass')``, ``AttributeError`` or
+    a message naming no field (before, ``parse_number``'s errors named only the value)."""
+    _refuses(edit, match)
+
+
 # ---------------------------------------------------------------------------------------------
 # Values that make no robot
 # ---------------------------------------------------------------------------------------------

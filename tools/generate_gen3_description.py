@@ -127,16 +127,17 @@ class Description:
     colors: dict[str, tuple[float, float, float, float]]
 
 
-def parse_number(value: Any) -> float:
-    """Return ``value`` as a float; strings may be exact multiples of pi (``"-pi/2"``).
+def parse_number(value: Any, what: str = "value") -> float:
+    """Return ``value`` (the field ``what``, named in errors) as a float; strings may be exact
+    multiples of pi (``"-pi/2"``).
 
     Plain numeric strings are accepted as well, because YAML 1.1 (PyYAML) reads ``1E-06`` as a
     string. ``-pi/2`` is computed as ``-(math.pi / 2)``, the double nearest to -π/2.
     """
     if isinstance(value, bool):
-        raise ValueError(f"expected a number, got {value!r}")
+        raise ValueError(f"{what}: expected a number, got {value!r}")
     if isinstance(value, (int, float)):
-        return _finite(float(value), value)
+        return _finite(float(value), value, what)
     if isinstance(value, str):
         match = _PI_EXPR.match(value)
         if match:
@@ -152,20 +153,43 @@ def parse_number(value: Any) -> float:
         except ValueError:
             pass
         else:
-            return _finite(number, value)
-    raise ValueError(f"expected a number or a multiple of pi such as 'pi/2', got {value!r}")
+            return _finite(number, value, what)
+    raise ValueError(f"{what}: expected a number or a multiple of pi such as 'pi/2', got {value!r}")
 
 
-def _finite(number: float, given: Any) -> float:
+def _finite(number: float, given: Any, what: str) -> float:
     if not math.isfinite(number):
-        raise ValueError(f"expected a finite number, got {given!r}")
+        raise ValueError(f"{what}: expected a finite number, got {given!r}")
     return number
 
 
 def _vec(values: Any, size: int, what: str) -> tuple[float, ...]:
     if not isinstance(values, Sequence) or isinstance(values, str) or len(values) != size:
         raise ValueError(f"{what}: expected a list of {size} numbers, got {values!r}")
-    return tuple(parse_number(v) for v in values)
+    return tuple(parse_number(v, f"{what}[{i}]") for i, v in enumerate(values))
+
+
+def _key(raw: Any, key: str, what: str) -> Any:
+    """``raw[key]``; a ValueError naming the field ``what.key`` when ``raw`` is no mapping or
+    lacks the key (instead of a bare ``KeyError`` or ``TypeError``)."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{what}: expected a mapping, got {raw!r}")
+    if key not in raw:
+        raise ValueError(f"{what}.{key}: missing (given: {sorted(map(str, raw))})")
+    return raw[key]
+
+
+def _mapping(raw: Any, key: str) -> Mapping[str, Any]:
+    """The top-level section ``raw[key]`` of the description, which must be a mapping."""
+    value = _key(raw, key, "description")
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{key}: expected a mapping, got {value!r}")
+    return value
+
+
+def _number(raw: Any, key: str, what: str) -> float:
+    """The number at ``raw[key]`` (:func:`parse_number`), named ``what.key`` in errors."""
+    return parse_number(_key(raw, key, what), f"{what}.{key}")
 
 
 def _vec3(values: Any, what: str) -> Vec3:
@@ -174,66 +198,76 @@ def _vec3(values: Any, what: str) -> Vec3:
 
 
 def _origin(raw: Mapping[str, Any], what: str) -> Origin:
-    return Origin(xyz=_vec3(raw["xyz"], f"{what}.xyz"), rpy=_vec3(raw["rpy"], f"{what}.rpy"))
+    return Origin(
+        xyz=_vec3(_key(raw, "xyz", what), f"{what}.xyz"), rpy=_vec3(_key(raw, "rpy", what), f"{what}.rpy")
+    )
 
 
 def description_from_dict(raw: Mapping[str, Any]) -> Description:
-    """Build a :class:`Description` from the parsed YAML; checks that the chain is connected."""
+    """Build a :class:`Description` from the parsed YAML; checks that the chain is connected.
+    A missing or malformed field is refused by its path (e.g. ``links.base_link.mass``)."""
     links = []
-    for name, spec in raw["links"].items():
-        tensor = spec["inertia"]
+    for name, spec in _mapping(raw, "links").items():
+        what = f"links.{name}"
+        tensor, shape = _key(spec, "inertia", what), _key(spec, "shape", what)
         links.append(
             Link(
                 name=name,
                 inertial=Inertial(
-                    mass=parse_number(spec["mass"]),
-                    com=_vec3(spec["com"], f"{name}.com"),
-                    inertia=tuple(parse_number(tensor[k]) for k in ("xx", "yy", "zz", "xy", "xz", "yz")),  # type: ignore[arg-type]
+                    mass=_number(spec, "mass", what),
+                    com=_vec3(_key(spec, "com", what), f"{what}.com"),
+                    inertia=tuple(
+                        _number(tensor, k, f"{what}.inertia") for k in ("xx", "yy", "zz", "xy", "xz", "yz")
+                    ),  # type: ignore[arg-type]
                 ),
                 shape=Shape(
-                    start=_vec3(spec["shape"]["from"], f"{name}.shape.from"),
-                    end=_vec3(spec["shape"]["to"], f"{name}.shape.to"),
-                    radius=parse_number(spec["shape"]["radius"]),
+                    start=_vec3(_key(shape, "from", f"{what}.shape"), f"{what}.shape.from"),
+                    end=_vec3(_key(shape, "to", f"{what}.shape"), f"{what}.shape.to"),
+                    radius=_number(shape, "radius", f"{what}.shape"),
                 ),
-                color=str(spec["color"]),
+                color=str(_key(spec, "color", what)),
             )
         )
     joints = []
-    for name, spec in raw["joints"].items():
-        limits = spec["limits"]
-        position = limits.get("position")
-        lower_upper = None if position is None else _vec(position, 2, f"{name}.limits.position")
+    for name, spec in _mapping(raw, "joints").items():
+        what = f"joints.{name}"
+        limits = _key(spec, "limits", what)
+        position = limits.get("position") if isinstance(limits, Mapping) else None
+        lower_upper = None if position is None else _vec(position, 2, f"{what}.limits.position")
         joints.append(
             Joint(
                 name=name,
-                parent=str(spec["parent"]),
-                child=str(spec["child"]),
-                origin=_origin(spec["origin"], f"{name}.origin"),
+                parent=str(_key(spec, "parent", what)),
+                child=str(_key(spec, "child", what)),
+                origin=_origin(_key(spec, "origin", what), f"{what}.origin"),
                 position_limits=None if lower_upper is None else (lower_upper[0], lower_upper[1]),
-                velocity_limit=parse_number(limits["velocity"]),
-                effort_limit=parse_number(limits["effort"]),
+                velocity_limit=_number(limits, "velocity", f"{what}.limits"),
+                effort_limit=_number(limits, "effort", f"{what}.limits"),
             )
         )
-    tool_raw = raw["tool"]
+    tool_raw = _key(raw, "tool", "description")
     tool = Tool(
-        name=str(tool_raw["name"]),
-        joint=str(tool_raw["joint"]),
-        parent=str(tool_raw["parent"]),
-        origin=_origin(tool_raw["origin"], "tool.origin"),
+        name=str(_key(tool_raw, "name", "tool")),
+        joint=str(_key(tool_raw, "joint", "tool")),
+        parent=str(_key(tool_raw, "parent", "tool")),
+        origin=_origin(_key(tool_raw, "origin", "tool"), "tool.origin"),
     )
-    poses = {name: _vec(values, len(joints), f"poses.{name}") for name, values in raw["poses"].items()}
+    poses = {
+        name: _vec(values, len(joints), f"poses.{name}") for name, values in _mapping(raw, "poses").items()
+    }
     colors = {}
-    for name, rgba in raw["colors"].items():
+    for name, rgba in _mapping(raw, "colors").items():
         r, g, b, a = _vec(rgba, 4, f"colors.{name}")
         colors[name] = (r, g, b, a)
+    simulation = _key(raw, "simulation", "description")
     description = Description(
-        robot=str(raw["robot"]),
+        robot=str(_key(raw, "robot", "description")),
         links=tuple(links),
         joints=tuple(joints),
         tool=tool,
         poses=poses,
-        timestep=parse_number(raw["simulation"]["timestep"]),
-        integrator=str(raw["simulation"]["integrator"]),
+        timestep=_number(simulation, "timestep", "simulation"),
+        integrator=str(_key(simulation, "integrator", "simulation")),
         colors=colors,
     )
     _check_chain(description)
