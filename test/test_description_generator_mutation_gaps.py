@@ -281,6 +281,32 @@ def test_a_pose_exactly_at_a_position_limit_is_accepted() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (_set("tool", "name", value="bracelet_link"), r"^tool\.name: 'bracelet_link' is already a link name"),
+        (_set("tool", "name", value="joint_7"), r"^tool\.name: 'joint_7' is already a joint name"),
+        (_set("tool", "joint", value="joint_3"), r"^tool\.joint: 'joint_3' is already a joint name"),
+        (_set("tool", "joint", value="base_link"), r"^tool\.joint: 'base_link' is already a link name"),
+        (_set("tool", "joint", value="end_effector_link"), r"^tool\.joint: 'end_effector_link' is also"),
+    ],
+    ids=["tool-is-link", "tool-is-joint", "tool-joint-is-joint", "tool-joint-is-link", "tool-joint-is-tool"],
+)
+def test_a_tool_named_like_another_frame_is_refused(edit: Edit, match: str) -> None:
+    """The URDF adds the tool as a link and its fixed joint as a joint, and Pinocchio makes a
+    frame of each: a name already taken would give two frames of one name, and a task or
+    barrier on it would act on whichever Pinocchio finds first."""
+    _refuses(edit, match)
+
+
+@pytest.mark.parametrize("rgba", [[0.2, 0.2, 1.5, 1.0], [0.2, -0.1, 0.2, 1.0], [0.2, 0.2, 0.2, 2.0]])
+def test_a_colour_component_outside_zero_to_one_is_refused(rgba: list[float]) -> None:
+    """URDF and MuJoCo colours are fractions: 1.5 or -0.1 is a typo (a 0-255 value, a sign)."""
+    _refuses(
+        _set("colors", "dark", value=rgba), re.escape("colors.dark: expected r, g, b, a in [0, 1], got ")
+    )
+
+
 def _add_link_after_the_bracelet(raw: dict[str, Any]) -> None:
     raw["links"]["gripper_link"] = dict(raw["links"]["bracelet_link"])
 

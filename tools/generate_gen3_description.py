@@ -278,8 +278,9 @@ def description_from_dict(raw: Mapping[str, Any]) -> Description:
 def _check_values(description: Description) -> None:
     """Values the generated files would carry without complaint but which make no robot: a
     non-positive mass, inertia, radius, speed or torque limit, swapped position limits (MuJoCo
-    would quietly leave such a joint unlimited), a named pose outside the limits. Also a shape
-    whose two ends coincide: its capsule has no axis to render."""
+    would quietly leave such a joint unlimited), a named pose outside the limits, a colour
+    component outside [0, 1]. Also a shape whose two ends coincide: its capsule has no axis to
+    render."""
     for link in description.links:
         inertial = link.inertial
         if not (inertial.mass > 0 and min(inertial.inertia[:3]) > 0 and link.shape.radius > 0):
@@ -299,6 +300,9 @@ def _check_values(description: Description) -> None:
         for pose, q in description.poses.items():
             if not lower <= q[i] <= upper:
                 raise ValueError(f"poses.{pose}: {joint.name} at {q[i]} is outside [{lower}, {upper}]")
+    for name, rgba in description.colors.items():
+        if not all(0.0 <= c <= 1.0 for c in rgba):
+            raise ValueError(f"colors.{name}: expected r, g, b, a in [0, 1], got {list(rgba)}")
     if not description.timestep > 0:
         raise ValueError(f"simulation.timestep: expected > 0, got {description.timestep}")
 
@@ -316,6 +320,14 @@ def _check_chain(description: Description) -> None:
             )
     if description.tool.parent not in names:
         raise ValueError(f"tool parent {description.tool.parent!r} is not a link ({names})")
+    # The URDF names the tool a link and its joint a joint: a clash makes two frames of one name.
+    taken = {"link": names, "joint": [joint.name for joint in description.joints]}
+    for field, name in (("name", description.tool.name), ("joint", description.tool.joint)):
+        for kind, existing in taken.items():
+            if name in existing:
+                raise ValueError(f"tool.{field}: {name!r} is already a {kind} name")
+    if description.tool.name == description.tool.joint:
+        raise ValueError(f"tool.joint: {description.tool.joint!r} is also the tool's (link) name")
     for link in description.links:
         if link.color not in description.colors:
             raise ValueError(f"{link.name}: unknown color {link.color!r}")
