@@ -1440,7 +1440,7 @@ def _torque_step(source: Any, before: Any, after: Any) -> np.ndarray:
 def test_a_first_point_at_time_zero_starts_from_the_reference_velocity(robot: RobotModel) -> None:
     """A replan of a trajectory running 1.125 rad/s on joint_1, its first point at time 0 where the
     reference is (positions only, as a planner replanning from the state sends): the point's
-    velocity had been taken as 0 and the reference stepped to rest, −4.6 N·m on joint_1 at once
+    velocity had been taken as 0 and the reference stepped to rest, −5.75 N·m on joint_1 at once
     (and 0 without the point, or stamped 0.5 ms earlier). It starts from the reference's velocity
     and acceleration now, as from a first point later than 0."""
     node, source, before = _moving_trajectory(robot)

@@ -6,8 +6,9 @@ refused as stale. Under sim time they are not: the ``/clock`` messages of the sa
 in the same backlog, so the node's clock lags with them and each state looks fresh. Computed on
 in turn, they give answers a realtime simulator ignores as stale (it moved on, and applied its
 own safe torque after its ``command_timeout``), while the target runs on with their stamps,
-ahead of the arm the simulator braked: the first answer it takes then steps the torque (up to
-32 % of joint_1's effort limit after a 0.3 s stop).
+ahead of the arm the simulator braked: the first answer it takes then steps the torque (after a
+0.3 s stop up to 32 % of joint_1's effort limit in the runs that found it, 5–26 % of a joint's
+in the nine of docs/interfaces.md; 8–12 % there with the newest state handled).
 
 :class:`CatchUp` says when the caller should take every state queued behind the one it was
 handed and handle only the newest. The middleware hands such a backlog over in bursts (here the

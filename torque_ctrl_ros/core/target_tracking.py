@@ -73,7 +73,7 @@ jump only takes the error down (an arm lagging its reference under a load the mo
 Its velocities, if given, must be within :attr:`JointTargetTracker.velocity_step_tolerance` of
 the reference's (:func:`step_tolerances`); the trajectory then starts from the reference's
 velocity and acceleration (positions only: always), so they do not step: taken as given, a
-first point with velocity 0 steps a reference moving 1.125 rad/s on joint_1 to rest, −4.6 N·m at
+first point with velocity 0 steps a reference moving 1.125 rad/s on joint_1 to rest, −5.75 N·m at
 once. Given accelerations there are not compared: the first segment blends from the reference's
 to the next point's (held to the acceleration bound like any segment). Compared, the
 time-optimal trajectories MoveIt plans at full acceleration scaling, which start the wrist at
