@@ -31,9 +31,9 @@ from torque_ctrl_ros.core.robot import sample_configurations
 
 def test_bind_refuses_views_of_the_wrong_size_and_clears_what_they_held(robot: RobotModel) -> None:
     """``bind`` takes views of the stacked rows: one whose ``C`` has a row too many (the ``lower``
-    right) is refused, not filled past the group into the next group's rows; and the ``C`` bound
-    reads ``σ·e_j`` only, whatever the view held before. (Mutants: the shape check's ``or``
-    becomes ``and``; ``bind`` no longer zeroes ``C`` before ``_bound``.)"""
+    right) is refused, not taken (the group would zero and hold a row of the next group); and
+    the ``C`` bound reads ``σ·e_j`` only, whatever the view held before. (Mutants: the shape
+    check's ``or`` becomes ``and``; ``bind`` no longer zeroes ``C`` before ``_bound``.)"""
     barrier = JointVelocityBarrier(robot, alpha=50.0)
     rows, n = barrier.rows, robot.n
     with pytest.raises(ValueError, match=rf"joint_velocity: bind\(\) got \({rows + 1}, {n}\) / \({rows},\)"):
@@ -53,7 +53,7 @@ def test_each_collision_row_is_bounded_by_its_own_pairs_distance(robot: RobotMod
     """With two rows (the QP controllers' default), at rest each row reads
     ``∇d_i·q̈ + s_i ≥ −α²·(d_i − d_safe)`` with its own pair's distance ``d_i``: the second row
     bounded by the closest pair's distance would ask the second pair to brake as if it were as
-    close (here 9 mm closer). (Mutant: ``a·a·(d − d_safe)`` for every row instead of
+    close (here 74 mm closer). (Mutant: ``a·a·(d − d_safe)`` for every row instead of
     ``a·a·(col.distances − d_safe)``.)"""
     alpha, d_safe = 10.0, 0.02
     col = SelfCollisionModel.from_file(robot, COLLISION, pairs=2)
@@ -136,6 +136,21 @@ def test_a_linear_barrier_refuses_non_finite_or_misshapen_rows_and_is_hard_by_de
         narrow.bind(np.zeros((1, robot.n)), np.zeros(1))
 
 
+def _assert_distances_match_the_segments(robot: RobotModel, capsules: dict, seed: int) -> None:
+    """The model of ``capsules`` (one each on two non-adjacent links) gives, at five random poses,
+    the distance of the segments minus the radii from Pinocchio's frame placements (m)."""
+    col = SelfCollisionModel(robot, CollisionSpec.from_mapping({"capsules": capsules}))
+    pair = frozenset(capsules)
+    kin = KinematicsState(robot)
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        q = rng.uniform(-3.0, 3.0, robot.n)
+        kin.update(q, np.zeros(robot.n))
+        col.update()
+        expected = _capsule_distances(robot, capsules, {pair}, q)[pair]
+        assert math.isclose(col.distance, expected, abs_tol=1e-9), (col.distance, expected)
+
+
 def test_a_capsule_on_a_frame_offset_from_its_joint_sits_where_the_yaml_puts_it(robot: RobotModel) -> None:
     """Capsule coordinates are in the named link's frame: on ``end_effector_link`` (61.5 mm below
     joint 7, turned half about x) a capsule along x must be placed as joint placement · frame
@@ -147,16 +162,7 @@ def test_a_capsule_on_a_frame_offset_from_its_joint_sits_where_the_yaml_puts_it(
         "base_link": [{"from": [0.0, 0.0, 0.01], "to": [0.0, 0.0, 0.12], "radius": 0.05}],
         "end_effector_link": [{"from": [0.0, 0.0, 0.02], "to": [0.08, 0.0, 0.02], "radius": 0.03}],
     }
-    col = SelfCollisionModel(robot, CollisionSpec.from_mapping({"capsules": capsules}))
-    pair = frozenset(capsules)
-    kin = KinematicsState(robot)
-    rng = np.random.default_rng(21)
-    for _ in range(5):
-        q = rng.uniform(-3.0, 3.0, robot.n)
-        kin.update(q, np.zeros(robot.n))
-        col.update()
-        expected = _capsule_distances(robot, capsules, {pair}, q)[pair]
-        assert math.isclose(col.distance, expected, abs_tol=1e-9), (col.distance, expected)
+    _assert_distances_match_the_segments(robot, capsules, seed=21)
 
 
 def test_the_witness_points_and_normal_are_the_closest_pairs_with_two_rows(robot: RobotModel) -> None:
@@ -205,13 +211,17 @@ def test_a_capsule_of_zero_length_is_a_sphere(robot: RobotModel) -> None:
         "base_link": [{"from": [0.0, 0.0, 0.01], "to": [0.0, 0.0, 0.12], "radius": 0.05}],
         "spherical_wrist_2_link": [{"from": [0.0, -0.05, 0.0], "to": [0.0, -0.05, 0.0], "radius": 0.04}],
     }
-    col = SelfCollisionModel(robot, CollisionSpec.from_mapping({"capsules": capsules}))
-    pair = frozenset(capsules)
-    kin = KinematicsState(robot)
-    rng = np.random.default_rng(24)
-    for _ in range(5):
-        q = rng.uniform(-3.0, 3.0, robot.n)
-        kin.update(q, np.zeros(robot.n))
-        col.update()
-        expected = _capsule_distances(robot, capsules, {pair}, q)[pair]
-        assert math.isclose(col.distance, expected, abs_tol=1e-9), (col.distance, expected)
+    _assert_distances_match_the_segments(robot, capsules, seed=24)
+
+
+def test_a_capsule_with_a_key_besides_from_to_radius_is_refused() -> None:
+    """A capsule entry takes exactly ``from``, ``to`` and ``radius``: an extra key (here an
+    ``offset`` the model has no use for) is refused, not silently dropped with the capsule placed
+    without it. Sizes of exactly 10 m are still within the bound. (Mutants: the key check
+    ``set(item) != {...}`` becomes ``not set(item) >= {...}``; the size check's ``>`` becomes
+    ``>=``.)"""
+    capsule = {"from": [0.0, 0.0, 0.0], "to": [0.0, 0.0, 0.1], "radius": 0.05}
+    with pytest.raises(ConfigError, match=r"capsules\.base_link\[0\]: expected keys from, to, radius; got"):
+        CollisionSpec.from_mapping({"capsules": {"base_link": [{**capsule, "offset": [0.0, 0.0, 0.2]}]}})
+    widest = {"from": [-10.0, 0.0, 0.0], "to": [0.0, 0.0, 10.0], "radius": 10.0}
+    assert CollisionSpec.from_mapping({"capsules": {"base_link": [widest]}}).capsules[0].radius == 10.0
