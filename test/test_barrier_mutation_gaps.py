@@ -189,20 +189,6 @@ def test_the_witness_points_and_normal_are_the_closest_pairs_with_two_rows(robot
         np.testing.assert_allclose(col.normal, (p2 - p1) / np.linalg.norm(p2 - p1), rtol=0.0, atol=1e-9)
 
 
-def test_closest_distance_is_the_smallest_pair_distance_at_the_pose_given(robot: RobotModel) -> None:
-    """``closest_distance(q)`` (what the collision barrier's ``d_safe`` refusal samples) is the
-    smallest pair distance at ``q``: taking the largest would let a ``d_safe`` no pose can meet
-    pass the refusal. (Mutant: ``min`` becomes ``max``.)"""
-    col = SelfCollisionModel.from_file(robot, COLLISION)
-    data = robot.model.createData()
-    rng = np.random.default_rng(23)
-    for _ in range(5):
-        q = rng.uniform(-3.0, 3.0, robot.n)
-        assert math.isclose(
-            col.closest_distance(q), _coal_distances(col, robot, data, q).min(), abs_tol=1e-12
-        )
-
-
 def test_a_capsule_of_zero_length_is_a_sphere(robot: RobotModel) -> None:
     """``from == to`` gives a sphere of the radius (a joint housing, say), not a capsule placed
     with a NaN rotation. Reference: point-to-segment distance minus radii from Pinocchio's frame
