@@ -105,6 +105,21 @@ def test_infinite_and_nan_numbers_are_refused(value: float | str) -> None:
         GEN.parse_number(value)
 
 
+def test_a_key_given_twice_in_the_yaml_is_refused_with_its_line(tmp_path: Path) -> None:
+    """PyYAML keeps the last of two equal keys without a word: a colour (or a link) pasted twice
+    under one name would replace the first. The generator's loader refuses it, naming the key and
+    the line of the second one; the shipped file has none."""
+    text = GEN.DESCRIPTION_PATH.read_text(encoding="utf-8")
+    first = "  dark: [0.2, 0.2, 0.22, 1]\n"
+    assert text.count(first) == 1
+    line = text[: text.index(first)].count("\n") + 2  # the pasted line, 1-based
+    doubled = tmp_path / "doubled.yaml"
+    doubled.write_text(text.replace(first, first + "  dark: [0.3, 0.3, 0.3, 1]\n"), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^line {line}: key 'dark' given twice in one mapping$"):
+        GEN.load_description(doubled)
+    assert GEN.load_description().colors["dark"] == (0.2, 0.2, 0.22, 1.0)
+
+
 # ---------------------------------------------------------------------------------------------
 # Lists
 # ---------------------------------------------------------------------------------------------
