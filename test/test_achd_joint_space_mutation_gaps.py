@@ -28,7 +28,6 @@ from torque_ctrl_ros.core.controllers.cartesian import (
     AchdRnea,
     AchdRneaConfig,
     PoseReference,
-    rotation_from_quaternion,
 )
 from torque_ctrl_ros.core.errors import ConfigError, SolverError, TargetError
 
@@ -110,19 +109,17 @@ def test_achd_config_refuses_rcond_one(robot: RobotModel) -> None:
         AchdRneaConfig.create(robot.n, rcond=1.0)
 
 
-def test_achd_frame_moved_by_as_many_joints_as_axes_is_the_boundary(robot: RobotModel) -> None:
+def test_achd_frame_moved_by_one_joint_fewer_than_the_axes_is_refused_by_the_joint_count(
+    robot: RobotModel,
+) -> None:
     """Six axes on spherical_wrist_1_link (moved by 5 joints) are refused by the joint count, the
-    message saying so; four on forearm_link (moved by 4) are taken. Mutants: ``dofs < axes - 1``
-    (the refusal left to the rank check, with a message about dependent rows) and ``dofs <= axes``
-    (the 4-on-4 frame refused)."""
-    assert robot.dofs_moving("spherical_wrist_1_link") == 5 and robot.dofs_moving("forearm_link") == 4
+    message saying so (the existing test tries 4 joints). Mutant ``dofs < axes - 1``: the refusal
+    was left to the rank check, whose message speaks of dependent rows, not of the joints."""
+    assert robot.dofs_moving("spherical_wrist_1_link") == 5
     with pytest.raises(
         ConfigError, match=r"'spherical_wrist_1_link' is moved by 5 joint\(s\), fewer than the 6"
     ):
         create_controller("achd_rnea", robot, {"frame": "spherical_wrist_1_link"})
-    create_controller(
-        "achd_rnea", robot, {"frame": "forearm_link", "constrained_axes": ["x", "y", "z", "rz"]}
-    )
 
 
 def test_computed_torque_reports_the_largest_error_in_magnitude(robot: RobotModel) -> None:
@@ -134,14 +131,6 @@ def test_computed_torque_reports_the_largest_error_in_magnitude(robot: RobotMode
     q_ref[3] -= 0.3
     _, info = controller.torque(HOME, np.zeros(7), JointReference(q_ref))
     assert info["max_abs_error"] == pytest.approx(0.3, abs=1e-12)
-
-
-def test_computed_torque_from_params_takes_the_given_kd(robot: RobotModel) -> None:
-    """``from_params`` passes ``kd`` on: ``kp`` 100 and ``kd`` 25 (over-damped) give ``kd`` 25 on
-    every joint, not the critical ``2·√kp = 20``. Mutant: ``params.get("kd")`` replaced by ``None``."""
-    controller = create_controller("computed_torque", robot, {"kp": 100.0, "kd": 25.0})
-    assert isinstance(controller, ComputedTorque)
-    np.testing.assert_array_equal(controller.config.kd, np.full(7, 25.0))
 
 
 def test_computed_torque_refuses_a_negative_kd_as_a_bound(robot: RobotModel) -> None:
@@ -210,16 +199,6 @@ def test_a_reference_from_a_quaternion_keeps_its_twist_and_acceleration() -> Non
     assert ref.twist is not None and ref.acceleration is not None
     np.testing.assert_array_equal(ref.twist, twist)
     np.testing.assert_array_equal(ref.acceleration, acceleration)
-
-
-@pytest.mark.parametrize("norm", [0.85, 1.15])
-def test_a_quaternion_just_outside_the_accepted_norms_is_refused(norm: float) -> None:
-    """A quaternion is normalised when its norm is within ``[0.9, 1.1]`` and refused outside
-    (0.85 and 1.15 here; the existing tests try 0, 0.5 and NaN). Mutant: ``0.8 <= norm``."""
-    with pytest.raises(TargetError, match="expected unit norm"):
-        rotation_from_quaternion([0.0, 0.0, 0.0, norm])
-    for inside in (0.9, 1.1):
-        np.testing.assert_allclose(rotation_from_quaternion([0.0, 0.0, 0.0, inside]), np.eye(3), atol=1e-15)
 
 
 def test_computed_torque_refuses_a_bool_reference_position(robot: RobotModel) -> None:
