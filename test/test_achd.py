@@ -19,6 +19,7 @@ import pytest
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.approach import PoseApproach
 from torque_ctrl_ros.core.constrained_dynamics import (
+    MIN_RCOND,
     ConstrainedDynamics,
     alpha_from_axes,
     check_alpha,
@@ -587,11 +588,17 @@ def test_unstable_gains_are_refused_naming_the_parameters_and_the_axis(gen3: Rob
 def test_a_bad_rcond_is_a_config_error(gen3: RobotModel) -> None:
     """``rcond`` is a setting, not a target: refused as one, by ``ConstrainedDynamics`` and by the
     controller given a config built directly (not by ``create``, which checks it too)."""
-    for rcond in (0.0, 1.0, 2.0, np.nan, "1e-6"):
-        with pytest.raises(ConfigError, match=r"^rcond: expected a number in \(0, 1\)"):
+    for rcond in (0.0, 1e-13, 1.0, 2.0, np.nan, "1e-6"):
+        with pytest.raises(ConfigError, match=r"^rcond: expected a number in \[1e-12, 1\)"):
             ConstrainedDynamics(gen3, TOOL, rcond=rcond)  # type: ignore[arg-type]
+    assert ConstrainedDynamics(gen3, TOOL, rcond=MIN_RCOND).rcond == MIN_RCOND
+    # Below MIN_RCOND, ε = rcond·d_max would fall under the eigenvalues' rounding (d_min + μ < 0).
+    with pytest.raises(
+        ConfigError, match=r"^achd_rnea\.rcond: expected a number in \[1e-12, 1\), got 1e-17$"
+    ):
+        AchdRneaConfig.create(gen3.n, rcond=1e-17)
     config = dataclasses.replace(AchdRneaConfig.create(gen3.n), rcond=0.0)
-    with pytest.raises(ConfigError, match=r"^achd_rnea\.rcond: expected a number in \(0, 1\), got 0\.0$"):
+    with pytest.raises(ConfigError, match=r"^achd_rnea\.rcond: expected a number in \[1e-12, 1\), got 0\.0$"):
         AchdRnea(gen3, config)
 
 

@@ -78,6 +78,12 @@ AXIS_NAMES: tuple[str, ...] = ("x", "y", "z", "rx", "ry", "rz")
 UNIT_TOLERANCE = 1e-6
 #: ``α`` must have smallest singular value above this (its columns are unit vectors).
 RANK_TOLERANCE = 1e-6
+#: Smallest ``rcond``. ``D``'s eigenvalues carry rounding of ~1e-16·d_max (a ``d_min`` of
+#: −6.6e-14 against ``d_max`` 1570 at the stretched pose). Below ~1e-15, ``ε`` falls under that
+#: rounding, a rounding-negative ``d_min`` can leave ``d_min + μ < 0``, and the solve follows the
+#: rounding (at the zero pose, a target 2.8 cm lower: largest torque 0.001 N·m with rcond 1e-6
+#: or 1e-12, 0.014 with 1e-15, 0.445 with 1e-17). 1e-12 keeps ``ε`` well above the rounding.
+MIN_RCOND = 1e-12
 
 
 def alpha_from_axes(axes: Sequence[str], *, error: type[TorqueCtrlError] = TargetError) -> FloatArray:
@@ -226,12 +232,12 @@ class ConstrainedDynamics:
         robot: the arm.
         frame: name of the constrained frame (e.g. ``"end_effector_link"``).
         rcond: relative threshold on the Delassus eigenvalues below which the solve is
-            damped (see the module docs), in ``(0, 1)``.
+            damped (see the module docs), in ``[MIN_RCOND, 1)``.
     """
 
     def __init__(self, robot: RobotModel, frame: str, *, rcond: float = 1e-6) -> None:
-        if not (isinstance(rcond, float | int) and 0.0 < float(rcond) < 1.0):
-            raise ConfigError(f"rcond: expected a number in (0, 1), got {rcond!r}")
+        if not (isinstance(rcond, float | int) and MIN_RCOND <= float(rcond) < 1.0):
+            raise ConfigError(f"rcond: expected a number in [{MIN_RCOND:g}, 1), got {rcond!r}")
         self.robot = robot
         self.frame = frame
         self.frame_index = robot.frame_id(frame)

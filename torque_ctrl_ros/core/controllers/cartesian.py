@@ -43,6 +43,7 @@ from numpy.typing import ArrayLike
 
 from ..constrained_dynamics import (
     AXIS_NAMES,
+    MIN_RCOND,
     ConstrainedDynamics,
     ConstrainedDynamicsResult,
     alpha_from_axes,
@@ -232,7 +233,7 @@ class AchdRneaConfig:
             the motion the constraints leave free, e.g. the tool's bounce on a table.
         pose_error: ``decoupled`` or ``se3``; ``se3`` only with all three linear or all three
             angular axes constrained (see :func:`check_pose_error_axes`).
-        rcond: relative Delassus eigenvalue threshold for damping, in ``(0, 1)``.
+        rcond: relative Delassus eigenvalue threshold for damping, in ``[MIN_RCOND, 1)``.
     """
 
     frame: str
@@ -292,8 +293,8 @@ class AchdRneaConfig:
         kind = check_choice("achd_rnea.pose_error", pose_error, POSE_ERRORS)
         check_pose_error_axes(kind, axes)
         rc = as_positive_float("achd_rnea.rcond", rcond)
-        if rc >= 1.0:
-            raise ConfigError(f"achd_rnea.rcond: expected a number in (0, 1), got {rcond!r}")
+        if not MIN_RCOND <= rc < 1.0:
+            raise ConfigError(f"achd_rnea.rcond: expected a number in [{MIN_RCOND:g}, 1), got {rcond!r}")
         wrench = as_vector("achd_rnea.task_wrench", task_wrench, 6)
         if np.abs(wrench).max() > MAX_TASK_WRENCH:
             raise ConfigError(
