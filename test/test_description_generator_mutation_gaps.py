@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import mujoco
 import pytest
 import yaml
 from test_model_equivalence import GEN, _description_yaml
@@ -103,6 +105,45 @@ def test_infinite_and_nan_numbers_are_refused(value: float | str) -> None:
     ``math.isnan`` for ``not math.isfinite`` in ``_finite``, which lets infinities through.)"""
     with pytest.raises(ValueError, match="expected a finite number"):
         GEN.parse_number(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [10**400, -(10**400), "9" * 400 + "*pi", "-" + "9" * 400 + "*pi/2"],
+    ids=["int", "negative int", "pi factor", "negative pi factor"],
+)
+def test_numbers_beyond_the_float_range_are_refused_as_not_finite(value: int | str) -> None:
+    """A YAML integer past the float range and a multiple of pi whose factor overflows are
+    refused like ``1e999``. (Bugs at 15ef164: the integer raised a bare ``OverflowError`` naming
+    neither the field nor the value, and the pi factor gave ``inf`` without a word.)"""
+    with pytest.raises(ValueError, match="expected a finite number"):
+        GEN.parse_number(value, "links.base_link.mass")
+
+
+def test_the_largest_integer_below_the_float_range_is_read() -> None:
+    """The float range's own largest value, given as a YAML integer, is still a number."""
+    assert GEN.parse_number(int(sys.float_info.max)) == sys.float_info.max
+
+
+@pytest.mark.parametrize("integrator", ["implicitFast", "RK45", "", 4])
+def test_an_integrator_mujoco_does_not_know_is_refused(integrator: Any) -> None:
+    """A misspelt integrator was written into the MJCF as given and only failed when MuJoCo
+    loaded the scene (bug at 15ef164); it is refused, listing the valid names."""
+    _refuses(
+        _set("simulation", "integrator", value=integrator),
+        re.escape("simulation.integrator: expected one of ['Euler', 'RK4', 'implicit', 'implicitfast']"),
+    )
+
+
+@pytest.mark.parametrize("integrator", ["Euler", "RK4", "implicit", "implicitfast"])
+def test_every_integrator_the_generator_accepts_loads_in_mujoco(integrator: str, tmp_path: Path) -> None:
+    """The accepted names are exactly MuJoCo's: a scene generated with each one loads, with
+    that integrator."""
+    raw = _description_yaml()
+    raw["simulation"]["integrator"] = integrator
+    description = GEN.description_from_dict(raw)
+    model = mujoco.MjModel.from_xml_string(GEN.render_mjcf(description))
+    assert model.opt.integrator == getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
 
 
 def test_a_key_given_twice_in_the_yaml_is_refused_with_its_line(tmp_path: Path) -> None:

@@ -41,6 +41,10 @@ Vec3 = tuple[float, float, float]
 
 # "pi", "-pi/2", "3*pi/4", "0.5*pi": an optional sign, factor and divisor around pi. The divisor
 # starts with 1-9 so that "pi/0" is refused as text rather than raising ZeroDivisionError.
+# The largest float is an integer; any int above it in magnitude has no float.
+_LARGEST_INT_AS_FLOAT = int(sys.float_info.max)
+# MuJoCo's values for <option integrator=...> (its XML schema; anything else fails to load).
+INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
 _PI_EXPR = re.compile(r"^\s*([+-])?\s*(?:(\d+(?:\.\d*)?)\s*\*\s*)?pi\s*(?:/\s*([1-9]\d*))?\s*$")
 
 
@@ -136,8 +140,12 @@ def parse_number(value: Any, what: str = "value") -> float:
     """
     if isinstance(value, bool):
         raise ValueError(f"{what}: expected a number, got {value!r}")
-    if isinstance(value, (int, float)):
-        return _finite(float(value), value, what)
+    if isinstance(value, int):
+        # float() of an int past ~1.8e308 raises OverflowError instead of giving inf.
+        number = float(value) if abs(value) <= _LARGEST_INT_AS_FLOAT else math.inf
+        return _finite(number, value, what)
+    if isinstance(value, float):
+        return _finite(value, value, what)
     if isinstance(value, str):
         match = _PI_EXPR.match(value)
         if match:
@@ -147,7 +155,7 @@ def parse_number(value: Any, what: str = "value") -> float:
                 result *= float(factor)
             if divisor is not None:
                 result /= int(divisor)
-            return -result if sign == "-" else result
+            return _finite(-result if sign == "-" else result, value, what)
         try:
             number = float(value)
         except ValueError:
@@ -279,8 +287,8 @@ def _check_values(description: Description) -> None:
     """Values the generated files would carry without complaint but which make no robot: a
     non-positive mass, inertia, radius, speed or torque limit, swapped position limits (MuJoCo
     would quietly leave such a joint unlimited), a named pose outside the limits, a colour
-    component outside [0, 1]. Also a shape whose two ends coincide: its capsule has no axis to
-    render."""
+    component outside [0, 1]. Also a shape whose two ends coincide (its capsule has no axis to
+    render) and an integrator MuJoCo does not know (the MJCF would fail to load)."""
     for link in description.links:
         inertial = link.inertial
         if not (inertial.mass > 0 and min(inertial.inertia[:3]) > 0 and link.shape.radius > 0):
@@ -305,6 +313,10 @@ def _check_values(description: Description) -> None:
             raise ValueError(f"colors.{name}: expected r, g, b, a in [0, 1], got {list(rgba)}")
     if not description.timestep > 0:
         raise ValueError(f"simulation.timestep: expected > 0, got {description.timestep}")
+    if description.integrator not in INTEGRATORS:
+        raise ValueError(
+            f"simulation.integrator: expected one of {list(INTEGRATORS)}, got {description.integrator!r}"
+        )
 
 
 def _check_chain(description: Description) -> None:
