@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -535,7 +536,7 @@ def test_controller_rejects_bad_targets_and_config(gen3: RobotModel) -> None:
         ctrl.compute(state, "not a pose")  # type: ignore[arg-type]
     ref = PoseReference.from_position_quaternion([0.45, 0.0, 0.43], [0.0, 0.0, 0.0, 1.0])
     np.testing.assert_allclose(ref.rotation, np.eye(3))
-    for params, match in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"constrained_axes": ["x", "q"]}, "unknown"),
         ({"constrained_axes": ["x", "x"]}, "duplicate"),
         ({"constrained_axes": []}, "none"),
@@ -549,7 +550,8 @@ def test_controller_rejects_bad_targets_and_config(gen3: RobotModel) -> None:
         ({"kp": [100, 100, 100, True, 1, 1]}, "kp"),  # a bool in a list is not 1.0
         # 6 constrained axes on a frame 4 joints move: regularised on every step, never tracked.
         ({"frame": "forearm_link"}, "moved by 4 joint"),
-    ]:
+    ]
+    for params, match in cases:
         with pytest.raises(ConfigError, match=match):
             create_controller("achd_rnea", gen3, params)
     create_controller("achd_rnea", gen3, {"frame": "forearm_link", "constrained_axes": ["x", "y", "z"]})
@@ -722,6 +724,7 @@ def test_a_pose_approach_is_consistent_in_pose_twist_and_acceleration(moving: bo
     goal = PoseReference(np.array([0.2, -0.3, 0.6]), pin.exp3(rng.normal(size=3)) @ r0)
     approach = PoseApproach(start, goal, 1.5, stop_time=0.3 if moving else 0.0)
     first = approach.sample(0.0)
+    assert first.twist is not None and first.acceleration is not None
     assert np.allclose(first.position, start.position) and np.allclose(first.rotation, start.rotation)
     assert np.allclose(first.twist, 0.0 if start.twist is None else start.twist, atol=1e-12)
     assert np.allclose(
@@ -734,6 +737,8 @@ def test_a_pose_approach_is_consistent_in_pose_twist_and_acceleration(moving: bo
     h = 1e-5
     for t in np.linspace(0.05, end - 0.05, 18):
         before, now, after = approach.sample(t - h), approach.sample(t), approach.sample(t + h)
+        assert now.twist is not None and now.acceleration is not None
+        assert before.twist is not None and after.twist is not None
         velocity = (after.position - before.position) / (2 * h)
         omega = pin.log3(after.rotation @ before.rotation.T) / (2 * h)  # base axes
         assert np.allclose(now.twist, np.concatenate((velocity, omega)), rtol=0, atol=1e-6)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ import qpsolvers
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import create_controller
-from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID
+from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, _QPController
 from torque_ctrl_ros.core.controllers.qpid_config import BARRIER_GROUPS, QPIDConfig
 from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
@@ -45,8 +45,9 @@ from torque_ctrl_ros.core.qp.constraints import (
     SingularityBarrier,
 )
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
-from torque_ctrl_ros.core.qp.tasks import CartesianTarget, PositionTask
+from torque_ctrl_ros.core.qp.tasks import CartesianTarget, FrameTask, PositionTask
 from torque_ctrl_ros.core.types import JointReference, JointState
+from torque_ctrl_ros.core.validation import FloatArray
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +76,7 @@ def _params(**extra: Any) -> dict[str, Any]:
 
 
 def _run(
-    controller: QPID,
+    controller: _QPController,
     reference: dict[str, Any],
     seconds: float,
     *,
@@ -194,7 +195,7 @@ def test_random_steps_match_independent_solver(robot: RobotModel) -> None:
 
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])
-def test_cold_solves_from_random_states_converge(robot: RobotModel, klass: type) -> None:
+def test_cold_solves_from_random_states_converge(robot: RobotModel, klass: type[_QPController]) -> None:
     """Every barrier on, a cold solve (``reset``) at each of 100 random states and targets.
 
     The slack cost of 1e6 puts terms of that size into the dual residual, whose rounding then
@@ -379,9 +380,11 @@ def test_warm_solves_restarted_from_the_default_proximal_parameters_take_fewer_i
         ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
         ref["tool"] = np.array([0.05, 0.0, 0.10])
         counts: list[float] = []
-        _run(
-            controller, ref, 3.0, on_step=lambda k, plant, out, c=counts: c.append(out.info["qp_iterations"])
-        )
+
+        def count(k: int, plant: MujocoPlant, out: Any, c: list[float] = counts) -> None:
+            c.append(out.info["qp_iterations"])
+
+        _run(controller, ref, 3.0, on_step=count)
         iterations[reset] = np.array(counts)
     print(
         "\n[proximal reset] iterations with / without: "
@@ -471,7 +474,7 @@ def test_hierarchy_keeps_level_0(robot: RobotModel) -> None:
     errors: dict[str, list[float]] = {}
     worst = [0.0]
 
-    def make(kind: str) -> tuple[QPID, dict[str, Any]]:
+    def make(kind: str) -> tuple[_QPController, dict[str, Any]]:
         nonlocal goal
         with_posture = kind != "alone"
         klass = QPID if kind == "qpid" else HQPID
@@ -488,7 +491,12 @@ def test_hierarchy_keeps_level_0(robot: RobotModel) -> None:
         errs: list[float] = []
 
         def step(
-            k: int, plant: MujocoPlant, out: Any, c: QPID = c, errs: list[float] = errs, kind: str = kind
+            k: int,
+            plant: MujocoPlant,
+            out: Any,
+            c: _QPController = c,
+            errs: list[float] = errs,
+            kind: str = kind,
         ) -> None:
             errs.append(c.diagnostics()["error.tool"])
             if kind == "hqpid":
@@ -500,7 +508,7 @@ def test_hierarchy_keeps_level_0(robot: RobotModel) -> None:
         _run(c, ref, seconds, on_step=step)
         errors[kind] = errs
 
-    def settle(errs: list[float], tol: float = 1e-3) -> float:
+    def settle(errs: Sequence[float] | FloatArray, tol: float = 1e-3) -> float:
         above = np.flatnonzero(np.asarray(errs) > tol)
         return (above[-1] + 1) / 1000.0 if above.size else 0.0
 
@@ -647,7 +655,7 @@ def test_contradictory_hard_constraints_give_reported_fallback(robot: RobotModel
     config = QPIDConfig.from_params(robot, _params())
     C = np.zeros((2, robot.n))
     C[0, 0], C[1, 0] = 1.0, -1.0
-    contradiction = LinearBarrier("contradiction", C, [1.0, 0.0], soft=False)  # q̈₁ ≥ 1 and q̈₁ ≤ 0
+    contradiction = LinearBarrier("contradiction", C, np.array([1.0, 0.0]), soft=False)  # q̈₁ ≥ 1 and q̈₁ ≤ 0
     controller = QPID(robot, config, extra_barriers=[contradiction])
     v = np.full(robot.n, 0.1)
     state = JointState(HOME, v)
@@ -670,7 +678,7 @@ def test_a_refused_solve_reports_its_residuals_as_nan(robot: RobotModel) -> None
     dropping the NaN), the diagnostics would read as a perfect solve on exactly the step that failed."""
     C = np.zeros((1, robot.n))
     C[0, 0] = 1.0
-    row = LinearBarrier("row", C, [-1.0], soft=False)
+    row = LinearBarrier("row", C, np.array([-1.0]), soft=False)
     controller = QPID(robot, QPIDConfig.from_params(robot, _params()), extra_barriers=[row])
     row.C[0, 0] = np.nan  # a bug upstream, say: past the barrier's own check
     state = JointState(HOME, np.zeros(robot.n))
@@ -980,7 +988,9 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
 
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])
-def test_diagnostics_count_active_rows_per_group_with_an_empty_group(robot: RobotModel, klass: type) -> None:
+def test_diagnostics_count_active_rows_per_group_with_an_empty_group(
+    robot: RobotModel, klass: type[_QPController]
+) -> None:
     """A group without rows (here the last one) counts 0 and leaves the others' counts alone
     (np.add.reduceat raises IndexError on it)."""
     params = {
@@ -1004,7 +1014,7 @@ def test_diagnostics_count_active_rows_per_group_with_an_empty_group(robot: Robo
 
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])
-def test_the_controllers_have_no_period_of_their_own(robot: RobotModel, klass: type) -> None:
+def test_the_controllers_have_no_period_of_their_own(robot: RobotModel, klass: type[_QPController]) -> None:
     """They run at CONTROL_PERIOD (1 ms): a ``dt`` is an unknown parameter, so the fallback
     damping cannot be checked at another period (``dt`` 0.1 ms let 2.0 through, λ 7.08 at 1 ms)."""
     params = _params(**{"posture.level": int(klass is HQPID)})
@@ -1020,7 +1030,7 @@ def test_the_controllers_have_no_period_of_their_own(robot: RobotModel, klass: t
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])
 def test_the_collision_barrier_without_the_velocity_barrier_is_refused(
-    robot: RobotModel, klass: type
+    robot: RobotModel, klass: type[_QPController]
 ) -> None:
     """The collision barrier holds ``d_safe`` only with the joint speeds capped: with the velocity
     barrier off, a posture target past the limits at kp 400 (the arm folding at ~0.9 m/s) took the
@@ -1079,7 +1089,9 @@ def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
 
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])
-def test_a_frame_task_whose_weighted_rows_never_move_is_refused(robot: RobotModel, klass: type) -> None:
+def test_a_frame_task_whose_weighted_rows_never_move_is_refused(
+    robot: RobotModel, klass: type[_QPController]
+) -> None:
     """shoulder_link's origin lies on joint 1's axis: joint 1 turns it about z but never moves it,
     so a position task there has rows that are 0 at every configuration and would never act,
     without a word. Each weighted row must move: an orientation or pose task there is refused for
@@ -1114,8 +1126,12 @@ def test_a_frame_task_whose_weighted_rows_never_move_is_refused(robot: RobotMode
             )
     turned = {"tool.type": "orientation", "tool.weight": [0, 0, 1]}
     oriented = klass.from_params(robot, _params(**on_shoulder, **turned))
-    assert oriented.tasks[0].frame == "shoulder_link"
-    assert klass.from_params(robot, _params()).tasks[0].frame == TOOL
+    oriented_task = oriented.tasks[0]
+    assert isinstance(oriented_task, FrameTask)
+    assert oriented_task.frame == "shoulder_link"
+    default_task = klass.from_params(robot, _params()).tasks[0]
+    assert isinstance(default_task, FrameTask)
+    assert default_task.frame == TOOL
 
 
 def test_barriers_built_directly_refuse_a_gain_below_min_alpha(robot: RobotModel) -> None:
@@ -1211,7 +1227,7 @@ def test_collision_model_errors_are_config_errors(tmp_path: Path) -> None:
         ({**good, "exclude_pairs": ["ab"]}, r"expected \[link_a, link_b\], got 'ab'"),
     ):
         with pytest.raises(ConfigError, match=match):
-            CollisionSpec.from_mapping(data)
+            CollisionSpec.from_mapping(data)  # type: ignore[arg-type]  # a list on purpose: refused
     # One capsule given as a mapping, not a list of one, is read as that one.
     assert len(CollisionSpec.from_mapping({"capsules": {"a": capsule}}).capsules) == 1
     with pytest.raises(ConfigError, match="collision model file not found"):
@@ -1254,7 +1270,9 @@ def test_refused_targets_change_nothing(robot: RobotModel) -> None:
     # other part of it may stay in the task once the caller falls back to the accepted one.
     moved = held["tool"].copy()
     moved.translation = moved.translation + np.array([0.3, 0.0, 0.0])
-    bad_velocity = {**held, "tool": CartesianTarget(moved, velocity=[np.nan] * 6)}
+    # A list, as a caller may give it: the task reads any array-like through as_vector, while
+    # CartesianTarget.velocity is annotated FloatArray only.
+    bad_velocity = {**held, "tool": CartesianTarget(moved, velocity=[np.nan] * 6)}  # type: ignore[arg-type]
     posture = ctrl.task("posture")
     bad_posture = {**held, "posture": JointReference(HOME + 0.5, np.full(7, np.nan))}
     for bad in (bad_velocity, bad_posture):
@@ -1381,7 +1399,7 @@ def test_a_task_level_that_is_no_integer_from_0_is_refused_by_name(
     ],
 )
 def test_task_and_barrier_errors_name_the_parameter_with_its_section(
-    robot: RobotModel, klass: type, extra: dict[str, Any], shown: str
+    robot: RobotModel, klass: type[_QPController], extra: dict[str, Any], shown: str
 ) -> None:
     """The tasks and barriers name their keys within the controller's section (a test builds them
     bare); the controller puts its name before them, once, on one line: ``hqpid.tool.kp``."""
@@ -1423,7 +1441,7 @@ def test_a_posture_target_beyond_any_angle_is_refused(robot: RobotModel) -> None
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # refused, not overflowing
-def test_a_frame_target_beyond_any_reach_is_refused(robot: RobotModel, klass: type) -> None:
+def test_a_frame_target_beyond_any_reach_is_refused(robot: RobotModel, klass: type[_QPController]) -> None:
     """A pose or position target given to the core 1e160 m out (finite), if taken, makes every
     step's QP fail to converge and fall back, said only in the step's info (at the highest gains
     accepted, from 50 m out). Refused beyond MAX_TARGET_DISTANCE, as non-finite ones are; 5 m out
@@ -1473,7 +1491,8 @@ def test_target_velocities_and_accelerations_beyond_any_motion_are_refused(robot
     tau_held = controller.compute(state, held).tau
     beyond = [
         ("tool", CartesianTarget(pose, acceleration=np.full(6, 1e308)), "tool target acceleration"),
-        ("tool", CartesianTarget(pose, velocity=[0, 0, 0, 0, 0, 101.0]), "tool target velocity"),
+        # A list: CartesianTarget.velocity is annotated FloatArray, the task reads any array-like.
+        ("tool", CartesianTarget(pose, velocity=[0, 0, 0, 0, 0, 101.0]), "tool target velocity"),  # type: ignore[arg-type]
         ("posture", JointReference(HOME, None, np.full(7, 1e308)), "posture target acceleration"),
         ("posture", JointReference(HOME, np.full(7, -101.0)), "posture target velocity"),
     ]

@@ -76,6 +76,12 @@ def test_name_map_errors_quote_a_huge_message_in_short() -> None:
         m.indices(many)
 
 
+def _refused(result: tuple[RejectReason, str] | None) -> tuple[RejectReason, str]:
+    """The reason and message of a state ``Watchdog.check`` refused (fails where it accepted)."""
+    assert result is not None
+    return result
+
+
 def _good(wd: Watchdog, t: float) -> Action:
     q, v = np.zeros(3), np.ones(3)
     assert wd.check(q, v, t, t) is None
@@ -85,16 +91,16 @@ def _good(wd: Watchdog, t: float) -> Action:
 def test_watchdog_classifies_bad_states() -> None:
     wd = Watchdog(3, WatchdogConfig.create(max_age=0.02))
     q, v = np.zeros(3), np.zeros(3)
-    assert wd.check(np.array([0, np.nan, 0]), v, 0.0, 0.0)[0] is RejectReason.NON_FINITE
-    assert wd.check(q, np.array([0, 0, np.inf]), 0.0, 0.0)[0] is RejectReason.NON_FINITE
-    assert wd.check(q, v, 1.0, 1.021)[0] is RejectReason.STALE
+    assert _refused(wd.check(np.array([0, np.nan, 0]), v, 0.0, 0.0))[0] is RejectReason.NON_FINITE
+    assert _refused(wd.check(q, np.array([0, 0, np.inf]), 0.0, 0.0))[0] is RejectReason.NON_FINITE
+    assert _refused(wd.check(q, v, 1.0, 1.021))[0] is RejectReason.STALE
     assert wd.check(q, v, 1.0, 1.019) is None
     # The bound itself is still fresh (0.02 − 0 is exactly max_age), a hair past it is not.
     assert wd.check(q, v, 0.0, 0.02) is None
-    assert wd.check(q, v, 0.0, 0.0200001)[0] is RejectReason.STALE
-    assert wd.check(q, v, 3.0, 1.0)[0] is RejectReason.INCONSISTENT  # 2 s in the future
+    assert _refused(wd.check(q, v, 0.0, 0.0200001))[0] is RejectReason.STALE
+    assert _refused(wd.check(q, v, 3.0, 1.0))[0] is RejectReason.INCONSISTENT  # 2 s in the future
     _good(wd, 1.0)
-    assert wd.check(q, v, 0.99, 1.0)[0] is RejectReason.SUPERSEDED  # before the last accepted
+    assert _refused(wd.check(q, v, 0.99, 1.0))[0] is RejectReason.SUPERSEDED  # before the last accepted
 
 
 def test_watchdog_refuses_states_no_arm_can_be_in() -> None:
@@ -107,18 +113,18 @@ def test_watchdog_refuses_states_no_arm_can_be_in() -> None:
     assert wd.check(np.array([2.49, 1e5, -1.49]), np.array([-9.9, 19.9, 1e9]), 0.0, 0.0) is None
     bad_positions = (([2.51, 0, 0], "a"), ([0, 0, -1.51], "c"), ([0, 2e6, 0], "b"), ([0, -1e200, 0], "b"))
     for bad_q, joint in bad_positions:
-        reason, message = wd.check(np.array(bad_q, dtype=float), v, 0.0, 0.0)
+        reason, message = _refused(wd.check(np.array(bad_q, dtype=float), v, 0.0, 0.0))
         assert reason is RejectReason.OUT_OF_RANGE and f"joint {joint} position" in message, message
     for bad_v, joint in (([10.1, 0, 0], "a"), ([0, -20.1, 0], "b")):
-        reason, message = wd.check(q, np.array(bad_v), 0.0, 0.0)
+        reason, message = _refused(wd.check(q, np.array(bad_v), 0.0, 0.0))
         assert reason is RejectReason.OUT_OF_RANGE and f"joint {joint} velocity" in message, message
     # Non-finite values are named as such, whichever bound they would also break.
-    assert wd.check(np.array([np.inf, 0, 0]), v, 0.0, 0.0)[0] is RejectReason.NON_FINITE
-    assert wd.check(q, np.array([0, 0, np.nan]), 0.0, 0.0)[0] is RejectReason.NON_FINITE
+    assert _refused(wd.check(np.array([np.inf, 0, 0]), v, 0.0, 0.0))[0] is RejectReason.NON_FINITE
+    assert _refused(wd.check(q, np.array([0, 0, np.nan]), 0.0, 0.0))[0] is RejectReason.NON_FINITE
     # Without limits only finiteness (and |q| <= MAX_ANGLE) is checked.
     plain = Watchdog(3)
     assert plain.check(np.full(3, 0.99 * MAX_ANGLE), np.full(3, 1e300), 0.0, 0.0) is None
-    reason, message = plain.check(np.full(3, 1.01 * MAX_ANGLE), v, 0.0, 0.0)
+    reason, message = _refused(plain.check(np.full(3, 1.01 * MAX_ANGLE), v, 0.0, 0.0))
     assert reason is RejectReason.OUT_OF_RANGE and "joint #0 position" in message, message
     with pytest.raises(ConfigError, match="2 joint names for 3 joints"):
         Watchdog(3, joint_names=["a", "b"])
@@ -132,8 +138,11 @@ def test_watchdog_plausible_range_stays_finite_with_a_huge_margin() -> None:
     assert np.isfinite(wd.position_min).all() and np.isfinite(wd.position_max).all()
     assert wd.check(np.array([0.5 * MAX_ANGLE, -0.5 * MAX_ANGLE]), np.zeros(2), 0.0, 0.0) is None
     for q in ([np.inf, 0.0], [0.0, -np.inf]):
-        assert wd.check(np.array(q), np.zeros(2), 0.0, 0.0)[0] is RejectReason.NON_FINITE
-    assert wd.check(np.array([2 * MAX_ANGLE, 0.0]), np.zeros(2), 0.0, 0.0)[0] is RejectReason.OUT_OF_RANGE
+        assert _refused(wd.check(np.array(q), np.zeros(2), 0.0, 0.0))[0] is RejectReason.NON_FINITE
+    assert (
+        _refused(wd.check(np.array([2 * MAX_ANGLE, 0.0]), np.zeros(2), 0.0, 0.0))[0]
+        is RejectReason.OUT_OF_RANGE
+    )
 
 
 def test_watchdog_bounds_for_the_gen3_leave_room_for_real_motion() -> None:
@@ -148,8 +157,10 @@ def test_watchdog_bounds_for_the_gen3_leave_room_for_real_motion() -> None:
     q_at_limit = np.where(bounded, robot.position_upper, 3.0)
     assert wd.check(q_at_limit, robot.velocity_limit, 0.0, 0.0) is None
     past = q_at_limit + 0.6 * bounded
-    assert wd.check(past, robot.velocity_limit, 0.0, 0.0)[0] is RejectReason.OUT_OF_RANGE
-    assert wd.check(q_at_limit, 11.0 * robot.velocity_limit, 0.0, 0.0)[0] is RejectReason.OUT_OF_RANGE
+    assert _refused(wd.check(past, robot.velocity_limit, 0.0, 0.0))[0] is RejectReason.OUT_OF_RANGE
+    assert (
+        _refused(wd.check(q_at_limit, 11.0 * robot.velocity_limit, 0.0, 0.0))[0] is RejectReason.OUT_OF_RANGE
+    )
 
 
 def test_watchdog_starts_over_when_the_clock_goes_back_with_the_stamps() -> None:
@@ -157,14 +168,14 @@ def test_watchdog_starts_over_when_the_clock_goes_back_with_the_stamps() -> None
     q, v = np.zeros(3), np.zeros(3)
     _good(wd, 9.4)
     # An older stamp on a clock that went on: a reordered message, dropped.
-    assert wd.check(q, v, 9.39, 9.401)[0] is RejectReason.SUPERSEDED
+    assert _refused(wd.check(q, v, 9.39, 9.401))[0] is RejectReason.SUPERSEDED
     assert wd.clock_resets == 0
     # The simulator restarted: its states and the clock (sim time) start again from 0.
     assert wd.check(q, v, 0.001, 0.0015) is None
     assert wd.accept(q, v, 0.001, 0.0015) is Action.COMPUTE
     assert wd.clock_resets == 1 and wd.last_good.stamp == 0.001
     # From then on the new run's order holds again.
-    assert wd.check(q, v, 0.0005, 0.002)[0] is RejectReason.SUPERSEDED
+    assert _refused(wd.check(q, v, 0.0005, 0.002))[0] is RejectReason.SUPERSEDED
     assert _good(wd, 0.002) is Action.COMPUTE and wd.clock_resets == 1
 
 
@@ -176,13 +187,13 @@ def test_watchdog_one_stamp_from_the_future_does_not_block_the_states_after_it()
     _good(wd, 100.0)
     assert wd.check(q, v, 100.9, 100.001) is None
     wd.accept(q, v, 100.9, 100.001)
-    assert wd.check(q, v, 100.002, 100.002)[0] is RejectReason.SUPERSEDED  # within max_age of it
+    assert _refused(wd.check(q, v, 100.002, 100.002))[0] is RejectReason.SUPERSEDED  # within max_age of it
     for t in (100.022, 100.5):
         assert wd.check(q, v, t, t) is None
         assert wd.accept(q, v, t, t) is Action.COMPUTE
     assert wd.clock_resets == 0
     # A reordered message is still dropped when the stamps run at most max_age ahead.
-    assert wd.check(q, v, 100.4995, 100.501)[0] is RejectReason.SUPERSEDED
+    assert _refused(wd.check(q, v, 100.4995, 100.501))[0] is RejectReason.SUPERSEDED
 
 
 def test_watchdog_falls_back_for_a_bounded_time_then_stops_and_recovers() -> None:
@@ -403,7 +414,7 @@ def test_safe_damping_defaults_are_stable_at_1khz(robot: RobotModel) -> None:
     assert _max_damping_eigenvalue(robot, np.full(robot.n, 2.0), h, 50) > 2.0
 
 
-def test_fallback_torque_brings_the_simulated_arm_to_rest(robot: RobotModel, scene_path) -> None:
+def test_fallback_torque_brings_the_simulated_arm_to_rest(robot: RobotModel, scene_path: Path) -> None:
     """``g(q) − K_d·q̇`` with the defaults, applied each ms in MuJoCo: the kinetic energy
     ``½·q̇ᵀM q̇`` only decreases (``dE/dt = −q̇ᵀK_d q̇``). With the old scalar 2.0 the wrist
     chatters instead (bounded only by the actuators' torque limits) and the energy does not decay."""
@@ -665,7 +676,7 @@ def test_a_swapped_state_is_dropped_without_a_fallback() -> None:
     _good(wd, 1.000)
     _good(wd, 1.002)
     for stamp in (1.001, 1.0015):  # swapped on the way (a duplicate of the last is taken again)
-        reason, message = wd.check(q, v, stamp, 1.0025)
+        reason, message = _refused(wd.check(q, v, stamp, 1.0025))
         assert reason is RejectReason.SUPERSEDED and "dropped" in message
         assert wd.reject(reason, message, 1.0025) is Action.NONE
     assert wd.state is WatchdogState.OK and wd.transitions == 1 and wd.rejected_total == 0
