@@ -26,7 +26,7 @@ JOINTS = [f"joint_{i}" for i in range(1, 8)]
 #: 20 ms, a state handled late (the test thread descheduled between stamping and handling it, on a
 #: loaded host) is refused as stale and braked, and a gap as long between two states is a silence:
 #: right, but not what those tests check. 1 s is the most the config accepts.
-MAX_AGE_1S = {"watchdog.max_age": 1.0}
+MAX_AGE_1S: dict[str, Any] = {"watchdog.max_age": 1.0}
 
 
 class Recorder:
@@ -248,14 +248,12 @@ def test_parameter_changes_after_start_up_are_refused(nodes: Nodes, kind: str) -
     from rclpy.parameter import Parameter
 
     # Start-up overrides, use_sim_time included, still apply.
-    built = nodes.make(
-        kind,
-        **{
-            "controller_node:use_sim_time": True,
-            "controller_node:computed_torque.kp": 50.0,
-            "sim_node:command_timeout": 0.07,
-        },
-    )
+    overrides: dict[str, Any] = {
+        "controller_node:use_sim_time": True,
+        "controller_node:computed_torque.kp": 50.0,
+        "sim_node:command_timeout": 0.07,
+    }
+    built = nodes.make(kind, **overrides)
     for node in _ros_nodes(built):
         name = node.get_name()
         changed, value = (
@@ -512,12 +510,8 @@ def test_a_gap_in_the_states_ends_the_same_whether_or_not_the_diagnostics_timer_
     """A gap longer than ``max_age + fallback_duration`` stops the arm (``auto_recover: false``).
     The diagnostics timer was the only place silence was noted: without a tick inside the gap,
     control had gone on as if nothing happened."""
-    node = nodes.make(
-        "controller",
-        controller="computed_torque",
-        use_sim_time=False,
-        **{"watchdog.auto_recover": False, "watchdog.fallback_duration": 0.05},
-    )
+    no_recovery: dict[str, Any] = {"watchdog.auto_recover": False, "watchdog.fallback_duration": 0.05}
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=False, **no_recovery)
     # The test's clock, not the host's: the first state handled over max_age after it was stamped
     # (the thread descheduled) would be refused as stale, leaving no good state for a gap to follow.
     clock = StoppedWallClock(node, monkeypatch)
@@ -593,7 +587,12 @@ def test_a_slow_or_paused_simulator_is_no_gap(nodes: Nodes) -> None:
     clock = node.node.get_clock()
     resets: list[int] = []
     reset = node.controller.reset
-    node.controller.reset = lambda: (resets.append(1), reset())[1]
+
+    def counted_reset() -> None:
+        resets.append(1)
+        reset()
+
+    node.controller.reset = counted_reset
 
     def state_at(k: int) -> None:
         clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
@@ -875,14 +874,16 @@ def test_commands_echo_the_wall_clock_stamp_of_the_state_exactly(nodes: Nodes) -
     good = JointStateMsg(name=JOINTS, position=HOME.tolist(), velocity=[0.0] * 7)
     good.header.stamp.sec, good.header.stamp.nanosec = divmod(ns, 10**9)
     node._on_state_bytes(serialize_message(good))
-    assert CommandWire.decode(node.publisher.sent[-1])[1] == ns
+    decoded = CommandWire.decode(node.publisher.sent[-1])
+    assert decoded is not None and decoded[1] == ns
     bad = JointStateMsg(name=JOINTS, position=[float("nan")] * 7, velocity=[0.0] * 7)
     bad.header.stamp.sec, bad.header.stamp.nanosec = divmod(ns + 1_000_001, 10**9)
     node._on_state_bytes(serialize_message(bad))
     node._on_state_bytes(
         b"\x00\x01\x00\x00" + bytes(8) + b"\xff\xff\xff\x7f"
     )  # unreadable: the last good stamp
-    assert CommandWire.decode(node.publisher.sent[-1])[1] == ns
+    decoded = CommandWire.decode(node.publisher.sent[-1])
+    assert decoded is not None and decoded[1] == ns
 
 
 def test_a_trajectory_pauses_only_while_the_safe_torque_is_on(nodes: Nodes) -> None:
@@ -998,7 +999,12 @@ def test_a_state_stamped_ahead_samples_the_trajectory_at_most_max_age_ahead(
         at(k, HOME)
     seen: list[float] = []
     reference = node.target.reference
-    node.target.reference = lambda state, plan=True: (seen.append(state.stamp), reference(state, plan))[1]
+
+    def recorded_reference(state: Any, plan: bool = True) -> Any:
+        seen.append(state.stamp)
+        return reference(state, plan)
+
+    node.target.reference = recorded_reference
     clock = node.node.get_clock()
     clock.set_ros_time_override(Time(nanoseconds=100_301 * 1_000_000, clock_type=clock.clock_type))
     node._on_state_message(_state_msg(HOME, 100.301 + 0.6))

@@ -17,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -78,7 +78,7 @@ def _monitor(duration: float, sends_trajectory: bool, subscribers: int = 1) -> M
     monitor = object.__new__(Monitor)
     monitor.duration = duration
     monitor.sends_trajectory = sends_trajectory
-    monitor.traj_pub = _Publisher(subscribers)
+    monitor.traj_pub = _Publisher(subscribers)  # type: ignore[assignment]  # a fake: no rclpy node
     monitor.names = list(NAMES)
     monitor.q0 = None
     monitor.reference = None
@@ -87,8 +87,20 @@ def _monitor(duration: float, sends_trajectory: bool, subscribers: int = 1) -> M
     monitor.errors = ErrorStats()
     monitor.sim_time = 0.0
     monitor.unreadable_states = 0
-    monitor._read_state = lambda raw: raw  # type: ignore[method-assign]
+    monitor._read_state = lambda raw: cast("tuple[float, np.ndarray]", raw)  # type: ignore[method-assign]
     return monitor
+
+
+def _raw(t: float, q: np.ndarray) -> bytes:
+    """A state for :func:`_monitor`'s monitor: the ``(t, q)`` tuple itself, which its reader passes
+    through, typed as the serialized message ``Monitor._on_state`` takes."""
+    return cast(bytes, (t, q))
+
+
+def _publisher(monitor: Monitor) -> _Publisher:
+    """The fake publisher :func:`_monitor` gave ``monitor``."""
+    assert isinstance(monitor.traj_pub, _Publisher)
+    return monitor.traj_pub
 
 
 def test_the_demo_swings_joints_1_2_4_6_out_and_back_in_turn() -> None:
@@ -115,10 +127,10 @@ def test_the_tracking_error_is_the_largest_joint_error_the_short_way_round() -> 
     monitor = _monitor(10.0, sends_trajectory=False)
     q_first = Q0.copy()
     q_first[0] = math.pi - 0.01
-    monitor._on_state((1.0, q_first))
+    monitor._on_state(_raw(1.0, q_first))
     q_next = q_first.copy()
     q_next[0] = -math.pi + 0.02  # 0.03 rad past q_first, across ±π
-    monitor._on_state((1.001, q_next))
+    monitor._on_state(_raw(1.001, q_next))
     assert monitor.errors.last == pytest.approx(0.03, abs=1e-9)
     assert monitor.errors.max == pytest.approx(0.03, abs=1e-9) and monitor.sim_time == 1.001
 
@@ -129,15 +141,15 @@ def test_the_monitor_sends_the_demo_once_matched_and_tracks_it_on_its_own_timeli
     waypoint (1 s after that start) is 0 rad off. Mutants: no subscription check, ``start = t_now``,
     ``self.t0 = t_now``, ``sample(t)`` instead of ``sample(t - self.t0)``."""
     monitor = _monitor(10.0, sends_trajectory=True, subscribers=0)
-    monitor._on_state((1.0, Q0))
-    assert monitor.reference is None and not monitor.traj_pub.sent
-    monitor.traj_pub.subscribers = 1
-    monitor._on_state((2.0, Q0))
-    (msg,) = monitor.traj_pub.sent
+    monitor._on_state(_raw(1.0, Q0))
+    assert monitor.reference is None and not _publisher(monitor).sent
+    _publisher(monitor).subscribers = 1
+    monitor._on_state(_raw(2.0, Q0))
+    (msg,) = _publisher(monitor).sent
     assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (2, 500_000_000)
     assert (monitor.t0, monitor.sent_at) == (2.5, 2.0) and list(msg.joint_names) == NAMES
     peak = demo_trajectory(Q0, 10.0, 2.5)[0][1]
-    monitor._on_state((3.5, peak))
+    monitor._on_state(_raw(3.5, peak))
     assert monitor.errors.last == pytest.approx(0.0, abs=1e-9)
     assert monitor.tracked().sent == 1
 
@@ -146,8 +158,8 @@ def test_a_run_until_ctrl_c_gets_a_minute_of_demo() -> None:
     """``--duration 0`` (until Ctrl-C): the demo runs for a simulated minute, not for no time.
     Mutant: ``demo_trajectory(self.q0, self.duration, start)`` (no demo at all)."""
     monitor = _monitor(0.0, sends_trajectory=True)
-    monitor._on_state((2.0, Q0))
-    (msg,) = monitor.traj_pub.sent
+    monitor._on_state(_raw(2.0, Q0))
+    (msg,) = _publisher(monitor).sent
     assert msg.points[-1].time_from_start.sec == 57  # 2.5 s + 57 s + 0.5 s margin ≤ 60 s
     np.testing.assert_array_equal(msg.points[-1].positions, Q0)
 
@@ -204,7 +216,8 @@ def _write_summaries(out: Path, sim: dict[str, Any], ctrl: dict[str, Any]) -> No
 def _pair(out: Path, returncodes: tuple[int | None, int | None]) -> NodePair:
     """A pair whose nodes ran (or not: ``None``) and ended with ``returncodes``."""
     pair = NodePair(0, out, "computed_torque")
-    pair.sim, pair.ctrl = (SimpleNamespace() if rc is not None else None for rc in returncodes)
+    # Stand-ins for the Popen objects: only whether a node ran is read.
+    pair.sim, pair.ctrl = (SimpleNamespace() if rc is not None else None for rc in returncodes)  # type: ignore[assignment]
     pair.returncodes = returncodes
     return pair
 
