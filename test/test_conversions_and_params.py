@@ -51,7 +51,8 @@ def test_joint_state_round_trip_is_bit_exact_and_by_name() -> None:
     dec = JointStateDecoder(NAMES)
     q2, v2 = dec.decode(msg)
     assert q2.tobytes() == q.tobytes() and v2.tobytes() == v.tobytes()
-    assert dec.decode_effort(msg).tobytes() == e.tobytes()
+    effort = dec.decode_effort(msg)
+    assert effort is not None and effort.tobytes() == e.tobytes()
 
 
 @pytest.mark.parametrize("efforts", [[], [1.0, 2.0], [1.0, 2.0, 3.0, 4.0]])
@@ -68,7 +69,9 @@ def test_efforts_not_one_per_name_decode_as_none(efforts: list[float]) -> None:
         (NAMES, [0, 0, 0], [], "velocities are required"),
     ],
 )
-def test_joint_state_decoder_refuses_inconsistent_messages(names, pos, vel, match) -> None:
+def test_joint_state_decoder_refuses_inconsistent_messages(
+    names: list[str], pos: list[int], vel: list[int], match: str
+) -> None:
     msg = JointStateMsg(name=names, position=[float(x) for x in pos], velocity=[float(x) for x in vel])
     with pytest.raises(StateError, match=match):
         JointStateDecoder(NAMES).decode(msg)
@@ -541,7 +544,8 @@ def test_command_labels_are_read_only_as_the_encoders_write_them() -> None:
     wire = CommandWire(7)
     raw = bytearray(wire.encode(np.zeros(7), 5 * 10**9))
     at = bytes(raw).index(b"joints@")
-    assert CommandWire.decode(bytes(raw))[1] == 5 * 10**9
+    decoded = CommandWire.decode(bytes(raw))
+    assert decoded is not None and decoded[1] == 5 * 10**9
     assert label_stamp_ns("joints@2147483647.999999999") == 2147483647 * 10**9 + 999_999_999
     # The same 5 000-digit label on the CDR path: the same error, not another exception.
     from rclpy.serialization import serialize_message

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -20,19 +23,21 @@ from torque_ctrl_ros.core.controllers import (
     GravityCompensation,
     create_controller,
 )
+from torque_ctrl_ros.core.controllers.base import Controller
+from torque_ctrl_ros.core.validation import FloatArray
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
 TOOL = "end_effector_link"
 
 
 @pytest.fixture
-def plant(scene_path) -> MujocoPlant:
+def plant(scene_path: Path) -> MujocoPlant:
     p = MujocoPlant(scene_path)
     p.reset("home")
     return p
 
 
-def _run(plant: MujocoPlant, controller, reference, steps: int) -> np.ndarray:
+def _run(plant: MujocoPlant, controller: Controller[Any], reference: Any, steps: int) -> np.ndarray:
     """Close the loop for ``steps`` steps; return the joint positions before each step."""
     qs = np.empty((steps + 1, plant.n))
     for k in range(steps):
@@ -233,6 +238,7 @@ def test_hold_reference_refuses_a_malformed_state_and_the_config_has_a_default(r
     has from_params' defaults, as gravity_comp and achd_rnea have theirs."""
     controller = ComputedTorque(robot)
     from_params = create_controller("computed_torque", robot, {})
+    assert isinstance(from_params, ComputedTorque)
     np.testing.assert_array_equal(controller.config.kp, from_params.config.kp)
     np.testing.assert_array_equal(controller.config.kd, from_params.config.kd)
     np.testing.assert_allclose(controller.config.kp, 100.0)
@@ -278,7 +284,9 @@ def test_bad_reference_and_non_finite_torque_never_produce_a_command(robot: Robo
         ComputedTorque(robot, ComputedTorqueConfig(np.full(7, -100.0), np.full(7, 20.0)))
 
     class Broken(GravityCompensation):
-        def torque(self, q, v, reference):
+        def torque(
+            self, q: FloatArray, v: FloatArray, reference: None
+        ) -> tuple[FloatArray, dict[str, float]]:
             return np.full(7, np.nan), {}
 
     with pytest.raises(SolverError, match="non-finite torque"):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pinocchio as pin
 import pytest
 
 from torque_ctrl_ros.core import FrameNotFoundError, ModelError, RobotModel, StateError, TorqueCtrlError
+from torque_ctrl_ros.core.validation import FloatArray
 
 JOINTS = tuple(f"joint_{i}" for i in range(1, 8))
 
@@ -59,11 +63,13 @@ def test_unknown_frame_lists_valid_frames(robot: RobotModel) -> None:
             robot.frame_jacobian(q, index)
     tool = robot.frame_id("end_effector_link")
     np.testing.assert_array_equal(
-        robot.frame_jacobian(q, np.int64(tool)), robot.frame_jacobian(q, "end_effector_link")
+        # A NumPy integer on purpose (annotated str | int): it is taken as the index it holds.
+        robot.frame_jacobian(q, np.int64(tool)),  # type: ignore[arg-type]
+        robot.frame_jacobian(q, "end_effector_link"),
     )
 
 
-def test_bad_descriptions_raise_model_error(tmp_path) -> None:
+def test_bad_descriptions_raise_model_error(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="URDF file not found: '.*nope.urdf'"):
         RobotModel.from_urdf_file(tmp_path / "nope.urdf")
     broken = tmp_path / "broken.urdf"
@@ -76,7 +82,7 @@ def test_bad_descriptions_raise_model_error(tmp_path) -> None:
         RobotModel.from_file(tmp_path / "robot.sdf")
 
 
-def test_urdf_string_and_file_give_the_same_model(robot: RobotModel, urdf_path) -> None:
+def test_urdf_string_and_file_give_the_same_model(robot: RobotModel, urdf_path: Path) -> None:
     other = RobotModel.from_urdf_string(urdf_path.read_text())
     q = np.linspace(-1, 1, 7)
     np.testing.assert_allclose(other.gravity(q), robot.gravity(q), atol=1e-12)
@@ -91,7 +97,7 @@ def test_urdf_string_and_file_give_the_same_model(robot: RobotModel, urdf_path) 
         ("abc", np.zeros(7), "joint positions: expected 7 numbers"),
     ],
 )
-def test_bad_state_raises_state_error(robot: RobotModel, q, v, match: str) -> None:
+def test_bad_state_raises_state_error(robot: RobotModel, q: Any, v: FloatArray, match: str) -> None:
     with pytest.raises(StateError, match=match):
         robot.check_state(q, v)
 
@@ -126,7 +132,9 @@ def test_frame_bias_acceleration_takes_no_other_reference(robot: RobotModel) -> 
         robot.frame_bias_acceleration(np.zeros(7), np.ones(7), "end_effector_link", pin.LOCAL)  # type: ignore[call-arg]
 
 
-def test_the_mjcf_description_gives_the_urdf_model_in_joint_angles(robot: RobotModel, scene_path) -> None:
+def test_the_mjcf_description_gives_the_urdf_model_in_joint_angles(
+    robot: RobotModel, scene_path: Path
+) -> None:
     # Pinocchio stores a URDF continuous joint as (cos q, sin q) but an MJCF hinge without a
     # range as q itself: both must take joint angles, give the same dynamics and wrap alike.
     mjcf = RobotModel.from_file(scene_path.parent / "gen3.xml")

@@ -27,6 +27,7 @@ from torque_ctrl_ros.core.target_tracking import (
     LATE_LEAD,
     SLOW_APPROACH,
     JointMode,
+    JointMove,
     JointTargetTracker,
     PendingTrajectory,
     PoseTargetTracker,
@@ -115,7 +116,7 @@ def _closed_loop_peak_speeds(
 # ------------------------------------------------------------------ the shared pieces
 def test_a_timed_move_is_sampled_from_its_start_and_moved_on_by_a_pause() -> None:
     move = JointTrajectory([1.0], [[1.0]], start=(np.array([0.0]), None))
-    timed = TimedMove(move, 10.0)
+    timed: JointMove = TimedMove(move, 10.0)
     np.testing.assert_array_equal(timed.sample(10.5)[0], move.sample(0.5)[0])
     assert not timed.arrived(10.999) and timed.arrived(11.0)
     assert timed.under_way(10.25) == (move, 0.25)
@@ -250,7 +251,8 @@ def test_a_trajectory_is_refused_on_a_bad_stamp_or_motion(robot: RobotModel) -> 
         tracker.submit_trajectory(_points([(0.0, np.zeros(7)), (1.0, fast)]), 0.0, now=100.0)
     assert tracker.pending is None
     tracker.submit_trajectory(_points([(1.0, goal)]), 130.0, now=100.0)
-    assert tracker.pending == PendingTrajectory(130.0, tracker.pending.points)  # type: ignore[union-attr]
+    # mypy keeps `pending is None` from the assert above across submit_trajectory:
+    assert tracker.pending == PendingTrajectory(130.0, tracker.pending.points)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("late", [0.0, 0.0002, 0.0005, 0.0009, 0.00099, 0.001, 0.002, 0.005])

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from numpy.typing import ArrayLike
 
 from torque_ctrl_ros.core.errors import TargetError
 from torque_ctrl_ros.core.robot import RobotModel
@@ -116,8 +117,8 @@ def test_positions_only_never_passes_a_waypoint() -> None:
     cases = [([0.0, 0.1, 2.0], [0.0, 1.0, 1.1]), ([1.0, 2.0, 3.0, 3.2], [0.0, 1.0, 0.8, 0.0])]
     rng = np.random.default_rng(5)
     for _ in range(200):
-        times = np.cumsum(rng.uniform(0.01, 2.0, 6))
-        cases.append((list(times), list(np.cumsum(rng.uniform(-1.0, 1.0, 6)))))
+        steps = np.cumsum(rng.uniform(0.01, 2.0, 6))
+        cases.append((list(steps), list(np.cumsum(rng.uniform(-1.0, 1.0, 6)))))
     for times, positions in cases:
         traj = JointTrajectory(times, np.array(positions)[:, None])
         for k in range(len(times) - 1):
@@ -140,12 +141,13 @@ def test_positions_only_never_passes_a_waypoint() -> None:
         ([0.0, 1.0], [[0.0, 0.0], [0.0]], "one row of joint angles per point"),
     ],
 )
-def test_rejects_malformed_trajectories(times: list, positions: object, match: str) -> None:
+def test_rejects_malformed_trajectories(times: list[float], positions: ArrayLike, match: str) -> None:
     with pytest.raises(TargetError, match=match):
         JointTrajectory(times, positions)
 
 
 def test_from_points_uses_velocities_only_when_every_point_has_them() -> None:
+    pts: list[tuple[float, list[float], list[float] | None, list[float] | None]]
     pts = [(1.0, [0.0], [1.0], None), (2.0, [1.0], None, None)]
     assert JointTrajectory.from_points(pts, 1).kind == "cubic"
     pts = [(1.0, [0.0], [1.0], [0.0]), (2.0, [1.0], [0.0], [0.0])]

@@ -72,15 +72,17 @@ def test_all_finite_is_exact_and_never_warns(value: list[float], finite: bool) -
 )
 def test_as_vector_refuses_what_is_not_numbers(value: object) -> None:
     with pytest.raises(ConfigError, match="expected 3 numbers"):
-        as_vector("f", value, 3)
+        as_vector("f", value, 3)  # type: ignore[arg-type]  # not numbers, on purpose: refused
 
 
 def test_as_vector_takes_numbers() -> None:
-    assert as_vector("f", [1, 2.5, np.float32(3)], 3).tolist() == [1.0, 2.5, 3.0]
+    # A list mixing int, float and np.float32, which NumPy's ArrayLike stub does not spell out.
+    assert as_vector("f", [1, 2.5, np.float32(3)], 3).tolist() == [1.0, 2.5, 3.0]  # type: ignore[arg-type]
     assert as_vector("f", np.arange(3), 3).tolist() == [0.0, 1.0, 2.0]
     assert as_vector("f", 2, 3, broadcast_scalar=True).tolist() == [2.0, 2.0, 2.0]
     # PyYAML (a YAML 1.1 reader) reads 1.0e6 as a string: numeric strings are numbers.
-    assert as_vector("f", ["1.0e6", 2, "-3"], 3).tolist() == [1e6, 2.0, -3.0]
+    yaml_numbers: list[str | int] = ["1.0e6", 2, "-3"]
+    assert as_vector("f", yaml_numbers, 3).tolist() == [1e6, 2.0, -3.0]
     with pytest.raises(ConfigError, match="expected a number or 3 numbers"):
         as_vector("f", True, 3, broadcast_scalar=True)
     # Where a scalar is taken, the message says so (not "7 numbers" for a typo in a scalar kp).
