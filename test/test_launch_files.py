@@ -201,7 +201,7 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def evaluate(launch_file: str, context: Context | None = None, **arguments: str) -> dict[str, Launched]:
+def evaluate(launch_file: str, context: Context | None = None, /, **arguments: str) -> dict[str, Launched]:
     """The nodes ``ros2 launch torque_ctrl_ros <launch_file> name:=value ...`` starts, by name
     (executable where unnamed); ``context`` records them as they start (:attr:`Context.started`)."""
     description = load(ROOT / "launch" / launch_file)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 import unittest
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,8 @@ from ament_index_python.packages import get_package_share_directory
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 
-from launch import LaunchDescription
+# mypy resolves `launch` to this repository's launch/ folder: ROS's launch package is not in the venv.
+from launch import LaunchDescription  # type: ignore[attr-defined, unused-ignore]
 from torque_ctrl_ros.nodes.domain import DomainLease
 
 # A domain of our own for the launched nodes (they inherit this environment) and the checks below.
@@ -37,7 +39,7 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
 
 @pytest.mark.launch_test
-def generate_test_description():
+def generate_test_description() -> tuple[LaunchDescription, dict[str, Any]]:
     launch_file = os.path.join(get_package_share_directory("torque_ctrl_ros"), "launch", "sim_gen3.launch.py")
     sim = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(launch_file),
@@ -99,5 +101,5 @@ class TestSimGen3Runs(unittest.TestCase):
 class TestSimGen3Shutdown(unittest.TestCase):
     """After the launch is shut down (SIGINT): both nodes exited cleanly."""
 
-    def test_exit_codes(self, proc_info) -> None:
+    def test_exit_codes(self, proc_info: launch_testing.ProcInfoHandler) -> None:
         launch_testing.asserts.assertExitCodes(proc_info, allowable_exit_codes=[0, -2])
