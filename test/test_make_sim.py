@@ -79,7 +79,9 @@ def test_make_sim_tracks_the_demo_trajectory_and_prints_its_summary(ros_domain: 
     # No state refused and no fallback command, or, after such a stall, stale states only: /clock
     # keeps only its newest message, so the first state back can be older than max_age against
     # it (50 ms after a 0.3 s stop). Every fallback command then answers one of them.
-    refused, fallbacks = re.search(r"refused states (.+?), fallback commands (\d+),", summary).groups()
+    counts = re.search(r"refused states (.+?), fallback commands (\d+),", summary)
+    assert counts is not None, summary
+    refused, fallbacks = counts.groups()
     stale = re.fullmatch(r"stale (\d+)", refused)
     if stale:
         skipped.append(f"no state refused (refused {refused}, fallback commands {fallbacks})")
@@ -321,6 +323,6 @@ def test_the_hardware_file_layers_over_the_shipped_one_on_the_simulators_clock(
         cmd, env=ros_env(ros_domain), capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    controller = json.loads((tmp_path / "controller.json").read_text())
-    assert controller["commands_published"] >= 300, controller
-    assert sum(controller["rejected"].values()) == 0 and controller["fallback_commands"] == 0, controller
+    report = json.loads((tmp_path / "controller.json").read_text())  # `controller` is its name
+    assert report["commands_published"] >= 300, report
+    assert sum(report["rejected"].values()) == 0 and report["fallback_commands"] == 0, report
