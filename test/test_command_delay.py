@@ -16,7 +16,8 @@ import yaml
 from ros_helpers import in_process_controllers, requires_rclpy, ros_domain  # noqa: F401
 
 from torque_ctrl_ros.core import RobotModel
-from torque_ctrl_ros.core.controllers import create_controller
+from torque_ctrl_ros.core.controllers import AchdRnea, create_controller
+from torque_ctrl_ros.core.controllers.qpid import _QPController
 from torque_ctrl_ros.core.errors import ConfigError
 from torque_ctrl_ros.core.robot import (
     DELAYED_DAMPING,
@@ -90,10 +91,9 @@ def test_the_closed_loop_dampings_default_to_the_delayed_vector(robot: RobotMode
     """In the core (no parameter given) and in the simulator's file alike."""
     field = "joint_damping" if controller == "achd_rnea" else "fallback_damping"
     bare = {} if controller == "achd_rnea" else {"tasks": ["posture"], "posture.type": "posture"}
-    for config in (
-        create_controller(controller, robot, bare).config,
-        _start(_params("gen3_controllers.yaml"), controller).config,
-    ):
+    built = create_controller(controller, robot, bare)
+    assert isinstance(built, (AchdRnea, _QPController))
+    for config in (built.config, _start(_params("gen3_controllers.yaml"), controller).config):
         assert np.asarray(getattr(config, field)).tolist() == list(DELAYED_DAMPING), controller
 
 

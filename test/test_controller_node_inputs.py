@@ -76,7 +76,7 @@ def test_joint_targets_no_joint_can_follow_are_refused(controller_node: Callable
 
     node = controller_node(controller="computed_torque")
     target = node.target
-    cases = (
+    cases: tuple[tuple[list[float], list[float], str], ...] = (
         ([0.0] * 7, [1e4] + [0.0] * 6, "velocity above the joint velocity limits at \\['joint_1'\\]"),
         ([1e17] + [0.0] * 6, [], "outside the position limits at \\['joint_1'\\]"),  # continuous joint
     )

@@ -41,7 +41,12 @@ def test_a_joint_target_is_planned_after_the_command_of_its_state(node: Any) -> 
     node.publisher = Recorder(events)
     planner = node.target.tracker.planner
     plan = planner.plan
-    planner.plan = lambda *args: (events.append("plan"), plan(*args))[1]
+
+    def recorded_plan(*args: Any) -> Any:
+        events.append("plan")
+        return plan(*args)
+
+    planner.plan = recorded_plan
     at = sim_clock(node)
     node._on_state_message(_state_msg(at(T0)))
     node.target.tracker.submit_target(Q + 0.1)

@@ -10,6 +10,7 @@ refused where they are read, in the Pinocchio (controller) and MuJoCo (simulator
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from torque_ctrl_ros.core.errors import ConfigError
 from torque_ctrl_ros.core.robot import DELAYED_DAMPING
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 from torque_ctrl_ros.core.types import JointState
+from torque_ctrl_ros.core.validation import FloatArray
 from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
@@ -417,7 +419,8 @@ def test_the_default_damping_is_within_the_real_arms_delay_bound_at_home_but_not
     def lam(kd: list[float], q: np.ndarray | None = None) -> float:
         if q is None:
             return robot.check_damping("kd", np.array(kd))
-        m_inv = np.linalg.inv(robot.mass_matrix(q))
+        # float64 in, float64 out: numpy's stub for inv only says floating[Any].
+        m_inv = cast(FloatArray, np.linalg.inv(robot.mass_matrix(q)))
         return float(damping_eigenvalues(m_inv[None], np.array(kd), 1e-3)[0])
 
     assert lam(list(DEFAULT_DAMPING), home) == pytest.approx(0.324, abs=1e-3)

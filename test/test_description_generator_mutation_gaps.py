@@ -35,11 +35,11 @@ def _refuses(edit: Edit, match: str) -> None:
         GEN.description_from_dict(raw)
 
 
-def _set(*keys: str, value: Any) -> Edit:
-    """An edit that sets ``raw[keys[0]]...[keys[-1]] = value``."""
+def _set(*keys: str | int, value: Any) -> Edit:
+    """An edit that sets ``raw[keys[0]]...[keys[-1]] = value`` (an int key indexes a list)."""
 
     def edit(raw: dict[str, Any]) -> None:
-        node = raw
+        node: Any = raw  # a mapping or, under an int key, a list
         for key in keys[:-1]:
             node = node[key]
         node[keys[-1]] = value

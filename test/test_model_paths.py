@@ -99,12 +99,13 @@ def test_the_collision_model_is_found_as_the_node_files_are(
 ) -> None:
     from torque_ctrl_ros.core import RobotModel
     from torque_ctrl_ros.core.controllers import create_controller
+    from torque_ctrl_ros.core.controllers.qpid import QPID
 
     robot = RobotModel.from_urdf_file(ROOT / "urdf" / "gen3.urdf")
     monkeypatch.chdir(tmp_path)
     params = {"tasks": ["tool"], "tool": {"type": "pose", "frame": "end_effector_link"}}
     qpid = create_controller("qpid", robot, params | {"self_collision": {"model": name}})
-    assert qpid.collision_barrier is not None
+    assert isinstance(qpid, QPID) and qpid.collision_barrier is not None
     with pytest.raises(
         ConfigError, match=r"^qpid\.self_collision\.model: 'nope\.yaml' does not exist \(tried "
     ):

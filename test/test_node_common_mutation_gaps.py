@@ -137,7 +137,7 @@ raise SystemExit(run_node(Probe, "probe", {args}))
 """
 
 
-def _run_node(domain_id: int, run: str, args: list[str] | None = None, **env: str) -> Any:
+def _run_node(domain_id: int, run: str, args: list[str] | None = None, /, **env: str) -> Any:
     """``run_node`` on a stand-in node whose ``run`` executes ``run``, in a child process."""
     code = _RUN_NODE.format(run=run, args=args or [])
     return subprocess.run(

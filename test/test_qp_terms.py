@@ -17,6 +17,7 @@ from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers.cartesian import AchdRnea, PoseReference, pose_error
 from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, _QPController
 from torque_ctrl_ros.core.errors import ConfigError
+from torque_ctrl_ros.core.qp.constraints import JointVelocityBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, SolveStatus
 from torque_ctrl_ros.core.qp.tasks import CartesianTarget, FramePoseTask, JointPostureTask, KinematicsState
 from torque_ctrl_ros.core.types import JointReference, JointState
@@ -41,7 +42,9 @@ def _tool_over_posture(level: int, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])
-def test_level_0_slack_is_read_back_scaled_and_kept_below(robot: RobotModel, klass: type) -> None:
+def test_level_0_slack_is_read_back_scaled_and_kept_below(
+    robot: RobotModel, klass: type[_QPController]
+) -> None:
     """Joint 4 at 6 rad/s (limit 1.40): its velocity row needs slack. The slack read back is
     ``σ·ŝ`` (the diagnostics and hqpid's lower bounds ``l − E·s``); read unscaled it is 1 000×
     larger and the posture level below loosens the row by 20 rad/s²."""
@@ -56,7 +59,7 @@ def test_level_0_slack_is_read_back_scaled_and_kept_below(robot: RobotModel, kla
     out = c.compute(JointState(HOME, v), ref)
     assert out.info["fallback"] == 0.0
     velocity = c.barriers[1]
-    assert velocity.name == "joint_velocity"
+    assert isinstance(velocity, JointVelocityBarrier) and velocity.name == "joint_velocity"
     r0, _ = c._barrier_rows[1]
     row = r0 + velocity.rows // 2 + list(velocity.index).index(3)  # joint 4's upper row
     qdd0 = c.last_solutions[0].x[: robot.n]

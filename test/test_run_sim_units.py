@@ -231,7 +231,7 @@ def test_two_joint_orders_stop_the_runner_before_any_node_starts(
 
     def own(sim: list[str] | None = None, controller: list[str] | None = None, mjcf: str = "") -> Path:
         path = tmp_path / "own.yaml"
-        sections = {
+        sections: dict[str, dict[str, list[str] | str | None]] = {
             "sim_node": {"joints": sim, "mjcf": mjcf or None},
             "controller_node": {"joints": controller},
         }
@@ -276,7 +276,7 @@ def test_a_stop_signal_during_a_callback_stops_the_run_between_callbacks() -> No
             calls.append("callback finished")
 
     monitor = object.__new__(run_sim.Monitor)
-    monitor.executor = Executor()
+    monitor.executor = Executor()  # type: ignore[assignment]  # a stand-in: only spin_once is called
     previous = signal.signal(signal.SIGTERM, run_sim._request_stop)
     try:
         with pytest.raises(KeyboardInterrupt):

@@ -3,6 +3,9 @@ saturation) give the same numbers as the plain Pinocchio / numpy formulation."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -11,7 +14,7 @@ from torque_ctrl_ros.core import JointState, RobotModel, SolverError, StateError
 from torque_ctrl_ros.core.controllers.base import Controller
 from torque_ctrl_ros.core.qp.tasks import FramePoseTask, JointPostureTask, KinematicsState
 from torque_ctrl_ros.core.saturation import TorqueLimiter
-from torque_ctrl_ros.core.validation import all_finite
+from torque_ctrl_ros.core.validation import FloatArray, all_finite
 
 TOOL = "end_effector_link"
 
@@ -169,14 +172,15 @@ class _Fixed(Controller[None]):
         self.tau = tau
 
     @classmethod
-    def from_params(cls, robot, params):  # type: ignore[no-untyped-def, override]
+    def from_params(cls, robot: RobotModel, params: Mapping[str, Any]) -> _Fixed:
         raise NotImplementedError
 
     def hold_reference(self, state: JointState) -> None:
         return None
 
-    def torque(self, q, v, reference):  # type: ignore[no-untyped-def, override]
-        return self.tau, {"x": 1.0}
+    def torque(self, q: FloatArray, v: FloatArray, reference: None) -> tuple[FloatArray, dict[str, float]]:
+        # The preset as given, a list here: compute takes a controller's torque through np.asarray.
+        return self.tau, {"x": 1.0}  # type: ignore[return-value]
 
 
 @_OVERFLOW_OK

@@ -1141,7 +1141,13 @@ def test_a_slow_stop_of_a_spinning_tool_does_not_turn_it_back(robot: RobotModel)
     approach = planner.plan(HOME_Q, start, goal)
     assert approach.stop is not None and approach.stop[0] == pytest.approx(12.5)
     assert approach.path.positions[1][5] == pytest.approx(0.5 * 12.5 * 0.6)
-    speeds = [(tool.rotation.T @ approach.sample(t).twist[3:])[2] for t in np.linspace(0.0, 12.5, 501)]
+
+    def spin_speed(t: float) -> float:
+        twist = approach.sample(t).twist
+        assert twist is not None
+        return (tool.rotation.T @ twist[3:])[2]
+
+    speeds = [spin_speed(t) for t in np.linspace(0.0, 12.5, 501)]
     assert min(speeds) >= -1e-9
 
 
@@ -1210,7 +1216,7 @@ def test_a_pose_approach_reaches_a_given_stop_exactly(robot: RobotModel) -> None
     assert np.allclose(at.position, stop.position, atol=1e-12) and np.allclose(
         at.rotation, stop.rotation, atol=1e-12
     )
-    assert np.allclose(at.twist, 0.0, atol=1e-12)
+    assert at.twist is not None and np.allclose(at.twist, 0.0, atol=1e-12)
 
 
 def test_qp_feed_forward_goes_only_to_the_tracked_axes_and_joints(robot: RobotModel) -> None:

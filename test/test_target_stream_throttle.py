@@ -66,7 +66,7 @@ class Stream:
             self.controller = create_controller(
                 "qpid", robot, controller_node_config(params).controller_params
             )
-            self.tracker = TaskTargetTracker(self.controller, refuse=self._unexpected)  # type: ignore[arg-type]
+            self.tracker = TaskTargetTracker(self.controller, refuse=self._unexpected)
             self._spy(self.tracker._pose_planners["tool"], goal_arg=2)
             self._submit = lambda target: self.tracker.submit("tool", target)
         self.home = robot.frame_placement(HOME_Q, TOOL)

@@ -92,7 +92,9 @@ def test_a_jump_says_which_joint_by_how_much_and_in_how_long(gen3: RobotModel) -
     _feed(wd, HOME, 1.0)
     q = HOME.copy()
     q[1] += 0.5  # joint_2, bounded: 0.5 rad in 2 ms, 0.28 rad allowed
-    reason, message = wd.check(q, np.zeros(7), 1.002, 1.002 + LATENCY)
+    refusal = wd.check(q, np.zeros(7), 1.002, 1.002 + LATENCY)
+    assert refusal is not None
+    reason, message = refusal
     assert reason is RejectReason.OUT_OF_RANGE
     assert message.startswith("joint joint_2 jumped +0.5 rad in 2 ms since the last good state"), message
     assert "farther than 0.279 rad (14 rad/s" in message and "over 20 ms" in message, message
@@ -167,7 +169,9 @@ def test_a_restarted_simulator_starts_over_at_its_new_pose(gen3: RobotModel) -> 
     wd = _watchdog(gen3)
     for k in range(10):
         _feed(wd, HOME, 100.0 + 1e-3 * k)
-    reason, _ = wd.check(ZERO, np.zeros(7), 100.005, 100.0095)
+    refusal = wd.check(ZERO, np.zeros(7), 100.005, 100.0095)
+    assert refusal is not None
+    reason, _ = refusal
     assert reason is RejectReason.SUPERSEDED
     assert _feed(wd, ZERO, 0.001, 0.0015) == (Action.COMPUTE, None)
     assert wd.clock_resets == 1 and np.array_equal(wd.last_good.q, ZERO)

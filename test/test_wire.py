@@ -22,6 +22,7 @@ import pytest
 pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
 
 from rclpy.serialization import deserialize_message, serialize_message
+from rclpy.type_support import Msg
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
@@ -41,10 +42,10 @@ ODD = ["a", "bb", "ccc", "dddd", "shoulder_lift", "x"]
 NS = 1_000_000_000
 
 
-def _padding_positions(raw: bytes, msg_type: type) -> list[int]:
+def _padding_positions(raw: bytes, msg_type: type[Msg]) -> list[int]:
     """Bytes of ``raw`` that rclpy ignores: changing one leaves the message as it was."""
     reference = deserialize_message(raw, msg_type)
-    out = []
+    out: list[int] = []
     for i in range(4, len(raw)):
         mutated = bytearray(raw)
         mutated[i] ^= 0xA5
@@ -56,7 +57,7 @@ def _padding_positions(raw: bytes, msg_type: type) -> list[int]:
     return out
 
 
-def _with_garbage_padding(raw: bytes, msg_type: type) -> bytes:
+def _with_garbage_padding(raw: bytes, msg_type: type[Msg]) -> bytes:
     mutated = bytearray(raw)
     for i in _padding_positions(raw, msg_type):
         mutated[i] = 0xEE
