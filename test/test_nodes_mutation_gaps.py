@@ -41,6 +41,7 @@ def test_a_controller_without_a_target_source_holds_the_first_state_until_a_rese
     restart). (Mutants: ``HoldSource.reference`` takes the reference of every state, so the hold
     follows the arm and nothing holds it; ``HoldSource.reset`` forgets nothing.)"""
     ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    # FakeTargetNode stands in for the rclpy Node on purpose (just what a source uses of one).
     source = targets.create_target_source("unregistered", FakeTargetNode(strict=True), ctrl)  # type: ignore[arg-type]
     assert type(source) is targets.HoldSource
     moved = HOME + 0.1
