@@ -278,8 +278,11 @@ def test_the_safe_command_for_unreadable_bytes_answers_the_last_good_stamp(nodes
     node._on_state_bytes(serialize_message(good))
     node._on_state_bytes(b"\x00\x01\x00\x00" + bytes(8) + b"\xff\xff\xff\x7f")
     assert node.counts.fallback_commands == 1
-    _, stamp = CommandWire.decode(node.publisher.sent[-1])
-    _, good_stamp = CommandWire.decode(node.publisher.sent[-2])
+    fallback = CommandWire.decode(node.publisher.sent[-1])
+    answer = CommandWire.decode(node.publisher.sent[-2])
+    assert fallback is not None and answer is not None
+    _, stamp = fallback
+    _, good_stamp = answer
     assert stamp == good_stamp
 
 

@@ -144,7 +144,8 @@ def _start_controller_node(params: dict[str, Any]) -> list[Any]:
         supervisor.step(HOME, v, stamp=1.0 + 1e-3 * k, now=1.0 + 1e-3 * k)
     state = JointState(HOME.copy(), v)
     out = controller.compute(state, controller.hold_reference(state))
-    return [cfg, controller.config, damping, out.tau]
+    # Every registered controller has a config; the base class Controller declares none.
+    return [cfg, controller.config, damping, out.tau]  # type: ignore[attr-defined]
 
 
 def _start_sim_node(params: dict[str, Any]) -> list[Any]:
@@ -156,7 +157,8 @@ def _start_sim_node(params: dict[str, Any]) -> list[Any]:
     steps = step_count(cfg, plant.timestep, name)
     if cfg.record_file:
         node = SimpleNamespace(get_name=lambda: name)
-        SimNode._allocate_record(SimpleNamespace(node=node, max_steps=steps, n=plant.n, plant=plant))
+        # A stand-in self, on purpose: just what _allocate_record reads.
+        SimNode._allocate_record(SimpleNamespace(node=node, max_steps=steps, n=plant.n, plant=plant))  # type: ignore[arg-type]
     return [cfg, damping]
 
 
