@@ -47,8 +47,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-# mypy resolves `launch` to this repository's launch/ folder: ROS's launch package is not in the venv.
-from launch import LaunchContext, LaunchDescription  # type: ignore[attr-defined, unused-ignore]
+from launch import LaunchContext, LaunchDescription
 from torque_ctrl_ros.joint_order import joint_order_error
 from torque_ctrl_ros.paths import find_model_file
 

@@ -21,8 +21,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-# mypy resolves `launch` to this repository's launch/ folder: ROS's launch package is not in the venv.
-from launch import LaunchContext, LaunchDescription  # type: ignore[attr-defined, unused-ignore]
+from launch import LaunchContext, LaunchDescription
 from torque_ctrl_ros.paths import find_model_file
 
 PACKAGE = "torque_ctrl_ros"

@@ -28,8 +28,7 @@ from ament_index_python.packages import get_package_share_directory
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 
-# mypy resolves `launch` to this repository's launch/ folder: ROS's launch package is not in the venv.
-from launch import LaunchDescription  # type: ignore[attr-defined, unused-ignore]
+from launch import LaunchDescription
 from torque_ctrl_ros.nodes.domain import DomainLease
 
 # A domain of our own for the launched nodes (they inherit this environment) and the checks below.
