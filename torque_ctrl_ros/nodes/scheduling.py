@@ -184,24 +184,30 @@ def _cpu_latency_text(us: int) -> str:
 
 
 def parse_cpus(text: str, field: str = CPUS_ENV) -> frozenset[int]:
-    """CPU numbers from a list like ``"1"``, ``"0,2"`` or ``"2-3,5"`` (empty: none).
+    """CPU numbers from a list like ``"1"``, ``"0,2"`` or ``"2-3,5"`` (empty: none). Spaces may
+    surround a number, not split one: ``"1 2"`` is refused, not read as CPU 12.
 
     Raises:
         ConfigError: not such a list (the message names ``field``).
     """
     cpus: set[int] = set()
-    for part in text.replace(" ", "").split(","):
-        if not part:
+    for part in text.split(","):
+        if not part.strip():
             continue
         first, dash, last = part.partition("-")
-        try:
-            lo, hi = int(first), int(last if dash else first)
-        except ValueError:
-            lo, hi = -1, -2
+        lo = _cpu_number(first)
+        hi = _cpu_number(last) if dash else lo
         if not 0 <= lo <= hi:
             raise ConfigError(f"{field}: expected CPU numbers like 1, 0,2 or 2-3, got {text!r}")
         cpus.update(range(lo, hi + 1))
     return frozenset(cpus)
+
+
+def _cpu_number(text: str) -> int:
+    """``text`` as a CPU number if it is ASCII digits, spaces around them allowed; else -1.
+    (``int`` would also read ``1_0`` as CPU 10, and the digits of other scripts.)"""
+    digits = text.strip()
+    return int(digits) if digits.isascii() and digits.isdigit() else -1
 
 
 def request_cpus(env: Mapping[str, str] = os.environ) -> str:
