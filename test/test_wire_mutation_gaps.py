@@ -106,6 +106,19 @@ def test_a_cpu_number_is_ascii_digits_not_whatever_int_reads(text: str) -> None:
     assert parse_cpus(" 1 - 2 , 4 ") == {1, 2, 4}
 
 
+@pytest.mark.parametrize("text", ["1_0", "+5", "٣", "-0"])
+def test_a_priority_or_latency_is_read_as_the_cpu_lists_are(text: str) -> None:
+    """The real-time priority and the CPU latency take ASCII digits only, like the CPU list:
+    ``int`` had read ``1_0`` as 10, ``+5`` as 5 and an Arabic-Indic digit as its value.
+    Spaces around the number stay allowed."""
+    with pytest.raises(ConfigError, match=sch.RT_PRIORITY_ENV):
+        sch.request_realtime({sch.RT_PRIORITY_ENV: text})
+    with pytest.raises(ConfigError, match="cpu latency"):
+        sch.parse_cpu_latency(text)
+    assert sch.request_realtime({sch.RT_PRIORITY_ENV: " 0 "}) == "normal"
+    assert sch.parse_cpu_latency(" 50 ") == 50
+
+
 def test_the_largest_documented_values_are_accepted() -> None:
     """A CPU latency of 1 000 000 µs and priority 99 are in range, by the environment and by a
     runner's placement alike. (Mutants: ``<`` for ``<=`` in ``parse_cpu_latency`` and in both

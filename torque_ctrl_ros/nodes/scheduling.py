@@ -80,10 +80,7 @@ def request_realtime(env: Mapping[str, str] = os.environ) -> str:
         ConfigError: the variable is not an integer in 0–99.
     """
     raw = env.get(RT_PRIORITY_ENV, "").strip()
-    try:
-        priority = int(raw or 0)
-    except ValueError:
-        priority = -1
+    priority = _natural(raw) if raw else 0
     if not 0 <= priority <= 99:
         raise ConfigError(f"{RT_PRIORITY_ENV}: expected an integer 0..99 (0: normal scheduling), got {raw!r}")
     if priority == 0:
@@ -162,10 +159,7 @@ def parse_cpu_latency(text: str, field: str = "cpu latency") -> int | None:
     spec = text.strip().lower()
     if spec in ("", "none"):
         return None
-    try:
-        us = int(spec)
-    except ValueError:
-        us = -1
+    us = _natural(spec)
     if not 0 <= us <= _MAX_CPU_LATENCY_US:
         raise ConfigError(f"{field}: expected none or an integer 0..{_MAX_CPU_LATENCY_US} (µs), got {text!r}")
     return us
@@ -195,17 +189,17 @@ def parse_cpus(text: str, field: str = CPUS_ENV) -> frozenset[int]:
         if not part.strip():
             continue
         first, dash, last = part.partition("-")
-        lo = _cpu_number(first)
-        hi = _cpu_number(last) if dash else lo
+        lo = _natural(first)
+        hi = _natural(last) if dash else lo
         if not 0 <= lo <= hi:
             raise ConfigError(f"{field}: expected CPU numbers like 1, 0,2 or 2-3, got {text!r}")
         cpus.update(range(lo, hi + 1))
     return frozenset(cpus)
 
 
-def _cpu_number(text: str) -> int:
-    """``text`` as a CPU number if it is ASCII digits, spaces around them allowed; else -1.
-    (``int`` would also read ``1_0`` as CPU 10, and the digits of other scripts.)"""
+def _natural(text: str) -> int:
+    """``text`` as a number if it is ASCII digits, spaces around them allowed; else -1.
+    (``int`` would also read ``1_0`` as 10, ``+1`` as 1, and the digits of other scripts.)"""
     digits = text.strip()
     return int(digits) if digits.isascii() and digits.isdigit() else -1
 
