@@ -3,7 +3,7 @@
 Each test names the behaviour it pins and the source change (mutant) it was written to catch, in
 :mod:`torque_ctrl_ros.core.trajectory` (the interpolation: what is sampled at and around the
 waypoints, which inputs it reads) and :mod:`torque_ctrl_ros.core.target_tracking` (how a submitted
-trajectory becomes the reference sampled each step). Reference values are worked out here, by
+trajectory, a stop or a reset changes the reference sampled each step). Reference values are worked out here, by
 hand or with numpy, never read back from the code under test. Pure core: no ROS.
 """
 
@@ -17,7 +17,7 @@ from test_target_tracking import HOME_Q, _at_rest, _joint_tracker, _points
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.errors import TargetError
-from torque_ctrl_ros.core.target_tracking import START_TOLERANCE, JointMode
+from torque_ctrl_ros.core.target_tracking import START_TOLERANCE, JointMode, TrajectoryPoints
 from torque_ctrl_ros.core.trajectory import JointTrajectory
 
 JOINT_1 = np.eye(7)[0]  # a unit move on joint_1 (rad), a continuous joint
@@ -138,3 +138,73 @@ def test_a_first_point_across_the_wrap_of_a_continuous_joint_is_near_the_referen
     ref = tracker.reference(_at_rest(reference - 0.04 * JOINT_1, 1.001))
     assert errors == [] and tracker.mode is JointMode.TRAJECTORY
     np.testing.assert_array_equal(ref.q, point)
+
+
+def test_a_first_point_at_time_zero_takes_over_the_acceleration_of_the_reference(robot: RobotModel) -> None:
+    """50 ms into a 0.2 rad approach on joint_1 (accelerating at 2.9 rad/s²), a quintic whose first
+    point at time 0 is where the reference was, with its velocity and a given acceleration of 0:
+    at the state it takes effect the reference keeps the approach's acceleration there (the
+    first segment blends into the given one), so the feedforward torque does not step. Reference:
+    the approach itself, sampled at that state before the trajectory replaced it. (Mutant:
+    ``_from_first_point`` starts the trajectory from ``JointMotion(first, v_ref, None)``: the
+    acceleration steps to 0.)"""
+    tracker, errors = _joint_tracker(robot)
+    tracker.reference(_at_rest(HOME_Q, 1.0))
+    tracker.submit_target(HOME_Q + 0.2 * JOINT_1)
+    tracker.reference(_at_rest(HOME_Q, 1.0))
+    approach = tracker.active
+    assert approach is not None
+    now = tracker.reference(_at_rest(HOME_Q, 1.05))
+    rest = np.zeros(7)
+    points = TrajectoryPoints(
+        np.array([0.0, 1.0]),
+        np.array([now.q, now.q + 0.1 * JOINT_1]),
+        np.array([now.v, rest]),
+        np.zeros((2, 7)),
+    )
+    tracker.submit_trajectory(points, 0.0, 1.05)
+    _, v_before, a_before = approach.sample(1.051)
+    after = tracker.reference(_at_rest(HOME_Q, 1.051))
+    assert errors == [] and tracker.mode is JointMode.TRAJECTORY
+    assert a_before[0] > 1.0
+    assert after.a is not None and after.v is not None
+    np.testing.assert_allclose(after.a, a_before, rtol=0.0, atol=1e-12)
+    np.testing.assert_allclose(after.v, v_before, rtol=0.0, atol=1e-12)
+
+
+def test_a_stop_near_the_end_of_an_approach_rests_on_its_goal(robot: RobotModel) -> None:
+    """A stop 0.1 s before a 0.2 rad approach on joint_1 comes to rest, within the stop time
+    (0.24 s): the reference stops where the approach would have, on its goal, over those 0.1 s;
+    carried on by half its speed times the stop time (0.256 rad/s × 0.12 s = 0.031 rad, with
+    0.0096 rad left), it would pass the goal and be held 0.02 rad beyond it. (Mutant:
+    ``_activate_stop`` plans the stop without the move under way, ``under_way=None``.)"""
+    warnings: list[str] = []
+    tracker, errors = _joint_tracker(robot, warnings)
+    goal = HOME_Q + 0.2 * JOINT_1
+    tracker.reference(_at_rest(HOME_Q, 1.0))
+    tracker.submit_target(goal)
+    tracker.reference(_at_rest(HOME_Q, 1.0))
+    assert tracker.active is not None
+    t = 1.0 + tracker.active.move.duration - 0.1
+    tracker.submit_stop()
+    tracker.reference(_at_rest(HOME_Q, t))
+    assert tracker.mode is JointMode.STOPPING
+    held = tracker.reference(_at_rest(HOME_Q, t + 0.1))
+    np.testing.assert_allclose(held.q, goal, rtol=0.0, atol=1e-12)
+    assert errors == [] and warnings == []
+
+
+def test_a_clock_reset_drops_a_trajectory_due_at_the_next_state_with_a_warning(robot: RobotModel) -> None:
+    """A trajectory with stamp 0 (start at the next state) still pending at a simulator restart
+    has no stamp on the old timeline: it is dropped as any target meant for the motion the reset
+    ended, with a warning, and not refused as stamped on a clock that went back. (Mutant:
+    ``reset`` treats a pending trajectory as stamped with ``pending.stamp >= 0.0``.)"""
+    warnings: list[str] = []
+    tracker, errors = _joint_tracker(robot, warnings)
+    tracker.reference(_at_rest(HOME_Q, 3.0))
+    tracker.submit_trajectory(_points([(1.0, HOME_Q + 0.1 * JOINT_1)]), 0.0, 3.0)
+    tracker.reset(clock_reset=True)
+    assert tracker.pending is None and errors == []
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "trajectory received while the arm was not controlled"
+    )
