@@ -3,8 +3,8 @@
 Each test names the behaviour it pins and the source change (mutant) it was written to catch, in
 :mod:`torque_ctrl_ros.core.trajectory` (the interpolation: what is sampled at and around the
 waypoints, which inputs it reads) and :mod:`torque_ctrl_ros.core.target_tracking` (how a submitted
-trajectory, a stop or a reset changes the reference sampled each step). Reference values are worked out here, by
-hand or with numpy, never read back from the code under test. Pure core: no ROS.
+trajectory, a stop or a reset changes the reference sampled each step). Reference values are
+worked out here, by hand or with numpy, never read back from the code under test. Pure core: no ROS.
 """
 
 from __future__ import annotations
