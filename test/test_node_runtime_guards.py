@@ -673,6 +673,18 @@ def _trajectory_on_sim_time(nodes: Nodes, duration: float) -> tuple[Any, Callabl
     return node, at
 
 
+def _stop_steady_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand controller_node.py's ``time.monotonic()`` (and ``perf_counter``) still. On sim time
+    the node still notes a silence by its steady clock when it publishes ``/diagnostics``: a test
+    descheduled for over ``max_age`` (20 ms) on a loaded host would count a second fallback."""
+    import torque_ctrl_ros.nodes.controller_node as controller_module
+
+    now = time.monotonic()
+    monkeypatch.setattr(
+        controller_module, "time", SimpleNamespace(monotonic=lambda: now, perf_counter=lambda: now)
+    )
+
+
 def _along_a_trajectory(nodes: Nodes) -> tuple[Any, Callable[[int, np.ndarray], None], np.ndarray]:
     """:func:`_trajectory_on_sim_time` (1.5 s) after 300 states on which the arm followed the
     reference exactly; also returns where the arm then is."""
@@ -714,6 +726,7 @@ def test_a_trajectory_is_dropped_after_a_fallback_the_arm_moved_far_in(
     where it is. A small move (the brake's stop) still takes it up."""
     from torque_ctrl_ros.core.types import JointState
 
+    _stop_steady_time(monkeypatch)
     node, at, q = _along_a_trajectory(nodes)
     source = node.target
     for k in range(301, 401):
