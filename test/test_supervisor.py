@@ -425,19 +425,24 @@ def test_a_controller_failure_before_the_stream_period_is_known_brakes_as_if_hel
     )
 
 
-def test_a_controller_failure_on_a_slow_stream_brakes_as_held_for_its_period(robot: RobotModel) -> None:
+@pytest.mark.parametrize(("period", "held"), [(0.025, 25), (0.0027, 3)], ids=["40 Hz", "2.7 ms"])
+def test_a_controller_failure_on_a_slow_stream_brakes_as_held_for_its_period(
+    robot: RobotModel, period: float, held: int
+) -> None:
     """A 40 Hz stream: the first command will be held 25 brake periods, so it damps with K_d·2/25
-    (in full, restarted every 25 ms, the energy would grow ~100-fold: core/braking.py)."""
+    (in full, restarted every 25 ms, the energy would grow ~100-fold: core/braking.py). The
+    period is rounded to whole brake periods: 2.7 ms is 3, ``K_d·2/3``, not 2 with ``K_d`` in
+    full (held 3 periods, that damps a mode by ``1 − 3λ``, unstable once ``3λ ≥ 2``). (Mutant:
+    ``int(...)`` for ``round(...)`` in ``Supervisor.first_hold``.)"""
     sup = _supervisor(robot)
-    slow = 0.025
     for k in range(6):
-        _good(sup, T0 + k * slow)
-    t = T0 + 6 * slow
+        _good(sup, T0 + k * period)
+    t = T0 + 6 * period
     computing = sup.step(Q0 + 0.01, V0, t, t)
     assert computing.action is Action.COMPUTE
     decision = sup.controller_failed(computing, SolverError("no solution"), t)
-    assert decision.command is not None and sup.first_hold() == 25
-    np.testing.assert_allclose(decision.command.tau, _first_brake(robot, Q0 + 0.01, V0, 25), atol=1e-9)
+    assert decision.command is not None and sup.first_hold() == held
+    np.testing.assert_allclose(decision.command.tau, _first_brake(robot, Q0 + 0.01, V0, held), atol=1e-9)
 
 
 def test_a_stamp_far_ahead_runs_the_brake_on_by_max_age_at_most(robot: RobotModel) -> None:

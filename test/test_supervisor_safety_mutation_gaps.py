@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 from test_core_safety_mutation_gaps import _bounded_watchdog, _feed, _stopped_on_two_sources
-from test_supervisor import DT, KD, NAN, Q0, T0, V0, _clip, _first_brake, _good, _run, _supervisor
+from test_supervisor import DT, KD, NAN, Q0, V0, _clip, _good, _run, _supervisor
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.braking import FIRST_HOLD_PERIODS, SafeBrake
@@ -96,23 +96,6 @@ def test_a_controller_failure_on_a_frozen_clock_opens_its_window_at_the_stamp_as
     assert failed.action is Action.FALLBACK and failed.stamp == now + 0.6
     after = sup.step(NAN, NAN, now + 0.601, now)
     assert after.action is Action.FALLBACK and after.command is not None
-
-
-def test_a_controller_failure_on_a_2_7_ms_stream_brakes_as_held_three_periods(robot: RobotModel) -> None:
-    """The first command after a controller failure damps as held for the stream's period rounded
-    to whole brake periods: 2.7 ms is 3 periods, ``K_d·2/3``, not 2 periods with ``K_d`` in full
-    (held 3 periods, ``K_d`` in full damps a mode by ``1 − 3λ``, unstable once ``3λ ≥ 2``:
-    core/braking.py). (Mutant: ``int(...)`` for ``round(...)`` in ``Supervisor.first_hold``.)"""
-    sup = _supervisor(robot)
-    step = 0.0027
-    for k in range(6):
-        _good(sup, T0 + k * step)
-    t = T0 + 6 * step
-    computing = sup.step(Q0 + 0.01, V0, t, t)
-    assert computing.action is Action.COMPUTE
-    decision = sup.controller_failed(computing, SolverError("no solution"), t)
-    assert decision.command is not None and sup.first_hold() == 3
-    np.testing.assert_allclose(decision.command.tau, _first_brake(robot, Q0 + 0.01, V0, 3), atol=1e-9)
 
 
 def test_on_a_frozen_clock_the_brake_runs_by_the_stamps_steps_though_they_are_ahead_of_it(
