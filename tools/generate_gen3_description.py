@@ -39,12 +39,12 @@ SCENE_FILE = "mjcf/scene.xml"
 
 Vec3 = tuple[float, float, float]
 
-# "pi", "-pi/2", "3*pi/4", "0.5*pi": an optional sign, factor and divisor around pi. The divisor
-# starts with 1-9 so that "pi/0" is refused as text rather than raising ZeroDivisionError.
 # The largest float is an integer; any int above it in magnitude has no float.
 _LARGEST_INT_AS_FLOAT = int(sys.float_info.max)
 # MuJoCo's values for <option integrator=...> (its XML schema; anything else fails to load).
 INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
+# "pi", "-pi/2", "3*pi/4", "0.5*pi": an optional sign, factor and divisor around pi. The divisor
+# starts with 1-9 so that "pi/0" is refused as text rather than raising ZeroDivisionError.
 _PI_EXPR = re.compile(r"^\s*([+-])?\s*(?:(\d+(?:\.\d*)?)\s*\*\s*)?pi\s*(?:/\s*([1-9]\d*))?\s*$")
 
 
