@@ -6,18 +6,20 @@ Each test names the behaviour it pins and the source change (mutant) it was writ
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
 
 from ros_helpers import FakeTargetNode
-from test_target_guards import TOOL, _joint_source
+from test_target_guards import HOME_Q, TOOL, _joint_source, _pose
 
 from torque_ctrl_ros.core import RobotModel
-from torque_ctrl_ros.core.controllers import GravityCompensation, create_controller
+from torque_ctrl_ros.core.controllers import AchdRnea, GravityCompensation, create_controller
 from torque_ctrl_ros.core.errors import ConfigError
 from torque_ctrl_ros.nodes import targets
-from torque_ctrl_ros.nodes.params import controller_node_config, sim_node_config
+from torque_ctrl_ros.nodes.params import controller_node_config, file_parameter, sim_node_config
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
 
@@ -66,6 +68,21 @@ def test_refusals_beyond_the_most_kinds_share_one_throttle(robot: RobotModel) ->
     assert len(node.errors) == targets.MAX_REFUSAL_KINDS + 1, node.errors[-3:]
 
 
+def test_a_pose_target_is_taken_only_in_the_base_frame_spelt_exactly(robot: RobotModel) -> None:
+    """``header.frame_id`` must be the base frame's name exactly, as TF compares frame names: a
+    leading slash, other capitals or a trailing space name another frame, and without a TF lookup
+    here such a pose is refused. (Mutants: ``check_frame`` compares the names without case, or
+    after stripping a leading ``/``.)"""
+    node = FakeTargetNode()
+    source = targets.PoseTargetSource(node, AchdRnea(robot))  # type: ignore[arg-type]
+    position = robot.frame_placement(HOME_Q, TOOL).translation
+    for frame in ("/base_link", "BASE_LINK", "base_link "):
+        node.callbacks["~/target_pose"](_pose(position, frame))
+        assert "header.frame_id must be 'base_link'" in source.last_error, frame
+    node.callbacks["~/target_pose"](_pose(position, "base_link"))
+    assert (source.received, source.rejected) == (1, 3), source.last_error
+
+
 # ------------------------------------------------------------------ params.py
 def test_a_fallback_damping_that_is_no_number_is_refused_when_the_parameters_are_read() -> None:
     """A ``fallback_damping`` that cannot be read as numbers is refused with the parameters, naming
@@ -111,3 +128,13 @@ def test_a_negative_fallback_damping_is_refused_without_a_model_to_check_it_on()
     cfg = controller_node_config({"fallback_damping": [1.0, 1.0, 1.0, -0.5, 1.0, 1.0, 1.0]})
     with pytest.raises(ConfigError, match=r"controller_node.fallback_damping: expected every entry >= 0"):
         cfg.fallback_damping_vector(7)
+
+
+def test_a_parameter_file_section_with_nothing_under_it_is_passed_over(tmp_path: Path) -> None:
+    """A section that reaches the node but holds no mapping (``controller_node:`` with nothing under
+    it yet) gives no value, and the next section that sets the parameter still does. (Mutant:
+    ``file_parameter`` reads every matching section's body as a mapping, raising AttributeError on
+    ``None``.)"""
+    path = tmp_path / "params.yaml"
+    path.write_text("controller_node:\n/**:\n  ros__parameters:\n    controller: qpid\n")
+    assert file_parameter([path], "/controller_node", "controller") == "qpid"
