@@ -62,3 +62,23 @@ def test_no_joint_with_room_leaves_the_command_unscaled() -> None:
     assert out.torque_scale == 1.0
     np.testing.assert_array_equal(out.tau, [1.0, -2.0, -3.0])
     assert out.saturated_joints == ("a", "b")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_bias_leaves_the_command_clipped_joint_by_joint(bad: float) -> None:
+    """A bias with a non-finite entry is not used: ``c + s·(τ − c)`` would turn the finite command
+    into NaN (``inf − inf``), which left the limiter unreported. The command is clipped joint by
+    joint instead, finite, with the saturated joint named and ``s`` 1."""
+    limiter = TorqueLimiter(("a", "b"), np.array([LIMIT, LIMIT]))
+    out = limiter.apply(np.array([2 * LIMIT, 1.0]), bias=np.array([bad, 0.0]))
+    np.testing.assert_array_equal(out.tau, [LIMIT, 1.0])
+    assert out.saturated_joints == ("a",) and out.torque_scale == 1.0
+
+
+def test_a_nan_command_comes_out_nan_for_its_caller_to_refuse() -> None:
+    """The limiter checks no finiteness (its callers do): a NaN joint stays NaN, not clipped to a
+    limit where it would pass for a valid torque, and an infinite one is clipped and reported."""
+    limiter = TorqueLimiter(("a", "b"), np.array([LIMIT, LIMIT]))
+    out = limiter.apply(np.array([np.nan, np.inf]))
+    assert np.isnan(out.tau[0]) and out.tau[1] == LIMIT
+    assert out.saturated_joints == ("b",)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .types import ControlOutput
-from .validation import FloatArray, as_vector
+from .validation import FloatArray, all_finite, as_vector
 
 ROUNDING = 1e-5
 """Excess (N·m) past a limit that counts as at the limit, not beyond it: clipped, not reported.
@@ -45,6 +45,12 @@ class TorqueLimiter:
     :data:`ROUNDING` between two control steps, so across such a step the feedback can still go
     from nearly off to on. A joint's command at most :data:`ROUNDING` past its limit is clipped without
     being reported.
+
+    The limiter checks no finiteness: a NaN in ``tau`` comes out as NaN, not reported as
+    saturated (an infinite one is clipped to the limit and reported); its callers refuse
+    non-finite commands before (:meth:`~.controllers.base.Controller.compute`) or after it
+    (the supervisor withholds a non-finite safe command). A ``bias`` with a non-finite entry is
+    not used: the command is then clipped joint by joint, as without one.
     """
 
     def __init__(self, joint_names: Sequence[str], effort_limit: FloatArray) -> None:
@@ -72,7 +78,8 @@ class TorqueLimiter:
             names: tuple[str, ...] = ()
         else:
             saturated = np.abs(tau) > self._beyond  # then only: a rounding excess is not reported
-            if bias is not None and np.count_nonzero(saturated):
+            # A non-finite bias would turn the finite command into NaN: clipped without it.
+            if bias is not None and np.count_nonzero(saturated) and all_finite(bias):
                 c = bias
                 share = tau - c
                 # The room (N·m) c leaves to the limit the share pushes toward; < 0 past it.
