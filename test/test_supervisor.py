@@ -483,3 +483,23 @@ def test_a_first_safe_command_after_a_silence_brakes_from_the_good_state(robot: 
         decision.command.tau, _first_brake(robot, Q0, V0, FIRST_HOLD_PERIODS), atol=1e-9
     )
     assert math.isclose(sup.brake.k, 0)
+
+
+def test_the_first_hold_is_the_simulators_command_timeout() -> None:
+    """:data:`FIRST_HOLD_PERIODS` is made for the simulator's command timeout (core/braking.py):
+    the first safe command after a refused state may be held that long. The core cannot import
+    the node's default, so this test ties the two: the default and the shipped YAML's value, in
+    control periods. A timeout raised without the constant would let that first command, damped
+    for 50 ms, be held longer."""
+    import yaml
+
+    from torque_ctrl_ros.core.robot import CONTROL_PERIOD
+    from torque_ctrl_ros.nodes.params import sim_node_config
+    from torque_ctrl_ros.paths import data_path
+
+    shipped = yaml.safe_load(data_path("config", "gen3_controllers.yaml").read_text())
+    for timeout in (
+        sim_node_config({}).command_timeout,
+        shipped["sim_node"]["ros__parameters"]["command_timeout"],
+    ):
+        assert round(timeout / CONTROL_PERIOD) == FIRST_HOLD_PERIODS

@@ -62,7 +62,7 @@ from .robot import CONTROL_PERIOD, RobotModel
 from .validation import FloatArray, as_positive_float, as_vector
 
 #: Periods the first safe command of a window is made safe to be held, when it answers a refused
-#: state: the simulator's default command timeout (50 ms).
+#: state: the simulator's default command timeout (50 ms; ``test/test_supervisor.py`` ties the two).
 FIRST_HOLD_PERIODS = 50
 
 
