@@ -429,3 +429,33 @@ def test_the_default_damping_is_within_the_real_arms_delay_bound_at_home_but_not
     assert lam(list(DEFAULT_DAMPING), aligned) > damping_eigenvalue_bound(2)  # 3 ms
     real_arm = [0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.08]  # the README's, "Damping and the real arm's delay"
     assert lam(real_arm) < damping_eigenvalue_bound(4)  # 5 ms, everywhere sampled
+
+
+@pytest.mark.parametrize(
+    "configurations",
+    [np.zeros((3, 1)), np.zeros((0, 7)), np.zeros((2, 8)), [[0.0] * 6 + [np.nan]], [["a"] * 7]],
+    ids=["a column", "none", "eight joints", "nan", "not numbers"],
+)
+def test_configurations_of_the_wrong_shape_or_not_finite_are_refused(
+    robot: RobotModel, plant: MujocoPlant, configurations: object
+) -> None:
+    """Given configurations must be ``m × 7`` finite joint positions, ``m ≥ 1``, in both models. A
+    column of three numbers had been broadcast by the simulator onto all seven joints of three
+    rows (a damping checked at configurations nobody asked for), and no rows raised a bare
+    numpy error from ``max()``."""
+    for model in (robot, plant):
+        with pytest.raises(ConfigError, match="configurations"):
+            model.damping_eigenvalue(0.1, configurations=configurations)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="configurations"):
+        robot.inverse_mass_matrices(configurations)  # type: ignore[arg-type]
+
+
+def test_one_configuration_is_one_row(robot: RobotModel, plant: MujocoPlant) -> None:
+    """A single configuration of seven numbers is checked as one row, in both models alike."""
+    q = [0.1, 0.6, -0.2, 1.2, 0.1, -0.4, 0.3]
+    assert robot.damping_eigenvalue(0.1, configurations=q) == pytest.approx(
+        plant.damping_eigenvalue(0.1, configurations=q), rel=MODEL_RTOL
+    )
+    assert robot.damping_eigenvalue(0.1, configurations=q) == pytest.approx(
+        _brute_force(robot, np.full(7, 0.1), np.array([q])), rel=1e-12
+    )

@@ -150,6 +150,24 @@ def _as_slice(index: NDArray[np.intp]) -> slice | NDArray[np.intp]:
     return index
 
 
+def configuration_rows(field: str, value: ArrayLike, n: int) -> FloatArray:
+    """``value`` as joint configurations (rad), ``m × n`` with ``m ≥ 1`` and every entry finite;
+    one configuration of ``n`` numbers is one row. Raises :class:`ConfigError` naming ``field``.
+
+    Without it a column of ``m`` numbers broadcast each onto every joint of the simulator's
+    rows, and an empty set made the largest eigenvalue a bare numpy error.
+    """
+    try:
+        rows = np.atleast_2d(np.asarray(value, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{field}: expected joint positions (rad), got {type(value).__name__} ({exc})") from None
+    if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] != n:
+        raise ConfigError(f"{field}: expected configurations of {n} joint positions, got shape {rows.shape}")
+    if not np.isfinite(rows).all():
+        raise ConfigError(f"{field}: expected finite joint positions")
+    return rows
+
+
 def damping_configurations(
     lower: FloatArray, upper: FloatArray, count: int = DAMPING_SAMPLES, seed: int = _DAMPING_SEED
 ) -> FloatArray:
@@ -624,8 +642,9 @@ class RobotModel:
 
     def inverse_mass_matrices(self, configurations: FloatArray) -> FloatArray:
         """``M(q)⁻¹`` (1/(kg·m²)) for each row of ``configurations`` (``m × n``): shape ``m × n × n``."""
-        out = np.empty((len(configurations), self.n, self.n))
-        for k, q in enumerate(configurations):
+        qs = configuration_rows("configurations", configurations, self.n)
+        out = np.empty((len(qs), self.n, self.n))
+        for k, q in enumerate(qs):
             out[k] = pin.computeMinverse(self.model, self.data, self.configuration(q))
         # Pinocchio's C++ fills the upper triangle only; the 4.1 bindings return it symmetric,
         # the mirror is kept for versions that do not.
@@ -635,7 +654,7 @@ class RobotModel:
         """The configurations and their ``M⁻¹``: the default set (computed once, then cached) when
         ``configurations`` is None."""
         if configurations is not None:
-            qs = np.atleast_2d(np.asarray(configurations, dtype=np.float64))
+            qs = configuration_rows("configurations", configurations, self.n)
             return qs, self.inverse_mass_matrices(qs)
         if self._damping_samples is None:
             qs = damping_configurations(self.position_lower, self.position_upper)

@@ -17,7 +17,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from torque_ctrl_ros.core.errors import FrameNotFoundError, ModelError, SimulationError, StateError
-from torque_ctrl_ros.core.robot import check_damping_stability, damping_configurations, damping_eigenvalues
+from torque_ctrl_ros.core.robot import (
+    check_damping_stability,
+    configuration_rows,
+    damping_configurations,
+    damping_eigenvalues,
+)
 from torque_ctrl_ros.core.validation import as_vector
 
 FloatArray = NDArray[np.float64]
@@ -534,7 +539,7 @@ class MujocoPlant:
         block, because undriven joints are free: a driven torque ``τ`` gives ``q̈ = (M⁻¹)_dd·τ``.
         Returns ``m × n × n``.
         """
-        values = np.atleast_2d(np.asarray(configurations, dtype=np.float64))
+        values = configuration_rows("configurations", configurations, self.n)
         qpos = np.tile(self._model.qpos0, (len(values), 1))
         qpos[:, self._qadr] = values
         return self._inverse_mass_block(qpos)
