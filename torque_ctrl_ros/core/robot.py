@@ -160,7 +160,8 @@ def configuration_rows(field: str, value: ArrayLike, n: int) -> FloatArray:
     try:
         rows = np.atleast_2d(np.asarray(value, dtype=np.float64))
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{field}: expected joint positions (rad), got {type(value).__name__} ({exc})") from None
+        got = type(value).__name__
+        raise ConfigError(f"{field}: expected joint positions (rad), got {got} ({exc})") from None
     if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] != n:
         raise ConfigError(f"{field}: expected configurations of {n} joint positions, got shape {rows.shape}")
     if not np.isfinite(rows).all():
