@@ -503,3 +503,19 @@ def test_the_first_hold_is_the_simulators_command_timeout() -> None:
         shipped["sim_node"]["ros__parameters"]["command_timeout"],
     ):
         assert round(timeout / CONTROL_PERIOD) == FIRST_HOLD_PERIODS
+
+
+def test_a_silence_after_a_state_stamped_far_ahead_is_read_from_its_capped_stamp(robot: RobotModel) -> None:
+    """A state stamped 0.5 s ahead counts as ``max_age`` (20 ms) ahead; 0.3 s without a state
+    after it is a silence in the stamps. Measured from its raw stamp the gap had been −0.2 s,
+    no silence: the controller resumed on the old target time as if the stream had never
+    stopped, and only the steady clock's timer, if it ticked, could tell."""
+    sup = _supervisor(robot, max_age=0.02)
+    now = _run(sup, 5)
+    ahead = sup.step(Q0, V0, now + 0.5, now)
+    assert ahead.action is Action.COMPUTE and ahead.effective_stamp == pytest.approx(now + 0.02)
+    sup.command_computed()
+    t = now + 0.3
+    decision = _good(sup, t)
+    assert decision.silence is not None and decision.silence.state is WatchdogState.FALLBACK
+    assert decision.resume.kind is ResumeKind.PAUSE

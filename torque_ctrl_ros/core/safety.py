@@ -681,7 +681,7 @@ class Watchdog:
 
         ``silent_for`` is on one of two clocks, by caller (:meth:`.Supervisor.silence`): the
         node's timer passes steady (monotonic) seconds since the last state arrived; a state
-        arriving after a gap passes the gap in the stamps, ``effective_stamp − last_good.stamp``
+        arriving after a gap passes the gap in the stamps, each counted at most ``max_age`` ahead
         (:meth:`.Supervisor.step`).
 
         A silent stream counts as stale once ``silent_for > max_age``: the state machine

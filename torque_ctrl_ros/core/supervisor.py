@@ -221,7 +221,8 @@ class Supervisor:
         First the gap before it, on the states' clock (s)::
 
             effective_stamp = min(stamp, now + max_age + clock_lag)
-            gap = effective_stamp − last_good.stamp        (inf before the first good state)
+            gap = effective_stamp − the last accepted state's effective_stamp
+                                                    (−inf before the first good state)
             a silence of gap s (:meth:`silence`)  when  silence_after() < gap < inf
             silence_after() = max(max_age, 1.5·period)     once the stream's period is known,
                               max_age + fallback_duration  before (only a gap that stops the arm)
@@ -243,7 +244,9 @@ class Supervisor:
         """
         wd = self.watchdog
         effective_stamp = min(stamp, now + wd.config.max_age + clock_lag)
-        gap = effective_stamp - wd.last_good.stamp  # inf before the first good state
+        # From the last accepted state's stamp as it counted then: its raw stamp, far ahead,
+        # would hide a silence after it.
+        gap = effective_stamp - self.resume_tracker.stream.last_stamp  # -inf before the first
         silent = self.resume_tracker.silence_after() < gap < math.inf
         silence = self.silence(now, gap) if silent else None
         previous, rejected_before, resets = wd.state, wd.rejected_total, wd.clock_resets
@@ -280,7 +283,7 @@ class Supervisor:
 
         ``silent_for`` is on the clock of whoever noticed the silence: from the caller's timer,
         steady (monotonic) seconds since the last state arrived; from :meth:`step`, the gap in the
-        states' stamps, ``effective_stamp − last_good.stamp``."""
+        states' stamps (effective, as :meth:`step` counts them)."""
         wd = self.watchdog
         previous = wd.state
         wd.silence(now, silent_for)
