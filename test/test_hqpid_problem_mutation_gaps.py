@@ -11,15 +11,36 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+import pinocchio as pin
 import pytest
 import qpsolvers
-from test_qp_terms import HOME
+from test_qp_terms import HOME, NO_BARRIERS, TOOL
+from test_qpid import _params
 
 from torque_ctrl_ros.core import RobotModel
-from torque_ctrl_ros.core.controllers.qpid import QPID, _QPController
+from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, _LevelsOutcome, _QPController
+from torque_ctrl_ros.core.controllers.qpid_config import QPIDConfig
+from torque_ctrl_ros.core.qp.constraints import LinearBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, Solution, SolveStatus
+from torque_ctrl_ros.core.types import JointState
+
+
+def _three_levels(robot: RobotModel) -> tuple[_QPController, dict[str, Any]]:
+    """hqpid: tool position (level 0), tool orientation (level 1: 4 free directions, ProxSuite),
+    posture (level 2: 1 free direction, the closed form), barriers off; a reference that turns the
+    tool and pulls every joint by −0.2 rad, so that every level acts."""
+    params: dict[str, Any] = {"tasks": ["pos", "ori", "posture"], **NO_BARRIERS}
+    for name, kind, level in (("pos", "position", 0), ("ori", "orientation", 1), ("posture", "posture", 2)):
+        params |= {f"{name}.type": kind, f"{name}.level": level}
+        if kind != "posture":
+            params[f"{name}.frame"] = TOOL
+    c = HQPID.from_params(robot, params)
+    held = c.hold_reference(JointState(HOME, np.zeros(7)))
+    turned = held["ori"] @ pin.exp3(np.array([-0.1, 0.2, 0.1]))
+    return c, {"pos": held["pos"], "ori": turned, "posture": HOME - 0.2}
 
 
 def _report_as(qp: DenseQP, status: SolveStatus, keep_iterate: bool) -> Callable[[], Solution]:
@@ -205,6 +226,59 @@ def test_a_refused_solve_reports_no_multipliers() -> None:
 
 
 # ------------------------------------------------------------------------ qpid's levels
+def test_the_step_info_sums_iterations_and_times_and_takes_the_largest_residuals() -> None:
+    """Three levels' solutions with distinct numbers: ``qp_iterations`` is their sum (3 + 40 + 500),
+    ``qp_solve_time_us`` the sum of their times in µs (1 + 20 + 300), ``qp_primal_residual`` and
+    ``qp_dual_residual`` the largest of each (the dual ones differ from the primal ones). Mutants in
+    ``_QPController._step_info``: ``iterations = sol.iterations`` or ``solve_time = sol.solve_time``
+    (the last level only), and the dual residual taken from ``sol.primal_residual``."""
+    numbers = [(3, 1e-6, 1e-10, 5e-9), (40, 20e-6, 7e-10, 2e-10), (500, 300e-6, 3e-10, 4e-10)]
+    empty = np.zeros(0)
+    solutions = [
+        Solution(empty, empty, empty, SolveStatus.SOLVED, k, primal, dual, time, warm=True)
+        for k, time, primal, dual in numbers
+    ]
+    outcome = _LevelsOutcome(solutions, SolveStatus.SOLVED, -1, -1, 3)
+    info = _QPController._step_info(outcome, False, 2e-6)
+    assert info["qp_iterations"] == 543.0
+    assert info["qp_solve_time_us"] == pytest.approx(321.0)
+    assert info["qp_primal_residual"] == 7e-10
+    assert info["qp_dual_residual"] == 5e-9
+    assert info["prepare_time_us"] == pytest.approx(2.0)
+
+
+def test_a_failed_middle_level_skips_the_levels_below(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three levels; level 1 fails with no iterate (NON_FINITE). The level below it is not solved
+    (its ``q̈ = q̈*₁ + Z₂·u`` would rest on a level that was dropped): one solution per level tried
+    (two), ``levels_solved`` 1, ``failed_level`` 1, and ``q̈`` is level 0's own. Going on to the next
+    level (mutant ``continue`` for ``break`` in ``_QPController._solve_levels``) solves level 2 and
+    adds its share."""
+    c, ref = _three_levels(robot)
+    monkeypatch.setattr(c.levels[1].qp, "solve", _report_as(c.levels[1].qp, SolveStatus.NON_FINITE, False))
+    _, info = c.torque(HOME, np.zeros(7), ref)
+    assert (info["failed_level"], info["levels_solved"], info["fallback"]) == (1.0, 1.0, 0.0)
+    assert len(c.last_solutions) == 2
+    np.testing.assert_array_equal(c.joint_acceleration, c.last_solutions[0].x[: robot.n])
+
+
+def test_scaled_level_names_the_first_of_two_scaled_levels(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three levels; levels 1 and 2 both stop short with a finite iterate (reported MAX_ITERATIONS,
+    their iterate the optimum): both are scaled back and kept (``levels_solved`` 3), and
+    ``scaled_level`` names the first, 1. Overwritten by every scaled level (mutant dropping
+    ``if scaled_level < 0:`` in ``_QPController._solve_levels``) it reads 2."""
+    c, ref = _three_levels(robot)
+    for k in (1, 2):
+        qp = c.levels[k].qp
+        monkeypatch.setattr(qp, "solve", _report_as(qp, SolveStatus.MAX_ITERATIONS, True))
+    _, info = c.torque(HOME, np.zeros(7), ref)
+    assert (info["scaled_level"], info["failed_level"], info["levels_solved"]) == (1.0, -1.0, 3.0)
+    assert info["qp_status"] == SolveStatus.MAX_ITERATIONS.value
+
+
 def test_a_scaled_back_step_never_goes_past_the_iterate() -> None:
     """An unfinished iterate ``x = [1, 1]`` that meets its rows ``x ≤ 1.5`` (lower bounds −1), for
     ``min ½·‖x‖² − 2·(x₀ + x₁)`` whose minimiser along ``x`` is ``2·x``: the step is 1 (``s ≤ 1``,
@@ -219,6 +293,27 @@ def test_a_scaled_back_step_never_goes_past_the_iterate() -> None:
     step = _QPController._scaled_back(qp, x)
     assert step == 1.0
     assert (qp.C @ (step * x) <= qp.u).all()
+
+
+def test_after_a_fallback_no_row_is_active_and_no_slack_is_used(robot: RobotModel) -> None:
+    """qpid with two hard rows no ``q̈`` meets (``q̈₁ ≥ 1`` and ``q̈₁ ≤ 0``): level 0 fails, the torque is
+    the fallback ``g(q) − K_d·q̇``, and the diagnostics report no active row and no slack (the
+    fallback solves nothing). Counted from ``q̈`` anyway (mutant ``if self.n_b:`` for ``if not
+    self._last_fallback and self.n_b:`` in ``_QPController.diagnostics``) the rows of a ``q̈`` never
+    solved for (0 on the first step) count: ``q̈₁ = 0`` sits on the second row, past the first."""
+    rows = np.zeros((2, robot.n))
+    rows[:, 0] = [1.0, -1.0]
+    config = QPIDConfig.from_params(robot, _params())
+    c = QPID(
+        robot, config, extra_barriers=[LinearBarrier("contradiction", rows, np.array([1.0, 0.0]), soft=False)]
+    )
+    v = np.full(robot.n, 0.1)
+    tau, info = c.torque(HOME, v, c.hold_reference(JointState(HOME, v)))
+    assert info["fallback"] == 1.0
+    np.testing.assert_allclose(tau, robot.gravity(HOME) - config.fallback_damping * v, atol=1e-12)
+    diag = c.diagnostics()
+    assert diag["active.contradiction"] == 0.0 and diag["active_constraints"] == 0.0
+    assert diag["slack_total"] == 0.0
 
 
 def test_a_level_0_solve_that_stops_short_falls_back(
