@@ -113,7 +113,8 @@ def test_the_pd_law_applies_each_axis_gain_to_its_own_row(robot: RobotModel) -> 
     """With a different ``kp`` and ``kd`` on every axis, ``a_des = kp∘e + kd∘(ẋ_ref − ẋ) + a_ref``
     row by row: ``e = [p_ref − p; log3(R_ref·Rᵀ)]`` from RobotModel's forward kinematics and
     ``ẋ = J·q̇`` from its Jacobian. Every existing test used the same gain on all six axes.
-    Mutants: ``cfg.kd[::-1] * v_err`` and ``cfg.kp[::-1] * error`` (gains on the wrong rows)."""
+    Mutants: ``cfg.kd[::-1] * v_err`` and ``cfg.kp[::-1] * error`` (gains on the wrong rows), and
+    ``PoseReference.from_se3`` dropping the acceleration it is given."""
     kp = np.array([50.0, 80.0, 120.0, 30.0, 60.0, 90.0])
     kd = np.array([12.0, 15.0, 20.0, 9.0, 13.0, 18.0])
     controller = AchdRnea(robot, AchdRneaConfig.create(robot.n, kp=kp, kd=kd))
@@ -223,3 +224,40 @@ def test_a_zero_kp_on_a_constrained_axis_is_refused(robot: RobotModel) -> None:
     kp = np.array([100.0, 100.0, 0.0, 100.0, 100.0, 100.0])
     with pytest.raises(ConfigError, match=r"^achd_rnea\.kp: expected every entry > 0"):
         AchdRneaConfig.create(robot.n, kp=kp)
+
+
+def test_a_solve_without_a_feedforward_torque_takes_it_as_zero(robot: RobotModel) -> None:
+    """:meth:`ConstrainedDynamics.solve` without ``tau_ff`` is the Gauss solve with ``τ_ff = 0``
+    (its documented default), checked against the KKT system in numpy. Mutant: the default
+    ``np.zeros(n)`` replaced by ``g(q)``."""
+    alpha = alpha_from_axes(["x", "y", "z"])
+    beta = np.array([0.4, -0.2, 0.3])
+    result = ConstrainedDynamics(robot, TOOL).solve(Q_MOVING, V_MOVING, alpha, beta)
+    expected_qdd, expected_lam = _gauss_kkt(robot, Q_MOVING, V_MOVING, alpha, beta, np.zeros(7))
+    np.testing.assert_allclose(result.qdd, expected_qdd, rtol=0.0, atol=1e-8)
+    np.testing.assert_allclose(result.lam, expected_lam, rtol=1e-8, atol=1e-8)
+
+
+def test_the_diagnostics_report_the_regularised_solve(robot: RobotModel) -> None:
+    """With ``rcond`` 0.01 at a moving state whose Delassus matrix has ``d_max/d_min ≈ 6155`` the
+    step is regularised, and ``torque()`` reports it: ``regularised`` 1, ``delassus_condition``
+    ``d_max/d_min`` (numpy's eigenvalues of ``J·M⁻¹·Jᵀ``) and ``constraint_residual``
+    ``‖J·q̈ + J̇·q̇ − β‖`` with the command's ``q̈ = M⁻¹(τ − c)``. The existing tests only saw
+    ``regularised`` 0. Mutants: each of the three entries replaced by a constant."""
+    controller = AchdRnea(robot, AchdRneaConfig.create(robot.n, rcond=0.01))
+    now = robot.frame_placement(Q_MOVING, TOOL)
+    reference = PoseReference.from_se3(now * pin.exp6(np.array([0.02, -0.01, 0.03, 0.1, -0.05, 0.08])))
+    sol = controller.solve(Q_MOVING, V_MOVING, reference)
+    tau, info = controller.torque(Q_MOVING, V_MOVING, reference)
+    np.testing.assert_array_equal(tau, sol.tau)
+
+    m_inv = np.linalg.inv(robot.mass_matrix(Q_MOVING))
+    jac = robot.frame_jacobian(Q_MOVING, TOOL)
+    eigenvalues = np.linalg.eigvalsh(jac @ m_inv @ jac.T)
+    assert eigenvalues[0] < 0.01 * eigenvalues[-1]
+    qdd = m_inv @ (sol.tau - robot.nonlinear_effects(Q_MOVING, V_MOVING))
+    residual = jac @ qdd + robot.frame_bias_acceleration(Q_MOVING, V_MOVING, TOOL) - sol.beta
+    assert info["regularised"] == 1.0
+    assert info["delassus_condition"] == pytest.approx(eigenvalues[-1] / eigenvalues[0], rel=1e-6)
+    assert info["constraint_residual"] == pytest.approx(np.linalg.norm(residual), rel=1e-6)
+    assert info["constraint_residual"] > 1.0
