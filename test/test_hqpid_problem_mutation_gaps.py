@@ -335,3 +335,37 @@ def test_a_level_0_solve_that_stops_short_falls_back(
     assert (info["fallback"], info["failed_level"], info["scaled_level"]) == (1.0, 0.0, -1.0)
     assert info["qp_status"] == SolveStatus.MAX_ITERATIONS.value
     np.testing.assert_allclose(tau, robot.gravity(HOME) - c.config.fallback_damping * v, atol=1e-12)
+
+
+def test_a_scaled_back_step_catches_a_small_overshoot_past_an_upper_row() -> None:
+    """An unfinished iterate ``x = [1.2, 0]`` past its row ``x₀ ≤ 1`` by 0.2 (rows ``−1 ≤ x ≤ 1``),
+    the cost decreasing along it (``g = [−1, 0]``, nearly flat ``H``): the step is ``u₀/(C₀·x) = 1/1.2``
+    (closed form), and ``s·x`` meets the row. Testing rows against a loosened bound (mutant
+    ``rows > qp.u + 1.0`` in ``_QPController._scaled_back``) misses an overshoot under 1 (rad/s² or
+    N·m past a barrier or a torque limit) and keeps the whole iterate."""
+    qp = DenseQP(2, 0, 2)
+    qp.H[:] = 1e-6 * np.eye(2)
+    qp.g[:] = [-1.0, 0.0]
+    qp.C[:] = np.eye(2)
+    qp.l[:], qp.u[:] = -1.0, 1.0
+    x = np.array([1.2, 0.0])
+    step = _QPController._scaled_back(qp, x)
+    assert step == pytest.approx(1.0 / 1.2, rel=1e-12)
+    assert (qp.C @ (step * x) <= qp.u + 1e-12).all()
+
+
+def test_a_lower_level_gets_ten_times_the_solver_tolerance_of_room(robot: RobotModel) -> None:
+    """hqpid at ``solver.eps_abs`` 1e-6, a posture level below the tool: every row of the lower level
+    has at least ``10·eps_abs`` = 1e-5 of room on each side of ``u = 0`` (``l ≤ −1e-5``, ``u ≥ 1e-5``):
+    the level above meets its rows only to within its tolerance, and a thinner slab leaves the lower
+    level rounding to fight. Taking the fixed 1e-6 room whatever the tolerance (mutant
+    ``self._tol = _LOWER_LEVEL_ROOM`` for ``max(10.0 * c.eps_abs, _LOWER_LEVEL_ROOM)`` in
+    ``_QPController._build_cost_terms``) leaves rows level 0 holds at their bounds 1e-6 of room."""
+    params = {**_params(**{"posture.level": 1}), "solver": {"eps_abs": 1e-6}}
+    c = HQPID.from_params(robot, params)
+    ref = c.hold_reference(JointState(HOME, np.zeros(7)))
+    ref["tool"] = np.array([0.05, 0.0, 0.10])  # into the base: level 0 holds barrier rows at their bounds
+    _, info = c.torque(HOME, np.zeros(7), ref)
+    assert info["fallback"] == 0.0
+    lower = c.levels[1].qp
+    assert min(float(lower.u.min()), float(-lower.l.max())) >= 1e-5 * (1.0 - 1e-9)
