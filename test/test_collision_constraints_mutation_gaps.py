@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_barrier_derivatives import COLLISION, _coal_distances
-from test_core_gaps import _closest, _fd_drift
+from test_core_gaps import _closest, _fd_drift, _fd_gradient
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.errors import ConfigError
@@ -119,11 +119,13 @@ def test_rows_left_over_after_a_fuller_state_are_wiped(robot: RobotModel) -> Non
 
 
 def test_with_two_rows_the_scalar_terms_are_the_closest_pairs(robot: RobotModel) -> None:
-    """With two rows (the controllers' default), :attr:`distance`, :attr:`drift` and
-    :attr:`closest_pair` are the closest pair's, as documented, not the second row's. Reference:
-    coal on every pair, and the drift as the second time derivative of ``n̂·(p₂ − p₁)`` for the
-    witness points fixed on their links along ``q + t·q̇``. (Mutants: ``self.closest_pair =
-    self.tracked_pairs[-1]``; ``self.drift = float(self.drifts[-1])``.)"""
+    """With two rows (the controllers' default), :attr:`distance`, :attr:`gradient`, :attr:`drift`
+    and :attr:`closest_pair` are the closest pair's, as documented, not the second row's.
+    Reference: coal on every pair, central finite differences of its smallest distance, and the
+    drift as the second time derivative of ``n̂·(p₂ − p₁)`` for the witness points fixed on their
+    links along ``q + t·q̇``. (Mutants: ``self.closest_pair = self.tracked_pairs[-1]``;
+    ``self.drift = float(self.drifts[-1])``; ``self.gradient = self.gradients[-1]`` in
+    ``SelfCollisionModel.__init__``.)"""
     col = SelfCollisionModel.from_file(robot, COLLISION, pairs=2)
     kin = KinematicsState(robot)
     data = robot.model.createData()
@@ -145,6 +147,32 @@ def test_with_two_rows_the_scalar_terms_are_the_closest_pairs(robot: RobotModel)
         assert col.closest_pair == col.pair_links[k]
         assert col.distance == d == first
         assert col.drift == pytest.approx(drift, abs=1e-6)
+        np.testing.assert_allclose(col.gradient, _fd_gradient(col, robot, data, q), rtol=0.0, atol=1e-6)
+
+
+def test_a_collision_barrier_with_two_rows_reports_the_closest_pair(robot: RobotModel) -> None:
+    """With two rows the barrier's :attr:`distance` (the controllers' ``d_min`` diagnostic),
+    :attr:`gradient` and :attr:`margin` are the closest pair's, not the second row's; the first
+    update takes the raw gradient. Reference: coal on every pair and central finite differences of
+    its smallest distance. (Mutants: ``self.distance = float(col.distances[-1])`` in
+    ``SelfCollisionBarrier.update``; ``self.gradient = self.gradients[-1]`` in its ``__init__``.)"""
+    d_safe = 0.02
+    col = SelfCollisionModel.from_file(robot, COLLISION, pairs=2)
+    barrier = SelfCollisionBarrier(robot, col, alpha=10.0, d_safe=d_safe)
+    barrier.bind(np.zeros((2, robot.n)), np.zeros(2))
+    kin = KinematicsState(robot)
+    data = robot.model.createData()
+    rng = np.random.default_rng(14)
+    while True:  # a clear closest pair: its distance and gradient differ from the second's
+        q = rng.uniform(-3.0, 3.0, robot.n)
+        first, second = np.partition(_coal_distances(col, robot, data, q), 1)[:2]
+        if second - first > 5e-3 and first > 5e-3:
+            break
+    kin.update(q, np.zeros(robot.n))
+    barrier.update(kin)
+    assert barrier.distance == first
+    assert barrier.margin == first - d_safe
+    np.testing.assert_allclose(barrier.gradient, _fd_gradient(col, robot, data, q), rtol=0.0, atol=1e-6)
 
 
 @pytest.mark.parametrize("gain", [0.0, 0.005, 1.5])
