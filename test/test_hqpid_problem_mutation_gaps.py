@@ -23,6 +23,7 @@ from test_qpid import _params
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, _LevelsOutcome, _QPController
 from torque_ctrl_ros.core.controllers.qpid_config import QPIDConfig
+from torque_ctrl_ros.core.errors import ConfigError
 from torque_ctrl_ros.core.qp.constraints import LinearBarrier
 from torque_ctrl_ros.core.qp.problem import DenseQP, Solution, SolveStatus
 from torque_ctrl_ros.core.types import JointState
@@ -223,6 +224,14 @@ def test_a_refused_solve_reports_no_multipliers() -> None:
     sol = qp.solve()
     assert sol.status is SolveStatus.NON_FINITE
     assert np.isnan(sol.x).all() and np.isnan(sol.y).all() and np.isnan(sol.z).all()
+
+
+def test_a_qp_with_a_negative_number_of_inequality_rows_is_refused_by_name() -> None:
+    """``DenseQP(2, 0, −1)`` is refused when built, with the sizes named (a :class:`ConfigError`), as
+    a negative ``n`` or ``n_eq`` is. Without ``n_in < 0`` in the check (mutant in
+    ``DenseQP.__init__``) numpy raises a bare ValueError about negative dimensions instead."""
+    with pytest.raises(ConfigError, match=r"^DenseQP: invalid sizes n=2, n_eq=0, n_in=-1$"):
+        DenseQP(2, 0, -1)
 
 
 # ------------------------------------------------------------------------ qpid's levels
