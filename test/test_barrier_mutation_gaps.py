@@ -9,12 +9,13 @@ Pure core: no ROS.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pytest
 from test_barrier_derivatives import COLLISION, TOOL, _coal_distances, _manipulability
-from test_core_gaps import _capsule_distances, _closest
+from test_core_gaps import _capsule_distances, _clearly_closest
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.errors import ConfigError
@@ -173,15 +174,7 @@ def test_the_witness_points_and_normal_are_the_closest_pairs_with_two_rows(robot
     col = SelfCollisionModel.from_file(robot, COLLISION, pairs=2)
     kin = KinematicsState(robot)
     data = robot.model.createData()
-    rng = np.random.default_rng(22)
-    checked = 0
-    while checked < 3:
-        q = rng.uniform(-3.0, 3.0, robot.n)
-        distances, _, p1, p2 = _closest(col, robot, data, q)
-        first, second = np.partition(distances, 1)[:2]
-        if second - first < 5e-3 or first < 5e-3:  # a clear closest pair, its normal well defined
-            continue
-        checked += 1
+    for q, _, _, p1, p2 in itertools.islice(_clearly_closest(col, robot, data, seed=22), 3):
         kin.update(q, np.zeros(robot.n))
         col.update()
         np.testing.assert_allclose(col.witness[0], p1, rtol=0.0, atol=1e-12)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_barrier_derivatives import COLLISION, _coal_distances
-from test_core_gaps import _closest, _fd_drift, _fd_gradient
+from test_core_gaps import _clearly_closest, _fd_drift, _fd_gradient
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.errors import ConfigError
@@ -129,15 +129,12 @@ def test_with_two_rows_the_scalar_terms_are_the_closest_pairs(robot: RobotModel)
     col = SelfCollisionModel.from_file(robot, COLLISION, pairs=2)
     kin = KinematicsState(robot)
     data = robot.model.createData()
-    rng = np.random.default_rng(9)
+    velocities = np.random.default_rng(10)
     checked = 0
-    while checked < 3:
-        q = rng.uniform(-3.0, 3.0, robot.n)
-        v = rng.normal(0.0, 1.0, robot.n)
-        distances, k, _, _ = _closest(col, robot, data, q)
-        first, second = np.partition(distances, 1)[:2]
-        if second - first < 5e-3 or first < 5e-3:  # a clear closest pair, its normal well defined
-            continue
+    for q, distances, k, _, _ in _clearly_closest(col, robot, data, seed=9):
+        if checked == 3:
+            break
+        v = velocities.normal(0.0, 1.0, robot.n)
         kin.update(q, v)
         col.update(kin.v, kin.JJd)
         if abs(col.drifts[1] - col.drifts[0]) < 1e-3:  # rows whose drifts would not tell them apart
@@ -145,7 +142,7 @@ def test_with_two_rows_the_scalar_terms_are_the_closest_pairs(robot: RobotModel)
         checked += 1
         d, drift = _fd_drift(col, robot, data, q, v)
         assert col.closest_pair == col.pair_links[k]
-        assert col.distance == d == first
+        assert col.distance == d == distances.min()
         assert col.drift == pytest.approx(drift, abs=1e-6)
         np.testing.assert_allclose(col.gradient, _fd_gradient(col, robot, data, q), rtol=0.0, atol=1e-6)
 
@@ -162,12 +159,8 @@ def test_a_collision_barrier_with_two_rows_reports_the_closest_pair(robot: Robot
     barrier.bind(np.zeros((2, robot.n)), np.zeros(2))
     kin = KinematicsState(robot)
     data = robot.model.createData()
-    rng = np.random.default_rng(14)
-    while True:  # a clear closest pair: its distance and gradient differ from the second's
-        q = rng.uniform(-3.0, 3.0, robot.n)
-        first, second = np.partition(_coal_distances(col, robot, data, q), 1)[:2]
-        if second - first > 5e-3 and first > 5e-3:
-            break
+    q, distances, _, _, _ = next(_clearly_closest(col, robot, data, seed=14))
+    first = distances.min()
     kin.update(q, np.zeros(robot.n))
     barrier.update(kin)
     assert barrier.distance == first

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +116,21 @@ def _closest(
     distances = np.array([res.min_distance for res in results])
     k = int(np.argmin(distances))
     return distances, k, np.array(results[k].getNearestPoint1()), np.array(results[k].getNearestPoint2())
+
+
+def _clearly_closest(
+    col: SelfCollisionModel, robot: RobotModel, data: pin.Data, seed: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]]:
+    """Seeded configurations (rad, uniform in ±3) whose closest pair is clear, each with
+    :func:`_closest`'s ``(distances, k, p₁, p₂)``: the closest at least 5 mm apart (its normal well
+    defined) and 5 mm nearer than the second (its distance and gradient unlike the second's)."""
+    rng = np.random.default_rng(seed)
+    while True:
+        q = rng.uniform(-3.0, 3.0, robot.n)
+        distances, k, p1, p2 = _closest(col, robot, data, q)
+        first, second = np.partition(distances, 1)[:2]
+        if second - first >= 5e-3 and first >= 5e-3:
+            yield q, distances, k, p1, p2
 
 
 def _min_distance(col: SelfCollisionModel, robot: RobotModel, data: pin.Data, q: np.ndarray) -> float:
