@@ -753,8 +753,8 @@ def test_hqpid_lower_levels_are_never_reported_infeasible(robot: RobotModel) -> 
     assert SolveStatus.PRIMAL_INFEASIBLE.value not in statuses
     # Harder: the tool task at its torque limits (kp 2000), barriers off, a stiff posture below.
     # ProxSuite still raised the alarm at eps_primal_inf 1e-12 (u = 0 strictly inside every row;
-    # 127 of the 1 500 steps when this case was added, 44 since the lower levels' scaled-back
-    # steps changed the motion): those solves stopped short, and say so.
+    # 127 of the 1 500 steps when this case was added in c5a47bf, 44 when recounted at 6813ba5):
+    # those solves stopped short, and say so.
     params |= {"tool.kp": 2000.0, "posture.kp": 400.0}
     params |= {f"{b}.enabled": False for b in ("self_collision", "singularity")}
     params |= {f"{b}.enabled": False for b in ("joint_position_limit", "joint_velocity_limit")}
