@@ -508,6 +508,30 @@ def test_quick_settings() -> None:
             parse_args(bad)
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--states", "0"),
+        ("--states", "-5"),
+        ("--dds-seconds", "0"),
+        ("--lockstep-seconds", "-1"),
+        ("--dds-seconds", "nan"),
+        ("--host-seconds", "-0.5"),
+    ],
+)
+def test_a_count_or_duration_out_of_range_is_refused_by_name(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0 states or seconds had silently become the default (10 000 / 20 s), a negative count
+    failed inside numpy ("negative dimensions are not allowed") and NaN seconds were taken as
+    given: each is now a usage error naming its flag. ``--host-seconds 0`` still skips the host
+    timer."""
+    with pytest.raises(SystemExit):
+        parse_args([flag, value])
+    assert flag in capsys.readouterr().err
+    assert parse_args(["--host-seconds", "0"]).host_seconds == 0.0
+
+
 @pytest.mark.ros
 @pytest.mark.slow
 @requires_rclpy

@@ -605,10 +605,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for c in args.controllers:
         if c not in BENCH_CONFIGS:
             parser.error(f"unknown controller {c!r}; choose from {', '.join(BENCH_CONFIGS)}")
+    # A count or duration of 0 had silently become the default, and a negative one failed deep
+    # inside a measurement; --host-seconds 0 skips the host timer.
+    for flag, value, zero_ok in (
+        ("--states", args.states, False),
+        ("--dds-seconds", args.dds_seconds, False),
+        ("--lockstep-seconds", args.lockstep_seconds, False),
+        ("--host-seconds", args.host_seconds, True),
+    ):
+        if value is not None and not (math.isfinite(value) and (value >= 0 if zero_ok else value > 0)):
+            parser.error(f"{flag} must be a finite number {'>= 0' if zero_ok else '> 0'}, got {value}")
     quick = args.quick
-    args.states = args.states or (1000 if quick else 10_000)
-    args.dds_seconds = args.dds_seconds or (2.0 if quick else 20.0)
-    args.lockstep_seconds = args.lockstep_seconds or (1.0 if quick else 5.0)
+    if args.states is None:
+        args.states = 1000 if quick else 10_000
+    if args.dds_seconds is None:
+        args.dds_seconds = 2.0 if quick else 20.0
+    if args.lockstep_seconds is None:
+        args.lockstep_seconds = 1.0 if quick else 5.0
     if args.host_seconds is None:
         args.host_seconds = 0.5 if quick else 3.0
     try:
