@@ -19,7 +19,7 @@ pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
 from ros_helpers import FakeTargetNode, Probe, probe, ros_domain  # noqa: F401 - pytest fixtures
 from sensor_msgs.msg import JointState as JointStateMsg
 from test_conversions_and_params import NODES
-from test_target_guards import HOME_Q, TOOL, _joint_source, _pose, _trajectory_msg
+from test_target_guards import HOME_Q, TOOL, _joint_source, _pose, _stamped, _trajectory_msg
 
 from torque_ctrl_ros.core import JointState, RobotModel
 from torque_ctrl_ros.core.controllers import AchdRnea, create_controller
@@ -285,3 +285,17 @@ def test_a_pause_holds_a_joint_approach_where_it_stood(robot: RobotModel) -> Non
     assert HOME_Q[0] < stood[0] < target[0]  # under way
     assert source.pause(1.1, 11.1) is False  # no trajectory was waiting to start
     np.testing.assert_allclose(source.reference(JointState(HOME_Q, zero, 11.1)).q, stood, atol=1e-12)
+
+
+def test_a_reset_after_a_clock_reset_drops_a_trajectory_stamped_for_later(robot: RobotModel) -> None:
+    """A source reset after the clock went back (a simulator restart) passes that on to its
+    tracker: a trajectory stamped for later belongs to the timeline the clock left and is refused,
+    where a reset on the same clock would keep it. (Mutant: ``TrackedSource.reset`` passes
+    ``clock_reset=False`` whatever it was given.)"""
+    node, source = _joint_source(robot)
+    node.now_ns = 100 * 10**9
+    source.reference(JointState(HOME_Q, np.zeros(robot.n), 100.0))
+    later = _stamped(_trajectory_msg(GEN3_JOINTS, [(2.0, HOME_Q, None)]), 101.5)
+    node.callbacks["~/joint_trajectory"](later)
+    source.reset(clock_reset=True)
+    assert source.rejected == 1 and "dropped: the clock went back" in source.last_error
