@@ -643,7 +643,10 @@ class RobotModel:
 
     def inverse_mass_matrices(self, configurations: FloatArray) -> FloatArray:
         """``M(q)⁻¹`` (1/(kg·m²)) for each row of ``configurations`` (``m × n``): shape ``m × n × n``."""
-        qs = configuration_rows("configurations", configurations, self.n)
+        return self._inverse_mass_rows(configuration_rows("configurations", configurations, self.n))
+
+    def _inverse_mass_rows(self, qs: FloatArray) -> FloatArray:
+        """:meth:`inverse_mass_matrices` of checked configurations ``qs`` (``m × n``)."""
         out = np.empty((len(qs), self.n, self.n))
         for k, q in enumerate(qs):
             out[k] = pin.computeMinverse(self.model, self.data, self.configuration(q))
@@ -656,10 +659,10 @@ class RobotModel:
         ``configurations`` is None."""
         if configurations is not None:
             qs = configuration_rows("configurations", configurations, self.n)
-            return qs, self.inverse_mass_matrices(qs)
+            return qs, self._inverse_mass_rows(qs)
         if self._damping_samples is None:
             qs = damping_configurations(self.position_lower, self.position_upper)
-            self._damping_samples = (qs, self.inverse_mass_matrices(qs))
+            self._damping_samples = (qs, self._inverse_mass_rows(qs))
         return self._damping_samples
 
     def damping_eigenvalue(
