@@ -1651,3 +1651,20 @@ def test_waypoint_positions_beyond_either_limit_are_refused_by_name(robot: Robot
             TargetError, match=re.escape(f"target: outside the position limits at ['{robot.joint_names[k]}']")
         ):
             check_joint_limits(robot, bad, "target")
+
+
+def test_the_largest_trajectory_the_name_and_point_limits_allow_is_within_the_byte_limit() -> None:
+    """MAX_TRAJECTORY_NAMES joints and MAX_TRAJECTORY_POINTS points, each with positions,
+    velocities, accelerations and efforts, serialize to ~4.2 MB (targets.py's figure), within
+    MAX_TRAJECTORY_BYTES: a trajectory the count limits take is never refused for its size. A byte
+    limit lowered to 800 000 had passed every test."""
+    from rclpy.serialization import serialize_message
+
+    n = targets.MAX_TRAJECTORY_NAMES
+    values = [0.1] * n
+    point = JointTrajectoryPoint(positions=values, velocities=values, accelerations=values, effort=values)
+    msg = TrajectoryMsg(joint_names=[f"joint_{k}" for k in range(1, n + 1)])
+    msg.points = [point] * targets.MAX_TRAJECTORY_POINTS
+    size = len(serialize_message(msg))
+    assert 4.1e6 < size < 4.3e6
+    assert size <= targets.MAX_TRAJECTORY_BYTES
