@@ -106,10 +106,11 @@ A trajectory stamped ``late`` s before that state drops its points already due a
 next one from the current reference. Were that point kept however soon it comes, lateness alone
 would make the first segment arbitrarily short: a 1 kHz-dense 0.1 rad minimum-jerk trajectory
 stamped 0.99 ms late left 10 µs to its next point, 6927 rad/s² (accepted 0.5 ms late, refused
-0.9 ms late: a sender stamping ``now`` hits either by its transport delay). Points due sooner
-than this are dropped too, so the first segment lasts at least ``LATE_LEAD``, and the reference,
-starting where the trajectory did, covers what the trajectory covers in ``t_k`` within ``t_k −
-late ≥ LATE_LEAD``: for ``late`` up to ``LATE_LEAD``, on average at most twice as fast. Transport delays
+0.9 ms late: a sender stamping ``now`` hits either by its transport delay). Points due at most
+this long after the state are dropped too (one due exactly ``LATE_LEAD`` after it included), so
+the first segment lasts at least ``LATE_LEAD``, and the reference, starting where the trajectory
+did, covers what the trajectory covers in ``t_k`` within ``t_k − late ≥ LATE_LEAD``: for ``late``
+up to ``LATE_LEAD``, on average at most twice as fast. Transport delays
 and a late control step or two are well within 10 ms, the period the tracker already takes for a
 plan to matter (:data:`MIN_TAKE_PERIOD`); a segment shorter than a control period would not even
 be sampled. A trajectory whose remaining points all come sooner keeps its last point, reached
@@ -399,7 +400,7 @@ class JointTargetTracker:
       target runs on (switched early, the reference would stand still at the start until the
       stamp and then set off: a torque step each time); one stamped before the state it takes
       effect at drops the points already due and reaches the next one from the current
-      reference (no sooner than :data:`LATE_LEAD` after the state: points due sooner are dropped
+      reference (no sooner than :data:`LATE_LEAD` after the state: points due within it are dropped
       too); one that ended before it is refused. After its end the last point is held. On
       continuous joints every segment takes the short way round (the waypoints are unwrapped
       against the one before, the start first). Its motion is held to the position and velocity
