@@ -166,9 +166,11 @@ class ResumeTracker:
         self._computed_q = np.full(n, np.nan)  # positions (rad) of the last state computed on
         self._rejected_when_computed = 0  # Watchdog.rejected_total at that state
         self._safe_from_stamp = math.nan  # stamp (s) of the first state a safe command answered
-        # The stamp (s, as it came) and the caller's clock (s) at the first safe command since a
-        # torque was last computed (a controller failing again does not restart them), the newest
-        # stamp answered since, and how many answers since came with no newer stamp than it.
+        # Whether a fallback came since a torque was last computed (a controller failing again
+        # does not restart the window); the caller's clock (s) at the first; the first finite
+        # stamp (s, as it came) answered since and the newest (nan while none); and how many
+        # answers came with no newer stamp than the newest, or with none that is finite.
+        self._window_open = False
         self._window_stamp = math.nan
         self._window_now = math.nan
         self._window_newest = math.nan
@@ -234,7 +236,7 @@ class ResumeTracker:
     def torque_computed(self) -> None:
         """The controller answered the state :meth:`decide_resume` was called for: no safe command
         since, and the next fallback opens a new window (:meth:`note_fallback`)."""
-        self._window_stamp = math.nan
+        self._window_open = False
 
     def safe_command(self, stamp: float) -> None:
         """A safe command answers the state stamped ``stamp`` (s)."""
@@ -253,22 +255,30 @@ class ResumeTracker:
         a state whose stamp is not newer than every stamp answered before it counts one step of the
         stream (:attr:`StreamPeriod.typical`; :data:`~.robot.CONTROL_PERIOD` while unknown), so that
         states repeating one stamp, or going back, on a frozen clock do not get the same safe
-        command for ever."""
-        if math.isnan(self._window_stamp):
-            self._window_stamp, self._window_now = stamp, now
-            self._window_newest, self._window_repeats = stamp, 0
+        command for ever. A stamp that is not finite (refused as inconsistent) is never newer: it
+        counts one step too, and the span runs from the first finite stamp (0 while there is
+        none), so a window opened by such stamps ends like one repeating a stamp."""
+        if not self._window_open:
+            self._window_open, self._window_now, self._window_repeats = True, now, 0
+            self._window_stamp = self._window_newest = stamp if math.isfinite(stamp) else math.nan
             return False
-        if stamp > self._window_newest:
+        if math.isfinite(stamp) and math.isnan(self._window_stamp):
+            # The first finite stamp: the span starts here; it counts the step from the state before.
+            self._window_stamp = self._window_newest = stamp
+        if math.isfinite(stamp) and stamp > self._window_newest:
             self._window_newest = stamp
         else:
             self._window_repeats += 1
         if now != self._window_now:
             return False
         step = self.stream.typical or CONTROL_PERIOD
-        return (
-            self._window_newest - self._window_stamp + self._window_repeats * step
-            > self.config.fallback_duration
-        )
+        return self._window_span() + self._window_repeats * step > self.config.fallback_duration
+
+    def _window_span(self) -> float:
+        """Newest − first finite stamp (s) answered in the fallback window; 0 while there is none."""
+        if math.isnan(self._window_stamp):
+            return 0.0
+        return self._window_newest - self._window_stamp
 
 
 __all__ = [
