@@ -7,8 +7,10 @@ of a gently moving arm, interleaved with hostile events (:data:`EVENTS`): stamps
 little, or to 0: a restarted simulator), duplicates, stamps far ahead or jumping forward by
 seconds, negative, huge and non-finite stamps, NaN / inf positions or velocities, positions past
 the limits, a second source's pose interleaved, unreadable states, the caller's clock standing
-still (sim time paused) or jumping, silences noted by the diagnostics timer, and controller
-failures. Each stream ends with a benign tail. Clocks are wall-clock-like (``now`` a little after
+still (sim time paused) or jumping, the clock standing still while refused states come stamped
+not finite, repeating a stamp or going back (sim time without ``/clock``:
+:meth:`Stream.still_refused`), silences noted by the diagnostics timer, and controller failures.
+Each stream ends with a benign tail. Clocks are wall-clock-like (``now`` a little after
 each stamp, on the rate of the steady clock) or sim-time-like (``now`` the simulator's time, which
 stands still, jumps and restarts with it; a catch-up's clock lag passed on), with ``auto_recover``
 true and false.
@@ -25,6 +27,15 @@ core/resume.py):
   controller failure after a stop; a safe command only within ``fallback_duration`` (on the
   caller's clock) of the watchdog being seen to go into FALLBACK, and not more than ``max_age``
   before it (a clock gone back);
+- a frozen clock (:meth:`ResumeTracker.note_fallback`): a fallback window runs from the first
+  safe command (or withheld one) after a torque was last computed; while the caller's ``now``
+  still reads what it read at that first one, each later one is given only if, counting it,
+  ``(newest − first finite stamp answered) + repeats·step <= fallback_duration``: ``repeats`` the
+  answers whose stamp was not newer than every finite one before it (repeated, gone back, or not
+  finite), ``step`` the stream's typical step (:attr:`StreamPeriod.typical`, ``CONTROL_PERIOD``
+  while unknown). With no stamp newer, at most ``1 + fallback_duration / step`` safe commands,
+  not the same one for ever. (A clock that stops only after that first answer is left out:
+  ``note_fallback`` leaves such a window to the clock.) Windows do end this way;
 - a stop with ``auto_recover`` false is final (no state leaves STOPPED, nothing is sent after it);
   with ``auto_recover`` true the benign tail is computed on again within :func:`recovery_bound`
   states (the stop on two sources lasts :data:`CONFLICT_WINDOW` after the last jump on the
@@ -47,12 +58,14 @@ core/resume.py):
 
 :class:`NodeDriver` makes the calls the node makes (``_handle_state``, ``_compute``,
 ``_check_silence``), with its :class:`CatchUp`; the steady clock it gives the supervisor is the
-stream's, not ``time.monotonic``.
+stream's, not ``time.monotonic``. ``TORQUE_CTRL_SUPERVISOR_FUZZ_SEEDS=N`` runs the cases with N
+seeds (a campaign) instead of 6.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -64,12 +77,15 @@ from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.backlog import CatchUp
 from torque_ctrl_ros.core.errors import SolverError
 from torque_ctrl_ros.core.resume import RESUME_TOLERANCE, ResumeKind
+from torque_ctrl_ros.core.robot import CONTROL_PERIOD
 from torque_ctrl_ros.core.safety import CONFLICT_WINDOW, Action, RejectReason, WatchdogConfig, WatchdogState
 from torque_ctrl_ros.core.supervisor import Decision, Notice, Supervisor
 from torque_ctrl_ros.nodes.params import controller_node_config
 
 PERIOD = 1e-3  #: the benign stream's period (s)
 ZERO = np.zeros(7)
+#: The stamps of :meth:`Stream.still_refused`.
+STILL_STAMPS = ("nan", "inf", "-inf", "repeat", "stale")
 EVENTS = (
     "back_small",
     "restart",
@@ -83,6 +99,7 @@ EVENTS = (
     "unreadable",
     "clock_still",
     "clock_jump",
+    "still_refused",
     "silence",
     "controller_fails",
 )
@@ -115,6 +132,35 @@ class Stats:
     clock_resets: int = 0
     conflicts: int = 0
     withheld: int = 0
+    frozen_answers: int = 0  #: safe commands checked against the stamps' budget (clock standing still)
+    frozen_stops: int = 0  #: windows ended by the stamps on a clock standing still
+
+
+@dataclass
+class StampWindow:
+    """A fallback window as its states' stamps measure it (:meth:`ResumeTracker.note_fallback`):
+    from the first safe command (or withheld one) after a torque was last computed."""
+
+    now: float  #: the caller's clock (s) at its first answer
+    first: float = math.nan  #: the first finite stamp (s) answered in it; nan while none
+    newest: float = math.nan  #: the newest finite stamp (s) answered in it; nan while none
+    repeats: int = 0  #: answers after the first with no stamp newer than every finite one before
+
+    def answer(self, stamp: float) -> None:
+        """One more answer, to a state stamped ``stamp`` (s, as it came)."""
+        if math.isfinite(stamp) and stamp > self.newest:  # False while newest is nan
+            self.newest = stamp
+            return
+        self.repeats += 1
+        if math.isfinite(stamp) and math.isnan(self.first):
+            self.first = self.newest = stamp
+
+    def spent(self, step: float) -> float:
+        """How much of ``fallback_duration`` (s) the answers so far used, ``step`` s a repeat::
+
+        newest − first + repeats·step"""
+        span = 0.0 if math.isnan(self.first) else self.newest - self.first
+        return span + self.repeats * step
 
 
 class NodeDriver:
@@ -137,6 +183,7 @@ class NodeDriver:
         self.stopped_for_good = False
         self.window_opened = math.nan  # the caller's clock (s) when FALLBACK was last seen to begin
         self._in_fallback = False
+        self.stamp_window: StampWindow | None = None  # since a torque was last computed
         self.accepted = False  # the last state was accepted (computed on, or the controller failed)
         self.counters = self._counters()
 
@@ -176,6 +223,7 @@ class NodeDriver:
                 self.stats.actions["failed"] += 1
             else:
                 sup.command_computed()
+                self.stamp_window = None
         self.stats.actions[decision.action.value] += 1
         self._check_counters()
         return decision
@@ -255,6 +303,7 @@ class NodeDriver:
             assert wd.state is WatchdogState.FALLBACK
             cfg = wd.config
             assert -cfg.max_age <= now - self.window_opened <= cfg.fallback_duration, "outside the window"
+            self._check_stamp_window(d.stamp, now)
             assert (d.command is None) != (d.withheld is None)
             if d.command is not None:
                 tau = d.command.tau
@@ -264,10 +313,31 @@ class NodeDriver:
                 self.stats.withheld += 1
         else:
             assert d.command is None and d.withheld is None
+        window = self.stamp_window
+        stopped = d.transition is not None and d.transition.state is WatchdogState.STOPPED
+        if stopped and window is not None and now == window.now and not wd.conflict:
+            self.stats.frozen_stops += 1
         if d.action is not Action.COMPUTE and wd.state in (WatchdogState.WAITING, WatchdogState.STOPPED):
             assert d.action is Action.NONE
         if self.stopped_for_good:
             assert d.action is Action.NONE
+
+    def _check_stamp_window(self, stamp: float, now: float) -> None:
+        """A safe command (or a withheld one) answers a state stamped ``stamp`` at ``now`` (s): on
+        a clock standing still since the window's first, within ``fallback_duration`` by the
+        stamps (:class:`StampWindow`; a repeat counts the stream's typical step)."""
+        window = self.stamp_window
+        if window is None:
+            first = stamp if math.isfinite(stamp) else math.nan
+            self.stamp_window = StampWindow(now, first, first)
+            return
+        window.answer(stamp)
+        if now != window.now:
+            return  # the caller's clock ends this window (checked above)
+        step = self.sup.resume_tracker.stream.typical or CONTROL_PERIOD
+        spent, duration = window.spent(step), self.wd.config.fallback_duration
+        assert spent <= duration, f"a safe command {spent:.6f} s into a frozen window of {duration} s"
+        self.stats.frozen_answers += 1
 
     def _check_compute(self, d: Decision) -> None:
         wd, state = self.wd, d.state
@@ -455,6 +525,8 @@ class Stream:
             for _ in range(int(rng.integers(1, 100))):
                 self.benign()
             self.offset -= jump
+        elif name == "still_refused":
+            self.still_refused()
         elif name == "silence":
             self.silence(float(rng.choice([0.005, 0.03, 0.1, 0.3, 0.6, 3.0])))
         elif name == "controller_fails":
@@ -476,6 +548,28 @@ class Stream:
         self.steady = start + span
         if not stall:
             self.t += span
+
+    def still_refused(self) -> None:
+        """The caller's clock standing still (sim time without ``/clock``) while states come that
+        the watchdog refuses, stamped NaN or ±inf, unreadable with the last stamp computed on, or
+        stale (back past ``max_age``): all one kind, or mixed. Half the runs are longer than a
+        window by the stamps allows with no stamp newer (1 + ``fallback_duration`` / period
+        answers), so that a window they open must end (:meth:`NodeDriver._check_stamp_window`)."""
+        rng, config = self.rng, self.driver.wd.config
+        longest = math.ceil(config.fallback_duration / PERIOD) + 1
+        count = int(rng.integers(1, 20)) + (longest if rng.random() < 0.5 else 0)
+        kinds = STILL_STAMPS if rng.random() < 0.3 else (str(rng.choice(STILL_STAMPS)),)
+        self.frozen = self.now()
+        for _ in range(count):
+            self.steady += PERIOD
+            kind = str(rng.choice(kinds))
+            if kind == "repeat":
+                self.send(stamp=self.last_stamp, pose=False)
+            elif kind == "stale":
+                self.send(stamp=self.frozen - config.max_age - float(rng.uniform(1e-3, 1.0)))
+            else:
+                self.send(stamp=float(kind))  # "nan", "inf" or "-inf"
+        self.frozen = None
 
     def restart(self) -> None:
         """Under sim time, a restarted simulator: stamps and clock start again near 0, the arm at
@@ -550,7 +644,7 @@ SETTINGS: tuple[dict[str, float], ...] = (
 )
 CASES = [
     Case(seed, sim, recover, states, hostile, SETTINGS[seed % len(SETTINGS)])
-    for seed in range(6)
+    for seed in range(int(os.environ.get("TORQUE_CTRL_SUPERVISOR_FUZZ_SEEDS", "6")))
     for sim in (False, True)
     for recover in (True, False)
     for states, hostile in ((1500, 0.02), (400, 0.3))
@@ -566,11 +660,22 @@ def test_the_supervisor_stays_sound_under_hostile_streams() -> None:
             raise AssertionError(f"{case}: {exc}") from exc
         for name in ("actions", "events", "resumes"):
             getattr(total, name).update(getattr(stats, name))
-        for name in ("states", "recoveries", "clock_resets", "conflicts", "withheld"):
+        for name in (
+            "states",
+            "recoveries",
+            "clock_resets",
+            "conflicts",
+            "withheld",
+            "frozen_answers",
+            "frozen_stops",
+        ):
             setattr(total, name, getattr(total, name) + getattr(stats, name))
     print(f"\n{len(CASES)} cases: {total}")
     # Every path was taken: the invariants were checked on it.
     assert set(total.events) == set(EVENTS)
     assert set(total.actions) == {"compute", "fallback", "none", "failed"}
     assert set(total.resumes) == {"keep", "pause", "drop"}
-    assert min(total.clock_resets, total.conflicts, total.recoveries) > 0
+    assert (
+        min(total.clock_resets, total.conflicts, total.recoveries, total.frozen_answers, total.frozen_stops)
+        > 0
+    )
