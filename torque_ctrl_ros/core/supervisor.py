@@ -177,7 +177,7 @@ class Supervisor:
         self.limiter = TorqueLimiter(robot.joint_names, robot.effort_limit)
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
         # When the brake started (the caller's clock, s), and how far the states' stamps have run
-        # since (s, each step at most max_age), from the last stamp seen.
+        # since (s, each step at most max_age), from the newest finite stamp seen (nan: none yet).
         self._brake_start = self._stamps_run = self._last_brake_stamp = math.nan
 
     @property
@@ -339,7 +339,10 @@ class Supervisor:
         the clock; a driver can repeat a stamp), and a prediction that stands still repeats one
         command, which spins the wrist up (:mod:`.braking`). The larger of the two totals, not
         of each step: with states delivered unevenly, the larger step each time would run the
-        prediction ahead of both (7–15 ms in 0.2 s with 0.2–0.5 ms of jitter)."""
+        prediction ahead of both (7–15 ms in 0.2 s with 0.2–0.5 ms of jitter). A stamp that is
+        not finite tells no time: the stamps' total runs between the finite ones (a ``+inf`` kept
+        as the newest would stop it for the rest of the window, a NaN between two finite stamps
+        would lose the step between them)."""
         wd = self.watchdog
         self.resume_tracker.safe_command(effective_stamp)
         since = wd.safe_since
@@ -348,10 +351,11 @@ class Supervisor:
             # window opened before any command could go out (core/braking.py).
             self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=self.first_hold())
             self._brake_since = since
-            self._brake_start, self._stamps_run, self._last_brake_stamp = now, 0.0, stamp
-        else:
+            self._brake_start, self._stamps_run = now, 0.0
+            self._last_brake_stamp = stamp if math.isfinite(stamp) else math.nan
+        elif math.isfinite(stamp):  # one that is not (refused as inconsistent) tells no time
             self._stamps_run += min(_forward(stamp - self._last_brake_stamp), wd.config.max_age)
-            if not stamp < self._last_brake_stamp:  # never back (NaN: the next stamp starts afresh)
+            if not stamp < self._last_brake_stamp:  # never back (nan: the first finite one)
                 self._last_brake_stamp = stamp
         elapsed = max(_forward(now - self._brake_start), self._stamps_run)
         return self.limiter.apply(self.brake.torque(self._brake_start + elapsed))
