@@ -3,8 +3,9 @@ braking found unpinned.
 
 Each test names the behaviour it pins and the source change (mutant) it was written to catch: how
 the target is taken up again after a fallback (where its pause starts, what a drop reports), what
-the stream's usual step is, when a fallback window on a frozen clock ends by the stamps, and how
-long a catch-up says this process was away. Pure core: no ROS.
+the stream's usual step is, when a fallback window on a frozen clock ends by the stamps (also
+where the clock stopped after it opened), and how long a catch-up says this process was away.
+Pure core: no ROS.
 """
 
 from __future__ import annotations
@@ -23,13 +24,17 @@ from torque_ctrl_ros.core.resume import RESUME_TOLERANCE, ResumeKind, StreamPeri
 from torque_ctrl_ros.core.safety import Action, WatchdogState
 
 
-def _fallbacks_before_the_window_ends(robot: RobotModel, stamps: list[float]) -> int:
-    """Refused states stamped ``stamps`` (s), all received at one ``now`` (use_sim_time without
-    /clock) after three good ones, on a window of 50 ms: how many got a safe command before the
-    window ended by the stamps (the arm stopped); ``len(stamps)`` when it never did."""
+def _fallbacks_before_the_window_ends(
+    robot: RobotModel, stamps: list[float], stops_after: float = 0.0
+) -> int:
+    """Refused states stamped ``stamps`` (s) after three good ones, on a window of 50 ms, the first
+    received ``stops_after`` s before the caller's clock stops, the others at its last reading
+    (use_sim_time without /clock): how many got a safe command before the window ended by the
+    stamps (the arm stopped); ``len(stamps)`` when it never did."""
     sup = _supervisor(robot, fallback_duration=0.05)
-    now = _run(sup, 3) + DT
+    opened = _run(sup, 3) + DT
     for count, stamp in enumerate(stamps):
+        now = opened if count == 0 else opened + stops_after
         if sup.step(NAN, V0, stamp, now).action is not Action.FALLBACK:
             assert sup.watchdog.state is WatchdogState.STOPPED
             return count
@@ -52,6 +57,19 @@ def test_a_frozen_clock_window_of_stamps_that_are_not_finite_ends_like_one_repea
     assert _fallbacks_before_the_window_ends(robot, [stamp] * 100) == repeating
     # Opened by a stamp that is not finite, the window's span runs from the first finite one.
     assert _fallbacks_before_the_window_ends(robot, [stamp] + [1000.0] * 99) == repeating
+
+
+def test_a_clock_that_stops_after_the_window_opened_still_lets_the_stamps_end_it(robot: RobotModel) -> None:
+    """The caller's clock moves 10 ms after the window's first safe command, then stops (``/clock``
+    dying between two refused states): the stamps end the window as they do on a clock frozen from
+    its start, sooner by what the clock ran (10 of its 50 ms), rather than the arm being sent the
+    same safe command for ever (the watchdog times the window on that stopped clock too). (Bug
+    fixed in ``ResumeTracker.note_fallback``, which counted the stamps only while the clock read
+    what it read at the window's first answer.)"""
+    frozen_from_the_start = _fallbacks_before_the_window_ends(robot, [1000.0] * 100)
+    stopped_later = _fallbacks_before_the_window_ends(robot, [1000.0] * 100, stops_after=0.01)
+    assert frozen_from_the_start < 100
+    assert stopped_later < frozen_from_the_start - 5
 
 
 def test_a_first_safe_command_exactly_one_silence_gap_on_starts_the_pause() -> None:

@@ -29,13 +29,14 @@ core/resume.py):
   before it (a clock gone back);
 - a frozen clock (:meth:`ResumeTracker.note_fallback`): a fallback window runs from the first
   safe command (or withheld one) after a torque was last computed; while the caller's ``now``
-  still reads what it read at that first one, each later one is given only if, counting it,
-  ``(newest − first finite stamp answered) + repeats·step <= fallback_duration``: ``repeats`` the
-  answers whose stamp was not newer than every finite one before it (repeated, gone back, or not
-  finite), ``step`` the stream's typical step (:attr:`StreamPeriod.typical`, ``CONTROL_PERIOD``
-  while unknown). With no stamp newer, at most ``1 + fallback_duration / step`` safe commands,
-  not the same one for ever. (A clock that stops only after that first answer is left out:
-  ``note_fallback`` leaves such a window to the clock.) Windows do end this way;
+  stands at one reading, each later one is given only if, counting it and the answers since the
+  first at that reading, ``max(0, reading − now at the window's first) + (newest − first finite
+  stamp answered) + repeats·step <= fallback_duration``: ``repeats`` the answers whose stamp was
+  not newer than every finite one before it (repeated, gone back, or not finite), ``step`` the
+  stream's typical step (:attr:`StreamPeriod.typical`, ``CONTROL_PERIOD`` while unknown). With no
+  stamp newer, at most ``1 + fallback_duration / step`` safe commands, not the same one for ever,
+  whether the clock stood still from the window's first answer or stopped later. Windows do end
+  this way;
 - a stop with ``auto_recover`` false is final (no state leaves STOPPED, nothing is sent after it);
   with ``auto_recover`` true the benign tail is computed on again within :func:`recovery_bound`
   states (the stop on two sources lasts :data:`CONFLICT_WINDOW` after the last jump on the
@@ -139,12 +140,19 @@ class Stats:
 @dataclass
 class StampWindow:
     """A fallback window as its states' stamps measure it (:meth:`ResumeTracker.note_fallback`):
-    from the first safe command (or withheld one) after a torque was last computed."""
+    from the first safe command (or withheld one) after a torque was last computed, the stamps
+    counted since the caller's clock last moved."""
 
-    now: float  #: the caller's clock (s) at its first answer
-    first: float = math.nan  #: the first finite stamp (s) answered in it; nan while none
-    newest: float = math.nan  #: the newest finite stamp (s) answered in it; nan while none
-    repeats: int = 0  #: answers after the first with no stamp newer than every finite one before
+    opened: float  #: the caller's clock (s) at its first answer
+    now: float  #: the caller's clock (s) at the first answer the stamps are counted from
+    first: float = math.nan  #: the first finite stamp (s) answered since; nan while none
+    newest: float = math.nan  #: the newest finite stamp (s) answered since; nan while none
+    repeats: int = 0  #: answers after that first with no stamp newer than every finite one before
+
+    def restart(self, stamp: float, now: float) -> None:
+        """Count the stamps again from an answer to a state stamped ``stamp`` at ``now`` (s)."""
+        self.now, self.repeats = now, 0
+        self.first = self.newest = stamp if math.isfinite(stamp) else math.nan
 
     def answer(self, stamp: float) -> None:
         """One more answer, to a state stamped ``stamp`` (s, as it came)."""
@@ -156,11 +164,11 @@ class StampWindow:
             self.first = self.newest = stamp
 
     def spent(self, step: float) -> float:
-        """How much of ``fallback_duration`` (s) the answers so far used, ``step`` s a repeat::
+        """How much of ``fallback_duration`` (s) the window used, ``step`` s a repeat::
 
-        newest − first + repeats·step"""
+        max(0, now − opened) + newest − first + repeats·step"""
         span = 0.0 if math.isnan(self.first) else self.newest - self.first
-        return span + self.repeats * step
+        return max(0.0, self.now - self.opened) + span + self.repeats * step
 
 
 class NodeDriver:
@@ -324,16 +332,18 @@ class NodeDriver:
 
     def _check_stamp_window(self, stamp: float, now: float) -> None:
         """A safe command (or a withheld one) answers a state stamped ``stamp`` at ``now`` (s): on
-        a clock standing still since the window's first, within ``fallback_duration`` by the
-        stamps (:class:`StampWindow`; a repeat counts the stream's typical step)."""
+        a clock standing at one reading, within ``fallback_duration`` by the clock up to that
+        reading and the stamps since (:class:`StampWindow`; a repeat counts the stream's typical
+        step)."""
         window = self.stamp_window
         if window is None:
-            first = stamp if math.isfinite(stamp) else math.nan
-            self.stamp_window = StampWindow(now, first, first)
+            self.stamp_window = window = StampWindow(now, now)
+            window.restart(stamp, now)
+            return
+        if now != window.now:
+            window.restart(stamp, now)  # the caller's clock times the window while it runs (above)
             return
         window.answer(stamp)
-        if now != window.now:
-            return  # the caller's clock ends this window (checked above)
         step = self.sup.resume_tracker.stream.typical or CONTROL_PERIOD
         spent, duration = window.spent(step), self.wd.config.fallback_duration
         assert spent <= duration, f"a safe command {spent:.6f} s into a frozen window of {duration} s"

@@ -167,12 +167,14 @@ class ResumeTracker:
         self._rejected_when_computed = 0  # Watchdog.rejected_total at that state
         self._safe_from_stamp = math.nan  # stamp (s) of the first state a safe command answered
         # Whether a fallback came since a torque was last computed (a controller failing again
-        # does not restart the window); the caller's clock (s) at the first; the first finite
-        # stamp (s, as it came) answered since and the newest (nan while none); and how many
-        # answers came with no newer stamp than the newest, or with none that is finite.
+        # does not restart the window), and the caller's clock (s) at the first. Counted since the
+        # caller's clock last moved: the reading it stands at (s), the first finite stamp (s, as
+        # it came) answered since and the newest (nan while none), and how many answers came with
+        # no newer stamp than the newest, or with none that is finite.
         self._window_open = False
-        self._window_stamp = math.nan
+        self._window_opened_at = math.nan
         self._window_now = math.nan
+        self._window_stamp = math.nan
         self._window_newest = math.nan
         self._window_repeats = 0
 
@@ -246,21 +248,29 @@ class ResumeTracker:
     def note_fallback(self, stamp: float, now: float) -> bool:
         """The watchdog answered the state stamped ``stamp`` (s, as it came) with a fallback at
         ``now``: the first since a torque was computed opens a window. Returns whether that window
-        is over by the states' stamps while the caller's clock has stood still since it opened
-        (``use_sim_time`` without ``/clock``: that clock could never end it). Only then: on a
-        running clock, the clock ends the window, and one wild stamp must not stop the arm and
-        drop its trajectory.
+        is over by the states' stamps while the caller's clock stands still (``use_sim_time``
+        without ``/clock``: that clock could never end it). Only then: on a running clock, the
+        clock ends the window, and one wild stamp must not stop the arm and drop its trajectory.
 
-        The window's span by the stamps is ``newest stamp − first stamp + repeats·typical period``:
-        a state whose stamp is not newer than every stamp answered before it counts one step of the
-        stream (:attr:`StreamPeriod.typical`; :data:`~.robot.CONTROL_PERIOD` while unknown), so that
+        While the clock stands at one reading, the window has lasted ::
+
+            (that reading − the clock at the window's first answer)
+            + newest stamp − first stamp + repeats·typical period
+
+        counted from the first answer at that reading, so that a clock stopping after the window
+        opened (``/clock`` dying between two refused states) does not keep it open either. A state
+        whose stamp is not newer than every stamp answered before it counts one step of the stream
+        (:attr:`StreamPeriod.typical`; :data:`~.robot.CONTROL_PERIOD` while unknown), so that
         states repeating one stamp, or going back, on a frozen clock do not get the same safe
         command for ever. A stamp that is not finite (refused as inconsistent) is never newer: it
         counts one step too, and the span runs from the first finite stamp (0 while there is
         none), so a window opened by such stamps ends like one repeating a stamp."""
         if not self._window_open:
-            self._window_open, self._window_now, self._window_repeats = True, now, 0
-            self._window_stamp = self._window_newest = stamp if math.isfinite(stamp) else math.nan
+            self._window_open, self._window_opened_at = True, now
+            self._count_stamps_from(stamp, now)
+            return False
+        if now != self._window_now:  # the clock moved: it times the window (Watchdog.tick)
+            self._count_stamps_from(stamp, now)
             return False
         if math.isfinite(stamp) and math.isnan(self._window_stamp):
             # The first finite stamp: the span starts here; it counts the step from the state before.
@@ -269,10 +279,16 @@ class ResumeTracker:
             self._window_newest = stamp
         else:
             self._window_repeats += 1
-        if now != self._window_now:
-            return False
         step = self.stream.typical or CONTROL_PERIOD
-        return self._window_span() + self._window_repeats * step > self.config.fallback_duration
+        # A clock that went back before it stopped has spent nothing of the window.
+        clock_spent = max(0.0, now - self._window_opened_at)
+        return clock_spent + self._window_span() + self._window_repeats * step > self.config.fallback_duration
+
+    def _count_stamps_from(self, stamp: float, now: float) -> None:
+        """Count the window by the stamps from the answer to the state stamped ``stamp`` (s) at
+        ``now`` (s), the clock's reading it may stand still at from here."""
+        self._window_now, self._window_repeats = now, 0
+        self._window_stamp = self._window_newest = stamp if math.isfinite(stamp) else math.nan
 
     def _window_span(self) -> float:
         """Newest − first finite stamp (s) answered in the fallback window; 0 while there is none."""
