@@ -164,6 +164,30 @@ def test_an_unknown_mode_is_refused_naming_the_valid_ones() -> None:
         CommandRules(N, "paced", DT, T0, TIMEOUT)
 
 
+@pytest.mark.parametrize(
+    ("n", "dt_ns", "timeout", "match"),
+    [
+        (0, DT, TIMEOUT, "n = 0 joints"),
+        (N, 0, TIMEOUT, "dt_ns = 0 ns"),  # every step had state 0's stamp
+        (N, -DT, TIMEOUT, "must be positive"),  # an answer to the previous state was FUTURE
+        (N, DT, 0.0, "command_timeout = 0.0 s"),  # no command fresh a step after it came
+        (N, DT, -0.05, "positive finite"),
+        (N, DT, float("nan"), "command_timeout = nan s"),  # was "cannot convert float NaN to integer"
+        (N, DT, float("inf"), "command_timeout = inf s"),  # was an OverflowError naming nothing
+    ],
+)
+def test_bad_arguments_are_refused_naming_them(n: int, dt_ns: int, timeout: float, match: str) -> None:
+    """The node validates its parameters first; a direct caller of the rules gets a refusal naming
+    the argument rather than rules that misjudge every command (the cases' comments: before)."""
+    with pytest.raises(ValueError, match=match):
+        CommandRules(n, "realtime", dt_ns, T0, timeout)
+
+
+def test_lockstep_does_not_read_the_command_timeout() -> None:
+    """Lockstep never holds a command past its state, so its timeout is not checked."""
+    assert CommandRules(N, "lockstep", DT, T0, float("nan")).lockstep
+
+
 def test_the_rules_load_no_ros() -> None:
     """Nor MuJoCo: the node parameters take the modes from here, and the controller node has no
     use for the simulator."""

@@ -72,9 +72,18 @@ class CommandRules:
     def __init__(self, n: int, mode: str, dt_ns: int, t0_ns: int, command_timeout: float) -> None:
         """``n`` joints; ``mode``: one of :data:`MODES`; ``dt_ns``: the step (ns); ``t0_ns``: the
         stamp of state 0 (ns); ``command_timeout`` (s): realtime's limit on a command's age (unused
-        in lockstep, where a command answers one state and is never held past it)."""
+        in lockstep, where a command answers one state and is never held past it).
+
+        Raises:
+            ValueError: an unknown ``mode``, ``n`` or ``dt_ns`` not positive, or (realtime) a
+                ``command_timeout`` that is not a positive finite number of seconds.
+        """
         if mode not in MODES:
             raise ValueError(f"mode {mode!r}: expected one of {list(MODES)}")
+        if n < 1 or dt_ns < 1:
+            raise ValueError(f"n = {n} joints, dt_ns = {dt_ns} ns: both must be positive")
+        if mode == "realtime" and not 0.0 < command_timeout < float("inf"):
+            raise ValueError(f"command_timeout = {command_timeout} s: expected a positive finite time")
         self.lockstep = mode == "lockstep"
         self.dt_ns = dt_ns
         self.t0_ns = t0_ns
