@@ -181,7 +181,7 @@ def damping_configurations(
     ``_MAX_GRID`` rows. Last, ``count`` rows uniform within ``[lower, upper]`` (``±π`` where a bound
     is infinite: a continuous joint repeats after 2π). On the Gen3 (517 rows) the largest
     eigenvalue of ``h·M⁻¹·K_d`` over them is within 1e-4 of a bounded optimiser's, for a scalar
-    and per-joint dampings; over the random rows alone it is up to 7 % lower (3.31 vs 3.54 for
+    and per-joint dampings; over the random rows alone it is up to 7 % lower (3.30 vs 3.54 for
     ``K_d = 1``). Deterministic: the same bounds, count and seed give the same rows.
     """
     lo = np.where(np.isfinite(lower), lower, -np.pi)
