@@ -45,9 +45,10 @@ Regularisation
 ``D`` becomes singular when the constraint directions cannot all be moved (a kinematic
 singularity, or ``α`` along a direction the arm cannot reach). With eigenvalues
 ``d_min ≤ … ≤ d_max`` of ``D`` and ``ε = rcond · d_max``, if ``d_min < ε`` the solve uses
-``(D + μ I)⁻¹`` with ``μ = ε (1 − (d_min/ε)²)`` (continuous in the state, ``μ ≤ ε``),
-the usual damped least squares; the result says so and reports the constraint residual.
-The equation of motion above still holds exactly: only the constraint is relaxed.
+``(D + μ I)⁻¹`` with ``μ = ε (1 − (max(d_min, 0)/ε)²)`` (continuous in the state,
+``0 < μ ≤ ε``; a rounding-negative ``d_min`` gets ``μ = ε``), the usual damped least
+squares; the result says so and reports the constraint residual. The equation of motion
+above still holds exactly: only the constraint is relaxed.
 """
 
 from __future__ import annotations
