@@ -47,7 +47,8 @@ class TorqueLimiter:
     being reported.
 
     The limiter checks no finiteness: a NaN in ``tau`` comes out as NaN, not reported as
-    saturated (an infinite one is clipped to the limit and reported); its callers refuse
+    saturated (an infinite one is clipped to the limit and reported; with a ``bias`` it takes
+    ``s`` to 0 and comes out NaN, reported); its callers refuse
     non-finite commands before (:meth:`~.controllers.base.Controller.compute`) or after it
     (the supervisor withholds a non-finite safe command). A ``bias`` with a non-finite entry is
     not used: the command is then clipped joint by joint, as without one.
