@@ -132,7 +132,9 @@ class SafeBrake:
         """
         periods = (now - self._t) / self.period
         if periods >= 0.5:  # False for NaN
-            gap = round(min(periods, 1e9))  # periods since the last command (≥ 1)
+            # Periods since the last command: ≥ 1, except 0 at exactly half a period (round()
+            # halves to even), where nothing is predicted and the last command comes again.
+            gap = round(min(periods, 1e9))
             m = min(gap, self.max_periods - self.k)
             if m > 0:
                 robot = self.robot
