@@ -33,8 +33,8 @@ Without delay the velocity follows ``q̇⁺ = (I − h·M⁻¹·K_d)·q̇``: eac
 ``1 − λ`` per period, so it decays while ``λ < 2``, and rings (flips sign every period) from
 ``λ = 1``. With the command ``d`` periods late, ``q̇⁺ = q̇ − λ·q̇₋d`` decays only while
 ``λ <`` :func:`damping_eigenvalue_bound` ``(d) = 2·sin(π/(2·(2d + 1)))``: 1 for one period (a
-late step in the simulator's realtime mode, a transport delay), 0.62 for two, 0.44 for three,
-0.35 for four. This bound is one period's: no ringing, and a late step cannot make it grow;
+late step in the simulator's realtime mode, a transport delay), 0.618 for two, 0.445 for three,
+0.347 for four. This bound is one period's: no ringing, and a late step cannot make it grow;
 :meth:`RobotModel.check_damping` uses the lower one of the robot's ``command_delay`` for a
 damping fed back from measurements (:func:`delay_periods`).
 
@@ -296,9 +296,10 @@ def check_damping_stability(
     )
 
 
-#: The share of :data:`DAMPING_EIGENVALUE_MAX` a twist damping may reach at the sampled poses
-#: (:meth:`RobotModel.check_frame_damping`): the worst pose between them can be ~1 % above the
-#: sampled maximum.
+#: The share of the damping bound (:data:`DAMPING_EIGENVALUE_MAX`, or :func:`damping_eigenvalue_bound`
+#: of the robot's :attr:`RobotModel.delay_periods` when longer) a twist damping may reach at the
+#: sampled poses (:meth:`RobotModel.check_frame_damping`): the worst pose between them can be ~1 %
+#: above the sampled maximum.
 _FRAME_DAMPING_MARGIN = 0.98
 
 
