@@ -315,8 +315,10 @@ _ulinalg = getattr(np.linalg, "_umath_linalg", None)
 _det: Callable[..., Any] = getattr(_ulinalg, "det", np.linalg.det)
 _inv: Callable[..., Any] = getattr(_ulinalg, "inv", np.linalg.inv)
 #: Manipulability (m³) below which the barrier treats the frame as singular (its row left out).
-#: ``A = J·Jᵀ`` is then conditioned beyond ~1e16 and its inverse's derivatives are
-#: rounding noise: near the Gen3's stretched pose the curvature kept its order (~0.05) down to
+#: Toward a singularity ``A = J·Jᵀ`` grows ill-conditioned (its condition number goes as ``w⁻²``
+#: where one singular value of ``J`` vanishes; at w ≈ 1e-6 on straight paths into the stretched
+#: pose, where three vanish together, it is 4e5–6e6) until its inverse's derivatives are rounding
+#: noise: near the Gen3's stretched pose the curvature kept its order (~0.05) down to
 #: w ≈ 1e-7 and read −83, +1.6e5 and −6e6 at w ≈ 1.2e-8, 1.2e-9 and 3.9e-10 (a lower bound that
 #: flips sign switches the barrier off while it is violated).
 SINGULAR_W = 1e-6
