@@ -464,9 +464,9 @@ _JERK_A = np.array([9.0, -18.0, 10.0])[:, None, None]
 
 
 #: A quintic from ``(0, v, 0)`` to rest at ``d`` over ``T`` moves at ``q̇ = v·(1 − s)²·(1 + 2s +
-#: β·s²)``, ``β = 30·d/(v·T) − 15``, ``s = t/T``: it never turns back (past ``d``) while ``β ≥ −1``,
-#: i.e. ``d ≥ 0.4·v·T``. The default stop, ``d = v·T/2``, is; one held short of that (to a limit or
-#: a rest point) is only within ``T ≤ 2.5·d/v``.
+#: β·s²)``, ``β = 30·d/(v·T) − 15``, ``s = t/T``: it never turns back (past ``d``) while ``β ≥ −3``
+#: (``1 + 2s − 3s² = (1 − s)·(1 + 3s)``), i.e. ``d ≥ 0.4·v·T``. The default stop, ``d = v·T/2``,
+#: is; one held short of that (to a limit or a rest point) is only within ``T ≤ 2.5·d/v``.
 _MONOTONE_STOP = 2.5
 
 #: The default stop ``q₀ + v·T·(s − s³ + s⁴/2)`` decelerates at most ``1.5·|v|/T`` (at ``s = ½``).
