@@ -36,7 +36,7 @@ at most ``1.5·|ẋ₀|/T_s``, at most ``0.8·kd·|ẋ₀|``: within the law's o
 short of a position limit or a rest point is shorter and may decelerate harder, within the
 acceleration bounds), and the move
 after it is timed from there: one quintic from a reference moving away from the target would
-carry it on the wrong way (0.8 rad, at 0.76 of joint_1's limit, for a joint target 3 rad behind a
+carry it on the wrong way (0.75 rad, at 0.74 of joint_1's limit, for a joint target 3 rad behind a
 reference at 0.7 rad/s). The stop is where
 the motion under way comes to rest (its own stop, its goal, a trajectory's waypoint at rest)
 when that is within ``T_s``, so a stream's targets keep the stop under way instead of restarting
@@ -92,7 +92,7 @@ LINEAR_MOVE = 0.1
 
 #: The share of each velocity limit one quintic from a moving reference may reach. A reference
 #: still speeding up toward a target sent further ahead has no quintic within :data:`SPEED_SHARE`
-#: (joint_1 at 0.61 rad/s, 1.2 rad short of it: 0.717 rad/s at best against the share's 0.698),
+#: (joint_1 at 0.61 rad/s, 1.2 rad short of it: 0.714 rad/s at best against the share's 0.698),
 #: and stopping it for that would bring the arm to rest and set it off again.
 DIRECT_SPEED_SHARE = 0.625
 
