@@ -87,8 +87,10 @@ would otherwise wait for ever."""
 SLOW_APPROACH = 10.0
 """Approach duration (s) beyond which a frame target is taken with a warning: the planner times
 it so that no joint passes half its velocity limit along the predicted path, and near the base's
-axis or a singularity a short Cartesian move asks large joint motions (qpid's tool from home:
-(0.1, 0, 0.3) m planned over 74 s, (0, 0, 0.1) m over 124 s, the arm seeming not to answer)."""
+axis or a singularity a short Cartesian move asks large joint motions (qpid's tool from the
+``home`` keyframe: (0.1, 0, 0.3) m planned over 65 s, (0, 0, 0.1) m over 183 s, the arm seeming
+not to answer; from home rounded to 0.01 rad, over 74 s and 124 s: that close to the axis, the
+duration follows the start pose closely)."""
 
 MIN_TAKE_PERIOD = 0.01
 """Shortest time (s, between the stamps of the states they are taken at) from one frame or joint
