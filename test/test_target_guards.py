@@ -706,7 +706,7 @@ def _moving_joint_source(robot: RobotModel, joint: int, q: float, v: float) -> t
 
 def test_a_joint_target_behind_a_moving_reference_stops_it_first(robot: RobotModel) -> None:
     """joint_1 at 0.7 rad/s (half its limit), a target 3 rad behind: one quintic timed by the
-    distance had carried the reference on 0.8 rad the wrong way at 0.76 of the limit. It stops
+    distance had carried the reference on 0.75 rad the wrong way at 0.74 of the limit. It stops
     first (0.084 rad on), then goes, never faster than it was or than half the limit."""
     node, source = _moving_joint_source(robot, 0, 1.0, 0.7)
     goal = HOME_Q.copy()
@@ -1061,7 +1061,7 @@ def test_a_joint_target_further_ahead_of_a_reference_speeding_up_is_taken_withou
     robot: RobotModel,
 ) -> None:
     """1 rad on joint_1, then at 1 s (0.61 rad/s, still speeding up) a target at 1.5 rad: no
-    quintic from there stays within half the limit (0.717 rad/s at best against 0.698), and
+    quintic from there stays within half the limit (0.714 rad/s at best against 0.698), and
     stopping for that had brought the reference to rest and set it off again. One quintic takes
     it, within 0.625 of the limit."""
     node, source = _joint_source(robot)
