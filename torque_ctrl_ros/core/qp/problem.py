@@ -67,7 +67,9 @@ class SolveStatus(IntEnum):
 
 
 #: Inner iterations per outer iteration; ProxSuite's default (1500) lets a degenerate
-#: problem (e.g. NaN data) spin for 1.5 million iterations before giving up.
+#: problem spin for 1500·``max_iter`` iterations before giving up: 75 000 at the default 50,
+#: 1.5 million at the largest accepted (1000). (NaN data, the case that showed it, no longer
+#: reaches the solver: :meth:`DenseQP.solve` refuses it.)
 _MAX_ITER_IN = 200
 #: ``eps_primal_inf`` of a ``known_feasible`` problem (see the module docs).
 _KNOWN_FEASIBLE_EPS_PRIMAL_INF = 1e-12
@@ -349,8 +351,8 @@ class DenseQP:
             if b < hi:
                 hi, j_hi = b, j
         status = SolveStatus.SOLVED
-        # Bounds met to within the tolerance count as met: 3·x = 0.3 and 7·x = 0.7 give ends
-        # one rounding apart.
+        # Bounds met to within the tolerance count as met: 3·x = 0.3 and x = 0.1 give ends one
+        # rounding apart (0.3/3 = 0.09999999999999999; 0.7/7 rounds to the same).
         tol = self._eps_abs * max(1.0, abs(lo) if lo > -_INF else 1.0, abs(hi) if hi < _INF else 1.0)
         if 0.0 < lo - hi <= tol:
             hi = lo
