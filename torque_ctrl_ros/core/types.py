@@ -17,7 +17,10 @@ class JointState:
     Attributes:
         q: joint angles (rad).
         v: joint velocities (rad/s).
-        stamp: measurement time (s); only used for staleness checks, may be 0.
+        stamp: measurement time (s, the states' clock): the time a target source samples its
+            trajectory or times its move at (:mod:`~torque_ctrl_ros.core.target_tracking`). The
+            controllers ignore it, and staleness is judged on the message's own stamp
+            (:meth:`~.safety.Watchdog.check`), so it may be 0 where no target source reads it.
     """
 
     q: FloatArray
