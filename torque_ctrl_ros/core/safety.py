@@ -15,7 +15,8 @@ Two pieces:
   state whose position no motion could have reached from the last good state's in the time
   between their stamps: a second publisher on the joint-state topic, its states interleaved
   with the driver's (:meth:`Watchdog.check`). :data:`CONFLICT_JUMPS` such jumps within
-  :data:`CONFLICT_WINDOW` stop it at once, until the stream has held one pose for that long.
+  :data:`CONFLICT_WINDOW` stop it at once, until no state has jumped from the one before it for
+  that long (the arm may move meanwhile).
 
 State machine (``WatchdogState``)::
 
@@ -418,7 +419,10 @@ class Watchdog:
           the watchdog on two sources (:meth:`_jumped`).
 
         Every stamp counts as at most ``max_age`` ahead of the clock that received it, so one
-        state stamped far ahead does not make the correct ones after it look old or out of reach.
+        state stamped far ahead does not make the correct ones after it look out of reach, and
+        older than it only for ``max_age``: those stamped within ``max_age`` of its arrival are
+        dropped as SUPERSEDED (nothing sent for them), not every one until the clock reaches its
+        stamp.
         """
         if self._jumps.stopped and self._conflicted(q, now):
             return RejectReason.INCONSISTENT, self._jumps.message
