@@ -223,9 +223,10 @@ class WatchdogConfig:
     @classmethod
     def create(cls, **fields: Any) -> WatchdogConfig:
         """Validated config from the given fields (the rest at the defaults above; an unknown
-        name is a :class:`TypeError`): positive finite bounds, ``velocity_factor`` from 1 to
-        :data:`MAX_VELOCITY_FACTOR`, ``position_margin`` at most π (rad), and times (s) of at most
-        1 s (``max_age``) and 10 s (``max_future``, ``fallback_duration``). ``max_age`` is at least
+        name is a :class:`TypeError`): finite bounds > 0 (``position_margin`` and
+        ``fallback_duration`` may be 0), ``velocity_factor`` from 1 to :data:`MAX_VELOCITY_FACTOR`,
+        ``position_margin`` at most π (rad), and times (s) of at most 1 s (``max_age``) and 10 s
+        (``max_future``, ``fallback_duration``). ``max_age`` is at least
         one control period (1 ms): a state is never younger than its transport, a fraction of a
         millisecond. ``max_future`` is at least two: a controller on the simulator's time reads
         each state one step ahead of its clock (see ``nodes/sim_node.py``)."""
