@@ -142,9 +142,10 @@ def test_one_variable_edge_cases() -> None:
     # x = 1 from both rows: the multiplier is on the row the objective pushes against, row 1.
     assert sol.status is SolveStatus.SOLVED and sol.x[0] == 1.0
     np.testing.assert_allclose(sol.z, [0.0, 4.0])
-    # Ends one rounding apart (3x = 0.3, 7x = 0.7) are one point, not an infeasible problem.
-    qp.C[:, 0] = [3.0, 7.0]
-    qp.l[:], qp.u[:] = [0.3, 0.7], [0.3, 0.7]
+    # Ends one rounding apart (3x = 0.3 gives x = 0.09999999999999999, x = 0.1) are one point, not
+    # an infeasible problem. (3x = 0.3 and 7x = 0.7 give the same end: no tolerance needed.)
+    qp.C[:, 0] = [3.0, 1.0]
+    qp.l[:], qp.u[:] = [0.3, 0.1], [0.3, 0.1]
     sol = qp.solve()
     assert sol.status is SolveStatus.SOLVED and abs(sol.x[0] - 0.1) < 1e-15
     # Not convex (h < 0): the better end, and the bounds as the solver saw them are recorded.
