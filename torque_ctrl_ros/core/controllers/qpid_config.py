@@ -52,10 +52,10 @@ _MIN_ITER = 20
 #: makes every solve run out of iterations and every step fall back.
 _MIN_EPS_ABS = 1e-14
 #: Accepted range of ``slack_weight`` (the default is 1e6). The solver sees the slacks scaled by
-#: ``σ = 1/√w_s`` (see :mod:`.qpid`), ``√w_s`` in its cost: from ~1e15 every step falls back (the
-#: solver runs out of iterations), and below ~1e-307 ``σ²`` overflows the finiteness check of the
-#: QP data (1e-310 and 1e308 had been accepted, every step falling back). Between 1e-300 and the
-#: lower bound the solves still succeed: that bound is a margin, not where they fail.
+#: ``σ = 1/√w_s`` (see :mod:`.qpid`), ``√w_s`` in its cost. With the range lifted, every step fell
+#: back from ~1e15 on (the solver runs out of iterations) and below ~1e-307 (``σ²`` overflows the
+#: finiteness check of the QP data), while 1e-300 to 1e-6 still solved: the lower bound is a
+#: margin, the upper one keeps three decades from the failures.
 _SLACK_WEIGHT_RANGE = (1e-6, 1e12)
 #: Least ``slack_weight`` accepted per unit of the largest task weight. A slack is used where a
 #: task's marginal cost ``2·w·|ẍ|`` exceeds ``w_s``; at 1e4 the barriers hold against task
