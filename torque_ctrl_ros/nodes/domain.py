@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 
 LOCK_DIR = Path(tempfile.gettempdir()) / "torque_ctrl_ros_domains"
-DOMAINS = range(10, 101)  # ids up to 101 keep Fast DDS's ports valid on Linux
+# Ids up to 101 keep the DDS ports (7400 + 250·id + offsets) below Linux's ephemeral range
+# (32768–60999); ports stay valid up to id 232.
+DOMAINS = range(10, 101)
 
 
 class DomainLease:
