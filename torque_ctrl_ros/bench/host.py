@@ -8,8 +8,10 @@ against what the host allowed in the same minutes::
 
     tick_k = t_0 + k·T;   sleep until tick_k;   lateness_k = clock() − tick_k
 
-After a stall of ``D`` the loop does not skip ticks (like the simulator, it catches up), so a
-stall shows as ``≈ D/T`` consecutive late ticks, as it shows as late steps in the closed loop.
+After a stall of ``D`` the loop does not skip ticks (it catches up), so a stall shows as
+``≈ D/T`` consecutive late ticks. The simulator catches up the same way, and shows such a stall
+as late steps, only while it is at most 50 ms behind; further behind, it restarts its pacing
+(``sim_node``'s ``_RESYNC_S``, counted as ``overruns``) and skips the ticks this loop still takes.
 
 The loop runs before a closed-loop run, not during it. What the hypervisor took during the run
 itself comes from the guest kernel's *steal* counters (``/proc/stat``: time a CPU of this VM was
