@@ -404,8 +404,9 @@ def _segment(shape: Shape) -> tuple[Vec3, float, Vec3]:
 def _urdf_capsule(tag: str, link: Link, color: bool) -> list[str]:
     """A capsule made of URDF primitives: a cylinder plus a sphere at each end.
 
-    urdfdom has no capsule (it silently drops ``<capsule>``), so collisions use the same union
-    of primitives as the visuals.
+    urdfdom has no capsule: it drops a ``<visual>`` or ``<collision>`` holding ``<capsule>``,
+    with only an error on stderr ("Could not parse visual element for Link [...]"), and the model
+    loads without that shape. So collisions use the same union of primitives as the visuals.
     """
     mid, length, rpy = _segment(link.shape)
     material = f'\n      <material name="{link.color}"/>' if color else ""
