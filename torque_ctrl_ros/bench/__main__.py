@@ -551,7 +551,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command line → settings (``--quick`` shrinks every count and duration)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--quick", action="store_true", help="small counts and short runs (well under a minute)"
+        "--quick",
+        action="store_true",
+        help="small counts and short runs (under a minute: ~45 s on a 2-core VM)",
     )
     parser.add_argument(
         "--out",
