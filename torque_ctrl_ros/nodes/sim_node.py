@@ -144,8 +144,10 @@ def step_count(cfg: SimNodeConfig, timestep: float, node_name: str = NODE_NAME) 
             f"({timestep:g} s); 0 runs until stopped"
         )
     if cfg.mode == "realtime" and cfg.command_timeout < 2.0 * timestep:
-        # Measured from a command's arrival to the next tick, less than a step refuses
-        # answers that came in time: every step would run on the safe torque.
+        # Ages count in simulated steps (CommandRules.fresh): under one step, an answer that
+        # comes after its state's tick is ignored as stale and the held command lapses after
+        # one step, so every step whose answer is late runs on the safe torque; at two, an
+        # answer up to two steps late still drives the arm.
         raise ConfigError(
             f"{node_name}.command_timeout: {cfg.command_timeout!r} s is less than two steps "
             f"({2.0 * timestep:g} s): commands answered in time would count as missing"
@@ -262,8 +264,11 @@ class SimNode:
 
     # ---------------------------------------------------------------- commands
     def _on_command_bytes(self, raw: bytes) -> None:
-        """A serialized command: read in place, or deserialized by rclpy if not little-endian CDR;
-        one over :data:`~torque_ctrl_ros.sim.commands.MAX_COMMAND_BYTES` is rejected unread."""
+        """A serialized command: read in place, or deserialized by rclpy where
+        :meth:`CommandWire.decode` leaves it (not little-endian CDR, truncated, a layout other than
+        plain); one over :data:`~torque_ctrl_ros.sim.commands.MAX_COMMAND_BYTES`, or whose layout
+        claims more dimensions than its bytes hold (:meth:`CommandWire.overclaims`), is rejected
+        unread."""
         if len(raw) > MAX_COMMAND_BYTES:
             self._unreadable(f"command message of {len(raw)} bytes, over {MAX_COMMAND_BYTES}: not read")
             return
@@ -504,7 +509,7 @@ class SimNode:
                 t_work = clock()
                 self._step(self.commands.answered_validly)
             else:
-                # /diagnostics (~0.3–1 ms) in the idle rest of the tick once the state is
+                # /diagnostics (~0.15 ms) in the idle rest of the tick once the state is
                 # answered: published right after a state, they held up taking its answer.
                 self._spin_until(next_tick, until_answered=True)
                 self._maybe_diagnostics()
