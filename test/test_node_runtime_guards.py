@@ -375,11 +375,12 @@ def test_realtime_simulator_ignores_answers_to_states_older_than_the_command_tim
 
 
 def test_a_command_timeout_shorter_than_two_steps_is_refused(nodes: Nodes) -> None:
-    """Measured from a command's arrival to the next tick, 0.5 ms made every step run on the safe
-    torque with every state answered at once (diagnostics: "no valid command")."""
+    """Ages count in simulated steps: under two steps, an answer that misses its state's tick is
+    ignored as stale and the step runs on the safe torque. (When ages were measured from a
+    command's arrival to the next tick, 0.5 ms had made every step run on the safe torque.)"""
     from torque_ctrl_ros.core.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="command_timeout"):
+    with pytest.raises(ConfigError, match="command_timeout.*misses its state's tick"):
         nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.0005)
 
 

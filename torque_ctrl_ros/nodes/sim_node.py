@@ -150,7 +150,8 @@ def step_count(cfg: SimNodeConfig, timestep: float, node_name: str = NODE_NAME) 
         # answer up to two steps late still drives the arm.
         raise ConfigError(
             f"{node_name}.command_timeout: {cfg.command_timeout!r} s is less than two steps "
-            f"({2.0 * timestep:g} s): commands answered in time would count as missing"
+            f"({2.0 * timestep:g} s): an answer that misses its state's tick would be ignored as stale "
+            "and that step run on the safe torque"
         )
     return steps
 
