@@ -525,8 +525,8 @@ class _QPController(Controller[QPReference]):
                     f"{weight / least if least > 0.0 else math.inf:.3g} times the regularisation of "
                     f"{joint} ({least:g}: acceleration_weight + Δt²·velocity_weight + the level's posture "
                     f"weights), more than {bound:g} (at solver.eps_abs {c.eps_abs:g}): the solver cannot "
-                    "meet its tolerance on so ill-conditioned a QP (every step falls back); raise "
-                    "acceleration_weight or lower the task's weight"
+                    "meet its tolerance on so ill-conditioned a QP (its solves stop at the iteration cap "
+                    "and fall back); raise acceleration_weight or lower the task's weight"
                 )
         if not c.slack_weight >= MIN_SLACK_PER_WEIGHT * most:
             raise ConfigError(

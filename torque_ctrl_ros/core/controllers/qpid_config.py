@@ -74,12 +74,15 @@ def max_weight_ratio(eps_abs: float) -> float:
     weight of the level's posture tasks on that joint), at solver tolerance ``eps_abs``.
 
     The level's Hessian is that ill-conditioned, and beyond the ratio the solver's absolute
-    tolerance falls below its rounding: every step falls back. From ``eps_abs`` 1e-7 on, the bound
-    is ten times higher. With no regularisation at all, a lower hqpid level solves rounding noise
-    (the MuJoCo runs behind both: docs/controllers.md, "Measurements behind the core's bounds and
-    defaults").
+    tolerance falls below its rounding: the solves stop at the iteration cap and fall back. From
+    ``eps_abs`` 1e-7 on, the bound is twice as high: along raw steps of the tool reference that
+    drive the velocity barrier, qpid and hqpid held at 2e6 there and fell back from 2.5e6 (at 1e-9
+    from 1.5e6, and at 1e6 on 4 of 1500 control steps of one); at 1e7 they fell back on 11–83 % of
+    the control steps of each of the four reference steps tried. With no regularisation at all, a
+    lower hqpid level solves rounding noise (the MuJoCo runs behind both: docs/controllers.md,
+    "Measurements behind the core's bounds and defaults").
     """
-    return 1e7 if eps_abs >= 1e-7 else 1e6
+    return 2e6 if eps_abs >= 1e-7 else 1e6
 
 
 @dataclass(frozen=True)
