@@ -925,7 +925,10 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
         HQPID.from_params(robot, _params(**on_joint_2))
     # Solver settings that would give a wrong "solved" torque, or no step in time.
     for key, value, match in (
-        ("solver.eps_abs", 100.0, "eps_abs: expected at most 0.001"),
+        ("solver.eps_abs", 100.0, "eps_abs: expected at most 1e-06"),
+        # Accepted up to 1e-3 before: hqpid's torques were off by up to 3.8 N·m from a 1e-9 solve.
+        ("solver.eps_abs", 1e-3, r"eps_abs: expected at most 1e-06 \(the residuals are in"),
+        ("solver.eps_abs", 1e-5, "eps_abs: expected at most 1e-06"),
         ("solver.max_iter", 5000, r"max_iter: expected an integer in \[20, 1000\]"),
         ("solver.max_iter", 0, r"max_iter: expected an integer in \[20, 1000\]"),  # no iteration at all
         ("solver.max_iter", 5, r"max_iter: .* \(fewer stop solvable steps short"),  # every one fell back
@@ -934,6 +937,7 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
         with pytest.raises(ConfigError, match=match):
             QPID.from_params(robot, _params(**{key: value}))
     QPID.from_params(robot, _params(**{"solver.max_iter": 20}))
+    HQPID.from_params(robot, _params(**{"solver.eps_abs": 1e-6, "posture.level": 1}))
     # A frame on a posture task would be ignored; a gradient filter gain is from 0.01 (below, the
     # row lags the pairs' gradient by over 100 steps) to 1 (refused with the parameter's full name
     # by the config, before the barrier is built).

@@ -118,7 +118,7 @@ def test_task_lists_that_are_no_list_or_repeat_a_name_are_refused_as_such(
     ("key", "ends", "outside"),
     [
         ("slack_weight", (1e-6, 1e12), (0.99e-6, 1.01e12)),
-        ("solver.eps_abs", (1e-14, 1e-3), (0.99e-14, 1.01e-3)),
+        ("solver.eps_abs", (1e-14, 1e-6), (0.99e-14, 1.01e-6)),
         ("solver.max_iter", (20, 1000), (19, 1001)),
         ("acceleration_weight", (0.0, 1e6), (-1e-9, 1.01e6)),
     ],
