@@ -146,6 +146,14 @@ BARRIER_GROUPS: dict[str, type[BarrierConfig]] = {
 }
 #: The one first-order barrier group (``ḣ = −α·h``); the others are second order.
 _FIRST_ORDER_GROUP = "joint_velocity_limit"
+#: Largest ``α·(command_delay − Δt)`` accepted for the joint velocity barrier. Its loop stays stable
+#: up to :func:`~torque_ctrl_ros.core.robot.damping_eigenvalue_bound`, but a late command lets the
+#: speeds overshoot their limits well before that: MuJoCo, qpid / hqpid, four raw tool steps that
+#: bind the barrier, largest speed over its limit at 5 ms 1.018 (α 50, the default), 1.012 / 1.013
+#: (75), 1.017 / 1.057 (100), 1.10 / 1.45 (150), 1.41 / 2.43 (347, the stability bound); at 3 ms
+#: 1.005 (100), 1.019 / 1.086 (200); at 2 ms 1.004 / 1.018 (300), 1.14 / 1.70 (999); at 1 ms 1.000
+#: up to 999 (docs/controllers.md, "Joint velocity barrier's α with the command late").
+_VELOCITY_ALPHA_LATENESS = 0.3
 #: Names no task may take: the prefixes and keys of the other parameters, which a task's
 #: ``<task>.<key>`` parameters would be read as (or read in place of).
 RESERVED_TASK_NAMES = frozenset({"tasks", "solver", *BARRIER_GROUPS, *_TOP_LEVEL_KEYS})
@@ -336,7 +344,7 @@ class QPIDConfig:
         if kw:
             valid = sorted(_TOP_LEVEL_KEYS | _SOLVER_KEYS | set(BARRIER_GROUPS))
             raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}; valid are {valid}")
-        _check_barrier_alphas(section, barriers, robot.delay_periods)
+        _check_barrier_alphas(section, barriers, robot.delay_periods, robot.command_delay)
         _check_tasks(section, tasks)
         robot.check_damping(f"{section}.fallback_damping", damping)
         return cls(
@@ -393,15 +401,19 @@ def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int
     return eps, int(max_iter)
 
 
-def _check_barrier_alphas(section: str, barriers: Mapping[str, BarrierConfig], delay: int) -> None:
+def _check_barrier_alphas(
+    section: str, barriers: Mapping[str, BarrierConfig], delay: int, command_delay: float
+) -> None:
     """Each enabled group's ``alpha`` against its closed loop, stepped once per ``Δt =``
     :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD` with the torque held and the command
-    ``delay`` ≥ 1 periods late (the robot's ``command_delay``; one in the simulator, where a
+    ``delay`` ≥ 1 periods late (the robot's ``command_delay`` (s); one in the simulator, where a
     command answers the state of the period before):
 
     * the joint velocity barrier is first order, ``ḣ = −α·h``: ``h⁺ = h − α·Δt·h₋d`` decays only
       while ``α·Δt <`` :func:`~torque_ctrl_ros.core.robot.damping_eigenvalue_bound` ``(d)`` (1 one
-      period late, 0.347 four periods late: α below 1000 and 347 1/s);
+      period late, 0.347 four periods late: α below 1000 and 347 1/s); and, with the command
+      later than one period, ``α·(command_delay − Δt) ≤`` :data:`_VELOCITY_ALPHA_LATENESS` (0.3:
+      α up to 300 at 2 ms, 75 at 5 ms), or the speeds overshoot their limits;
     * the others are second order, ``ḧ = −2α·ḣ − α²·h``, the PD law ``kp = α², kd = 2α`` of
       :func:`~torque_ctrl_ros.core.robot.pd_spectral_radius`: stable only below α = 400 1/s one
       period late (α·Δt 0.4), ~141 four periods late. Without delay their step needs
@@ -419,6 +431,15 @@ def _check_barrier_alphas(section: str, barriers: Mapping[str, BarrierConfig], d
                 raise ConfigError(
                     f"{name}: alpha·dt {cfg.alpha * CONTROL_PERIOD:g} (alpha {cfg.alpha:g} 1/s) must stay "
                     f"below {bound:.3g} {when}, or the velocity barrier's loop rings and grows"
+                )
+            late = command_delay - CONTROL_PERIOD
+            if cfg.alpha * late > _VELOCITY_ALPHA_LATENESS * (1.0 + 1e-9):
+                raise ConfigError(
+                    f"{name}: alpha {cfg.alpha:g} 1/s with the command {command_delay * 1e3:g} ms late "
+                    f"(command_delay): alpha·(command_delay − dt) {cfg.alpha * late:.3g} must stay at most "
+                    f"{_VELOCITY_ALPHA_LATENESS:g} (alpha at most {_VELOCITY_ALPHA_LATENESS / late:.4g}), "
+                    "or the joint speeds overshoot their limits (at 5 ms by 6 % at alpha 100, up to 2.4 "
+                    "times at 347)"
                 )
             continue
         # α·Δt >= 1 is far past every delay's bound (0.4 one period late), and α² overflows
