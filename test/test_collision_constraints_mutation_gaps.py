@@ -174,7 +174,8 @@ def test_a_collision_barrier_built_directly_refuses_a_filter_gain_out_of_range(
 ) -> None:
     """The gradient filter ``∇d_f ← ∇d_f + β·(∇d − ∇d_f)`` is checked where the barrier is built, not
     only by the controllers' configuration: ``β = 0`` freezes the row at its first gradient, one
-    below 0.01 lags the pairs by over 100 steps, one above 1 overshoots every change of gradient.
+    below 0.05 lags the pairs so that the capsules go inside ``d_safe``, one above 1 overshoots
+    every change of gradient.
     (Mutant: ``self.filter_gain = float(filter_gain)`` without ``check_filter_gain``.)"""
     col = SelfCollisionModel.from_file(robot, COLLISION)
     with pytest.raises(ConfigError, match=r"self_collision\.filter: expected"):

@@ -938,19 +938,21 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
             QPID.from_params(robot, _params(**{key: value}))
     QPID.from_params(robot, _params(**{"solver.max_iter": 20}))
     HQPID.from_params(robot, _params(**{"solver.eps_abs": 1e-6, "posture.level": 1}))
-    # A frame on a posture task would be ignored; a gradient filter gain is from 0.01 (below, the
-    # row lags the pairs' gradient by over 100 steps) to 1 (refused with the parameter's full name
-    # by the config, before the barrier is built).
+    # A frame on a posture task would be ignored; a gradient filter gain is from 0.05 (at 0.01 and
+    # 0.02, accepted before, the lagging row let the capsules 10 and 5 mm inside d_safe with the
+    # tool driven into the base) to 1 (refused with the parameter's full name by the config,
+    # before the barrier is built).
     with pytest.raises(ConfigError, match=r"qpid\.posture\.frame: a posture task has no frame"):
         QPID.from_params(robot, _params(**{"posture.frame": TOOL}))
     with pytest.raises(
-        ConfigError, match=r"qpid\.self_collision\.filter: expected a gain from 0.01 to 1 .*, got 1.5"
+        ConfigError, match=r"qpid\.self_collision\.filter: expected a gain from 0.05 to 1 .*, got 1.5"
     ):
         QPID.from_params(robot, _params(**{"self_collision.filter": 1.5}))
-    with pytest.raises(ConfigError, match=r"qpid\.self_collision\.filter: .*, got 0.009"):
-        QPID.from_params(robot, _params(**{"self_collision.filter": 0.009}))
+    for gain in (0.049, 0.02, 0.01):
+        with pytest.raises(ConfigError, match=rf"qpid\.self_collision\.filter: .*, got {gain}"):
+            QPID.from_params(robot, _params(**{"self_collision.filter": gain}))
     QPID.from_params(robot, _params(**{"self_collision.filter": 1.0}))
-    QPID.from_params(robot, _params(**{"self_collision.filter": 0.01}))
+    QPID.from_params(robot, _params(**{"self_collision.filter": 0.05}))
     with pytest.raises(ConfigError, match="at least one axis must have a weight > 0"):
         QPID.from_params(robot, _params(**{"tool.weight": 0.0}))  # a task that would do nothing
     # The barrier alphas at 1 kHz, one period late: first order below α·Δt = 1, second order
