@@ -344,7 +344,7 @@ class QPIDConfig:
         if kw:
             valid = sorted(_TOP_LEVEL_KEYS | _SOLVER_KEYS | set(BARRIER_GROUPS))
             raise ConfigError(f"{section}: unknown parameter(s) {sorted(kw)}; valid are {valid}")
-        _check_barrier_alphas(section, barriers, robot.delay_periods, robot.command_delay)
+        _check_barrier_alphas(section, barriers, robot)
         _check_tasks(section, tasks)
         robot.check_damping(f"{section}.fallback_damping", damping)
         return cls(
@@ -401,13 +401,12 @@ def _check_solver(section: str, eps_abs: Any, max_iter: Any) -> tuple[float, int
     return eps, int(max_iter)
 
 
-def _check_barrier_alphas(
-    section: str, barriers: Mapping[str, BarrierConfig], delay: int, command_delay: float
-) -> None:
+def _check_barrier_alphas(section: str, barriers: Mapping[str, BarrierConfig], robot: RobotModel) -> None:
     """Each enabled group's ``alpha`` against its closed loop, stepped once per ``Δt =``
     :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD` with the torque held and the command
-    ``delay`` ≥ 1 periods late (the robot's ``command_delay`` (s); one in the simulator, where a
-    command answers the state of the period before):
+    ``d`` ≥ 1 periods late (``robot``'s :attr:`~torque_ctrl_ros.core.robot.RobotModel.delay_periods`
+    of its ``command_delay`` (s); one in the simulator, where a command answers the state of the
+    period before):
 
     * the joint velocity barrier is first order, ``ḣ = −α·h``: ``h⁺ = h − α·Δt·h₋d`` decays only
       while ``α·Δt <`` :func:`~torque_ctrl_ros.core.robot.damping_eigenvalue_bound` ``(d)`` (1 one
@@ -420,6 +419,7 @@ def _check_barrier_alphas(
       ``α·Δt ≤ 1/2`` for both eigenvalues to stay ≥ 0 (beyond, ``h`` alternates in sign and can
       cross 0); the delayed bound is stricter.
     """
+    delay, command_delay = robot.delay_periods, robot.command_delay
     for group, cfg in barriers.items():
         if not cfg.enabled:
             continue
