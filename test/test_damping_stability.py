@@ -360,6 +360,86 @@ def test_pd_gains_are_checked_against_the_delayed_discrete_loop() -> None:
         ComputedTorqueConfig.create(7, 1e-12, 1100.0)
 
 
+@pytest.mark.parametrize(
+    ("kp", "kd", "delay"), [(100.0, 2.0, 0), (4659.0, 20.0, 4), (19210.0, 277.2, 4), (1e4, 20.0, 1)]
+)
+def test_the_pd_damping_ratio_is_the_decay_of_the_simulated_recursion(
+    kp: float, kd: float, delay: int
+) -> None:
+    """``pd_damping_ratio`` against the recursion of ``pd_spectral_radius`` simulated with the
+    command ``delay`` periods late: the ratio of successive peaks of the error, ``r``, gives
+    ``ζ = ln r / √(4π² + ln² r)``. Without delay ``kp`` 100, ``kd`` 2 is the continuous
+    ``kd/(2·√kp)`` = 0.1 (one period late, 0.095)."""
+    import math
+    from collections import deque
+
+    from torque_ctrl_ros.core.robot import pd_damping_ratio
+
+    e, v = 1e-3, 0.0
+    past = deque([(e, v)] * (delay + 1), maxlen=delay + 1)
+    errors = []
+    for _ in range(30_000):
+        e_late, v_late = past[0]
+        v = v - H * (kp * e_late + kd * v_late)
+        e = e + H * v
+        past.append((e, v))
+        errors.append(e)
+    x = np.array(errors[2000:])  # past the history's fast modes
+    peaks = [x[i] for i in range(1, len(x) - 1) if x[i - 1] < x[i] >= x[i + 1] and x[i] > 0.0]
+    peaks = [x for x in peaks if x > 1e-13]  # above rounding
+    assert len(peaks) > 4, "the error does not ring"
+    # The decay per cycle from a line through the peaks' logarithms: one sampled peak can miss the
+    # true one by ~2 % of it (20 samples a cycle), as much as a lightly damped cycle decays.
+    log_r = -float(np.polyfit(np.arange(len(peaks)), np.log(peaks), 1)[0])
+    measured = log_r / math.sqrt(4.0 * math.pi**2 + log_r**2)
+    ratio = pd_damping_ratio(kp, kd, delay=delay)
+    print(f"\n[pd ratio] kp {kp:g} kd {kd:g} delay {delay}: {ratio:.4f}, from the peaks {measured:.4f}")
+    assert ratio == pytest.approx(measured, rel=0.02)
+    if delay == 0:
+        assert ratio == pytest.approx(kd / (2.0 * math.sqrt(kp)), rel=0.06)
+
+
+def test_pd_gains_that_barely_damp_the_loop_are_refused(robot: RobotModel) -> None:
+    """Stable was not enough: kd 20 with kp 18 995 (the command one period late) or 4 659 (5 ms
+    late), and critical damping with kp 19 210 at 5 ms, were accepted, and in MuJoCo the first two
+    never settled (docs/controllers.md). Their least damped mode has a ratio of 0.002–0.01; at
+    least 0.1 is asked for, and the refusal gives the kd range that passes (one interval: more
+    kd rings through the delay)."""
+    from torque_ctrl_ros.core.controllers.cartesian import AchdRneaConfig
+    from torque_ctrl_ros.core.controllers.joint_space import ComputedTorqueConfig
+    from torque_ctrl_ros.core.robot import MIN_DAMPING_RATIO, pd_damping_ratio, pd_loop_holds
+
+    with pytest.raises(
+        ConfigError, match=r"kp 18995 .*kd 20 .* ringing .* ratio of 0\.0022.* kd from 46\.8 to 803"
+    ):
+        ComputedTorqueConfig.create(7, 18995.0, 20.0)
+    with pytest.raises(ConfigError, match=r"5 ms late .* ratio of 0\.0046.* kd from 33\.3 to 270"):
+        ComputedTorqueConfig.create(7, 4659.0, 20.0, delay=4)
+    with pytest.raises(ConfigError, match=r"ratio of 0\.0095.* kd from 141 to 209"):
+        ComputedTorqueConfig.create(7, 19210.0, delay=4)  # critical damping
+    with pytest.raises(ConfigError, match=r"achd_rnea\.kp/kd: .* on rz leave the error ringing"):
+        AchdRneaConfig.create(7, kp=100.0, kd=[20.0, 20.0, 20.0, 20.0, 20.0, 1.0])
+    for kp, kd, delay in ((18995.0, 20.0, 1), (4659.0, 20.0, 4), (19210.0, 277.2, 4)):
+        assert pd_loop_holds(kp, kd, delay)  # what the check alone had asked
+        assert pd_damping_ratio(kp, kd, delay=delay) < 0.1 * MIN_DAMPING_RATIO
+    # Both ends of a given range pass, and the shipped gains; the largest critical kp per delay
+    # in the messages passes, 1 % more does not.
+    ComputedTorqueConfig.create(7, 18995.0, 47.0)
+    ComputedTorqueConfig.create(7, 18995.0, 800.0)
+    ComputedTorqueConfig.create(7, 100.0, 20.0, delay=4)
+    for delay, kp in ((1, 1.18e5), (2, 4.52e4), (3, 2.36e4), (4, 1.44e4)):
+        ComputedTorqueConfig.create(7, kp, delay=delay)
+        with pytest.raises(ConfigError, match="ringing|unstable"):
+            ComputedTorqueConfig.create(7, 1.01 * kp, delay=delay)
+    # A task's gains on the QP controllers, checked with the robot's delay.
+    from test_qpid import _params
+
+    from torque_ctrl_ros.core.controllers.qpid import QPID
+
+    with pytest.raises(ConfigError, match=r"tool.* leave the error ringing"):
+        QPID.from_params(robot, _params(**{"tool.kd": 1.0}))
+
+
 def test_a_twist_damping_at_the_sampled_bound_is_refused(robot: RobotModel) -> None:
     """The damping configurations were chosen for K_d alone: with half the default joint damping,
     381.5 N·s/m on z reached exactly 1.000 at them and was accepted, while an optimiser found

@@ -320,6 +320,11 @@ def pd_spectral_radius(kp: float, kd: float, period: float = CONTROL_PERIOD, del
     actuators' rotor inertia, which the model lacks, lowers the effective gains there by a factor
     Kinova does not publish.
     """
+    return float(np.abs(_pd_eigenvalues(kp, kd, period, delay)).max())
+
+
+def _pd_eigenvalues(kp: float, kd: float, period: float, delay: int) -> NDArray[np.complex128]:
+    """Eigenvalues of the one-period step of :func:`pd_spectral_radius`'s recursion."""
     h = period
     # State [e_k, v_k, e_{k−1}, v_{k−1}, …, e_{k−d}, v_{k−d}]: the command acts on the last pair.
     a = np.zeros((2 * delay + 2, 2 * delay + 2))
@@ -329,7 +334,39 @@ def pd_spectral_radius(kp: float, kd: float, period: float = CONTROL_PERIOD, del
     a[0] = h * a[1]
     a[0, 0] += 1.0
     a[2:, :-2] = np.eye(2 * delay)  # shift the history by one period
-    return float(np.abs(np.linalg.eigvals(a)).max())
+    return np.linalg.eigvals(a).astype(np.complex128)
+
+
+#: Smallest damping ratio (:func:`pd_damping_ratio`) a PD loop's least damped mode may have. A loop
+#: just inside stability decays too slowly to hold anything: in MuJoCo from home (computed torque,
+#: a 0.3 rad step on every joint), kd 20 with kp 18 995 (the command 1 ms late; ratio 0.002) or
+#: 4 659 (5 ms late; 0.005) never settled, and at 5 ms critical damping with kp 19 200 (0.01) took
+#: 0.83 s to settle a 3 mrad step that kp 14 500 (0.1) settled in 0.1 s. With the command 5 ms late
+#: and a 0.2 rad step, kp 1000 at ratio 0.05 was still 17 mrad off after 3 s; at 0.1, within 2 % in
+#: 1.7 s.
+MIN_DAMPING_RATIO = 0.1
+
+#: Eigenvalues of the PD recursion smaller than this in modulus are left out of
+#: :func:`pd_damping_ratio`: such a mode loses half its size or more every period (the history's
+#: modes among them), whatever its angle.
+_FAST_MODE = 0.5
+
+
+def pd_damping_ratio(kp: float, kd: float, period: float = CONTROL_PERIOD, delay: int = 1) -> float:
+    """Damping ratio ``ζ`` of the least damped mode of :func:`pd_spectral_radius`'s recursion.
+
+    Each eigenvalue ``z`` of the one-period step stands for a continuous pole ``s = ln(z)/h``;
+    its ratio is ``ζ = −Re(s)/|s|``: 1 for a real ``z`` in (0, 1), near 0 for a mode that rings
+    for many cycles, below 0 for one that grows. Modes with ``|z| <`` 0.5 are left out (they halve
+    every period). Without delay and for small ``h·√kp`` it is the continuous ``kd/(2·√kp)``;
+    the delay lowers it: critical damping with kp 1e5 reads 0.16 one period late, 19 200 reads
+    0.01 four periods late (5 ms).
+    """
+    ratios = [
+        -s.real / abs(s)
+        for s in (np.log(z) / period for z in _pd_eigenvalues(kp, kd, period, delay) if abs(z) >= _FAST_MODE)
+    ]
+    return float(min(ratios, default=1.0))
 
 
 def describe_delay(delay: int) -> str:
@@ -341,8 +378,9 @@ def describe_delay(delay: int) -> str:
     return f"{(delay + 1) * CONTROL_PERIOD * 1e3:g} ms late (command_delay)"
 
 
-#: The largest kp (1/s²) that passes :func:`check_pd_gains` at critical damping, per delay (periods).
-_CRITICAL_KP_MAX = {1: "~1.6e5", 2: "~6.2e4", 3: "~3.2e4", 4: "~2.0e4"}
+#: The largest kp (1/s²) that passes :func:`check_pd_gains` at critical damping, per delay (periods):
+#: held there by the damping ratio's bound (stability alone allowed ~1.6e5, ~6.2e4, ~3.2e4, ~2.0e4).
+_CRITICAL_KP_MAX = {1: "1.18e5", 2: "4.52e4", 3: "2.36e4", 4: "1.44e4"}
 
 
 #: A stiffness (1/s²) below which :func:`pd_loop_holds` counts an axis as holding no position: the
@@ -362,16 +400,44 @@ def pd_loop_holds(kp: float, kd: float, delay: int = 1) -> bool:
     return pd_spectral_radius(kp, kd, CONTROL_PERIOD, delay) < 1.0
 
 
+def _passing_kd(kp: float, delay: int) -> tuple[float, float] | None:
+    """The range of ``kd`` (1/s, ends within 1 %) with which ``kp`` passes :func:`check_pd_gains`,
+    or ``None`` when none does (a ``kp`` too stiff for the delay). It is one interval: too little
+    ``kd`` rings, too much rings through the delay."""
+    passing = [
+        float(kd)
+        for kd in np.geomspace(1e-3, 2.0 / CONTROL_PERIOD, 1400)
+        if pd_loop_holds(kp, float(kd), delay)
+        and pd_damping_ratio(kp, float(kd), delay=delay) >= MIN_DAMPING_RATIO
+    ]
+    return (passing[0], passing[-1]) if passing else None
+
+
 def check_pd_gains(field: str, kp: FloatArray, kd: FloatArray, axes: Sequence[str], delay: int = 1) -> None:
     """:class:`ConfigError` naming the first axis whose gains fail :func:`pd_loop_holds` at 1 kHz
     with the command ``delay`` periods late (1: the delay every damping bound here allows by
-    default; more with a robot's :attr:`RobotModel.command_delay`). An axis with ``kp`` 0 (below
+    default; more with a robot's :attr:`RobotModel.command_delay`), or hold it with a damping ratio
+    (:func:`pd_damping_ratio`) below :data:`MIN_DAMPING_RATIO`. An axis with ``kp`` 0 (below
     :data:`NEGLIGIBLE_STIFFNESS`) holds no position: its velocity follows ``ė⁺ = ė − h·kd·ė₋d``, a
     damping held to ``h·kd <`` :func:`damping_eigenvalue_bound` ``(delay)``."""
     for name, p, d in zip(axes, kp, kd, strict=True):
-        if pd_loop_holds(float(p), float(d), delay):
-            continue
         when = f"{1e-3 / CONTROL_PERIOD:g} kHz with the command {describe_delay(delay)}"
+        if pd_loop_holds(float(p), float(d), delay):
+            ratio = pd_damping_ratio(float(p), float(d), delay=delay) if p >= NEGLIGIBLE_STIFFNESS else 1.0
+            if ratio >= MIN_DAMPING_RATIO:
+                continue
+            passing = _passing_kd(float(p), delay)
+            raise ConfigError(
+                f"{field}: kp {float(p):g} 1/s², kd {float(d):g} 1/s on {name} leave the error ringing at "
+                f"{when}: the loop's least damped mode has a damping ratio of {ratio:.3g}, below "
+                f"{MIN_DAMPING_RATIO:g} (it barely settles); "
+                + (
+                    f"kd from {passing[0]:.3g} to {passing[1]:.3g} passes with this kp"
+                    if passing is not None
+                    else f"no kd passes with this kp: lower it (at critical damping, kd = 2·√kp, "
+                    f"kp up to {_CRITICAL_KP_MAX.get(delay, 'a smaller value')} passes)"
+                )
+            )
         if float(p) < NEGLIGIBLE_STIFFNESS:
             raise ConfigError(
                 f"{field}: kd {float(d):g} 1/s with kp {float(p):g} on {name} is too much damping at "

@@ -74,8 +74,8 @@ class ComputedTorqueConfig:
     Attributes:
         kp: stiffness as a squared natural frequency ``ω_n²`` (1/s²), one per joint, ``> 0``.
         kd: damping ``2·ζ·ω_n`` (1/s), one per joint; critical (``2·√kp``) by default. Gains
-            unstable at 1 kHz with one period of delay are refused (:func:`check_pd_gains`:
-            ``kd = 0`` among them).
+            unstable at 1 kHz with one period of delay (``kd = 0`` among them), or stable with a
+            damping ratio below 0.1 there, are refused (:func:`check_pd_gains`).
     """
 
     kp: FloatArray
