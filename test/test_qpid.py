@@ -37,6 +37,8 @@ from torque_ctrl_ros.core.controllers.qpid_config import BARRIER_GROUPS, QPIDCon
 from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
 from torque_ctrl_ros.core.qp.constraints import (
+    MAX_D_SAFE,
+    MAX_D_SAFE_BY_ROWS,
     Barrier,
     JointPositionBarrier,
     JointVelocityBarrier,
@@ -426,6 +428,57 @@ def test_self_collision_barrier(robot: RobotModel, enabled: bool) -> None:
         assert mon.fallbacks == 0
     else:
         assert mon.d_min < 0.0  # the same target collides: the test can fail
+
+
+def _into_the_base(robot: RobotModel, d_safe: float, pairs: int) -> _Monitor:
+    """4 s of the shipped qpid section (a pose task) driving the wrist into the base with
+    ``d_safe`` and ``pairs`` rows."""
+    from ros_helpers import shipped_parameters
+
+    shipped = {k[5:]: v for k, v in shipped_parameters("controller_node").items() if k.startswith("qpid.")}
+    controller = create_controller(
+        "qpid", robot, shipped | {"self_collision.d_safe": d_safe, "self_collision.pairs": pairs}
+    )
+    assert isinstance(controller, QPID)
+    ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
+    pose = ref["tool"].copy()
+    pose.translation = np.array([0.05, 0.0, 0.10])
+    ref["tool"] = pose
+    mon = _Monitor(robot)
+    _run(controller, ref, 4.0, on_step=mon)
+    print(
+        f"\n[collision] d_safe {d_safe * 1000:.0f} mm, {pairs} rows: min distance {mon.d_min * 1000:.2f} mm"
+    )
+    return mon
+
+
+@pytest.mark.parametrize(("d_safe", "pairs"), [(0.03, 2), (0.08, 3)])
+def test_the_rows_hold_the_largest_d_safe_they_accept(robot: RobotModel, d_safe: float, pairs: int) -> None:
+    """At the largest ``d_safe`` two rows accept (``MAX_D_SAFE_BY_ROWS``) and three
+    (``MAX_D_SAFE``), the wrist driven into the base stays within 3 mm of it."""
+    assert {2: MAX_D_SAFE_BY_ROWS[2], 3: MAX_D_SAFE}[pairs] == d_safe
+    mon = _into_the_base(robot, d_safe, pairs)
+    assert mon.d_min >= d_safe - 0.003
+    assert mon.fallbacks == 0
+
+
+def test_a_d_safe_beyond_what_its_rows_hold_is_refused(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two rows with ``d_safe`` 5 cm were accepted, and driving the wrist into the base the
+    capsules went ~9 mm inside it (three rows held it): more pairs come near a larger ``d_safe``
+    at once, and one without a row closes in unchecked. Run with the bound lifted, then refused,
+    with the row count that would hold it."""
+    monkeypatch.setitem(MAX_D_SAFE_BY_ROWS, 2, 0.05)
+    assert _into_the_base(robot, 0.05, 2).d_min < 0.05 - 0.006
+    monkeypatch.undo()
+    assert _into_the_base(robot, 0.05, 3).d_min >= 0.05 - 0.003
+    with pytest.raises(ConfigError, match=r"d_safe: 0\.05 m .* 2 row\(s\) .* at most 0\.03 m.*pairs to 3"):
+        QPID.from_params(robot, _params(**{"self_collision.d_safe": 0.05, "self_collision.pairs": 2}))
+    with pytest.raises(ConfigError, match=r"1 row\(s\) .* at most 0\.02 m.*pairs to 2"):
+        QPID.from_params(robot, _params(**{"self_collision.d_safe": 0.025, "self_collision.pairs": 1}))
+    with pytest.raises(ConfigError, match=r"4 row\(s\) .* at most 0\.08 m .*; lower it"):
+        QPID.from_params(robot, _params(**{"self_collision.d_safe": 0.081, "self_collision.pairs": 4}))
 
 
 # --------------------------------------------------------------------------- (4)
@@ -1535,9 +1588,12 @@ def test_a_barrier_bound_the_arm_can_meet_nowhere_is_refused(
 ) -> None:
     """Hard, such a barrier makes every step fall back (soft, it leans on its slack for ever);
     the Gen3's tool reaches a manipulability of ~0.11 m³ at most and its closest capsules are at
-    most ~0.14 m apart. Bounds it can meet are accepted."""
+    most ~0.14 m apart. Bounds it can meet are accepted (``d_safe`` only up to what its rows
+    hold, ``MAX_D_SAFE``: 8 cm with three)."""
     for soft in (True, False):
         group = next(iter(extra)).split(".")[0]
         with pytest.raises(ConfigError, match=match):
             QPID.from_params(robot, _params(**extra, **{f"{group}.soft": soft}))
-    QPID.from_params(robot, _params(**{"singularity.w_min": 0.1, "self_collision.d_safe": 0.1}))
+    QPID.from_params(
+        robot, _params(**{"singularity.w_min": 0.1, "self_collision.d_safe": 0.08, "self_collision.pairs": 3})
+    )

@@ -22,6 +22,7 @@ Barriers, for ``h(q) ≥ 0`` with gain ``α`` (1/s):
 
 from __future__ import annotations
 
+import itertools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -213,6 +214,23 @@ class JointVelocityBarrier(_JointRowsBarrier):
         self.margin = min(h.tolist())
 
 
+#: Largest ``self_collision.d_safe`` (m) the barrier's rows hold (within ~2 mm) with this many rows
+#: (``self_collision.pairs``); more rows, :data:`MAX_D_SAFE`. Farther out more pairs are near
+#: ``d_safe`` at once, and one without a row closes in unchecked until it is among the closest.
+#: Measured in MuJoCo on the Gen3 (qpid and hqpid from home, the command 1 or 5 ms late, the tool
+#: driven into the base, to its side, low in front and over the shoulder; deepest dip below
+#: ``d_safe``): one row 1.5–1.7 mm at 0.01–0.02 m, 6.6–7.1 at 0.03; two rows 0.1 at 0.02, 1.8–2.0 at
+#: 0.03, 5.7–5.9 at 0.035, 7.7–8.1 at 0.04, 9.1–9.4 at 0.05, 11.4–11.8 at 0.07; three or four rows
+#: at most 0.4 mm up to 0.07 and 1.3 at 0.08.
+MAX_D_SAFE_BY_ROWS = {1: 0.02, 2: 0.03}
+
+#: Largest ``self_collision.d_safe`` (m) accepted with any number of rows: at 0.09, three or four
+#: rows let the capsules 3.0–3.1 mm inside it (the tool low in front, see
+#: :data:`MAX_D_SAFE_BY_ROWS`), and with the tool driven into the base the barrier pushed the arm
+#: into the floor. ``d_safe`` is clearance on top of capsules that already cover the links.
+MAX_D_SAFE = 0.08
+
+
 class SelfCollisionBarrier(Barrier):
     """Second-order barrier on the capsule distances: ``h_i = d_i(q) − d_safe`` (m).
 
@@ -228,7 +246,9 @@ class SelfCollisionBarrier(Barrier):
 
     Two rows by default: a single row on the closest pair lets a second pair close in unchecked
     until it takes the row, too late to stop short of ``d_safe``. With two, the distance stays
-    within ~2 mm of ``d_safe`` (``test/test_qpid.py`` allows 3), as with three. That needs the
+    within ~2 mm of ``d_safe`` (``test/test_qpid.py`` allows 3), as with three, up to ``d_safe``
+    3 cm: farther out more pairs are near it at once and three rows are needed
+    (:data:`MAX_D_SAFE_BY_ROWS`, up to :data:`MAX_D_SAFE`). That needs the
     joint velocity barrier, which the QP controllers therefore require with this one
     (:class:`~..controllers.qpid.QPID`): faster, a closing pair takes a row too late and the
     distance model's missing term (see :mod:`.collision`) grows, and the capsules go well inside
@@ -260,6 +280,24 @@ class SelfCollisionBarrier(Barrier):
                 f"self_collision.d_safe: {d_safe!r} m is more than the closest pair of capsules is "
                 f"apart anywhere sampled (at most {widest:.4g} m, the true maximum no more than "
                 f"{SAMPLED_MAX_MARGIN:g} times that): the barrier could never hold"
+            )
+        rows = collision.pairs
+        most = MAX_D_SAFE_BY_ROWS.get(rows, MAX_D_SAFE)
+        if self.d_safe > most:
+            fix = "lower it"
+            if self.d_safe <= MAX_D_SAFE:
+                need = next(
+                    n
+                    for n in itertools.count(rows + 1)
+                    if MAX_D_SAFE_BY_ROWS.get(n, MAX_D_SAFE) >= self.d_safe
+                )
+                fix = f"raise self_collision.pairs to {need}, or lower d_safe"
+            raise ConfigError(
+                f"self_collision.d_safe: {d_safe!r} m is more than the barrier holds with {rows} row(s) "
+                f"(self_collision.pairs): at most {most:g} m (on the Gen3, farther out more capsule pairs "
+                "come near d_safe at once and one without a row closes in unchecked: with two rows at "
+                "0.05 m the capsules went 9 mm inside it, with three at 0.09 m 3 mm inside; "
+                f"docs/controllers.md); {fix}"
             )
         self.filter_gain = check_filter_gain("self_collision.filter", filter_gain)
         self.gradients = np.zeros((collision.pairs, robot.n))
