@@ -83,6 +83,27 @@ def test_extra_joints_in_the_states_do_not_make_the_order_differ(nodes: Any) -> 
     assert node.counts.commands_published == 1 and node.order_warning == ""
 
 
+@pytest.mark.ros
+@requires_rclpy
+def test_a_bound_the_arm_starts_past_is_warned_of_once_after_the_first_command(
+    nodes: Any,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """qpid with ``singularity.w_min`` above home's manipulability: holding home, its barrier moves
+    the arm (test_qpid.py), so the first computed command is followed by a warning naming the
+    bound, once (the shipped w_min names nothing: test_qpid.py). (Mutants: no check; a check at
+    every state.)"""
+    spy = _ErrorSpy(monkeypatch, "the arm starts past a bound qpid keeps")
+    node = nodes.make(
+        "controller", controller="qpid", use_sim_time=False, **{"qpid.singularity.w_min": 0.05}, **MAX_AGE_1S
+    )
+    assert node.bounds_warnings is None  # not before the first command
+    for _ in range(3):
+        node._on_state_message(_state_msg(HOME, _now(node)))
+    assert node.counts.commands_published == 3 and len(spy.calls) == 1, spy.calls
+    assert node.bounds_warnings == spy.calls and "below w_min 0.05 m³" in spy.calls[0]
+
+
 # ------------------------------------------------------------------ stamps of the commands
 @pytest.mark.ros
 @requires_rclpy

@@ -481,6 +481,41 @@ def test_a_d_safe_beyond_what_its_rows_hold_is_refused(
         QPID.from_params(robot, _params(**{"self_collision.d_safe": 0.081, "self_collision.pairs": 4}))
 
 
+def test_the_bounds_the_arm_starts_past_are_named(robot: RobotModel) -> None:
+    """``bounds_past``: home's tool manipulability (0.033 m³) is below ``singularity.w_min`` 0.05,
+    and in MuJoCo holding home the barrier moves the arm (that is what the node warns of at its
+    first command); the shipped 0.01 names nothing and the arm stays. A wrist bent 1.1 rad up
+    brings the capsules 34.5 mm apart (``d_safe`` 5 cm, three rows); a joint past its limit is
+    named. (The node's side: test_controller_node_mutation_gaps.py.)"""
+    moved = {}
+    for w_min in (0.01, 0.05):
+        controller = QPID.from_params(robot, _params(**{"singularity.w_min": w_min}))
+        notes = controller.bounds_past(JointState(HOME, np.zeros(7)))
+        ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
+        moved[w_min] = float(np.abs(_run(controller, ref, 1.5).q - HOME).max())
+        if w_min == 0.01:
+            assert notes == []
+        else:
+            assert len(notes) == 1 and re.search(
+                r"manipulability of 'end_effector_link' is 0\.0326 m³, below", notes[0]
+            )
+    print(f"\n[bounds past] moved from home in 1.5 s: {moved}")
+    assert moved[0.01] < 1e-3 < 0.1 < moved[0.05]
+
+    controller = QPID.from_params(
+        robot, _params(**{"self_collision.d_safe": 0.05, "self_collision.pairs": 3})
+    )
+    bent = HOME.copy()
+    bent[5] += 1.1
+    past = bent.copy()
+    past[1] = robot.position_upper[1] + 0.05
+    assert controller.bounds_past(JointState(HOME, np.zeros(7))) == []
+    (note,) = controller.bounds_past(JointState(bent, np.zeros(7)))
+    assert "closest capsules are 34.5 mm apart, less than d_safe 50 mm" in note
+    notes = controller.bounds_past(JointState(past, np.zeros(7)))
+    assert any(n.startswith("joint_position_limit: ['joint_2'] past") for n in notes), notes
+
+
 # --------------------------------------------------------------------------- (4)
 @pytest.mark.parametrize("enabled", [True, False])
 def test_singularity_barrier(robot: RobotModel, enabled: bool) -> None:

@@ -220,6 +220,7 @@ class ControllerNode:
         self._joint_set = frozenset(robot.joint_names)
         self._order_noted = False  # the first readable state's joint order was compared with `joints`
         self.order_warning = ""  # what was said if it differed
+        self.bounds_warnings: list[str] | None = None  # said at the first computed command: bounds past
         self.last_fallback_info: dict[str, float] = {}
         self.last_saturated: tuple[str, ...] = ()
         self.last_info: dict[str, float] = {}
@@ -389,6 +390,23 @@ class ControllerNode:
             )
             self.node.get_logger().warning(self.order_warning)
 
+    def _warn_of_bounds_past(self, state: JointState) -> None:
+        """At the first computed command, once it is out: warn of each bound the controller keeps
+        that the arm starts past (:meth:`~torque_ctrl_ros.core.controllers.base.Controller.bounds_past`,
+        e.g. a manipulability below ``singularity.w_min``): the controller moves the arm back, where
+        whoever started it may expect it held."""
+        self.bounds_warnings = []
+        try:
+            notes = self.controller.bounds_past(state)
+        except Exception:  # a check that fails says so, and control goes on
+            self.log.error("bounds check", traceback.format_exc().rstrip())
+            return
+        self.bounds_warnings = [
+            f"the arm starts past a bound {self.controller.name} keeps: {n}" for n in notes
+        ]
+        for warning in self.bounds_warnings:
+            self.node.get_logger().warning(warning)
+
     def _handle_state(
         self,
         t_in: float,
@@ -442,6 +460,8 @@ class ControllerNode:
         self._time_callback(t_out - t_in, stamp_ns)
         if self._last_computed and computed is not None:  # computed is set whenever _last_computed is
             self.parts.add(computed.t0 - t_in, t_out - computed.t_computed, out.info)
+            if self.bounds_warnings is None and decision.state is not None:
+                self._warn_of_bounds_past(decision.state)
             planned = self._take_due_targets(decision.state)
             if planned and t_out - t_in <= self._period_s < time.perf_counter() - t_in:
                 self.counts.deadline_misses += 1  # the plan, not the command, outlasted the period

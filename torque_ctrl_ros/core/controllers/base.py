@@ -63,6 +63,12 @@ class Controller(ABC, Generic[RefT]):
         another command, or a simulator restarted. Nothing to forget by default."""
         return None
 
+    def bounds_past(self, state: JointState) -> list[str]:
+        """The bounds this controller keeps the arm within that ``state`` is already past, each as
+        a sentence for a warning when control starts there (the controller then moves the arm
+        back, which someone expecting it held does not). None by default."""
+        return []
+
     def diagnostics(self) -> dict[str, float]:
         """Diagnostics of the last :meth:`compute` that are too costly to produce every step.
 

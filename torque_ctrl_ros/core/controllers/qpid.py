@@ -627,6 +627,45 @@ class _QPController(Controller[QPReference]):
         self.kin.update(q, np.zeros_like(v))
         return {t.name: t.hold_target(self.kin) for t in self.tasks}
 
+    def bounds_past(self, state: JointState) -> list[str]:
+        """The barrier bounds ``state`` is already past: joint position limits, ``self_collision.d_safe``,
+        ``singularity.w_min``. A barrier started past its bound moves the arm back (soft or hard,
+        as fast as its ``alpha`` and the velocity barrier allow): in MuJoCo from home, whose tool
+        manipulability is 0.033 m³, qpid holding home with ``singularity.w_min`` 0.05 m³ moved the
+        arm 0.23 rad at up to 0.6 of a speed limit, and with 0.1 at its speed limits for 4 s. (It
+        overwrites the robot's kinematics data: for start, not inside a step.)"""
+        q, _ = self.robot.check_state(state.q, state.v)
+        notes: list[str] = []
+        for b in self.barriers:
+            if isinstance(b, JointPositionBarrier) and b.rows:
+                past = [
+                    self.robot.joint_names[j]
+                    for j, x, lo, hi in zip(b.index, q[b.index], b.q_min, b.q_max, strict=True)
+                    if not lo <= x <= hi
+                ]
+                if past:
+                    notes.append(
+                        f"joint_position_limit: {past} past their position limits: the barrier moves "
+                        "them back inside"
+                    )
+        cb = self.collision_barrier
+        if cb is not None:
+            d = cb.collision.closest_distance(q)
+            if d < cb.d_safe:
+                notes.append(
+                    f"self_collision: the closest capsules are {1e3 * d:.1f} mm apart, less than d_safe "
+                    f"{1e3 * cb.d_safe:g} mm: the barrier moves the arm until they are d_safe apart"
+                )
+        sb = self.singularity_barrier
+        if sb is not None:
+            w = sb.manipulability_at(q)
+            if w < sb.w_min:
+                notes.append(
+                    f"singularity: the manipulability of {sb.frame!r} is {w:.3g} m³, below w_min "
+                    f"{sb.w_min:g} m³: the barrier moves the arm (up to its speed limits) until it is above"
+                )
+        return notes
+
     def reset(self) -> None:
         """Cold-start every QP and restart the gradient filter (e.g. after a state jump)."""
         for lv in self.levels:

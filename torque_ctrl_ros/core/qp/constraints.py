@@ -482,6 +482,11 @@ class SingularityBarrier(Barrier):
         # S = F @ _suffix sums the columns c ≥ i into column i (lower-triangular ones).
         self._suffix = np.tril(np.ones((n, n)))
 
+    def manipulability_at(self, q: FloatArray) -> float:
+        """``w`` (m³) of the frame at configuration ``q`` (rad), apart from the last update (it
+        overwrites the robot's kinematics data: for checks at start)."""
+        return _manipulability(self.robot, self.frame, q)
+
     def update(self, kin: KinematicsState) -> None:
         v, J = kin.v, self._J
         np.multiply(kin.JJd, self._moves_frame, self._JJd)
