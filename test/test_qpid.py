@@ -30,6 +30,7 @@ import pinocchio as pin
 import pytest
 import qpsolvers
 
+import torque_ctrl_ros.core.controllers.qpid as qpid_module
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import create_controller
 from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, _QPController
@@ -320,10 +321,12 @@ def test_weights_the_solver_cannot_meet_its_tolerance_with_are_refused(
     )
 
 
-def test_an_unregularised_lower_level_is_refused(robot: RobotModel) -> None:
+def test_an_unregularised_lower_level_is_refused(robot: RobotModel, monkeypatch: pytest.MonkeyPatch) -> None:
     """With ``acceleration_weight`` 0 an orientation level under a pose task on the same frame has
     no cost left: its closed-form solve took the sign of rounding noise and moved the self-motion
-    by up to 73 rad/s² (3 N·m torque steps) with the QP reported solved."""
+    by up to 73 rad/s² (3 N·m torque steps) with the QP reported solved. (Level 0's damping of the
+    self-motion is left out: the regularisation of the level below takes it back out, by design.)"""
+    monkeypatch.setattr(qpid_module, "SELF_MOTION_WEIGHT_SHARE", 0.0)
     params = {
         "tasks": ["tool", "ori"],
         "tool.type": "pose",
@@ -819,13 +822,18 @@ def test_hqpid_lower_levels_solve_while_barriers_are_active(robot: RobotModel) -
     assert failed == []
 
 
-def test_hqpid_lower_levels_are_never_reported_infeasible(robot: RobotModel) -> None:
+def test_hqpid_lower_levels_are_never_reported_infeasible(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """u = 0 meets every lower-level row, so PRIMAL_INFEASIBLE there is the solver's false alarm.
 
     The tool driven straight up past reach over a posture task of weight 1: with ProxSuite's
     default infeasibility tolerance (1e-4) the posture level was reported infeasible on 3 of
-    these 3 000 steps (dropped for the step, ~1 ms each); level 0's q̈ was kept.
+    these 3 000 steps (dropped for the step, ~1 ms each); level 0's q̈ was kept. The hard cases
+    are met without level 0's damping of the self-motion (``SELF_MOTION_DAMPING``), left out
+    here: with it these lower levels solved.
     """
+    monkeypatch.setattr(qpid_module, "SELF_MOTION_WEIGHT_SHARE", 0.0)
     params = {
         "tasks": ["tool", "posture"],
         **{"tool.type": "position", "tool.frame": TOOL, "tool.kp": 100.0, "tool.level": 0},
@@ -943,11 +951,80 @@ def test_hqpid_unfinished_lower_level_is_scaled_back_into_its_rows(
     assert 0.5 * step.dot(seen["H"]).dot(step) + seen["g"].dot(step) < 0.0
 
 
-def test_hqpid_posture_level_is_kept_where_level_0_holds_opposite_rows(robot: RobotModel) -> None:
+def _shipped_hqpid(robot: RobotModel) -> HQPID:
+    from ros_helpers import shipped_parameters
+
+    section = {k[6:]: v for k, v in shipped_parameters("controller_node").items() if k.startswith("hqpid.")}
+    controller = create_controller("hqpid", robot, section)
+    assert isinstance(controller, HQPID)
+    return controller
+
+
+@pytest.mark.parametrize("damped", [True, False])
+def test_hqpid_level_0_damps_the_self_motion_its_barrier_holds(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch, damped: bool
+) -> None:
+    """The shipped hqpid toward a tool pose (home's orientation) 0.87 m from the reach circle at 30°
+    up, which the singularity barrier stops 1 mm short: level 0 meets the barrier by the elbow's
+    self-motion, and with the posture level's room used up only level 0's damping of that motion
+    (``SELF_MOTION_DAMPING``) settles it. Without it (the weight at 0) the elbow swung at 1.31 rad/s
+    6–8 s on, for good."""
+    from torque_ctrl_ros.core.reach import Reach
+
+    if not damped:
+        monkeypatch.setattr(qpid_module, "SELF_MOTION_WEIGHT_SHARE", 0.0)
+    controller = _shipped_hqpid(robot)
+    reach = Reach.of(robot, TOOL)
+    up = math.radians(30.0)
+    ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
+    pose = ref["tool"].copy()
+    pose.translation = reach.center + np.array(
+        [reach.circle_radius + 0.87 * math.cos(up), 0.0, 0.87 * math.sin(up)]
+    )
+    ref["tool"] = pose
+    speeds: list[float] = []
+    _run(controller, ref, 8.0, on_step=lambda k, plant, out: speeds.append(float(np.abs(plant.v).max())))
+    late = max(speeds[6000:])
+    print(f"\n[self-motion] damping {'on ' if damped else 'off'}: fastest joint 6-8 s on {late:.3f} rad/s")
+    assert (late < 0.05) if damped else (late > 0.5)
+
+
+def test_level_0_s_self_motion_damping_leaves_the_levels_below_their_say(robot: RobotModel) -> None:
+    """Where no barrier holds the self-motion, the level below sets it over the whole of ``Z``: the
+    final ``q̈`` with level 0's damping is the one without, at 40 states about home with every
+    barrier inactive."""
+
+    damped = _shipped_hqpid(robot)
+    weight = qpid_module.SELF_MOTION_WEIGHT_SHARE
+    qpid_module.SELF_MOTION_WEIGHT_SHARE = 0.0
+    try:
+        plain = _shipped_hqpid(robot)
+    finally:
+        qpid_module.SELF_MOTION_WEIGHT_SHARE = weight
+    rng = np.random.default_rng(3)
+    ref = damped.hold_reference(JointState(HOME, np.zeros(7)))
+    ref["posture"] = HOME + 0.2
+    compared = 0
+    for _ in range(40):
+        state = JointState(HOME + rng.uniform(-0.3, 0.3, 7), rng.uniform(-0.3, 0.3, 7))
+        a, b = damped.compute(state, ref), plain.compute(state, ref)
+        if damped.diagnostics()["active_constraints"] or plain.diagnostics()["active_constraints"]:
+            continue
+        compared += 1
+        np.testing.assert_allclose(damped.joint_acceleration, plain.joint_acceleration, atol=1e-6)
+        np.testing.assert_allclose(a.tau, b.tau, atol=1e-5)
+    assert compared >= 30
+
+
+def test_hqpid_posture_level_is_kept_where_level_0_holds_opposite_rows(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Tool driven into the base with a posture task of weight 1: rows level 0 holds at their bounds
     form a wedge ~1e-6 wide, and ProxSuite stopped at its iteration cap on 4 of these 3 000 steps
     (13 of 9 000 over three targets), dropping the posture for the step. The unfinished iterate,
-    scaled back into the rows, is used instead; the rows stay within the room of level 0's."""
+    scaled back into the rows, is used instead; the rows stay within the room of level 0's. (The
+    case is met without level 0's damping of the self-motion, left out here.)"""
+    monkeypatch.setattr(qpid_module, "SELF_MOTION_WEIGHT_SHARE", 0.0)
     params = {
         "tasks": ["tool", "posture"],
         **{"tool.type": "position", "tool.frame": TOOL, "tool.kp": 100.0, "tool.level": 0},

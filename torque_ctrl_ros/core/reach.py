@@ -153,9 +153,8 @@ class Reach:
                 f"{self.joint}'s rotation moves the next joint on, more than {limit:.4f} m "
                 f"(by {1e3 * (distance - limit):.2g} mm): within "
                 f"{STRETCH_MARGIN * 1e3:g} mm of full stretch the arm would pass its stretched singularity "
-                "(the wrist at several times its velocity limits); use qpid, whose singularity barrier "
-                "holds it back, to go there (hqpid's holds it too, but its elbow then keeps swinging: "
-                "docs/controllers.md)"
+                "(the wrist at several times its velocity limits); use qpid or hqpid, whose singularity "
+                "barrier holds it back, to go there"
             )
 
 
