@@ -52,8 +52,9 @@ def test_level_0_s_cost_gets_the_damping_of_the_self_motion_over_level_1_s_null_
     """Level 0's cost with levels below gets ``w·‖Zᵀ·(q̈ + k·q̇)‖²``, ``Z`` level 1's null space
     (that of level 0's weighted rows, whatever lies below level 1): ``2·w·Z·Zᵀ`` in ``H`` and
     ``2·w·k·Z·Zᵀ·q̇`` in ``g``, with ``k`` 30 1/s and ``w`` 100 times the LARGEST
-    ``acceleration_weight`` (the values documented and measured). Compared with the same
-    controller built with the weight share at 0, at one state, against ``Z·Zᵀ = I − J⁺·J``.
+    ``acceleration_weight`` (``velocity_weight`` 0 here; the values documented and measured).
+    Compared with the same controller built with the weight share at 0, at one state, against
+    ``Z·Zᵀ = I − J⁺·J``.
     (Mutants, those marked * passing test_qpid.py's MuJoCo runs: ``SELF_MOTION_DAMPING`` 0* or
     3*; ``_damp_g`` without it* or without ``_damp_h``; ``g`` scaled by ``_damp_h``*; the weight
     share 1* (10 is caught there); ``_damp_h`` without its 2*; ``np.min`` of
@@ -153,3 +154,30 @@ def test_a_bounds_check_that_fails_is_logged_once_and_control_goes_on(
     assert node.counts.commands_published == 3 and tried == [1], tried
     assert node.bounds_warnings == []
     assert len(spy.calls) == 1 and "bounds_past" in spy.calls[0], spy.calls  # the traceback
+    assert spy.calls[0].startswith("checking the bounds the arm starts past failed (control goes on)")
+
+
+def test_the_self_motion_damping_does_not_vanish_with_acceleration_weight(robot: RobotModel) -> None:
+    """The damping's ``w`` is 100 times level 0's largest regularisation, ``acceleration_weight +
+    Δt²·velocity_weight``: with ``acceleration_weight`` 0 and ``velocity_weight`` 100 (accepted)
+    it is 100·1e-4 = 1e-2, not 0. (It had been taken from ``acceleration_weight`` alone: a
+    mutation review found the damping gone in that configuration.)"""
+    params = _params(
+        **{"tool.level": 0, "posture.level": 1, "acceleration_weight": 0.0, "velocity_weight": 100.0},
+        **{"singularity.enabled": False, "self_collision.enabled": False},
+    )
+    share = qpid_module.SELF_MOTION_WEIGHT_SHARE
+    damped = HQPID.from_params(robot, params)
+    qpid_module.SELF_MOTION_WEIGHT_SHARE = 0.0
+    try:
+        plain = HQPID.from_params(robot, params)
+    finally:
+        qpid_module.SELF_MOTION_WEIGHT_SHARE = share
+    state = JointState(HOME, np.full(7, 0.2))
+    ref = damped.hold_reference(JointState(HOME, np.zeros(7)))
+    H = []
+    for c in (damped, plain):
+        c.compute(state, ref)
+        H.append(c.levels[0].qp.H[:7, :7].copy())
+    J = damped.task("tool").J
+    np.testing.assert_allclose(H[0] - H[1], 2.0 * 1e-2 * (np.eye(7) - np.linalg.pinv(J) @ J), atol=1e-12)

@@ -399,7 +399,11 @@ class ControllerNode:
         try:
             notes = self.controller.bounds_past(state)
         except Exception:  # a check that fails says so, and control goes on
-            self.log.error("bounds check", traceback.format_exc().rstrip())
+            self.log.error(
+                "bounds check",
+                "checking the bounds the arm starts past failed (control goes on):\n"
+                + traceback.format_exc().rstrip(),
+            )
             return
         self.bounds_warnings = [
             f"the arm starts past a bound {self.controller.name} keeps: {n}" for n in notes

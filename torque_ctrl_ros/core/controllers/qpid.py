@@ -136,8 +136,10 @@ _qr_complete: Any = getattr(_ulinalg, "qr_complete", None)
 #: 0.049 at 10). Where no barrier holds the self-motion the levels below set it as before (their
 #: ``u`` spans ``Z``). ``h·k`` is far below any delay's damping bound (0.347 at 5 ms).
 SELF_MOTION_DAMPING = 30.0
-#: ``w`` of :data:`SELF_MOTION_DAMPING` as a multiple of the largest ``acceleration_weight``: at 10
-#: the elbow still swung at up to 0.71 rad/s on 4 of the 28 targets (5 ms), at 100 it settled.
+#: ``w`` of :data:`SELF_MOTION_DAMPING` as a multiple of the largest diagonal entry of level 0's
+#: regularisation, ``acceleration_weight + Δt²·velocity_weight`` (the shipped 1e-4): at 10 the elbow
+#: still swung at up to 0.71 rad/s on 4 of the 28 targets (5 ms), at 100 it settled. (The
+#: regularisation may be all ``velocity_weight``: the damping must not vanish with ``acceleration_weight``.)
 SELF_MOTION_WEIGHT_SHARE = 100.0
 
 
@@ -503,7 +505,9 @@ class _QPController(Controller[QPReference]):
         self._g_reg_gain = 2.0 * dt * c.velocity_weight
         # Level 0's damping of the self-motion it leaves (SELF_MOTION_DAMPING): 2·w·Z·Zᵀ in H,
         # 2·w·k·Z·Zᵀ·q̇ in g.
-        self._damp_h = 2.0 * SELF_MOTION_WEIGHT_SHARE * float(np.max(c.acceleration_weight))
+        self._damp_h = (
+            2.0 * SELF_MOTION_WEIGHT_SHARE * float(np.max(c.acceleration_weight + dt**2 * c.velocity_weight))
+        )
         self._damp_g = self._damp_h * SELF_MOTION_DAMPING
         self._ZZt = np.zeros((n, n))
         # Per-step work arrays: the level cost in q̈, the solution so far, row offsets.
