@@ -4,7 +4,10 @@ mutation review found unpinned.
 Each test names the behaviour it pins and the source change (mutant) it was written to catch:
 :func:`~torque_ctrl_ros.core.robot.pd_damping_ratio` and :func:`check_pd_gains` (which gains reach
 the arm), and the row-count bounds on ``self_collision.d_safe`` in
-:class:`~torque_ctrl_ros.core.qp.constraints.SelfCollisionBarrier`. Pure core: no ROS.
+:class:`~torque_ctrl_ros.core.qp.constraints.SelfCollisionBarrier`. Of 59 mutants the existing
+tests killed 43; these tests kill 9 of the 16 left, the other 7 change no refusal
+(the ratio's scale, a boundary of measure zero, modes that cannot fall below the bound). Pure
+core: no ROS.
 """
 
 from __future__ import annotations
