@@ -40,9 +40,11 @@ def _hqpid_with_weight_share(robot: RobotModel, levels: int, weight_share: float
     share = qpid_module.SELF_MOTION_WEIGHT_SHARE
     qpid_module.SELF_MOTION_WEIGHT_SHARE = weight_share
     try:
-        return HQPID.from_params(robot, params)
+        controller = HQPID.from_params(robot, params)
     finally:
         qpid_module.SELF_MOTION_WEIGHT_SHARE = share
+    assert isinstance(controller, HQPID)
+    return controller
 
 
 @pytest.mark.parametrize("levels", [2, 3])
