@@ -504,12 +504,13 @@ class _QPController(Controller[QPReference]):
         self._H_reg = np.diag(2.0 * c.acceleration_weight + 2.0 * dt**2 * c.velocity_weight)
         self._g_reg_gain = 2.0 * dt * c.velocity_weight
         # Level 0's damping of the self-motion it leaves (SELF_MOTION_DAMPING): 2·w·Z·Zᵀ in H,
-        # 2·w·k·Z·Zᵀ·q̇ in g.
+        # 2·w·k·Z·Zᵀ·q̇ in g; work arrays for both.
         self._damp_h = (
             2.0 * SELF_MOTION_WEIGHT_SHARE * float(np.max(c.acceleration_weight + dt**2 * c.velocity_weight))
         )
         self._damp_g = self._damp_h * SELF_MOTION_DAMPING
         self._ZZt = np.zeros((n, n))
+        self._ZZt_v = np.zeros(n)
         # Per-step work arrays: the level cost in q̈, the solution so far, row offsets.
         self._Hq = np.zeros((n, n))
         self._gq = np.zeros(n)
@@ -753,10 +754,13 @@ class _QPController(Controller[QPReference]):
             below = self.levels[1]
             below.fill_frozen()
             _null_space_basis(below.J_frozen, below.qr_work, below.Z)
-            ZZt = self._ZZt
+            ZZt, ZZt_v = self._ZZt, self._ZZt_v
             below.Z.dot(below.Z.T, out=ZZt)
-            qp.H[:n, :n] += self._damp_h * ZZt
-            qp.g[:n] += self._damp_g * ZZt.dot(kin.v)
+            ZZt.dot(kin.v, out=ZZt_v)
+            ZZt *= self._damp_h
+            ZZt_v *= self._damp_g
+            qp.H[:n, :n] += ZZt
+            qp.g[:n] += ZZt_v
         qp.A[:, :n] = kin.M
         np.negative(kin.nle, out=qp.b)
         qp.C[:nb, :n] = self._Cb
