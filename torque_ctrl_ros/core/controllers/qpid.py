@@ -25,9 +25,10 @@ that size into the dual residual, whose rounding then sits at the 1e-9 tolerance
 that have converged keep iterating; ``σ = 1/w_s`` over-corrects where the slacks are in use
 (figures: docs/performance.md, "Scaled slack variables").
 
-``qpid`` puts every task in that one QP (their ``level`` is ignored). ``hqpid`` puts the
-tasks with ``level == 0`` there (and, with levels below, a damping of the self-motion its
-tasks leave them, ``w·‖Z₁ᵀ·(q̈ + k·q̇)‖²``: :data:`SELF_MOTION_DAMPING`), then solves each
+Level 0's cost also damps the self-motion its tasks leave, ``w·‖Z₁ᵀ·(q̈ + k·q̇)‖²`` with ``Z₁``
+a basis of their null space (:data:`SELF_MOTION_DAMPING`; nothing where they weight every DoF,
+as with a posture task). ``qpid`` puts every task in that one QP (their ``level`` is ignored).
+``hqpid`` puts the tasks with ``level == 0`` there, then solves each
 level ``k > 0`` over what the levels above left free: ``q̈ = q̈*_{k−1} + Z_k·u``, where the
 columns of ``Z_k`` (n × r_k) are an orthonormal basis of the null space of the stacked
 Jacobian rows with weight > 0 of every
@@ -126,8 +127,9 @@ _qr_r_raw: Any = getattr(_ulinalg, "qr_r_raw", None)
 _qr_complete: Any = getattr(_ulinalg, "qr_complete", None)
 
 
-#: Gain ``k`` (1/s) of the damping of the self-motion level 0 leaves to the levels below (hqpid):
-#: level 0's cost gets ``w·‖Zᵀ·(q̈ + k·q̇)‖²``, ``Z`` the null space of its tasks (level 1's). Without
+#: Gain ``k`` (1/s) of the damping of the self-motion level 0's tasks leave (to hqpid's levels below,
+#: or left free in qpid without a posture task): level 0's cost gets ``w·‖Zᵀ·(q̈ + k·q̇)‖²``, ``Z``
+#: the null space of its tasks (hqpid: level 1's). Without
 #: it level 0 priced that motion only through ``acceleration_weight`` and did not damp it, and where
 #: a barrier held it (the singularity barrier stopping the tool short of its target: level 0 met the
 #: barrier by the self-motion alone) the level below had no room left to: in MuJoCo the elbow swung
@@ -206,18 +208,49 @@ class _LevelsOutcome(NamedTuple):
     levels_solved: int  # scaled-back levels included
 
 
-class _Level:
+class _FrozenRows:
+    """The weighted rows of ``frozen`` tasks stacked (``J_frozen``, ``Jᶠ = [J_j[w_j > 0]]_j``) and
+    an orthonormal basis ``Z`` (n × (n − rows), when there are fewer rows than n) of their null
+    space. ``frozen_rows`` holds, per task, its Jacobian buffer, the block of ``J_frozen`` it fills
+    and the indices of its weighted rows (``None`` when every row is weighted: a plain copy)."""
+
+    def __init__(self, frozen: list[Task], n: int) -> None:
+        self.frozen = frozen
+        self.J_frozen = np.zeros((sum(int(np.count_nonzero(t.weight > 0.0)) for t in frozen), n))
+        self.frozen_rows: list[tuple[FloatArray, FloatArray, NDArray[np.intp] | None]] = []
+        row = 0
+        for t in frozen:
+            weighted = np.flatnonzero(t.weight > 0.0)
+            block = self.J_frozen[row : row + weighted.size]
+            self.frozen_rows.append((t.J, block, None if weighted.size == t.dim else weighted))
+            row += weighted.size
+        self.qr_work = np.zeros((n, self.J_frozen.shape[0]))  # J_frozenᵀ, factorised in place for Z
+        self.Z = np.zeros((n, max(n - self.J_frozen.shape[0], 0)))
+
+    def fill_frozen(self) -> None:
+        """``J_frozen`` from the frozen tasks' Jacobians as they stand (weighted rows only)."""
+        for J, block, weighted in self.frozen_rows:
+            if weighted is None:
+                np.copyto(block, J)
+            else:
+                J.take(weighted, 0, block)
+
+    def update_null_space(self) -> None:
+        """``J_frozen`` and ``Z`` for the Jacobians as they stand."""
+        self.fill_frozen()
+        _null_space_basis(self.J_frozen, self.qr_work, self.Z)
+
+
+class _Level(_FrozenRows):
     """One priority level: its tasks, the tasks above it and its persistent QP.
 
     Level 0 solves over ``z = [q̈; τ; s]`` (dynamics as equality rows; barrier, torque and
     slack rows). A level ``k > 0`` solves over ``u`` in ``q̈ = q̈*_{k−1} + Z·u``; its rows are
     ``C_b·Z`` and ``M·Z`` (the levels above always leave some: :meth:`_QPController._check_frozen_rows`).
 
-    ``J_frozen`` stacks the rows with weight > 0 of the tasks above (``frozen``), ``Jᶠ =
-    [J_j[w_j > 0]]_j``, and ``Z`` spans its null space: ``nz = n − rows(Jᶠ)`` (weights are
-    fixed at construction, so are the rows). ``frozen_rows`` holds, per frozen task, its
-    Jacobian buffer, the block of ``J_frozen`` it fills and the indices of its weighted rows
-    (``None`` when every row is weighted: a plain copy).
+    The frozen tasks (:class:`_FrozenRows`) are the tasks above, and ``Z`` spans the null space
+    of their weighted rows: ``nz = n − rows(Jᶠ)`` (weights are fixed at construction, so are the
+    rows).
     """
 
     def __init__(
@@ -236,20 +269,11 @@ class _Level:
         self.index = index
         self.tasks = tasks
         self.terms: list[_TaskTerms] = []  # the tasks' cost terms, set by the controller
-        self.frozen = frozen
-        self.J_frozen = np.zeros((sum(int(np.count_nonzero(t.weight > 0.0)) for t in frozen), n))
-        self.frozen_rows: list[tuple[FloatArray, FloatArray, NDArray[np.intp] | None]] = []
-        row = 0
-        for t in frozen:
-            weighted = np.flatnonzero(t.weight > 0.0)
-            block = self.J_frozen[row : row + weighted.size]
-            self.frozen_rows.append((t.J, block, None if weighted.size == t.dim else weighted))
-            row += weighted.size
+        super().__init__(frozen, n)
         n_frozen = self.J_frozen.shape[0]
         self.nz = 2 * n + n_s if index == 0 else n - n_frozen  # > 0: checked by _check_frozen_rows
         self.Z = np.zeros((n, self.nz))
         self.HZ = np.zeros((n, self.nz))  # H·Z, a work array
-        self.qr_work = np.zeros((n, n_frozen))  # J_frozenᵀ, factorised in place for Z
         self.qp: DenseQP
         if index > 0:
             # u = 0 meets every row (see _fill_lower): an infeasibility report is a false alarm.
@@ -275,14 +299,6 @@ class _Level:
         qp.u[:n_b] = np.inf
         qp.l[n_b + n :] = 0.0
         qp.u[n_b + n :] = np.inf
-
-    def fill_frozen(self) -> None:
-        """``J_frozen`` from the frozen tasks' Jacobians as they stand (weighted rows only)."""
-        for J, block, weighted in self.frozen_rows:
-            if weighted is None:
-                np.copyto(block, J)
-            else:
-                J.take(weighted, 0, block)
 
 
 class _QPController(Controller[QPReference]):
@@ -511,6 +527,14 @@ class _QPController(Controller[QPReference]):
         self._damp_g = self._damp_h * SELF_MOTION_DAMPING
         self._ZZt = np.zeros((n, n))
         self._ZZt_v = np.zeros(n)
+        # Whose Z spans the self-motion level 0's tasks leave: level 1's (its frozen tasks are level
+        # 0's), or with one level its tasks' own null space, if they leave one (none with a posture).
+        level0 = self.levels[0].tasks
+        self._self_motion: _FrozenRows | None = (
+            self.levels[1] if len(self.levels) > 1 else _FrozenRows(level0, n)
+        )
+        if self._self_motion.Z.shape[1] == 0:
+            self._self_motion = None
         # Per-step work arrays: the level cost in q̈, the solution so far, row offsets.
         self._Hq = np.zeros((n, n))
         self._gq = np.zeros(n)
@@ -746,16 +770,16 @@ class _QPController(Controller[QPReference]):
             gq -= terms.g
 
     def _fill_top(self, lv: _Level, qp: DenseQP) -> None:
-        """Level 0 over ``z = [q̈; τ; s]``; with a level below, the damping of the self-motion
-        left to it (:data:`SELF_MOTION_DAMPING`, over level 1's ``Z``, filled here)."""
+        """Level 0 over ``z = [q̈; τ; s]``, with the damping of the self-motion its tasks leave
+        (:data:`SELF_MOTION_DAMPING`; over level 1's ``Z``, filled here, or with one level over the
+        null space of its tasks, when they leave one)."""
         n, kin, nb = self.robot.n, self.kin, self.n_b
         self._level_cost(lv, qp.H[:n, :n], qp.g[:n])
-        if len(self.levels) > 1:
-            below = self.levels[1]
-            below.fill_frozen()
-            _null_space_basis(below.J_frozen, below.qr_work, below.Z)
+        free = self._self_motion
+        if free is not None:
+            free.update_null_space()
             ZZt, ZZt_v = self._ZZt, self._ZZt_v
-            below.Z.dot(below.Z.T, out=ZZt)
+            free.Z.dot(free.Z.T, out=ZZt)
             ZZt.dot(kin.v, out=ZZt_v)
             ZZt *= self._damp_h
             ZZt_v *= self._damp_g
@@ -774,8 +798,7 @@ class _QPController(Controller[QPReference]):
         """
         kin, nb, tol = self.kin, self.n_b, self._tol
         if lv.index > 1:  # level 1's Z: filled with level 0 (_fill_top)
-            lv.fill_frozen()
-            _null_space_basis(lv.J_frozen, lv.qr_work, lv.Z)
+            lv.update_null_space()
         Z, qdd = lv.Z, self._qdd
         self._level_cost(lv, self._Hq, self._gq)
         self._Hq.dot(Z, out=lv.HZ)
