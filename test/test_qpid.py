@@ -960,6 +960,24 @@ def _shipped_hqpid(robot: RobotModel) -> HQPID:
     return controller
 
 
+def _fastest_late(controller: _QPController, elevation_deg: float, distance: float) -> float:
+    """The fastest joint speed (rad/s) 6–8 s into an 8 s MuJoCo run from home toward the tool pose
+    (home's orientation) ``distance`` (m) from the reach circle, ``elevation_deg`` up."""
+    from torque_ctrl_ros.core.reach import Reach
+
+    reach = Reach.of(controller.robot, TOOL)
+    up = math.radians(elevation_deg)
+    ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
+    pose = ref["tool"].copy()
+    pose.translation = reach.center + np.array(
+        [reach.circle_radius + distance * math.cos(up), 0.0, distance * math.sin(up)]
+    )
+    ref["tool"] = pose
+    speeds: list[float] = []
+    _run(controller, ref, 8.0, on_step=lambda k, plant, out: speeds.append(float(np.abs(plant.v).max())))
+    return max(speeds[6000:])
+
+
 @pytest.mark.parametrize("damped", [True, False])
 def test_hqpid_level_0_damps_the_self_motion_its_barrier_holds(
     robot: RobotModel, monkeypatch: pytest.MonkeyPatch, damped: bool
@@ -969,22 +987,9 @@ def test_hqpid_level_0_damps_the_self_motion_its_barrier_holds(
     self-motion, and with the posture level's room used up only level 0's damping of that motion
     (``SELF_MOTION_DAMPING``) settles it. Without it (the weight at 0) the elbow swung at 1.31 rad/s
     6–8 s on, for good."""
-    from torque_ctrl_ros.core.reach import Reach
-
     if not damped:
         monkeypatch.setattr(qpid_module, "SELF_MOTION_WEIGHT_SHARE", 0.0)
-    controller = _shipped_hqpid(robot)
-    reach = Reach.of(robot, TOOL)
-    up = math.radians(30.0)
-    ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
-    pose = ref["tool"].copy()
-    pose.translation = reach.center + np.array(
-        [reach.circle_radius + 0.87 * math.cos(up), 0.0, 0.87 * math.sin(up)]
-    )
-    ref["tool"] = pose
-    speeds: list[float] = []
-    _run(controller, ref, 8.0, on_step=lambda k, plant, out: speeds.append(float(np.abs(plant.v).max())))
-    late = max(speeds[6000:])
+    late = _fastest_late(_shipped_hqpid(robot), 30.0, 0.87)
     print(f"\n[self-motion] damping {'on ' if damped else 'off'}: fastest joint 6-8 s on {late:.3f} rad/s")
     assert (late < 0.05) if damped else (late > 0.5)
 
@@ -999,25 +1004,13 @@ def test_qpid_without_a_posture_task_damps_the_self_motion_too(
     (0.78–1.24 on three such targets, 1 and 5 ms late); with it, at most 0.001."""
     from ros_helpers import shipped_parameters
 
-    from torque_ctrl_ros.core.reach import Reach
-
     if not damped:
         monkeypatch.setattr(qpid_module, "SELF_MOTION_WEIGHT_SHARE", 0.0)
     section = {k[5:]: v for k, v in shipped_parameters("controller_node").items() if k.startswith("qpid.")}
     section = {k: v for k, v in section.items() if not k.startswith("posture.")} | {"tasks": ["tool"]}
     controller = create_controller("qpid", robot, section)
     assert isinstance(controller, QPID)
-    reach = Reach.of(robot, TOOL)
-    up = math.radians(60.0)
-    ref = controller.hold_reference(JointState(HOME, np.zeros(7)))
-    pose = ref["tool"].copy()
-    pose.translation = reach.center + np.array(
-        [reach.circle_radius + 0.8 * math.cos(up), 0.0, 0.8 * math.sin(up)]
-    )
-    ref["tool"] = pose
-    speeds: list[float] = []
-    _run(controller, ref, 8.0, on_step=lambda k, plant, out: speeds.append(float(np.abs(plant.v).max())))
-    late = max(speeds[6000:])
+    late = _fastest_late(controller, 60.0, 0.8)
     print(
         f"\n[self-motion, qpid tool only] damping {'on ' if damped else 'off'}: fastest 6-8 s on {late:.3f}"
     )
