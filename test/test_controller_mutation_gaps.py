@@ -54,7 +54,7 @@ def test_hqpid_hard_barrier_rows_get_no_share_of_level_0_slack(robot: RobotModel
         "tasks": ["tool", "posture"],
         **{"tool.type": "position", "tool.frame": TOOL, "tool.kp": 100.0},
         **{"posture.type": "posture", "posture.kp": 400.0, "posture.weight": 1.0, "posture.level": 1},
-        **{"self_collision.enabled": False, "singularity.enabled": False},
+        **{"self_collision.enabled": False, "floor.enabled": False, "singularity.enabled": False},
         "joint_position_limit.soft": False,
     }
     c = HQPID.from_params(robot, params)

@@ -234,7 +234,9 @@ def test_a_velocity_row_slack_never_loosens_another_groups_row(robot: RobotModel
     here). Each soft group's slacks are columns of their own: numbered from 0 in every group (mutant
     ``int(k)`` for ``n_s + int(k)`` in ``_stack_barrier_rows``) joint 1's velocity rows and joint 2's
     position rows share slack 0, and joint 1's slack loosens joint 2's row."""
-    params = _posture_alone(400.0, **{"self_collision.enabled": False, "singularity.enabled": False})
+    params = _posture_alone(
+        400.0, **{"self_collision.enabled": False, "floor.enabled": False, "singularity.enabled": False}
+    )
     c = QPID.from_params(robot, params)
     assert [b.soft for b in c.barriers] == [True, True]
     q = HOME.copy()

@@ -26,6 +26,7 @@ TOOL = "end_effector_link"
 HOME = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
 NO_BARRIERS = {
     "self_collision.enabled": False,
+    "floor.enabled": False,
     "singularity.enabled": False,
     "joint_position_limit.enabled": False,
     "joint_velocity_limit.enabled": False,

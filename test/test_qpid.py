@@ -36,11 +36,12 @@ from torque_ctrl_ros.core.controllers import create_controller
 from torque_ctrl_ros.core.controllers.qpid import HQPID, QPID, _QPController
 from torque_ctrl_ros.core.controllers.qpid_config import BARRIER_GROUPS, QPIDConfig
 from torque_ctrl_ros.core.errors import ConfigError, TargetError
-from torque_ctrl_ros.core.qp.collision import CollisionSpec, SelfCollisionModel
+from torque_ctrl_ros.core.qp.collision import CollisionSpec, FloorModel, SelfCollisionModel
 from torque_ctrl_ros.core.qp.constraints import (
     MAX_D_SAFE,
     MAX_D_SAFE_BY_ROWS,
     Barrier,
+    FloorBarrier,
     JointPositionBarrier,
     JointVelocityBarrier,
     LinearBarrier,
@@ -236,8 +237,10 @@ def test_cold_solves_from_random_states_converge(robot: RobotModel, klass: type[
 
 # --------------------------------------------------------------------------- (2)
 def test_joint_limits_hold_for_10_s(robot: RobotModel) -> None:
+    # The target folds the arm below z = 0, where the floor barrier would stop joint 2 at 2.13
+    # rad; the arm-only scene has no floor.
     controller = QPID.from_params(
-        robot, {"tasks": ["posture"], "posture.type": "posture", "posture.kp": 400.0}
+        robot, {"tasks": ["posture"], "posture.type": "posture", "posture.kp": 400.0, "floor.enabled": False}
     )
     target = HOME.copy()
     target[1], target[3], target[5] = 3.0, -3.2, 3.0  # limits ±2.24, ±2.57, ±2.09; kp 400 asks > 20 rad/s
@@ -1293,7 +1296,7 @@ def test_an_enabled_limit_barrier_the_model_cannot_fill_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"needs a joint velocity barrier with rows"):
         QPID(mjcf, off, extra_barriers=[collision, no_rows])
     controller = QPID.from_params(mjcf, {**params, "joint_velocity_limit.enabled": False})
-    assert [b.name for b in controller.barriers] == ["joint_position", "singularity"]
+    assert [b.name for b in controller.barriers] == ["joint_position", "floor", "singularity"]
 
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])
@@ -1350,6 +1353,7 @@ def test_barriers_built_directly_refuse_a_gain_below_min_alpha(robot: RobotModel
         "joint_position_limit": lambda a: JointPositionBarrier(robot, a),
         "joint_velocity_limit": lambda a: JointVelocityBarrier(robot, a),
         "self_collision": lambda a: SelfCollisionBarrier(robot, model, a, 0.02),
+        "floor": lambda a: FloorBarrier(robot, FloorModel.from_file(robot, COLLISION), a, 0.02),
         "singularity": lambda a: SingularityBarrier(robot, TOOL, a, 0.01),
     }
     assert set(builders) == set(BARRIER_GROUPS)
@@ -1573,7 +1577,7 @@ def test_create_names_the_valid_parameters_and_refuses_a_barrier_group_given_as_
     with pytest.raises(
         ConfigError,
         match=r"qpid: unknown parameter\(s\) \['slack'\]; valid are \['acceleration_weight', 'eps_abs', "
-        r"'fallback_damping', 'joint_position_limit', 'joint_velocity_limit', 'max_iter', "
+        r"'fallback_damping', 'floor', 'joint_position_limit', 'joint_velocity_limit', 'max_iter', "
         r"'self_collision', 'singularity', 'slack_weight', 'velocity_weight'\]",
     ):
         QPIDConfig.create(robot, tasks, slack=1.0)

@@ -2,7 +2,7 @@
 
 They are the typical settings the acceptance tests use (``test/test_achd.py``,
 ``test/test_qpid.py``), with every safety barrier of the QP controllers switched on
-(joint position, joint velocity, self-collision, singularity), so the figures are those
+(joint position, joint velocity, self-collision, floor, singularity), so the figures are those
 of a realistic configuration rather than of the cheapest one.
 
 - ``gravity_comp``: the safe brakes' per-joint damping, ``DEFAULT_DAMPING`` (gravity_comp's
@@ -28,6 +28,8 @@ QP_BARRIERS: dict[str, Any] = {
     "joint_velocity_limit.enabled": True,
     "self_collision.enabled": True,
     "self_collision.d_safe": 0.02,
+    "floor.enabled": True,
+    "floor.d_safe": 0.02,
     "singularity.enabled": True,
     "singularity.w_min": 0.01,
 }

@@ -68,7 +68,8 @@ levels), ``qp_solve_time_us`` (sum: update + solve),
 :meth:`~_QPController.diagnostics` for the last step: ``slack_total``, ``slack.<group>`` (the sum of
 the group's row slacks),
 ``active_constraints``, ``active.<group>`` (rows at their bound), ``margin.<group>``
-(barrier value ``h``: rad, rad/s, m, m³), ``d_min`` (m), ``manipulability`` (m³),
+(barrier value ``h``: rad, rad/s, m, m³), ``d_min`` (m), ``floor_clearance`` (m: the lowest
+moving capsule above the floor barrier's plane), ``manipulability`` (m³),
 ``error.<task>`` (norm of the task error). Those cost ~12 µs a step (a tenth of qpid's
 step) and a node publishes them a few times per second, so they are not computed at 1 kHz.
 """
@@ -86,9 +87,10 @@ from numpy.typing import NDArray
 
 from ...paths import find_data_file
 from ..errors import ConfigError, TargetError
-from ..qp.collision import CollisionSpec, SelfCollisionModel
+from ..qp.collision import CollisionSpec, FloorModel, SelfCollisionModel
 from ..qp.constraints import (
     Barrier,
+    FloorBarrier,
     JointPositionBarrier,
     JointVelocityBarrier,
     SelfCollisionBarrier,
@@ -317,6 +319,7 @@ class _QPController(Controller[QPReference]):
         self.tasks = self._build_tasks(config)
         self._task_by_name = {t.name: t for t in self.tasks}
         self.collision_barrier: SelfCollisionBarrier | None = None
+        self.floor_barrier: FloorBarrier | None = None
         self.singularity_barrier: SingularityBarrier | None = None
         self.barriers = self._build_barriers(config, extra_barriers)
         soft_rows = self._stack_barrier_rows()
@@ -389,6 +392,22 @@ class _QPController(Controller[QPReference]):
                     robot, model, cc.alpha, cc.d_safe, filter_gain=cc.filter, soft=cc.soft
                 )
             barriers.append(self.collision_barrier)
+        if c.floor.enabled:
+            fc = c.floor
+            try:
+                spec = CollisionSpec.from_file(find_data_file(fc.model, "config"))
+            except (ConfigError, FileNotFoundError) as exc:
+                raise ConfigError(f"{self.name}.floor.model: {exc}") from None
+            try:
+                floor = FloorModel(robot, spec, fc.height, fc.rows)
+            except ConfigError as exc:
+                # Its own keys' messages start with "floor."; the capsule file's name the file.
+                text = str(exc)
+                where = f"{self.name}." if text.startswith("floor") else f"{self.name}.floor: "
+                raise ConfigError(where + text) from None
+            with _in_section(self.name):
+                self.floor_barrier = FloorBarrier(robot, floor, fc.alpha, fc.d_safe, soft=fc.soft)
+            barriers.append(self.floor_barrier)
         if c.singularity.enabled:
             sc = c.singularity
             with _in_section(self.name):
@@ -680,11 +699,11 @@ class _QPController(Controller[QPReference]):
 
     def bounds_past(self, state: JointState) -> list[str]:
         """The barrier bounds ``state`` is already past: joint position limits, ``self_collision.d_safe``,
-        ``singularity.w_min``. A barrier started past its bound moves the arm back (soft or hard,
-        as fast as its ``alpha`` and the velocity barrier allow): in MuJoCo from home, whose tool
-        manipulability is 0.033 m³, qpid holding home with ``singularity.w_min`` 0.05 m³ moved the
-        arm 0.23 rad at up to 0.6 of a speed limit, and with 0.1 at its speed limits for 4 s. (It
-        overwrites the robot's kinematics data: for start, not inside a step.)"""
+        ``floor.d_safe``, ``singularity.w_min``. A barrier started past its bound moves the arm back
+        (soft or hard, as fast as its ``alpha`` and the velocity barrier allow): in MuJoCo from
+        home, whose tool manipulability is 0.033 m³, qpid holding home with ``singularity.w_min``
+        0.05 m³ moved the arm 0.23 rad at up to 0.6 of a speed limit, and with 0.1 at its speed
+        limits for 4 s. (It overwrites the robot's kinematics data: for start, not inside a step.)"""
         q, _ = self.robot.check_state(state.q, state.v)
         notes: list[str] = []
         for b in self.barriers:
@@ -706,6 +725,15 @@ class _QPController(Controller[QPReference]):
                 notes.append(
                     f"self_collision: the closest capsules are {1e3 * d:.1f} mm apart, less than d_safe "
                     f"{1e3 * cb.d_safe:g} mm: the barrier moves the arm until they are d_safe apart"
+                )
+        fb = self.floor_barrier
+        if fb is not None:
+            d = fb.floor.closest_distance(q)
+            if d < fb.d_safe:
+                notes.append(
+                    f"floor: the lowest capsule is {1e3 * d:.1f} mm above the plane z = {fb.floor.height:g} "
+                    f"m, less than d_safe {1e3 * fb.d_safe:g} mm: the barrier lifts the arm until it is "
+                    "d_safe above"
                 )
         sb = self.singularity_barrier
         if sb is not None:
@@ -952,7 +980,7 @@ class _QPController(Controller[QPReference]):
         """Barrier and task diagnostics of the last step (see the module docstring).
 
         ``slack.*``, ``active.*``, ``margin.*`` per barrier group and their totals, ``d_min``,
-        ``manipulability`` and ``error.<task>``. A row is active when
+        ``floor_clearance``, ``manipulability`` and ``error.<task>``. A row is active when
         ``C_b·q̈ + E·s − l_b ≤ 1e-6``; after a fallback no row is active and no slack is used.
         """
         info: dict[str, float] = {}
@@ -978,6 +1006,8 @@ class _QPController(Controller[QPReference]):
         info["slack_total"] = float(sum(slacks))
         if self.collision_barrier is not None:
             info["d_min"] = float(self.collision_barrier.distance)
+        if self.floor_barrier is not None:
+            info["floor_clearance"] = float(self.floor_barrier.distance)
         if self.singularity_barrier is not None:
             info["manipulability"] = float(self.singularity_barrier.value)
         for key, t in self._error_keys:

@@ -129,6 +129,19 @@ class CollisionConfig(BarrierConfig):
 
 
 @dataclass(frozen=True)
+class FloorConfig(BarrierConfig):
+    """Floor barrier: keep the lowest point of every capsule that moves up and down (capsule
+    ``model`` file) ``d_safe`` (m) above the plane ``z = height`` (m, base frame); ``rows``: how
+    many of the lowest capsules get a row (one held ``d_safe`` wherever two or three did:
+    docs/controllers.md, "The floor barrier")."""
+
+    height: float = 0.0
+    d_safe: float = 0.02
+    model: str = "gen3_collision.yaml"
+    rows: int = 1
+
+
+@dataclass(frozen=True)
 class SingularityConfig(BarrierConfig):
     """Singularity barrier on ``w = √det(J·Jᵀ)`` of ``frame``: keep ``w ≥ w_min`` (m³: three
     rows of ``J`` are in m, three have no unit)."""
@@ -142,6 +155,7 @@ BARRIER_GROUPS: dict[str, type[BarrierConfig]] = {
     "joint_position_limit": BarrierConfig,
     "joint_velocity_limit": BarrierConfig,
     "self_collision": CollisionConfig,
+    "floor": FloorConfig,
     "singularity": SingularityConfig,
 }
 #: The one first-order barrier group (``ḣ = −α·h``); the others are second order.
@@ -192,6 +206,7 @@ class QPIDConfig:
     joint_position_limit: BarrierConfig = BarrierConfig(alpha=10.0)
     joint_velocity_limit: BarrierConfig = BarrierConfig(alpha=50.0)
     self_collision: CollisionConfig = CollisionConfig()
+    floor: FloorConfig = FloorConfig()
     singularity: SingularityConfig = SingularityConfig()
     fallback_damping: FloatArray = field(default_factory=lambda: np.array(DELAYED_DAMPING))
     eps_abs: float = 1e-9
@@ -219,6 +234,7 @@ class QPIDConfig:
             joint_position_limit.{enabled, alpha, soft}
             joint_velocity_limit.{enabled, alpha, soft}
             self_collision.{enabled, alpha, soft, d_safe, model, filter, pairs}
+            floor.{enabled, alpha, soft, height, d_safe, model, rows}
             singularity.{enabled, alpha, soft, w_min, frame}
             solver.{eps_abs, max_iter}
 
@@ -605,6 +621,14 @@ def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
         numbers["filter"] = check_filter_gain(f"{field_name}.filter", cfg.filter)
         if not isinstance(cfg.model, str) or not cfg.model:
             raise ConfigError(f"{field_name}.model: expected a file name, got {cfg.model!r}")
+    if isinstance(cfg, FloorConfig):
+        if isinstance(cfg.height, Sequence) and not isinstance(cfg.height, str):
+            raise ConfigError(f"{field_name}.height: expected one number (m), got {cfg.height!r}")
+        # Signed: a pedestal stands the base above the floor (height < 0).
+        numbers["height"] = float(as_vector(f"{field_name}.height", cfg.height, 1, broadcast_scalar=True)[0])
+        numbers["d_safe"] = as_positive_float(f"{field_name}.d_safe", cfg.d_safe, allow_zero=True)
+        if not isinstance(cfg.model, str) or not cfg.model:
+            raise ConfigError(f"{field_name}.model: expected a file name, got {cfg.model!r}")
     if isinstance(cfg, SingularityConfig):
         numbers["w_min"] = as_positive_float(f"{field_name}.w_min", cfg.w_min)
         if not isinstance(cfg.frame, str) or not cfg.frame:
@@ -632,6 +656,7 @@ __all__ = [
     "RESERVED_TASK_NAMES",
     "BarrierConfig",
     "CollisionConfig",
+    "FloorConfig",
     "QPIDConfig",
     "SingularityConfig",
     "TaskConfig",

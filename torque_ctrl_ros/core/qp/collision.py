@@ -50,7 +50,7 @@ import pinocchio as pin
 import yaml
 
 from ..errors import ConfigError
-from ..robot import RobotModel
+from ..robot import RobotModel, sample_configurations
 from ..validation import FloatArray, as_positive_float, as_vector
 
 #: Largest capsule coordinate or radius accepted (m): far beyond any link of an arm.
@@ -150,8 +150,38 @@ def _capsule_placement(start: FloatArray, end: FloatArray) -> tuple[pin.SE3, flo
     return pin.SE3(R, centre), 0.5 * length
 
 
-class SelfCollisionModel:
-    """Capsules on the robot's links and the minimum distance between non-adjacent ones.
+def _add_capsules(robot: RobotModel, spec: CollisionSpec, geom_model: pin.GeometryModel) -> list[str]:
+    """Add the spec's capsules to ``geom_model`` on their links' joints; returns each one's link.
+
+    Raises:
+        ConfigError: a link of the spec is not a frame of the model (the message lists the
+            valid frames).
+    """
+    model = robot.model
+    capsule_link: list[str] = []
+    for k, cap in enumerate(spec.capsules):
+        try:
+            fid = robot.frame_id(cap.link)
+        except KeyError as exc:
+            raise ConfigError(f"collision model: capsules.{cap.link}: {exc}") from None
+        frame = model.frames[fid]
+        placement, half_length = _capsule_placement(cap.start, cap.end)
+        obj = pin.GeometryObject(
+            f"{cap.link}_{k}",
+            frame.parentJoint,
+            fid,
+            frame.placement * placement,
+            coal.Capsule(cap.radius, 2.0 * half_length),
+        )
+        geom_model.addGeometryObject(obj)
+        capsule_link.append(cap.link)
+    return capsule_link
+
+
+class CapsuleDistances:
+    """Signed distances of pairs of geometries on the robot (capsules, or a capsule and a fixed
+    plane) and, for the :attr:`pairs` closest, their gradient and drift: the algebra
+    :class:`SelfCollisionModel` and :class:`FloorModel` share.
 
     Call :meth:`update` after the robot's kinematics (joint placements and world joint
     Jacobians in ``robot.data``, and their time variation ``data.dJ`` for the drift, e.g.
@@ -159,65 +189,25 @@ class SelfCollisionModel:
     :attr:`drift`, :attr:`closest_pair`, :attr:`witness` and :attr:`normal` (the closest
     pair's), and the same of the ``pairs`` closest pairs, closest first: :attr:`distances`,
     :attr:`gradients`, :attr:`drifts`, :attr:`tracked_pairs`.
-
-    Raises:
-        ConfigError: a link of the spec is not a frame of the model (the message lists
-            the valid frames), or no pair is left to check.
     """
 
-    def __init__(self, robot: RobotModel, spec: CollisionSpec, pairs: int = 1) -> None:
-        self.robot = robot
-        model = robot.model
-        self.geom_model = pin.GeometryModel()
-        link_joint: dict[str, int] = {}
-        capsule_link: list[str] = []
-        for k, cap in enumerate(spec.capsules):
-            try:
-                fid = robot.frame_id(cap.link)
-            except KeyError as exc:
-                raise ConfigError(f"collision model: capsules.{cap.link}: {exc}") from None
-            frame = model.frames[fid]
-            placement, half_length = _capsule_placement(cap.start, cap.end)
-            obj = pin.GeometryObject(
-                f"{cap.link}_{k}",
-                frame.parentJoint,
-                fid,
-                frame.placement * placement,
-                coal.Capsule(cap.radius, 2.0 * half_length),
-            )
-            self.geom_model.addGeometryObject(obj)
-            link_joint[cap.link] = int(frame.parentJoint)
-            capsule_link.append(cap.link)
-        excluded = set()
-        for a, b in spec.exclude_pairs:
-            for name in (a, b):
-                if name not in link_joint:
-                    raise ConfigError(
-                        f"collision model: exclude_pairs names link {name!r} without capsules; "
-                        f"links with capsules are {sorted(link_joint)}"
-                    )
-            excluded.add(frozenset((a, b)))
-
-        def adjacent(ja: int, jb: int) -> bool:
-            return ja == jb or model.parents[ja] == jb or model.parents[jb] == ja
-
-        self.pair_links: list[tuple[str, str]] = []
-        for i in range(len(capsule_link)):
-            for j in range(i + 1, len(capsule_link)):
-                la, lb = capsule_link[i], capsule_link[j]
-                if la == lb or adjacent(link_joint[la], link_joint[lb]):
-                    continue
-                if frozenset((la, lb)) in excluded:
-                    continue
-                self.geom_model.addCollisionPair(pin.CollisionPair(i, j))
-                self.pair_links.append((la, lb))
-        if not self.pair_links:
-            raise ConfigError("collision model: no pair of non-adjacent links to check")
-        if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= len(self.pair_links):
+    def __init__(
+        self,
+        robot: RobotModel,
+        geom_model: pin.GeometryModel,
+        pair_links: list[tuple[str, str]],
+        pairs: int,
+    ) -> None:
+        """``geom_model`` holds the geometries and their collision pairs, ``pair_links`` names each
+        pair's two links."""
+        if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= len(pair_links):
             raise ConfigError(
-                f"collision model: pairs: expected an integer in [1, {len(self.pair_links)}] "
+                f"collision model: pairs: expected an integer in [1, {len(pair_links)}] "
                 f"(the pairs checked), got {pairs!r}"
             )
+        self.robot = robot
+        self.geom_model = geom_model
+        self.pair_links = pair_links
         self.pairs = pairs
         self.geom_data = pin.GeometryData(self.geom_model)
         for req in self.geom_data.distanceRequests:
@@ -247,11 +237,6 @@ class SelfCollisionModel:
         self.closest_pair: tuple[str, str] = self.pair_links[0]
         self.witness = (np.zeros(3), np.zeros(3))
         self.normal = np.zeros(3)
-
-    @classmethod
-    def from_file(cls, robot: RobotModel, path: str | Path, pairs: int = 1) -> SelfCollisionModel:
-        """Build from a collision YAML file (``pairs``: how many of the closest pairs to track)."""
-        return cls(robot, CollisionSpec.from_file(path), pairs)
 
     def closest_distance(self, q: FloatArray) -> float:
         """The smallest pair distance (m) at configuration ``q`` (rad), for checks at start: it
@@ -391,3 +376,164 @@ class SelfCollisionModel:
             + ny * (wz2 * ux2 - wx2 * uz2 - wz1 * ux1 + wx1 * uz1)
             + nz * (wx2 * uy2 - wy2 * ux2 - wx1 * uy1 + wy1 * ux1)
         )
+
+
+class SelfCollisionModel(CapsuleDistances):
+    """Capsules on the robot's links and the distances between non-adjacent ones.
+
+    Raises:
+        ConfigError: a link of the spec is not a frame of the model (the message lists
+            the valid frames), or no pair is left to check.
+    """
+
+    def __init__(self, robot: RobotModel, spec: CollisionSpec, pairs: int = 1) -> None:
+        model = robot.model
+        geom_model = pin.GeometryModel()
+        capsule_link = _add_capsules(robot, spec, geom_model)
+        link_joint = {
+            link: int(obj.parentJoint)
+            for link, obj in zip(capsule_link, geom_model.geometryObjects, strict=True)
+        }
+        excluded = set()
+        for a, b in spec.exclude_pairs:
+            for name in (a, b):
+                if name not in link_joint:
+                    raise ConfigError(
+                        f"collision model: exclude_pairs names link {name!r} without capsules; "
+                        f"links with capsules are {sorted(link_joint)}"
+                    )
+            excluded.add(frozenset((a, b)))
+
+        def adjacent(ja: int, jb: int) -> bool:
+            return ja == jb or model.parents[ja] == jb or model.parents[jb] == ja
+
+        pair_links: list[tuple[str, str]] = []
+        for i in range(len(capsule_link)):
+            for j in range(i + 1, len(capsule_link)):
+                la, lb = capsule_link[i], capsule_link[j]
+                if la == lb or adjacent(link_joint[la], link_joint[lb]):
+                    continue
+                if frozenset((la, lb)) in excluded:
+                    continue
+                geom_model.addCollisionPair(pin.CollisionPair(i, j))
+                pair_links.append((la, lb))
+        if not pair_links:
+            raise ConfigError("collision model: no pair of non-adjacent links to check")
+        super().__init__(robot, geom_model, pair_links, pairs)
+
+    @classmethod
+    def from_file(cls, robot: RobotModel, path: str | Path, pairs: int = 1) -> SelfCollisionModel:
+        """Build from a collision YAML file (``pairs``: how many of the closest pairs to track)."""
+        return cls(robot, CollisionSpec.from_file(path), pairs)
+
+
+#: Name of the plane in :attr:`FloorModel.pair_links` (the first of each pair).
+FLOOR = "floor"
+
+
+class FloorModel(CapsuleDistances):
+    """The capsules' heights above the horizontal plane ``z = height`` of the base frame (m).
+
+    Each pair is the plane (a ``coal.Halfspace`` fixed to the universe: everything below
+    ``height`` is solid) and one capsule whose height changes with the configuration: a capsule
+    at the same height in every sampled configuration (on the Gen3 the base's and the shoulder's,
+    turned only about the vertical first axis) cannot be moved off the plane by any torque and
+    is left out. The distance is ``min(z_start, z_end) − radius − height`` (negative below the
+    plane), the normal ``+z``.
+
+    The plane's normal ``ẑ`` does not turn, so the rows are exact (unlike two capsules', see the
+    module docstring) when taken at the capsule's axis point ``p`` above the witness (``r``
+    higher): a material point of the link whose height is the distance plus a constant. (The
+    witness on the capsule's surface is a material point too, but its acceleration holds an
+    extra ``r·(|ω|² − ω_z²)`` the distance does not.) With ``(v, ω)`` and ``(a, α)`` the link's
+    spatial velocity and bias acceleration at the world origin (``J·q̇`` and ``J̇·q̇`` of its
+    joint, the columns of the joints that do not move it set to 0), ``ṗ = v + ω × p`` and::
+
+        ∇d    = J_vz + p_y·J_ωx − p_x·J_ωy            (ẑ·(ω × p) = ω·(p × ẑ))
+        drift = a_z + p_y·α_x − p_x·α_y + (ω × ṗ)_z
+
+    Raises:
+        ConfigError: a link of the spec is not a frame of the model, no capsule moves, or
+            ``pairs`` is not in ``[1, number of moving capsules]``.
+    """
+
+    def __init__(self, robot: RobotModel, spec: CollisionSpec, height: float = 0.0, pairs: int = 1) -> None:
+        if not math.isfinite(height) or abs(height) > _MAX_SIZE_M:
+            raise ConfigError(
+                f"floor.height: expected a finite height within ±{_MAX_SIZE_M:g} m, got {height!r}"
+            )
+        self.height = float(height)
+        geom_model = pin.GeometryModel()
+        capsule_link = _add_capsules(robot, spec, geom_model)
+        radii = [float(cap.radius) for cap in spec.capsules]
+        plane = len(capsule_link)
+        geom_model.addGeometryObject(
+            pin.GeometryObject(
+                FLOOR, 0, 0, pin.SE3.Identity(), coal.Halfspace(np.array([0.0, 0.0, 1.0]), self.height)
+            )
+        )
+        for i in range(plane):
+            geom_model.addCollisionPair(pin.CollisionPair(plane, i))
+        # Heights at the sampled configurations: a capsule whose height never changes is dropped.
+        probe = pin.GeometryData(geom_model)
+        model, data = robot.model, robot.data
+        heights = []
+        for q in sample_configurations(robot):
+            pin.forwardKinematics(model, data, robot.configuration(q))
+            pin.updateGeometryPlacements(model, data, geom_model, probe)
+            pin.computeDistances(geom_model, probe)
+            heights.append([res.min_distance for res in probe.distanceResults])
+        spread = np.ptp(np.array(heights), axis=0)
+        moving = [i for i in range(plane) if spread[i] > 1e-9]
+        if not moving:
+            raise ConfigError("floor: no capsule of the collision model moves up or down")
+        kept = pin.GeometryModel()
+        for i in [*moving, plane]:
+            kept.addGeometryObject(geom_model.geometryObjects[i])
+        for k in range(len(moving)):
+            kept.addCollisionPair(pin.CollisionPair(len(moving), k))
+        pair_links = [(FLOOR, capsule_link[i]) for i in moving]
+        #: Links whose capsules never change height, left out.
+        self.fixed_links = sorted({capsule_link[i] for i in range(plane) if i not in moving})
+        if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= len(moving):
+            raise ConfigError(
+                f"floor.rows: expected an integer in [1, {len(moving)}] (the capsules that move up "
+                f"and down), got {pairs!r}"
+            )
+        super().__init__(robot, kept, pair_links, pairs)
+        self._radii = [radii[i] for i in moving]
+        n = robot.n
+        self._masks = [mask.reshape(2, n)[0] for mask in self._pair_masks]  # the capsule's link
+        self._Jb = np.zeros((2, 6, n))  # [J; J̇] of one capsule's link
+        self._coef = np.zeros(3)  # (1, p_y, −p_x) on rows (v_z, ω_x, ω_y)
+
+    def _pair_terms(self, row: int, k: int, v: FloatArray | None, JJd4: FloatArray) -> None:
+        """Height, gradient and drift of capsule ``k`` into row ``row`` (row 0 also: witness, normal)."""
+        res = self._results[k]
+        self.distances[row] = res.min_distance
+        self.tracked_pairs[row] = self.pair_links[k]
+        p2 = res.getNearestPoint2()
+        x, y, z = p2.tolist()
+        z += self._radii[k]  # the axis point above the witness
+        if row == 0:
+            self.normal = np.array((0.0, 0.0, 1.0))
+            self.witness = (res.getNearestPoint1(), p2)
+        Jb = self._Jb
+        np.multiply(JJd4[:, 0], self._masks[k], Jb)
+        coef = self._coef
+        coef[:] = (1.0, y, -x)
+        coef.dot(Jb[0, 2:5], self.gradients[row])
+        if v is None:
+            self.drifts[row] = 0.0
+            return
+        vx, vy, _, wx, wy, wz, _, _, az, ax, ay, _ = Jb.dot(v).ravel().tolist()
+        # ṗ = v + ω × p (x and y components), then (ω × ṗ)_z
+        px, py = vx + wy * z - wz * y, vy + wz * x - wx * z
+        self.drifts[row] = az + y * ax - x * ay + wx * py - wy * px
+
+    @classmethod
+    def from_file(
+        cls, robot: RobotModel, path: str | Path, height: float = 0.0, pairs: int = 1
+    ) -> FloorModel:
+        """Build from a collision YAML file (its ``exclude_pairs`` play no part here)."""
+        return cls(robot, CollisionSpec.from_file(path), height, pairs)

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from ..errors import ConfigError
 from ..robot import RobotModel, sample_configurations
 from ..validation import FloatArray, as_positive_float
-from .collision import SelfCollisionModel
+from .collision import CapsuleDistances, FloorModel, SelfCollisionModel
 from .tasks import KinematicsState
 
 
@@ -231,7 +231,37 @@ MAX_D_SAFE_BY_ROWS = {1: 0.02, 2: 0.03}
 MAX_D_SAFE = 0.08
 
 
-class SelfCollisionBarrier(Barrier):
+class _DistanceBarrier(Barrier):
+    """Second-order rows ``∇d_i·q̈ + s_i ≥ −drift_i − 2α·∇d_i·q̇ − α²·(d_i − d_safe)`` on the tracked
+    pairs of a :class:`~.collision.CapsuleDistances` model, closest first: the shared update of
+    :class:`SelfCollisionBarrier` and :class:`FloorBarrier`."""
+
+    def __init__(
+        self, robot: RobotModel, model: CapsuleDistances, alpha: float, d_safe: float, soft: bool
+    ) -> None:
+        super().__init__(model.pairs, soft=soft)
+        self.alpha = check_barrier_alpha(f"{self.name}.alpha", alpha)
+        self.d_safe = as_positive_float(f"{self.name}.d_safe", d_safe, allow_zero=True)
+        self.gradients = np.zeros((model.pairs, robot.n))
+        self.gradient = self.gradients[0]
+        self.distance = math.inf
+        self._rate = np.zeros(model.pairs)  # ∇d·q̇ per row, a work array
+
+    def _fill(self, model: CapsuleDistances, kin: KinematicsState) -> None:
+        """The rows from :attr:`gradients` and ``model``'s last update (distances and drifts)."""
+        a = self.alpha
+        g = self.gradients
+        self.C[:] = g
+        g.dot(kin.v, self._rate)
+        # lower = −drift − 2α·∇d·q̇ − α²·(d − d_safe), all rows at once
+        np.multiply(self._rate, -2.0 * a, self.lower)
+        self.lower -= model.drifts
+        self.lower -= a * a * (model.distances - self.d_safe)
+        self.distance = model.distance
+        self.margin = model.distance - self.d_safe
+
+
+class SelfCollisionBarrier(_DistanceBarrier):
     """Second-order barrier on the capsule distances: ``h_i = d_i(q) − d_safe`` (m).
 
     One row per tracked pair, the ``collision.pairs`` closest ones (closest first)::
@@ -268,10 +298,8 @@ class SelfCollisionBarrier(Barrier):
         filter_gain: float = 0.2,
         soft: bool = True,
     ) -> None:
-        super().__init__(collision.pairs, soft=soft)
+        super().__init__(robot, collision, alpha, d_safe, soft)
         self.collision = collision
-        self.alpha = check_barrier_alpha("self_collision.alpha", alpha)
-        self.d_safe = as_positive_float("self_collision.d_safe", d_safe, allow_zero=True)
         widest = max(collision.closest_distance(q) for q in sample_configurations(robot))
         if self.d_safe >= SAMPLED_MAX_MARGIN * widest:
             # Never met: a hard row is infeasible at every step (the QP falls back on each), a
@@ -300,11 +328,7 @@ class SelfCollisionBarrier(Barrier):
                 f"docs/controllers.md); {fix}"
             )
         self.filter_gain = check_filter_gain("self_collision.filter", filter_gain)
-        self.gradients = np.zeros((collision.pairs, robot.n))
-        self.gradient = self.gradients[0]
-        self.distance = math.inf
         self._fresh = True
-        self._rate = np.zeros(collision.pairs)  # ∇d_f·q̇ per row, a work array
 
     def reset(self) -> None:
         """Restart the gradient filter (next update takes the raw gradient)."""
@@ -312,22 +336,51 @@ class SelfCollisionBarrier(Barrier):
 
     def update(self, kin: KinematicsState) -> None:
         col = self.collision
-        d = col.update(kin.v, kin.JJd)
+        col.update(kin.v, kin.JJd)
         g = self.gradients
         if self._fresh:
             g[:] = col.gradients
             self._fresh = False
         else:
             g += self.filter_gain * (col.gradients - g)
-        a = self.alpha
-        self.distance = d
-        self.C[:] = g
-        g.dot(kin.v, self._rate)
-        # lower = −drift − 2α·∇d_f·q̇ − α²·(d − d_safe), all rows at once
-        np.multiply(self._rate, -2.0 * a, self.lower)
-        self.lower -= col.drifts
-        self.lower -= a * a * (col.distances - self.d_safe)
-        self.margin = d - self.d_safe
+        self._fill(col, kin)
+
+
+class FloorBarrier(_DistanceBarrier):
+    """Second-order barrier keeping the links' capsules above a horizontal plane (the table or
+    floor the arm stands on): ``h_i = d_i(q) − d_safe`` (m), ``d_i`` the height of a capsule's
+    lowest point above the plane (:class:`~.collision.FloorModel`).
+
+    One row per tracked capsule, the ``floor.rows`` lowest (lowest first)::
+
+        ∇d_i·q̈ + s_i ≥ −drift_i − 2α·∇d_i·q̇ − α²·(d_i − d_safe)
+
+    Unlike the self-collision rows these are exact (the plane does not turn) and unfiltered: a
+    row's gradient changes with its capsule, which nothing made ring (docs/controllers.md,
+    "The floor barrier"). ``margin`` is the lowest capsule's ``d − d_safe``.
+    """
+
+    name = "floor"
+
+    def __init__(
+        self, robot: RobotModel, floor: FloorModel, alpha: float, d_safe: float, *, soft: bool = True
+    ) -> None:
+        super().__init__(robot, floor, alpha, d_safe, soft)
+        self.floor = floor
+        self.gradients = floor.gradients  # unfiltered: the model's own rows
+        self.gradient = self.gradients[0]
+        highest = max(floor.closest_distance(q) for q in sample_configurations(robot))
+        if self.d_safe >= SAMPLED_MAX_MARGIN * highest:
+            raise ConfigError(
+                f"floor.d_safe: {d_safe!r} m is more than the lowest moving capsule is above the plane "
+                f"z = {floor.height:g} m anywhere sampled (at most {highest:.4g} m, the true maximum no "
+                f"more than {SAMPLED_MAX_MARGIN:g} times that): the barrier could never hold"
+            )
+
+    def update(self, kin: KinematicsState) -> None:
+        floor = self.floor
+        floor.update(kin.v, kin.JJd)
+        self._fill(floor, kin)
 
 
 def _motion_cross_tensor() -> FloatArray:
