@@ -5,15 +5,17 @@
 - :mod:`.tasks`: acceleration tasks (frame pose, position, orientation, joint posture) and
   the per-step :class:`KinematicsState`.
 - :mod:`.constraints`: control-barrier-function rows (joint position, joint velocity,
-  self-collision, singularity, fixed linear rows).
-- :mod:`.collision`: the capsule self-collision model loaded from ``config/*.yaml``.
+  self-collision, floor, singularity, fixed linear rows).
+- :mod:`.collision`: the link capsules loaded from ``config/*.yaml``, their distances to each
+  other (self-collision) and to the floor's plane.
 """
 
 from __future__ import annotations
 
-from .collision import Capsule, CollisionSpec, SelfCollisionModel
+from .collision import Capsule, CapsuleDistances, CollisionSpec, FloorModel, SelfCollisionModel
 from .constraints import (
     Barrier,
+    FloorBarrier,
     JointPositionBarrier,
     JointVelocityBarrier,
     LinearBarrier,
@@ -36,9 +38,12 @@ __all__ = [
     "TASK_TYPES",
     "Barrier",
     "Capsule",
+    "CapsuleDistances",
     "CartesianTarget",
     "CollisionSpec",
     "DenseQP",
+    "FloorBarrier",
+    "FloorModel",
     "FramePoseTask",
     "JointPositionBarrier",
     "JointPostureTask",

@@ -1,4 +1,4 @@
-"""Capsule self-collision model: minimum distance between non-adjacent links and its gradient.
+"""Capsules on the links: their distances to each other (self-collision) and to the floor, with gradients.
 
 The capsules come from a YAML file (URDF cannot describe capsules; urdfdom silently
 drops them), for example ``config/gen3_collision.yaml``::
@@ -30,6 +30,11 @@ term grows with the speed squared, so the QP controllers accept this barrier onl
 velocity barrier, which keeps the speeds where the dip stays that small. (The term's size against
 finite differences, and the dips in MuJoCo with and without the velocity barrier:
 docs/controllers.md, "Measurements behind the core's bounds and defaults".)
+
+The same capsules, those that move up and down, are kept above the floor's plane by
+:class:`FloorModel` (a ``coal.Halfspace`` paired with each): there the normal is fixed, and the
+rows are exact. :class:`CapsuleDistances` holds what both share (the distance query, the closest
+pairs' rows).
 
 A capsule is ``coal.Capsule(radius, length)`` with the full segment length (coal keeps half of
 it as ``halfLength``; given the half length, a capsule would cover only the middle half of its
