@@ -377,12 +377,8 @@ class _QPController(Controller[QPReference]):
             barriers.append(jv)
         if c.self_collision.enabled:
             cc = c.self_collision
+            spec = self._capsules("self_collision", cc.model)
             # The collision model's messages name its file or its keys, not the parameters.
-            try:
-                # As the nodes find their model files: as given, else in the package's config/.
-                spec = CollisionSpec.from_file(find_data_file(cc.model, "config"))
-            except (ConfigError, FileNotFoundError) as exc:
-                raise ConfigError(f"{self.name}.self_collision.model: {exc}") from None
             try:
                 model = SelfCollisionModel(robot, spec, cc.pairs)
             except ConfigError as exc:
@@ -394,10 +390,7 @@ class _QPController(Controller[QPReference]):
             barriers.append(self.collision_barrier)
         if c.floor.enabled:
             fc = c.floor
-            try:
-                spec = CollisionSpec.from_file(find_data_file(fc.model, "config"))
-            except (ConfigError, FileNotFoundError) as exc:
-                raise ConfigError(f"{self.name}.floor.model: {exc}") from None
+            spec = self._capsules("floor", fc.model)
             try:
                 floor = FloorModel(robot, spec, fc.height, fc.rows)
             except ConfigError as exc:
@@ -433,6 +426,14 @@ class _QPController(Controller[QPReference]):
                 f"{self.name}.self_collision"
             )
         return barriers
+
+    def _capsules(self, group: str, model_file: str) -> CollisionSpec:
+        """Barrier group ``group``'s capsule file, found as the nodes find their model files: as
+        given, else in the package's ``config/``."""
+        try:
+            return CollisionSpec.from_file(find_data_file(model_file, "config"))
+        except (ConfigError, FileNotFoundError) as exc:
+            raise ConfigError(f"{self.name}.{group}.model: {exc}") from None
 
     def _stack_barrier_rows(self) -> list[tuple[int, int, int]]:
         """Bind every barrier to its rows of the stacked ``C_b``, ``l_b``; the soft rows as

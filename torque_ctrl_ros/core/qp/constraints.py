@@ -237,11 +237,22 @@ class _DistanceBarrier(Barrier):
     :class:`SelfCollisionBarrier` and :class:`FloorBarrier`."""
 
     def __init__(
-        self, robot: RobotModel, model: CapsuleDistances, alpha: float, d_safe: float, soft: bool
+        self, robot: RobotModel, model: CapsuleDistances, alpha: float, d_safe: float, soft: bool, apart: str
     ) -> None:
+        """``apart``: what the model's smallest distance is, for the message refusing a ``d_safe``
+        never met ("the closest pair of capsules is apart")."""
         super().__init__(model.pairs, soft=soft)
         self.alpha = check_barrier_alpha(f"{self.name}.alpha", alpha)
         self.d_safe = as_positive_float(f"{self.name}.d_safe", d_safe, allow_zero=True)
+        most = max(model.closest_distance(q) for q in sample_configurations(robot))
+        if self.d_safe >= SAMPLED_MAX_MARGIN * most:
+            # Never met: a hard row is infeasible at every step (the QP falls back on each), a
+            # soft one pulls on its slack for ever.
+            raise ConfigError(
+                f"{self.name}.d_safe: {d_safe!r} m is more than {apart} anywhere sampled (at most "
+                f"{most:.4g} m, the true maximum no more than {SAMPLED_MAX_MARGIN:g} times that): the "
+                "barrier could never hold"
+            )
         self.gradients = np.zeros((model.pairs, robot.n))
         self.gradient = self.gradients[0]
         self.distance = math.inf
@@ -298,17 +309,8 @@ class SelfCollisionBarrier(_DistanceBarrier):
         filter_gain: float = 0.2,
         soft: bool = True,
     ) -> None:
-        super().__init__(robot, collision, alpha, d_safe, soft)
+        super().__init__(robot, collision, alpha, d_safe, soft, "the closest pair of capsules is apart")
         self.collision = collision
-        widest = max(collision.closest_distance(q) for q in sample_configurations(robot))
-        if self.d_safe >= SAMPLED_MAX_MARGIN * widest:
-            # Never met: a hard row is infeasible at every step (the QP falls back on each), a
-            # soft one pulls on its slack for ever.
-            raise ConfigError(
-                f"self_collision.d_safe: {d_safe!r} m is more than the closest pair of capsules is "
-                f"apart anywhere sampled (at most {widest:.4g} m, the true maximum no more than "
-                f"{SAMPLED_MAX_MARGIN:g} times that): the barrier could never hold"
-            )
         rows = collision.pairs
         most = MAX_D_SAFE_BY_ROWS.get(rows, MAX_D_SAFE)
         if self.d_safe > most:
@@ -365,17 +367,11 @@ class FloorBarrier(_DistanceBarrier):
     def __init__(
         self, robot: RobotModel, floor: FloorModel, alpha: float, d_safe: float, *, soft: bool = True
     ) -> None:
-        super().__init__(robot, floor, alpha, d_safe, soft)
+        above = f"the lowest moving capsule is above the plane z = {floor.height:g} m"
+        super().__init__(robot, floor, alpha, d_safe, soft, above)
         self.floor = floor
         self.gradients = floor.gradients  # unfiltered: the model's own rows
         self.gradient = self.gradients[0]
-        highest = max(floor.closest_distance(q) for q in sample_configurations(robot))
-        if self.d_safe >= SAMPLED_MAX_MARGIN * highest:
-            raise ConfigError(
-                f"floor.d_safe: {d_safe!r} m is more than the lowest moving capsule is above the plane "
-                f"z = {floor.height:g} m anywhere sampled (at most {highest:.4g} m, the true maximum no "
-                f"more than {SAMPLED_MAX_MARGIN:g} times that): the barrier could never hold"
-            )
 
     def update(self, kin: KinematicsState) -> None:
         floor = self.floor
