@@ -26,7 +26,7 @@ from conftest import URDF_PATH
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import create_controller
 from torque_ctrl_ros.core.controllers.qpid import QPID
-from torque_ctrl_ros.core.errors import ConfigError
+from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.qp.collision import FLOOR, CollisionSpec, FloorModel
 from torque_ctrl_ros.core.qp.constraints import FloorBarrier
 from torque_ctrl_ros.core.qp.tasks import KinematicsState
@@ -139,6 +139,22 @@ def test_the_model_and_barrier_refuse_what_cannot_work(robot: RobotModel) -> Non
         FloorBarrier(robot, high, alpha=10.0, d_safe=0.0)
     with pytest.raises(ConfigError, match=r"^floor.alpha: expected at least 1 1/s"):
         FloorBarrier(robot, floor, alpha=0.5, d_safe=0.02)
+
+
+def test_a_target_below_the_plane_is_refused(robot: RobotModel) -> None:
+    """A frame target under the plane is refused naming the plane; on it or just above it (a frame
+    beyond the capsules may get there) it is taken."""
+    barrier = FloorBarrier(robot, FloorModel.from_file(robot, COLLISION, 0.1, 1), alpha=10.0, d_safe=0.02)
+    with pytest.raises(
+        TargetError,
+        match=r"^tool target: position \(0.4, 0, 0.09\) m is below the floor barrier's plane z = 0.1 m "
+        r"\(floor.height\), which the arm is kept above$",
+    ):
+        barrier.check_target(np.array([0.4, 0.0, 0.09]), "tool target")
+    with pytest.raises(TargetError, match="below the floor barrier's plane"):
+        barrier.check_target(np.array([0.4, 0.0, math.nan]), "tool target")
+    for z in (0.1, 0.11, 0.5):
+        barrier.check_target(np.array([0.4, 0.0, z]), "tool target")
 
 
 def _qpid_params(**extra: Any) -> dict[str, Any]:

@@ -280,6 +280,17 @@ def test_qp_frame_task_targets_out_of_reach_are_refused(robot: RobotModel, contr
     assert source.received == 1 and source.rejected == 1
 
 
+@pytest.mark.parametrize("controller", ["qpid", "hqpid"])
+def test_qp_frame_task_targets_below_the_floor_are_refused(robot: RobotModel, controller: str) -> None:
+    """The shipped floor barrier's plane is z = 0: a tool target 1 cm under it is refused, one on it
+    taken (the barrier then holds the capsules 2 cm up)."""
+    node, source = _qp_source(robot, controller)
+    node.callbacks["~/tool/target"](_pose((0.5, 0.0, -0.01)))
+    assert source.rejected == 1 and "below the floor barrier's plane z = 0 m" in source.last_error
+    node.callbacks["~/tool/target"](_pose((0.5, 0.0, 0.0)))
+    assert source.received == 1 and source.rejected == 1
+
+
 # ------------------------------------------------------------------ pose targets: approached
 @pytest.mark.parametrize("eps", [0.0, 1e-4, 0.001, 0.03])
 def test_a_pose_target_across_a_singularity_is_refused_and_near_one_is_slow(

@@ -42,7 +42,8 @@ first point at time 0 is not where and how the reference moves
 (:data:`~..core.target_tracking.START_TOLERANCE`), or stamped before 0 or more than
 :data:`~..core.target_tracking.MAX_START_DELAY` ahead. A pose or position target is refused when
 its frame cannot reach it (:class:`~..core.reach.Reach`: farther from the circle joint_1 turns the
-next joint's origin on than the rest of the chain reaches).
+next joint's origin on than the rest of the chain reaches); for ``qpid`` / ``hqpid`` also when it
+lies below the floor barrier's plane (:meth:`~..core.qp.constraints.FloorBarrier.check_target`).
 """
 
 from __future__ import annotations
@@ -572,7 +573,7 @@ class TaskTargetSource(TrackedSource[TaskTargetTracker]):
       ``orientation`` task: a pose task takes the whole pose, a position task only the position
       (the orientation is ignored, so a default all-zero quaternion is fine, but a NaN or inf
       there is refused), an orientation task only the orientation (likewise). A position farther
-      than the task frame's reach is refused.
+      than the task frame's reach, or below the floor barrier's plane (``floor.height``), is refused.
     * ``~/joint_target`` (JointState by name: positions; velocities empty or zero) for every
       ``posture`` task; positions outside the joint limits are refused.
     """
@@ -594,6 +595,7 @@ class TaskTargetSource(TrackedSource[TaskTargetTracker]):
             for name, task in self.tracker.frame_tasks.items()
             if task.kind in ("pose", "position")
         }
+        self.floor = qp.floor_barrier  # refuses positions below its plane
         for name in self.tracker.frame_tasks:
             topic = f"~/{name}/target"
             try:
@@ -628,6 +630,8 @@ class TaskTargetSource(TrackedSource[TaskTargetTracker]):
                 position = pose.position
             if position is not None:
                 self.reach[task].check(position, what)
+                if self.floor is not None:
+                    self.floor.check_target(position, what)
         except TargetError as exc:
             self._refuse(str(exc))
             return

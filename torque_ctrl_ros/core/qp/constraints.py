@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ConfigError
+from ..errors import ConfigError, TargetError
 from ..robot import RobotModel, sample_configurations
 from ..validation import FloatArray, as_positive_float
 from .collision import CapsuleDistances, FloorModel, SelfCollisionModel
@@ -377,6 +377,19 @@ class FloorBarrier(_DistanceBarrier):
         floor = self.floor
         floor.update(kin.v, kin.JJd)
         self._fill(floor, kin)
+
+    def check_target(self, position: FloatArray, what: str) -> None:
+        """Refuse a frame's target ``position`` (m, base frame) below the plane: the barrier holds
+        the capsules above it, so the frame could only be pressed toward it (its task error never
+        settling), and a frame the capsules do not cover (a gripper's tip) would go into the floor.
+        Between the plane and ``d_safe`` above it a target is taken: such a frame may get there."""
+        z = float(position[2])
+        if not z >= self.floor.height:
+            point = ", ".join(f"{float(x):.4g}" for x in position)
+            raise TargetError(
+                f"{what}: position ({point}) m is below the floor barrier's plane z = "
+                f"{self.floor.height:g} m (floor.height), which the arm is kept above"
+            )
 
 
 def _motion_cross_tensor() -> FloatArray:
