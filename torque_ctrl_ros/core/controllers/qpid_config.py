@@ -132,13 +132,13 @@ class CollisionConfig(BarrierConfig):
 class FloorConfig(BarrierConfig):
     """Floor barrier: keep the lowest point of every capsule that moves up and down (capsule
     ``model`` file) ``d_safe`` (m) above the plane ``z = height`` (m, base frame); ``rows``: how
-    many of the lowest capsules get a row (one held ``d_safe`` wherever two or three did:
-    docs/controllers.md, "The floor barrier")."""
+    many of the lowest capsules get a row (with one, two capsules near the plane took turns in it
+    and sank up to 20 mm past ``d_safe``: docs/controllers.md, "The floor barrier")."""
 
     height: float = 0.0
     d_safe: float = 0.02
     model: str = "gen3_collision.yaml"
-    rows: int = 1
+    rows: int = 2
 
 
 @dataclass(frozen=True)
