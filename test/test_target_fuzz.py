@@ -92,6 +92,11 @@ class FuzzError(AssertionError):
     """What the fuzz found wrong (the message names the case)."""
 
 
+#: The floor barrier's plane (m, base frame) of every QP source here: the shipped ``floor.height``
+#: and ``QPIDConfig``'s default. A pose or position target below it is refused.
+QP_FLOOR_HEIGHT = 0.0
+
+
 class Arm:
     """The Gen3's limits and reach, and the hostile inputs drawn against them."""
 
@@ -401,8 +406,11 @@ class Arm:
                 faults.append("position: expected finite")
             elif self.reach.distance(position) > self.reach.radius:
                 faults.append("farther than the rest of the chain reaches")
-            elif self.reach.distance(position) > self.reach.radius - REACH_MARGIN - STRETCH_MARGIN:
-                faults += ["full stretch"] if kind == "achd_rnea" else []
+            else:
+                if self.reach.distance(position) > self.reach.radius - REACH_MARGIN - STRETCH_MARGIN:
+                    faults += ["full stretch"] if kind == "achd_rnea" else []
+                if kind != "achd_rnea" and not position[2] >= QP_FLOOR_HEIGHT:
+                    faults.append("below the floor barrier's plane")
         if kind != "position":  # the orientation is read
             quaternion = np.array([o.x, o.y, o.z, o.w])
             if not np.isfinite(quaternion).all() or not 0.9 <= np.linalg.norm(quaternion) <= 1.1:
@@ -605,10 +613,13 @@ def _source(robot: RobotModel, kind: str) -> tuple[FakeTargetNode, Any]:
             "posture": {"type": "posture", "kp": 10.0, "weight": 1e-3},
         }
         ctrl = create_controller("qpid", robot, params)
-        return node, targets.create_target_source("qpid", node, ctrl)  # type: ignore[arg-type]
-    shipped = shipped_parameters("controller_node") | {"controller": kind}
-    ctrl = create_controller(kind, robot, controller_node_config(shipped).controller_params)
-    return node, targets.create_target_source(kind, node, ctrl)  # type: ignore[arg-type]
+    else:
+        shipped = shipped_parameters("controller_node") | {"controller": kind}
+        ctrl = create_controller(kind, robot, controller_node_config(shipped).controller_params)
+    floor = getattr(ctrl, "floor_barrier", None)
+    assert floor is None or floor.floor.height == QP_FLOOR_HEIGHT  # what pose_faults expects
+    source_kind = "qpid" if kind in ("qpid_position", "qpid_orientation") else kind
+    return node, targets.create_target_source(source_kind, node, ctrl)  # type: ignore[arg-type]
 
 
 def _moving(source: Any, stamp: float) -> bool:
