@@ -40,7 +40,7 @@ def check_target_position(position: FloatArray, what: str) -> None:
     limit = MAX_TARGET_DISTANCE
     if not all(-limit <= x <= limit for x in position.tolist()):
         raise TargetError(
-            f"{what}: position {_point(position)} m is beyond ±{limit:g} m of the base frame origin, "
+            f"{what}: position {point_text(position)} m is beyond ±{limit:g} m of the base frame origin, "
             "far past any arm's reach"
         )
 
@@ -137,7 +137,7 @@ class Reach:
                 else "the base frame origin"
             )
             raise TargetError(
-                f"{what}: position {_point(position)} m is {distance:.4g} m from {where}, farther than "
+                f"{what}: position {point_text(position)} m is {distance:.4g} m from {where}, farther than "
                 f"the rest of the chain reaches ({self.radius:.3f} m)"
             )
 
@@ -149,7 +149,7 @@ class Reach:
         limit = self.radius - REACH_MARGIN - STRETCH_MARGIN
         if not distance <= limit:
             raise TargetError(
-                f"{what}: position {_point(position)} m is {distance:.4f} m from the circle "
+                f"{what}: position {point_text(position)} m is {distance:.4f} m from the circle "
                 f"{self.joint}'s rotation moves the next joint on, more than {limit:.4f} m "
                 f"(by {1e3 * (distance - limit):.2g} mm): within "
                 f"{STRETCH_MARGIN * 1e3:g} mm of full stretch the arm would pass its stretched singularity "
@@ -158,8 +158,16 @@ class Reach:
             )
 
 
-def _point(position: FloatArray) -> str:
+def point_text(position: FloatArray) -> str:
+    """``position`` (m) as ``(x, y, z)`` with four significant digits, for messages."""
     return "(" + ", ".join(f"{float(x):.4g}" for x in position) + ")"
 
 
-__all__ = ["MAX_TARGET_DISTANCE", "REACH_MARGIN", "STRETCH_MARGIN", "Reach", "check_target_position"]
+__all__ = [
+    "MAX_TARGET_DISTANCE",
+    "REACH_MARGIN",
+    "STRETCH_MARGIN",
+    "Reach",
+    "check_target_position",
+    "point_text",
+]

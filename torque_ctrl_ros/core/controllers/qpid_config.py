@@ -616,19 +616,17 @@ def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
     # is on: one off builds no barrier and acts on nothing.
     check_alpha = check_barrier_alpha if cfg.enabled else as_positive_float
     numbers: dict[str, Any] = {"alpha": check_alpha(f"{field_name}.alpha", cfg.alpha)}
-    if isinstance(cfg, CollisionConfig):
+    if isinstance(cfg, CollisionConfig | FloorConfig):  # the capsule barriers
         numbers["d_safe"] = as_positive_float(f"{field_name}.d_safe", cfg.d_safe, allow_zero=True)
-        numbers["filter"] = check_filter_gain(f"{field_name}.filter", cfg.filter)
         if not isinstance(cfg.model, str) or not cfg.model:
             raise ConfigError(f"{field_name}.model: expected a file name, got {cfg.model!r}")
+    if isinstance(cfg, CollisionConfig):
+        numbers["filter"] = check_filter_gain(f"{field_name}.filter", cfg.filter)
     if isinstance(cfg, FloorConfig):
         if isinstance(cfg.height, Sequence) and not isinstance(cfg.height, str):
             raise ConfigError(f"{field_name}.height: expected one number (m), got {cfg.height!r}")
         # Signed: a pedestal stands the base above the floor (height < 0).
         numbers["height"] = float(as_vector(f"{field_name}.height", cfg.height, 1, broadcast_scalar=True)[0])
-        numbers["d_safe"] = as_positive_float(f"{field_name}.d_safe", cfg.d_safe, allow_zero=True)
-        if not isinstance(cfg.model, str) or not cfg.model:
-            raise ConfigError(f"{field_name}.model: expected a file name, got {cfg.model!r}")
     if isinstance(cfg, SingularityConfig):
         numbers["w_min"] = as_positive_float(f"{field_name}.w_min", cfg.w_min)
         if not isinstance(cfg.frame, str) or not cfg.frame:

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ConfigError, TargetError
+from ..reach import point_text
 from ..robot import RobotModel, sample_configurations
 from ..validation import FloatArray, as_positive_float
 from .collision import CapsuleDistances, FloorModel, SelfCollisionModel
@@ -385,9 +386,8 @@ class FloorBarrier(_DistanceBarrier):
         Between the plane and ``d_safe`` above it a target is taken: such a frame may get there."""
         z = float(position[2])
         if not z >= self.floor.height:
-            point = ", ".join(f"{float(x):.4g}" for x in position)
             raise TargetError(
-                f"{what}: position ({point}) m is below the floor barrier's plane z = "
+                f"{what}: position {point_text(position)} m is below the floor barrier's plane z = "
                 f"{self.floor.height:g} m (floor.height), which the arm is kept above"
             )
 
