@@ -55,9 +55,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pinocchio as pin
 
 from .errors import ConfigError
+from .prediction import forward_step
 from .robot import CONTROL_PERIOD, RobotModel
 from .validation import FloatArray, as_positive_float, as_vector
 
@@ -137,11 +137,8 @@ class SafeBrake:
             gap = round(min(periods, 1e9))
             m = min(gap, self.max_periods - self.k)
             if m > 0:
-                robot = self.robot
                 for _ in range(m):
-                    a = pin.aba(robot.model, robot.data, robot.configuration(self.q), self.v, self.tau)
-                    self.v += self.period * a
-                    self.q += self.period * self.v
+                    forward_step(self.robot, self.robot.data, self.q, self.v, self.tau, self.period)
                 self.k += m
                 self._t += m * self.period
                 self._longest_gap = max(self._longest_gap, gap)

@@ -20,12 +20,17 @@ A caller's loop, per state (``stamp`` on the states' clock, ``now`` on the calle
         except Exception as exc:
             decision = supervisor.controller_failed(decision, exc, now)
         else:
-            supervisor.command_computed()
+            supervisor.command_computed(out.tau)
     if decision.action is Action.FALLBACK and decision.command is not None:
         out = decision.command                          # the safe brake's, saturated
 
 and :meth:`Supervisor.silence` from a timer when no state arrives at all (``silent_for`` then
 on a steady clock: the time since the last state arrived).
+
+With ``predict_delay`` the controller computes on the state the command will act on rather than
+the one measured: the measured state carried over the commands still in flight
+(:class:`~.prediction.DelayPredictor`, on the robot's ``command_delay``; nothing to carry in the
+simulator), which is why :meth:`Supervisor.command_computed` takes the command sent.
 
 All times are in seconds.
 """
@@ -39,6 +44,7 @@ from dataclasses import dataclass
 
 from .braking import FIRST_HOLD_PERIODS, SafeBrake
 from .errors import TorqueCtrlError
+from .prediction import DelayPredictor, commands_in_flight
 from .resume import KEEP, Resume, ResumeTracker
 from .robot import RobotModel
 from .safety import Action, RejectReason, Watchdog, WatchdogConfig, WatchdogState
@@ -88,9 +94,10 @@ class Decision:
         silence: the transition of that silence (a gap in the stamps), said before the rest.
         clock_reset: the state starts over on a clock gone back (a restarted simulator): the
             caller drops its target and resets its controller.
-        state: ``COMPUTE``: the accepted state (controller order) stamped ``effective_stamp``: its
-            arrays are the watchdog's, valid until the next :meth:`Supervisor.step` (compute on it
-            at once; copy them to keep them).
+        state: ``COMPUTE``: the accepted state (controller order) stamped ``effective_stamp``,
+            carried over the commands in flight when the supervisor predicts the delay (the stamp
+            stays the measurement's): its arrays are the watchdog's or the predictor's, valid until
+            the next :meth:`Supervisor.step` (compute on it at once; copy them to keep them).
         reset_controller: ``COMPUTE``: the arm moved under the safe command or stopped since the
             controller's last step (or there was none): what it carried from that step belongs to
             another state (warm starts, filtered collision gradients: 17 N·m off on the first
@@ -155,6 +162,9 @@ class Supervisor:
             decision, a :class:`~.resume.Resume`, is :attr:`Decision.resume`).
         brake: the safe command, predicted from the last good state.
         limiter: saturation of the safe command to the model's effort limits.
+        predictor: carries each accepted state over the commands in flight
+            (:class:`~.prediction.DelayPredictor`); none to carry without ``predict_delay`` or
+            with a ``command_delay`` of one period.
     """
 
     def __init__(
@@ -163,6 +173,8 @@ class Supervisor:
         config: WatchdogConfig,
         fallback_damping: FloatArray,
         steady_clock: Callable[[], float] | None = None,
+        *,
+        predict_delay: bool = False,
     ) -> None:
         self.watchdog = Watchdog(
             robot.n,
@@ -175,6 +187,9 @@ class Supervisor:
         self.resume_tracker = ResumeTracker(robot.n, config, robot.difference)
         self.brake = SafeBrake(robot, fallback_damping, config.fallback_duration)
         self.limiter = TorqueLimiter(robot.joint_names, robot.effort_limit)
+        self.predictor = DelayPredictor(
+            robot, commands_in_flight(robot.command_delay) if predict_delay else 0
+        )
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
         # When the brake started (the caller's clock, s), and how far the states' stamps have run
         # since (s, each step at most max_age), from the newest finite stamp seen (nan: none yet).
@@ -257,16 +272,25 @@ class Supervisor:
             action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp, now)
         decision = Decision(action, stamp, effective_stamp, previous, silence, wd.clock_resets != resets)
         if action is Action.COMPUTE:
-            decision.state = JointState(wd.last_good.q, wd.last_good.v, effective_stamp)
             decision.resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp)
             decision.reset_controller = previous is not WatchdogState.OK and not decision.resume.unbroken
+            if decision.reset_controller or decision.clock_reset:
+                self.predictor.reset()  # what was sent before no longer tells where the arm goes
+            q_hat, v_hat = self.predictor.predict(wd.last_good.q, wd.last_good.v)
+            decision.state = JointState(q_hat, v_hat, effective_stamp)
             self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
         refused_now = wd.rejected_total != rejected_before  # counted as refused by the watchdog
         return self._answer(decision, now, Notice.REFUSED if refused_now else Notice.NONE)
 
-    def command_computed(self) -> None:
-        """The controller answered the state of the last :meth:`step`."""
+    def command_computed(self, tau: FloatArray | None = None) -> None:
+        """The controller answered the state of the last :meth:`step` with ``tau`` (N·m, saturated:
+        the command sent). ``None`` where the command is not known: the delay prediction then
+        carries the commands in flight up to here at constant velocity."""
         self.resume_tracker.torque_computed()
+        if tau is None:
+            self.predictor.reset()
+        else:
+            self.predictor.sent(tau)
 
     def controller_failed(self, decision: Decision, error: BaseException, now: float) -> Decision:
         """The controller raised ``error`` on the state of ``decision`` (``COMPUTE``, from the last
@@ -312,6 +336,7 @@ class Supervisor:
             out = self._safe_command(decision.stamp, decision.effective_stamp, now)
             if all_finite(out.tau):
                 decision.command = out
+                self.predictor.sent(out.tau)
             else:  # a prediction gone non-finite (the watchdog refuses such states)
                 decision.withheld = out
         if wd.state is not decision.previous:

@@ -181,7 +181,11 @@ class ControllerNode:
         self.controller = create_controller(cfg.controller, robot, cfg.controller_params)
         # The watchdog, the safe brake and what a target does when control resumes.
         self.supervisor = Supervisor(
-            robot, cfg.watchdog, cfg.fallback_damping_vector(robot.n, robot), steady_clock=time.monotonic
+            robot,
+            cfg.watchdog,
+            cfg.fallback_damping_vector(robot.n, robot),
+            steady_clock=time.monotonic,
+            predict_delay=cfg.predict_delay,
         )
         self.watchdog = self.supervisor.watchdog
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
@@ -530,7 +534,7 @@ class ControllerNode:
                 self.log.error("controller exception", traceback.format_exc().rstrip())
             decision = self.supervisor.controller_failed(decision, exc, now)
         else:
-            self.supervisor.command_computed()
+            self.supervisor.command_computed(out.tau)
         t_computed = time.perf_counter()
         self.compute_time.add(t_computed - t0)
         return Computed(decision, out, t0, t_computed)

@@ -205,6 +205,9 @@ class ControllerNodeConfig:
             it (:meth:`~torque_ctrl_ros.core.robot.RobotModel.set_command_delay`): 1 ms for the
             simulator, 3–5 ms reported for the real Gen3; closed-loop dampings and PD gains are
             checked against it.
+        predict_delay: compute on the state the command will act on, the measured one carried
+            over the commands sent in the ``command_delay`` (:mod:`~torque_ctrl_ros.core.prediction`);
+            nothing to carry at one period's delay (the simulator's).
         common: shared settings.
     """
 
@@ -216,6 +219,7 @@ class ControllerNodeConfig:
     watchdog: WatchdogConfig
     fallback_damping: Any
     command_delay: float = CONTROL_PERIOD
+    predict_delay: bool = True
     common: CommonConfig = field(default_factory=CommonConfig)
 
     def fallback_damping_vector(self, n: int, robot: RobotModel | None = None) -> FloatArray:
@@ -246,6 +250,7 @@ CONTROLLER_NODE_KEYS = {
     *(f"watchdog.{name}" for name in WATCHDOG_FIELDS),
     "fallback_damping",
     "command_delay",
+    "predict_delay",
 } | _COMMON_KEYS
 
 
@@ -289,6 +294,7 @@ def controller_node_config(params: Mapping[str, Any], node: str = "controller_no
         command_delay=check_command_delay(
             f"{node}.command_delay", params.get("command_delay", CONTROL_PERIOD)
         ),
+        predict_delay=_bool(node, params, "predict_delay", True),
         common=_common(node, params),
     )
 
