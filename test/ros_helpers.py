@@ -377,9 +377,11 @@ def run_lockstep_pair(
     tmp_path: Path,
     duration: float,
     before_sim: Callable[[], None] | None = None,
+    sim_params: dict[str, Any] | None = None,
     **controller_params: Any,
 ) -> dict[str, Any]:
-    """Controller node (``controller_params`` over the config) + lockstep sim for ``duration`` s.
+    """Controller node (``controller_params`` over the config) + lockstep sim (``sim_params`` over
+    it) for ``duration`` s.
 
     ``before_sim()`` runs once the controller process is started, before the simulator (send
     targets there: they are pending when the first state arrives). Returns the simulator's
@@ -398,6 +400,7 @@ def run_lockstep_pair(
         duration=duration,
         record_file=str(tmp_path / "record.npz"),
         stats_file=str(tmp_path / "sim.json"),
+        **(sim_params or {}),
     )
     rc = sim.wait(timeout=120)
     assert rc == 0, sim.log()

@@ -356,7 +356,7 @@ def test_qp_controllers_take_task_targets_and_report(
 
 
 #: qpid parameters that make every solve at and near home infeasible (see the test below).
-_UNREACHABLE_SINGULARITY_ROW = {
+_UNREACHABLE_SINGULARITY_ROW: dict[str, Any] = {
     "qpid.singularity.soft": False,
     "qpid.singularity.w_min": 0.05,
     "qpid.singularity.alpha": 100.0,

@@ -227,6 +227,118 @@ def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp
     assert np.abs(rec["q"][-1] - q0).max() < 1e-3  # ends at the last waypoint
 
 
+def _trajectory_message(q0: np.ndarray, names: list[str]) -> Any:
+    """Three waypoints from ``q0`` (0.8, 1.6, 2.2 s) as a ``trajectory_msgs/JointTrajectory``."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    msg = TrajectoryMsg(joint_names=names)
+    for t, q in [(0.8, q0 + 0.15), (1.6, q0 - 0.1), (2.2, q0)]:
+        sec = int(t)
+        msg.points.append(
+            JointTrajectoryPoint(
+                positions=q.tolist(), time_from_start=Duration(sec=sec, nanosec=round((t - sec) * 1e9))
+            )
+        )
+    return msg
+
+
+def delayed_core_loop(steps: int, traj: JointTrajectory, predict: bool) -> dict[str, np.ndarray]:
+    """:func:`core_loop` for computed torque along ``traj`` with the commands 5 ms late as both
+    nodes make them: the simulator's :class:`DelayLine` (four steps; its safe torque, ``hold``
+    with the shipped ``safe_damping``, before the first command arrives) and, with ``predict``,
+    the controller on the state carried over the four commands in flight (:class:`DelayPredictor`)."""
+    from torque_ctrl_ros.core.prediction import DelayPredictor
+    from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
+    from torque_ctrl_ros.sim.commands import DelayLine
+
+    plant = MujocoPlant(SCENE)
+    plant.reset("home")
+    robot = RobotModel.from_urdf_file(URDF)
+    robot.set_command_delay(0.005)
+    controller = create_controller("computed_torque", robot, {"kp": KP, "kd": KD})
+    predictor = DelayPredictor(robot, 4 if predict else 0)
+    line = DelayLine(plant.n, 4)
+    q = np.empty((steps + 1, plant.n))
+    v = np.empty((steps + 1, plant.n))
+    tau = np.empty((steps, plant.n))
+    for k in range(steps):
+        q[k], v[k] = plant.q, plant.v
+        q_hat, v_hat = predictor.predict(plant.q, plant.v)
+        state = JointState(q_hat, v_hat, k * 1e-3)
+        tau[k] = controller.compute(state, JointReference(*traj.sample(state.stamp))).tau
+        predictor.sent(tau[k])
+        applied = line.pass_on(tau[k])
+        plant.set_torque(
+            plant.safe_torque(np.array(DEFAULT_DAMPING), hold=True) if applied is None else applied
+        )
+        plant.step()
+    q[steps], v[steps] = plant.q, plant.v
+    return {"q": q, "v": v, "tau": tau}
+
+
+@pytest.mark.parametrize("predict", [True, False])
+def test_five_ms_late_the_nodes_match_the_core_loop(
+    launch: Any,  # noqa: F811 - pytest fixtures
+    probe: Probe,  # noqa: F811
+    tmp_path: Path,
+    predict: bool,
+) -> None:
+    """Both nodes at ``command_delay`` 5 ms, computed torque along a trajectory: the simulator holds
+    each command four steps on its way to the plant, the controller computes on the state carried
+    over the four in flight (``predict_delay``) or on the measured one. Over DDS both runs equal
+    the core loop doing the same to rounding, and the torque the plant got after state k is the
+    command answering state k − 4 (the safe torque before the first arrived)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+
+    steps = 2500
+    plant = MujocoPlant(SCENE)
+    plant.reset("home")
+    q0 = plant.q
+    msg = _trajectory_message(q0, list(plant.joint_names))
+    diags = probe.collect(DiagnosticArray, "/diagnostics")
+    pub = probe.publisher(TrajectoryMsg, "/controller_node/joint_trajectory")
+
+    def send() -> None:
+        wait_until(lambda: pub.get_subscription_count() > 0, 30, "the controller's ~/joint_trajectory")
+        pub.publish(msg)
+        wait_until(
+            lambda: diagnostic_values(diags, "controller").get("targets_received") == "1",
+            10,
+            "the trajectory to arrive",
+        )
+
+    rec = run_lockstep_pair(
+        launch,
+        tmp_path,
+        steps * 1e-3,
+        send,
+        sim_params={"command_delay": 0.005},
+        controller="computed_torque",
+        command_delay=0.005,
+        predict_delay=predict,
+    )["record"]
+    points = [
+        (p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, np.array(p.positions), None, None)
+        for p in msg.points
+    ]
+    traj = JointTrajectory.from_points(points, 7, start=(q0, None))
+    expected = delayed_core_loop(steps, traj, predict)
+    q_ref = np.array([traj.sample(k * 1e-3)[0] for k in range(steps + 1)])
+    tracking = np.abs(RobotModel.from_urdf_file(URDF).difference(q_ref, rec["q"])).max()
+    dev_core = np.abs(rec["q"] - expected["q"]).max()
+    late = float(np.abs(rec["tau"][5:] - expected["tau"][:-4]).max())
+    print(
+        f"computed torque 5 ms late, prediction {'on' if predict else 'off'}: max tracking error "
+        f"{tracking:.2e} rad; vs core loop {dev_core:.1e} rad; applied vs answer 4 back {late:.1e} N·m"
+    )
+    assert dev_core <= 1e-9 and late <= 1e-9
+    np.testing.assert_allclose(rec["tau"][1:5], np.broadcast_to(rec["tau"][1], (4, 7)), atol=0.05)
+    assert np.abs(rec["tau"][4] - expected["tau"][0]).max() > 1e-6  # the safe torque, not a command
+
+
 def test_a_stop_request_ends_a_lockstep_wait_at_once(launch: Any, tmp_path: Path) -> None:  # noqa: F811 - pytest fixtures
     """SIGINT while the simulator waits (lockstep_timeout 30 s) for a controller that never answers."""
     sim = launch(

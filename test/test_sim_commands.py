@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from torque_ctrl_ros.sim.commands import CommandRules, Verdict
+from torque_ctrl_ros.sim.commands import CommandRules, DelayLine, Verdict
 
 N = 7
 DT = 1_000_000  # ns: the simulator's 1 ms step
@@ -198,3 +198,35 @@ def test_the_rules_load_no_ros() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------- the commands' way to the plant
+def test_without_delay_the_line_passes_each_command_itself() -> None:
+    line = DelayLine(N, 0)
+    command = tau(1.0)
+    assert line.pass_on(command) is command and line.pass_on(None) is None
+
+
+def test_the_line_hands_each_command_on_its_periods_later_with_its_gaps() -> None:
+    """Three steps long: nothing out for the first three steps, then what went in three steps
+    before, a step without a command (``None``) coming out as such in its turn; the values are
+    copies, not the caller's buffer."""
+    line = DelayLine(N, 3)
+    inputs: list[float | None] = [1.0, 2.0, None, 4.0, 5.0, 6.0, None, None]
+    buffer = np.zeros(N)
+    outs: list[float | None] = []
+    for value in inputs:
+        if value is None:
+            out = line.pass_on(None)
+        else:
+            buffer[:] = value  # one buffer reused, as the simulator's held command is
+            out = line.pass_on(buffer)
+        outs.append(None if out is None else float(out[0]))
+        if out is not None:
+            assert out is not buffer and np.all(out == out[0])
+    assert outs == [None, None, None, 1.0, 2.0, None, 4.0, 5.0]
+
+
+def test_a_negative_delay_line_is_refused() -> None:
+    with pytest.raises(ValueError, match="periods"):
+        DelayLine(N, -1)

@@ -332,6 +332,9 @@ class SimNodeConfig:
             simulator (after one it catches up with the wall clock and the answers arrive in a
             burst: with 10, 5 × 30 ms stalls lost 2–17 commands). The controller's state queue
             stays at ``qos_depth``: after a stall it should not work through stale states.
+        command_delay: s from a state to the first state the command answering it drives: one
+            step (the default) applies it over the step after the state; more holds it back in a
+            :class:`~torque_ctrl_ros.sim.commands.DelayLine` (0.005: the real Gen3's delay).
         common: shared settings.
     """
 
@@ -347,6 +350,7 @@ class SimNodeConfig:
     duration: float
     record_file: str
     command_queue_depth: int = 100
+    command_delay: float = CONTROL_PERIOD
     common: CommonConfig = field(default_factory=CommonConfig)
 
     def damping_vector(
@@ -399,6 +403,7 @@ SIM_NODE_KEYS = {
     "duration",
     "record_file",
     "command_queue_depth",
+    "command_delay",
 } | _COMMON_KEYS
 
 
@@ -426,6 +431,9 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
         duration=_duration(node, params),
         record_file=_output_file(node, params, "record_file"),
         command_queue_depth=_int(node, params, "command_queue_depth", 100, 1, _MAX_QUEUE),
+        command_delay=check_command_delay(
+            f"{node}.command_delay", params.get("command_delay", CONTROL_PERIOD)
+        ),
         common=_common(node, params),
     )
 

@@ -33,6 +33,13 @@ Modes:
 Without a valid, fresh command the plant gets the safe torque (by default ``hold``,
 ``g(q) − K_d·q̇``; ``damping``, ``−K_d·q̇``; or zero), reported on /diagnostics.
 
+``command_delay`` (s, from a state to the first state showing the command that answers it, as the
+controller node's parameter) longer than one step makes the commands reach the plant that much
+later, the real Gen3's ~5 ms for one (:class:`~torque_ctrl_ros.sim.commands.DelayLine`): each
+step's command, decided as above, drives the step ``round(command_delay / dt) − 1`` steps later;
+a step whose command had not been decided (the first ones, or a gap) gets the safe torque, on the
+current state.
+
 Parameters (``config/gen3_controllers.yaml``) are read once at start-up: later changes are refused.
 """
 
@@ -52,8 +59,9 @@ from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray, MultiArrayLayout
 
 from ..core.errors import ConfigError, ModelError, StateError
+from ..core.prediction import commands_in_flight
 from ..core.robot import CONTROL_PERIOD
-from ..sim.commands import ACCEPTED, MAX_COMMAND_BYTES, CommandRules, Verdict
+from ..sim.commands import ACCEPTED, MAX_COMMAND_BYTES, CommandRules, DelayLine, Verdict
 from ..sim.plant import MujocoPlant
 from .common import (
     CLOCK_TOPIC,
@@ -231,6 +239,8 @@ class SimNode:
         # The held command and the current state's answer, written by the callback and read by
         # the loop (same thread).
         self.commands = CommandRules(self.n, cfg.mode, self.dt_ns, self.t0_ns, cfg.command_timeout)
+        # The commands' way to the plant (none beyond the step after their state by default).
+        self.delay_line = DelayLine(self.n, commands_in_flight(cfg.command_delay, plant.timestep))
         self.published_wall = np.full(_RING, np.nan)
         self.published_stamp = np.full(_RING, -1, dtype=np.int64)
 
@@ -424,12 +434,14 @@ class SimNode:
 
     def _step(self, use_command: bool) -> None:
         plant = self.plant
-        if use_command:
-            plant.set_torque(self.commands.tau)
+        if not use_command:
+            self.counts.missing_command_steps += 1
+        tau = self.delay_line.pass_on(self.commands.tau if use_command else None)
+        if tau is not None:
+            plant.set_torque(tau)
             self.safe_active = False
         else:
             plant.set_torque(plant.safe_torque(self.safe_damping, hold=self._hold))
-            self.counts.missing_command_steps += 1
             self.safe_active = True
         plant.step()
         self.k += 1

@@ -154,3 +154,45 @@ class CommandRules:
             return False
         stamp = self.held_stamp
         return stamp is None or self.t0_ns + k * self.dt_ns - stamp <= self.stale_after_ns
+
+
+class DelayLine:
+    """The commands' way to the actuators, ``periods`` steps long (``sim_node.command_delay``).
+
+    The simulator decides at each step which command drives the arm (:meth:`CommandRules.fresh`,
+    or in lockstep the answer to the current state) and passes it in, or ``None`` when it has
+    none (the safe torque then). What comes out is what was passed in ``periods`` steps before:
+    the plant gets a command that many steps late, as a real arm's command goes through its
+    controller and bus (the Gen3 shows a command ~5 ms after the state it answers: ``periods``
+    4 at 1 kHz). ``None`` out means no command reached the actuators at this step: the caller
+    applies its safe torque, computed on the current state as an arm's own fallback would be.
+    The first ``periods`` steps, before any command can arrive, are such steps. With ``periods``
+    0 what goes in comes out (no copy).
+    """
+
+    def __init__(self, n: int, periods: int) -> None:
+        if periods < 0:
+            raise ValueError(f"periods = {periods}: expected >= 0")
+        self.periods = periods
+        self._slots = np.zeros((periods, n))  # in flight, written in place
+        self._full = np.zeros(periods, dtype=bool)  # which slots hold a command
+        self._next = 0  # the oldest slot: the one to come out next
+        self._out = np.zeros(n)  # what came out last
+
+    def pass_on(self, tau: FloatArray | None) -> FloatArray | None:
+        """Put ``tau`` (N·m, copied; ``None``: no command) in, and take out what went in
+        ``periods`` steps ago (a buffer valid until the next call, or ``None``)."""
+        if not self.periods:
+            return tau
+        i = self._next
+        out: FloatArray | None = None
+        if self._full[i]:
+            np.copyto(self._out, self._slots[i])
+            out = self._out
+        if tau is None:
+            self._full[i] = False
+        else:
+            np.copyto(self._slots[i], tau)
+            self._full[i] = True
+        self._next = (i + 1) % self.periods
+        return out
