@@ -213,6 +213,7 @@ def test_the_controller_node_predicts_the_hardware_files_delay_unless_told_not_t
     with in_process_controllers(ros_domain) as make:
         node = make(ROOT / "config" / "gen3_hardware.yaml", controller="gravity_comp", **overrides)
         assert node.supervisor.predictor.in_flight == in_flight
+        assert node.summary()["predicted_commands"] == in_flight  # also on /diagnostics
 
 
 # ---------------------------------------------------------------- closed loop, 5 ms late

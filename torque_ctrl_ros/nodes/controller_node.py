@@ -755,6 +755,8 @@ class ControllerNode:
             **{f"plan_{k}": v for k, v in percentiles_ms(self.plan_time.window()).items()},
             **self.parts.diagnostics(),
             "serialized_io": self.serialized,
+            # Commands each state is carried over before the controller sees it (predict_delay).
+            "predicted_commands": self.supervisor.predictor.in_flight,
             **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
             **{f"info_{k}": v for k, v in self.last_info.items()},
             **{f"info_{k}": v for k, v in details.items()},
@@ -769,6 +771,7 @@ class ControllerNode:
             "scheduling": current_policy(),
             "serialized_io": self.serialized,
             "controller": self.config.controller,
+            "predicted_commands": self.supervisor.predictor.in_flight,
             "wall_time_s": time.monotonic() - self._started,
             **asdict(self.counts),
             "clock_resets": wd.clock_resets,
