@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -167,26 +168,29 @@ def test_computed_torque_to_a_joint_target(launch: Any, probe: Probe, tmp_path: 
     assert np.abs(errors[-1]).max() < 1e-4
 
 
-def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp_path: Path) -> None:  # noqa: F811 - pytest fixtures
+def _trajectory_message(q0: np.ndarray, names: list[str]) -> Any:
+    """Three waypoints from ``q0`` (0.8, 1.6, 2.2 s) as a ``trajectory_msgs/JointTrajectory``."""
     from builtin_interfaces.msg import Duration
-    from diagnostic_msgs.msg import DiagnosticArray
     from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
     from trajectory_msgs.msg import JointTrajectoryPoint
 
-    steps = 2500
-    plant = MujocoPlant(SCENE)
-    plant.reset("home")
-    q0 = plant.q
-    names = list(plant.joint_names)
-    waypoints = [(0.8, q0 + 0.15), (1.6, q0 - 0.1), (2.2, q0)]
     msg = TrajectoryMsg(joint_names=names)
-    for t, q in waypoints:
+    for t, q in [(0.8, q0 + 0.15), (1.6, q0 - 0.1), (2.2, q0)]:
         sec = int(t)
         msg.points.append(
             JointTrajectoryPoint(
                 positions=q.tolist(), time_from_start=Duration(sec=sec, nanosec=round((t - sec) * 1e9))
             )
         )
+    return msg
+
+
+def _trajectory_sender(probe: Probe, msg: Any) -> Callable[[], None]:  # noqa: F811 - the fixture, passed on
+    """What sends ``msg`` to the controller's ``~/joint_trajectory`` once it listens, and waits
+    for the controller to say it received it (run before the simulator starts)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
+
     diags = probe.collect(DiagnosticArray, "/diagnostics")
     pub = probe.publisher(TrajectoryMsg, "/controller_node/joint_trajectory")
 
@@ -199,14 +203,28 @@ def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp
             "the trajectory to arrive",
         )
 
-    out = run_lockstep(launch, tmp_path, "computed_torque", steps * 1e-3, send)
-    rec = out["record"]
-    # The node times the trajectory from the first state's stamp and starts it at the measured q0.
+    return send
+
+
+def _as_trajectory(msg: Any, q0: np.ndarray) -> JointTrajectory:
+    """``msg`` as the node times it: from the first state's stamp (0), starting at ``q0``."""
     points = [
         (p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, np.array(p.positions), None, None)
         for p in msg.points
     ]
-    traj = JointTrajectory.from_points(points, 7, start=(q0, None))
+    return JointTrajectory.from_points(points, 7, start=(q0, None))
+
+
+def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp_path: Path) -> None:  # noqa: F811 - pytest fixtures
+    steps = 2500
+    plant = MujocoPlant(SCENE)
+    plant.reset("home")
+    q0 = plant.q
+    msg = _trajectory_message(q0, list(plant.joint_names))
+    out = run_lockstep(launch, tmp_path, "computed_torque", steps * 1e-3, _trajectory_sender(probe, msg))
+    rec = out["record"]
+    # The node times the trajectory from the first state's stamp and starts it at the measured q0.
+    traj = _as_trajectory(msg, q0)
 
     def ref(k: int, state: JointState) -> JointReference:
         q, v, a = traj.sample(state.stamp - 0.0)
@@ -225,23 +243,6 @@ def test_computed_torque_along_a_joint_trajectory(launch: Any, probe: Probe, tmp
     # Exact model, started on the path: the error stays at the discretisation level.
     assert tracking < 1e-3
     assert np.abs(rec["q"][-1] - q0).max() < 1e-3  # ends at the last waypoint
-
-
-def _trajectory_message(q0: np.ndarray, names: list[str]) -> Any:
-    """Three waypoints from ``q0`` (0.8, 1.6, 2.2 s) as a ``trajectory_msgs/JointTrajectory``."""
-    from builtin_interfaces.msg import Duration
-    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
-    from trajectory_msgs.msg import JointTrajectoryPoint
-
-    msg = TrajectoryMsg(joint_names=names)
-    for t, q in [(0.8, q0 + 0.15), (1.6, q0 - 0.1), (2.2, q0)]:
-        sec = int(t)
-        msg.points.append(
-            JointTrajectoryPoint(
-                positions=q.tolist(), time_from_start=Duration(sec=sec, nanosec=round((t - sec) * 1e9))
-            )
-        )
-    return msg
 
 
 def delayed_core_loop(steps: int, traj: JointTrajectory, predict: bool) -> dict[str, np.ndarray]:
@@ -290,41 +291,22 @@ def test_five_ms_late_the_nodes_match_the_core_loop(
     over the four in flight (``predict_delay``) or on the measured one. Over DDS both runs equal
     the core loop doing the same to rounding, and the torque the plant got after state k is the
     command answering state k − 4 (the safe torque before the first arrived)."""
-    from diagnostic_msgs.msg import DiagnosticArray
-    from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
-
     steps = 2500
     plant = MujocoPlant(SCENE)
     plant.reset("home")
     q0 = plant.q
     msg = _trajectory_message(q0, list(plant.joint_names))
-    diags = probe.collect(DiagnosticArray, "/diagnostics")
-    pub = probe.publisher(TrajectoryMsg, "/controller_node/joint_trajectory")
-
-    def send() -> None:
-        wait_until(lambda: pub.get_subscription_count() > 0, 30, "the controller's ~/joint_trajectory")
-        pub.publish(msg)
-        wait_until(
-            lambda: diagnostic_values(diags, "controller").get("targets_received") == "1",
-            10,
-            "the trajectory to arrive",
-        )
-
     rec = run_lockstep_pair(
         launch,
         tmp_path,
         steps * 1e-3,
-        send,
+        _trajectory_sender(probe, msg),
         sim_params={"command_delay": 0.005},
         controller="computed_torque",
         command_delay=0.005,
         predict_delay=predict,
     )["record"]
-    points = [
-        (p.time_from_start.sec + p.time_from_start.nanosec * 1e-9, np.array(p.positions), None, None)
-        for p in msg.points
-    ]
-    traj = JointTrajectory.from_points(points, 7, start=(q0, None))
+    traj = _as_trajectory(msg, q0)
     expected = delayed_core_loop(steps, traj, predict)
     q_ref = np.array([traj.sample(k * 1e-3)[0] for k in range(steps + 1)])
     tracking = np.abs(RobotModel.from_urdf_file(URDF).difference(q_ref, rec["q"])).max()
