@@ -84,6 +84,12 @@ def _bool(node: str, params: Mapping[str, Any], key: str, default: bool) -> bool
     return value
 
 
+def _command_delay(node: str, params: Mapping[str, Any]) -> float:
+    """``command_delay`` (s), one control period when not given
+    (:func:`~torque_ctrl_ros.core.robot.check_command_delay`: both nodes read it alike)."""
+    return check_command_delay(f"{node}.command_delay", params.get("command_delay", CONTROL_PERIOD))
+
+
 def _int(
     node: str, params: Mapping[str, Any], key: str, default: int, minimum: int, maximum: int = 2**31 - 1
 ) -> int:
@@ -291,9 +297,7 @@ def controller_node_config(params: Mapping[str, Any], node: str = "controller_no
         model_file=model_file,
         watchdog=_watchdog(node, params),
         fallback_damping=damping,
-        command_delay=check_command_delay(
-            f"{node}.command_delay", params.get("command_delay", CONTROL_PERIOD)
-        ),
+        command_delay=_command_delay(node, params),
         predict_delay=_bool(node, params, "predict_delay", True),
         common=_common(node, params),
     )
@@ -431,9 +435,7 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
         duration=_duration(node, params),
         record_file=_output_file(node, params, "record_file"),
         command_queue_depth=_int(node, params, "command_queue_depth", 100, 1, _MAX_QUEUE),
-        command_delay=check_command_delay(
-            f"{node}.command_delay", params.get("command_delay", CONTROL_PERIOD)
-        ),
+        command_delay=_command_delay(node, params),
         common=_common(node, params),
     )
 
