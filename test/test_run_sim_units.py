@@ -90,10 +90,11 @@ def test_the_demo_trajectory_goes_to_the_controllers_whose_target_source_takes_o
 
 def test_the_summary_words_counts_and_what_was_not_granted() -> None:
     """Refused states by reason (none when all are 0), late steps as a share of the steps, the
-    states skipped catching up after a stall, and a scheduling request the nodes did not get."""
+    states skipped catching up after a stall, the commands a state is predicted over (where any),
+    and a scheduling request the nodes did not get."""
     import argparse
 
-    from torque_ctrl_ros.run_sim import _backlog_text, _counts_text, _not_granted, _share
+    from torque_ctrl_ros.run_sim import _backlog_text, _counts_text, _not_granted, _prediction_text, _share
 
     assert _counts_text({"stale": 0, "non_finite": 0}) == "none"
     assert _counts_text({"stale": 3, "non_finite": 0, "inconsistent": 1}) == "stale 3, inconsistent 1"
@@ -102,6 +103,8 @@ def test_the_summary_words_counts_and_what_was_not_granted() -> None:
     assert _backlog_text(17) == ", 17 queued states skipped catching up after a stall"
     assert _backlog_text(1).startswith(", 1 queued state skipped")
     assert _backlog_text(0) == "" and _backlog_text(None) == ""
+    assert _prediction_text(4) == ", each state predicted over 4 commands in flight"
+    assert _prediction_text(0) == "" and _prediction_text(None) == ""
     asked = argparse.Namespace(rt_priority=20, cpu_latency_us="0")
     assert _not_granted(asked, ["fifo:20 cpus:0 cpu_latency:0us", "fifo:20 cpus:1 cpu_latency:0us"]) == ""
     note = _not_granted(asked, ["normal cpus:0", "normal cpus:1"])

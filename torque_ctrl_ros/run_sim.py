@@ -666,10 +666,19 @@ def print_summary(
         f"  controller       watchdog {watchdog_summary(ctrl)}, refused states "
         f"{_counts_text(ctrl.get('rejected'))},"
         f" fallback commands {ctrl.get('fallback_commands', '?')}, saturated "
-        f"{ctrl.get('saturated_commands', '?')}{_backlog_text(ctrl.get('backlog_skipped'))}",
+        f"{ctrl.get('saturated_commands', '?')}{_backlog_text(ctrl.get('backlog_skipped'))}"
+        f"{_prediction_text(ctrl.get('predicted_commands'))}",
         f"  logs             {out}",
     ]
     print("\n".join(lines), flush=True)
+
+
+def _prediction_text(in_flight: Any) -> str:
+    """``, each state predicted over 4 commands in flight`` where the controller predicts the
+    delay (``predict_delay`` with a ``command_delay`` over one period), else nothing."""
+    if not isinstance(in_flight, int) or in_flight <= 0:
+        return ""
+    return f", each state predicted over {in_flight} commands in flight"
 
 
 def _share(count: Any, total: Any) -> str:
