@@ -43,9 +43,12 @@ def forward_step(
     """Advance ``(q, v)`` (rad, rad/s; both updated in place) by one period ``h`` (s) with the
     torque ``tau`` (N·m) held: ``q̈ = ABA(q, v, τ)``, ``v += h·q̈``, ``q += h·v`` (semi-implicit
     Euler, MuJoCo's step without joint damping). ``data``: a Pinocchio buffer of ``robot.model``."""
+    # pin.aba returns a new array: scaled in place and reused for h·v, no other allocation.
     a = pin.aba(robot.model, data, robot.configuration(q), v, tau)
-    v += h * a
-    q += h * v
+    a *= h
+    v += a
+    np.multiply(v, h, out=a)
+    q += a
 
 
 def commands_in_flight(command_delay: float, period: float = CONTROL_PERIOD) -> int:
