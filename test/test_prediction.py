@@ -18,10 +18,13 @@ import pytest
 from ros_helpers import in_process_controllers, requires_rclpy, ros_domain  # noqa: F401
 
 from torque_ctrl_ros.core import RobotModel
-from torque_ctrl_ros.core.controllers import create_controller
+from torque_ctrl_ros.core.controllers import ComputedTorque, ComputedTorqueConfig, create_controller
 from torque_ctrl_ros.core.prediction import DelayPredictor, commands_in_flight, forward_step
+from torque_ctrl_ros.core.resume import ResumeKind
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING, Action, WatchdogConfig
 from torque_ctrl_ros.core.supervisor import Supervisor
+from torque_ctrl_ros.core.target_tracking import JointTargetTracker, TrajectoryPoints
+from torque_ctrl_ros.core.trajectory import JointTrajectory
 from torque_ctrl_ros.core.types import JointState
 from torque_ctrl_ros.sim.plant import MujocoPlant
 
@@ -129,17 +132,18 @@ def _supervisor(robot: RobotModel, predict: bool, delay: float = 0.005) -> Super
 
 def test_the_supervisor_computes_on_the_state_the_command_will_act_on(robot: RobotModel) -> None:
     """Five ms late: the state each decision hands the controller is the measured one carried over
-    the commands it was told were sent (by hand here); the stamp stays the measurement's."""
+    the commands it was told were sent (by hand here), stamped four periods after the measurement:
+    the time it is predicted for, where the command starts to act."""
     sup = _supervisor(robot, True)
-    assert sup.predictor.in_flight == 4
+    assert sup.predictor.in_flight == 4 and sup.predictor.horizon == 4 * H
     sent = _torques(robot, 3, seed=2)
     first = sup.step(Q0, V0, 1000.0, 1000.0)
-    assert first.action is Action.COMPUTE and first.state is not None
+    assert first.action is Action.COMPUTE and first.state is not None and first.state.stamp == 1000.0 + 4 * H
     np.testing.assert_allclose(first.state.q, Q0 + 4 * H * V0, atol=1e-15)  # nothing sent yet
     sup.command_computed(sent[0])
     for k, tau in enumerate(sent[1:], start=1):
         decision = sup.step(Q0, V0, 1000.0 + k * H, 1000.0 + k * H)
-        assert decision.state is not None and decision.state.stamp == 1000.0 + k * H
+        assert decision.state is not None and decision.state.stamp == 1000.0 + k * H + 4 * H
         q_ref, v_ref = _by_hand(robot, Q0, V0, 4 - k, sent[:k])
         np.testing.assert_allclose(decision.state.q, q_ref, atol=1e-15)
         np.testing.assert_allclose(decision.state.v, v_ref, atol=1e-13)
@@ -189,6 +193,26 @@ def test_a_controller_reset_forgets_the_commands_sent(robot: RobotModel) -> None
     np.testing.assert_allclose(decision.state.q, Q0 + 4 * H * V0, atol=1e-15)
 
 
+@pytest.mark.parametrize("predict", [True, False])
+def test_a_pause_is_on_the_clock_the_target_is_sampled_on(robot: RobotModel, predict: bool) -> None:
+    """After 100 ms without a state the target pauses from the last state computed on to the
+    resuming one: on the stamps the decisions hand the controller and the target, the predicted
+    ones (four periods on) when predicting."""
+    sup = _supervisor(robot, predict)
+    lead = 4 * H if predict else 0.0
+    last = 1000.0
+    for k in range(5):
+        last = 1000.0 + k * H
+        assert sup.step(Q0, V0, last, last).action is Action.COMPUTE
+        sup.command_computed(robot.gravity(Q0))
+    t = last + 0.1
+    decision = sup.step(Q0, V0, t, t)
+    assert decision.action is Action.COMPUTE and decision.state is not None
+    assert decision.resume.kind is ResumeKind.PAUSE
+    assert decision.resume.since == last + lead
+    assert decision.resume.until == t + lead == decision.state.stamp
+
+
 @pytest.mark.parametrize(("predict", "delay"), [(False, 0.005), (True, 0.001)])
 def test_without_prediction_or_delay_the_controller_gets_the_measured_state(
     robot: RobotModel, predict: bool, delay: float
@@ -197,7 +221,7 @@ def test_without_prediction_or_delay_the_controller_gets_the_measured_state(
     assert sup.predictor.in_flight == 0
     for k in range(3):
         decision = sup.step(Q0, V0, 1000.0 + k * H, 1000.0 + k * H)
-        assert decision.state is not None
+        assert decision.state is not None and decision.state.stamp == 1000.0 + k * H
         np.testing.assert_array_equal(decision.state.q, Q0)
         np.testing.assert_array_equal(decision.state.v, V0)
         sup.command_computed(robot.gravity(Q0) + 3.0)
@@ -278,3 +302,50 @@ def test_predicting_the_delay_keeps_an_undamped_arm_from_gaining_energy(robot: R
     print(f"\n[prediction] gravity_comp 5 ms late: energy off by {drift[False]:.3f} -> {drift[True]:.3f}")
     assert drift[False] > 0.5
     assert drift[True] < 0.02
+
+
+@pytest.mark.parametrize(("kp", "kd"), [(100.0, 20.0), (400.0, 40.0)])
+def test_a_stamped_trajectory_is_followed_on_its_own_times(robot: RobotModel, kp: float, kd: float) -> None:
+    """Computed torque and its target tracker, 5 ms late, along a trajectory stamped to start at
+    0.3 s: each state through the supervisor, the reference from the tracker at the state it hands
+    the controller. Predicted, that state is the arm four periods on and stamped so: the trajectory
+    starts where the arm is at 0.3 s and the arm is on it at its stamped times to ~0.1 mrad
+    (measured 0.16 / 0.09 at kp 100 / 400). On the measured state the arm lags by the delay: 2.4 /
+    0.66 mrad. (The predicted state on the measurement's stamp, the reference four periods behind
+    it, was 1.8 / 1.85 mrad: at kp 400 worse than no prediction.)"""
+    start, stamp = HOME.copy(), 0.3
+    points = [(0.8, start + 0.15), (1.6, start - 0.1), (2.2, start)]
+    timeline = JointTrajectory.from_points([(t, q, None, None) for t, q in points], 7, start=(start, None))
+    worst = {}
+    for predict in (False, True):
+        sup = _supervisor(robot, predict)
+        ctrl = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, kp, kd))
+        refused: list[str] = []
+        tracker = JointTargetTracker(ctrl, refuse=refused.append)
+        tracker.submit_trajectory(
+            TrajectoryPoints(np.array([t for t, _ in points]), np.array([q for _, q in points]), None, None),
+            stamp,
+            0.0,
+        )
+        plant = MujocoPlant(ARM_ONLY, robot.joint_names)
+        plant.set_state(start, np.zeros(7))
+        in_flight = deque([robot.gravity(start)] * 4)
+        worst[predict] = 0.0
+        for k in range(2800):
+            t = k * H
+            on_time = timeline.sample(max(t - stamp, 0.0))[0]
+            worst[predict] = max(worst[predict], float(np.abs(plant.q - on_time).max()))
+            decision = sup.step(plant.q, plant.v, t, t)
+            assert decision.action is Action.COMPUTE and decision.state is not None
+            tau = ctrl.compute(decision.state, tracker.reference(decision.state)).tau
+            sup.command_computed(tau)
+            in_flight.append(tau)
+            plant.set_torque(in_flight.popleft())
+            plant.step()
+        assert not refused and tracker.describe() == "trajectory"  # taken, not refused
+    print(
+        f"\n[prediction] computed torque kp {kp:g} along a stamped trajectory 5 ms late: "
+        f"{worst[False]:.2e} -> {worst[True]:.2e} rad"
+    )
+    assert worst[False] > 5e-4
+    assert worst[True] < 2.5e-4

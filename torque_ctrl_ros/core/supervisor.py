@@ -30,7 +30,8 @@ on a steady clock: the time since the last state arrived).
 With ``predict_delay`` the controller computes on the state the command will act on rather than
 the one measured: the measured state carried over the commands still in flight
 (:class:`~.prediction.DelayPredictor`, on the robot's ``command_delay``; nothing to carry in the
-simulator), which is why :meth:`Supervisor.command_computed` takes the command sent.
+simulator), stamped with the time it is predicted for, where the target is then sampled; which
+is why :meth:`Supervisor.command_computed` takes the command sent.
 
 All times are in seconds.
 """
@@ -40,12 +41,12 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .braking import FIRST_HOLD_PERIODS, SafeBrake
 from .errors import TorqueCtrlError
 from .prediction import DelayPredictor, commands_in_flight
-from .resume import KEEP, Resume, ResumeTracker
+from .resume import KEEP, Resume, ResumeKind, ResumeTracker
 from .robot import RobotModel
 from .safety import Action, RejectReason, Watchdog, WatchdogConfig, WatchdogState
 from .saturation import TorqueLimiter
@@ -94,16 +95,19 @@ class Decision:
         silence: the transition of that silence (a gap in the stamps), said before the rest.
         clock_reset: the state starts over on a clock gone back (a restarted simulator): the
             caller drops its target and resets its controller.
-        state: ``COMPUTE``: the accepted state (controller order) stamped ``effective_stamp``,
-            carried over the commands in flight when the supervisor predicts the delay (the stamp
-            stays the measurement's): its arrays are the watchdog's or the predictor's, valid until
-            the next :meth:`Supervisor.step` (compute on it at once; copy them to keep them).
+        state: ``COMPUTE``: the accepted state (controller order) stamped ``effective_stamp``;
+            when the supervisor predicts the delay, carried over the commands in flight and
+            stamped ``effective_stamp + predictor.horizon``, the time it is predicted for (the
+            target is sampled there, where the command acts). Its arrays are the watchdog's or
+            the predictor's, valid until the next :meth:`Supervisor.step` (compute on it at once;
+            copy them to keep them).
         reset_controller: ``COMPUTE``: the arm moved under the safe command or stopped since the
             controller's last step (or there was none): what it carried from that step belongs to
             another state (warm starts, filtered collision gradients: 17 N·m off on the first
             step at a new pose). Not after a silence that left the arm where that step did
             (:attr:`.Resume.unbroken`).
-        resume: ``COMPUTE``: what the target does (:meth:`ResumeTracker.decide_resume`).
+        resume: ``COMPUTE``: what the target does (:meth:`ResumeTracker.decide_resume`); a
+            pause's times on the clock of :attr:`state`'s stamps (the predicted ones included).
         command: ``FALLBACK``: the safe command, saturated and finite.
         withheld: ``FALLBACK``: the safe command, not finite: not to be sent.
         transition: the watchdog's transition on this state, if any.
@@ -272,12 +276,17 @@ class Supervisor:
             action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp, now)
         decision = Decision(action, stamp, effective_stamp, previous, silence, wd.clock_resets != resets)
         if action is Action.COMPUTE:
-            decision.resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp)
+            resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp)
+            if resume.kind is ResumeKind.PAUSE and self.predictor.horizon:
+                # On the target's clock: that of the states it is sampled at, the predicted ones.
+                lead = self.predictor.horizon
+                resume = replace(resume, since=resume.since + lead, until=resume.until + lead)
+            decision.resume = resume
             decision.reset_controller = previous is not WatchdogState.OK and not decision.resume.unbroken
             if decision.reset_controller or decision.clock_reset:
                 self.predictor.reset()  # what was sent before no longer tells where the arm goes
             q_hat, v_hat = self.predictor.predict(wd.last_good.q, wd.last_good.v)
-            decision.state = JointState(q_hat, v_hat, effective_stamp)
+            decision.state = JointState(q_hat, v_hat, effective_stamp + self.predictor.horizon)
             self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
         refused_now = wd.rejected_total != rejected_before  # counted as refused by the watchdog
         return self._answer(decision, now, Notice.REFUSED if refused_now else Notice.NONE)
