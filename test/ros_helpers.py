@@ -385,7 +385,8 @@ def run_lockstep_pair(
 
     ``before_sim()`` runs once the controller process is started, before the simulator (send
     targets there: they are pending when the first state arrives). Returns the simulator's
-    record (t, q, v, tau per step) and summary; fails on a missing or rejected command.
+    record (t, q, v, tau per step) and summary, and the controller's process (still running);
+    fails on a missing or rejected command.
     """
     import json
 
@@ -413,4 +414,4 @@ def run_lockstep_pair(
         f"{stats['latency']['p50_ms']:.2f} ms p99 {stats['latency']['p99_ms']:.2f} ms"
     )
     assert stats["missing_command_steps"] == 0 and stats["rejected_commands"] == 0
-    return {"record": record, "stats": stats}
+    return {"record": record, "stats": stats, "controller": ctrl}

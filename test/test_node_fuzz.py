@@ -108,8 +108,17 @@ EVENTS = (
     "controller_fails",
     "target_fails",
 )
-#: /diagnostics values that may be NaN: percentiles of an empty window, the step while unknown.
-_NAN_OK = ("_p50_ms", "_p90_ms", "_p99_ms", "_max_ms", "state_period_ms")
+#: /diagnostics values that may be NaN: percentiles of an empty window, the step while unknown,
+#: the delay the efforts show while they show none.
+_NAN_OK = (
+    "_p50_ms",
+    "_p90_ms",
+    "_p99_ms",
+    "_max_ms",
+    "state_period_ms",
+    "measured_delay_ms",
+    "measured_delay_correlation",
+)
 
 
 @dataclass(frozen=True)

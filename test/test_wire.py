@@ -82,10 +82,13 @@ def test_joint_state_bytes_match_rclpy_both_ways(names: list[str], frame_id: str
         # rclpy's bytes, from a publisher with any frame id, padding full of garbage.
         for their_frame in ("", "f", "base_link", "tool_frame_x"):
             raw = serialize_message(JointStateEncoder(names, their_frame).encode(stamp, q, v, e))
-            decoded = wire.decode(_with_garbage_padding(raw, JointStateMsg))
+            padded = _with_garbage_padding(raw, JointStateMsg)
+            decoded = wire.decode(padded)
             assert decoded is not None, their_frame
             assert decoded[0] == stamp
             assert np.array_equal(decoded[1], q) and np.array_equal(decoded[2], v)
+            effort = wire.decode_effort(padded)
+            assert effort is not None and np.array_equal(effort, e)
 
 
 def test_joint_state_layouts_the_fast_path_does_not_take() -> None:
@@ -109,9 +112,13 @@ def test_joint_state_layouts_the_fast_path_does_not_take() -> None:
     for cut in (2, 10, 40, 150, 200, 235, 240, 292):  # truncated anywhere, efforts included
         assert wire.decode(good[:cut]) is None, cut
     assert wire.decode(b"\x00\x00" + good[2:]) is None  # big-endian CDR: rclpy's job
-    # Effort may be empty: the controller does not read it.
-    decoded = wire.decode(raw(effort=[]))
-    assert decoded is not None and np.array_equal(decoded[1], q)
+    # Efforts may be empty, or not one per joint: the state is read, its efforts are not (the
+    # controller reads them for the delay they show only).
+    for efforts in ([], q[:6].tolist(), [*q, 0.0]):
+        bare = raw(effort=efforts)
+        decoded = wire.decode(bare)
+        assert decoded is not None and np.array_equal(decoded[1], q)
+        assert wire.decode_effort(bare) is None
 
 
 @pytest.mark.parametrize(
@@ -134,10 +141,15 @@ def test_a_learned_layout_is_read_by_name(names: list[str]) -> None:
     for stamp in (43, 7 * NS):
         q, v = rng.normal(size=(2, len(names)))
         msg = JointStateEncoder(names, "base_link_x").encode(stamp, q, v, q)
+        msg.effort = (-q).tolist()
         want_q, want_v = (a.copy() for a in decoder.decode(msg))
-        decoded = wire.decode(_with_garbage_padding(serialize_message(msg), JointStateMsg))
+        want_effort = decoder.decode_effort(msg)
+        padded = _with_garbage_padding(serialize_message(msg), JointStateMsg)
+        decoded = wire.decode(padded)
         assert decoded is not None and decoded[0] == stamp
         assert np.array_equal(decoded[1], want_q) and np.array_equal(decoded[2], want_v)
+        effort = wire.decode_effort(padded)
+        assert want_effort is not None and effort is not None and np.array_equal(effort, want_effort)
     # The simulator's own layout is now the unexpected one, until learned back.
     own = serialize_message(JointStateEncoder(GEN3).encode(1, q[:7], v[:7], q[:7]))
     assert wire.decode(own) is None

@@ -41,6 +41,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ..core.backlog import CatchUp
 from ..core.controllers import create_controller
+from ..core.delay_estimate import DelayEstimate, DelayEstimator
 from ..core.errors import ConfigError, ModelError, StateError, TorqueCtrlError
 from ..core.resume import Resume, ResumeKind
 from ..core.robot import CONTROL_PERIOD, RobotModel
@@ -188,6 +189,9 @@ class ControllerNode:
             predict_delay=cfg.predict_delay,
         )
         self.watchdog = self.supervisor.watchdog
+        # The delay the states' efforts show, against command_delay (read for /diagnostics).
+        self.delay_estimator = DelayEstimator(robot.n)
+        self.delay_estimate: DelayEstimate | None = None
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         self.decoder = JointStateDecoder(robot.joint_names)
         self.encoder = CommandEncoder(robot.n)
@@ -264,7 +268,8 @@ class ControllerNode:
         if fast is not None:
             if not self._order_noted:
                 self._note_state_order(self.state_wire.names)
-            self._handle_state(t_in, *fast)
+            sent = self._handle_state(t_in, *fast)
+            self.delay_estimator.add(fast[0], self.state_wire.decode_effort(raw), sent)
             return
         self.counts.states_via_rclpy += 1
         try:
@@ -285,6 +290,7 @@ class ControllerNode:
         new run starts."""
         self.target.reset(clock_reset=True)
         self.controller.reset()
+        self.delay_estimator.reset()
         self.log.warning(
             "clock reset",
             f"time went back to {stamp:.3f} s with the joint states (simulator restarted?): "
@@ -375,7 +381,12 @@ class ControllerNode:
             return False
         if not self._order_noted:
             self._note_state_order(msg.name)
-        self._handle_state(t_in, stamp_ns, q, v)
+        sent = self._handle_state(t_in, stamp_ns, q, v)
+        try:
+            effort = self.decoder.decode_effort(msg)
+        except StateError:  # efforts the map cannot read tell no delay
+            effort = None
+        self.delay_estimator.add(stamp_ns, effort, sent)
         return True
 
     def _note_state_order(self, names: Sequence[str]) -> None:
@@ -422,8 +433,9 @@ class ControllerNode:
         q: np.ndarray | None,
         v: np.ndarray | None,
         error: StateError | None = None,
-    ) -> None:
-        """Supervisor, controller, command: the path of every state (``error``: it could not be read)."""
+    ) -> np.ndarray | None:
+        """Supervisor, controller, command: the path of every state (``error``: it could not be
+        read). Returns the torque sent (N·m, controller order), ``None`` if none was."""
         now = self.node.get_clock().now().nanoseconds * 1e-9
         self.counts.states_received += 1
         self._last_state_wall = time.monotonic()
@@ -449,7 +461,7 @@ class ControllerNode:
         if out is None:
             # No command (waiting, stopped, withheld): nothing for deferred /diagnostics to hold up.
             self._publish_deferred_diagnostics()
-            return
+            return None
         if out.any_saturated:
             self.counts.saturated_commands += 1
             self.last_saturated = out.saturated_joints
@@ -474,6 +486,7 @@ class ControllerNode:
             if planned and t_out - t_in <= self._period_s < time.perf_counter() - t_in:
                 self.counts.deadline_misses += 1  # the plan, not the command, outlasted the period
         self._publish_deferred_diagnostics()
+        return out.tau
 
     def _take_due_targets(self, state: JointState | None) -> bool:
         """Plan the joint or frame target due at ``state`` now that its command is out
@@ -692,6 +705,7 @@ class ControllerNode:
         step = self.supervisor.typical_stream_step  # the usual step between computed states
         state_publishers = publishing_nodes(self.node.get_publishers_info_by_topic(self._state_topic))
         commanders = publishing_nodes(self.node.get_publishers_info_by_topic(self._command_topic))
+        self.delay_estimate = self.delay_estimator.estimate()
         values = self._diagnostic_values(now_wall, silent, step, state_publishers)
         values["command_publishers"] = commanders
         new_fallbacks = self.counts.controller_fallbacks - self._controller_fallbacks_reported
@@ -704,7 +718,10 @@ class ControllerNode:
         commands_warning = command_publishers_warning(commanders, self._command_topic)
         if commands_warning:
             self.log.warning("commanders", commands_warning)
-        warning = "; ".join(w for w in (states_warning, commands_warning) if w)
+        delay_warning = _delay_warning(self.delay_estimate, self.robot.command_delay)
+        if delay_warning:
+            self.log.warning("delay", delay_warning)
+        warning = "; ".join(w for w in (states_warning, commands_warning, delay_warning) if w)
         wd = self.watchdog
         level, message = _diagnostic_status(
             wd.state, wd.last_message, new_fallbacks, self.last_fallback_info, warning
@@ -757,6 +774,7 @@ class ControllerNode:
             "serialized_io": self.serialized,
             # Commands each state is carried over before the controller sees it (predict_delay).
             "predicted_commands": self.supervisor.predictor.in_flight,
+            **_delay_values(self.delay_estimate),
             **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
             **{f"info_{k}": v for k, v in self.last_info.items()},
             **{f"info_{k}": v for k, v in details.items()},
@@ -772,6 +790,7 @@ class ControllerNode:
             "serialized_io": self.serialized,
             "controller": self.config.controller,
             "predicted_commands": self.supervisor.predictor.in_flight,
+            **_delay_values(self.delay_estimator.estimate()),  # over the run's last second
             "wall_time_s": time.monotonic() - self._started,
             **asdict(self.counts),
             "clock_resets": wd.clock_resets,
@@ -879,6 +898,26 @@ def _stream_warning(step: float, state_publishers: int, foreign_states: int, top
             "source (a joint_state_publisher next to the driver?)"
         )
     return ""
+
+
+def _delay_values(estimate: DelayEstimate | None) -> dict[str, float]:
+    """``measured_delay_ms`` and its ``measured_delay_correlation`` (nan: not read)."""
+    if estimate is None:
+        return {"measured_delay_ms": math.nan, "measured_delay_correlation": math.nan}
+    return {"measured_delay_ms": estimate.delay * 1e3, "measured_delay_correlation": estimate.correlation}
+
+
+def _delay_warning(estimate: DelayEstimate | None, command_delay: float) -> str:
+    """What /diagnostics warn of when the states' efforts show another delay than
+    ``command_delay`` (s), "" if they show the same or none (:mod:`~..core.delay_estimate`)."""
+    if estimate is None or estimate.periods == round(command_delay / CONTROL_PERIOD):
+        return ""
+    return (
+        f"the joint states' efforts show each command {estimate.delay * 1e3:g} ms after the state it "
+        f"answers (correlation {estimate.correlation:.2f}), command_delay says {command_delay * 1e3:g} ms: "
+        "the delay prediction and the start-up checks assume command_delay (docs/hardware.md, "
+        '"The delay the efforts show")'
+    )
 
 
 class StepParts:

@@ -124,6 +124,8 @@ class JointStateWire:
         self._arrays = [np.frombuffer(buf, dtype=np.float64, count=n, offset=o) for o in self._offsets]
         self.q = np.zeros(n)
         self.v = np.zeros(n)
+        self.effort = np.zeros(n)
+        self._efforts_at = -1  # where the last decoded state's efforts start (-1: none of ours)
         self.available = self._check()
 
     def _expect(self, names: Sequence[str]) -> bytes:
@@ -214,14 +216,30 @@ class JointStateWire:
                 else:
                     values.take(index, out=out)
                 at += 8 * count
-            # The efforts are not read, but a message cut short there is no JointState either.
+            # The efforts are read later (decode_effort), but a message cut short there is no
+            # JointState either.
             at = _aligned(at, 4)
             (efforts,) = _U32.unpack_from(raw, at)
             if len(raw) < (_aligned(at + 4, 8) + 8 * efforts if efforts else at + 4):
                 return None
+            self._efforts_at = _aligned(at + 4, 8) if efforts == count else -1
         except struct.error:  # shorter than its own header says
             return None
         return sec * _NS + nsec, self.q, self.v
+
+    def decode_effort(self, raw: bytes) -> FloatArray | None:
+        """The efforts (N·m, our joint order; an internal buffer) of ``raw``, the state
+        :meth:`decode` read last, or ``None`` where it has none for each joint. Apart from
+        :meth:`decode` so that a caller can read them once the state's command is out."""
+        at = self._efforts_at
+        if at < 0:
+            return None
+        values = np.frombuffer(raw, dtype=np.float64, count=self._count, offset=at)
+        if self._index is None:
+            self.effort[:] = values
+        else:
+            values.take(self._index, out=self.effort)
+        return self.effort
 
     # ------------------------------------------------------------------ check
     def _check(self) -> bool:
