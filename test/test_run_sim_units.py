@@ -94,7 +94,14 @@ def test_the_summary_words_counts_and_what_was_not_granted() -> None:
     and a scheduling request the nodes did not get."""
     import argparse
 
-    from torque_ctrl_ros.run_sim import _backlog_text, _counts_text, _not_granted, _prediction_text, _share
+    from torque_ctrl_ros.run_sim import (
+        _backlog_text,
+        _counts_text,
+        _delay_text,
+        _not_granted,
+        _prediction_text,
+        _share,
+    )
 
     assert _counts_text({"stale": 0, "non_finite": 0}) == "none"
     assert _counts_text({"stale": 3, "non_finite": 0, "inconsistent": 1}) == "stale 3, inconsistent 1"
@@ -105,6 +112,8 @@ def test_the_summary_words_counts_and_what_was_not_granted() -> None:
     assert _backlog_text(0) == "" and _backlog_text(None) == ""
     assert _prediction_text(4) == ", each state predicted over 4 commands in flight"
     assert _prediction_text(0) == "" and _prediction_text(None) == ""
+    assert _delay_text(5.0) == ", the efforts show each command 5 ms after its state"
+    assert _delay_text(float("nan")) == "" and _delay_text(None) == "" and _delay_text("5") == ""
     asked = argparse.Namespace(rt_priority=20, cpu_latency_us="0")
     assert _not_granted(asked, ["fifo:20 cpus:0 cpu_latency:0us", "fifo:20 cpus:1 cpu_latency:0us"]) == ""
     note = _not_granted(asked, ["normal cpus:0", "normal cpus:1"])

@@ -667,7 +667,8 @@ def print_summary(
         f"{_counts_text(ctrl.get('rejected'))},"
         f" fallback commands {ctrl.get('fallback_commands', '?')}, saturated "
         f"{ctrl.get('saturated_commands', '?')}{_backlog_text(ctrl.get('backlog_skipped'))}"
-        f"{_prediction_text(ctrl.get('predicted_commands'))}",
+        f"{_prediction_text(ctrl.get('predicted_commands'))}"
+        f"{_delay_text(ctrl.get('measured_delay_ms'))}",
         f"  logs             {out}",
     ]
     print("\n".join(lines), flush=True)
@@ -679,6 +680,14 @@ def _prediction_text(in_flight: Any) -> str:
     if not isinstance(in_flight, int) or in_flight <= 0:
         return ""
     return f", each state predicted over {in_flight} commands in flight"
+
+
+def _delay_text(delay_ms: Any) -> str:
+    """``, the efforts show each command 1 ms after its state`` where the controller read the delay
+    from the states' efforts (``measured_delay_ms``, ``core/delay_estimate.py``), else nothing."""
+    if not isinstance(delay_ms, int | float) or not math.isfinite(delay_ms):
+        return ""
+    return f", the efforts show each command {delay_ms:g} ms after its state"
 
 
 def _share(count: Any, total: Any) -> str:
