@@ -182,6 +182,24 @@ def test_mujoco_efforts_show_the_simulators_delay(robot: RobotModel, in_flight: 
 
 
 @requires_rclpy
+@pytest.mark.parametrize(
+    ("periods", "command_delay", "warned"),
+    [(5, 0.005, False), (5, 0.0044, False), (4, 0.0044, True), (3, 0.005, True), (1, 0.001, False)],
+)
+def test_the_warning_counts_command_delay_in_periods_rounded_up(
+    periods: int, command_delay: float, warned: bool
+) -> None:
+    """``command_delay`` runs to the first state that shows the command: 4.4 ms is the fifth
+    period, as the start-up checks count it."""
+    from torque_ctrl_ros.core.delay_estimate import DelayEstimate
+    from torque_ctrl_ros.nodes.controller_node import _delay_warning
+
+    warning = _delay_warning(DelayEstimate(periods, periods * 1e-3, 0.9, 900), command_delay)
+    assert bool(warning) is warned, warning
+    assert _delay_warning(None, command_delay) == ""
+
+
+@requires_rclpy
 @pytest.mark.ros
 @pytest.mark.parametrize(
     ("sim_delay", "warned", "serialized"), [(0.005, False, True), (0.003, True, True), (0.003, True, False)]

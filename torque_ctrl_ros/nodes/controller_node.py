@@ -909,8 +909,11 @@ def _delay_values(estimate: DelayEstimate | None) -> dict[str, float]:
 
 def _delay_warning(estimate: DelayEstimate | None, command_delay: float) -> str:
     """What /diagnostics warn of when the states' efforts show another delay than
-    ``command_delay`` (s), "" if they show the same or none (:mod:`~..core.delay_estimate`)."""
-    if estimate is None or estimate.periods == round(command_delay / CONTROL_PERIOD):
+    ``command_delay`` (s), "" if they show the same or none (:mod:`~..core.delay_estimate`).
+    ``command_delay`` runs to the first state that shows the command: in whole periods, rounded
+    up (4.4 ms: the fifth), as the start-up checks count it (:func:`~..core.robot.delay_periods`)."""
+    # The tolerance keeps a delay a rounding error above whole periods at those periods.
+    if estimate is None or estimate.periods == math.ceil(command_delay / CONTROL_PERIOD - 1e-9):
         return ""
     return (
         f"the joint states' efforts show each command {estimate.delay * 1e3:g} ms after the state it "
