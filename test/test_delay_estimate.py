@@ -52,6 +52,19 @@ def _fill(
         est.add(stamp, effort, tau[k])
 
 
+def _fill_with_holes(
+    est: DelayEstimator, tau: np.ndarray, delay: int, *, nan_every: int, no_command_every: int = 0
+) -> None:
+    """State k (k ms after T0) reports ``τ[k − delay]``, joint 4's NaN every ``nan_every``-th
+    state, and is answered with ``tau[k]``, with none every ``no_command_every``-th (0: never)."""
+    for k in range(len(tau)):
+        effort = tau[k - delay].copy() if k >= delay else None
+        if effort is not None and k % nan_every == 0:
+            effort[3] = np.nan
+        missing = no_command_every and k % no_command_every == 0
+        est.add(T0 + k * MS, effort, None if missing else tau[k])
+
+
 @pytest.mark.parametrize("delay", [1, 3, 5, 8, 20])
 def test_the_delay_is_where_the_efforts_show_the_commands(delay: int) -> None:
     est = DelayEstimator(N)
@@ -105,12 +118,7 @@ def test_gaps_and_non_finite_efforts_are_left_out() -> None:
     """States without a command (every 7th), efforts not finite (every 11th): left out, the delay
     still read, over fewer periods."""
     est = DelayEstimator(N)
-    tau = _commands(1500, seed=5)
-    for k in range(len(tau)):
-        effort = tau[k - 2].copy() if k >= 2 else None
-        if effort is not None and k % 11 == 0:
-            effort[3] = np.nan
-        est.add(T0 + k * MS, effort, None if k % 7 == 0 else tau[k])
+    _fill_with_holes(est, _commands(1500, seed=5), 2, nan_every=11, no_command_every=7)
     found = est.estimate()
     assert found is not None and found.periods == 2
     assert found.correlation == pytest.approx(1.0, abs=1e-9)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from ros_helpers import requires_rclpy, ros_domain  # noqa: F401
-from test_delay_estimate import MS, T0, N, _commands, _fill
+from test_delay_estimate import MS, T0, N, _commands, _fill, _fill_with_holes
 from test_node_runtime_guards import HOME, _node_on_sim_time, _state_msg, nodes  # noqa: F401
 
 from torque_ctrl_ros.core.delay_estimate import MIN_SAMPLES, DelayEstimator
@@ -86,12 +86,7 @@ def test_an_estimate_leaves_the_stored_efforts_as_they_were() -> None:
     the first. (Mutant: ``_rows`` zeroes the rows it leaves out in the ring itself, not in a
     copy, so the second estimate counts them as efforts of 0 N·m.)"""
     est = DelayEstimator(N)
-    tau = _commands(1000, seed=5)
-    for k in range(len(tau)):
-        effort = tau[k - 2].copy() if k >= 2 else None
-        if effort is not None and k % 11 == 0:
-            effort[3] = np.nan
-        est.add(T0 + k * MS, effort, tau[k])
+    _fill_with_holes(est, _commands(1000, seed=5), 2, nan_every=11)
     first = est.estimate()
     assert first is not None and first.correlation == pytest.approx(1.0, abs=1e-9)
     assert est.estimate() == first

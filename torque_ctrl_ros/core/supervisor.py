@@ -277,9 +277,9 @@ class Supervisor:
         decision = Decision(action, stamp, effective_stamp, previous, silence, wd.clock_resets != resets)
         if action is Action.COMPUTE:
             resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp)
-            if resume.kind is ResumeKind.PAUSE and self.predictor.horizon:
+            lead = self.predictor.horizon
+            if lead and resume.kind is ResumeKind.PAUSE:
                 # On the target's clock: that of the states it is sampled at, the predicted ones.
-                lead = self.predictor.horizon
                 resume = replace(resume, since=resume.since + lead, until=resume.until + lead)
             decision.resume = resume
             decision.reset_controller = previous is not WatchdogState.OK and not decision.resume.unbroken
