@@ -2,9 +2,9 @@
 
 Pins what test/test_prediction.py and test/test_sim_commands.py left open:
 
-- ``commands_in_flight`` rounds ``command_delay / period`` to the nearest count (a delay a little
-  short of five periods is still four in flight, not three) and never goes below 0 (a delay
-  shorter than half a period, as a simulator with a coarser step than the controller's gets);
+- ``commands_in_flight`` rounds ``command_delay / period`` up (a delay a little short of five
+  periods is still four in flight, not three; a little over two is two) and never goes below 0
+  (a delay shorter than a period, as a simulator with a coarser step than the controller's gets);
 - the supervisor predicts nothing unless told to (``predict_delay`` defaults to ``False``);
 - a clock gone back (a restarted simulator) forgets the commands sent, like a controller reset;
 - a resume the resume tracker calls unbroken (a silence on the caller's clock alone, the stamps
@@ -81,15 +81,18 @@ def _computed(sup: Supervisor, t: float, tau: np.ndarray) -> Decision:
 
 
 # ---------------------------------------------------------------- commands_in_flight
-def test_the_count_in_flight_is_rounded_to_the_nearest_not_down() -> None:
-    """4.9 ms is five periods from a state to its answer, less the one the answer acts in: four."""
+def test_the_count_in_flight_is_rounded_up_not_down() -> None:
+    """4.9 ms is five periods from a state to the first that shows its answer, less the one the
+    answer acts in: four. 2.1 ms shows first in the third: two, as the start-up checks count it;
+    a delay a rounding error over whole periods stays at them."""
     assert commands_in_flight(0.0049) == 4
-    assert commands_in_flight(0.0021) == 1
+    assert commands_in_flight(0.0021) == 2
+    assert commands_in_flight(370 * 0.0001) == 36  # 0.037000000000000005 s
 
 
 def test_a_delay_shorter_than_half_a_period_has_nothing_in_flight() -> None:
-    """A 1 ms delay on a 2 ms step rounds to no period at all: none in flight, never -1 (which
-    a :class:`DelayLine` or a predictor would refuse)."""
+    """A 1 ms delay on a 2 ms step is one period: none in flight, never -1 (which a
+    :class:`DelayLine` or a predictor would refuse)."""
     assert commands_in_flight(0.001, 0.002) == 0
     assert DelayLine(7, commands_in_flight(0.001, 0.002)).periods == 0
 

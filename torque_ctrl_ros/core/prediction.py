@@ -5,7 +5,7 @@ A command computed from the state measured at ``t₀`` reaches the arm ``command
 the period right after the state it answers; 3–5 ms on the real Gen3). Over the ``m`` periods in
 between, the arm moves under the ``m`` commands sent before it::
 
-    m = round(command_delay / h) − 1            (0 in the simulator, 4 at 5 ms)
+    m = ⌈command_delay / h⌉ − 1                 (0 in the simulator, 4 at 5 ms)
 
 A controller fed the measured state computes a torque for where the arm was, not for where it
 will be when the torque acts: its model terms (``M``, ``c``, the barriers' rows) are ``m``
@@ -34,6 +34,8 @@ gain checks) keep allowing for the full delay rather than counting on it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pinocchio as pin
 
@@ -56,9 +58,12 @@ def forward_step(
 
 
 def commands_in_flight(command_delay: float, period: float = CONTROL_PERIOD) -> int:
-    """``m = round(command_delay / h) − 1``: the commands sent before the one answering a state
-    that still act on the arm after it (0 for a delay of one period, the simulator's)."""
-    return max(0, round(command_delay / period) - 1)
+    """``m = ⌈command_delay / h⌉ − 1``: the commands sent before the one answering a state that
+    still act on the arm after it (0 for a delay of one period, the simulator's). A delay between
+    whole periods counts up, to the first state that shows the command (2.1 ms: the third), as
+    the start-up checks count it (:func:`~.robot.delay_periods`)."""
+    # The tolerance keeps a delay a rounding error above whole periods at those periods.
+    return max(0, math.ceil(command_delay / period - 1e-9) - 1)
 
 
 class DelayPredictor:

@@ -36,7 +36,7 @@ Without a valid, fresh command the plant gets the safe torque (by default ``hold
 ``command_delay`` (s, from a state to the first state showing the command that answers it, as the
 controller node's parameter) longer than one step makes the commands reach the plant that much
 later, the real Gen3's ~5 ms for one (:class:`~torque_ctrl_ros.sim.commands.DelayLine`): each
-step's command, decided as above, drives the step ``round(command_delay / dt) − 1`` steps later;
+step's command, decided as above, drives the step ``⌈command_delay / dt⌉ − 1`` steps later;
 a step whose command had not been decided (the first ones, or a gap) gets the safe torque, on the
 current state.
 
