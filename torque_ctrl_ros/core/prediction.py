@@ -34,12 +34,10 @@ gain checks) keep allowing for the full delay rather than counting on it.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pinocchio as pin
 
-from .robot import CONTROL_PERIOD, RobotModel
+from .robot import CONTROL_PERIOD, RobotModel, showing_period
 from .validation import FloatArray, as_positive_float
 
 
@@ -60,10 +58,9 @@ def forward_step(
 def commands_in_flight(command_delay: float, period: float = CONTROL_PERIOD) -> int:
     """``m = ⌈command_delay / h⌉ − 1``: the commands sent before the one answering a state that
     still act on the arm after it (0 for a delay of one period, the simulator's). A delay between
-    whole periods counts up, to the first state that shows the command (2.1 ms: the third), as
-    the start-up checks count it (:func:`~.robot.delay_periods`)."""
-    # The tolerance keeps a delay a rounding error above whole periods at those periods.
-    return max(0, math.ceil(command_delay / period - 1e-9) - 1)
+    whole periods counts up, to the first state that shows the command (2.1 ms: the third,
+    :func:`~.robot.showing_period`), as the start-up checks count it."""
+    return max(0, showing_period(command_delay, period) - 1)
 
 
 class DelayPredictor:

@@ -96,15 +96,23 @@ def check_command_delay(field: str, seconds: Any) -> float:
     return value
 
 
+def showing_period(command_delay: float, period: float = CONTROL_PERIOD) -> int:
+    """The period of the first state that shows a command ``command_delay`` (s) after the state it
+    answers: ``⌈command_delay / h⌉`` (4.4 ms: the fifth; 1 ms, the simulator's: the first). The
+    start-up checks (:func:`delay_periods`), the delay prediction
+    (:func:`~.prediction.commands_in_flight`) and the delay read from the efforts all count so."""
+    # The tolerance keeps a delay a rounding error above whole periods at those periods: 37 ms
+    # computed as 370 * 0.0001 (0.037000000000000005 s) gives 37, not 38.
+    return math.ceil(command_delay / period - 1e-9)
+
+
 def delay_periods(command_delay: float, period: float = CONTROL_PERIOD) -> int:
     """The ``d`` of :func:`damping_eigenvalue_bound` and :func:`pd_spectral_radius` for a
     command-to-measurement delay ``command_delay`` (s, from a state to the first state that
     shows the command answering it): the periods beyond the first, rounded up (4.4 ms is checked
     as 5), at least 1 (a late step, which the simulator's realtime mode and any transport can
     add). 1 ms (the simulator) and 2 ms give 1, the real Gen3's 3 and 5 ms give 2 and 4."""
-    # The tolerance keeps a delay a rounding error above whole periods at those periods: 37 ms
-    # computed as 370 * 0.0001 (0.037000000000000005 s) gives 36, not 37.
-    return max(1, math.ceil(command_delay / period - 1.0 - 1e-9))
+    return max(1, showing_period(command_delay, period) - 1)
 
 
 def damping_eigenvalue_bound(delay: int) -> float:

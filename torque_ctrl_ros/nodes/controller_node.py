@@ -44,7 +44,7 @@ from ..core.controllers import create_controller
 from ..core.delay_estimate import DelayEstimate, DelayEstimator
 from ..core.errors import ConfigError, ModelError, StateError, TorqueCtrlError
 from ..core.resume import Resume, ResumeKind
-from ..core.robot import CONTROL_PERIOD, RobotModel
+from ..core.robot import CONTROL_PERIOD, RobotModel, showing_period
 from ..core.safety import Action, WatchdogState
 from ..core.supervisor import Decision, Notice, Supervisor, Transition
 from ..core.types import ControlOutput, JointState
@@ -911,9 +911,8 @@ def _delay_warning(estimate: DelayEstimate | None, command_delay: float) -> str:
     """What /diagnostics warn of when the states' efforts show another delay than
     ``command_delay`` (s), "" if they show the same or none (:mod:`~..core.delay_estimate`).
     ``command_delay`` runs to the first state that shows the command: in whole periods, rounded
-    up (4.4 ms: the fifth), as the start-up checks count it (:func:`~..core.robot.delay_periods`)."""
-    # The tolerance keeps a delay a rounding error above whole periods at those periods.
-    if estimate is None or estimate.periods == math.ceil(command_delay / CONTROL_PERIOD - 1e-9):
+    up (4.4 ms: the fifth, :func:`~..core.robot.showing_period`), as the start-up checks count it."""
+    if estimate is None or estimate.periods == showing_period(command_delay):
         return ""
     return (
         f"the joint states' efforts show each command {estimate.delay * 1e3:g} ms after the state it "
