@@ -429,7 +429,7 @@ class _QPController(Controller[QPReference]):
 
     def _capsules(self, group: str, model_file: str) -> CollisionSpec:
         """Barrier group ``group``'s capsule file, found as the nodes find their model files: as
-        given, else in the package's ``config/``."""
+        given, else a bare name in the package's ``config/`` (:func:`~...paths.find_data_file`)."""
         try:
             return CollisionSpec.from_file(find_data_file(model_file, "config"))
         except (ConfigError, FileNotFoundError) as exc:
