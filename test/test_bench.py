@@ -255,6 +255,7 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
     for key in ("date", "machine", "settings", "targets", "compute", "conversions"):
         assert key in data, key
     assert data["machine"]["cores"] >= 1 and data["machine"]["cpu"]
+    assert data["settings"]["params_file"] is None  # the shipped parameters alone
 
     compute = data["compute"]
     assert compute["states"] == 40
@@ -491,6 +492,14 @@ def test_controller_node_times_the_parts_a_controller_reports() -> None:
     plain = StepParts()  # a controller that reports no parts (gravity compensation)
     plain.add(20e-6, 40e-6, {})
     assert set(plain.summary()) == {"state_in", "command_out"}
+
+
+def test_the_results_name_the_parameter_file_layered_over_the_shipped_one(tmp_path: Path) -> None:
+    """``--params-file`` changes what the nodes run, so the JSON records it with the other settings."""
+    params = tmp_path / "extra.yaml"
+    params.write_text("controller_node:\n  ros__parameters:\n    qos_depth: 20\n")
+    data = _run(tmp_path, "--sections", "conversions", "--states", "20", "--params-file", str(params))
+    assert data["settings"]["params_file"] == str(params)
 
 
 def test_quick_settings() -> None:

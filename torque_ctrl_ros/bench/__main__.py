@@ -238,9 +238,9 @@ def format_report(results: dict[str, Any]) -> str:
         parts.append(
             f"\nController compute per step ({c['states']} states along a simulated motion); floors (bare "
             "pin.rnea, bare warm solves of the same QPs) timed in blocks interleaved with each controller; "
-            f"not timed: {c['warmup']} warm-up calls before each series, and for the QP controllers "
-            f"a cold step at state 0 after them; 1 kHz paced: one call per ms, idle in between, as in a "
-            f"node, over the first {c['paced_states']} states"
+            f"not timed: {c['warmup']} warm-up calls before each series but the parts, and for the QP "
+            "controllers a cold step at state 0 after them before the back-to-back series; 1 kHz paced: "
+            f"one call per ms, idle in between, as in a node, over the first {c['paced_states']} states"
             + (f" ({held})" if (held := results.get("settings", {}).get("cpu_latency")) else "")
         )
         rows = []
@@ -296,8 +296,8 @@ def format_report(results: dict[str, Any]) -> str:
     if "conversions" in results:
         conv = results["conversions"]
         parts.append(
-            "\nMessage conversions per step: *_bytes = CDR codecs (serialized_io: true, the default), "
-            "*_message* = rclpy messages with rclpy's (de)serialization; each after "
+            "\nMessage conversions per step: rows without 'message' = CDR codecs (serialized_io: true, "
+            "the default), *_message* = rclpy messages with rclpy's (de)serialization; each after "
             f"{WARMUP} untimed warm-up calls; 1 kHz paced over "
             + _f(next((fig["paced_1khz"]["samples"] for fig in conv.values()), None))
             + " calls"
@@ -495,6 +495,7 @@ def run_sections(args: argparse.Namespace, log: Callable[[str], None] = print) -
             "rt_priority": args.rt_priority,
             "cpus": {"sim_node": args.placement.sim_cpus, "controller_node": args.placement.controller_cpus},
             "cpu_latency_us": args.placement.cpu_latency_us,
+            "params_file": None if args.params_file is None else str(args.params_file),
         },
     }
     # The nodes' CPU latency request holds for this process too, so that the compute section's

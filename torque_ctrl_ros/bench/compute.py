@@ -70,10 +70,12 @@ def run(
     :func:`.stats.time_calls_paced`), and the QP controllers' step part by part over the same
     states (``parts_us``, :func:`qp_step_parts`).
 
-    Not timed, and recorded in the result: each timed series is preceded by ``warmup`` calls at
-    states ``0 … warmup−1`` (:data:`.stats.WARMUP`); a QP controller is then reset and stepped
-    once more, cold, at state 0 (see :func:`controller_calls`); ``paced_states`` says how many of
-    the first states the paced figure and the parts cover.
+    Not timed, and recorded in the result: the back-to-back and the paced series are preceded by
+    ``warmup`` calls at states ``0 … warmup−1`` (:data:`.stats.WARMUP`); before the back-to-back
+    series a QP controller is then reset and stepped once more, cold, at state 0 (see
+    :func:`controller_calls`; the paced series starts at state 0 warm from state ``warmup − 1``);
+    the parts have no warm-up (their first step is the cold one, one of their medians' samples);
+    ``paced_states`` says how many of the first states the paced figure and the parts cover.
     """
     robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
     qs, vs = realistic_states(count, seed)
