@@ -314,9 +314,9 @@ class ConstrainedDynamics:
     ) -> ConstrainedDynamicsResult:
         """Solve Gauss's principle for ``q̈`` and ``λ`` (formulas in the module docs), any ``α``.
 
-        The checked entry point, the reference the tests compare with: every input is validated
-        on each call (:func:`check_alpha` included). The controller validates once and calls
-        :meth:`solve_validated` each step.
+        The checked entry point, the reference the tests compare with: every input but ``q`` and
+        ``v`` (the caller's to check) is validated on each call (:func:`check_alpha` included). The
+        controller validates once and calls :meth:`solve_validated` each step.
 
         Args:
             q, v: joint angles (rad) and velocities (rad/s), already validated.

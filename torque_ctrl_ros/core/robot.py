@@ -64,9 +64,10 @@ up to 3.5 and ``K_d = 2`` up to 7. These values keep the largest eigenvalue belo
 joint space (0.947–0.965 at most over 20 000 random configurations, by seed; 0.975 at the
 stretched and folded corners that :meth:`RobotModel.check_damping` adds;
 ``test/test_safety.py`` checks < 1). Every damping a node or controller is given goes through
-that check at start (refused at ≥ 1). Another robot must set its own. The real arm's 3–5 ms
-delay asks for less on the model (0.62–0.35, exceeded most where joints 1, 3, 5 and 7 line up):
-README, "Damping and the real arm's delay".
+that check at start (refused at ≥ :func:`damping_eigenvalue_bound` of the robot's delay: 1 one
+period late, 0.347 at 5 ms; 0.98 of that with a twist damping). Another robot must set its
+own. The real arm's 3–5 ms delay asks for less on the model (0.62–0.35, exceeded most where
+joints 1, 3, 5 and 7 line up): README, "Damping and the real arm's delay".
 """
 
 

@@ -173,8 +173,9 @@ class RejectReason(enum.Enum):
 
     STALE = "stale"
     NON_FINITE = "non_finite"
-    # Missing joints, lengths that disagree, time going back; every state while the stream jumps
-    # between poses (two publishers: the states disagree with each other, none need be implausible).
+    # An unreadable message, missing joints, lengths that disagree, a stamp not finite or more than
+    # max_future ahead; every state while the stream jumps between poses (two publishers: the states
+    # disagree with each other, none need be implausible). An older stamp is SUPERSEDED.
     INCONSISTENT = "inconsistent"
     # Finite but implausible: far past a position or velocity limit, or farther from the last good
     # state than that velocity bound allows in the time between their stamps (a jump).

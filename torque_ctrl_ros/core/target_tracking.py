@@ -413,7 +413,8 @@ class JointTargetTracker:
 
     def __init__(self, controller: ComputedTorque, *, refuse: Report, warn: Report = _unreported) -> None:
         """``refuse``: where a target refused when it takes effect is reported; ``warn``: where a
-        stop that could not be run smoothly is."""
+        stop that could not be run smoothly is, and a target received but not yet taken that
+        :meth:`reset` drops."""
         self.robot: RobotModel = controller.robot
         kp, kd = controller.config.kp, controller.config.kd
         self.planner = JointApproachPlanner(self.robot, kp, kd)
@@ -793,7 +794,8 @@ class PoseTargetTracker:
 
     def __init__(self, controller: AchdRnea, *, refuse: Report, warn: Report = _unreported) -> None:
         """``refuse``: where a target refused when it takes effect is reported; ``warn``: where one
-        taken with an approach longer than :data:`SLOW_APPROACH` is."""
+        taken with an approach longer than :data:`SLOW_APPROACH` is, and one received but not yet
+        taken that :meth:`reset` drops."""
         self.controller = controller
         config = controller.config
         rows = np.array([AXIS_NAMES.index(a) for a in config.constrained_axes])
@@ -962,7 +964,8 @@ class TaskTargetTracker:
 
     def __init__(self, controller: QPID | HQPID, *, refuse: Report, warn: Report = _unreported) -> None:
         """``refuse``: where a target refused when it takes effect is reported; ``warn``: where one
-        taken with an approach longer than :data:`SLOW_APPROACH` is."""
+        taken with an approach longer than :data:`SLOW_APPROACH` is, and one received but not yet
+        taken that :meth:`reset` drops."""
         self.controller = controller
         robot = controller.robot
         self.robot = robot

@@ -592,7 +592,7 @@ class ControllerNode:
         paused target runs late by the pause, a dropped one leaves the arm held."""
         if not self._has_target or resume.kind is ResumeKind.KEEP:
             return
-        target = self.target.describe()  # "hold": no move under way
+        target = self.target.describe()  # "hold": no target taken (one reached and held is named)
         if resume.kind is ResumeKind.PAUSE:
             said = [f"the target ({target}) takes up where it stood"] if target != "hold" else []
             if self.target.pause(resume.since, resume.until):
@@ -848,9 +848,11 @@ def _diagnostic_status(
     The watchdog's ``state`` sets the level (``reason``: its last message, said in FALLBACK and
     STOPPED). When it is OK, ``new_fallbacks`` steps answered by the controller's own safe torque
     since the last report (e.g. a failed QP: valid commands, but no tracking) make it a WARN
-    naming the QP figures of ``fallback_info``. A ``warning`` on the state stream
-    (:func:`_stream_warning`) is the message of a WARN when all else is OK, and follows the
-    message otherwise (WAITING's WARN, a controller fallback's WARN, an ERROR: never lowered).
+    naming the QP figures of ``fallback_info``. A ``warning`` (the state stream's, the command
+    publishers' and the measured delay's, joined: :func:`_stream_warning`,
+    :func:`~.common.command_publishers_warning`, :func:`_delay_warning`) is the message of a WARN
+    when all else is OK, and follows the message otherwise (WAITING's WARN, a controller
+    fallback's WARN, an ERROR: never lowered).
     """
     level = _LEVEL[state]
     message = state.value

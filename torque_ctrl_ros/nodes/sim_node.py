@@ -190,7 +190,10 @@ class Counters:
     commands_received: int = 0
     commands_via_rclpy: int = 0  # serialized commands the CDR codec left to rclpy
     rejected_commands: int = 0
-    missing_command_steps: int = 0  # steps taken on the safe torque for lack of a valid command
+    # Steps with no valid command for them. The plant runs each on the safe torque, command_delay
+    # later; with a longer delay than one step the first steps run on it too (the delay line
+    # still empty) without being counted here.
+    missing_command_steps: int = 0
     stale_answers: int = 0  # commands answering a state too old, earlier or never published (ignored)
     untagged_commands: int = 0  # lockstep: commands not saying which state they answer (ignored)
     overruns: int = 0  # realtime: the pacing restarted, this node being over _RESYNC_S behind

@@ -154,8 +154,9 @@ class JointStateWire:
         return bytes(section)
 
     def learn(self, names: Sequence[str]) -> bool:
-        """Decode messages with this ``name`` list from now on, if it holds each of our joints
-        exactly once (other names are skipped); returns whether the expected layout changed.
+        """Decode messages with this ``name`` list from now on, if its names are distinct and hold
+        each of our joints (other names are skipped; a list naming any joint twice stays on
+        rclpy's path); returns whether the expected layout changed.
 
         For a caller that had to deserialize a message with rclpy and read it without error: a
         publisher keeps its layout, so the following messages take the fast path.

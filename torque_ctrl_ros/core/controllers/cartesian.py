@@ -10,14 +10,15 @@ Per control step, with the tool frame ``f`` at pose ``(p, R)`` and twist ``ẋ =
    ``a_des = a_ref + K_p ∘ e + K_d ∘ (ẋ_ref − ẋ)``;
 3. ``β = αᵀ a_des`` for the constrained axes ``α`` (6 × n_c);
 4. Gauss's principle (:mod:`..constrained_dynamics`) with feed-forward torque
-   ``τ_ff = g(q) − K_null q̇`` (``g`` only with ``gravity_feedforward``) and the task wrench
-   ``f_task`` on the tool → ``q̈``, ``λ``;
+   ``τ_ff = g(q) − K_null q̇`` (``g`` only with ``gravity_feedforward``) and the wrench
+   ``f = f_task − B ∘ ẋ`` on the tool (``B``: ``free_axis_damping``, on the unconstrained axes
+   only) → ``q̈``, ``λ``;
 5. command ``τ = RNEA(q, q̇, q̈)`` with zero external wrench (``= M q̈ + c``), saturated by
    the base class.
 
 On an exact plant every constrained axis then obeys ``ë + K_d ė + K_p e = 0`` (exactly for
 the decoupled translation error; to first order in the rotation error). Because
-``M q̈ + c = τ_ff + Jᵀ f_task + J_cᵀ λ``, the command equals ``τ_ff + Jᵀ f_task + J_cᵀ λ``:
+``M q̈ + c = τ_ff + Jᵀ f + J_cᵀ λ``, the command equals ``τ_ff + Jᵀ f + J_cᵀ λ``:
 
 * ``τ_ff`` only acts where the constraints leave freedom (Gauss's principle projects it
   dynamically consistently). On the 7-DoF Gen3 with all six axes constrained that is the
@@ -465,7 +466,8 @@ class AchdRnea(Controller[PoseReference]):
         return PoseReference.from_se3(self.robot.frame_placement(q, self.dynamics.frame_index))
 
     def _checked_reference(self, reference: PoseReference) -> PoseReference:
-        """``check_pose_reference(reference)``, run once per reference object."""
+        """``check_pose_reference(reference)`` and :func:`~..reach.check_target_position` (a
+        coordinate beyond ±``MAX_TARGET_DISTANCE`` is refused), run once per reference object."""
         if reference is not self._reference_in or self._reference is None:
             ref = check_pose_reference(reference)
             check_target_position(ref.position, f"{self.name} target")
