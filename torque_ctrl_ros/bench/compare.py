@@ -47,8 +47,9 @@ def export_revision(revision: str, repository: Path, folder: Path) -> str:
     ``torque_ctrl_ros`` import there would load this tree's code in its place.
 
     Raises:
-        ValueError: ``revision`` is not a commit of ``repository``, lacks one of the folders, or its
-            ``core`` imports ``torque_ctrl_ros`` by name (git's message or the lines found).
+        ValueError: ``revision`` is not a commit of ``repository``, lacks one of the folders, or one
+            of the modules the comparison loads (``core``, ``paths``, ``__init__``) imports
+            ``torque_ctrl_ros`` by name (git's message or the lines found).
     """
     try:
         sha = subprocess.run(

@@ -151,7 +151,9 @@ def run(
     composed: bool = False,
     host_seconds: float = 0.0,
 ) -> dict[str, Any]:
-    """:func:`closed_loop` for each ``name → params`` in ``mode``; logs under ``out_dir/<mode>/<name>``.
+    """:func:`closed_loop` for each ``name → params`` in ``mode``.
+
+    Logs go under ``out_dir/<mode>/<name>`` (``<mode>_composed`` with ``composed``).
 
     With ``host_seconds > 0`` (realtime only), the host's timer floor
     (:func:`.host.measure`, the simulator's scheduling) is measured right before each run and kept

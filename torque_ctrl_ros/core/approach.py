@@ -623,7 +623,9 @@ class PoseApproachPlanner:
         acceleration bounds: a default stop no shorter would run past it), as in joint space.
 
         Raises:
-            TargetError: ``refuse_shortfall`` and the predicted joint path ends short of the goal.
+            TargetError: ``refuse_shortfall`` and the predicted joint path ends short of the goal,
+                or more than :data:`SHORTFALL` of the move lies along a direction the start's
+                Jacobian has lost (a singular direction).
         """
         # Every move of this plan (the direct one, the one after a stop) and the stop itself are
         # timed from the arm at q: its Jacobian and J⁺ once.
@@ -689,7 +691,9 @@ class PoseApproachPlanner:
         docstring), the arm where ``arm`` was taken.
 
         Raises:
-            TargetError: ``refuse_shortfall`` and the predicted joint path ends short of the goal.
+            TargetError: ``refuse_shortfall`` and the predicted joint path ends short of the goal,
+                or more than :data:`SHORTFALL` of the move lies along a direction the start's
+                Jacobian has lost (a singular direction).
         """
         q, jacobian = arm.q, arm.jacobian
         move = np.concatenate(

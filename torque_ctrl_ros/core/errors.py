@@ -1,8 +1,11 @@
 """The package's exception types.
 
-Every error raised on purpose by :mod:`torque_ctrl_ros` derives from
-:class:`TorqueCtrlError`, so callers (the ROS nodes in particular) can catch the
-package's own failures without swallowing programming errors.
+Every error the controllers, the robot model and the simulator raise on purpose for bad
+input derives from :class:`TorqueCtrlError`, so callers (the ROS nodes in particular) can
+catch the package's own failures without swallowing programming errors. A few helpers use
+the built-in types their callers expect: a data file not found is a ``FileNotFoundError``
+(:mod:`~torque_ctrl_ros.paths`), bad arguments to the benchmark's tools or the simulator's
+command rules a ``ValueError``.
 """
 
 from __future__ import annotations

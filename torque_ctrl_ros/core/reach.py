@@ -67,7 +67,8 @@ class Reach:
         axis: unit vector normal to the circle (the first joint's axis, base frame).
         circle_radius: m.
         radius: the farthest (m) the frame's origin can be from the circle, margin included.
-        joint: the first joint's name (for messages), or ``""`` when the circle is the base origin.
+        joint: the first joint's name (for messages), or ``""`` for a frame fixed to the root body
+            (the centre: its own position, the circle a point).
     """
 
     center: FloatArray
@@ -134,7 +135,7 @@ class Reach:
             where = (
                 f"the circle {self.joint}'s rotation moves the next joint on"
                 if self.joint
-                else "the base frame origin"
+                else "the frame's fixed position"
             )
             raise TargetError(
                 f"{what}: position {point_text(position)} m is {distance:.4g} m from {where}, farther than "

@@ -820,8 +820,9 @@ def acceleration_limits(robot: RobotModel) -> FloatArray:
 
     (``M`` the model's mass matrix, ``τ_max`` its effort limits, over :data:`ACCELERATION_SAMPLES`
     seeded configurations within the position limits, ``±π`` on continuous joints). Above it the
-    feedforward alone asks more than an actuator has wherever the arm is; below it gravity and the
-    feedback still need their share, so it is a bound of what cannot be tracked, not of what can.
+    feedforward alone asks more than an actuator has where the joint weighs most (elsewhere, at
+    home for one, more fits); below it gravity and the feedback still need their share, so it is a
+    cautious bound of what may not be tracked, not of what can.
     Gen3: 25.9, 25.7, 92, 70, 518, 459, 8001 rad/s² (joint_1 at home: M₁₁ = 0.256 kg·m², so 300
     rad/s² is 77 N·m of inertial torque alone against its 39; a trajectory asking that would
     command −73 N·m at once, the measured torque, gravity and coupling in it). Kinova's

@@ -48,14 +48,16 @@ and then updated in place and warm-started.
 
 Safe failure: if the level-0 solve fails (infeasible, iteration cap, non-finite), the
 torque is the fallback ``g(q) − K_d·q̇`` and ``info["fallback"] = 1``. A lower level whose
-solve stops short (iteration cap) with a finite iterate ``u`` is not dropped: ``u = 0`` meets
+solve fails with a finite iterate ``u`` (in practice: it stops at the iteration cap) is not
+dropped: ``u = 0`` meets
 every row, so ``s·u`` with the largest ``s ≤ 1`` that meets every row, and no larger than the
 minimiser of the level's cost along ``u``, keeps its rows within the room of where the level
 above left them and the tasks above exact, and costs no more than ``u = 0`` (convexity);
 ``info["scaled_level"]`` names it (the first such level). Solves stop short there where rows
 level 0 holds nearly opposite leave a wedge as wide as the room (the solver settings measured
-against it: docs/performance.md, "The QP solver"). If a lower level fails otherwise, the
-solution of the levels above it is used (it satisfies every hard constraint) and
+against it: docs/performance.md, "The QP solver"). If a lower level's ``u`` is not finite, or
+its cost does not decrease along ``u`` (no ``s > 0`` to take), the solution of the levels above
+it is used (it satisfies every hard constraint) and
 ``info["failed_level"]`` names the level that failed.
 
 Diagnostics (all floats). Every step's ``info``: ``qp_status`` (:class:`SolveStatus` of

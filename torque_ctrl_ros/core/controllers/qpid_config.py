@@ -239,8 +239,9 @@ class QPIDConfig:
             solver.{eps_abs, max_iter}
 
         Raises:
-            ConfigError: unknown keys, missing tasks, bad values, unknown frames (the
-                message lists the valid names).
+            ConfigError: unknown keys, missing tasks, bad values (the message lists the valid
+                names). Frame names are looked up when :class:`~.qpid.QPID` builds its tasks and
+                barriers, which refuses an unknown one the same way.
         """
         flat = _flatten(params)
         names = flat.pop("tasks", None)

@@ -388,7 +388,8 @@ class SelfCollisionModel(CapsuleDistances):
 
     Raises:
         ConfigError: a link of the spec is not a frame of the model (the message lists
-            the valid frames), or no pair is left to check.
+            the valid frames), ``exclude_pairs`` names a link without capsules, no pair is left
+            to check, or ``pairs`` is not in ``[1, number of pairs checked]``.
     """
 
     def __init__(self, robot: RobotModel, spec: CollisionSpec, pairs: int = 1) -> None:
@@ -458,8 +459,9 @@ class FloorModel(CapsuleDistances):
         drift = a_z + p_y·α_x − p_x·α_y + (ω × ṗ)_z
 
     Raises:
-        ConfigError: a link of the spec is not a frame of the model, no capsule moves, or
-            ``pairs`` is not in ``[1, number of moving capsules]``.
+        ConfigError: ``height`` not finite or beyond ±10 m, a link of the spec is not a frame
+            of the model, no capsule moves, or ``pairs`` is not in ``[1, number of moving
+            capsules]``.
     """
 
     def __init__(self, robot: RobotModel, spec: CollisionSpec, height: float = 0.0, pairs: int = 1) -> None:
