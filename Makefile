@@ -1,9 +1,9 @@
 # Two commands set up everything on a fresh machine with Python 3.11:
 #   make sim    the simulated Gen3 under a controller (CONTROLLER=... instead of the parameter
-#               files' one, DURATION=... simulated seconds, PIN=auto to pin the two nodes to one
-#               CPU each, RT=20 for SCHED_FIFO 20, CPU_LATENCY=0 to keep the CPUs polling instead
-#               of halting while the nodes run, PARAMS=file.yaml layered over the shipped
-#               parameter file)
+#               files' one, DURATION=... simulated seconds, MODE=lockstep instead of realtime,
+#               PIN=auto to pin the two nodes to one CPU each, RT=20 for SCHED_FIFO 20,
+#               CPU_LATENCY=0 to keep the CPUs polling instead of halting while the nodes run,
+#               PARAMS=file.yaml layered over the shipped parameter file)
 #   make test   the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
