@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from torque_ctrl_ros.core import RobotModel
-from torque_ctrl_ros.core.backlog import LONGEST, CatchUp
+from torque_ctrl_ros.core.backlog import BEHIND_GAP, LONGEST, CatchUp, queued_behind
 from torque_ctrl_ros.core.resume import ResumeKind
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING, Action, RejectReason, WatchdogConfig, WatchdogState
 from torque_ctrl_ros.core.supervisor import Decision, Supervisor
@@ -47,6 +47,37 @@ def test_nothing_is_taken_in_normal_running(period: float) -> None:
         arrival += period + (0.015 if k % 50 == 7 and period == DT else 0.0)
         assert not catch_up.begin(arrival, period)
     assert catch_up.skipped == 0 and not catch_up.active
+
+
+def test_a_state_handed_over_right_after_the_last_ones_handling_waited_in_the_queue() -> None:
+    """Falling behind: a state handed over within a quarter period of the end of the last one's
+    handling waited while it ran; on time (handling 0.3 ms of a 1 ms period) none did, nor before
+    the first state or while the period is not known."""
+    assert BEHIND_GAP == 0.25
+    done = 10.0
+    assert queued_behind(done + 0.0001, done, DT)  # handled back to back
+    assert queued_behind(done + 0.000249, done, DT)
+    assert not queued_behind(done + 0.000251, done, DT)
+    assert not queued_behind(done + 0.0007, done, DT)  # on time: the next state 0.7 ms after
+    assert not queued_behind(done + 0.0001, done, 0.0)  # period not known yet
+    assert not queued_behind(5.0, -np.inf, DT)  # no state handled yet
+
+
+def test_a_step_over_skipped_states_is_not_learnt_as_the_streams_period(robot: RobotModel) -> None:
+    """States handled 1 ms apart teach a 1 ms period; steps of 3 ms over states skipped for the
+    newest (the caller fell behind) do not move it, where the same steps handled in turn would
+    (the stream slowed to 333 Hz)."""
+    for skipped, period in ((True, DT), (False, 3 * DT)):
+        sup = _supervisor(robot)
+        for k in range(20):
+            _computed(sup, T0 + k * DT, T0 + k * DT)
+        assert sup.stream_period == pytest.approx(DT)
+        for k in range(1, 12):
+            stamp = T0 + 19 * DT + 3 * k * DT
+            decision = sup.step(Q0, V0, stamp, stamp, "", 0.0, skipped)
+            assert decision.action is Action.COMPUTE
+            sup.command_computed()
+        assert sup.stream_period == pytest.approx(period)
 
 
 def test_the_first_state_starts_no_catch_up() -> None:

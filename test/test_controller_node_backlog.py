@@ -178,6 +178,61 @@ def test_the_states_are_taken_from_the_real_subscription(
         assert node.watchdog.last_good.stamp == pytest.approx(stamps[-1])
 
 
+@pytest.mark.parametrize("serialized", [True, False])
+def test_falling_behind_the_newest_queued_state_is_handled(
+    ros_domain: int,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    serialized: bool,
+) -> None:
+    """A node whose handling of each state outlasts the stream's period, never away: each state is
+    handed over 0.1 ms (steady clock) after the last one's handling ended, with three more queued
+    behind it. It handles the newest, so each command answers a state at most the queue's newest,
+    not each in turn ever older; the states skipped are counted and said (throttled, key
+    ``behind``), and the 4 ms steps between those handled are not learnt as the stream's period.
+    Handed over a period after the last handling ended, nothing is taken."""
+    with in_process_controllers(ros_domain) as make:
+        node, steady = _running(make, serialized, monkeypatch)
+        node._state_sub = Queue(node._state_sub.msg_type)
+        node._state_sub.raw = serialized
+        at = sim_clock(node)
+        said: list[tuple[str, str]] = []
+        node.log.warning = lambda key, message, **_: said.append((key, message))
+        assert node.supervisor.stream_period == pytest.approx(DT)
+
+        def hand(stamp: float, gap: float) -> None:
+            steady[0] += gap
+            msg = _state_msg(stamp)
+            if serialized:
+                from rclpy.serialization import serialize_message
+
+                node._on_state_bytes(serialize_message(msg))
+            else:
+                node._on_state_message(msg)
+
+        stamp = T0 + 19 * DT
+        published = node.counts.commands_published
+        for k in range(1, 6):
+            handed, stamp = stamp + DT, stamp + 4 * DT
+            queued = [_state_msg(t) for t in (handed + DT, handed + 2 * DT, stamp)]
+            if serialized:
+                from rclpy.serialization import serialize_message
+
+                queued = [serialize_message(m) for m in queued]
+            node._state_sub.messages.extend(queued)
+            at(stamp)
+            hand(handed, 1e-4)
+            assert node.watchdog.last_good.stamp == pytest.approx(stamp)
+            assert node.counts.backlog_skipped == 3 * k
+            assert node.counts.commands_published == published + k
+        assert [key for key, _ in said] == ["behind"] * len(said) and said
+        assert "skipped 3 queued state(s) for the newest" in said[0][1]
+        assert node.supervisor.stream_period == pytest.approx(DT)
+        assert node.watchdog.state.value == "ok"
+        takes = node._state_sub.takes
+        hand(at(stamp + DT), DT)  # on time again
+        assert node._state_sub.takes == takes and node.counts.backlog_skipped == 15
+
+
 def _gripper_msg(stamp: float) -> Any:
     """A state of another device on the same topic (a gripper's driver): names none of our joints."""
     from sensor_msgs.msg import JointState as JointStateMsg

@@ -698,12 +698,16 @@ def _share(count: Any, total: Any) -> str:
 
 
 def _backlog_text(skipped: Any) -> str:
-    """``, 17 queued states skipped catching up after a stall`` where the controller process was
-    away (stopped or descheduled) and took the newest of the states queued meanwhile
-    (``backlog_skipped``, ``core/backlog.py``); nothing otherwise."""
+    """``, 17 queued states skipped for the newest (after a stall or falling behind)`` where the
+    controller took the newest of the states queued while it was away (stopped or descheduled)
+    or while it handled the one before (``backlog_skipped``, ``core/backlog.py``); nothing
+    otherwise."""
     if not isinstance(skipped, int) or skipped <= 0:
         return ""
-    return f", {skipped} queued state{'s' if skipped != 1 else ''} skipped catching up after a stall"
+    return (
+        f", {skipped} queued state{'s' if skipped != 1 else ''} skipped for the newest "
+        "(after a stall or falling behind)"
+    )
 
 
 def _counts_text(counts: Any) -> str:

@@ -183,9 +183,13 @@ class ResumeTracker:
         (:meth:`StreamPeriod.silence_after`)."""
         return self.stream.silence_after(self.config)
 
-    def decide_resume(self, previous: WatchdogState, watchdog: Watchdog, stamp: float) -> Resume:
+    def decide_resume(
+        self, previous: WatchdogState, watchdog: Watchdog, stamp: float, skipped: bool = False
+    ) -> Resume:
         """The watchdog accepted a state stamped ``stamp`` (s) and a torque is about to be computed
         on it, the watchdog having been in ``previous`` before; returns what the target does.
+        ``skipped``: the caller skipped queued states for this one (:mod:`.backlog`), so the step
+        from the last state computed on is not the stream's (not learnt, as after a refused one).
 
         - After OK or WAITING: ``KEEP``.
         - The arm moved more than :attr:`tolerance` on any joint since the last state computed on
@@ -204,7 +208,8 @@ class ResumeTracker:
         last = self.stream.last_stamp
         resume = self._decide(previous, watchdog, stamp, last)
         rejected = watchdog.rejected_total
-        self.stream.computed(stamp, none_refused_since=rejected == self._rejected_when_computed)
+        unbroken = rejected == self._rejected_when_computed and not skipped
+        self.stream.computed(stamp, none_refused_since=unbroken)
         np.copyto(self._computed_q, watchdog.last_good.q)
         self._rejected_when_computed = rejected
         self._safe_from_stamp = math.nan

@@ -11,7 +11,8 @@ Topics:
         withheld as non-finite (``fallback_commands``, ``withheld_commands``), the controller's
         own fallbacks, the watchdog's fallbacks and stops and the targets paused or dropped since
         start (``watchdog_fallbacks``, ``watchdog_stops``, ``target_pauses``, ``target_drops``),
-        states skipped for a newer one queued after this process was away (``backlog_skipped``),
+        states skipped for a newer one queued after this process was away or while it handled the
+        one before (``backlog_skipped``),
         states read through rclpy rather than the CDR fast path (``states_via_rclpy``;
         ``serialized_io`` says whether that fast path is on, see wire.py).
 
@@ -39,7 +40,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64MultiArray
 
-from ..core.backlog import CatchUp
+from ..core.backlog import CatchUp, queued_behind
 from ..core.controllers import create_controller
 from ..core.delay_estimate import DelayEstimate, DelayEstimator
 from ..core.errors import ConfigError, ModelError, StateError, TorqueCtrlError
@@ -215,6 +216,9 @@ class ControllerNode:
         self._state_topic = states.topic_name  # remapped: the graph queries do not remap
         self._state_sub = states
         self.catch_up = CatchUp(cfg.watchdog.max_age)
+        # perf_counter (s) at the start and the end of the last state's handling (-inf: none yet)
+        self._state_started = self._state_done = -math.inf
+        self._skipped = False  # states queued before the one being handled were skipped for it
         # Only a clock fed by /clock lags behind the states queued with its messages while this
         # process was away; the wall clock does not (Supervisor.step's clock_lag).
         self._clock_lags_in_backlog = bool(node.get_parameter("use_sim_time").value)
@@ -262,8 +266,9 @@ class ControllerNode:
         rclpy and read by name; a layout rclpy read well is expected from then on (a publisher
         keeps its joint order and extra joints)."""
         t_in = time.perf_counter()
-        if self.catch_up.begin(t_in, self.supervisor.stream_period):
-            raw = self._newest_queued(raw)
+        period = self.supervisor.stream_period
+        if self.catch_up.begin(t_in, period) or queued_behind(t_in, self._state_done, period):
+            raw = self._newest_queued(raw, t_in)
         fast = self.state_wire.decode(raw)
         if fast is not None:
             if not self._order_noted:
@@ -307,15 +312,17 @@ class ControllerNode:
     def _on_state_message(self, msg: JointStateMsg) -> None:
         """A joint state message (``serialized_io: false``)."""
         t_in = time.perf_counter()
-        if self.catch_up.begin(t_in, self.supervisor.stream_period):
-            msg = self._newest_queued(msg)
+        period = self.supervisor.stream_period
+        if self.catch_up.begin(t_in, period) or queued_behind(t_in, self._state_done, period):
+            msg = self._newest_queued(msg, t_in)
         self._on_state(msg, t_in)
 
-    def _newest_queued(self, first: Any) -> Any:
+    def _newest_queued(self, first: Any, t_in: float) -> Any:
         """The newest of this arm's states queued on the state subscription behind ``first`` (a
-        message, or its bytes with ``serialized_io``), taking every one; ``first`` when none is.
-        Called while catching up after this process was away
-        (:class:`~torque_ctrl_ros.core.backlog.CatchUp`).
+        message, or its bytes with ``serialized_io``, handed over at ``t_in``, perf_counter s),
+        taking every one; ``first`` when none is. Called while catching up after this process was
+        away (:class:`~torque_ctrl_ros.core.backlog.CatchUp`), or when ``first`` waited in the
+        queue while the last state was handled (:func:`~torque_ctrl_ros.core.backlog.queued_behind`).
 
         Another device's states (a gripper's driver on the same topic) are taken too and counted
         as foreign, never kept as the newest: handled instead of the arm's newest, one of them
@@ -337,7 +344,17 @@ class ControllerNode:
                 else:  # the one handed over was another device's
                     self._ignore_foreign(newest_foreign)
                 newest, newest_foreign = got[0], None
-        self.catch_up.taken(skipped)
+        if self.catch_up.active:
+            self.catch_up.taken(skipped)
+        elif skipped:
+            self.log.warning(
+                "behind",
+                f"falling behind the joint states: handling the last one took "
+                f"{(self._state_done - self._state_started) * 1e3:.2f} ms against their "
+                f"{self.supervisor.stream_period * 1e3:.2f} ms period; skipped {skipped} queued state(s) "
+                "for the newest (counted as backlog_skipped)",
+            )
+        self._skipped = skipped > 0
         self.counts.backlog_skipped += skipped
         return newest
 
@@ -442,7 +459,10 @@ class ControllerNode:
         stamp = stamp_ns * 1e-9
         catching_up = self.catch_up.active
         clock_lag = self.catch_up.away if catching_up and self._clock_lags_in_backlog else 0.0
-        decision = self.supervisor.step(q, v, stamp, now, "" if error is None else str(error), clock_lag)
+        decision = self.supervisor.step(
+            q, v, stamp, now, "" if error is None else str(error), clock_lag, self._skipped
+        )
+        self._skipped = False
         if catching_up:
             self._caught_up(stamp)
         if decision.silence is not None:  # the gap before this state, said before the state itself
@@ -461,6 +481,7 @@ class ControllerNode:
         if out is None:
             # No command (waiting, stopped, withheld): nothing for deferred /diagnostics to hold up.
             self._publish_deferred_diagnostics()
+            self._state_started, self._state_done = t_in, time.perf_counter()
             return None
         if out.any_saturated:
             self.counts.saturated_commands += 1
@@ -486,6 +507,7 @@ class ControllerNode:
             if planned and t_out - t_in <= self._period_s < time.perf_counter() - t_in:
                 self.counts.deadline_misses += 1  # the plan, not the command, outlasted the period
         self._publish_deferred_diagnostics()
+        self._state_started, self._state_done = t_in, time.perf_counter()
         return out.tau
 
     def _take_due_targets(self, state: JointState | None) -> bool:
