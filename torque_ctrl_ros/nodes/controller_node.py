@@ -268,7 +268,7 @@ class ControllerNode:
         t_in = time.perf_counter()
         period = self.supervisor.stream_period
         if self.catch_up.begin(t_in, period) or queued_behind(t_in, self._state_done, period):
-            raw = self._newest_queued(raw, t_in)
+            raw = self._newest_queued(raw)
         fast = self.state_wire.decode(raw)
         if fast is not None:
             if not self._order_noted:
@@ -314,15 +314,15 @@ class ControllerNode:
         t_in = time.perf_counter()
         period = self.supervisor.stream_period
         if self.catch_up.begin(t_in, period) or queued_behind(t_in, self._state_done, period):
-            msg = self._newest_queued(msg, t_in)
+            msg = self._newest_queued(msg)
         self._on_state(msg, t_in)
 
-    def _newest_queued(self, first: Any, t_in: float) -> Any:
+    def _newest_queued(self, first: Any) -> Any:
         """The newest of this arm's states queued on the state subscription behind ``first`` (a
-        message, or its bytes with ``serialized_io``, handed over at ``t_in``, perf_counter s),
-        taking every one; ``first`` when none is. Called while catching up after this process was
-        away (:class:`~torque_ctrl_ros.core.backlog.CatchUp`), or when ``first`` waited in the
-        queue while the last state was handled (:func:`~torque_ctrl_ros.core.backlog.queued_behind`).
+        message, or its bytes with ``serialized_io``), taking every one; ``first`` when none is.
+        Called while catching up after this process was away
+        (:class:`~torque_ctrl_ros.core.backlog.CatchUp`), or when ``first`` waited in the queue
+        while the last state was handled (:func:`~torque_ctrl_ros.core.backlog.queued_behind`).
 
         Another device's states (a gripper's driver on the same topic) are taken too and counted
         as foreign, never kept as the newest: handled instead of the arm's newest, one of them
