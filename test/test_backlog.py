@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from torque_ctrl_ros.core import RobotModel
-from torque_ctrl_ros.core.backlog import BEHIND_GAP, LONGEST, CatchUp, queued_behind
+from torque_ctrl_ros.core.backlog import LONGEST, CatchUp, queued_behind
 from torque_ctrl_ros.core.resume import ResumeKind
 from torque_ctrl_ros.core.safety import DEFAULT_DAMPING, Action, RejectReason, WatchdogConfig, WatchdogState
 from torque_ctrl_ros.core.supervisor import Decision, Supervisor
@@ -49,18 +49,18 @@ def test_nothing_is_taken_in_normal_running(period: float) -> None:
     assert catch_up.skipped == 0 and not catch_up.active
 
 
-def test_a_state_handed_over_right_after_the_last_ones_handling_waited_in_the_queue() -> None:
-    """Falling behind: a state handed over within a quarter period of the end of the last one's
-    handling waited while it ran; on time (handling 0.3 ms of a 1 ms period) none did, nor before
-    the first state or while the period is not known."""
-    assert BEHIND_GAP == 0.25
-    done = 10.0
-    assert queued_behind(done + 0.0001, done, DT)  # handled back to back
-    assert queued_behind(done + 0.000249, done, DT)
-    assert not queued_behind(done + 0.000251, done, DT)
-    assert not queued_behind(done + 0.0007, done, DT)  # on time: the next state 0.7 ms after
-    assert not queued_behind(done + 0.0001, done, 0.0)  # period not known yet
-    assert not queued_behind(5.0, -np.inf, DT)  # no state handled yet
+def test_states_queue_up_behind_a_handling_that_outlasted_the_period() -> None:
+    """Falling behind: a state's handling longer than the stream's period left the states arriving
+    meanwhile queued; one of 0.3 ms of a 1 ms period, or as long as the period, did not (the queue
+    empties by itself), nor is anything queued before the first state or while the period is not
+    known."""
+    started = 10.0
+    assert queued_behind(started, started + 1.5 * DT, DT)
+    assert queued_behind(started, started + 1.01 * DT, DT)
+    assert not queued_behind(started, started + 0.99 * DT, DT)
+    assert not queued_behind(started, started + 0.3 * DT, DT)
+    assert not queued_behind(started, started + 0.1, 0.0)  # period not known yet
+    assert not queued_behind(-np.inf, -np.inf, DT)  # no state handled yet
 
 
 def test_a_step_over_skipped_states_is_not_learnt_as_the_streams_period(robot: RobotModel) -> None:

@@ -184,12 +184,13 @@ def test_falling_behind_the_newest_queued_state_is_handled(
     monkeypatch: pytest.MonkeyPatch,
     serialized: bool,
 ) -> None:
-    """A node whose handling of each state outlasts the stream's period, never away: each state is
-    handed over 0.1 ms (steady clock) after the last one's handling ended, with three more queued
-    behind it. It handles the newest, so each command answers a state at most the queue's newest,
-    not each in turn ever older; the states skipped are counted and said (throttled, key
-    ``behind``), and the 4 ms steps between those handled are not learnt as the stream's period.
-    Handed over a period after the last handling ended, nothing is taken."""
+    """A node whose handling of each state outlasts the stream's period, never away: the last
+    handling is made to have taken 1.5 ms of its steady clock (the clock here stands still within
+    a call), and three states are queued behind the one handed over. It handles the newest, so
+    each command answers the newest state queued, not each in turn ever older; the states skipped
+    are counted and said (throttled, key ``behind``), and the 4 ms steps between those handled
+    are not learnt as the stream's period. After a handling shorter than the period nothing is
+    taken."""
     with in_process_controllers(ros_domain) as make:
         node, steady = _running(make, serialized, monkeypatch)
         node._state_sub = Queue(node._state_sub.msg_type)
@@ -220,12 +221,14 @@ def test_falling_behind_the_newest_queued_state_is_handled(
                 queued = [serialize_message(m) for m in queued]
             node._state_sub.messages.extend(queued)
             at(stamp)
+            node._state_started = node._state_done - 1.5 * DT
             hand(handed, 1e-4)
             assert node.watchdog.last_good.stamp == pytest.approx(stamp)
             assert node.counts.backlog_skipped == 3 * k
             assert node.counts.commands_published == published + k
         assert [key for key, _ in said] == ["behind"] * len(said) and said
-        assert "skipped 3 queued state(s) for the newest" in said[0][1]
+        took = "handling the last one took 1.50 ms against their 1.00 ms period; skipped 3 queued"
+        assert took in said[0][1]
         assert node.supervisor.stream_period == pytest.approx(DT)
         assert node.watchdog.state.value == "ok"
         takes = node._state_sub.takes

@@ -29,10 +29,11 @@ A node whose callback takes longer than the stream's period (a QP controller on 
 host) falls behind without ever being away: handled in turn, the states queue up to the
 subscription's depth and each command answers a state that many periods old (HQPID in the
 realtime simulator on a slow phase of the 2-core VM: latency p50 7.4 ms, ~7 states queued),
-a delay the gains and dampings were not checked for. :func:`queued_behind` tells it: a state
-handed over within :data:`BEHIND_GAP` periods of the end of the last state's callback waited in
-the queue while that callback ran, and the newest queued is taken instead (most often it is that
-one: the take finds nothing, ~3 µs).
+a delay the gains and dampings were not checked for. :func:`queued_behind` tells it: a state's
+handling that outlasted the stream's period left the next ones queued (one arrives every period),
+and the newest queued is taken instead. A handling shorter than the period takes nothing (in
+normal running and in lockstep, where the simulator waits for each answer): the queue then
+empties by itself, and a take that finds nothing costs ~3 µs.
 """
 
 from __future__ import annotations
@@ -47,21 +48,14 @@ of any length comes within a few tens of ms, and the unclamped stamps of a catch
 (:meth:`.Supervisor.step`'s ``clock_lag``) should not outlast it for long."""
 
 
-#: A state handed over less than this many stream periods after the last state's callback ended
-#: (steady clock) waited in the queue while that callback ran (:func:`queued_behind`).
-BEHIND_GAP = 0.25
+def queued_behind(started: float, done: float, period: float) -> bool:
+    """Whether the last state's handling, from ``started`` to ``done`` (s, steady clock; both
+    ``-inf`` before any), outlasted the stream's ``period`` (s; 0 while not known: never), so
+    that the states arriving meanwhile are queued behind the next one handed over::
 
-
-def queued_behind(arrival: float, last_done: float, period: float) -> bool:
-    """Whether the state handed over at ``arrival`` (s, steady clock) waited in the queue while
-    the last state's callback ran, which ended at ``last_done`` (s, steady; ``-inf`` before
-    any): the callback falls behind the stream (period ``period`` s, 0 while not known: never)::
-
-        arrival − last_done < BEHIND_GAP · period
-
-    On time, a state arrives a period after the last one, well after its callback ended.
+        done − started > period > 0
     """
-    return arrival - last_done < BEHIND_GAP * period
+    return period > 0.0 and done - started > period
 
 
 class CatchUp:
@@ -135,4 +129,4 @@ class CatchUp:
         return False
 
 
-__all__ = ["BEHIND_GAP", "LONGEST", "CatchUp", "queued_behind"]
+__all__ = ["LONGEST", "CatchUp", "queued_behind"]

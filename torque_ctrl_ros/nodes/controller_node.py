@@ -267,7 +267,7 @@ class ControllerNode:
         keeps its joint order and extra joints)."""
         t_in = time.perf_counter()
         period = self.supervisor.stream_period
-        if self.catch_up.begin(t_in, period) or queued_behind(t_in, self._state_done, period):
+        if self.catch_up.begin(t_in, period) or queued_behind(self._state_started, self._state_done, period):
             raw = self._newest_queued(raw)
         fast = self.state_wire.decode(raw)
         if fast is not None:
@@ -313,7 +313,7 @@ class ControllerNode:
         """A joint state message (``serialized_io: false``)."""
         t_in = time.perf_counter()
         period = self.supervisor.stream_period
-        if self.catch_up.begin(t_in, period) or queued_behind(t_in, self._state_done, period):
+        if self.catch_up.begin(t_in, period) or queued_behind(self._state_started, self._state_done, period):
             msg = self._newest_queued(msg)
         self._on_state(msg, t_in)
 
