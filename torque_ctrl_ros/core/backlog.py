@@ -30,11 +30,12 @@ host) falls behind without ever being away: handled in turn, the states queue up
 subscription's depth and each command answers a state that many periods old (HQPID in the
 realtime simulator on a slow phase of the 2-core VM: latency p50 7.4–10.5 ms; 1.7 ms with the
 newest taken, docs/interfaces.md), a delay the gains and dampings were not checked for.
-:func:`queued_behind` tells it: a state's
-handling that outlasted the stream's period left the next ones queued (one arrives every period),
-and the newest queued is taken instead. A handling shorter than the period takes nothing (in
-normal running and in lockstep, where the simulator waits for each answer): the queue then
-empties by itself, and a take that finds nothing costs ~3 µs.
+:func:`queued_behind` tells it: a state's handling that outlasted the stream's period left the
+next ones queued (one arrives every period), and the newest queued is taken instead. A handling
+shorter than the period takes nothing (in normal running and in lockstep, where the simulator
+waits for each answer): the queue then empties by itself, and a take that finds nothing costs
+~3 µs. Either way, the step from the last state handled over those skipped is not the stream's
+period (:meth:`.Supervisor.step`'s ``skipped``).
 """
 
 from __future__ import annotations
