@@ -109,6 +109,7 @@ def test_back_from_away_the_newest_queued_state_is_handled_and_the_target_pauses
     assert node.counts.watchdog_fallbacks == 1  # the gap, as on the wall clock
     assert pauses == [pytest.approx((last, queued[-1]))]  # taking up where it stood
     assert node.counts.commands_published == 21
+    assert node.supervisor.stream_period == pytest.approx(DT)  # the step over those skipped: not learnt
     # The stamps follow on from here, each state answered; the catch-up (a take per state, nothing
     # queued) ends once the node has been back as long as it was away: said once then.
     k = 0
