@@ -114,6 +114,45 @@ def test_commands_not_known_are_carried_at_constant_velocity_oldest_first(robot:
     assert np.abs(q_wrong - q).max() > 1e-9  # the order shows
 
 
+def test_periods_of_skipped_states_run_on_the_last_command_sent(robot: RobotModel) -> None:
+    """States skipped for a newer one (the controller fell behind) were not answered: the driver
+    held the last command over their periods, so the prediction carries it once per period; more
+    periods than in flight fill the ring with it, and with nothing sent nothing is held."""
+    a, b, c = _torques(robot, 3, seed=3)
+    predictor = DelayPredictor(robot, 4)
+    for tau in (a, b):
+        predictor.sent(tau)
+    predictor.held(1)
+    q, v = predictor.predict(Q0, V0)
+    q_ref, v_ref = _by_hand(robot, Q0, V0, 1, [a, b, b])
+    np.testing.assert_allclose(q, q_ref, atol=1e-15)
+    np.testing.assert_allclose(v, v_ref, atol=1e-13)
+    predictor.sent(c)
+    predictor.held(7)
+    q, v = predictor.predict(Q0, V0)
+    q_ref, v_ref = _by_hand(robot, Q0, V0, 0, [c, c, c, c])
+    np.testing.assert_allclose(q, q_ref, atol=1e-15)
+    predictor.reset()
+    predictor.held(2)
+    q, _ = predictor.predict(Q0, V0)
+    np.testing.assert_allclose(q, Q0 + 4 * H * V0, atol=1e-15)
+
+
+def test_the_supervisor_counts_the_skipped_periods_on_the_last_command(robot: RobotModel) -> None:
+    """Five ms late, two states skipped before the one handed over: its prediction runs the last
+    command sent over their two periods too."""
+    sup = _supervisor(robot, True)
+    a, b = _torques(robot, 2, seed=4)
+    sup.step(Q0, V0, 1000.0, 1000.0)
+    sup.command_computed(a)
+    sup.step(Q0, V0, 1000.0 + H, 1000.0 + H)
+    sup.command_computed(b)
+    decision = sup.step(Q0, V0, 1000.0 + 4 * H, 1000.0 + 4 * H, skipped=2)
+    assert decision.state is not None
+    q_ref, _ = _by_hand(robot, Q0, V0, 0, [a, b, b, b])
+    np.testing.assert_allclose(decision.state.q, q_ref, atol=1e-15)
+
+
 def test_the_prediction_leaves_the_measured_arrays_alone(robot: RobotModel) -> None:
     predictor = DelayPredictor(robot, 2)
     for tau in _torques(robot, 2):

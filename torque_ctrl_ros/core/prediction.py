@@ -24,8 +24,10 @@ and the controller computes on ``(q̂, q̂̇)``, the state at ``t₀ + m·h``
 by the delay (computed torque along a trajectory, kp 100, 5 ms late: 1.8 mrad off with the state
 predicted and the reference sampled at ``t₀``, 0.16 mrad at ``t₀ + m·h``, 2.4 mrad predicting
 nothing; at kp 400 the state predicted alone was worse than nothing, 1.85 against 0.66 mrad, and
-0.09 with both). The commands are those this node sent, safe ones included; a period whose command
-is not known (after a start or a reset, before ``m`` were sent) is carried at constant velocity. On
+0.09 with both). The commands are those this node sent, safe ones included, the last one again for
+each period of a state skipped for a newer one (:meth:`DelayPredictor.held`: the driver held it); a
+period whose command is not known (after a start or a reset, before ``m`` were sent) is carried at
+constant velocity. On
 the model the prediction is exact to the integrator's error; on a real arm it is off by the model's
 error accumulated over ``m`` periods (payload, friction, rotor inertia): a predictor is only as good
 as the model, which is why the closed-loop checks (:meth:`~.robot.RobotModel.check_damping` and the
@@ -73,7 +75,9 @@ class DelayPredictor:
         period: ``h`` (s), the integration step and the command period.
 
     Use per state: :meth:`predict`, then :meth:`sent` with the command that went out (whatever
-    computed it); :meth:`reset` when the arm moved under commands this object was not told of.
+    computed it); :meth:`held` before :meth:`predict` when states were skipped (their periods ran
+    on the last command); :meth:`reset` when the arm moved under commands this object was not
+    told of.
     """
 
     def __init__(self, robot: RobotModel, in_flight: int, period: float = CONTROL_PERIOD) -> None:
@@ -106,6 +110,15 @@ class DelayPredictor:
             self._sent[self._next] = tau
             self._next = (self._next + 1) % self.in_flight
             self._known = min(self._known + 1, self.in_flight)
+
+    def held(self, periods: int) -> None:
+        """The last command sent acted ``periods`` periods more: the states of those periods were
+        skipped, none answered (:mod:`.backlog`), and the driver held it. Noted once per period,
+        as :meth:`sent` would; nothing when no command is known."""
+        if self.in_flight and self._known and periods > 0:
+            last = self._sent[(self._next - 1) % self.in_flight].copy()
+            for _ in range(min(periods, self.in_flight)):
+                self.sent(last)
 
     def predict(self, q: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``(q̂, q̂̇)`` (rad, rad/s) when the command answering ``(q, v)`` reaches the arm: ``(q, v)``

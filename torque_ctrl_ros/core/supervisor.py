@@ -228,7 +228,7 @@ class Supervisor:
         now: float,
         error: str = "",
         clock_lag: float = 0.0,
-        skipped: bool = False,
+        skipped: int = 0,
     ) -> Decision:
         """What to do with a state stamped ``stamp`` (s), received at ``now`` (s, the caller's
         clock): ``q`` (rad), ``v`` (rad/s) in controller order, or ``None`` for a state that could
@@ -237,8 +237,10 @@ class Supervisor:
         while it was away (:class:`~.backlog.CatchUp`) on a clock that lags with them (sim time),
         how long it was away; 0 otherwise, and always on the wall clock, which does not lag:
         there a stamp ahead of it (a driver's clock set or stepped ahead) is no sign of a backlog.
-        ``skipped``: the caller skipped states queued before this one for it (:mod:`.backlog`):
-        the step from the last one computed on is then not learnt as the stream's period.
+        ``skipped``: how many states queued before this one the caller skipped for it
+        (:mod:`.backlog`): the step from the last one computed on is then not learnt as the
+        stream's period, and the delay prediction counts their periods as run on the last command
+        (:meth:`DelayPredictor.held`).
 
         First the gap before it, on the states' clock (s)::
 
@@ -279,7 +281,8 @@ class Supervisor:
             action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp, now)
         decision = Decision(action, stamp, effective_stamp, previous, silence, wd.clock_resets != resets)
         if action is Action.COMPUTE:
-            resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp, skipped)
+            resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp, skipped > 0)
+            self.predictor.held(skipped)
             lead = self.predictor.horizon
             if lead and resume.kind is ResumeKind.PAUSE:
                 # On the target's clock: that of the states it is sampled at, the predicted ones.

@@ -218,7 +218,7 @@ class ControllerNode:
         self.catch_up = CatchUp(cfg.watchdog.max_age)
         # perf_counter (s) at the start and the end of the last state's handling (-inf: none yet)
         self._state_started = self._state_done = -math.inf
-        self._skipped = False  # states queued before the one being handled were skipped for it
+        self._skipped = 0  # states queued before the one being handled, skipped for it
         # Only a clock fed by /clock lags behind the states queued with its messages while this
         # process was away; the wall clock does not (Supervisor.step's clock_lag).
         self._clock_lags_in_backlog = bool(node.get_parameter("use_sim_time").value)
@@ -354,7 +354,7 @@ class ControllerNode:
                 f"{self.supervisor.stream_period * 1e3:.2f} ms period; skipped {skipped} queued state(s) "
                 "for the newest (counted as backlog_skipped)",
             )
-        self._skipped = skipped > 0
+        self._skipped = skipped
         self.counts.backlog_skipped += skipped
         return newest
 
@@ -462,7 +462,7 @@ class ControllerNode:
         decision = self.supervisor.step(
             q, v, stamp, now, "" if error is None else str(error), clock_lag, self._skipped
         )
-        self._skipped = False
+        self._skipped = 0
         if catching_up:
             self._caught_up(stamp)
         if decision.silence is not None:  # the gap before this state, said before the state itself
