@@ -225,7 +225,7 @@ def test_falling_behind_the_newest_queued_state_is_handled(
             node._state_started = node._state_done - 1.5 * DT
             hand(handed, 1e-4)
             assert node.watchdog.last_good.stamp == pytest.approx(stamp)
-            assert node.counts.backlog_skipped == 3 * k
+            assert (node.counts.behind_skipped, node.counts.backlog_skipped) == (3 * k, 0)
             assert node.counts.commands_published == published + k
         assert [key for key, _ in said] == ["behind"] * len(said) and said
         took = "handling the last one took 1.50 ms against their 1.00 ms period; skipped 3 queued"
@@ -234,7 +234,8 @@ def test_falling_behind_the_newest_queued_state_is_handled(
         assert node.watchdog.state.value == "ok"
         takes = node._state_sub.takes
         hand(at(stamp + DT), DT)  # on time again
-        assert node._state_sub.takes == takes and node.counts.backlog_skipped == 15
+        assert node._state_sub.takes == takes and node.counts.behind_skipped == 15
+        assert node.summary()["behind_skipped"] == 15
 
 
 def _gripper_msg(stamp: float) -> Any:

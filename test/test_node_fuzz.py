@@ -35,7 +35,7 @@ Checked after every call (:meth:`Fuzz.check`):
 - a command only while the watchdog is OK or in FALLBACK after the call; none while it stays
   STOPPED, none at all after a stop without ``auto_recover``;
 - the counters never decrease, and every state delivered is counted once: ``states_received +
-  backlog_skipped + foreign_states``; ``commands_published`` is what was sent,
+  backlog_skipped + behind_skipped + foreign_states``; ``commands_published`` is what was sent,
   ``commands_published + withheld_commands <= states_received``, ``fallback_commands +
   controller_fallbacks <= commands_published``, ``saturated_commands <= commands_published``,
   ``states_via_rclpy`` 0 on the message path, ``rejected_total`` the sum of ``rejected`` but
@@ -451,7 +451,8 @@ class Fuzz:
         c = asdict(node.counts)
         for key, value in c.items():
             assert value >= before[key], f"{where}: {key} went down {before[key]} -> {value}"
-        assert c["states_received"] + c["backlog_skipped"] + c["foreign_states"] == self.delivered, (
+        skipped = c["backlog_skipped"] + c["behind_skipped"]
+        assert c["states_received"] + skipped + c["foreign_states"] == self.delivered, (
             f"{where}: {self.delivered} delivered, counted {c}"
         )
         assert c["commands_published"] == self.sent == len(node.publisher.sent), where

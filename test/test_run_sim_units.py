@@ -90,8 +90,8 @@ def test_the_demo_trajectory_goes_to_the_controllers_whose_target_source_takes_o
 
 def test_the_summary_words_counts_and_what_was_not_granted() -> None:
     """Refused states by reason (none when all are 0), late steps as a share of the steps, the
-    states skipped for the newest, the commands a state is predicted over (where any),
-    and a scheduling request the nodes did not get."""
+    states skipped catching up after a stall or falling behind, the commands a state is predicted
+    over (where any), and a scheduling request the nodes did not get."""
     import argparse
 
     from torque_ctrl_ros.run_sim import (
@@ -107,7 +107,10 @@ def test_the_summary_words_counts_and_what_was_not_granted() -> None:
     assert _counts_text({"stale": 3, "non_finite": 0, "inconsistent": 1}) == "stale 3, inconsistent 1"
     assert _counts_text(None) == "?"
     assert _share(35, 10_000) == " = 0.35 %" and _share("?", 10) == "" and _share(3, 0) == ""
-    assert _backlog_text(17) == ", 17 queued states skipped for the newest (after a stall or falling behind)"
+    assert _backlog_text(17) == ", 17 queued states skipped catching up after a stall"
+    both = ", 17 queued states skipped catching up after a stall, 40 skipped falling behind"
+    assert _backlog_text(17, 40) == both
+    assert _backlog_text(0, 1) == ", 1 skipped falling behind" and _backlog_text(None, None) == ""
     assert _backlog_text(1).startswith(", 1 queued state skipped")
     assert _backlog_text(0) == "" and _backlog_text(None) == ""
     assert _prediction_text(4) == ", each state predicted over 4 commands in flight"

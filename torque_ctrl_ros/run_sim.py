@@ -666,7 +666,8 @@ def print_summary(
         f"  controller       watchdog {watchdog_summary(ctrl)}, refused states "
         f"{_counts_text(ctrl.get('rejected'))},"
         f" fallback commands {ctrl.get('fallback_commands', '?')}, saturated "
-        f"{ctrl.get('saturated_commands', '?')}{_backlog_text(ctrl.get('backlog_skipped'))}"
+        f"{ctrl.get('saturated_commands', '?')}"
+        f"{_backlog_text(ctrl.get('backlog_skipped'), ctrl.get('behind_skipped'))}"
         f"{_prediction_text(ctrl.get('predicted_commands'))}"
         f"{_delay_text(ctrl.get('measured_delay_ms'))}",
         f"  logs             {out}",
@@ -697,17 +698,17 @@ def _share(count: Any, total: Any) -> str:
     return f" = {100.0 * count / total:.2f} %"
 
 
-def _backlog_text(skipped: Any) -> str:
-    """``, 17 queued states skipped for the newest (after a stall or falling behind)`` where the
-    controller took the newest of the states queued while it was away (stopped or descheduled)
-    or while it handled the one before (``backlog_skipped``, ``core/backlog.py``); nothing
-    otherwise."""
-    if not isinstance(skipped, int) or skipped <= 0:
-        return ""
-    return (
-        f", {skipped} queued state{'s' if skipped != 1 else ''} skipped for the newest "
-        "(after a stall or falling behind)"
-    )
+def _backlog_text(skipped: Any, behind: Any = 0) -> str:
+    """``, 17 queued states skipped catching up after a stall`` where the controller process was
+    away (stopped or descheduled) and took the newest of the states queued meanwhile
+    (``backlog_skipped``), ``, 40 skipped falling behind`` where it took the newest after handling
+    one for longer than a period (``behind_skipped``; ``core/backlog.py``); nothing otherwise."""
+    text = ""
+    if isinstance(skipped, int) and skipped > 0:
+        text += f", {skipped} queued state{'s' if skipped != 1 else ''} skipped catching up after a stall"
+    if isinstance(behind, int) and behind > 0:
+        text += f", {behind} skipped falling behind"
+    return text
 
 
 def _counts_text(counts: Any) -> str:

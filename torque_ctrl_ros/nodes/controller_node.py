@@ -11,8 +11,8 @@ Topics:
         withheld as non-finite (``fallback_commands``, ``withheld_commands``), the controller's
         own fallbacks, the watchdog's fallbacks and stops and the targets paused or dropped since
         start (``watchdog_fallbacks``, ``watchdog_stops``, ``target_pauses``, ``target_drops``),
-        states skipped for a newer one queued after this process was away or while it handled the
-        one before (``backlog_skipped``),
+        states skipped for a newer one queued after this process was away (``backlog_skipped``) or
+        while it handled the one before for longer than a period (``behind_skipped``),
         states read through rclpy rather than the CDR fast path (``states_via_rclpy``;
         ``serialized_io`` says whether that fast path is on, see wire.py).
 
@@ -164,9 +164,11 @@ class Counters:
     watchdog_stops: int = 0
     target_pauses: int = 0
     target_drops: int = 0
-    # States skipped after this process was away (stopped, descheduled): a newer one was queued
-    # behind them and handled instead (core/backlog.py).
+    # States skipped after this process was away (stopped, descheduled), and while it fell behind
+    # (a state's handling outlasted the period): a newer one was queued behind them and handled
+    # instead (core/backlog.py).
     backlog_skipped: int = 0
+    behind_skipped: int = 0
 
 
 class ControllerNode:
@@ -352,10 +354,13 @@ class ControllerNode:
                 f"falling behind the joint states: handling the last one took "
                 f"{(self._state_done - self._state_started) * 1e3:.2f} ms against their "
                 f"{self.supervisor.stream_period * 1e3:.2f} ms period; skipped {skipped} queued state(s) "
-                "for the newest (counted as backlog_skipped)",
+                "for the newest (counted as behind_skipped)",
             )
         self._skipped = skipped
-        self.counts.backlog_skipped += skipped
+        if self.catch_up.active:
+            self.counts.backlog_skipped += skipped
+        else:
+            self.counts.behind_skipped += skipped
         return newest
 
     def _foreign_names(self, state: Any) -> Sequence[str] | None:
