@@ -164,9 +164,9 @@ class Counters:
     watchdog_stops: int = 0
     target_pauses: int = 0
     target_drops: int = 0
-    # States skipped after this process was away (stopped, descheduled), and while it fell behind
-    # (a state's handling outlasted the period): a newer one was queued behind them and handled
-    # instead (core/backlog.py).
+    # States skipped for a newer one queued behind them, handled instead (core/backlog.py): after
+    # this process was away (stopped, descheduled), and after a state's handling outlasted the
+    # period (falling behind).
     backlog_skipped: int = 0
     behind_skipped: int = 0
 
@@ -268,8 +268,7 @@ class ControllerNode:
         rclpy and read by name; a layout rclpy read well is expected from then on (a publisher
         keeps its joint order and extra joints)."""
         t_in = time.perf_counter()
-        period = self.supervisor.stream_period
-        if self.catch_up.begin(t_in, period) or queued_behind(self._state_started, self._state_done, period):
+        if self._newer_may_be_queued(t_in):
             raw = self._newest_queued(raw)
         fast = self.state_wire.decode(raw)
         if fast is not None:
@@ -314,17 +313,26 @@ class ControllerNode:
     def _on_state_message(self, msg: JointStateMsg) -> None:
         """A joint state message (``serialized_io: false``)."""
         t_in = time.perf_counter()
-        period = self.supervisor.stream_period
-        if self.catch_up.begin(t_in, period) or queued_behind(self._state_started, self._state_done, period):
+        if self._newer_may_be_queued(t_in):
             msg = self._newest_queued(msg)
         self._on_state(msg, t_in)
+
+    def _newer_may_be_queued(self, t_in: float) -> bool:
+        """Whether to take the states queued behind the one handed over at ``t_in`` (perf_counter
+        s): catching up after this process was away, or the last state's handling outlasted the
+        stream's period (:mod:`~torque_ctrl_ros.core.backlog`)."""
+        period = self.supervisor.stream_period
+        # begin() first: it notes every arrival, whatever queued_behind says.
+        return self.catch_up.begin(t_in, period) or queued_behind(
+            self._state_started, self._state_done, period
+        )
 
     def _newest_queued(self, first: Any) -> Any:
         """The newest of this arm's states queued on the state subscription behind ``first`` (a
         message, or its bytes with ``serialized_io``), taking every one; ``first`` when none is.
         Called while catching up after this process was away
-        (:class:`~torque_ctrl_ros.core.backlog.CatchUp`), or when ``first`` waited in the queue
-        while the last state was handled (:func:`~torque_ctrl_ros.core.backlog.queued_behind`).
+        (:class:`~torque_ctrl_ros.core.backlog.CatchUp`), or after a state's handling outlasted
+        the stream's period (:func:`~torque_ctrl_ros.core.backlog.queued_behind`).
 
         Another device's states (a gripper's driver on the same topic) are taken too and counted
         as foreign, never kept as the newest: handled instead of the arm's newest, one of them
@@ -346,9 +354,12 @@ class ControllerNode:
                 else:  # the one handed over was another device's
                     self._ignore_foreign(newest_foreign)
                 newest, newest_foreign = got[0], None
+        self._skipped = skipped
         if self.catch_up.active:
             self.catch_up.taken(skipped)
+            self.counts.backlog_skipped += skipped
         elif skipped:
+            self.counts.behind_skipped += skipped
             self.log.warning(
                 "behind",
                 f"falling behind the joint states: handling the last one took "
@@ -356,11 +367,6 @@ class ControllerNode:
                 f"{self.supervisor.stream_period * 1e3:.2f} ms period; skipped {skipped} queued state(s) "
                 "for the newest (counted as behind_skipped)",
             )
-        self._skipped = skipped
-        if self.catch_up.active:
-            self.counts.backlog_skipped += skipped
-        else:
-            self.counts.behind_skipped += skipped
         return newest
 
     def _foreign_names(self, state: Any) -> Sequence[str] | None:
