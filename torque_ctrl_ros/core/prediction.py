@@ -27,11 +27,11 @@ nothing; at kp 400 the state predicted alone was worse than nothing, 1.85 agains
 0.09 with both). The commands are those this node sent, safe ones included, the last one again for
 each period of a state skipped for a newer one (:meth:`DelayPredictor.held`: the driver held it); a
 period whose command is not known (after a start or a reset, before ``m`` were sent) is carried at
-constant velocity. On
-the model the prediction is exact to the integrator's error; on a real arm it is off by the model's
-error accumulated over ``m`` periods (payload, friction, rotor inertia): a predictor is only as good
-as the model, which is why the closed-loop checks (:meth:`~.robot.RobotModel.check_damping` and the
-gain checks) keep allowing for the full delay rather than counting on it.
+constant velocity. On the model the prediction is exact to the integrator's error; on a real arm it
+is off by the model's error accumulated over ``m`` periods (payload, friction, rotor inertia): a
+predictor is only as good as the model, which is why the closed-loop checks
+(:meth:`~.robot.RobotModel.check_damping` and the gain checks) keep allowing for the full delay
+rather than counting on it.
 """
 
 from __future__ import annotations
