@@ -13,9 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
-
 from ros_helpers import FakeTargetNode, Probe, probe, ros_domain  # noqa: F401 - pytest fixtures
 from sensor_msgs.msg import JointState as JointStateMsg
 from test_conversions_and_params import NODES

@@ -15,9 +15,6 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-
-pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
-
 from rclpy.serialization import serialize_message
 from ros_helpers import FakeTargetNode, shipped_parameters
 

@@ -45,9 +45,6 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 import pytest
-
-pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
-
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import PoseStamped
 from rclpy.serialization import serialize_message

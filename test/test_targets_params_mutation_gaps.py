@@ -9,9 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
-
 from ros_helpers import FakeTargetNode
 from test_target_guards import HOME_Q, TOOL, _joint_source, _pose
 

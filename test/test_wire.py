@@ -18,9 +18,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-pytest.importorskip("rclpy", reason="rclpy message packages are not importable")
-
 from rclpy.serialization import deserialize_message, serialize_message
 from rclpy.type_support import Msg
 from rosgraph_msgs.msg import Clock as ClockMsg
