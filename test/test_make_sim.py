@@ -1,9 +1,10 @@
 """``make sim``, the README's main command: the runner starts both nodes, sends the demo
-trajectory, tracks it and prints its summary.
+trajectory (or a Cartesian controller's tool targets), tracks it and prints its summary.
 
 The runner (:mod:`torque_ctrl_ros.run_sim`) is run as ``make sim`` runs it, for a short
-realtime run with computed torque, on a domain of its own. Speed is not asserted: the figures
-must be there and the arm must have followed the trajectory the runner sent.
+realtime run with computed torque and a lockstep one with achd_rnea, each on a domain of its own.
+Speed is not asserted: the figures must be there and the arm must have followed the trajectory or
+reached the targets the runner sent.
 """
 
 from __future__ import annotations
@@ -116,6 +117,36 @@ def test_make_sim_tracks_the_demo_trajectory_and_prints_its_summary(ros_domain: 
     assert {"sim.json", "controller.json", "sim_node.log", "controller_node.log"} <= {
         p.name for p in tmp_path.iterdir()
     }
+
+
+def test_make_sim_sends_a_cartesian_controller_tool_targets_and_reports_their_arrival(
+    ros_domain: int,  # noqa: F811 - pytest fixture
+    tmp_path: Path,
+) -> None:
+    """achd_rnea in lockstep (its time does not depend on the host's load): the tool is sent 10 cm
+    out and back (``pose_demo.py``) and arrives at each target well within the time between two."""
+    from torque_ctrl_ros.pose_demo import HOLD
+
+    duration = 2 * HOLD + 1.0
+    cmd = [sys.executable, "-m", "torque_ctrl_ros.run_sim", "--controller", "achd_rnea", "--mode", "lockstep"]
+    cmd += ["--duration", str(duration), "--out", str(tmp_path)]
+    proc = subprocess.run(
+        cmd, env=ros_env(ros_domain), capture_output=True, text=True, timeout=120, check=False
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    summary = out[out.index("summary (done): achd_rnea, lockstep") :]
+    line = re.search(r"tool targets\s+(.*)", summary)
+    assert line, summary
+    report = line[1]
+    assert report.startswith("2 sent to end_effector_link on /controller_node/target_pose"), report
+    sent_at = _figure(r"every 3 s from t = ([\d.]+) s", report)
+    assert sent_at <= duration - 2 * HOLD
+    times = re.search(r"within 1 mm after ([\d.]+) s, ([\d.]+) s;", report)
+    assert times, report  # both reached ("not (closest …)" otherwise)
+    assert all(0.2 < float(t) < HOLD - 0.5 for t in times.groups()), report
+    assert _figure(r"at the end (\S+) mm", report) < 0.1, report
+    assert "tracking error" not in summary  # no joint error against a pose the arm left on purpose
 
 
 def test_the_monitor_reads_states_from_their_bytes_in_the_first_states_joint_order(

@@ -87,6 +87,9 @@ def _monitor(duration: float, sends_trajectory: bool, subscribers: int = 1) -> M
     monitor.errors = ErrorStats()
     monitor.sim_time = 0.0
     monitor.unreadable_states = 0
+    monitor.pose_demo = None
+    monitor.pose_pub = None
+    monitor.tool_error = math.nan
     monitor._read_state = lambda raw: cast("tuple[float, np.ndarray]", raw)  # type: ignore[method-assign]
     return monitor
 

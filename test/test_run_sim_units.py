@@ -300,3 +300,58 @@ def test_a_stop_signal_during_a_callback_stops_the_run_between_callbacks() -> No
         signal.signal(signal.SIGTERM, previous)
         run_sim._STOP_REQUESTED.clear()
     assert calls == ["callback", "callback finished"]
+
+
+def test_a_pose_demo_is_reported_in_place_of_the_joint_error() -> None:
+    """The joints go where the controller takes them: the report is the pose demo's
+    (:meth:`~torque_ctrl_ros.pose_demo.PoseDemo.summary`), with the skipped states and the targets
+    from elsewhere said as for a trajectory."""
+    errors = ErrorStats()
+    errors.add(0.3)  # joint error before the demo started: not reported once it did
+    tracked = Tracked("pose targets", errors, skipped=1, sent=2, poses="2 sent to end_effector_link (...)")
+    assert tracking_line(tracked, 3) == (
+        "  tool targets     2 sent to end_effector_link (...), 1 unreadable state skipped; the controller "
+        "also took 1 target from elsewhere, not tracked here"
+    )
+    alone = tracking_line(tracked._replace(skipped=0), 2)
+    assert alone == "  tool targets     2 sent to end_effector_link (...)"
+
+
+def test_the_monitor_sends_the_pose_targets_once_matched_and_measures_the_tool_against_them() -> None:
+    """The first target waits for the controller's subscription (a volatile topic would lose it);
+    each goes out as a PoseStamped in the base frame, stamped with the state it was sent at; the
+    status line and the summary then speak of the tool, not of joint errors."""
+    import math
+
+    import pinocchio as pin
+    from geometry_msgs.msg import PoseStamped
+    from test_run_sim_mutation_gaps import Q0, _monitor, _Publisher, _raw
+
+    from torque_ctrl_ros.paths import data_path
+    from torque_ctrl_ros.pose_demo import HOLD, OFFSET, PoseDemo
+
+    demo = PoseDemo.for_controller("qpid", [Path(data_path("config", "gen3_controllers.yaml"))])
+    assert demo is not None
+    monitor = _monitor(10.0, sends_trajectory=False)
+    monitor.pose_demo, monitor._pose_msg = demo, PoseStamped
+    monitor.pose_pub = publisher = _Publisher(0)  # type: ignore[assignment]  # a fake: no rclpy node
+    monitor.diag = {"sim": {"step_rate_hz": "1000", "commands_received": "5"}}
+    monitor._on_state(_raw(0.5, Q0))
+    assert not publisher.sent and not demo.started
+    assert "tracking 0.0e+00 rad" in monitor.status_line()  # the joints are tracked until it starts
+    publisher.subscribers = 1
+    monitor._on_state(_raw(1.25, Q0))
+    (msg,) = publisher.sent
+    start = demo.robot.frame_placement(Q0, "end_effector_link")
+    assert msg.header.frame_id == "base_link"
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (1, 250_000_000)
+    p, o = msg.pose.position, msg.pose.orientation
+    np.testing.assert_allclose([p.x, p.y, p.z], start.translation + OFFSET, atol=1e-12)
+    np.testing.assert_allclose(pin.Quaternion(o.w, o.x, o.y, o.z).matrix(), start.rotation, atol=1e-12)
+    assert monitor.tool_error == pytest.approx(np.linalg.norm(OFFSET))
+    assert "tool 100.0 mm from its target" in monitor.status_line()
+    monitor._on_state(_raw(1.25 + HOLD, Q0))  # the way back is due, and the tool is there
+    assert len(publisher.sent) == 2 and monitor.tool_error == pytest.approx(0.0, abs=1e-12)
+    tracked = monitor.tracked()
+    assert (tracked.what, tracked.sent) == ("pose targets", 2) and tracked.poses == demo.summary()
+    assert math.isnan(demo.sent[0].reached_at) and demo.sent[1].reached_at == 1.25 + HOLD

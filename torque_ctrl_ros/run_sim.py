@@ -2,12 +2,14 @@
 
 Starts ``sim_node`` and ``controller_node`` as two processes with ``config/gen3_controllers.yaml``
 (the file the launch files use), on a ROS domain of their own (``ROS_DOMAIN_ID`` if set), with
-discovery limited to localhost. A monitor node in this process shows a live status line and,
-for joint-space controllers with a trajectory input, sends a trajectory so the tracking error
-means something; the controller is started once the monitor receives the simulator's state 0,
-so that the monitor sees the whole run. Stops after ``--duration`` simulated seconds or on
-Ctrl-C, then prints a summary. Parameter files under which the two nodes would not fit together
-(two joint orders: :func:`joint_order_error`) are refused before anything starts.
+discovery limited to localhost. A monitor node in this process shows a live status line and
+gives the arm something to do: a joint trajectory for the joint-space controllers with a
+trajectory input (the tracking error is measured against it), tool pose targets for the
+Cartesian ones (:mod:`.pose_demo`: how soon the tool reached each). The controller is started
+once the monitor receives the simulator's state 0, so that the monitor sees the whole run.
+Stops after ``--duration`` simulated seconds or on Ctrl-C, then prints a summary. Parameter files
+under which the two nodes would not fit together (two joint orders: :func:`joint_order_error`) are
+refused before anything starts.
 
     python -m torque_ctrl_ros.run_sim --controller computed_torque --mode realtime --duration 10
 """
@@ -38,6 +40,7 @@ from .node_processes import TRAJECTORY_TOPIC, Domain, NodePair, step_parts
 from .nodes.params import check_params_file, file_parameter
 from .nodes.scheduling import Placement, parse_cpu_latency
 from .paths import data_path
+from .pose_demo import PoseDemo
 
 
 def demo_trajectory(q0: np.ndarray, duration: float, start: float) -> list[tuple[float, np.ndarray]]:
@@ -81,13 +84,15 @@ class ErrorStats:
 
 class Tracked(NamedTuple):
     """What the monitor tracked over a run: ``what`` the error is against, the ``errors`` (rad)
-    over the states it read, the ``skipped`` states it could not read, and the targets it sent
-    itself (``sent``: the demo trajectory, 0 or 1)."""
+    over the states it read, the ``skipped`` states it could not read, the targets it sent
+    itself (``sent``: the demo trajectory, 0 or 1, or the pose targets) and, for a pose demo,
+    its report (``poses``, :meth:`.PoseDemo.summary`; the joint errors are then not measured)."""
 
     what: str
     errors: ErrorStats
     skipped: int = 0
     sent: int = 0
+    poses: str = ""
 
 
 def takes_joint_trajectory(controller: str) -> bool:
@@ -101,11 +106,14 @@ def takes_joint_trajectory(controller: str) -> bool:
 
 
 class Monitor:
-    """The runner's node: status line, tracking error, the demo trajectory."""
+    """The runner's node: status line, tracking error, the demo trajectory or pose targets."""
 
-    def __init__(self, domain: int, controller: str, duration: float) -> None:
+    def __init__(
+        self, domain: int, controller: str, duration: float, pose_demo: PoseDemo | None = None
+    ) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import PoseStamped
         from rclpy.context import Context
         from rclpy.node import Node
         from sensor_msgs.msg import JointState as JointStateMsg
@@ -135,6 +143,10 @@ class Monitor:
         self.controller = controller
         self.duration = duration
         self.sends_trajectory = takes_joint_trajectory(controller)
+        self.pose_demo = pose_demo
+        self._pose_msg = PoseStamped
+        self.pose_pub = self.node.create_publisher(PoseStamped, pose_demo.topic, 10) if pose_demo else None
+        self.tool_error = math.nan  # m, the frame's distance to the last pose target sent
         self.diag: dict[str, dict[str, str]] = {}
         self.q0: np.ndarray | None = None
         self.reference: JointTrajectory | None = None
@@ -185,6 +197,10 @@ class Monitor:
         if self.sends_trajectory and self.reference is None and self.traj_pub.get_subscription_count():
             self._send_trajectory(t)
         self.sim_time = t
+        if self.pose_demo is not None:
+            self._pose_step(t, q)
+            if self.pose_demo is not None and self.pose_demo.started:
+                return  # the joints move where the controller takes them: no joint error to measure
         if self.reference is not None:
             q_ref = self.reference.sample(t - self.t0)[0]
         else:
@@ -192,6 +208,31 @@ class Monitor:
         # Joint angle error the short way round (continuous joints wrap).
         err = np.mod(q_ref - q + np.pi, 2 * np.pi) - np.pi
         self.errors.add(float(np.abs(err).max()))
+
+    def _pose_step(self, t: float, q: np.ndarray) -> None:
+        """The pose demo at the state at ``t`` (s): planned once the controller's target
+        subscription is matched (as the trajectory), each target sent when due, the frame's
+        distance to the last one measured."""
+        demo = self.pose_demo
+        assert demo is not None and self.pose_pub is not None
+        if not demo.started:
+            if not self.pose_pub.get_subscription_count():
+                return
+            if not demo.start(self.names, q, t, self.duration):
+                self.pose_demo = None  # too short a run, or states without the model's joints: hold
+                return
+        target = demo.due(t)
+        if target is not None:
+            msg = self._pose_msg()
+            msg.header.frame_id = demo.base
+            sec, nsec = divmod(round(t * 1e9), 1_000_000_000)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
+            p, (x, y, z, w) = msg.pose.position, target.quaternion_xyzw()
+            p.x, p.y, p.z = (float(c) for c in target.position)
+            o = msg.pose.orientation
+            o.x, o.y, o.z, o.w = x, y, z, w
+            self.pose_pub.publish(msg)
+        self.tool_error = demo.observe(t, q)
 
     def _send_trajectory(self, t_now: float) -> None:
         from builtin_interfaces.msg import Duration
@@ -247,7 +288,11 @@ class Monitor:
         controller (before it, a step rate of 0 and no latency), a line saying what it waits
         for rather than placeholders."""
         sim, ctrl = self.diag.get("sim", {}), self.diag.get("ctrl", {})
-        err = self.errors.last
+        tracking = (
+            f"tool {self.tool_error * 1e3:.1f} mm from its target"
+            if self.pose_demo is not None and self.pose_demo.sent
+            else f"tracking {self.errors.last:.1e} rad"
+        )
         if not sim:
             return f"t={self.sim_time:6.2f} s | waiting for the simulator's first /diagnostics"
         if sim.get("commands_received") == "0":
@@ -255,13 +300,18 @@ class Monitor:
         return (
             f"t={self.sim_time:6.2f} s | rate {float(sim.get('step_rate_hz', 'nan')):6.1f} Hz"
             f" | {_latency_figures(sim)}"
-            f" | tracking {err:.1e} rad | watchdog {ctrl.get('watchdog_state', '?')}"
+            f" | {tracking} | watchdog {ctrl.get('watchdog_state', '?')}"
             f" | late {sim.get('late_steps', '?')} rejected {sim.get('rejected_commands', '?')}"
         )
 
     def tracked(self) -> Tracked:
         """What the tracking error is against (the demo trajectory once sent, the initial pose
         before it or without one) and its figures so far."""
+        if self.pose_demo is not None and self.pose_demo.started:
+            demo = self.pose_demo
+            return Tracked(
+                "pose targets", self.errors, self.unreadable_states, len(demo.sent), demo.summary()
+            )
         sent = self.reference is not None
         return Tracked(
             f"trajectory (sent at t = {self.sent_at:.2f} s; before it, the initial pose)"
@@ -459,7 +509,8 @@ def _set_up(args: argparse.Namespace, placement: Placement) -> tuple[Domain, Nod
         f"logs and stats: {out}",
         flush=True,
     )
-    return domain, pair, Monitor(domain.id, args.controller, args.duration)
+    pose_demo = PoseDemo.for_controller(args.controller, pair.params_files)
+    return domain, pair, Monitor(domain.id, args.controller, args.duration, pose_demo)
 
 
 def _run(domain: Domain, pair: NodePair, monitor: Monitor) -> tuple[Tracked, bool, dict[str, Any]]:
@@ -590,6 +641,8 @@ def tracking_line(tracked: Tracked, targets_taken: Any = 0, pauses: Any = 0, dro
         notes += f"; the controller paused its target {_times(pauses)} (late by each pause)"
     if isinstance(drops, int) and drops > 0:
         notes += f"; the controller dropped its target {_times(drops)} (then held the arm)"
+    if tracked.poses:
+        return f"  tool targets     {tracked.poses}{unread}{notes}"
     if not errors.count:
         return f"  tracking error   none: no state read{unread}" if skipped else ""
     return (
