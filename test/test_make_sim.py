@@ -123,11 +123,12 @@ def test_make_sim_sends_a_cartesian_controller_tool_targets_and_reports_their_ar
     ros_domain: int,  # noqa: F811 - pytest fixture
     tmp_path: Path,
 ) -> None:
-    """achd_rnea in lockstep (its time does not depend on the host's load): the tool is sent 10 cm
-    out and back (``pose_demo.py``) and arrives at each target well within the time between two."""
+    """achd_rnea in lockstep (the control does not depend on the host's load; the simulated time at
+    which discovery completes, and the demo starts, does): the tool is sent 10 cm along y and back
+    (``pose_demo.py``) and arrives at each target well within the time between two."""
     from torque_ctrl_ros.pose_demo import HOLD
 
-    duration = 2 * HOLD + 1.0
+    duration = 2 * HOLD + 4.0  # discovery was seen to take until t = 1.6 s under load
     cmd = [sys.executable, "-m", "torque_ctrl_ros.run_sim", "--controller", "achd_rnea", "--mode", "lockstep"]
     cmd += ["--duration", str(duration), "--out", str(tmp_path)]
     proc = subprocess.run(
@@ -139,11 +140,14 @@ def test_make_sim_sends_a_cartesian_controller_tool_targets_and_reports_their_ar
     line = re.search(r"tool targets\s+(.*)", summary)
     assert line, summary
     report = line[1]
-    assert report.startswith("2 sent to end_effector_link on /controller_node/target_pose"), report
+    assert report.startswith(
+        "2 sent to end_effector_link on /controller_node/target_pose "
+        "(its start moved by (+0.00, +0.10, +0.00) m in base_link and back"
+    ), report
     sent_at = _figure(r"every 3 s from t = ([\d.]+) s", report)
     assert sent_at <= duration - 2 * HOLD
-    times = re.search(r"within 1 mm after ([\d.]+) s, ([\d.]+) s;", report)
-    assert times, report  # both reached ("not (closest …)" otherwise)
+    times = re.search(r"within 1 mm of each: after ([\d.]+) s, after ([\d.]+) s;", report)
+    assert times, report  # both reached ("never (closest …)" otherwise)
     assert all(0.2 < float(t) < HOLD - 0.5 for t in times.groups()), report
     assert _figure(r"at the end (\S+) mm", report) < 0.1, report
     assert "tracking error" not in summary  # no joint error against a pose the arm left on purpose

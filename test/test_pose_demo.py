@@ -92,19 +92,48 @@ def test_the_targets_go_out_and_back_keeping_the_orientation_and_end_where_the_f
     assert demo.due(1e9) is None
 
 
-@pytest.mark.parametrize(("duration", "count"), [(6.0, 2), (11.9, 2), (12.0, 4), (0.0, 20)])
-def test_the_run_holds_whole_pairs_of_targets(duration: float, count: int) -> None:
-    """Each pair ends back at the start with HOLD s left to settle; duration 0 (until Ctrl-C): a minute."""
+@pytest.mark.parametrize(
+    ("start", "duration", "count"),
+    [
+        (0.0, 6.0, 2),
+        (0.0, 11.9, 2),
+        (0.0, 12.0, 4),
+        (4.0, 12.0, 2),
+        (4.0, 16.0, 4),
+        (0.0, 0.0, 20),
+        (4.0, 0.0, 20),
+    ],
+)
+def test_the_run_holds_whole_pairs_of_targets(start: float, duration: float, count: int) -> None:
+    """Each pair ends back at the start with HOLD s left to settle before the run's end, which is
+    ``duration`` in simulated time like the start (not counted from it); duration 0 (until Ctrl-C):
+    a minute from the start."""
     demo = _demo()
-    assert demo.start(NAMES, HOME, 0.0, duration)
-    assert len([t for t in np.arange(0.0, 61.0, 0.5) if demo.due(float(t)) is not None]) == count
+    assert demo.start(NAMES, HOME, start, duration)
+    sent = [t for t in np.arange(start, start + 61.0, 0.5) if demo.due(float(t)) is not None]
+    assert len(sent) == count and sent[-1] <= (duration or start + 60.0) - HOLD
 
 
-def test_too_short_a_run_or_states_without_a_model_joint_give_no_demo() -> None:
+def test_the_first_target_is_10_cm_along_the_base_y(robot: RobotModel) -> None:
+    """The README and the summary say so; a target along another axis would still be reached."""
+    np.testing.assert_array_equal(OFFSET, [0.0, 0.10, 0.0])
+    demo = _demo("achd_rnea")
+    assert demo.start(NAMES, HOME, 0.0, 10.0)
+    out = demo.due(0.0)
+    assert out is not None
+    start = robot.frame_placement(HOME, "end_effector_link").translation
+    np.testing.assert_allclose(out.position - start, [0.0, 0.10, 0.0], atol=1e-12)
+
+
+def test_too_short_a_run_or_unusable_states_give_no_demo() -> None:
     demo = _demo()
     assert not demo.start(NAMES, HOME, 0.0, 2 * HOLD - 0.01)
+    assert not demo.start(NAMES, HOME, 4.0, 4.0 + 2 * HOLD - 0.01)
     assert not demo.started
-    assert not demo.start(NAMES[:6], HOME[:6], 0.0, 10.0)
+    assert not demo.start(NAMES[:6], HOME[:6], 0.0, 10.0)  # a joint of the model missing
+    with_nan = HOME.copy()
+    with_nan[3] = np.nan
+    assert not demo.start(NAMES, with_nan, 0.0, 10.0)  # its targets would be NaN (and refused)
     assert demo.summary() == "none sent (the controller's target topic was not discovered in time)"
 
 
@@ -129,7 +158,7 @@ def test_the_report_says_when_each_target_was_reached_and_how_far_off_the_end_is
     demo.observe(HOLD + 0.5, q_out)  # never back: its closest is reported
     summary = demo.summary()
     assert "2 sent to end_effector_link on /controller_node/tool/target" in summary
-    assert "within 1 mm after 1.25 s, not (closest 100.0 mm)" in summary, summary
+    assert "within 1 mm of each: after 1.25 s, never (closest 100.0 mm)" in summary, summary
     end = robot.frame_placement(q_out, "end_effector_link")
     off_mm = 1e3 * np.linalg.norm(end.translation - back.position)
     off_deg = math.degrees(np.linalg.norm(pin.log3(back.rotation.T @ end.rotation)))

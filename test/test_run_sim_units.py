@@ -315,6 +315,12 @@ def test_a_pose_demo_is_reported_in_place_of_the_joint_error() -> None:
     )
     alone = tracking_line(tracked._replace(skipped=0), 2)
     assert alone == "  tool targets     2 sent to end_effector_link (...)"
+    # A target the controller refused (out of reach, below the floor) is never reached: said so.
+    assert tracking_line(tracked._replace(skipped=0), 1, refused=1).endswith(
+        "(...); the controller refused 1 target (its log says why)"
+    )
+    both = tracking_line(tracked._replace(skipped=0), 0, refused=2)
+    assert both.endswith("refused 2 targets (its log says why)")
 
 
 def test_the_monitor_sends_the_pose_targets_once_matched_and_measures_the_tool_against_them() -> None:

@@ -83,12 +83,13 @@ class PoseDemo:
         self._rotation = np.eye(3)
         self._order: np.ndarray | None = None  # the model's joints' indices in the states
         self._last_error = math.nan
-        self._last_angle = math.nan
+        self._last_rotation = np.full((3, 3), math.nan)
 
     @classmethod
     def for_controller(cls, controller: str, params_files: Sequence[Path]) -> PoseDemo | None:
         """The demo for ``controller`` as the parameter files ``params_files`` (in the order the
-        nodes load them) configure the controller node; ``None`` where there is none to give."""
+        nodes load them, the shipped one first: it sets every key read here) configure the
+        controller node; ``None`` where there is none to give."""
         node = "/controller_node"
         if controller == "achd_rnea":
             frame, topic = file_parameter(params_files, node, "achd_rnea.frame"), f"{node}/target_pose"
@@ -103,12 +104,14 @@ class PoseDemo:
             topic = f"{node}/{poses[0]}/target"
         else:
             return None
+        if not isinstance(frame, str):
+            return None
         try:
             robot = _controller_model(params_files)
-            robot.frame_id(str(frame))
+            robot.frame_id(frame)
         except (TorqueCtrlError, OSError):
             return None  # the controller node refuses the same, and says why
-        return cls(robot, str(frame), topic)
+        return cls(robot, frame, topic)
 
     @property
     def started(self) -> bool:
@@ -118,14 +121,17 @@ class PoseDemo:
     def start(self, names: Sequence[str], q: np.ndarray, t: float, duration: float) -> bool:
         """Plan the targets from the state at ``t`` (s; joint angles ``q`` in rad, in the order of
         ``names``): :data:`OFFSET` and back, one every :data:`HOLD` s, the last back where the frame
-        is now no later than ``duration`` (s of simulated time; 0: for a minute). Returns False
-        (no demo) when the states lack one of the model's joints or not even one move and the way
-        back fit."""
+        is now with :data:`HOLD` left before the run ends at ``duration`` (s of simulated time, as
+        ``t``; 0, until Ctrl-C: a minute from ``t``). Returns False (no demo) when the states lack
+        one of the model's joints or are not finite, or not even one move and the way back fit
+        (``duration < t + 2·HOLD``)."""
         index = {name: k for k, name in enumerate(names)}
         if any(name not in index for name in self.robot.joint_names):
             return False
         order = np.array([index[name] for name in self.robot.joint_names])
-        end = t + (duration if duration > 0 else 60.0)
+        if not np.isfinite(q[order]).all():
+            return False
+        end = duration if duration > 0 else t + 60.0
         pose = self.robot.frame_placement(q[order], self.frame)
         home = np.array(pose.translation)
         # Out and back in pairs, the last back with HOLD left to settle: 2·⌊(end − t)/(2·HOLD)⌋.
@@ -157,7 +163,7 @@ class PoseDemo:
         if error <= REACHED and math.isnan(target.reached_at):
             target.reached_at = t
         self._last_error = error
-        self._last_angle = math.degrees(float(np.linalg.norm(pin.log3(target.rotation.T @ pose.rotation))))
+        self._last_rotation = pose.rotation  # a copy (frame_placement's): the angle for the summary
         return error
 
     def summary(self) -> str:
@@ -166,16 +172,18 @@ class PoseDemo:
             return "none sent (the controller's target topic was not discovered in time)"
         offset = ", ".join(f"{x:+.2f}" for x in OFFSET)
         times = [
-            f"not (closest {t.closest * 1e3:.1f} mm)"
+            f"never (closest {t.closest * 1e3:.1f} mm)"
             if math.isnan(t.reached_at)
-            else f"{t.reached_at - t.sent_at:.2f} s"
+            else f"after {t.reached_at - t.sent_at:.2f} s"
             for t in self.sent
         ]
+        turn = self.sent[-1].rotation.T @ self._last_rotation
+        angle = math.degrees(float(np.linalg.norm(pin.log3(turn)))) if np.isfinite(turn).all() else math.nan
         return (
             f"{len(self.sent)} sent to {self.frame} on {self.topic} (its start moved by ({offset}) m in "
             f"{self.base} and back, every {HOLD:g} s from t = {self.sent[0].sent_at:.2f} s); within "
-            f"{REACHED * 1e3:g} mm after {', '.join(times)}; at the end {self._last_error * 1e3:.3g} mm "
-            f"and {self._last_angle:.3g}° off the last"
+            f"{REACHED * 1e3:g} mm of each: {', '.join(times)}; at the end {self._last_error * 1e3:.3g} mm "
+            f"and {angle:.3g}° off the last"
         )
 
 

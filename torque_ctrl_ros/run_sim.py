@@ -199,6 +199,7 @@ class Monitor:
         self.sim_time = t
         if self.pose_demo is not None:
             self._pose_step(t, q)
+            # _pose_step drops the demo (None) when it cannot start one: the joints are then tracked.
             if self.pose_demo is not None and self.pose_demo.started:
                 return  # the joints move where the controller takes them: no joint error to measure
         if self.reference is not None:
@@ -618,7 +619,9 @@ def _times(count: int) -> str:
     return "once" if count == 1 else f"{count} times"
 
 
-def tracking_line(tracked: Tracked, targets_taken: Any = 0, pauses: Any = 0, drops: Any = 0) -> str:
+def tracking_line(
+    tracked: Tracked, targets_taken: Any = 0, pauses: Any = 0, drops: Any = 0, refused: Any = 0
+) -> str:
     """The summary's tracking line: the error against ``tracked.what`` (rad) over the states the
     monitor read, the unreadable ones it skipped (bytes another publisher put on the topic), and
     the targets the controller took (``targets_taken``, its ``targets_received``) beyond the
@@ -627,7 +630,8 @@ def tracking_line(tracked: Tracked, targets_taken: Any = 0, pauses: Any = 0, dro
     ``pauses`` and ``drops``: the controller's ``target_pauses`` and ``target_drops``. The monitor
     samples the trajectory on its own timeline; a target paused for a gap in the states runs late
     by it, and a dropped one is no longer followed: the error then measures those too, not only
-    the control."""
+    the control. ``refused``: its ``targets_rejected`` (a demo target it refused is never reached,
+    which is not the control's doing either)."""
     errors, skipped = tracked.errors, tracked.skipped
     unread = f", {skipped} unreadable state{'s' if skipped != 1 else ''} skipped" if skipped else ""
     others = int(targets_taken) - tracked.sent if isinstance(targets_taken, int | float) else 0
@@ -641,6 +645,8 @@ def tracking_line(tracked: Tracked, targets_taken: Any = 0, pauses: Any = 0, dro
         notes += f"; the controller paused its target {_times(pauses)} (late by each pause)"
     if isinstance(drops, int) and drops > 0:
         notes += f"; the controller dropped its target {_times(drops)} (then held the arm)"
+    if isinstance(refused, int) and refused > 0:
+        notes += f"; the controller refused {refused} target{'s' if refused != 1 else ''} (its log says why)"
     if tracked.poses:
         return f"  tool targets     {tracked.poses}{unread}{notes}"
     if not errors.count:
@@ -694,7 +700,11 @@ def print_summary(
             "machine during the run (steal; 0 on a machine of its own)"
         )
     line = tracking_line(
-        tracked, ctrl.get("targets_received", 0), ctrl.get("target_pauses", 0), ctrl.get("target_drops", 0)
+        tracked,
+        ctrl.get("targets_received", 0),
+        ctrl.get("target_pauses", 0),
+        ctrl.get("target_drops", 0),
+        ctrl.get("targets_rejected", 0),
     )
     if line:
         lines.append(line)
