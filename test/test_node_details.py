@@ -466,6 +466,21 @@ def test_the_stream_warnings() -> None:
     assert _stream_warning(1e-3, 2, 5) == ""
 
 
+def test_too_few_states_answered_is_a_warning() -> None:
+    """Under 80 % of the states answered (the others skipped for newer ones) is a WARN: at the
+    Gen3's 1 kHz that is under ~800 commands a second, audible, and periods run on held commands.
+    No stream (under 100 states a second, e.g. a controller waiting for its first states) is none."""
+    from torque_ctrl_ros.nodes.controller_node import _answers_warning
+
+    assert _answers_warning(1000.0, 0.0) == "" and _answers_warning(800.0, 200.0) == ""
+    warning = _answers_warning(799.0, 201.0)
+    assert warning.startswith("commands answer 80 % of the joint states (799 of 1000 a second;"), warning
+    assert "behind_skipped" in warning and "~800 commands a second" in warning
+    assert _answers_warning(600.0, 400.0).startswith("commands answer 60 %")
+    assert _answers_warning(30.0, 60.0) == ""  # 90 states a second: no stream to speak of
+    assert _answers_warning(float("nan"), 0.0) == ""
+
+
 # ------------------------------------------------------------------ targets
 def test_a_pose_target_is_forgotten_on_reset(robot: Any) -> None:
     """t11: achd_rnea after a stop holds where the arm is, not the old pose target."""

@@ -253,7 +253,7 @@ class ControllerNode:
         self._last_good_stamp_ns = 0  # the last accepted state's stamp (ns), 0 before any
         self._last_state_wall = time.monotonic()
         self._closing = False  # set by close(): what the watchdog notes then is the run's end
-        self._window_start = (time.monotonic(), 0, 0)
+        self._window_start = (time.monotonic(), 0, 0, 0)  # wall s; states, commands, states skipped
         self._started = time.monotonic()
         self.executor = make_executor(cfg.common.executor)
         self.executor.add_node(node)
@@ -754,7 +754,12 @@ class ControllerNode:
         delay_warning = _delay_warning(self.delay_estimate, self.robot.command_delay)
         if delay_warning:
             self.log.warning("delay", delay_warning)
-        warning = "; ".join(w for w in (states_warning, commands_warning, delay_warning) if w)
+        answers_warning = _answers_warning(values["state_rate_hz"], values["skipped_rate_hz"])
+        if answers_warning:
+            self.log.warning("answers", answers_warning)
+        warning = "; ".join(
+            w for w in (states_warning, commands_warning, delay_warning, answers_warning) if w
+        )
         wd = self.watchdog
         level, message = _diagnostic_status(
             wd.state, wd.last_message, new_fallbacks, self.last_fallback_info, warning
@@ -778,10 +783,11 @@ class ControllerNode:
         """The values of /diagnostics at ``now_wall`` (monotonic s), ``silent`` s after the last
         state; rates over the time since the last call. ``step``: the stream's usual step (s, nan
         while unknown); ``state_publishers``: nodes publishing states."""
-        t_start, states0, commands0 = self._window_start
+        t_start, states0, commands0, skipped0 = self._window_start
         span = max(now_wall - t_start, 1e-9)
         counts = self.counts
-        self._window_start = (now_wall, counts.states_received, counts.commands_published)
+        skipped = counts.behind_skipped + counts.backlog_skipped
+        self._window_start = (now_wall, counts.states_received, counts.commands_published, skipped)
         wd = self.watchdog
         # The controller's costlier diagnostics of the same step, computed only now.
         details = self.controller.diagnostics() if self._last_computed else {}
@@ -793,6 +799,8 @@ class ControllerNode:
             "state_period_ms": step * 1e3,
             "state_publishers": state_publishers,
             "command_rate_hz": (counts.commands_published - commands0) / span,
+            # States taken from the queue unhandled, for a newer one (falling behind, catching up).
+            "skipped_rate_hz": (skipped - skipped0) / span,
             **asdict(counts),
             # States that started over on a clock gone back (a restarted simulator).
             "clock_resets": wd.clock_resets,
@@ -933,6 +941,29 @@ def _stream_warning(step: float, state_publishers: int, foreign_states: int, top
             "source (a joint_state_publisher next to the driver?)"
         )
     return ""
+
+
+#: The share of the joint states below which too few get a command of their own: at the Gen3's
+#: 1 kHz, commands at under ~800 Hz are audible (the arm runs the missing periods on the command
+#: held from before).
+_LEAST_ANSWERED = 0.8
+
+
+def _answers_warning(handled_rate: float, skipped_rate: float) -> str:
+    """What /diagnostics warn of when fewer than :data:`_LEAST_ANSWERED` of the joint states get a
+    command of their own: ``handled_rate`` states a second handled (each answered), ``skipped_rate``
+    taken from the queue for a newer one (Hz, over the same window), when the controller falls
+    behind (a handling longer than the period: :func:`~..core.backlog.queued_behind`) or catches
+    up after a stall. "" when enough are answered or no stream runs (under 100 states a second)."""
+    total = handled_rate + skipped_rate
+    if not total >= 100.0 or handled_rate >= _LEAST_ANSWERED * total:
+        return ""
+    return (
+        f"commands answer {100.0 * handled_rate / total:.0f} % of the joint states ({handled_rate:.0f} of "
+        f"{total:.0f} a second; the others were skipped for newer ones, counted in behind_skipped and "
+        "backlog_skipped): the arm runs those periods on the command held from before, and the Gen3 is "
+        "audible below ~800 commands a second"
+    )
 
 
 def _delay_values(estimate: DelayEstimate | None) -> dict[str, float]:
