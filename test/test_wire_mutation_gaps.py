@@ -204,9 +204,14 @@ def test_a_node_whose_named_parent_is_already_gone_interrupts_itself() -> None:
     """``stop_with_parent`` with a pid that is not the process's parent (the runner ended before
     the request): the process sends itself the SIGINT it would have got; with its real parent it
     just returns. (Mutant: the ``os.getppid() != parent`` check skipped: such a node ran on for
-    good.)"""
+    good.)
+
+    The child sets Python's SIGINT handler itself, as the nodes set theirs before the call: a test
+    run started as a background job inherits SIGINT ignored, and Python then installs none (the
+    SIGINT, sent all the same, did nothing: 'gone True')."""
     code = (
-        "import os; from torque_ctrl_ros.nodes.scheduling import PARENT_ENV, stop_with_parent as s\n"
+        "import os, signal; from torque_ctrl_ros.nodes.scheduling import PARENT_ENV, stop_with_parent as s\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "print('parent', s({PARENT_ENV: str(os.getppid())}))\n"
         "try:\n"
         "    print('gone', s({PARENT_ENV: str(os.getpid())}))\n"

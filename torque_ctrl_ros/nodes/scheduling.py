@@ -57,9 +57,8 @@ def stop_with_parent(env: Mapping[str, str] = os.environ) -> bool:
     except (OSError, AttributeError):  # not Linux
         return False
     if os.getppid() != parent:  # it ended before the request: nothing would signal us
-        # raise_signal, not os.kill(getpid): a signal sent to the process may land on another
-        # thread and reach the handler only some bytecodes later (a CI run printed past it);
-        # raise_signal delivers it to this thread and runs the handler before it returns.
+        # raise_signal rather than os.kill(getpid): sent to this thread, its handler has run
+        # when the call returns (the nodes install theirs first: run_node).
         signal.raise_signal(signal.SIGINT)
     return True
 
