@@ -130,10 +130,13 @@ def test_too_short_a_run_or_unusable_states_give_no_demo() -> None:
     assert not demo.start(NAMES, HOME, 0.0, 2 * HOLD - 0.01)
     assert not demo.start(NAMES, HOME, 4.0, 4.0 + 2 * HOLD - 0.01)
     assert not demo.started
+    assert "too late for a move and the way back by the run's end at 9.99 s" in demo.refusal
     assert not demo.start(NAMES[:6], HOME[:6], 0.0, 10.0)  # a joint of the model missing
+    assert demo.refusal == "the joint states lack the model's ['joint_7']"
     with_nan = HOME.copy()
     with_nan[3] = np.nan
-    assert not demo.start(NAMES, with_nan, 0.0, 10.0)  # its targets would be NaN (and refused)
+    assert not demo.start(NAMES, with_nan, 0.5, 10.0)  # its targets would be NaN (and refused)
+    assert demo.refusal == "the joint state at t = 0.50 s was not finite"
     assert demo.summary() == "none sent (the controller's target topic was not discovered in time)"
 
 

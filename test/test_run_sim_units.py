@@ -361,3 +361,38 @@ def test_the_monitor_sends_the_pose_targets_once_matched_and_measures_the_tool_a
     tracked = monitor.tracked()
     assert (tracked.what, tracked.sent) == ("pose targets", 2) and tracked.poses == demo.summary()
     assert math.isnan(demo.sent[0].reached_at) and demo.sent[1].reached_at == 1.25 + HOLD
+
+
+def test_the_summary_says_why_no_demo_was_sent() -> None:
+    """A demo that did not fit in the run (discovery came late, or the run is short) or whose topic
+    was never discovered is said on the tracking line, so that a skipped demo does not read as a
+    controller that ignored it."""
+    from pathlib import Path
+
+    from test_run_sim_mutation_gaps import Q0, _monitor, _raw
+
+    from torque_ctrl_ros.paths import data_path
+    from torque_ctrl_ros.pose_demo import PoseDemo
+
+    late = _monitor(3.0, sends_trajectory=True)
+    late._on_state(_raw(0.75, Q0))  # the demo needs until 0.75 + 2.5 s
+    tracked = late.tracked()
+    assert tracked.sent == 0 and tracked.no_demo == (
+        "the controller's trajectory topic was discovered at t = 0.75 s, too late for a swing and the "
+        "way back by the run's end at 3 s (they need until 3.25 s)"
+    )
+    assert tracking_line(tracked).endswith(f"(1 states); no demo: {tracked.no_demo}")
+    never = _monitor(10.0, sends_trajectory=True, subscribers=0)
+    never._on_state(_raw(0.5, Q0))
+    assert never.tracked().no_demo == "the controller's target topic was not discovered during the run"
+    assert _monitor(10.0, sends_trajectory=False).tracked().no_demo == ""  # no demo to give: nothing said
+
+    pose = _monitor(7.0, sends_trajectory=False)
+    shipped = [Path(data_path("config", "gen3_controllers.yaml"))]
+    pose.pose_demo = PoseDemo.for_controller("achd_rnea", shipped)
+    pose.pose_pub = _monitor(0.0, False, subscribers=1).traj_pub
+    pose._on_state(_raw(1.5, Q0))  # a move and the way back need until 7.5 s
+    assert pose.pose_demo is None and pose.tracked().no_demo == (
+        "the controller's target topic was discovered at t = 1.50 s, too late for a move and the way "
+        "back by the run's end at 7 s (they need until 7.50 s)"
+    )

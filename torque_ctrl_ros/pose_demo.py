@@ -84,6 +84,8 @@ class PoseDemo:
         self._order: np.ndarray | None = None  # the model's joints' indices in the states
         self._last_error = math.nan
         self._last_rotation = np.full((3, 3), math.nan)
+        #: Why :meth:`start` planned nothing ("" until it refuses).
+        self.refusal = ""
 
     @classmethod
     def for_controller(cls, controller: str, params_files: Sequence[Path]) -> PoseDemo | None:
@@ -124,20 +126,27 @@ class PoseDemo:
         is now with :data:`HOLD` left before the run ends at ``duration`` (s of simulated time, as
         ``t``; 0, until Ctrl-C: a minute from ``t``). Returns False (no demo) when the states lack
         one of the model's joints or are not finite, or not even one move and the way back fit
-        (``duration < t + 2·HOLD``)."""
+        (``duration < t + 2·HOLD``); :attr:`refusal` then says which."""
         index = {name: k for k, name in enumerate(names)}
-        if any(name not in index for name in self.robot.joint_names):
+        missing = [name for name in self.robot.joint_names if name not in index]
+        if missing:
+            self.refusal = f"the joint states lack the model's {missing}"
             return False
         order = np.array([index[name] for name in self.robot.joint_names])
         if not np.isfinite(q[order]).all():
+            self.refusal = f"the joint state at t = {t:.2f} s was not finite"
             return False
         end = duration if duration > 0 else t + 60.0
-        pose = self.robot.frame_placement(q[order], self.frame)
-        home = np.array(pose.translation)
         # Out and back in pairs, the last back with HOLD left to settle: 2·⌊(end − t)/(2·HOLD)⌋.
         count = 2 * int((end - t) // (2.0 * HOLD))
         if count < 2:
+            self.refusal = (
+                f"the controller's target topic was discovered at t = {t:.2f} s, too late for a move "
+                f"and the way back by the run's end at {end:g} s (they need until {t + 2 * HOLD:.2f} s)"
+            )
             return False
+        pose = self.robot.frame_placement(q[order], self.frame)
+        home = np.array(pose.translation)
         plan = [(t + k * HOLD, home + OFFSET if k % 2 == 0 else home.copy()) for k in range(count)]
         self._order, self._rotation, self._plan = order, np.array(pose.rotation), plan
         return True

@@ -93,6 +93,7 @@ class Tracked(NamedTuple):
     skipped: int = 0
     sent: int = 0
     poses: str = ""
+    no_demo: str = ""  # why no demo was sent, where the controller takes one
 
 
 def takes_joint_trajectory(controller: str) -> bool:
@@ -147,6 +148,7 @@ class Monitor:
         self._pose_msg = PoseStamped
         self.pose_pub = self.node.create_publisher(PoseStamped, pose_demo.topic, 10) if pose_demo else None
         self.tool_error = math.nan  # m, the frame's distance to the last pose target sent
+        self.no_demo = ""  # why the demo (trajectory or pose targets) was not sent, once known
         self.diag: dict[str, dict[str, str]] = {}
         self.q0: np.ndarray | None = None
         self.reference: JointTrajectory | None = None
@@ -220,7 +222,8 @@ class Monitor:
             if not self.pose_pub.get_subscription_count():
                 return
             if not demo.start(self.names, q, t, self.duration):
-                self.pose_demo = None  # too short a run, or states without the model's joints: hold
+                self.no_demo = demo.refusal
+                self.pose_demo = None  # the arm holds its pose
                 return
         target = demo.due(t)
         if target is not None:
@@ -245,6 +248,11 @@ class Monitor:
         # Until Ctrl-C (duration 0): a minute of motion, then hold.
         points = demo_trajectory(self.q0, self.duration if self.duration > 0 else 60.0, start)
         if not points:
+            self.no_demo = (
+                f"the controller's trajectory topic was discovered at t = {t_now:.2f} s, too late for a "
+                f"swing and the way back by the run's end at {self.duration or 60.0:g} s (they need until "
+                f"{t_now + 2.5:.2f} s)"
+            )
             self.sends_trajectory = False  # too short a run for the demo: the arm holds its pose
             return
         msg = TrajectoryMsg(joint_names=self.names)
@@ -314,6 +322,9 @@ class Monitor:
                 "pose targets", self.errors, self.unreadable_states, len(demo.sent), demo.summary()
             )
         sent = self.reference is not None
+        no_demo = self.no_demo
+        if (self.sends_trajectory and not sent) or self.pose_demo is not None:
+            no_demo = "the controller's target topic was not discovered during the run"
         return Tracked(
             f"trajectory (sent at t = {self.sent_at:.2f} s; before it, the initial pose)"
             if sent
@@ -321,6 +332,7 @@ class Monitor:
             self.errors,
             self.unreadable_states,
             int(sent),
+            no_demo=no_demo,
         )
 
     def close(self) -> None:
@@ -649,6 +661,8 @@ def tracking_line(
         notes += f"; the controller refused {refused} target{'s' if refused != 1 else ''} (its log says why)"
     if tracked.poses:
         return f"  tool targets     {tracked.poses}{unread}{notes}"
+    if tracked.no_demo:
+        notes += f"; no demo: {tracked.no_demo}"
     if not errors.count:
         return f"  tracking error   none: no state read{unread}" if skipped else ""
     return (
