@@ -554,7 +554,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="small counts and short runs (under a minute: ~45 s on a 2-core VM)",
+        help="small counts and short runs (under a minute: 45-55 s on a 2-core VM)",
     )
     parser.add_argument(
         "--out",
