@@ -309,7 +309,7 @@ class Monitor:
         return (
             f"t={self.sim_time:6.2f} s | rate {float(sim.get('step_rate_hz', 'nan')):6.1f} Hz"
             f" | {_latency_figures(sim)}"
-            f" | {tracking} | watchdog {ctrl.get('watchdog_state', '?')}"
+            f" | {tracking} | watchdog {ctrl.get('watchdog_state', 'not reported yet')}"
             f" | late {sim.get('late_steps', '?')} rejected {sim.get('rejected_commands', '?')}"
         )
 
