@@ -7,6 +7,7 @@ Each test fails on the one-line bug named in its docstring (the review's mutant 
 # ruff: noqa: F811 (the `nodes` fixture, imported from test_node_runtime_guards, is every test's argument)
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -466,19 +467,26 @@ def test_the_stream_warnings() -> None:
     assert _stream_warning(1e-3, 2, 5) == ""
 
 
-def test_too_few_states_answered_is_a_warning() -> None:
-    """Under 80 % of the states answered (the others skipped for newer ones) is a WARN: at the
-    Gen3's 1 kHz that is under ~800 commands a second, audible, and periods run on held commands.
-    No stream (under 100 states a second, e.g. a controller waiting for its first states) is none."""
-    from torque_ctrl_ros.nodes.controller_node import _answers_warning
+def test_too_few_states_handled_is_a_warning() -> None:
+    """Under 80 % of the states the stream sent handled (counted by their stamps: those dropped
+    from a full queue count too) is a WARN: at the Gen3's 1 kHz that is under ~800 commands a
+    second, audible, and periods run on held commands. No share known is none."""
+    from torque_ctrl_ros.nodes.controller_node import _answers_warning, _handled_share
 
-    assert _answers_warning(1000.0, 0.0) == "" and _answers_warning(800.0, 200.0) == ""
-    warning = _answers_warning(799.0, 201.0)
-    assert warning.startswith("commands answer 80 % of the joint states (799 of 1000 a second;"), warning
-    assert "behind_skipped" in warning and "~800 commands a second" in warning
-    assert _answers_warning(600.0, 400.0).startswith("commands answer 60 %")
-    assert _answers_warning(30.0, 60.0) == ""  # 90 states a second: no stream to speak of
-    assert _answers_warning(float("nan"), 0.0) == ""
+    # 1 s of stamps at 1 ms: 1000 states sent.
+    assert _handled_share(1000, 1.0, 1e-3) == pytest.approx(1.0)
+    assert _handled_share(620, 1.0, 1e-3) == pytest.approx(0.62)
+    assert _handled_share(500, 1.0, 2e-3) == pytest.approx(1.0)  # a 500 Hz stream, all handled
+    nan = float("nan")
+    for stamps, step in [(0.099, 1e-3), (-1.0, 1e-3), (float("inf"), 1e-3), (1.0, nan), (1.0, 0.0)]:
+        # Under 100 steps of stamps, a clock gone back, no good state before, no stream step yet.
+        assert math.isnan(_handled_share(10, stamps, step)), (stamps, step)
+    assert _answers_warning(1.0, 0.0) == "" and _answers_warning(0.8, 200.0) == ""
+    assert _answers_warning(nan, 0.0) == ""
+    warning = _answers_warning(0.62, 130.0)
+    assert warning.startswith("62 % of the joint states were handled, each with a command"), warning
+    assert "130 a second skipped for newer ones" in warning and "full subscription queue" in warning
+    assert "~800 commands a second" in warning
 
 
 # ------------------------------------------------------------------ targets

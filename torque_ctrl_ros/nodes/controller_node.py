@@ -253,7 +253,8 @@ class ControllerNode:
         self._last_good_stamp_ns = 0  # the last accepted state's stamp (ns), 0 before any
         self._last_state_wall = time.monotonic()
         self._closing = False  # set by close(): what the watchdog notes then is the run's end
-        self._window_start = (time.monotonic(), 0, 0, 0)  # wall s; states, commands, states skipped
+        # Wall s; states handled, commands, states skipped; the last good state's stamp (s, -inf: none).
+        self._window_start = (time.monotonic(), 0, 0, 0, -math.inf)
         self._started = time.monotonic()
         self.executor = make_executor(cfg.common.executor)
         self.executor.add_node(node)
@@ -754,7 +755,7 @@ class ControllerNode:
         delay_warning = _delay_warning(self.delay_estimate, self.robot.command_delay)
         if delay_warning:
             self.log.warning("delay", delay_warning)
-        answers_warning = _answers_warning(values["state_rate_hz"], values["skipped_rate_hz"])
+        answers_warning = _answers_warning(values["handled_share"], values["skipped_rate_hz"])
         if answers_warning:
             self.log.warning("answers", answers_warning)
         warning = "; ".join(
@@ -783,11 +784,12 @@ class ControllerNode:
         """The values of /diagnostics at ``now_wall`` (monotonic s), ``silent`` s after the last
         state; rates over the time since the last call. ``step``: the stream's usual step (s, nan
         while unknown); ``state_publishers``: nodes publishing states."""
-        t_start, states0, commands0, skipped0 = self._window_start
+        t_start, states0, commands0, skipped0, stamp0 = self._window_start
         span = max(now_wall - t_start, 1e-9)
         counts = self.counts
         skipped = counts.behind_skipped + counts.backlog_skipped
-        self._window_start = (now_wall, counts.states_received, counts.commands_published, skipped)
+        stamp = self.watchdog.last_good.stamp
+        self._window_start = (now_wall, counts.states_received, counts.commands_published, skipped, stamp)
         wd = self.watchdog
         # The controller's costlier diagnostics of the same step, computed only now.
         details = self.controller.diagnostics() if self._last_computed else {}
@@ -801,6 +803,7 @@ class ControllerNode:
             "command_rate_hz": (counts.commands_published - commands0) / span,
             # States taken from the queue unhandled, for a newer one (falling behind, catching up).
             "skipped_rate_hz": (skipped - skipped0) / span,
+            "handled_share": _handled_share(counts.states_received - states0, stamp - stamp0, step),
             **asdict(counts),
             # States that started over on a clock gone back (a restarted simulator).
             "clock_resets": wd.clock_resets,
@@ -890,10 +893,10 @@ def _diagnostic_status(
     STOPPED). When it is OK, ``new_fallbacks`` steps answered by the controller's own safe torque
     since the last report (e.g. a failed QP: valid commands, but no tracking) make it a WARN
     naming the QP figures of ``fallback_info``. A ``warning`` (the state stream's, the command
-    publishers' and the measured delay's, joined: :func:`_stream_warning`,
-    :func:`~.common.command_publishers_warning`, :func:`_delay_warning`) is the message of a WARN
-    when all else is OK, and follows the message otherwise (WAITING's WARN, a controller
-    fallback's WARN, an ERROR: never lowered).
+    publishers', the measured delay's and the states handled, joined: :func:`_stream_warning`,
+    :func:`~.common.command_publishers_warning`, :func:`_delay_warning`, :func:`_answers_warning`)
+    is the message of a WARN when all else is OK, and follows the message otherwise (WAITING's
+    WARN, a controller fallback's WARN, an ERROR: never lowered).
     """
     level = _LEVEL[state]
     message = state.value
@@ -943,26 +946,39 @@ def _stream_warning(step: float, state_publishers: int, foreign_states: int, top
     return ""
 
 
-#: The share of the joint states below which too few get a command of their own: at the Gen3's
-#: 1 kHz, commands at under ~800 Hz are audible (the arm runs the missing periods on the command
-#: held from before).
-_LEAST_ANSWERED = 0.8
+#: The share of the joint states below which too few are handled, each with a command of its own:
+#: at the Gen3's 1 kHz, commands at under ~800 Hz are audible (the arm runs the missing periods on
+#: the command held from before).
+_LEAST_HANDLED = 0.8
 
 
-def _answers_warning(handled_rate: float, skipped_rate: float) -> str:
-    """What /diagnostics warn of when fewer than :data:`_LEAST_ANSWERED` of the joint states get a
-    command of their own: ``handled_rate`` states a second handled (each answered), ``skipped_rate``
-    taken from the queue for a newer one (Hz, over the same window), when the controller falls
-    behind (a handling longer than the period: :func:`~..core.backlog.queued_behind`) or catches
-    up after a stall. "" when enough are answered or no stream runs (under 100 states a second)."""
-    total = handled_rate + skipped_rate
-    if not total >= 100.0 or handled_rate >= _LEAST_ANSWERED * total:
+def _handled_share(handled: int, stamp_span: float, step: float) -> float:
+    """The share of the states the stream sent over a window that were handled: ``handled``
+    against the number its stamps span, ``stamp_span`` (s, from the last good state before the
+    window to the last in it) over the stream's usual ``step`` (s). Counted by the stamps, so
+    that the states the middleware dropped from a full subscription queue count too (they never
+    reach the node). ``nan`` while the step is unknown or the stamps span under 100 steps (no
+    good state yet, a stream that stood still, a clock gone back)."""
+    if not (step > 0.0 and 100.0 * step <= stamp_span < math.inf):
+        return math.nan
+    return handled / (stamp_span / step)
+
+
+def _answers_warning(share: float, skipped_rate: float) -> str:
+    """What /diagnostics warn of when under :data:`_LEAST_HANDLED` of the joint states the stream
+    sent were handled (``share``: :func:`_handled_share`; "" for nan): the controller fell behind
+    (a handling longer than the period: :func:`~..core.backlog.queued_behind`) or caught up after
+    a stall, taking the newest state (``skipped_rate`` states a second skipped so), and any states
+    beyond the subscription's depth were dropped before it could. A stream whose stamps run on
+    over a pause of its own (a driver stamping the wall clock after a stall) reads the same for
+    one window; the watchdog's silence says that one apart."""
+    if not share < _LEAST_HANDLED:
         return ""
     return (
-        f"commands answer {100.0 * handled_rate / total:.0f} % of the joint states ({handled_rate:.0f} of "
-        f"{total:.0f} a second; the others were skipped for newer ones, counted in behind_skipped and "
-        "backlog_skipped): the arm runs those periods on the command held from before, and the Gen3 is "
-        "audible below ~800 commands a second"
+        f"{100.0 * share:.0f} % of the joint states were handled, each with a command of its own (by "
+        f"their stamps; {skipped_rate:.0f} a second skipped for newer ones, in behind_skipped and "
+        "backlog_skipped, the rest dropped from the full subscription queue or never sent): the arm runs "
+        "those periods on the command held from before, and the Gen3 is audible below ~800 commands a second"
     )
 
 
