@@ -159,12 +159,13 @@ def test_the_monitor_sends_the_demo_once_matched_and_tracks_it_on_its_own_timeli
 
 
 def test_a_run_until_ctrl_c_gets_a_minute_of_demo() -> None:
-    """``--duration 0`` (until Ctrl-C): the demo runs for a simulated minute, not for no time.
-    Mutant: ``demo_trajectory(self.q0, self.duration, start)`` (no demo at all)."""
+    """``--duration 0`` (until Ctrl-C): the demo runs for a simulated minute from the state that
+    triggered it, not for no time. Mutant: ``demo_trajectory(self.q0, self.duration, start)`` (no
+    demo at all)."""
     monitor = _monitor(0.0, sends_trajectory=True)
     monitor._on_state(_raw(2.0, Q0))
     (msg,) = _publisher(monitor).sent
-    assert msg.points[-1].time_from_start.sec == 57  # 2.5 s + 57 s + 0.5 s margin ≤ 60 s
+    assert msg.points[-1].time_from_start.sec == 59  # 2.5 s + 59 s + 0.5 s margin ≤ 2 s + 60 s
     np.testing.assert_array_equal(msg.points[-1].positions, Q0)
 
 

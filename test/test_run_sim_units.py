@@ -386,6 +386,11 @@ def test_the_summary_says_why_no_demo_was_sent() -> None:
     never._on_state(_raw(0.5, Q0))
     assert never.tracked().no_demo == "the controller's target topic was not discovered during the run"
     assert _monitor(10.0, sends_trajectory=False).tracked().no_demo == ""  # no demo to give: nothing said
+    # Said also where no state was read at all.
+    nothing = Tracked("initial pose", ErrorStats(), no_demo="the controller's target topic was ...")
+    assert tracking_line(nothing) == (
+        "  tracking error   none: no state read; no demo: the controller's target topic was ..."
+    )
 
     pose = _monitor(7.0, sends_trajectory=False)
     shipped = [Path(data_path("config", "gen3_controllers.yaml"))]

@@ -149,6 +149,7 @@ class PoseDemo:
         home = np.array(pose.translation)
         plan = [(t + k * HOLD, home + OFFSET if k % 2 == 0 else home.copy()) for k in range(count)]
         self._order, self._rotation, self._plan = order, np.array(pose.rotation), plan
+        self.refusal = ""
         return True
 
     def due(self, t: float) -> SentTarget | None:

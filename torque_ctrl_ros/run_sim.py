@@ -245,12 +245,12 @@ class Monitor:
 
         assert self.q0 is not None
         start = t_now + 0.5  # explicit start time: the monitor knows exactly what is tracked
-        # Until Ctrl-C (duration 0): a minute of motion, then hold.
-        points = demo_trajectory(self.q0, self.duration if self.duration > 0 else 60.0, start)
+        # Until Ctrl-C (duration 0): a minute of motion from this state, then hold (as the pose demo).
+        points = demo_trajectory(self.q0, self.duration if self.duration > 0 else t_now + 60.0, start)
         if not points:
             self.no_demo = (
                 f"the controller's trajectory topic was discovered at t = {t_now:.2f} s, too late for a "
-                f"swing and the way back by the run's end at {self.duration or 60.0:g} s (they need until "
+                f"swing and the way back by the run's end at {self.duration:g} s (they need until "
                 f"{t_now + 2.5:.2f} s)"
             )
             self.sends_trajectory = False  # too short a run for the demo: the arm holds its pose
@@ -664,7 +664,7 @@ def tracking_line(
     if tracked.no_demo:
         notes += f"; no demo: {tracked.no_demo}"
     if not errors.count:
-        return f"  tracking error   none: no state read{unread}" if skipped else ""
+        return f"  tracking error   none: no state read{unread}{notes}" if skipped or tracked.no_demo else ""
     return (
         f"  tracking error   vs {tracked.what}: max {errors.max:.2e} rad, RMS {errors.rms:.2e} rad,"
         f" final {errors.last:.2e} rad ({errors.count} states{unread}){notes}"
