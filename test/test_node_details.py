@@ -471,7 +471,7 @@ def test_too_few_states_handled_is_a_warning() -> None:
     """Under 80 % of the states the stream sent handled (counted by their stamps: those dropped
     from a full queue count too) is a WARN: at the Gen3's 1 kHz that is under ~800 commands a
     second, audible, and periods run on held commands. No share known is none."""
-    from torque_ctrl_ros.nodes.controller_node import _answers_warning, _handled_share
+    from torque_ctrl_ros.nodes.controller_node import _handled_share, _handled_warning
 
     # 1 s of stamps at 1 ms: 1000 states sent.
     assert _handled_share(1000, 1.0, 1e-3) == pytest.approx(1.0)
@@ -481,9 +481,9 @@ def test_too_few_states_handled_is_a_warning() -> None:
     for stamps, step in [(0.099, 1e-3), (-1.0, 1e-3), (float("inf"), 1e-3), (1.0, nan), (1.0, 0.0)]:
         # Under 100 steps of stamps, a clock gone back, no good state before, no stream step yet.
         assert math.isnan(_handled_share(10, stamps, step)), (stamps, step)
-    assert _answers_warning(1.0, 0.0) == "" and _answers_warning(0.8, 200.0) == ""
-    assert _answers_warning(nan, 0.0) == ""
-    warning = _answers_warning(0.62, 130.0)
+    assert _handled_warning(1.0, 0.0) == "" and _handled_warning(0.8, 200.0) == ""
+    assert _handled_warning(nan, 0.0) == ""
+    warning = _handled_warning(0.62, 130.0)
     assert warning.startswith("62 % of the joint states were handled, each with a command"), warning
     assert "130 a second skipped for newer ones" in warning and "full subscription queue" in warning
     assert "~800 commands a second" in warning

@@ -755,11 +755,11 @@ class ControllerNode:
         delay_warning = _delay_warning(self.delay_estimate, self.robot.command_delay)
         if delay_warning:
             self.log.warning("delay", delay_warning)
-        answers_warning = _answers_warning(values["handled_share"], values["skipped_rate_hz"])
-        if answers_warning:
-            self.log.warning("answers", answers_warning)
+        handled_warning = _handled_warning(values["handled_share"], values["skipped_rate_hz"])
+        if handled_warning:
+            self.log.warning("handled", handled_warning)
         warning = "; ".join(
-            w for w in (states_warning, commands_warning, delay_warning, answers_warning) if w
+            w for w in (states_warning, commands_warning, delay_warning, handled_warning) if w
         )
         wd = self.watchdog
         level, message = _diagnostic_status(
@@ -786,11 +786,10 @@ class ControllerNode:
         while unknown); ``state_publishers``: nodes publishing states."""
         t_start, states0, commands0, skipped0, stamp0 = self._window_start
         span = max(now_wall - t_start, 1e-9)
-        counts = self.counts
+        counts, wd = self.counts, self.watchdog
         skipped = counts.behind_skipped + counts.backlog_skipped
-        stamp = self.watchdog.last_good.stamp
+        stamp = wd.last_good.stamp
         self._window_start = (now_wall, counts.states_received, counts.commands_published, skipped, stamp)
-        wd = self.watchdog
         # The controller's costlier diagnostics of the same step, computed only now.
         details = self.controller.diagnostics() if self._last_computed else {}
         return {
@@ -894,7 +893,7 @@ def _diagnostic_status(
     since the last report (e.g. a failed QP: valid commands, but no tracking) make it a WARN
     naming the QP figures of ``fallback_info``. A ``warning`` (the state stream's, the command
     publishers', the measured delay's and the states handled, joined: :func:`_stream_warning`,
-    :func:`~.common.command_publishers_warning`, :func:`_delay_warning`, :func:`_answers_warning`)
+    :func:`~.common.command_publishers_warning`, :func:`_delay_warning`, :func:`_handled_warning`)
     is the message of a WARN when all else is OK, and follows the message otherwise (WAITING's
     WARN, a controller fallback's WARN, an ERROR: never lowered).
     """
@@ -964,7 +963,7 @@ def _handled_share(handled: int, stamp_span: float, step: float) -> float:
     return handled / (stamp_span / step)
 
 
-def _answers_warning(share: float, skipped_rate: float) -> str:
+def _handled_warning(share: float, skipped_rate: float) -> str:
     """What /diagnostics warn of when under :data:`_LEAST_HANDLED` of the joint states the stream
     sent were handled (``share``: :func:`_handled_share`; "" for nan): the controller fell behind
     (a handling longer than the period: :func:`~..core.backlog.queued_behind`) or caught up after
