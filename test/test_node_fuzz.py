@@ -109,7 +109,8 @@ EVENTS = (
     "target_fails",
 )
 #: /diagnostics values that may be NaN: percentiles of an empty window, the step while unknown,
-#: the delay the efforts show while they show none.
+#: the delay the efforts show while they show none, the share of states handled while the stamps
+#: of the window span under 100 steps (or the step is unknown).
 _NAN_OK = (
     "_p50_ms",
     "_p90_ms",
@@ -118,6 +119,7 @@ _NAN_OK = (
     "state_period_ms",
     "measured_delay_ms",
     "measured_delay_correlation",
+    "handled_share",
 )
 
 
