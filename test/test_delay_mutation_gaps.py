@@ -209,3 +209,55 @@ def test_a_clock_reset_forgets_the_delay_read(nodes: Any) -> None:  # noqa: F811
         node._on_state_message(_state_msg(HOME, k * 1e-3))
     assert node.watchdog.clock_resets == 1
     assert node.delay_estimator.estimate() is None and math.isnan(node.summary()["measured_delay_ms"])
+
+
+@pytest.mark.ros
+@requires_rclpy
+@pytest.mark.parametrize("path", ["bytes", "message"])
+def test_a_refused_state_stamped_far_ahead_leaves_the_delay_read(nodes: Any, path: str) -> None:  # noqa: F811
+    """A computed-torque node on sim time, its states' efforts the command one period before;
+    one state stamped 1000 s ahead (refused: past ``max_future``) among them: the delay still
+    reads one period right after it, over the states around it. (Mutant: the refused state goes
+    to the estimator too; its stamp then ends the window 1000 s ahead, where nothing is held,
+    and the delay read nothing until the stamps reached it.)"""
+    from rclpy.serialization import serialize_message
+    from rclpy.time import Time
+
+    node = nodes.make("controller", controller="computed_torque", use_sim_time=True)
+    clock = node.node.get_clock()
+    effort = np.zeros(len(HOME))
+
+    def state(k: int, ahead: float = 0.0) -> None:
+        nonlocal effort
+        clock.set_ros_time_override(Time(nanoseconds=(100_000 + k) * 1_000_000, clock_type=clock.clock_type))
+        msg = _state_msg(HOME + 0.02 * math.sin(4.0 * math.pi * k * 1e-3), 100.0 + k * 1e-3 + ahead)
+        msg.effort = effort.tolist()
+        sent = len(node.publisher.sent)
+        if path == "bytes":
+            node._on_state_bytes(serialize_message(msg))
+        else:
+            node._on_state_message(msg)
+        if len(node.publisher.sent) > sent:
+            effort = _sent_torque(node.publisher.sent[-1])
+
+    for k in range(1500):
+        state(k)
+    before = node.delay_estimator.estimate()
+    assert before is not None and before.periods == 1
+    state(1500, ahead=1000.0)
+    assert "in the future" in node.watchdog.last_message
+    for k in range(1501, 1520):
+        state(k)
+    after = node.delay_estimator.estimate()
+    assert after is not None and after.periods == 1, after
+    assert float(node.summary()["measured_delay_ms"]) == pytest.approx(1.0)
+
+
+def _sent_torque(sent: Any) -> np.ndarray:
+    """The torque (N·m) of a command the node published, serialized or a message."""
+    from rclpy.serialization import deserialize_message
+    from std_msgs.msg import Float64MultiArray
+
+    if isinstance(sent, bytes | bytearray):
+        sent = deserialize_message(bytes(sent), Float64MultiArray)
+    return np.array(sent.data)

@@ -251,6 +251,11 @@ class ControllerNode:
         self._period_s = float("inf")
         self._last_stamp_ns = 0
         self._last_good_stamp_ns = 0  # the last accepted state's stamp (ns), 0 before any
+        # Whether the watchdog accepted the last state handled. Only accepted states go to the
+        # delay estimate: its window ends at the newest stamp it was given, and one refused state
+        # stamped far ahead (a driver's glitch) would hold it there, reading nothing, until the
+        # stream's stamps caught up with it.
+        self._state_accepted = False
         self._last_state_wall = time.monotonic()
         self._closing = False  # set by close(): what the watchdog notes then is the run's end
         # Wall s; states handled, commands, states skipped; the last good state's stamp (s, -inf: none).
@@ -276,7 +281,8 @@ class ControllerNode:
             if not self._order_noted:
                 self._note_state_order(self.state_wire.names)
             sent = self._handle_state(t_in, *fast)
-            self.delay_estimator.add(fast[0], self.state_wire.decode_effort(raw), sent)
+            if self._state_accepted:
+                self.delay_estimator.add(fast[0], self.state_wire.decode_effort(raw), sent)
             return
         self.counts.states_via_rclpy += 1
         try:
@@ -411,6 +417,8 @@ class ControllerNode:
         if not self._order_noted:
             self._note_state_order(msg.name)
         sent = self._handle_state(t_in, stamp_ns, q, v)
+        if not self._state_accepted:
+            return True
         try:
             effort = self.decoder.decode_effort(msg)
         except StateError:  # efforts the map cannot read tell no delay
@@ -483,7 +491,8 @@ class ControllerNode:
             self._clock_went_back(stamp)
         out: ControlOutput | None = None
         computed: Computed | None = None  # set when the controller is called
-        if decision.action is Action.COMPUTE:
+        self._state_accepted = decision.action is Action.COMPUTE
+        if self._state_accepted:
             self._last_good_stamp_ns = stamp_ns
             computed = self._compute(decision, now)
             decision, out = computed.decision, computed.output
