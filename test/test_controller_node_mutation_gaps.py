@@ -189,6 +189,30 @@ def test_back_from_away_a_nameless_state_queued_last_is_refused_not_ignored(
 
 @pytest.mark.ros
 @requires_rclpy
+def test_back_from_away_an_empty_state_queued_last_is_set_aside_for_the_arms_newest(
+    ros_domain: int,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Back from away, the newest state queued is empty (no names, no values): another device's,
+    counted as foreign, and the arm's newest before it is handled, with no refusal. (Mutant:
+    ``_foreign_names`` takes an empty state as this arm's: it is handled, refused, and the brake
+    goes out instead of the arm's command.)"""
+    with in_process_controllers(ros_domain) as make:
+        node, steady = _running(make, False, monkeypatch)
+        node._state_sub = queue = Queue(JointStateMsg)
+        back = node.watchdog.last_good.stamp + 0.3
+        empty = JointStateMsg()
+        empty.header.stamp.sec, empty.header.stamp.nanosec = divmod(round((back + 2 * DT) * 1e9), 10**9)
+        queue.messages.extend([_arm_msg(back + DT), empty])
+        steady[0] += 0.3
+        node._on_state_message(_arm_msg(back))
+        assert node.counts.foreign_states == 1 and node.counts.backlog_skipped == 1
+        assert node.watchdog.rejected_total == 0 and node.counts.fallback_commands == 0
+        assert node.watchdog.last_good.stamp == pytest.approx(back + DT)
+
+
+@pytest.mark.ros
+@requires_rclpy
 def test_on_the_wall_clock_a_stamp_ahead_after_a_long_silence_counts_max_age_ahead(
     nodes: Any,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,

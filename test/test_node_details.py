@@ -242,6 +242,30 @@ def test_a_state_naming_no_joint_at_all_is_refused_not_foreign(nodes: Any) -> No
     assert node.counts.foreign_states == 0 and node.watchdog.rejected_total == 1
 
 
+@pytest.mark.parametrize("path", ["bytes", "message"])
+def test_an_empty_state_is_another_devices_not_a_bad_state_of_the_arm(nodes: Any, path: str) -> None:
+    """A JointState with no names and no values (a ``joint_state_publisher`` with no movable joints
+    on the topic) names none of the arm's joints: ignored and counted as foreign, no safe torque,
+    no refusal, and the next good state computed as before. (Mutant: an empty name list taken as
+    this arm's, so the empty state is refused and the brake goes out.)"""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False, **MAX_AGE_1S)
+    node._on_state_message(_state_msg(HOME, _now(node)))
+    sent = node.counts.commands_published
+    empty = JointStateMsg()
+    empty.header.stamp = node.node.get_clock().now().to_msg()
+    if path == "bytes":
+        node._on_state_bytes(serialize_message(empty))
+    else:
+        node._on_state_message(empty)
+    assert node.counts.foreign_states == 1 and node.watchdog.rejected_total == 0
+    assert node.counts.commands_published == sent and node.counts.fallback_commands == 0
+    node._on_state_message(_state_msg(HOME, _now(node)))
+    assert node.counts.commands_published == sent + 1 and node.watchdog.state.value == "ok"
+
+
 def test_a_controller_fallback_warns_once_and_never_hides_an_error(nodes: Any) -> None:
     """c31 / c32: the WARN of a controller fallback is for the report after it only, and an ERROR
     of the watchdog is never lowered to WARN by it."""

@@ -312,7 +312,11 @@ class Fuzz:
             msg = self.deserialize(raw, self.msg_type)
         except Exception:
             return Delivered(raw if self.case.serialized else None, None, None)
-        foreign = bool(msg.name) and set(msg.name).isdisjoint(JOINTS)
+        # Naming none of the arm's joints: others', or none and no values (an empty state).
+        if msg.name:
+            foreign = set(msg.name).isdisjoint(JOINTS)
+        else:
+            foreign = not (len(msg.position) or len(msg.velocity) or len(msg.effort))
         ns = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         return Delivered(raw if self.case.serialized else msg, ns, None, foreign)
 

@@ -387,8 +387,15 @@ class ControllerNode:
                 state = deserialize_message(state, JointStateMsg)
             except Exception:  # rclpy's RMWError: unreadable, see _on_state_bytes
                 return None
-        names: Sequence[str] = state.name
-        return names if names and self._joint_set.isdisjoint(names) else None
+        return state.name if self._names_none_of_ours(state) else None
+
+    def _names_none_of_ours(self, msg: JointStateMsg) -> bool:
+        """Whether ``msg`` names none of this arm's joints: some, all others', or none at all and
+        no values either (an empty state, as a ``joint_state_publisher`` with no movable joints
+        sends). A nameless state with values is this arm's, refused as such."""
+        if msg.name:
+            return self._joint_set.isdisjoint(msg.name)
+        return not (len(msg.position) or len(msg.velocity) or len(msg.effort))
 
     def _ignore_foreign(self, names: Sequence[str]) -> None:
         """A state naming none of our joints (``names``): another device's (a gripper's driver
@@ -405,7 +412,7 @@ class ControllerNode:
     def _on_state(self, msg: JointStateMsg, t_in: float) -> bool:
         """A joint state message received at ``t_in`` (``perf_counter`` s); returns whether it
         could be read (names, lengths)."""
-        if msg.name and self._joint_set.isdisjoint(msg.name):
+        if self._names_none_of_ours(msg):
             self._ignore_foreign(msg.name)
             return False
         stamp_ns = stamp_to_ns(msg.header.stamp)
