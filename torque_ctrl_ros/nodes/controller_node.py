@@ -14,7 +14,8 @@ Topics:
         states skipped for a newer one queued after this process was away (``backlog_skipped``) or
         while it handled the one before for longer than a period (``behind_skipped``),
         states read through rclpy rather than the CDR fast path (``states_via_rclpy``;
-        ``serialized_io`` says whether that fast path is on, see wire.py).
+        ``serialized_io`` says whether that fast path is on, see wire.py). Every key:
+        docs/interfaces.md, "`/diagnostics`, key by key".
 
 Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`. Read
 once at start-up: later changes (``ros2 param set``) are refused.

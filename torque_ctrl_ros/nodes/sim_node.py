@@ -12,7 +12,8 @@ Topics:
         time per step (physics + publishing) and publishing the state (``state_out``), late
         steps (with the runs they came in: ``late_runs``, ``longest_late_run``), the command
         counts of :class:`Counters` (``missing_command_steps``, ``rejected_commands``,
-        ``stale_answers``, ``untagged_commands``, ...), whether the safe torque is applied.
+        ``stale_answers``, ``untagged_commands``, ...), whether the safe torque is applied. Every
+        key: docs/interfaces.md, "`/diagnostics`, key by key".
 
 Which commands count, and how long one is held, is decided in ``torque_ctrl_ros/sim/commands.py``
 (no ROS): answers to a state too old or never published, and in lockstep untagged commands and
