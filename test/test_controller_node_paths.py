@@ -268,6 +268,70 @@ def test_an_unexpected_exception_in_the_controller_also_gets_the_safe_command(
     assert node.watchdog.state.value == "ok" and len(node.publisher.torques) == 3
 
 
+def test_a_controller_reset_that_raises_gets_the_safe_command(
+    make_controller: Callable[..., Any], robot: RobotModel
+) -> None:
+    """The controller's reset, asked for on the first state, raises (a bug): that state is answered
+    with the safe command as if the compute had failed, and the node carries on. (Mutant: the
+    reset called before the compute's guard, so its exception leaves the callback and ends the
+    node.)"""
+    from torque_ctrl_ros.core.safety import RejectReason
+
+    node = make_controller()
+    q, v = np.full(7, 0.1), np.zeros(7)
+
+    def broken() -> None:
+        raise RuntimeError("test: reset failed")
+
+    reset = node.controller.reset
+    node.controller.reset = broken
+    t = _now(node)
+    node._on_state_message(_state_msg(q, v, t))
+    assert node.counts.fallback_commands == 1 and len(node.publisher.torques) == 1
+    np.testing.assert_allclose(node.publisher.torques[-1], _clip(robot, robot.gravity(q)), atol=1e-9)
+    assert node.watchdog.last_reason is RejectReason.CONTROLLER_ERROR
+    assert "unexpected RuntimeError: test: reset failed" in node.watchdog.last_message
+    node.controller.reset = reset
+    node._on_state_message(_state_msg(q, v, t + 0.001))
+    assert node.watchdog.state.value == "ok" and len(node.publisher.torques) == 2
+
+
+@pytest.mark.parametrize("deferred", [False, True], ids=["timer", "after-a-state"])
+def test_diagnostics_that_raise_are_an_error_status_not_the_nodes_end(
+    make_controller: Callable[..., Any], deferred: bool
+) -> None:
+    """The controller's diagnostics raise (a bug) when /diagnostics are built, from the timer or
+    deferred to the end of a state's handling: the state's command is out, an ERROR status names
+    the exception, and the next states are computed on; the next report is whole again. (Mutant:
+    the exception raised from the callback, ending the node.)"""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    node = make_controller()
+    q, v = np.full(7, 0.1), np.zeros(7)
+    t = _now(node)
+    node._on_state_message(_state_msg(q, v, t))
+
+    def broken() -> dict[str, float]:
+        raise RuntimeError("test: diagnostics failed")
+
+    details = node.controller.diagnostics
+    node.controller.diagnostics = broken
+    if deferred:
+        node._diagnostics_due = True
+        node._on_state_message(_state_msg(q, v, t + 0.001))
+        assert len(node.publisher.torques) == 2 and not node._diagnostics_due
+    else:
+        node._publish_diagnostics()
+    status = node.diag_publisher.sent[-1].status[0]
+    assert status.level == DiagnosticStatus.ERROR
+    assert "RuntimeError: test: diagnostics failed" in status.message
+    node.controller.diagnostics = details
+    node._on_state_message(_state_msg(q, v, t + 0.002))
+    node._publish_diagnostics()
+    assert node.diag_publisher.sent[-1].status[0].level == DiagnosticStatus.OK
+    assert node.watchdog.state.value == "ok" and node.counts.fallback_commands == 0
+
+
 _Q_GOOD = np.full(7, 0.1)
 _V_GOOD = np.array([0.3, -0.2, 0.4, 0.5, 0.6, -0.5, 0.5])
 

@@ -578,18 +578,20 @@ class ControllerNode:
 
     def _compute(self, decision: Decision, now: float) -> Computed:
         """Run the target source and the controller on the state the supervisor accepted
-        (``decision``, ``COMPUTE``). An exception from either (a target tracker's included) is a
-        controller failure: the decision returned is then the supervisor's answer to it
+        (``decision``, ``COMPUTE``), after the controller's reset and the target's resume it asks
+        for. An exception from any of them (a target tracker's included) is a controller
+        failure: the decision returned is then the supervisor's answer to it
         (:meth:`Supervisor.controller_failed`) and the output ``None``."""
         state = decision.state
         assert state is not None  # set on every COMPUTE decision
-        if decision.reset_controller:
-            self.controller.reset()
-        self._resume_target(decision.resume)
         self.state_age.add(now - decision.effective_stamp)
         out: ControlOutput | None = None
         t0 = time.perf_counter()
         try:
+            if decision.reset_controller:
+                self.controller.reset()
+            self._resume_target(decision.resume)
+            t0 = time.perf_counter()
             out = self.controller.compute(state, self.target.reference(state, plan=False))
         except Exception as exc:
             if not isinstance(exc, TorqueCtrlError):
@@ -748,8 +750,30 @@ class ControllerNode:
         self.target.log.flush()
 
     def _publish_diagnostics(self) -> None:
-        """Publish one /diagnostics status: :meth:`_diagnostic_values`, at the level and with the
-        message of :func:`_diagnostic_status`."""
+        """Publish one /diagnostics status (:meth:`_diagnostics`). An exception building it (a bug,
+        here or in the controller's :meth:`diagnostics`) is logged with its traceback and published
+        as an ERROR naming it, not raised: raised from a callback it would end the node, and leave
+        the arm without commands over a report."""
+        try:
+            array = self._diagnostics()
+        except Exception as exc:
+            self.log.error("diagnostics failed", traceback.format_exc().rstrip())
+            array = DiagnosticArray()
+            array.status = [
+                status(
+                    f"{self.node.get_name()}: controller",
+                    self.config.controller,
+                    DiagnosticStatus.ERROR,
+                    f"diagnostics failed (the node logged the traceback): {type(exc).__name__}: {exc}",
+                    {"watchdog_state": self.watchdog.state.value},
+                )
+            ]
+        array.header.stamp = self.node.get_clock().now().to_msg()
+        self.diag_publisher.publish(array)
+
+    def _diagnostics(self) -> DiagnosticArray:
+        """One /diagnostics status: :meth:`_diagnostic_values`, at the level and with the message of
+        :func:`_diagnostic_status` (the header left to the caller)."""
         now_wall = time.monotonic()
         silent = self._check_silence(now_wall)
         self._flush_logs()
@@ -783,7 +807,6 @@ class ControllerNode:
             wd.state, wd.last_message, new_fallbacks, self.last_fallback_info, warning
         )
         array = DiagnosticArray()
-        array.header.stamp = self.node.get_clock().now().to_msg()
         array.status = [
             status(
                 f"{self.node.get_name()}: controller",
@@ -793,7 +816,7 @@ class ControllerNode:
                 values,
             )
         ]
-        self.diag_publisher.publish(array)
+        return array
 
     def _diagnostic_values(
         self, now_wall: float, silent: float, step: float, state_publishers: int
