@@ -33,6 +33,7 @@ import numpy as np
 from .bench.host import cpu_ticks, steal_between
 from .core.controllers import CONTROLLERS
 from .core.errors import ConfigError
+from .core.robot import wrap_angle
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
 from .joint_order import joint_order_error
@@ -208,8 +209,9 @@ class Monitor:
             q_ref = self.reference.sample(t - self.t0)[0]
         else:
             q_ref = self.q0
-        # Joint angle error the short way round (continuous joints wrap).
-        err = np.mod(q_ref - q + np.pi, 2 * np.pi) - np.pi
+        # Joint angle error the short way round (continuous joints wrap; on the others an error
+        # is far under π here).
+        err = wrap_angle(q_ref - q)
         self.errors.add(float(np.abs(err).max()))
 
     def _pose_step(self, t: float, q: np.ndarray) -> None:

@@ -221,8 +221,8 @@ def random_configurations(
     return np.random.default_rng(seed).uniform(lo, hi, (count, lo.size))
 
 
-#: How many of :func:`sample_configurations` the start-up checks of a frame's Jacobian rows use
-#: (:meth:`RobotModel.frame_rows_rank`).
+#: How many of :func:`sample_configurations` the start-up checks of a frame's Jacobian rows give
+#: :meth:`RobotModel.frame_rows_rank` (the ACHD constraints' and the QP tasks' checks).
 ROW_CHECK_SAMPLES = 32
 #: Largest singular value (m/rad or rad/rad) of Jacobian rows still taken as 0 by
 #: :meth:`RobotModel.frame_rows_rank`. A row that the geometry pins reads rounding: on the Gen3 at

@@ -189,7 +189,8 @@ class TimingLog:
         return self._count
 
     def window(self) -> np.ndarray:
-        """The latest samples (up to the window size)."""
+        """The latest samples (up to the window size), in the ring's order, not in time order: for
+        percentiles."""
         return self._window[: min(self._count, self._window.size)]
 
     def everything(self) -> np.ndarray:

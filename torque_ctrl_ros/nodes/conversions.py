@@ -129,11 +129,7 @@ class CommandEncoder:
         """
         check_size("effort command tau", tau, self.n)
         data = as_double_array(tau)
-        if answers_stamp_ns is None:
-            self._dim.label = COMMAND_LABEL
-        else:
-            sec, nsec = divmod(int(answers_stamp_ns), _NS)
-            self._dim.label = f"{COMMAND_LABEL}@{sec}.{nsec:09d}"
+        self._dim.label = command_label(answers_stamp_ns)
         self.msg.data = data
         return self.msg
 
@@ -224,6 +220,16 @@ def command_stamp_ns(msg: Float64MultiArray) -> int | None:
     """The answered-state stamp (ns) carried in the layout label, or ``None``."""
     dims = msg.layout.dim
     return label_stamp_ns(dims[0].label) if dims else None
+
+
+def command_label(answers_stamp_ns: int | None) -> str:
+    """The label of a command answering the state stamped ``answers_stamp_ns`` (ns):
+    ``joints@<sec>.<nanosec>`` (nanosec nine digits), or ``joints`` untagged (``None``); what
+    :func:`label_stamp_ns` reads."""
+    if answers_stamp_ns is None:
+        return COMMAND_LABEL
+    sec, nsec = divmod(int(answers_stamp_ns), _NS)
+    return f"{COMMAND_LABEL}@{sec}.{nsec:09d}"
 
 
 def label_stamp_ns(label: str) -> int | None:

@@ -42,10 +42,10 @@ from std_msgs.msg import Float64MultiArray
 
 from ..core.validation import FloatArray
 from .conversions import (
-    COMMAND_LABEL,
     CommandEncoder,
     JointStateEncoder,
     check_size,
+    command_label,
     command_stamp_ns,
     label_stamp_ns,
     plain_layout,
@@ -54,7 +54,7 @@ from .conversions import (
 
 #: Encapsulation header of little-endian plain CDR (what ROS 2's RMWs write on x86 and ARM).
 CDR_LE = b"\x00\x01\x00\x00"
-_NS = 1_000_000_000
+_NS = 1_000_000_000  # ns per s
 _HEADER = 4  # alignment counts from the byte after the encapsulation header
 _STAMP = struct.Struct("<iI")  # builtin_interfaces/Time: int32 sec, uint32 nanosec
 _U32 = struct.Struct("<I")
@@ -291,12 +291,7 @@ class CommandWire:
         n = self.n
         check_size("effort command tau", tau, n)
         data = np.ascontiguousarray(tau, dtype=np.float64).tobytes()
-        if answers_stamp_ns is None:
-            label = COMMAND_LABEL
-        else:
-            sec, nsec = divmod(int(answers_stamp_ns), _NS)
-            label = f"{COMMAND_LABEL}@{sec}.{nsec:09d}"
-        text = label.encode()
+        text = command_label(answers_stamp_ns).encode()
         parts = [CDR_LE, _U32.pack(1), _U32.pack(len(text) + 1), text, b"\0"]
         at = _HEADER + 8 + len(text) + 1
         pad = _aligned(at, 4) - at

@@ -74,8 +74,10 @@ class ComputedTorqueConfig:
     Attributes:
         kp: stiffness as a squared natural frequency ``ω_n²`` (1/s²), one per joint, ``> 0``.
         kd: damping ``2·ζ·ω_n`` (1/s), one per joint; critical (``2·√kp``) by default. Gains
-            unstable at 1 kHz with one period of delay (``kd = 0`` among them), or stable with a
-            damping ratio below 0.1 there, are refused (:func:`check_pd_gains`).
+            unstable at 1 kHz with the command :meth:`create`'s ``delay`` periods late (one by
+            default; :class:`ComputedTorque` holds them to its robot's ``delay_periods``), ``kd = 0``
+            among them, or stable with a damping ratio below 0.1 there, are refused
+            (:func:`check_pd_gains`).
     """
 
     kp: FloatArray
@@ -159,7 +161,11 @@ class ComputedTorque(Controller[JointReference]):
         optional)."""
         reject_unknown_keys(cls.name, params, {"kp", "kd"})
         config = ComputedTorqueConfig.create(
-            robot.n, params.get("kp", DEFAULT_KP), params.get("kd"), joint_names=robot.joint_names
+            robot.n,
+            params.get("kp", DEFAULT_KP),
+            params.get("kd"),
+            robot.delay_periods,
+            joint_names=robot.joint_names,
         )
         return cls(robot, config)
 

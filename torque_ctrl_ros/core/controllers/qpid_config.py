@@ -615,8 +615,8 @@ def _check_barrier(field_name: str, cfg: BarrierConfig) -> BarrierConfig:
             raise ConfigError(f"{field_name}.{key}: expected true or false, got {getattr(cfg, key)!r}")
     # The lower bound (MIN_ALPHA), as the upper one (_check_barrier_alphas), only for a group that
     # is on: one off builds no barrier and acts on nothing.
-    check_alpha = check_barrier_alpha if cfg.enabled else as_positive_float
-    numbers: dict[str, Any] = {"alpha": check_alpha(f"{field_name}.alpha", cfg.alpha)}
+    check_gain = check_barrier_alpha if cfg.enabled else as_positive_float
+    numbers: dict[str, Any] = {"alpha": check_gain(f"{field_name}.alpha", cfg.alpha)}
     if isinstance(cfg, CollisionConfig | FloorConfig):  # the capsule barriers
         numbers["d_safe"] = as_positive_float(f"{field_name}.d_safe", cfg.d_safe, allow_zero=True)
         if not isinstance(cfg.model, str) or not cfg.model:
