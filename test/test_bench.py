@@ -479,7 +479,7 @@ def test_commands_lost_counts_every_missing_command_and_fails_without_summaries(
 
 @requires_rclpy
 def test_controller_node_times_the_parts_a_controller_reports() -> None:
-    from torque_ctrl_ros.nodes.controller_node import StepParts
+    from torque_ctrl_ros.nodes.controller_diagnostics import StepParts
 
     parts = StepParts()
     parts.add(20e-6, 40e-6, {"prepare_time_us": 50.0, "qp_solve_time_us": 25.0, "fallback": 0.0})

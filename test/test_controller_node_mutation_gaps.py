@@ -35,7 +35,8 @@ from test_node_runtime_guards import (  # noqa: F401
 
 from torque_ctrl_ros.core.errors import ConfigError, SolverError
 from torque_ctrl_ros.core.safety import WatchdogState
-from torque_ctrl_ros.nodes.controller_node import NODE_NAME, StepParts, _diagnostic_status, _load_robot
+from torque_ctrl_ros.nodes.controller_diagnostics import StepParts, diagnostic_status
+from torque_ctrl_ros.nodes.controller_node import NODE_NAME, _load_robot
 from torque_ctrl_ros.nodes.conversions import label_stamp_ns
 from torque_ctrl_ros.nodes.params import controller_node_config
 from torque_ctrl_ros.nodes.wire import CommandWire
@@ -377,9 +378,9 @@ def test_the_diagnostics_timer_defers_only_while_states_come_in(
 def test_a_controller_fallback_warning_names_only_the_qp_figures() -> None:
     """The WARN of steps answered by the controller's own safe torque names the QP's figures of the
     last one (``qp_*``), not the rest of its ``info`` (the fallback flag, timings). (Mutant:
-    ``_diagnostic_status`` lists every key of ``fallback_info``.)"""
+    ``diagnostic_status`` lists every key of ``fallback_info``.)"""
     info = {"fallback": 1.0, "qp_status": 3.0, "qp_iterations": 1000.0, "prepare_time_us": 120.0}
-    assert _diagnostic_status(WatchdogState.OK, "", 2, info, "") == (
+    assert diagnostic_status(WatchdogState.OK, "", 2, info, "") == (
         DiagnosticStatus.WARN,
         "controller fallback on 2 step(s) since the last report: qp_status 3, qp_iterations 1e+03",
     )
@@ -388,14 +389,14 @@ def test_a_controller_fallback_warning_names_only_the_qp_figures() -> None:
 def test_a_stream_warning_never_lowers_an_error_nor_hides_its_reason() -> None:
     """A warning on the state stream (a second publisher) while the watchdog is in FALLBACK: the
     status stays an ERROR whose message gives the watchdog's reason, the warning after it; only
-    an OK status becomes that warning's WARN. (Mutant: ``_diagnostic_status`` makes every status
+    an OK status becomes that warning's WARN. (Mutant: ``diagnostic_status`` makes every status
     with a stream warning a WARN saying only the warning.)"""
     warning = "2 publishers on /joint_states"
-    assert _diagnostic_status(WatchdogState.FALLBACK, "no joint state for 30 ms", 0, {}, warning) == (
+    assert diagnostic_status(WatchdogState.FALLBACK, "no joint state for 30 ms", 0, {}, warning) == (
         DiagnosticStatus.ERROR,
         f"fallback: no joint state for 30 ms; {warning}",
     )
-    assert _diagnostic_status(WatchdogState.OK, "", 0, {}, warning) == (DiagnosticStatus.WARN, warning)
+    assert diagnostic_status(WatchdogState.OK, "", 0, {}, warning) == (DiagnosticStatus.WARN, warning)
 
 
 def test_the_compute_parts_a_controller_reports_in_microseconds_are_kept_in_seconds() -> None:

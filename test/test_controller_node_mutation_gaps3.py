@@ -24,7 +24,7 @@ from test_node_runtime_guards import (  # noqa: F401
 )
 
 from torque_ctrl_ros.core.safety import WatchdogState
-from torque_ctrl_ros.nodes.controller_node import _diagnostic_status
+from torque_ctrl_ros.nodes.controller_diagnostics import diagnostic_status
 
 #: An unreadable serialized JointState: refused, its safe command stamped with the last good state's.
 UNREADABLE = b"\x00\x01\x00\x00" + bytes(8) + b"\xff\xff\xff\x7f"
@@ -102,9 +102,9 @@ def test_the_diagnostics_timer_runs_on_the_steady_clock_under_sim_time(nodes: An
 def test_a_stopped_watchdog_says_why_in_the_diagnostics() -> None:
     """STOPPED is an ERROR whose /diagnostics message gives the watchdog's reason, as FALLBACK's
     does: "stopped" alone would not tell an operator whether the states stopped or went bad.
-    (Mutant: ``_diagnostic_status`` adds the reason in FALLBACK only.)"""
+    (Mutant: ``diagnostic_status`` adds the reason in FALLBACK only.)"""
     reason = "no joint state for 620 ms"
-    assert _diagnostic_status(WatchdogState.STOPPED, reason, 0, {}, "") == (
+    assert diagnostic_status(WatchdogState.STOPPED, reason, 0, {}, "") == (
         DiagnosticStatus.ERROR,
         f"stopped: {reason}",
     )

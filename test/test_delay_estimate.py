@@ -200,11 +200,11 @@ def test_the_warning_counts_command_delay_in_periods_rounded_up(
     """``command_delay`` runs to the first state that shows the command: 4.4 ms is the fifth
     period, as the start-up checks count it."""
     from torque_ctrl_ros.core.delay_estimate import DelayEstimate
-    from torque_ctrl_ros.nodes.controller_node import _delay_warning
+    from torque_ctrl_ros.nodes.controller_diagnostics import delay_warning
 
-    warning = _delay_warning(DelayEstimate(periods, periods * 1e-3, 0.9, 900), command_delay)
+    warning = delay_warning(DelayEstimate(periods, periods * 1e-3, 0.9, 900), command_delay)
     assert bool(warning) is warned, warning
-    assert _delay_warning(None, command_delay) == ""
+    assert delay_warning(None, command_delay) == ""
 
 
 @requires_rclpy

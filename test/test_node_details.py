@@ -483,31 +483,31 @@ def test_the_command_warning() -> None:
 def test_the_stream_warnings() -> None:
     """More than one publisher of this arm's states (none naming other joints) is a WARN; a
     gripper's driver on the topic (foreign states) is not."""
-    from torque_ctrl_ros.nodes.controller_node import _stream_warning
+    from torque_ctrl_ros.nodes.controller_diagnostics import stream_warning
 
-    assert _stream_warning(1.2e-3, 1, 0) == "" and _stream_warning(float("nan"), 1, 0) == ""
-    assert "800 Hz" in _stream_warning(1.25e-3 + 1e-9, 1, 0)
-    assert "2 publishers on /joint_states" in _stream_warning(1e-3, 2, 0)
-    assert _stream_warning(1e-3, 2, 5) == ""
+    assert stream_warning(1.2e-3, 1, 0) == "" and stream_warning(float("nan"), 1, 0) == ""
+    assert "800 Hz" in stream_warning(1.25e-3 + 1e-9, 1, 0)
+    assert "2 publishers on /joint_states" in stream_warning(1e-3, 2, 0)
+    assert stream_warning(1e-3, 2, 5) == ""
 
 
 def test_too_few_states_handled_is_a_warning() -> None:
     """Under 80 % of the states the stream sent handled (counted by their stamps: those dropped
     from a full queue count too) is a WARN: at the Gen3's 1 kHz that is under ~800 commands a
     second, audible, and periods run on held commands. No share known is none."""
-    from torque_ctrl_ros.nodes.controller_node import _handled_share, _handled_warning
+    from torque_ctrl_ros.nodes.controller_diagnostics import handled_share, handled_warning
 
     # 1 s of stamps at 1 ms: 1000 states sent.
-    assert _handled_share(1000, 1.0, 1e-3) == pytest.approx(1.0)
-    assert _handled_share(620, 1.0, 1e-3) == pytest.approx(0.62)
-    assert _handled_share(500, 1.0, 2e-3) == pytest.approx(1.0)  # a 500 Hz stream, all handled
+    assert handled_share(1000, 1.0, 1e-3) == pytest.approx(1.0)
+    assert handled_share(620, 1.0, 1e-3) == pytest.approx(0.62)
+    assert handled_share(500, 1.0, 2e-3) == pytest.approx(1.0)  # a 500 Hz stream, all handled
     nan = float("nan")
     for stamps, step in [(0.099, 1e-3), (-1.0, 1e-3), (float("inf"), 1e-3), (1.0, nan), (1.0, 0.0)]:
         # Under 100 steps of stamps, a clock gone back, no good state before, no stream step yet.
-        assert math.isnan(_handled_share(10, stamps, step)), (stamps, step)
-    assert _handled_warning(1.0, 0.0) == "" and _handled_warning(0.8, 200.0) == ""
-    assert _handled_warning(nan, 0.0) == ""
-    warning = _handled_warning(0.62, 130.0)
+        assert math.isnan(handled_share(10, stamps, step)), (stamps, step)
+    assert handled_warning(1.0, 0.0) == "" and handled_warning(0.8, 200.0) == ""
+    assert handled_warning(nan, 0.0) == ""
+    warning = handled_warning(0.62, 130.0)
     assert warning.startswith("62 % of the joint states were handled, each with a command"), warning
     assert "130 a second skipped for newer ones" in warning and "full subscription queue" in warning
     assert "~800 commands a second" in warning

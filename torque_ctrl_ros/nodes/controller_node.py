@@ -46,7 +46,7 @@ from ..core.controllers import create_controller
 from ..core.delay_estimate import DelayEstimate, DelayEstimator
 from ..core.errors import ConfigError, ModelError, StateError, TorqueCtrlError
 from ..core.resume import Resume, ResumeKind
-from ..core.robot import CONTROL_PERIOD, RobotModel, showing_period
+from ..core.robot import RobotModel
 from ..core.safety import Action, WatchdogState
 from ..core.supervisor import Decision, Notice, Supervisor, Transition
 from ..core.types import ControlOutput, JointState
@@ -72,6 +72,15 @@ from .common import (
     write_json,
     write_output,
 )
+from .controller_diagnostics import (
+    StepParts,
+    delay_values,
+    delay_warning,
+    diagnostic_status,
+    handled_share,
+    handled_warning,
+    stream_warning,
+)
 from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
 from .params import ControllerNodeConfig, controller_node_config
 from .scheduling import current_policy
@@ -81,12 +90,6 @@ from .wire import CommandWire, JointStateWire
 NODE_NAME = "controller_node"
 #: States closer together than this (s): /diagnostics wait for the next state (see _on_diagnostics_timer).
 _DEFER_DIAGNOSTICS_S = 0.05
-_LEVEL = {
-    WatchdogState.WAITING: DiagnosticStatus.WARN,
-    WatchdogState.OK: DiagnosticStatus.OK,
-    WatchdogState.FALLBACK: DiagnosticStatus.ERROR,
-    WatchdogState.STOPPED: DiagnosticStatus.ERROR,
-}
 
 
 def _load_robot(cfg: ControllerNodeConfig, node_name: str) -> RobotModel:
@@ -773,7 +776,7 @@ class ControllerNode:
 
     def _diagnostics(self) -> DiagnosticArray:
         """One /diagnostics status: :meth:`_diagnostic_values`, at the level and with the message of
-        :func:`_diagnostic_status` (the header left to the caller)."""
+        :func:`diagnostic_status` (the header left to the caller)."""
         now_wall = time.monotonic()
         silent = self._check_silence(now_wall)
         self._flush_logs()
@@ -785,25 +788,21 @@ class ControllerNode:
         values["command_publishers"] = commanders
         new_fallbacks = self.counts.controller_fallbacks - self._controller_fallbacks_reported
         self._controller_fallbacks_reported = self.counts.controller_fallbacks
-        states_warning = _stream_warning(
-            step, state_publishers, self.counts.foreign_states, self._state_topic
-        )
+        states_warning = stream_warning(step, state_publishers, self.counts.foreign_states, self._state_topic)
         if states_warning:
             self.log.warning("stream", states_warning)
         commands_warning = command_publishers_warning(commanders, self._command_topic)
         if commands_warning:
             self.log.warning("commanders", commands_warning)
-        delay_warning = _delay_warning(self.delay_estimate, self.robot.command_delay)
-        if delay_warning:
-            self.log.warning("delay", delay_warning)
-        handled_warning = _handled_warning(values["handled_share"], values["skipped_rate_hz"])
-        if handled_warning:
-            self.log.warning("handled", handled_warning)
-        warning = "; ".join(
-            w for w in (states_warning, commands_warning, delay_warning, handled_warning) if w
-        )
+        delay_warned = delay_warning(self.delay_estimate, self.robot.command_delay)
+        if delay_warned:
+            self.log.warning("delay", delay_warned)
+        handled_warned = handled_warning(values["handled_share"], values["skipped_rate_hz"])
+        if handled_warned:
+            self.log.warning("handled", handled_warned)
+        warning = "; ".join(w for w in (states_warning, commands_warning, delay_warned, handled_warned) if w)
         wd = self.watchdog
-        level, message = _diagnostic_status(
+        level, message = diagnostic_status(
             wd.state, wd.last_message, new_fallbacks, self.last_fallback_info, warning
         )
         array = DiagnosticArray()
@@ -842,7 +841,7 @@ class ControllerNode:
             "command_rate_hz": (counts.commands_published - commands0) / span,
             # States taken from the queue unhandled, for a newer one (falling behind, catching up).
             "skipped_rate_hz": (skipped - skipped0) / span,
-            "handled_share": _handled_share(counts.states_received - states0, stamp - stamp0, step),
+            "handled_share": handled_share(counts.states_received - states0, stamp - stamp0, step),
             **asdict(counts),
             # States that started over on a clock gone back (a restarted simulator).
             "clock_resets": wd.clock_resets,
@@ -857,7 +856,7 @@ class ControllerNode:
             "serialized_io": self.serialized,
             # Commands each state is carried over before the controller sees it (predict_delay).
             "predicted_commands": self.supervisor.predictor.in_flight,
-            **_delay_values(self.delay_estimate),
+            **delay_values(self.delay_estimate),
             **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
             **{f"info_{k}": v for k, v in self.last_info.items()},
             **{f"info_{k}": v for k, v in details.items()},
@@ -873,7 +872,7 @@ class ControllerNode:
             "serialized_io": self.serialized,
             "controller": self.config.controller,
             "predicted_commands": self.supervisor.predictor.in_flight,
-            **_delay_values(self.delay_estimator.estimate()),  # over the run's last second
+            **delay_values(self.delay_estimator.estimate()),  # over the run's last second
             "wall_time_s": time.monotonic() - self._started,
             **asdict(self.counts),
             "clock_resets": wd.clock_resets,
@@ -917,174 +916,6 @@ class ControllerNode:
         write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
         with exit_if_stuck():
             self.node.destroy_node()
-
-
-#: The compute parts a controller may report in its ``info``: (summary name, key in µs).
-INFO_PARTS = (("prepare", "prepare_time_us"), ("qp_solve", "qp_solve_time_us"))
-
-
-def _diagnostic_status(
-    state: WatchdogState, reason: str, new_fallbacks: int, fallback_info: dict[str, float], warning: str
-) -> tuple[bytes, str]:
-    """Level and message of the controller node's /diagnostics status.
-
-    The watchdog's ``state`` sets the level (``reason``: its last message, said in FALLBACK and
-    STOPPED). When it is OK, ``new_fallbacks`` steps answered by the controller's own safe torque
-    since the last report (e.g. a failed QP: valid commands, but no tracking) make it a WARN
-    naming the QP figures of ``fallback_info``. A ``warning`` (the state stream's, the command
-    publishers', the measured delay's and the states handled, joined: :func:`_stream_warning`,
-    :func:`~.common.command_publishers_warning`, :func:`_delay_warning`, :func:`_handled_warning`)
-    is the message of a WARN when all else is OK, and follows the message otherwise (WAITING's
-    WARN, a controller fallback's WARN, an ERROR: never lowered).
-    """
-    level = _LEVEL[state]
-    message = state.value
-    if state in (WatchdogState.FALLBACK, WatchdogState.STOPPED):
-        message = f"{state.value}: {reason}"
-    if new_fallbacks and level == DiagnosticStatus.OK:
-        level = DiagnosticStatus.WARN
-        message = f"controller fallback on {new_fallbacks} step(s) since the last report: " + ", ".join(
-            f"{k} {v:.3g}" for k, v in fallback_info.items() if k.startswith("qp_")
-        )
-    if warning:
-        if level == DiagnosticStatus.OK:
-            level, message = DiagnosticStatus.WARN, warning
-        else:
-            message = f"{message}; {warning}"
-    return level, message
-
-
-#: How far (a share of CONTROL_PERIOD) the stream's usual step may be from it: beyond, the stream is
-#: not the 1 kHz every gain and damping check assumes.
-_PERIOD_TOLERANCE = 0.25
-
-
-def _stream_warning(step: float, state_publishers: int, foreign_states: int, topic: str = STATE_TOPIC) -> str:
-    """What /diagnostics warn of in the joint-state stream, "" if nothing:
-
-    - a usual step ``step`` (s, :attr:`Supervisor.typical_stream_step`, nan while unknown) off
-      :data:`CONTROL_PERIOD` by more than :data:`_PERIOD_TOLERANCE`: the
-      dampings and gains were checked for one state per 1 ms; at 500 Hz each is twice as close
-      to its bound (:data:`~..core.robot.DEFAULT_DAMPING`'s largest eigenvalue of
-      ``h·M⁻¹·K_d``, 0.975 at ``h`` = 1 ms, becomes 1.95 at 2 ms: unstable);
-    - more than one publisher on the state topic while no state named other joints (a gripper's
-      driver sharing the topic does): a second source of this arm's states, e.g. a
-      joint_state_publisher started with a description next to the driver, whose states the
-      controller would answer as the arm's.
-    """
-    if abs(step - CONTROL_PERIOD) > _PERIOD_TOLERANCE * CONTROL_PERIOD:  # (not for nan)
-        return (
-            f"joint states come every {step * 1e3:.2f} ms ({1.0 / step:.0f} Hz): the controllers' gains and "
-            f"dampings were checked for one every {CONTROL_PERIOD * 1e3:g} ms"
-        )
-    if state_publishers > 1 and foreign_states == 0:
-        return (
-            f"{state_publishers} publishers on {topic}: joint states of this arm from more than one "
-            "source (a joint_state_publisher next to the driver?)"
-        )
-    return ""
-
-
-#: The share of the joint states below which too few are handled, each with a command of its own:
-#: at the Gen3's 1 kHz, commands at under ~800 Hz are audible (the arm runs the missing periods on
-#: the command held from before).
-_LEAST_HANDLED = 0.8
-
-
-def _handled_share(handled: int, stamp_span: float, step: float) -> float:
-    """The share of the states the stream sent over a window that were handled: ``handled``
-    against the number its stamps span, ``stamp_span`` (s, from the last good state before the
-    window to the last in it) over the stream's usual ``step`` (s). Counted by the stamps, so
-    that the states the middleware dropped from a full subscription queue count too (they never
-    reach the node). ``nan`` while the step is unknown or the stamps span under 100 steps (no
-    good state yet, a stream that stood still, a clock gone back)."""
-    if not (step > 0.0 and 100.0 * step <= stamp_span < math.inf):
-        return math.nan
-    return handled / (stamp_span / step)
-
-
-def _handled_warning(share: float, skipped_rate: float) -> str:
-    """What /diagnostics warn of when under :data:`_LEAST_HANDLED` of the joint states the stream
-    sent were handled (``share``: :func:`_handled_share`; "" for nan): the controller fell behind
-    (a handling longer than the period: :func:`~..core.backlog.queued_behind`) or caught up after
-    a stall, taking the newest state (``skipped_rate`` states a second skipped so), and any states
-    beyond the subscription's depth were dropped before it could. A stream whose stamps run on
-    over a pause of its own (a driver stamping the wall clock after a stall) reads the same for
-    one window; the watchdog's silence says that one apart."""
-    if not share < _LEAST_HANDLED:
-        return ""
-    return (
-        f"{100.0 * share:.0f} % of the joint states were handled, each with a command of its own (by "
-        f"their stamps; {skipped_rate:.0f} a second skipped for newer ones, in behind_skipped and "
-        "backlog_skipped, the rest dropped from the full subscription queue or never sent): the arm runs "
-        "those periods on the command held from before, and the Gen3 is audible below ~800 commands a second"
-    )
-
-
-def _delay_values(estimate: DelayEstimate | None) -> dict[str, float]:
-    """``measured_delay_ms`` and its ``measured_delay_correlation`` (nan: not read)."""
-    if estimate is None:
-        return {"measured_delay_ms": math.nan, "measured_delay_correlation": math.nan}
-    return {"measured_delay_ms": estimate.delay * 1e3, "measured_delay_correlation": estimate.correlation}
-
-
-def _delay_warning(estimate: DelayEstimate | None, command_delay: float) -> str:
-    """What /diagnostics warn of when the states' efforts show another delay than
-    ``command_delay`` (s), "" if they show the same or none (:mod:`~..core.delay_estimate`).
-    ``command_delay`` runs to the first state that shows the command: in whole periods, rounded
-    up (4.4 ms: the fifth, :func:`~..core.robot.showing_period`), as the start-up checks count it."""
-    if estimate is None or estimate.periods == showing_period(command_delay):
-        return ""
-    return (
-        f"the joint states' efforts show each command {estimate.delay * 1e3:g} ms after the state it "
-        f"answers (correlation {estimate.correlation:.2f}), command_delay says {command_delay * 1e3:g} ms: "
-        "the delay prediction and the start-up checks assume command_delay (docs/hardware.md, "
-        '"The delay the efforts show")'
-    )
-
-
-class StepParts:
-    """Where the callback of a computed step goes (s), for the summary and the benchmark.
-
-    ``state_in``: callback start → controller called (reading the state, the watchdog);
-    ``command_out``: controller returned → command published (encoding, ``publish``); in
-    between the controller's compute (:attr:`ControllerNode.compute_time`), of which the
-    parts a controller reports in its ``info`` (:data:`INFO_PARTS`: the QP controllers'
-    kinematics, tasks and barriers, and their QP updates and solves).
-    """
-
-    def __init__(self, keep_all: bool = True) -> None:
-        self._keep_all = keep_all  # whole-run samples as well as the window (TimingLog)
-        self.state_in = TimingLog(keep_all=keep_all)
-        self.command_out = TimingLog(keep_all=keep_all)
-        self.info: dict[str, TimingLog] = {}
-
-    def add(self, state_in: float, command_out: float, info: dict[str, float]) -> None:
-        """One computed step: ``state_in`` and ``command_out`` (s), the compute parts in ``info``."""
-        self.state_in.add(state_in)
-        self.command_out.add(command_out)
-        for name, key in INFO_PARTS:
-            us = info.get(key)
-            if us is not None:
-                log = self.info.get(name)
-                if log is None:
-                    log = self.info[name] = TimingLog(keep_all=self._keep_all)
-                log.add(us * 1e-6)
-
-    def _logs(self) -> dict[str, TimingLog]:
-        return {"state_in": self.state_in, "command_out": self.command_out, **self.info}
-
-    def summary(self) -> dict[str, dict[str, float]]:
-        """Percentiles (ms) of every part recorded, over the whole run."""
-        return {name: percentiles_ms(log.everything()) for name, log in self._logs().items()}
-
-    def diagnostics(self) -> dict[str, float]:
-        """``<part>_p50_ms`` … ``<part>_max_ms`` over the latest steps, for /diagnostics."""
-        return {
-            f"{name}_{k}": v
-            for name, log in self._logs().items()
-            for k, v in percentiles_ms(log.window()).items()
-        }
 
 
 def main(args: list[str] | None = None) -> int:
