@@ -63,6 +63,22 @@ def test_an_answer_older_than_the_timeout_is_stale_and_changes_nothing() -> None
     assert r.held and r.held_stamp == stamp(95) and not r.answered
 
 
+def test_realtime_an_answer_to_an_older_state_after_a_newer_one_is_out_of_order() -> None:
+    """The answer to state 5 held, a late answer to state 2 (within the timeout) comes after it:
+    ignored, the newer answer still held; after a rejected answer to state 7 too (the order is
+    the offers', taken or not); an untagged command or a second answer to the same state is
+    taken. (Mutant: any answer within the timeout replaces the held one.)"""
+    r = rules("realtime")
+    assert r.offer(stamp(5), tau(1.0), 5) is Verdict.ACCEPTED
+    assert r.offer(stamp(2), tau(-1.0), 5) is Verdict.OUT_OF_ORDER
+    np.testing.assert_array_equal(r.tau, tau(1.0))
+    assert r.held and r.held_stamp == stamp(5) and r.answered_validly
+    assert r.offer(stamp(5), tau(2.0), 6) is Verdict.ACCEPTED  # a second answer to state 5
+    assert r.offer(stamp(7), None, 7) is Verdict.REJECTED
+    assert r.offer(stamp(6), tau(3.0), 7) is Verdict.OUT_OF_ORDER and not r.held
+    assert r.offer(None, tau(4.0), 7) is Verdict.ACCEPTED and r.held
+
+
 def test_an_answer_to_a_state_never_published_is_future() -> None:
     for mode in ("realtime", "lockstep"):
         r = rules(mode)

@@ -199,6 +199,7 @@ class Expected:
         self.held: tuple[np.ndarray, int, int | None] | None = None  # torques, arrival step, stamp
         self.answer: tuple[bool, np.ndarray | None] | None = None  # the current state's: valid, torques
         self.answered: set[int] = set()  # states (steps) whose first answer came
+        self.newest_answered = -(2**62)  # realtime: the latest state a tagged command offered answers
         self.counts: Counter[str] = Counter()
         self.late = 0
         self.events: Counter[str] = Counter()
@@ -236,6 +237,12 @@ class Expected:
             counts["untagged_commands" if stamp is None else "stale_answers"] += 1
             self.events["outcome:untagged" if stamp is None else "outcome:stale"] += 1
             return
+        if realtime and stamp is not None:
+            if stamp < self.newest_answered:  # after an answer to a later state: out of order
+                counts["stale_answers"] += 1
+                self.events["outcome:out_of_order"] += 1
+                return
+            self.newest_answered = stamp
         data = reading.data
         assert data is not None
         answers_current = stamp is None or stamp == current
@@ -622,6 +629,8 @@ def test_hostile_command_streams_drive_the_plant_by_the_rules(
         rclpy.shutdown()
     # The stream reaches every outcome: commands taken, rejected, ignored as stale or unpublished.
     outcomes = ("taken", "rejected", "stale", "unpublished")
+    if case.mode == "realtime":  # answers to older states after newer ones (lockstep: stale)
+        outcomes += ("out_of_order",)
     assert all(totals[f"outcome:{outcome}"] for outcome in outcomes), totals
     assert 0 < totals["safe_steps"] < totals["steps"], totals
     if os.environ.get("TORQUE_CTRL_SIM_FUZZ_SEEDS"):

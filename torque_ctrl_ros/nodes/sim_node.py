@@ -391,6 +391,14 @@ class SimNode:
                     "ignored, the current state waits for its own (a controller a state behind, "
                     "or two controllers on the command topic?)",
                 )
+            case Verdict.OUT_OF_ORDER:
+                counts.stale_answers += 1
+                self.log.error(
+                    "out of order",
+                    f"command answering the state of {ago_s:.3f} s ago ignored: a command answering a "
+                    "later state came before it (two controllers on the command topic, or messages "
+                    "reordered on the way?)",
+                )
             case Verdict.EARLIER_START:  # one more answer to state 0, republished at start: no news
                 counts.stale_answers += 1
 

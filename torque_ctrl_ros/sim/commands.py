@@ -12,6 +12,9 @@ gives every command one :class:`Verdict`:
 - ``UNPUBLISHED``: its stamp is before the current state's but no state's this simulator
   published, however recent: between two states (off the ``t0 + k·dt`` grid) or before state 0
   (another run, or a controller stamping its commands by its own clock).
+- realtime only: ``OUT_OF_ORDER``, it answers a state before the one a command offered earlier
+  answers (two controllers on the topic, or messages reordered on the way): taken, it would
+  replace the answer to a newer state with an older one.
 - lockstep only, where each state waits for its own answer: ``UNTAGGED``, no stamp (taken for
   the current state, an extra answer would shift every later step by one); ``EARLIER``, it
   answers an earlier state (a controller a state behind, or a second one on the topic);
@@ -49,6 +52,7 @@ class Verdict(enum.Enum):
     UNTAGGED = "untagged"
     EARLIER = "earlier"
     EARLIER_START = "earlier_start"
+    OUT_OF_ORDER = "out_of_order"
 
 
 #: The verdict of nearly every command, as a module global for the simulator's command path:
@@ -93,6 +97,8 @@ class CommandRules:
         self.held = False  # whether ``tau`` is a valid command to apply
         self.held_k = -(2**62)  # the step at which it arrived
         self.held_stamp: int | None = None  # the state it answers (ns), None if untagged
+        # Realtime: the newest state a tagged command offered so far answers (ns), taken or rejected.
+        self.newest_answered = -(2**62)
         self.answered = False  # the current state has been answered (validly or not)
         self.answer_valid = False
 
@@ -118,6 +124,10 @@ class CommandRules:
             if stamp is None:
                 return Verdict.UNTAGGED
             return Verdict.EARLIER_START if stamp == self.t0_ns else Verdict.EARLIER
+        if stamp is not None and not self.lockstep:
+            if stamp < self.newest_answered:
+                return Verdict.OUT_OF_ORDER
+            self.newest_answered = stamp
         answers_current = stamp is None or stamp == current
         if tau is None:
             self.held = False
