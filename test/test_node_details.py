@@ -131,6 +131,42 @@ def test_a_state_answered_twice_is_counted_and_timed_once(nodes: Any) -> None:
     assert sim.answered_states == 1 and sim.latency.count == 1
 
 
+def _sim_status(sim: Any) -> Any:
+    """The simulator's /diagnostics status, published now."""
+    from test_node_runtime_guards import Recorder
+
+    if not isinstance(sim.diag_pub, Recorder):
+        sim.diag_pub = Recorder()
+    sim._diag_next = 0.0
+    sim._maybe_diagnostics()
+    return sim.diag_pub.sent[-1].status[0]
+
+
+def test_the_simulator_warns_of_bad_commands_since_its_last_report_though_the_last_was_good(
+    nodes: Any,
+) -> None:
+    """Realtime: a rejected command, a stale answer and a command beyond the drives' ranges (taken,
+    clamped, counted as clipped_commands), then a good answer: the last step would run on a valid
+    command, yet the report is a WARN naming each; the next report, with nothing new, is OK.
+    (Mutant: the level judged by the last step alone, safe_torque_active.)"""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.05)
+    sim.k = 100
+    now = sim.t0_ns + sim.k * sim.dt_ns
+    sim._take_command(np.full(sim.n, np.nan), now)
+    sim._take_command(np.zeros(sim.n), sim.t0_ns + 40 * sim.dt_ns)  # 60 ms old: stale
+    sim._take_command(np.full(sim.n, 1e3), now)
+    sim._take_command(np.zeros(sim.n), now)
+    assert sim.commands.answered_validly and not sim.safe_active
+    assert sim.counts.clipped_commands == 1
+    status = _sim_status(sim)
+    assert status.level == DiagnosticStatus.WARN, status.message
+    for said in ("1 command(s) rejected", "1 answer(s) ignored", "1 command(s) clipped"):
+        assert said in status.message, status.message
+    assert _sim_status(sim).level == DiagnosticStatus.OK
+
+
 # ------------------------------------------------------------------ controller node
 def test_a_clock_reset_drops_a_trajectory_stamped_for_later(nodes: Any) -> None:
     """c44: the node must call target.reset(clock_reset=True) on a clock reset; with a plain

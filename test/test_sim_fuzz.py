@@ -200,6 +200,7 @@ class Expected:
         self.answer: tuple[bool, np.ndarray | None] | None = None  # the current state's: valid, torques
         self.answered: set[int] = set()  # states (steps) whose first answer came
         self.newest_answered = -(2**62)  # realtime: the latest state a tagged command offered answers
+        self.torque_range = (np.full(n, -np.inf), np.full(n, np.inf))  # set from the model (N·m)
         self.counts: Counter[str] = Counter()
         self.late = 0
         self.events: Counter[str] = Counter()
@@ -256,6 +257,9 @@ class Expected:
         self.held = (data.copy(), self.k, stamp)
         if answers_current:
             self.answer = (True, data.copy())
+        low, high = self.torque_range
+        if (data < low).any() or (data > high).any():
+            counts["clipped_commands"] += 1
         self.events["outcome:taken"] += 1
         self.events["outcome:taken_untagged"] += stamp is None
 
@@ -334,6 +338,7 @@ class Fuzz:
         n = sim.n
         self.expected = Expected(case.mode, n, sim.t0_ns, sim.dt_ns, round(COMMAND_TIMEOUT * 1e9))
         self.low, self.high = torque_range(sim.plant)
+        self.expected.torque_range = (self.low, self.high)
         cfg = sim.config
         model_order = [name for name in sim.plant.model_joint_names if name in sim.plant.joint_names]
         kd = np.broadcast_to(np.asarray(cfg.safe_damping, dtype=np.float64), (len(model_order),))
@@ -558,6 +563,7 @@ class Fuzz:
             "stale_answers",
             "untagged_commands",
             "missing_command_steps",
+            "clipped_commands",
         ):
             assert counts[key] == exp.counts[key], f"{where}: {key} {counts[key]}, expected {exp.counts[key]}"
         for key, value in counts.items():
@@ -628,7 +634,7 @@ def test_hostile_command_streams_drive_the_plant_by_the_rules(
         nodes.close(fuzz.sim)
         rclpy.shutdown()
     # The stream reaches every outcome: commands taken, rejected, ignored as stale or unpublished.
-    outcomes = ("taken", "rejected", "stale", "unpublished")
+    outcomes: tuple[str, ...] = ("taken", "rejected", "stale", "unpublished")
     if case.mode == "realtime":  # answers to older states after newer ones (lockstep: stale)
         outcomes += ("out_of_order",)
     assert all(totals[f"outcome:{outcome}"] for outcome in outcomes), totals

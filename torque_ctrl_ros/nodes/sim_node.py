@@ -198,6 +198,9 @@ class Counters:
     stale_answers: int = 0  # commands answering a state too old, earlier or never published (ignored)
     untagged_commands: int = 0  # lockstep: commands not saying which state they answer (ignored)
     overruns: int = 0  # realtime: the pacing restarted, this node being over _RESYNC_S behind
+    # Commands taken with a torque beyond a drive's range: applied clamped to it, as an actuator
+    # gives no more than it can.
+    clipped_commands: int = 0
 
 
 class SimNode:
@@ -263,6 +266,9 @@ class SimNode:
         self._looping = False  # the stepping loop has started (the start-up wait is over)
         self.safe_active = False
         self.last_reject = ""
+        self._tau_low, self._tau_high = plant.torque_range  # what the drives give (N·m)
+        # The counts of what went wrong at the last /diagnostics: those that grew since make a WARN.
+        self._problems_reported = self._problems()
         self.log = ThrottledLog(node.get_logger())  # per-command errors, each kind at most once a second
         self.started_wall = time.monotonic()
         self.loop_start_wall = self.started_wall
@@ -338,6 +344,13 @@ class SimNode:
         verdict = self.commands.offer(stamp, tau, self.k)
         if verdict is not ACCEPTED:
             self._report(verdict, stamp, reason)
+        elif (data < self._tau_low).any() or (data > self._tau_high).any():
+            self.counts.clipped_commands += 1
+            self.log.warning(
+                "clipped",
+                f"command {data.tolist()} N·m beyond the drives' ranges {self._tau_high.tolist()} N·m: "
+                "applied clamped to them (counted as clipped_commands)",
+            )
 
     def _unreadable(self, reason: str) -> None:
         """A command that could not be read (its bytes, its stamp label): received and rejected."""
@@ -596,6 +609,7 @@ class SimNode:
         commanders_warning = command_publishers_warning(commanders, topic, applied)
         if commanders_warning:
             self.log.warning("commanders", commanders_warning)
+        problems = self._new_problems()
         if self.safe_active:
             level, message = (
                 DiagnosticStatus.ERROR,
@@ -608,6 +622,8 @@ class SimNode:
             )
         elif commanders_warning:
             level, message = DiagnosticStatus.WARN, commanders_warning
+        elif problems:
+            level, message = DiagnosticStatus.WARN, f"since the last report: {problems}"
         elif waiting:
             level, message = DiagnosticStatus.WARN, "waiting for a controller"
         else:
@@ -616,6 +632,27 @@ class SimNode:
         ns_to_stamp(self.t0_ns + self.k * self.dt_ns, array.header.stamp)
         array.status = [status(f"{self.node.get_name()}: simulation", "mujoco_gen3", level, message, values)]
         self.diag_pub.publish(array)
+
+    def _problems(self) -> tuple[int, int, int, int]:
+        """The counts of what went wrong: steps run on the safe torque for want of a valid command,
+        commands rejected, answers ignored, commands clipped."""
+        c = self.counts
+        return c.missing_command_steps, c.rejected_commands, c.stale_answers, c.clipped_commands
+
+    def _new_problems(self) -> str:
+        """What went wrong since the last call, in words ("" if nothing): a status that is
+        otherwise OK turns WARN on it, since the last step alone (``safe_torque_active``) would miss
+        a stream with every other command bad."""
+        now = self._problems()
+        grown = [b - a for a, b in zip(self._problems_reported, now, strict=True)]
+        self._problems_reported = now
+        words = (
+            "step(s) on the safe torque (no valid command)",
+            "command(s) rejected",
+            "answer(s) ignored (stale_answers)",
+            "command(s) clipped to the drives' ranges",
+        )
+        return ", ".join(f"{d} {w}" for d, w in zip(grown, words, strict=True) if d)
 
     def _counts(self) -> dict[str, int]:
         """Event counters since start, in both ``/diagnostics`` and the summary."""

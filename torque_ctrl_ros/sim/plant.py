@@ -276,6 +276,12 @@ class MujocoPlant:
     # ------------------------------------------------------------------------------------------
 
     @property
+    def torque_range(self) -> tuple[FloatArray, FloatArray]:
+        """``(low, high)``: the joint torques (N·m) the drives can give; a command beyond is
+        clamped to them (copies)."""
+        return self._tau_low.copy(), self._tau_high.copy()
+
+    @property
     def model(self) -> mujoco.MjModel:
         """The raw ``MjModel`` (the plant has nulled the affine actuators it drives, see above)."""
         return self._model
