@@ -49,7 +49,7 @@ from torque_ctrl_ros.nodes.sim_node import SimNode, load_plant, step_count
 
 #: Parameters whose entries may be negative: everything else is a gain, weight, damping, limit,
 #: period or count. (The floor barrier's plane is below the base on a pedestal.)
-SIGNED = {"achd_rnea.task_wrench", "qpid.floor.height", "hqpid.floor.height"}
+SIGNED = {"achd_rnea.task_wrench", "achd_rnea.floor_height", "qpid.floor.height", "hqpid.floor.height"}
 #: Parameters whose bad value the error may name through the other side of the conflict: the
 #: simulator's ``safe_damping`` has one value per driven joint (``joints``).
 PARTNERS = {"joints": ("safe_damping",)}

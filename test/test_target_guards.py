@@ -208,6 +208,32 @@ def test_achd_pose_targets_out_of_reach_are_refused(robot: RobotModel, x: float)
     assert source.received == 1 and source.rejected == 1
 
 
+@pytest.mark.parametrize("floor_height", [0.0, 0.2, -0.2])
+def test_achd_pose_targets_below_the_floors_plane_are_refused(robot: RobotModel, floor_height: float) -> None:
+    """A reachable tool target 15 cm below ``achd_rnea.floor_height``: refused, naming the plane
+    and the parameter; one 1 mm above it is taken. (Mutant: the achd_rnea intake without the
+    plane's check: taken, the target drove the arm into the floor in MuJoCo.)"""
+    from torque_ctrl_ros.core.controllers.cartesian import AchdRneaConfig
+
+    node = FakeTargetNode()
+    ctrl = AchdRnea(robot, AchdRneaConfig.create(robot.n, floor_height=floor_height))
+    source = targets.PoseTargetSource(node, ctrl)  # type: ignore[arg-type]
+    node.callbacks["~/target_pose"](_pose((0.55, 0.0, floor_height - 0.15)))
+    assert source.rejected == 1 and source.received == 0
+    assert f"below the floor's plane z = {floor_height:g} m (achd_rnea.floor_height)" in source.last_error
+    node.callbacks["~/target_pose"](_pose((0.55, 0.0, floor_height + 0.001)))
+    assert source.received == 1 and source.rejected == 1, source.last_error
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, 10.5, True, "0.0", [0.0]])
+def test_achd_floor_height_refuses_what_is_no_height(robot: RobotModel, bad: Any) -> None:
+    from torque_ctrl_ros.core.controllers.cartesian import AchdRneaConfig
+    from torque_ctrl_ros.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"achd_rnea\.floor_height: expected one finite height"):
+        AchdRneaConfig.create(robot.n, floor_height=bad)
+
+
 def test_achd_pose_targets_near_full_stretch_are_refused(robot: RobotModel) -> None:
     """The reach bound is met only straight up (0.9028 m from the circle); sideways the tool
     stretches at 0.8975 m. From home in MuJoCo a target at the sideways stretch ran joint_5 at 3.7

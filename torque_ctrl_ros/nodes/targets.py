@@ -534,13 +534,14 @@ class PoseTargetSource(TrackedSource[PoseTargetTracker]):
 
     ``header.frame_id`` must name the base frame (no TF here); the quaternion must be near unit
     norm (an all-zero default orientation is refused), every number finite and the position
-    within the controlled frame's reach (:class:`Reach`) and clear of its full stretch
-    (:meth:`Reach.check_clear_of_stretch`: 15 mm inside the reach bound).
+    within the controlled frame's reach (:class:`Reach`), clear of its full stretch
+    (:meth:`Reach.check_clear_of_stretch`: 15 mm inside the reach bound) and not below the
+    floor's plane (:meth:`AchdRnea.check_target_height`, ``achd_rnea.floor_height``).
     """
 
     def __init__(self, node: Node, controller: Controller[Any]) -> None:
         super().__init__(node, controller)
-        ctrl = _expect(controller, AchdRnea)
+        ctrl = self.achd = _expect(controller, AchdRnea)
         self.frame = base_frame(controller.robot)
         self.reach = Reach.of(controller.robot, ctrl.config.frame)
         self.tracker = PoseTargetTracker(
@@ -556,6 +557,7 @@ class PoseTargetSource(TrackedSource[PoseTargetTracker]):
             ref = pose_reference(pose, "target pose")
             self.reach.check(ref.position, "target pose")
             self.reach.check_clear_of_stretch(ref.position, "target pose")
+            self.achd.check_target_height(ref.position, "target pose")
         except TargetError as exc:
             self._refuse(str(exc))
             return

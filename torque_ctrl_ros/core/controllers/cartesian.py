@@ -235,6 +235,11 @@ class AchdRneaConfig:
         pose_error: ``decoupled`` or ``se3``; ``se3`` only with all three linear or all three
             angular axes constrained (see :func:`check_pose_error_axes`).
         rcond: relative Delassus eigenvalue threshold for damping, in ``[MIN_RCOND, 1)``.
+        floor_height: the plane ``z = floor_height`` (m, base frame, within ±:data:`MAX_FLOOR_HEIGHT`)
+            of the floor or table the arm stands on: a target position of the frame below it is
+            refused (:meth:`AchdRnea.check_target_height`). This controller keeps no link above
+            it (the QP controllers' floor barrier does): a target taken below it drove the arm
+            into the floor in MuJoCo, joint_6 at 1.15× its speed limit at the impact.
     """
 
     frame: str
@@ -247,6 +252,7 @@ class AchdRneaConfig:
     free_axis_damping: FloatArray
     pose_error: str
     rcond: float
+    floor_height: float = 0.0
 
     @classmethod
     def create(
@@ -263,6 +269,7 @@ class AchdRneaConfig:
         free_axis_damping: Any = 0.0,
         pose_error: Any = "decoupled",
         rcond: Any = 1e-6,
+        floor_height: Any = 0.0,
     ) -> AchdRneaConfig:
         """Validated config; scalar gains apply to every axis (or joint)."""
         if not isinstance(frame, str) or not frame:
@@ -302,6 +309,15 @@ class AchdRneaConfig:
                 f"achd_rnea.task_wrench: expected entries within ±{MAX_TASK_WRENCH:g} (N, N·m), got "
                 f"{wrench.tolist()}"
             )
+        if (
+            isinstance(floor_height, bool)
+            or not isinstance(floor_height, int | float | np.integer | np.floating)
+            or not abs(float(floor_height)) <= MAX_FLOOR_HEIGHT
+        ):
+            raise ConfigError(
+                f"achd_rnea.floor_height: expected one finite height (m, base frame) within "
+                f"±{MAX_FLOOR_HEIGHT:g}, got {floor_height!r}"
+            )
         return cls(
             frame=frame,
             constrained_axes=axes,
@@ -317,7 +333,12 @@ class AchdRneaConfig:
             ),
             pose_error=kind,
             rcond=rc,
+            floor_height=float(floor_height),
         )
+
+
+#: Largest ``floor_height`` accepted (m): beyond any arm's reach from its base.
+MAX_FLOOR_HEIGHT = 10.0
 
 
 def _check_gains(axes: Sequence[str], kp: FloatArray, kd: FloatArray, delay: int) -> None:
@@ -385,6 +406,7 @@ class AchdRnea(Controller[PoseReference]):
             "free_axis_damping",
             "pose_error",
             "rcond",
+            "floor_height",
         }
     )
 
@@ -459,6 +481,16 @@ class AchdRnea(Controller[PoseReference]):
         """Parameters: the fields of :class:`AchdRneaConfig` (all optional)."""
         reject_unknown_keys(cls.name, params, set(cls.PARAMS))
         return cls(robot, AchdRneaConfig.create(robot.n, **dict(params)))
+
+    def check_target_height(self, position: FloatArray, what: str) -> None:
+        """Refuse a target ``position`` (m, base frame) of the frame below the plane
+        ``z = floor_height`` (:class:`AchdRneaConfig`), raising :class:`TargetError`."""
+        if not float(position[2]) >= self.config.floor_height:
+            x, y, z = (float(c) for c in position)
+            raise TargetError(
+                f"{what}: position ({x:.3f}, {y:.3f}, {z:.3f}) m is below the floor's plane z = "
+                f"{self.config.floor_height:g} m (achd_rnea.floor_height): the arm would be driven into it"
+            )
 
     def hold_reference(self, state: JointState) -> PoseReference:
         """The tool pose at ``state``, at rest."""
