@@ -454,3 +454,31 @@ def test_a_duration_under_half_a_step_is_refused_not_run_until_stopped() -> None
     with pytest.raises(ConfigError, match=r"duration: 0\.0004 s is less than half a step"):
         step_count(sim_node_config({"duration": 0.0004}), 0.001)
     assert step_count(sim_node_config({"duration": 0.0005}), 0.001) == 1
+
+
+@pytest.mark.parametrize(
+    ("key_time", "duration", "refused"),
+    [(2.2e9, 0.0, True), (2.0e9, 2.0e8, True), (-1.0, 1.0, True), (1.0e6, 10.0, False)],
+)
+def test_a_run_whose_stamps_leave_int32_seconds_is_refused_at_start(
+    tmp_path: Path, key_time: float, duration: float, refused: bool
+) -> None:
+    """The keyframe's time starts the states' stamps, which builtin_interfaces/Time holds in int32
+    seconds: a run from 2.2e9 s (or reaching past 2^31 s, or from before 0) is refused at start
+    naming the keyframe, not left to fail at its first state (the CDR writer's struct.error) or
+    to send stamps wrapped to negative seconds (rclpy's message). (Mutant: no check.)"""
+    from torque_ctrl_ros.nodes.params import sim_node_config
+    from torque_ctrl_ros.nodes.sim_node import load_plant
+
+    mjcf = Path(__file__).resolve().parent.parent / "mjcf"
+    scene = (mjcf / "scene.xml").read_text()
+    scene = scene.replace('<key name="home" ', f'<key name="home" time="{key_time!r}" ', 1)
+    assert f'time="{key_time!r}"' in scene
+    (tmp_path / "scene.xml").write_text(scene)
+    (tmp_path / "gen3.xml").write_text((mjcf / "gen3.xml").read_text())
+    cfg = sim_node_config({"mjcf": str(tmp_path / "scene.xml"), "keyframe": "home", "duration": duration})
+    if not refused:
+        assert load_plant(cfg, "sim_node").time == key_time
+        return
+    with pytest.raises(ModelError, match=r"sim_node\.keyframe: .* stamps must lie in \[0, 2\^31\) s"):
+        load_plant(cfg, "sim_node")

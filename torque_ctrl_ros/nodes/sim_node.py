@@ -179,7 +179,19 @@ def load_plant(cfg: SimNodeConfig, node_name: str) -> MujocoPlant:
         plant.reset(cfg.keyframe or None)
     except ModelError as exc:
         raise ModelError(f"{node_name}.keyframe: {one_line(str(exc))}") from None
+    # The states' stamps are simulated time: builtin_interfaces/Time holds whole seconds in an
+    # int32 (the CDR writer refused a larger one mid-run, rclpy's sent it wrapped to negative).
+    end = plant.time + cfg.duration
+    if not (0.0 <= plant.time and end < _STAMP_SECONDS_END):
+        raise ModelError(
+            f"{node_name}.keyframe: the simulation would run from {plant.time:g} s to {end:g} s of "
+            f"simulated time, whose stamps must lie in [0, 2^31) s (builtin_interfaces/Time)"
+        )
     return plant
+
+
+#: The first second a state's stamp cannot hold (``builtin_interfaces/Time.sec`` is an int32).
+_STAMP_SECONDS_END = 2.0**31
 
 
 @dataclass
