@@ -167,6 +167,46 @@ def test_the_simulator_warns_of_bad_commands_since_its_last_report_though_the_la
     assert _sim_status(sim).level == DiagnosticStatus.OK
 
 
+def _command_bytes(label: bytes, tau: np.ndarray) -> bytes:
+    """A Float64MultiArray as little-endian CDR: one layout dimension labelled ``label`` (raw
+    bytes, NUL-terminated here), size and stride ``len(tau)``, data offset 0, then ``tau``."""
+    import struct
+
+    text = label + b"\0"
+    out = b"\x00\x01\x00\x00" + struct.pack("<II", 1, len(text)) + text
+    out += bytes(-(len(out) - 4) % 4) + struct.pack("<IIII", tau.size, tau.size, 0, tau.size)
+    return out + bytes(-(len(out) - 4) % 8) + tau.astype(np.float64).tobytes()
+
+
+@pytest.mark.parametrize("garble", [b"joints\0", b"jo\xffints"])
+def test_a_command_label_with_a_nul_or_bad_utf8_is_rejected_not_read_untagged(
+    nodes: Any, garble: bytes
+) -> None:
+    """Realtime, an answer to a state 150 ms old (command_timeout 50 ms) whose label holds a NUL
+    or a byte that is no UTF-8: rejected unread; rclpy would have read it cut at the NUL or with
+    the byte replaced, an untagged command taken as the current state's answer. The same label
+    intact is stale. (Mutant: such bytes handed to rclpy.)"""
+    from rclpy.serialization import deserialize_message
+    from std_msgs.msg import Float64MultiArray
+
+    from torque_ctrl_ros.nodes.conversions import command_label
+    from torque_ctrl_ros.nodes.wire import CommandWire
+
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, command_timeout=0.05)
+    sim.k = 200
+    label = command_label(sim.t0_ns + 50 * sim.dt_ns).encode()
+    tau = np.full(sim.n, 3.0)
+    intact = _command_bytes(label, tau)
+    garbled = _command_bytes(garble + label[len(b"joints") :], tau)
+    assert not CommandWire.garbled_label(intact) and CommandWire.garbled_label(garbled)
+    assert deserialize_message(garbled, Float64MultiArray).layout.dim[0].label != label.decode()
+    sim._on_command_bytes(intact)
+    assert sim.counts.stale_answers == 1 and not sim.commands.held
+    sim._on_command_bytes(garbled)
+    assert sim.counts.rejected_commands == 1 and not sim.commands.held
+    assert "NUL byte or is not UTF-8" in sim.last_reject
+
+
 # ------------------------------------------------------------------ controller node
 def test_a_clock_reset_drops_a_trajectory_stamped_for_later(nodes: Any) -> None:
     """c44: the node must call target.reset(clock_reset=True) on a clock reset; with a plain

@@ -299,9 +299,9 @@ class SimNode:
     def _on_command_bytes(self, raw: bytes) -> None:
         """A serialized command: read in place, or deserialized by rclpy where
         :meth:`CommandWire.decode` leaves it (not little-endian CDR, truncated, a layout other than
-        plain); one over :data:`~torque_ctrl_ros.sim.commands.MAX_COMMAND_BYTES`, or whose layout
-        claims more dimensions than its bytes hold (:meth:`CommandWire.overclaims`), is rejected
-        unread."""
+        plain); one over :data:`~torque_ctrl_ros.sim.commands.MAX_COMMAND_BYTES`, whose layout
+        claims more dimensions than its bytes hold (:meth:`CommandWire.overclaims`) or whose label
+        is garbled (:meth:`CommandWire.garbled_label`) is rejected unread."""
         if len(raw) > MAX_COMMAND_BYTES:
             self._unreadable(f"command message of {len(raw)} bytes, over {MAX_COMMAND_BYTES}: not read")
             return
@@ -317,6 +317,9 @@ class SimNode:
             self._unreadable(
                 f"command message of {len(raw)} bytes whose layout claims more dimensions than it holds"
             )
+            return
+        if CommandWire.garbled_label(raw):
+            self._unreadable("command whose stamp label holds a NUL byte or is not UTF-8: not read")
             return
         self.counts.commands_via_rclpy += 1
         try:

@@ -357,6 +357,27 @@ class CommandWire:
         (dims,) = _U32.unpack_from(raw, _HEADER)
         return bool(dims > (len(raw) - _HEADER - 4) // 12)
 
+    @staticmethod
+    def garbled_label(raw: bytes) -> bool:
+        """Whether ``raw`` is little-endian CDR whose first layout label (where a command names the
+        state it answers) holds a NUL byte or is not UTF-8. rclpy reads such a label cut at the NUL
+        or with the bad bytes replaced: ``joints\\0@<stamp>`` becomes ``joints``, an untagged
+        command, which in realtime answers the current state whatever state it was sent for.
+        :meth:`decode` returns ``None`` for it, and the caller must then refuse it rather than ask
+        rclpy."""
+        if raw[:2] != CDR_LE[:2] or len(raw) < _HEADER + 8:
+            return False
+        (dims,) = _U32.unpack_from(raw, _HEADER)
+        (length,) = _U32.unpack_from(raw, _HEADER + 4)
+        if not dims or length < 1 or len(raw) < _HEADER + 8 + length:
+            return False
+        text = raw[_HEADER + 8 : _HEADER + 7 + length]  # without the string's closing NUL
+        try:
+            text.decode()
+        except UnicodeDecodeError:
+            return True
+        return 0 in text
+
     def _check(self) -> bool:
         n = self.n
         tau = np.multiply(np.arange(n, dtype=np.float64), 0.5) - 1.0
