@@ -57,7 +57,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from torque_ctrl_ros.core import JointState, RobotModel
 from torque_ctrl_ros.core.approach import DIRECT_SPEED_SHARE
 from torque_ctrl_ros.core.controllers import PoseReference, create_controller
-from torque_ctrl_ros.core.controllers.cartesian import rotation_from_quaternion
+from torque_ctrl_ros.core.controllers.cartesian import AchdRnea, rotation_from_quaternion
 from torque_ctrl_ros.core.qp.tasks import CartesianTarget
 from torque_ctrl_ros.core.reach import REACH_MARGIN, STRETCH_MARGIN, Reach
 from torque_ctrl_ros.core.safety import MAX_ANGLE
@@ -89,8 +89,9 @@ class FuzzError(AssertionError):
     """What the fuzz found wrong (the message names the case)."""
 
 
-#: The floor barrier's plane (m, base frame) of every QP source here: the shipped ``floor.height``
-#: and ``QPIDConfig``'s default. A pose or position target below it is refused.
+#: The floor's plane (m, base frame) of every source here: the QP controllers' floor barrier's
+#: (the shipped ``floor.height`` and ``QPIDConfig``'s default) and ``achd_rnea.floor_height``
+#: (shipped and default). A pose or position target below it is refused.
 QP_FLOOR_HEIGHT = 0.0
 
 
@@ -406,8 +407,12 @@ class Arm:
             else:
                 if self.reach.distance(position) > self.reach.radius - REACH_MARGIN - STRETCH_MARGIN:
                     faults += ["full stretch"] if kind == "achd_rnea" else []
-                if kind != "achd_rnea" and not position[2] >= QP_FLOOR_HEIGHT:
-                    faults.append("below the floor barrier's plane")
+                if not position[2] >= QP_FLOOR_HEIGHT:
+                    faults.append(
+                        "below the floor's plane"
+                        if kind == "achd_rnea"
+                        else "below the floor barrier's plane"
+                    )
         if kind != "position":  # the orientation is read
             quaternion = np.array([o.x, o.y, o.z, o.w])
             if not np.isfinite(quaternion).all() or not 0.9 <= np.linalg.norm(quaternion) <= 1.1:
@@ -615,6 +620,7 @@ def _source(robot: RobotModel, kind: str) -> tuple[FakeTargetNode, Any]:
         ctrl = create_controller(kind, robot, controller_node_config(shipped).controller_params)
     floor = getattr(ctrl, "floor_barrier", None)
     assert floor is None or floor.floor.height == QP_FLOOR_HEIGHT  # what pose_faults expects
+    assert not isinstance(ctrl, AchdRnea) or ctrl.config.floor_height == QP_FLOOR_HEIGHT
     source_kind = "qpid" if kind in ("qpid_position", "qpid_orientation") else kind
     return node, targets.create_target_source(source_kind, node, ctrl)  # type: ignore[arg-type]
 
