@@ -61,11 +61,10 @@ def test_a_command_repeating_the_last_stamp_keeps_the_state_period(
     nodes: Any,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The state period a deadline miss is measured against comes from the steps between the
-    commands' stamps: the safe command of an unreadable state repeats the last good stamp (a step
-    of 0), which leaves the period as it was, so a callback of a few µs is no miss. (Mutant:
-    ``_time_callback`` takes a step of 0 as the period, ``0 <= step``, and counts every later
-    callback as late.)"""
+    """The deadline a miss is measured against is the stream's period, learnt from the states
+    computed on: the safe command of an unreadable state, which repeats the last good stamp (a
+    step of 0), leaves it as it was, so a callback of a few µs is no miss. (Mutant: the deadline
+    taken from the steps between the commands' stamps, ``0 <= step``: every later callback late.)"""
     import torque_ctrl_ros.nodes.controller_node as controller_module
 
     node = nodes.make("controller", controller="gravity_comp", use_sim_time=False)

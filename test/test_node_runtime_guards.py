@@ -6,6 +6,7 @@ their own domain id."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -1415,15 +1416,28 @@ def test_the_record_holds_each_state_once(nodes: Nodes, tmp_path: Path) -> None:
 
 
 def test_deadline_misses_count_callbacks_longer_than_the_state_period(nodes: Nodes) -> None:
-    """The period is the step of the incoming states' stamps: 1 ms, then 5 ms (a 200 Hz driver)."""
-    node = nodes.make("controller", controller="computed_torque", use_sim_time=False)
-    t0 = 7_000_000_000
-    for k, seconds in enumerate([0.0002, 0.0002, 0.0015, 0.0009]):  # at 1 kHz: one miss
-        node._time_callback(seconds, t0 + k * 1_000_000)
-    assert node.counts.deadline_misses == 1
-    for k, seconds in enumerate([0.003, 0.006, 0.0049], start=1):  # at 200 Hz: one more
-        node._time_callback(seconds, t0 + 3_000_000 + k * 5_000_000)
-    assert node.counts.deadline_misses == 2  # counts: on /diagnostics and in the summary
+    """The deadline is the stream's period learnt from the states computed on: 1 ms at 1 kHz, then
+    5 ms (a 200 Hz driver); a callback longer than it is a miss. Falling behind, a state handled
+    after one skipped for it (2 ms on) leaves the deadline at 1 ms. (Mutant: the deadline taken from
+    the last step of the stamps: 2 ms after the skip, where a 1.5 ms handling went uncounted.)"""
+    node, at = _node_on_sim_time(nodes, "computed_torque")
+    assert node._deadline() == math.inf  # nothing learnt yet
+    for k in range(1, 12):
+        at(k, HOME)
+    assert node._deadline() == pytest.approx(1e-3)
+    node._skipped = 1  # as _newest_queued leaves it: state 12 skipped for 13
+    at(13, HOME)
+    assert node._deadline() == pytest.approx(1e-3)
+    misses = node.counts.deadline_misses
+    for seconds in (0.0002, 0.0015, 0.0009):  # at 1 kHz: one miss
+        node._time_callback(seconds, node._deadline())
+    assert node.counts.deadline_misses == misses + 1
+    for k in range(18, 80, 5):
+        at(k, HOME)
+    assert node._deadline() == pytest.approx(5e-3)
+    for seconds in (0.003, 0.006, 0.0049):  # at 200 Hz: one more
+        node._time_callback(seconds, node._deadline())
+    assert node.counts.deadline_misses == misses + 2  # counts: on /diagnostics and in the summary
 
 
 def test_throttled_log_writes_both_severities_through_rclpy(nodes: Nodes) -> None:

@@ -252,8 +252,6 @@ class ControllerNode:
         self.plan_time = TimingLog(keep_all=keep_all)  # a target planned after the command (s)
         self.parts = StepParts(keep_all)  # the callback of computed steps, part by part
         self.state_age = TimingLog(keep_all=keep_all)
-        self._period_s = float("inf")
-        self._last_stamp_ns = 0
         self._last_good_stamp_ns = 0  # the last accepted state's stamp (ns), 0 before any
         # Whether the watchdog accepted the last state handled. Only accepted states go to the
         # delay estimate: its window ends at the newest stamp it was given, and one refused state
@@ -530,13 +528,14 @@ class ControllerNode:
             self.publisher.publish(self.encoder.encode(tau, stamp_ns))
         self.counts.commands_published += 1
         t_out = time.perf_counter()
-        self._time_callback(t_out - t_in, stamp_ns)
+        deadline = self._deadline()
+        self._time_callback(t_out - t_in, deadline)
         if self._last_computed and computed is not None:  # computed is set whenever _last_computed is
             self.parts.add(computed.t0 - t_in, t_out - computed.t_computed, out.info)
             if self.bounds_warnings is None and decision.state is not None:
                 self._warn_of_bounds_past(decision.state)
             planned = self._take_due_targets(decision.state)
-            if planned and t_out - t_in <= self._period_s < time.perf_counter() - t_in:
+            if planned and t_out - t_in <= deadline < time.perf_counter() - t_in:
                 self.counts.deadline_misses += 1  # the plan, not the command, outlasted the period
         self._publish_deferred_diagnostics()
         self._state_started, self._state_done = t_in, time.perf_counter()
@@ -674,16 +673,20 @@ class ControllerNode:
             self.counts.target_drops += 1
         self.target.reset()
 
-    def _time_callback(self, seconds: float, stamp_ns: int) -> None:
+    def _deadline(self) -> float:
+        """How long (s) a state's handling may take: the stream's period, learnt from the stamps of
+        the states computed on (:attr:`Supervisor.stream_period`, 1 ms at 1 kHz; a step over states
+        skipped for a newer one is not learnt, so falling behind does not stretch it); ``inf``
+        until known."""
+        period = self.supervisor.stream_period
+        return period if period > 0.0 else math.inf
+
+    def _time_callback(self, seconds: float, deadline: float) -> None:
         """Record the whole state→command path (s); count it as a deadline miss when longer than
-        the state period (the stamp step of the incoming states, e.g. 1 ms at 1 kHz). A target's
-        plan after the command counts too, where it makes the state's handling outlast the period."""
+        ``deadline`` (s, :meth:`_deadline`). A target's plan after the command counts too, where it
+        makes the state's handling outlast the period."""
         self.callback_time.add(seconds)
-        step = stamp_ns - self._last_stamp_ns
-        if 0 < step < 1_000_000_000:
-            self._period_s = step * 1e-9
-        self._last_stamp_ns = stamp_ns
-        if seconds > self._period_s:
+        if seconds > deadline:
             self.counts.deadline_misses += 1
 
     def _on_transition(self, transition: Transition) -> None:
