@@ -314,6 +314,44 @@ def test_a_slow_stream_is_learnt_not_taken_for_silence(robot: RobotModel) -> Non
     assert sup.stream_period == pytest.approx(0.025)
 
 
+def test_a_lone_silence_is_not_learnt_as_the_period_and_hides_no_later_one(robot: RobotModel) -> None:
+    """A 1 kHz stream, a 0.45 s gap in its stamps (a silence: the target pauses), one state 1 ms on,
+    then a 0.6 s gap with joint_2 0.3 rad on: the second gap is a silence past max_age +
+    fallback_duration, so the arm stopped and the target is dropped. (Mutant: every silent step
+    learnt: the period read 0.45 s, the 0.6 s gap was no silence (under 1.5 periods), the target
+    kept and the controller not reset.) And past that stop rule a learnt period never reaches:
+    two 0.45 s gaps in a row (a ~2 Hz stream, learnt) leave a 0.6 s one a stop."""
+    sup = _supervisor(robot, max_age=0.02, fallback_duration=0.5)
+    last = _run(sup, 20)
+    first = _good(sup, last + 0.45)
+    assert first.silence is not None and first.resume.kind is ResumeKind.PAUSE
+    _good(sup, last + 0.451)
+    assert sup.stream_period == pytest.approx(DT)
+    moved = Q0.copy()
+    moved[1] += 0.3
+    second = _good(sup, last + 1.051, moved)
+    assert second.silence is not None and second.previous is WatchdogState.STOPPED
+    assert second.resume.kind is ResumeKind.DROP and second.reset_controller
+
+    sup = _supervisor(robot, max_age=0.02, fallback_duration=0.5)
+    last = _run(sup, 20)
+    for k in (1, 2):
+        _good(sup, last + 0.45 * k)
+    assert sup.stream_period == pytest.approx(0.45)  # two silences in a row: a slow stream, learnt
+    third = _good(sup, last + 0.9 + 0.6)
+    assert third.silence is not None and third.previous is WatchdogState.STOPPED
+
+
+def test_a_stream_slowing_to_40_hz_is_learnt_after_two_silences(robot: RobotModel) -> None:
+    """1 kHz, then states 25 ms apart (over max_age 20 ms): the first two steps are silences (one
+    could be a lone gap), the period then reads 25 ms and the next steps are none."""
+    sup = _supervisor(robot, max_age=0.02)
+    last = _run(sup, 20)
+    decisions = [_good(sup, last + 0.025 * k) for k in range(1, 8)]
+    assert [d.silence is not None for d in decisions] == [True, True] + [False] * 5
+    assert sup.stream_period == pytest.approx(0.025)
+
+
 def test_the_stream_s_usual_step_is_unknown_until_a_window_of_steps_was_learnt(robot: RobotModel) -> None:
     """The period is the longest recent step, the usual step their median, ``nan`` until ten steps
     were learnt: one slower step (30 ms among 25 ms ones) moves the period, not the usual step."""

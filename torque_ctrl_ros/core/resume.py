@@ -59,25 +59,36 @@ class StreamPeriod:
     controller computed on; what counts as a silence in it.
 
     The period is the longest of the last ``window`` steps between two computed states with none
-    refused between them. A gap the watchdog noted as a silence counts, so that a stream slowing
-    to 40 Hz is learnt rather than taken for a silence at every state; the longest, so that a
-    jittery one (25 ± 5 ms) is not after one short step (learnt from one step alone, the
-    period could make the next, longer step a silence, its state answered with a fallback). Steps
-    of 1 s or more are none (a paused stream, another clock).
+    refused between them. A step that was a silence counts once the step after it was one too,
+    so that a stream slowing to 40 Hz is learnt after two silences rather than taken for one at
+    every state; a lone silence is not learnt (learnt, a 0.45 s gap in a 1 kHz stream had made
+    the next 0.6 s one no silence at all, the arm 0.3 rad on and the target kept). The longest,
+    so that a jittery stream (25 ± 5 ms) is not after one short step (learnt from one step alone,
+    the period could make the next, longer step a silence, its state answered with a fallback).
+    Steps of 1 s or more are none (a paused stream, another clock).
     """
 
     def __init__(self, window: int = 10) -> None:
         self.period = 0.0  #: s; 0 until two states in a row were computed on
         self.last_stamp = math.inf  #: stamp (s) of the last state computed on
         self._steps: deque[float] = deque(maxlen=window)
+        self._silent_step = math.nan  # the last step, when it was a silence not learnt (s)
 
-    def computed(self, stamp: float, none_refused_since: bool) -> None:
+    def computed(self, stamp: float, none_refused_since: bool, silent: bool = False) -> None:
         """A state stamped ``stamp`` (s) was computed on; ``none_refused_since``: no state was
-        refused since the last one computed on (the step between them is then the stream's)."""
+        refused since the last one computed on (the step between them is then the stream's);
+        ``silent``: the step was longer than :meth:`silence_after` allowed (learnt only after
+        another such step, and then both are)."""
         step = stamp - self.last_stamp
         if 0.0 < step < 1.0 and none_refused_since:
-            self._steps.append(step)
-            self.period = max(self._steps)
+            if not silent:
+                self._steps.append(step)
+            elif not math.isnan(self._silent_step):  # the second silent step in a row
+                self._steps.extend((self._silent_step, step))
+            self.period = max(self._steps) if self._steps else 0.0
+            self._silent_step = step if silent and math.isnan(self._silent_step) else math.nan
+        else:
+            self._silent_step = math.nan
         self.last_stamp = stamp
 
     @property
@@ -95,11 +106,13 @@ class StreamPeriod:
 
     def silence_after(self, config: WatchdogConfig) -> float:
         """The gap (s) between two states' stamps beyond which the stream counts as having been
-        silent: :func:`silence_gap` of its period; while the period is not known yet,
-        ``max_age + fallback_duration`` (only a gap that stops the arm)."""
+        silent: :func:`silence_gap` of its period, never beyond ``max_age + fallback_duration``
+        (a gap that stops the arm, whatever the stream's period); while the period is not known
+        yet, that."""
+        stop = config.max_age + config.fallback_duration
         if self.period <= 0.0:
-            return config.max_age + config.fallback_duration
-        return silence_gap(config.max_age, self.period)
+            return stop
+        return min(silence_gap(config.max_age, self.period), stop)
 
 
 class ResumeKind(enum.Enum):
@@ -209,7 +222,8 @@ class ResumeTracker:
         resume = self._decide(previous, watchdog, stamp, last)
         rejected = watchdog.rejected_total
         unbroken = rejected == self._rejected_when_computed and not skipped
-        self.stream.computed(stamp, none_refused_since=unbroken)
+        silent = stamp - last > self.silence_after()
+        self.stream.computed(stamp, none_refused_since=unbroken, silent=silent)
         np.copyto(self._computed_q, watchdog.last_good.q)
         self._rejected_when_computed = rejected
         self._safe_from_stamp = math.nan
@@ -226,7 +240,10 @@ class ResumeTracker:
             return Resume(ResumeKind.DROP, moved=float(moved[joint]), joint=joint)
         # Nothing refused also means no safe command: those answer refused states only.
         none_refused = watchdog.rejected_total == self._rejected_when_computed
-        silent_after = last + silence_gap(self.config.max_age, self.stream.period)
+        # An unknown period reads as 0 here (max_age), not as silence_after's stop rule: a gap of
+        # more than max_age in the stamps is a silence of the stream's own time too.
+        stop = self.config.max_age + self.config.fallback_duration
+        silent_after = last + min(silence_gap(self.config.max_age, self.stream.period), stop)
         if none_refused and stamp <= silent_after:
             # A silence on the caller's clock alone, the stamps going on without a gap: under sim
             # time both processes stalled together (the simulator's time stood still too). A
