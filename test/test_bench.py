@@ -202,6 +202,20 @@ def test_late_percent_is_late_steps_over_steps_and_judged_below_half_a_percent()
     assert fig["late_percent"] == pytest.approx(0.5) and not late[0].passed
 
 
+def test_ticks_the_simulator_gave_up_count_as_late_and_a_missing_count_fails() -> None:
+    """2 late steps in 1000 and 3 ticks given up by a pacing restart (a simulator stalled past
+    50 ms): 5 of 1003 ticks without a fresh command, 0.4985 %; a summary without ``late_steps``
+    reads NaN, which fails. (Mutants: the skipped ticks left out, 0.2 %, which a stall of any length
+    kept; a missing count read as 0 late steps, a pass.)"""
+    sim = {"steps": 1000, "late_steps": 2, "skipped_ticks": 3, "answered_states": 1001}
+    fig = summary_figures(sim, {})
+    assert fig["late_percent"] == pytest.approx(100.0 * 5 / 1003) and fig["skipped_ticks"] == 3
+    fig = summary_figures({"steps": 1000, "answered_states": 1001}, {})
+    assert math.isnan(fig["late_percent"])
+    late = [t for t in targets({"dds": {"controllers": {"gravity_comp": fig}}}) if t.what == LATE_STEPS]
+    assert len(late) == 1 and not late[0].passed
+
+
 def test_paced_calls_idle_between_calls() -> None:
     """One call per period on a fixed grid: call k starts no earlier than k periods in."""
     starts: list[float] = []

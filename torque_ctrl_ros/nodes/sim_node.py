@@ -210,6 +210,9 @@ class Counters:
     stale_answers: int = 0  # commands answering a state too old, earlier or never published (ignored)
     untagged_commands: int = 0  # lockstep: commands not saying which state they answer (ignored)
     overruns: int = 0  # realtime: the pacing restarted, this node being over _RESYNC_S behind
+    # realtime: the ticks those restarts gave up (whole steps of the wall clock behind), which no
+    # step ran and no late step counts: the arm's loop would have run them without a fresh command.
+    skipped_ticks: int = 0
     # Commands taken with a torque beyond a drive's range: applied clamped to it, as an actuator
     # gives no more than it can.
     clipped_commands: int = 0
@@ -574,8 +577,10 @@ class SimNode:
                 self.late.add(not self.commands.answered_validly)
                 self._step(self._command_fresh())
                 next_tick += dt
-                if time.monotonic() - next_tick > _RESYNC_S:
+                behind = time.monotonic() - next_tick
+                if behind > _RESYNC_S:
                     self.counts.overruns += 1
+                    self.counts.skipped_ticks += int(behind / dt)
                     next_tick = time.monotonic() + dt
             self._publish_state()
             self.step_time.add(clock() - t_work)
