@@ -309,14 +309,20 @@ def test_compute_and_conversions_sections(tmp_path: Path, capsys: pytest.Capture
 
     conversions = data["conversions"]
     for node_side in (
-        "joint_state_bytes_to",
+        "joint_state_bytes_to_arrays",
+        "joint_state_bytes_to_message_to_arrays",
+        "joint_state_bytes_to_efforts",
+        "joint_state_message_to_efforts",
         "arrays_to_joint_state",
         "command_bytes_to",
         "arrays_to_command",
         "stamp_to_clock",
     ):
         rows = [k for k in conversions if k.startswith(node_side)]
-        assert len(rows) == 2, rows  # the CDR codec and the rclpy message path
+        # The CDR codec and the rclpy message path (the four state reads one row each).
+        assert len(rows) == (
+            1 if node_side.startswith(("joint_state_bytes", "joint_state_message")) else 2
+        ), rows
     for name, fig in conversions.items():
         assert all(_finite(fig[k]) for k in TIMING_KEYS) and fig["samples"] == 40, name
         assert all(_finite(fig["paced_1khz"][k]) for k in TIMING_KEYS) and fig["paced_1khz"]["samples"] == 10

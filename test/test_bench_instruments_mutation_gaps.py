@@ -358,4 +358,7 @@ def test_both_paths_of_each_conversion_convert_the_same_step(monkeypatch: pytest
     assert state[0].header.stamp.nanosec == clock[0].clock.nanosec == 5
     np.testing.assert_equal(rows["command_bytes_to_arrays"](5), rows["command_bytes_to_message_to_arrays"](5))
     decoded = rows["joint_state_bytes_to_arrays"](5), rows["joint_state_bytes_to_message_to_arrays"](5)
+    efforts = rows["joint_state_bytes_to_efforts"](5), rows["joint_state_message_to_efforts"](5)
+    assert efforts[0] is not None and efforts[1] is not None
+    np.testing.assert_equal(efforts[0], efforts[1])
     np.testing.assert_equal(decoded[0][-2:], decoded[1])

@@ -52,6 +52,8 @@ def run(count: int = 10_000, paced_count: int | None = None) -> dict[str, Any]:
     command_wire = CommandWire(n)
     clock_wire = ClockWire()
     clock_msg = ClockMsg()
+    state_wire.decode(state_raw)  # the efforts are read after the state, in the layout it learnt
+    state_msg = deserialize_message(state_raw, JointStateMsg)
 
     def clock_message_to_bytes(stamp_ns: int) -> bytes:
         ns_to_stamp(stamp_ns, clock_msg.clock)
@@ -74,6 +76,10 @@ def run(count: int = 10_000, paced_count: int | None = None) -> dict[str, Any]:
         "joint_state_bytes_to_message_to_arrays": lambda i: decoder.decode(
             deserialize_message(state_raw, JointStateMsg)
         ),
+        # and, once the command is out, the efforts (the delay the efforts show), from the bytes
+        # or from the message already deserialized for the state
+        "joint_state_bytes_to_efforts": lambda i: state_wire.decode_effort(state_raw),
+        "joint_state_message_to_efforts": lambda i: decoder.decode_effort(state_msg),
         "arrays_to_command_bytes": lambda i: command_wire.encode(tau, i),
         "arrays_to_command_message_to_bytes": lambda i: serialize_message(command_encoder.encode(tau, i)),
     }
