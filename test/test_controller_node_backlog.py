@@ -307,8 +307,10 @@ def test_on_the_wall_clock_a_stamp_ahead_after_a_silence_still_counts_at_most_ma
 ) -> None:
     """The wall clock does not lag behind the states queued while the node was away (those are
     stale): a state stamped 0.9 s ahead (a driver's clock stepped, within ``max_future``) after
-    a 50 ms silence counts as at most ``max_age`` ahead, as in normal running. Read as it came, the
-    gap to it (0.95 s) stopped the arm and dropped its trajectory."""
+    50 ms away on the steady clock counts as at most ``max_age`` ahead, as in normal running, and
+    for the stamps' gap at most a period ahead of the clock, which has not moved since the last
+    state: no silence. Read as it came, the gap to it (0.95 s) stopped the arm and dropped its
+    trajectory."""
     with in_process_controllers(ros_domain) as make:
         node = make(use_sim_time=False, controller="computed_torque", serialized_io=False)
         node.publisher = Commands()
@@ -323,4 +325,4 @@ def test_on_the_wall_clock_a_stamp_ahead_after_a_silence_still_counts_at_most_ma
         node._on_state_message(_state_msg(node_now(node) + 0.9))
         assert node.counts.watchdog_stops == 0 and node.counts.target_drops == 0
         assert node.counts.commands_published == 21
-        assert len(pauses) == 1 and pauses[0][1] - pauses[0][0] < 0.1
+        assert not pauses

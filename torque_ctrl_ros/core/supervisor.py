@@ -47,7 +47,7 @@ from .braking import FIRST_HOLD_PERIODS, SafeBrake
 from .errors import TorqueCtrlError
 from .prediction import DelayPredictor, commands_in_flight
 from .resume import KEEP, Resume, ResumeKind, ResumeTracker
-from .robot import RobotModel
+from .robot import CONTROL_PERIOD, RobotModel
 from .safety import Action, RejectReason, Watchdog, WatchdogConfig, WatchdogState
 from .saturation import TorqueLimiter
 from .types import ControlOutput, JointState
@@ -245,10 +245,11 @@ class Supervisor:
         First the gap before it, on the states' clock (s)::
 
             effective_stamp = min(stamp, now + max_age + clock_lag)
-            gap = effective_stamp − the last accepted state's effective_stamp
-                                                    (−inf before the first good state)
+            gap = min(effective_stamp, now + clock_lag + max(period, 1 ms))
+                  − the last accepted state's effective_stamp   (−inf before the first good state)
             a silence of gap s (:meth:`silence`)  when  silence_after() < gap < inf
-            silence_after() = max(max_age, 1.5·period)     once the stream's period is known,
+            silence_after() = min(max(max_age, 1.5·period), max_age + fallback_duration)
+                                                    once the stream's period is known,
                               max_age + fallback_duration  before (only a gap that stops the arm)
 
         (:meth:`ResumeTracker.silence_after`). A gap in the stamps is a silence whether or not the
@@ -259,7 +260,9 @@ class Supervisor:
         its stamp how long the stream was silent (unreadable bytes carry the last good stamp: no
         gap). Its stamp counts as at most ``max_age`` ahead of the clock, here and for the
         controller and the target: a state stamped well ahead would otherwise count as a silence
-        up to it, and the target would be sampled that far ahead. While the caller catches up its
+        up to it, and the target would be sampled that far ahead; for the gap it counts at most a
+        period ahead (under sim time a state comes a step before its ``/clock``), since one state
+        stamped ``max_age`` ahead among states 1 ms apart is no silence. While the caller catches up its
         clock lags behind the states by up to the time it was away (under sim time ``/clock``
         comes in the same backlog), and clamped to that clock the stamps' gap would be hidden: no
         pause, and the target would run on with the stamps, ahead of the arm the simulator braked
@@ -269,8 +272,11 @@ class Supervisor:
         wd = self.watchdog
         effective_stamp = min(stamp, now + wd.config.max_age + clock_lag)
         # From the last accepted state's stamp as it counted then: its raw stamp, far ahead,
-        # would hide a silence after it.
-        gap = effective_stamp - self.resume_tracker.stream.last_stamp  # -inf before the first
+        # would hide a silence after it. This stamp counts at most a period ahead of the clock
+        # here (under sim time a state comes a step before its /clock): at max_age ahead, one
+        # state stamped well ahead among states 1 ms apart read as a silence of max_age + 1 ms.
+        ahead = max(self.resume_tracker.stream.period, CONTROL_PERIOD)
+        gap = min(effective_stamp, now + clock_lag + ahead) - self.resume_tracker.stream.last_stamp
         silent = self.resume_tracker.silence_after() < gap < math.inf
         silence = self.silence(now, gap) if silent else None
         previous, rejected_before, resets = wd.state, wd.rejected_total, wd.clock_resets
