@@ -342,6 +342,24 @@ def test_a_lone_silence_is_not_learnt_as_the_period_and_hides_no_later_one(robot
     assert third.silence is not None and third.previous is WatchdogState.STOPPED
 
 
+def test_the_timer_takes_no_silence_between_two_states_of_a_slow_stream(robot: RobotModel) -> None:
+    """A 10 Hz stream (its period learnt, max_age 20 ms): the timer noting 70 ms without a state
+    is no silence (the stamps' rule allows 150 ms), 160 ms is one; before the period is known a
+    timer silence over max_age is one, as the watchdog has it. (Mutant: the timer's silence judged
+    against max_age alone: a fallback between every two states of the stream.)"""
+    sup = _supervisor(robot, max_age=0.02, fallback_duration=0.5)
+    for k in range(12):
+        _good(sup, T0 + 0.1 * k)
+    last = T0 + 1.1
+    assert sup.silence(last + 0.07, 0.07) is None and sup.watchdog.state is WatchdogState.OK
+    late = sup.silence(last + 0.16, 0.16)
+    assert late is not None and late.state is WatchdogState.FALLBACK
+    fresh = _supervisor(robot, max_age=0.02, fallback_duration=0.5)
+    _good(fresh, T0)  # one state: no period yet
+    early = fresh.silence(T0 + 0.03, 0.03)
+    assert early is not None and early.state is WatchdogState.FALLBACK
+
+
 def test_a_stream_slowing_to_40_hz_is_learnt_after_two_silences(robot: RobotModel) -> None:
     """1 kHz, then states 25 ms apart (over max_age 20 ms): the first two steps are silences (one
     could be a lone gap), the period then reads 25 ms and the next steps are none."""

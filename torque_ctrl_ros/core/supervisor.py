@@ -328,9 +328,20 @@ class Supervisor:
 
         ``silent_for`` is on the clock of whoever noticed the silence: from the caller's timer,
         steady (monotonic) seconds since the last state arrived; from :meth:`step`, the gap in the
-        states' stamps (effective, as :meth:`step` counts them)."""
+        states' stamps (effective, as :meth:`step` counts them). Once the stream's period is
+        known, up to :meth:`ResumeTracker.silence_after` it is none: between two states of a stream
+        slower than ``max_age`` allows (a 10 Hz driver's), the timer would otherwise fall back at
+        every tick that came between them. (Before, ``max_age`` is the limit, as
+        :meth:`Watchdog.silence` has it.)"""
         wd = self.watchdog
         previous = wd.state
+        tracker = self.resume_tracker
+        if (
+            wd.state is WatchdogState.OK
+            and tracker.stream.period > 0.0
+            and silent_for <= tracker.silence_after()
+        ):
+            return None
         wd.silence(now, silent_for)
         return None if wd.state is previous else Transition(previous, wd.state, wd.last_message)
 
