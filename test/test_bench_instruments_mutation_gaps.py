@@ -136,14 +136,14 @@ def test_compute_run_times_the_restart_the_paced_states_and_a_fresh_controller(
     stepped: list[object] = []
     calls, stepper = compute.controller_calls, compute.stepper
 
-    def recorded_calls(controller: Any, states: list[JointState]) -> Any:
-        timed, restart = calls(controller, states)
+    def recorded_calls(controller: Any, states: list[JointState], references: Any = None) -> Any:
+        timed, restart = calls(controller, states, references)
         restarts.append(restart)
         return timed, restart
 
-    def recorded_stepper(controller: Any, states: list[JointState]) -> Any:
+    def recorded_stepper(controller: Any, states: list[JointState], references: Any = None) -> Any:
         stepped.append(controller)
-        return stepper(controller, states)
+        return stepper(controller, states, references)
 
     def timed(calls: dict[str, Any], count: int, *, after_warmup: Any = None, **_: Any) -> Any:
         passed.append(after_warmup)
@@ -152,8 +152,11 @@ def test_compute_run_times_the_restart_the_paced_states_and_a_fresh_controller(
     paced = _Timings()
     parts_states: list[int] = []
 
-    def parts(name: str, params: Any, robot: RobotModel, states: list[JointState]) -> dict[str, float]:
+    def parts(
+        name: str, params: Any, robot: RobotModel, states: list[JointState], references: Any = None
+    ) -> dict[str, float]:
         parts_states.append(len(states))
+        assert references is not None and len(references) == len(states)  # tracking, a reference a state
         return {}
 
     monkeypatch.setattr(compute, "controller_calls", recorded_calls)
@@ -197,8 +200,8 @@ def test_each_part_of_the_qp_step_times_only_itself_in_microseconds(
             controller.compute = costs(controller.compute, 100_000, lambda s, r: ("step", s.q[0]))
             replay = controller.qp_replay
 
-            def recorded_replay(qs: np.ndarray, vs: np.ndarray) -> Any:
-                return costs(replay(qs, vs), 11_000, lambda k: ("replay", qs[k][0]))
+            def recorded_replay(qs: np.ndarray, vs: np.ndarray, references: Any = None) -> Any:
+                return costs(replay(qs, vs, references), 11_000, lambda k: ("replay", qs[k][0]))
 
             controller.qp_replay = recorded_replay
         else:  # the second instance: the parts of prepare, one by one

@@ -2,9 +2,11 @@
 
 States come from a realistic trajectory: the simulated Gen3 tracking a smooth joint-space
 motion under computed torque, so the controllers see the velocities and configurations
-they would see in use. The floors are a bare ``pinocchio.rnea`` call at the same states and,
-for the QP controllers, bare warm ProxSuite solves of the QPs they build, each timed in
-blocks interleaved with the controller (see :func:`run`).
+they would see in use; each controller tracks that motion too, a new reference at every state
+(:func:`tracking_references`), as the node hands it one when it follows a target. The floors are
+a bare ``pinocchio.rnea`` call at the same states and, for the QP controllers, bare warm
+ProxSuite solves of the QPs they build, each timed in blocks interleaved with the controller
+(see :func:`run`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ from .stats import WARMUP, summarize_us, time_calls_paced, time_interleaved
 
 
 def realistic_states(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """``count`` (q, q̇) pairs along a simulated smooth motion from ``home`` (1 kHz samples).
+    """``count`` (q, q̇) pairs along a simulated smooth motion from ``home`` (1 kHz samples)
+    (:func:`realistic_motion`)."""
+    qs, vs, _ = realistic_motion(count, seed)
+    return qs, vs
+
+
+def realistic_motion(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[JointReference]]:
+    """``count`` (q, q̇) pairs along a simulated smooth motion from ``home`` (1 kHz samples), and the
+    joint reference (q, q̇, q̈) the arm tracked at each.
 
     Each joint swings ``a·sin(2π·f·t)`` about home, ``a`` 0.2–0.5 rad and ``f`` 0.2–0.5 Hz drawn
     at random, ``a`` cut so that its peak speed ``2π·f·a`` is at most 0.8 of the joint's limit
@@ -41,6 +51,7 @@ def realistic_states(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
     tracker = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
     qs = np.empty((count, robot.n))
     vs = np.empty((count, robot.n))
+    refs: list[JointReference] = []
     for k in range(count):
         t = k * plant.timestep
         w = 2 * np.pi * freq
@@ -50,9 +61,32 @@ def realistic_states(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
             -amplitude * w**2 * np.sin(w * t),
         )
         qs[k], vs[k] = plant.q, plant.v
+        refs.append(ref)
         plant.set_torque(tracker.compute(JointState(qs[k], vs[k]), ref).tau)
         plant.step()
-    return qs, vs
+    return qs, vs, refs
+
+
+def tracking_references(
+    name: str, params: Mapping[str, Any], robot: RobotModel, motion: list[JointReference]
+) -> list[Any]:
+    """A new reference of controller ``name`` for each state, following ``motion`` (the joint
+    reference the states tracked): computed torque takes it as it is (positions, velocities,
+    accelerations); the others their hold reference at its positions (``hold_reference``: the
+    tool's pose there, each QP task's target there), built on an instance of their own, so that
+    the timed one's kinematics are not touched. A new object each step is checked each step, as
+    when the node follows a target; one object held (``stepper`` without references) is checked
+    once, and costs less: computed torque 19.6 against 26.4 µs (11.5× against 15.5× ``rnea``) on
+    2026-12-07 (docs/performance.md, "What a review of the benchmark found")."""
+    builder: Controller[Any] = create_controller(name, robot, params)
+    if isinstance(builder, ComputedTorque):
+        return [JointReference(r.q.copy(), _copy(r.v), _copy(r.a)) for r in motion]
+    zero = np.zeros(robot.n)
+    return [builder.hold_reference(JointState(r.q, zero)) for r in motion]
+
+
+def _copy(values: np.ndarray | None) -> np.ndarray | None:
+    return None if values is None else values.copy()
 
 
 def run(
@@ -62,7 +96,8 @@ def run(
 
     Per controller, three calls are timed at every state, interleaved in blocks
     (:func:`.stats.time_interleaved`): ``controller.compute`` (validation + torque +
-    saturation, the reference held at the first state), a bare ``pin.rnea`` on preconverted
+    saturation, on a new reference each state: :func:`tracking_references`; the figures up to
+    2026-12-07 held one reference for every state), a bare ``pin.rnea`` on preconverted
     configurations (the cheapest dynamics call, :func:`rnea_floor`), and for the QP controllers
     bare warm ProxSuite solves of the very QPs the controller builds (``qp_replay``). Ratios are
     of medians taken over the same stretch of time. Then a fresh controller is timed over the
@@ -78,19 +113,21 @@ def run(
     ``paced_states`` says how many of the first states the paced figure and the parts cover.
     """
     robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
-    qs, vs = realistic_states(count, seed)
+    qs, vs, motion = realistic_motion(count, seed)
     states = [JointState(q, v) for q, v in zip(qs, vs, strict=True)]
     paced = min(count, paced)
     results: dict[str, Any] = {
         "states": count,
         "warmup": WARMUP,
         "paced_states": paced,
+        "reference": "tracking",  # a new reference each state (tracking_references)
         "controllers": {},
     }
     rnea = rnea_floor(robot, states)
     for name, params in controllers.items():
         controller: Controller[Any] = create_controller(name, robot, params)
-        calls, reset = controller_calls(controller, states)
+        references = tracking_references(name, params, robot, motion)
+        calls, reset = controller_calls(controller, states, references)
         calls["rnea"] = rnea
         times = time_interleaved(calls, count, warmup=WARMUP, after_warmup=reset)
         figures: dict[str, Any] = dict(summarize_us(times["compute"]))
@@ -99,9 +136,9 @@ def run(
         if "qp" in times:
             figures["floor_qp"] = summarize_us(times["qp"])
             figures["ratio_to_qp_median"] = figures["median_us"] / figures["floor_qp"]["median_us"]
-            figures["parts_us"] = qp_step_parts(name, params, robot, states[:paced])
+            figures["parts_us"] = qp_step_parts(name, params, robot, states[:paced], references[:paced])
         # The same calls once per millisecond, idle in between: the compute a 1 kHz node sees.
-        fresh = stepper(create_controller(name, robot, params), states)
+        fresh = stepper(create_controller(name, robot, params), states, references)
         figures["paced_1khz"] = summarize_us(time_calls_paced(fresh, paced, warmup=WARMUP))
         results["controllers"][name] = figures
     return results
@@ -126,14 +163,19 @@ def rnea_floor(robot: RobotModel, states: list[JointState]) -> Callable[[int], o
     return rnea
 
 
-def stepper(controller: Controller[Any], states: list[JointState]) -> Callable[[int], object]:
-    """``controller.compute`` at state ``i``, the reference held at the first state."""
+def stepper(
+    controller: Controller[Any], states: list[JointState], references: list[Any] | None = None
+) -> Callable[[int], object]:
+    """``controller.compute`` at state ``i`` on ``references[i]``; without references, on one held
+    at the first state."""
+    if references is not None:
+        return lambda i: controller.compute(states[i], references[i])
     reference = controller.hold_reference(states[0])
     return lambda i: controller.compute(states[i], reference)
 
 
 def controller_calls(
-    controller: Controller[Any], states: list[JointState]
+    controller: Controller[Any], states: list[JointState], references: list[Any] | None = None
 ) -> tuple[dict[str, Callable[[int], object]], Callable[[], None] | None]:
     """The calls timed for ``controller`` (``compute``; ``qp``, its bare warm solves, for the QP
     controllers) and what to run between the warm-up and the timed run (``None``: nothing).
@@ -143,13 +185,13 @@ def controller_calls(
     its cold solve at state 0 taken untimed, as the replay took it at its set-up (timed, it had
     been the compute "max", ~500 µs, against a warm floor).
     """
-    calls: dict[str, Callable[[int], object]] = {"compute": stepper(controller, states)}
+    calls: dict[str, Callable[[int], object]] = {"compute": stepper(controller, states, references)}
     qp_replay = getattr(controller, "qp_replay", None)
     if not callable(qp_replay):
         return calls, None
     qs = np.array([s.q for s in states])
     vs = np.array([s.v for s in states])
-    calls["qp"] = qp_replay(qs, vs)  # also cold-starts the controller again
+    calls["qp"] = qp_replay(qs, vs, references)  # also cold-starts the controller again
     compute = calls["compute"]
 
     def restart() -> None:
@@ -160,7 +202,11 @@ def controller_calls(
 
 
 def qp_step_parts(
-    name: str, params: Mapping[str, Any], robot: RobotModel, states: list[JointState]
+    name: str,
+    params: Mapping[str, Any],
+    robot: RobotModel,
+    states: list[JointState],
+    references: list[Any] | None = None,
 ) -> dict[str, float]:
     """Medians (µs) of the parts of a QP controller's step, back to back over ``states``.
 
@@ -182,7 +228,8 @@ def qp_step_parts(
     """
     clock = time.perf_counter_ns
     controller: Any = create_controller(name, robot, params)
-    reference = controller.hold_reference(states[0])
+    if references is None:
+        references = [controller.hold_reference(states[0])] * len(states)
     second: Any = create_controller(name, robot, params)
     kin = second.kin
     updates = [(f"task.{t.name}", t.update) for t in second.tasks]
@@ -190,8 +237,10 @@ def qp_step_parts(
     in_step = {"prepare": "prepare_time_us", "qp_solve": "qp_solve_time_us", "step": "step_time_us"}
     order = ["compute", "step", "prepare", "kinematics", *(part for part, _ in updates), "qp_solve"]
     samples: dict[str, list[float]] = {part: [] for part in [*order, "fill_and_rest"]}
-    replay = controller.qp_replay(np.array([s.q for s in states]), np.array([s.v for s in states]))
-    for state in states:
+    replay = controller.qp_replay(
+        np.array([s.q for s in states]), np.array([s.v for s in states]), references
+    )
+    for state, reference in zip(states, references, strict=True):
         t0 = clock()
         info = controller.compute(state, reference).info
         samples["compute"].append((clock() - t0) / 1e3)

@@ -1018,22 +1018,26 @@ class _QPController(Controller[QPReference]):
         return info
 
     # ---------------------------------------------------------------- benchmark
-    def qp_replay(self, qs: FloatArray, vs: FloatArray) -> WarmReplays:
+    def qp_replay(
+        self, qs: FloatArray, vs: FloatArray, references: Sequence[Any] | None = None
+    ) -> WarmReplays:
         """The QP floor the benchmark compares with: calling the result with ``k`` runs bare warm
         solves of this controller's QP(s) at state ``k``.
 
-        The controller runs once through the states ``(qs[k], vs[k])`` holding the reference
-        at the first one (as the compute benchmark does) and every level's problem is
-        recorded as it was passed to the solver; one :class:`~..qp.problem.WarmReplay` per
-        level then re-solves them in order (``hqpid``: one QP per level, all in one call).
+        The controller runs once through the states ``(qs[k], vs[k])`` on ``references[k]`` (as
+        the compute benchmark does; without references, holding the one at the first state) and
+        every level's problem is recorded as it was passed to the solver; one
+        :class:`~..qp.problem.WarmReplay` per level then re-solves them in order (``hqpid``: one QP
+        per level, all in one call).
         The controller is cold-started again afterwards, so a benchmark that steps it
         through the same states meets the same problems. No timing here: the caller times
         the calls (``bench.compute``).
         """
-        reference = self.hold_reference(JointState(qs[0], vs[0]))
+        if references is None:
+            references = [self.hold_reference(JointState(qs[0], vs[0]))] * len(qs)
         qps = [lv.qp for lv in self.levels]
         recorded: list[list[ProblemData]] = [[] for _ in qps]
-        for q, v in zip(qs, vs, strict=True):
+        for q, v, reference in zip(qs, vs, references, strict=True):
             self.compute(JointState(q, v), reference)
             for qp, problems in zip(qps, recorded, strict=True):
                 problems.append(snapshot(qp))
