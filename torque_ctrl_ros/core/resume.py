@@ -106,13 +106,16 @@ class StreamPeriod:
 
     def silence_after(self, config: WatchdogConfig) -> float:
         """The gap (s) between two states' stamps beyond which the stream counts as having been
-        silent: :func:`silence_gap` of its period, never beyond ``max_age + fallback_duration``
-        (a gap that stops the arm, whatever the stream's period); while the period is not known
-        yet, that."""
-        stop = config.max_age + config.fallback_duration
+        silent: :meth:`gap_within` once its period is known; before, ``max_age +
+        fallback_duration`` (only a gap that stops the arm)."""
         if self.period <= 0.0:
-            return stop
-        return min(silence_gap(config.max_age, self.period), stop)
+            return config.max_age + config.fallback_duration
+        return self.gap_within(config)
+
+    def gap_within(self, config: WatchdogConfig) -> float:
+        """:func:`silence_gap` of the period (``max_age`` while it is not known), never beyond
+        ``max_age + fallback_duration``: a gap that stops the arm, whatever the stream's period."""
+        return min(silence_gap(config.max_age, self.period), config.max_age + config.fallback_duration)
 
 
 class ResumeKind(enum.Enum):
@@ -242,8 +245,7 @@ class ResumeTracker:
         none_refused = watchdog.rejected_total == self._rejected_when_computed
         # An unknown period reads as 0 here (max_age), not as silence_after's stop rule: a gap of
         # more than max_age in the stamps is a silence of the stream's own time too.
-        stop = self.config.max_age + self.config.fallback_duration
-        silent_after = last + min(silence_gap(self.config.max_age, self.stream.period), stop)
+        silent_after = last + self.stream.gap_within(self.config)
         if none_refused and stamp <= silent_after:
             # A silence on the caller's clock alone, the stamps going on without a gap: under sim
             # time both processes stalled together (the simulator's time stood still too). A
