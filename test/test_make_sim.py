@@ -200,6 +200,11 @@ def test_the_monitor_reads_states_from_their_bytes_in_the_first_states_joint_ord
         assert "latency: no state answered yet" in line and "nan ms" not in line, line
         monitor.diag["sim"].update(latency_p50_ms="0.25", latency_p99_ms="0.5")
         assert "latency p50 0.25 ms p99 0.50 ms" in monitor.status_line()
+        # The watchdog's state now, and the fallbacks since start, which a line may fall between.
+        monitor.diag["ctrl"] = {"watchdog_state": "ok", "watchdog_fallbacks": "0"}
+        assert monitor.status_line().split(" | ")[4] == "watchdog ok"
+        monitor.diag["ctrl"]["watchdog_fallbacks"] = "3"
+        assert "watchdog ok (3 fallbacks so far)" in monitor.status_line()
     finally:
         monitor.close()
 

@@ -378,8 +378,8 @@ def test_the_summary_says_why_no_demo_was_sent() -> None:
     late._on_state(_raw(0.75, Q0))  # the demo needs until 0.75 + 2.5 s
     tracked = late.tracked()
     assert tracked.sent == 0 and tracked.no_demo == (
-        "the controller's trajectory topic was discovered at t = 0.75 s, too late for a swing and the "
-        "way back by the run's end at 3 s (they need until 3.25 s)"
+        "the run ends at 3 s, before a swing and the way back could (from the controller's trajectory "
+        "topic, discovered at t = 0.75 s, they need until 3.25 s)"
     )
     assert tracking_line(tracked).endswith(f"(1 states); no demo: {tracked.no_demo}")
     never = _monitor(10.0, sends_trajectory=True, subscribers=0)
@@ -398,6 +398,6 @@ def test_the_summary_says_why_no_demo_was_sent() -> None:
     pose.pose_pub = _monitor(0.0, False, subscribers=1).traj_pub
     pose._on_state(_raw(1.5, Q0))  # a move and the way back need until 7.5 s
     assert pose.pose_demo is None and pose.tracked().no_demo == (
-        "the controller's target topic was discovered at t = 1.50 s, too late for a move and the way "
-        "back by the run's end at 7 s (they need until 7.50 s)"
+        "the run ends at 7 s, before a move and the way back could (from the controller's target "
+        "topic, discovered at t = 1.50 s, they need until 7.50 s)"
     )

@@ -141,8 +141,9 @@ class PoseDemo:
         count = 2 * int((end - t) // (2.0 * HOLD))
         if count < 2:
             self.refusal = (
-                f"the controller's target topic was discovered at t = {t:.2f} s, too late for a move "
-                f"and the way back by the run's end at {end:g} s (they need until {t + 2 * HOLD:.2f} s)"
+                f"the run ends at {end:g} s, before a move and the way back could (from the "
+                f"controller's target topic, discovered at t = {t:.2f} s, they need until "
+                f"{t + 2 * HOLD:.2f} s)"
             )
             return False
         pose = self.robot.frame_placement(q[order], self.frame)

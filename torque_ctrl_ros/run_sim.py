@@ -251,8 +251,8 @@ class Monitor:
         points = demo_trajectory(self.q0, self.duration if self.duration > 0 else t_now + 60.0, start)
         if not points:
             self.no_demo = (
-                f"the controller's trajectory topic was discovered at t = {t_now:.2f} s, too late for a "
-                f"swing and the way back by the run's end at {self.duration:g} s (they need until "
+                f"the run ends at {self.duration:g} s, before a swing and the way back could (from the "
+                f"controller's trajectory topic, discovered at t = {t_now:.2f} s, they need until "
                 f"{t_now + 2.5:.2f} s)"
             )
             self.sends_trajectory = False  # too short a run for the demo: the arm holds its pose
@@ -312,6 +312,7 @@ class Monitor:
             f"t={self.sim_time:6.2f} s | rate {float(sim.get('step_rate_hz', 'nan')):6.1f} Hz"
             f" | {_latency_figures(sim)}"
             f" | {tracking} | watchdog {ctrl.get('watchdog_state', 'not reported yet')}"
+            f"{_fallbacks(ctrl)}"
             f" | late {sim.get('late_steps', '?')} rejected {sim.get('rejected_commands', '?')}"
         )
 
@@ -341,6 +342,13 @@ class Monitor:
         self.executor.shutdown()
         self.node.destroy_node()
         self.rclpy.shutdown(context=self.context)
+
+
+def _fallbacks(ctrl: Mapping[str, str]) -> str:
+    """`` (N fallbacks)`` once the controller's watchdog fell back since start, else "": the state
+    shown is the watchdog's now, and a fallback over between two lines would not show."""
+    count = ctrl.get("watchdog_fallbacks", "0")
+    return "" if count in ("0", "") else f" ({count} fallback{'s' if count != '1' else ''} so far)"
 
 
 def _latency_figures(sim: dict[str, str]) -> str:
