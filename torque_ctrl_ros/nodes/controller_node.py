@@ -761,25 +761,22 @@ class ControllerNode:
         as an ERROR naming it, not raised: raised from a callback it would end the node, and leave
         the arm without commands over a report."""
         try:
-            array = self._diagnostics()
+            level, message, values = self._diagnostics()
         except Exception as exc:
             self.log.error("diagnostics failed", traceback.format_exc().rstrip())
-            array = DiagnosticArray()
-            array.status = [
-                status(
-                    f"{self.node.get_name()}: controller",
-                    self.config.controller,
-                    DiagnosticStatus.ERROR,
-                    f"diagnostics failed (the node logged the traceback): {type(exc).__name__}: {exc}",
-                    {"watchdog_state": self.watchdog.state.value},
-                )
-            ]
+            level = DiagnosticStatus.ERROR
+            message = f"diagnostics failed (the node logged the traceback): {type(exc).__name__}: {exc}"
+            values = {"watchdog_state": self.watchdog.state.value}
+        array = DiagnosticArray()
         array.header.stamp = self.node.get_clock().now().to_msg()
+        array.status = [
+            status(f"{self.node.get_name()}: controller", self.config.controller, level, message, values)
+        ]
         self.diag_publisher.publish(array)
 
-    def _diagnostics(self) -> DiagnosticArray:
-        """One /diagnostics status: :meth:`_diagnostic_values`, at the level and with the message of
-        :func:`diagnostic_status` (the header left to the caller)."""
+    def _diagnostics(self) -> tuple[bytes, str, dict[str, Any]]:
+        """Level, message and values of one /diagnostics status: :meth:`_diagnostic_values`, at the
+        level and with the message of :func:`diagnostic_status`."""
         now_wall = time.monotonic()
         silent = self._check_silence(now_wall)
         self._flush_logs()
@@ -808,17 +805,7 @@ class ControllerNode:
         level, message = diagnostic_status(
             wd.state, wd.last_message, new_fallbacks, self.last_fallback_info, warning
         )
-        array = DiagnosticArray()
-        array.status = [
-            status(
-                f"{self.node.get_name()}: controller",
-                self.config.controller,
-                level,
-                message,
-                values,
-            )
-        ]
-        return array
+        return level, message, values
 
     def _diagnostic_values(
         self, now_wall: float, silent: float, step: float, state_publishers: int
