@@ -15,13 +15,13 @@ from typing import Any
 
 from .core.errors import TorqueCtrlError
 from .core.robot import RobotModel
-from .nodes.params import controller_node_config, file_parameter, sim_node_config
+from .nodes.params import controller_node_config, file_parameter, file_parameters, sim_node_config
 
 
 def _given(files: Sequence[Path | str], node: str, keys: Iterable[str]) -> dict[str, Any]:
     """The parameters ``keys`` that the files give the node ``node`` (e.g. ``/sim_node``)."""
-    values = {key: file_parameter([Path(f) for f in files], node, key) for key in keys}
-    return {key: value for key, value in values.items() if value is not None}
+    given = file_parameters([Path(f) for f in files], node)
+    return {key: given[key] for key in keys if given.get(key) is not None}
 
 
 def simulator_joints(files: Sequence[Path | str]) -> tuple[str, ...] | None:

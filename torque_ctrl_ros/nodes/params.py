@@ -495,27 +495,124 @@ def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> 
         )
 
 
-def file_parameter(paths: Sequence[Path], node: str, key: str) -> Any:
-    """The value of parameter ``key`` (dotted for a nested one, e.g. ``watchdog.max_age``) that the
-    parameter files ``paths``, loaded in that order, give the node ``node`` (fully qualified, e.g.
-    ``/controller_node``), or ``None`` where none sets it. As rcl loads them, a later section that
-    reaches the node (by its name or a wildcard) overrides an earlier one.
+def file_parameters(paths: Sequence[Path], node: str) -> dict[str, Any]:
+    """The parameters (dotted names for nested ones, e.g. ``watchdog.max_age``) that the parameter
+    files ``paths``, loaded in that order, give the node ``node`` (fully qualified, e.g.
+    ``/controller_node``), resolved as rcl resolves them.
+
+    rcl keeps one list of sections over all the files, each in the place its first appearance gave
+    it; a later file's section of the same name (the same string: ``controller_node`` and
+    ``/controller_node`` are two) replaces values inside that place. The sections that reach the
+    node (:func:`_section_pattern`) then apply in that order, a later one's values winning. So a
+    later file does not always win: after a first file ``/**: {a: 1}`` then ``controller_node:
+    {a: 2}``, a second file's ``/**: {a: 3}`` still loses to the node's own section. (Checked
+    against rclpy by ``test/test_param_files.py``.)
 
     Raises:
         ConfigError: a file that cannot be read as YAML.
     """
-    value = None
+    sections: dict[str, dict[str, Any]] = {}
     for path in paths:
-        sections = _read_yaml(path)
-        for section, body in (sections or {}).items() if isinstance(sections, dict) else ():
-            if not _section_pattern(str(section)).fullmatch(node) or not isinstance(body, dict):
-                continue
-            found: Any = body.get("ros__parameters")
-            for part in key.split("."):
-                found = found.get(part) if isinstance(found, dict) else None
-            if found is not None:
-                value = found
-    return value
+        for name, values in _sections(_read_yaml(path)):
+            sections.setdefault(name, {}).update(values)
+    out: dict[str, Any] = {}
+    for name, values in sections.items():
+        if _section_pattern(name).fullmatch(node):
+            out.update(values)
+    return out
+
+
+def file_parameter(paths: Sequence[Path], node: str, key: str) -> Any:
+    """The value :func:`file_parameters` gives parameter ``key`` of ``node``, or ``None`` where no
+    file sets it."""
+    return file_parameters(paths, node).get(key)
+
+
+def _sections(document: Any, prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """The sections of a parameter file's YAML ``document`` in order, as (name, flattened
+    ``ros__parameters``); a namespace written as an enclosing key (``/**:`` then
+    ``controller_node:``) joins the name as rcl joins it (``/**/controller_node``)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for key, body in document.items() if isinstance(document, dict) else ():
+        if not isinstance(body, dict):
+            continue
+        name = f"{prefix}/{key}" if prefix else str(key)
+        if "ros__parameters" in body:
+            out.append((name, _flat(body["ros__parameters"])))
+        else:
+            out += _sections(body, name)
+    return out
+
+
+def _flat(values: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested parameter mappings as dotted names (``{watchdog: {max_age: 1}}`` is ``watchdog.max_age``)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items() if isinstance(values, dict) else ():
+        name = f"{prefix}{key}"
+        out |= _flat(value, name + ".") if isinstance(value, dict) else {name: value}
+    return out
+
+
+def override_section(node: str) -> str:
+    """The section name :func:`write_overrides` gives ``node``'s values: ``/**/<node>``. It reaches
+    ``/<node>`` (``**`` matches no token too) and is a name of its own in rcl's list of sections,
+    which a parameter file hardly holds, so it comes after every section of the files loaded
+    before it and its values win (:func:`file_parameters`). ``-p name:=value``, and a launch
+    file's dictionary of parameters on a node without a namespace, go into the ``/**`` section
+    instead, which a file opening with ``/**:`` places before the node's own section: there the
+    file's value would win."""
+    return f"/**/{node.strip('/')}"
+
+
+def write_overrides(path: Path, values: Mapping[str, Mapping[str, Any]], after: Sequence[Path] = ()) -> Path:
+    """Write ``values`` (node name → parameter name → value) to the parameter file ``path``, one
+    :func:`override_section` per node, to be passed after the files ``after`` (``--params-file``,
+    in that order); returns ``path``. Values: bool, int, float, str, or a list of one of them
+    (numpy scalars become Python ones).
+
+    Raises:
+        ConfigError: a file of ``after`` holds the override section itself, with a section after
+            it that sets one of the values for the node: rcl would give the node that file's
+            value, not the override's (:func:`file_parameters`).
+        TypeError: a value of another type.
+    """
+    import yaml  # as _read_yaml
+
+    plain = {node: {k: _yaml_value(v) for k, v in params.items()} for node, params in values.items()}
+    document = {override_section(node): {"ros__parameters": params} for node, params in plain.items()}
+    Path(path).write_text(yaml.safe_dump(document, sort_keys=False))
+    for node, params in plain.items():
+        got = file_parameters([*after, Path(path)], "/" + node.strip("/"))
+        lost = sorted(k for k, v in params.items() if got.get(k) != v)
+        if lost:
+            raise ConfigError(
+                f"parameter files {[str(f) for f in after]}: a section {override_section(node)!r} "
+                f"followed by another that reaches {node} keeps {lost} from being overridden (rcl "
+                f"applies the sections in the order they first appear): rename it {node!r}"
+            )
+    return Path(path)
+
+
+def temporary_overrides(values: Mapping[str, Mapping[str, Any]], after: Sequence[Path]) -> Path:
+    """:func:`write_overrides` into a new file in the temporary folder, for a launch file: the file
+    stays (the node processes read it when they start; launch_ros leaves its own parameter files
+    there too)."""
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix="torque_ctrl_ros_overrides_", suffix=".yaml")
+    os.close(fd)
+    return write_overrides(Path(name), values, after)
+
+
+def _yaml_value(value: Any) -> Any:
+    """A parameter value as YAML writes it: numpy scalars and tuples as Python scalars and lists."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_yaml_value(v) for v in value]
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"parameter value {value!r}: expected bool, int, float, str or a list of them")
 
 
 def _section_pattern(key: str) -> re.Pattern[str]:
