@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
 from ros_helpers import requires_rclpy
 
+from torque_ctrl_ros import node_processes
+from torque_ctrl_ros.core.errors import ConfigError
 from torque_ctrl_ros.node_processes import (
     CONTROLLER_NODE,
     SIM_NODE,
@@ -11,6 +18,8 @@ from torque_ctrl_ros.node_processes import (
     NodePair,
     param_literal,
 )
+from torque_ctrl_ros.nodes.params import file_parameters
+from torque_ctrl_ros.paths import data_path
 
 
 @requires_rclpy
@@ -26,3 +35,43 @@ def test_overrides_are_written_as_yaml_literals() -> None:
     assert param_literal(True) == "true" and param_literal(False) == "false"
     assert param_literal(0.1) == "0.1" and param_literal(3) == "3"
     assert param_literal([1.5, True, "a"]) == "[1.5,true,a]"
+
+
+def test_the_pairs_overrides_win_over_a_file_opening_with_a_wildcard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make sim CONTROLLER=qpid PARAMS=...``: with ``-p controller:=qpid`` the node's own section
+    of a file opening with ``/**:`` won (rclpy: ``test_param_files.py``). The overrides now go
+    last, in a file of their own, which every node process reads."""
+    started: list[tuple[str, list[Path]]] = []
+
+    def record(module: str, files: list[Path], *args: Any) -> Any:
+        started.append((module, list(files)))
+        return SimpleNamespace(poll=lambda: None)
+
+    monkeypatch.setattr(node_processes, "start_node", record)
+    params = tmp_path / "wildcard.yaml"
+    shipped = data_path("config", "gen3_controllers.yaml")
+    params.write_text("/**:\n  ros__parameters:\n    qos_depth: 10\n" + Path(shipped).read_text())
+    pair = NodePair(0, tmp_path / "out", "qpid", "lockstep", 2.0, params, controller_params={"qos_depth": 20})
+    pair.start()
+    assert [module for module, _ in started] == ["sim_node", "controller_node"]
+    for _, files in started:
+        assert files[:-1] == pair.params_files and files[-1] == tmp_path / "out" / "overrides.yaml"
+        ctrl, sim = (file_parameters(files, f"/{node}") for node in NodePair.NAMES[::-1])
+        assert (ctrl["controller"], ctrl["use_sim_time"], ctrl["qos_depth"]) == ("qpid", True, 20)
+        assert (sim["mode"], sim["duration"], sim["qos_depth"]) == ("lockstep", 2.0, 10)
+
+
+def test_the_pair_refuses_a_file_that_keeps_an_override_from_winning_before_starting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(node_processes, "start_node", lambda *args: pytest.fail("a node was started"))
+    params = tmp_path / "own_override_section.yaml"
+    params.write_text(
+        # The shipped file holds no /** section: this one comes after the override section.
+        "/**/controller_node:\n  ros__parameters:\n    qos_depth: 10\n"
+        "/**:\n  ros__parameters:\n    controller: hqpid\n"
+    )
+    with pytest.raises(ConfigError, match=r"keeps \['controller'\] from being overridden"):
+        NodePair(0, tmp_path / "out", "qpid", params_file=params).start()

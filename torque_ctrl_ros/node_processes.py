@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .nodes.params import write_overrides
 from .nodes.scheduling import PARENT_ENV, UNPLACED, Placement
 from .paths import data_path
 
@@ -54,13 +55,12 @@ def child_env(domain: int) -> dict[str, str]:
 def start_node(
     module: str,
     params_files: Sequence[Path],
-    overrides: dict[str, str],
     env: dict[str, str],
     log: Path,
     placement: Placement = UNPLACED,
 ) -> subprocess.Popen:
-    """``python -m torque_ctrl_ros.nodes.<module> --ros-args --params-file ... -p k:=v``, the
-    files in order (a later one's values win).
+    """``python -m torque_ctrl_ros.nodes.<module> --ros-args --params-file ...``, the files in
+    order (the overrides last: :meth:`NodePair.start`).
 
     ``placement``: the node asks for ``SCHED_FIFO`` and its CPUs itself (through
     ``$TORQUE_CTRL_RT_PRIORITY`` and ``$TORQUE_CTRL_CPUS``, see :mod:`.nodes.scheduling`).
@@ -73,8 +73,6 @@ def start_node(
     ]
     for path in params_files:
         cmd += ["--params-file", str(path)]
-    for key, value in overrides.items():
-        cmd += ["-p", f"{key}:={value}"]
     # Own session: Ctrl-C reaches only this runner, which then stops the nodes in order.
     return subprocess.Popen(
         cmd,
@@ -205,40 +203,47 @@ class NodePair:
         so the run starts only once both are up and have found each other.
         ``before_controller`` is called in between (``make sim``: until its monitor sees the
         simulator's states, so that it watches the run from its first step).
+
+        Raises:
+            ConfigError: before any process starts, where the parameter files hold a section that
+                keeps one of the overrides from winning (:func:`~.nodes.params.write_overrides`).
         """
         self.out.mkdir(parents=True, exist_ok=True)
         env = child_env(self.domain)
         ctrl = {
             "controller": self.controller,
             "stats_file": str(self.out / "controller.json"),
-            **{k: param_literal(v) for k, v in self.controller_params.items()},
+            **self.controller_params,
             # The simulator is the clock, whatever the file says (as sim_gen3.launch.py): a file
             # for the real arm (config/gen3_hardware.yaml: false) would have every state refused as
             # stale.
-            "use_sim_time": "true",
+            "use_sim_time": True,
         }
         sim = {
             "mode": self.mode,
-            "duration": repr(float(self.duration)),
+            "duration": float(self.duration),
             "stats_file": str(self.out / "sim.json"),
-            **{k: param_literal(v) for k, v in self.sim_params.items()},
+            **self.sim_params,
         }
         out = self.out
         place = self.placement
+        # The overrides in a file after the others, written before any process starts (a file
+        # that keeps one from winning is refused here): as -p name:=value they would lose to a
+        # file opening with /**: (nodes/params.py, write_overrides).
+        overrides = write_overrides(
+            out / "overrides.yaml", {SIM_NODE: sim, CONTROLLER_NODE: ctrl}, self.params_files
+        )
+        files = [*self.params_files, overrides]
         if self.composed:
-            # One process (torque_ctrl_ros.nodes.composed): overrides scoped by node name.
-            both = {f"controller_node:{k}": v for k, v in ctrl.items()}
-            both |= {f"sim_node:{k}": v for k, v in sim.items()}
-            self.sim = start_node("composed", self.params_files, both, env, out / "sim_node.log", place)
+            # One process (torque_ctrl_ros.nodes.composed), each node reading its own section.
+            self.sim = start_node("composed", files, env, out / "sim_node.log", place)
             return
-        self.sim = start_node("sim_node", self.params_files, sim, env, out / "sim_node.log", place)
+        self.sim = start_node("sim_node", files, env, out / "sim_node.log", place)
         if before_controller is not None:
             before_controller()
         if not self.sim_running():  # it failed at start (its log says why): nothing to control
             return
-        self.ctrl = start_node(
-            "controller_node", self.params_files, ctrl, env, out / "controller_node.log", place
-        )
+        self.ctrl = start_node("controller_node", files, env, out / "controller_node.log", place)
 
     def scheduling(self) -> dict[str, str]:
         """The scheduling each node ran under (``fifo:<priority>`` or ``normal``, then its CPUs

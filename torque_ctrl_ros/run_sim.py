@@ -606,7 +606,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo; exit status 0 when both nodes ran and ended cleanly."""
     args, placement = _parse_args(argv)
     domain, pair, monitor = _set_up(args, placement)
-    tracked, interrupted, steal = _run(domain, pair, monitor)
+    try:
+        tracked, interrupted, steal = _run(domain, pair, monitor)
+    except ConfigError as exc:  # a file keeping an override from winning, before anything started
+        print(f"make sim: {exc}", file=sys.stderr)
+        return 2
     _report(pair, tracked, args, interrupted, steal)
     return 0 if pair.clean_exit() else 1
 
