@@ -82,6 +82,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
+from torque_ctrl_ros.nodes.params import check_params_file, temporary_overrides
 from torque_ctrl_ros.paths import find_model_file
 
 PACKAGE = "torque_ctrl_ros"
@@ -107,15 +108,52 @@ def _max_age(context: LaunchContext) -> float | None:
         raise ValueError(f"hardware_gen3: max_age must be a number of seconds, got {max_age!r}") from None
 
 
+def _files(context: LaunchContext) -> list[str]:
+    """``params_file``, then ``hardware_params_file`` and ``extra_params_file`` where given."""
+    files = [LaunchConfiguration("params_file").perform(context)]
+    for argument in ("hardware_params_file", "extra_params_file"):
+        path = LaunchConfiguration(argument).perform(context).strip()
+        if path:
+            files.append(path)
+    return files
+
+
 def _check(context: LaunchContext) -> list[Node]:
     """Refuse bad arguments before any process starts (rviz's included, whose failure would
-    otherwise leave the controller running without its launch): ``max_age`` not a number, a
-    ``model_file`` that does not exist."""
+    otherwise leave the controller running without its launch): a parameter file that does not
+    exist (launch_ros would only warn, and a misspelt ``hardware_params_file`` would put the
+    controller on the arm without the real arm's delay and dampings) or has a section for no
+    node of the package (:func:`check_params_file`), ``max_age`` not a number, a ``model_file``
+    that does not exist, files that keep an argument from overriding them (:func:`write_overrides`)."""
+    for path in _files(context):
+        if not Path(path).is_file():
+            raise ValueError(f"hardware_gen3: parameter file {path!r} does not exist")
+        # The shipped params_file also holds the simulator's section.
+        check_params_file(Path(path), ("sim_node", "controller_node"))
     _max_age(context)
     model_file = _model_file(context)
     if model_file:
         find_model_file(model_file, "hardware_gen3")
+    _overrides_file(context).unlink()
     return []
+
+
+def _overrides_file(context: LaunchContext) -> Path:
+    """``controller``, ``use_sim_time`` false, and ``model_file`` and ``max_age`` where given, in a
+    parameter file passed after the others. As a dictionary on the Node action they would go into
+    the ``/**`` section, which loses to a file opening with ``/**:``
+    (torque_ctrl_ros.nodes.params.override_section)."""
+    controller = LaunchConfiguration("controller").perform(context).strip()
+    overrides: dict[str, object] = {"use_sim_time": False, "controller": controller}
+    model_file = _model_file(context)
+    if model_file:
+        # The argument names the model the controller runs: a description in a file must not win.
+        overrides["model_file"] = model_file
+        overrides["robot_description"] = ""
+    max_age = _max_age(context)
+    if max_age is not None:
+        overrides["watchdog.max_age"] = max_age
+    return temporary_overrides({"controller_node": overrides}, [Path(f) for f in _files(context)])
 
 
 def _controller_failed(event: Any, context: LaunchContext) -> list[Shutdown] | None:
@@ -126,22 +164,8 @@ def _controller_failed(event: Any, context: LaunchContext) -> list[Shutdown] | N
 
 def _controller_node(context: LaunchContext) -> list[Node]:
     """controller_node on ``params_file``, then ``hardware_params_file`` and ``extra_params_file``
-    if given, overridden by ``controller`` and the other arguments given a value."""
-    controller = LaunchConfiguration("controller").perform(context).strip()
-    overrides: dict[str, object] = {"use_sim_time": False, "controller": controller}
-    files = [LaunchConfiguration("params_file").perform(context)]
-    for argument in ("hardware_params_file", "extra_params_file"):
-        path = LaunchConfiguration(argument).perform(context).strip()
-        if path:
-            files.append(path)
-    model_file = _model_file(context)
-    if model_file:
-        # The argument names the model the controller runs: a description in a file must not win.
-        overrides["model_file"] = model_file
-        overrides["robot_description"] = ""
-    max_age = _max_age(context)
-    if max_age is not None:
-        overrides["watchdog.max_age"] = max_age
+    if given, overridden by ``controller`` and the other arguments given a value (:func:`_overrides_file`)."""
+    files = [*_files(context), str(_overrides_file(context))]
     return [
         Node(
             package=PACKAGE,
@@ -154,7 +178,7 @@ def _controller_node(context: LaunchContext) -> list[Node]:
                 "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
                 "TORQUE_CTRL_CPU_LATENCY_US": LaunchConfiguration("cpu_latency_us"),
             },
-            parameters=[*files, overrides],
+            parameters=files,
             on_exit=_controller_failed,
         )
     ]

@@ -29,12 +29,15 @@ Arguments:
                  log that nothing is held.
 
 Both nodes read ``params_file`` (sections ``sim_node`` and ``controller_node``), then
-``extra_params_file``; ``mode``, and ``controller`` when given, override the values in both. When the
-simulator exits (after ``sim_node.duration`` simulated seconds, or on an error) the launch ends,
-as it does when the controller exits with an error. ``make sim`` runs the same two nodes from the
-same files without ``ros2 launch``. As it does, the launch refuses files that give the two nodes
-different ``joints`` orders (commands carry no joint names: each torque would land on another
-joint), and a ``model_file`` that does not exist, before starting anything.
+``extra_params_file``; ``mode``, and ``controller`` and ``model_file`` when given, override the
+values in both (from a parameter file of their own, passed last: a dictionary of parameters would
+lose to a file opening with ``/**:``). When the simulator exits (after ``sim_node.duration``
+simulated seconds, or on an error) the launch ends, as it does when the controller exits with an
+error. ``make sim`` runs the same two nodes from the same files without ``ros2 launch``. As it
+does, the launch refuses, before starting anything: a parameter file that does not exist or has a
+section that reaches neither node (a misspelt name would be ignored by rcl without a word), files
+that give the two nodes different ``joints`` orders (commands carry no joint names: each torque
+would land on another joint), and a ``model_file`` that does not exist.
 """
 
 from pathlib import Path
@@ -49,9 +52,12 @@ from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
 from torque_ctrl_ros.joint_order import joint_order_error
+from torque_ctrl_ros.nodes.params import check_params_file, temporary_overrides
 from torque_ctrl_ros.paths import find_model_file
 
 PACKAGE = "torque_ctrl_ros"
+#: The nodes of this launch (no namespace): parameter-file sections must reach one of them.
+NODES = ("sim_node", "controller_node")
 
 #: One BLAS thread per node process. numpy's OpenBLAS otherwise starts one thread per CPU, which
 #: request_realtime/request_cpus (nodes/scheduling.py) would put under SCHED_FIFO on the node's
@@ -72,15 +78,45 @@ def _model_file(context: LaunchContext) -> str:
 
 def _check(context: LaunchContext) -> list[Node]:
     """Refuse what would make the run wrong, before any process starts (rviz's included, whose
-    failure would otherwise leave the nodes running without their launch): a ``model_file`` that
-    does not exist, and two ``joints`` orders (:func:`~torque_ctrl_ros.joint_order.joint_order_error`)."""
+    failure would otherwise leave the nodes running without their launch): a parameter file that
+    does not exist or has a section for no node started here (:func:`check_params_file`, as
+    ``make sim``), a ``model_file`` that does not exist, two ``joints`` orders
+    (:func:`~torque_ctrl_ros.joint_order.joint_order_error`), and files that keep an argument from
+    overriding them (:func:`write_overrides`)."""
+    files = _files(context)
+    for path in files:
+        if not Path(path).is_file():
+            raise ValueError(f"sim_gen3: parameter file {path!r} does not exist")
+        check_params_file(Path(path), NODES)
     model_file = _model_file(context)
     if model_file:
         find_model_file(model_file, "sim_gen3")
-    mismatch = joint_order_error(_files(context), model_file)
+    mismatch = joint_order_error(files, model_file)
     if mismatch:
         raise ValueError(f"sim_gen3: {mismatch}")
+    _overrides_file(context).unlink()
     return []
+
+
+def _overrides_file(context: LaunchContext) -> Path:
+    """The arguments' values for both nodes, in a parameter file passed after the others: ``mode``;
+    ``use_sim_time``, and ``controller`` and ``model_file`` where given. As a dictionary on the
+    Node action they would go into the ``/**`` section, which loses to a file opening with
+    ``/**:`` (torque_ctrl_ros.nodes.params.override_section)."""
+    controller_overrides: dict[str, object] = {"use_sim_time": True}
+    controller = LaunchConfiguration("controller").perform(context).strip()
+    if controller:
+        controller_overrides["controller"] = controller
+    model_file = _model_file(context)
+    if model_file:
+        # The argument names the model the controller runs: a description in a file must not win.
+        controller_overrides["model_file"] = model_file
+        controller_overrides["robot_description"] = ""
+    values = {
+        "sim_node": {"mode": LaunchConfiguration("mode").perform(context)},
+        "controller_node": controller_overrides,
+    }
+    return temporary_overrides(values, [Path(f) for f in _files(context)])
 
 
 def _controller_failed(event: Any, context: LaunchContext) -> list[Shutdown] | None:
@@ -91,17 +127,8 @@ def _controller_failed(event: Any, context: LaunchContext) -> list[Shutdown] | N
 
 def _nodes(context: LaunchContext) -> list[Node]:
     """sim_node and controller_node on ``params_file``, then ``extra_params_file`` if given,
-    overridden only by the arguments given a value."""
-    files = _files(context)
-    controller_overrides: dict[str, object] = {"use_sim_time": True}
-    controller = LaunchConfiguration("controller").perform(context).strip()
-    if controller:
-        controller_overrides["controller"] = controller
-    model_file = _model_file(context)
-    if model_file:
-        # The argument names the model the controller runs: a description in a file must not win.
-        controller_overrides["model_file"] = model_file
-        controller_overrides["robot_description"] = ""
+    overridden only by the arguments given a value (:func:`_overrides_file`)."""
+    files = [*_files(context), str(_overrides_file(context))]
     # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
     realtime = {
         "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),
@@ -118,7 +145,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
                 **realtime,
                 "TORQUE_CTRL_CPUS": LaunchConfiguration("sim_cpus"),
             },
-            parameters=[*files, {"mode": LaunchConfiguration("mode")}],
+            parameters=files,
             # The simulator's end (its duration, or a crash) ends the launch: a controller left
             # without states would go on braking and logging the silence as an error.
             on_exit=Shutdown(reason="sim_node exited"),
@@ -133,7 +160,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
                 **realtime,
                 "TORQUE_CTRL_CPUS": LaunchConfiguration("controller_cpus"),
             },
-            parameters=[*files, controller_overrides],
+            parameters=files,
             on_exit=_controller_failed,
         ),
     ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import tempfile
 import types
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,12 @@ from typing import Any
 import pytest
 import yaml
 
+from torque_ctrl_ros.core.errors import ConfigError
+from torque_ctrl_ros.nodes.params import file_parameters
+
 ROOT = Path(__file__).resolve().parent.parent
+#: How the launch files' overrides files are named (torque_ctrl_ros.nodes.params.temporary_overrides).
+OVERRIDES_PREFIX = "torque_ctrl_ros_overrides_"
 SHIPPED = ROOT / "config" / "gen3_controllers.yaml"
 HARDWARE = ROOT / "config" / "gen3_hardware.yaml"
 
@@ -168,37 +174,35 @@ class Launched:
 
     @property
     def files(self) -> list[str]:
-        return [str(layer) for layer in self.layers if not isinstance(layer, Mapping)]
+        """The parameter files the node reads, but the launch file's overrides (:attr:`overrides`)."""
+        return [
+            str(layer)
+            for layer in self.layers
+            if not isinstance(layer, Mapping) and not Path(layer).name.startswith(OVERRIDES_PREFIX)
+        ]
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The launch file's overrides file, which must be the last layer, as YAML."""
+        last = self.layers[-1]
+        assert not isinstance(last, Mapping) and Path(last).name.startswith(OVERRIDES_PREFIX), self.layers
+        document: dict[str, Any] = yaml.safe_load(Path(last).read_text())
+        return document
 
     def parameters(self, node: str) -> dict[str, Any]:
-        """What the node reads, by rcl's rule: a section (``/**``, ``node``, ``/node``) keeps the
-        place the first layer holding it gave it, a later layer's values replacing those in the
-        same section, and the sections apply in that order. A dictionary is a ``/**`` section (as
-        launch_ros writes it): it wins over the node's own section of every file, before or after."""
-        sections: dict[str, dict[str, Any]] = {}
-        for layer in self.layers:
-            if isinstance(layer, Mapping):
-                content = {"/**": {k: _perform(v, self.context) for k, v in layer.items()}}
-            else:
-                document = yaml.safe_load(Path(layer).read_text()) or {}
-                content = {
-                    name: _flat(body.get("ros__parameters", {}))
-                    for name, body in document.items()
-                    if name in ("/**", node, f"/{node}")
-                }
-            for name, values in content.items():
-                sections.setdefault(name, {}).update(values)
-        out: dict[str, Any] = {}
-        for values in sections.values():
-            out |= values
-        return out
-
-
-def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        out |= _flat(v, f"{prefix}{k}.") if isinstance(v, Mapping) else {f"{prefix}{k}": v}
-    return out
+        """What the node ``node`` (no namespace; "" for one whose name does not matter) reads, as rcl
+        resolves it (:func:`~torque_ctrl_ros.nodes.params.file_parameters`, which
+        ``test_param_files.py`` checks against rclpy). A dictionary of parameters is a ``/**``
+        section, as launch_ros writes it for a node without a namespace."""
+        with tempfile.TemporaryDirectory() as folder:
+            paths = []
+            for k, layer in enumerate(self.layers):
+                if isinstance(layer, Mapping):
+                    values = {name: _perform(v, self.context) for name, v in layer.items()}
+                    layer = Path(folder) / f"layer{k}.yaml"
+                    layer.write_text(yaml.safe_dump({"/**": {"ros__parameters": values}}))
+                paths.append(Path(layer))
+            return file_parameters(paths, "/" + (node or "any_node"))
 
 
 def evaluate(launch_file: str, context: Context | None = None, /, **arguments: str) -> dict[str, Launched]:
@@ -239,6 +243,37 @@ def test_sim_runs_the_controller_the_files_name_unless_the_argument_is_given(qpi
     given = evaluate("sim_gen3.launch.py", extra_params_file=str(qpid_file), controller="hqpid")
     assert given["controller_node"].parameters("controller_node")["controller"] == "hqpid"
     assert given["controller_node"].parameters("controller_node")["use_sim_time"] is True
+
+
+def _opening_with_wildcard(tmp_path: Path, source: Path) -> Path:
+    """``source`` (a whole parameter file) with a ``/**:`` section put first, a common ROS idiom."""
+    path = tmp_path / f"wildcard_{source.name}"
+    path.write_text("/**:\n  ros__parameters:\n    qos_depth: 10\n" + source.read_text())
+    return path
+
+
+@pytest.mark.usefixtures("fake_launch")
+def test_the_arguments_win_over_a_params_file_opening_with_a_wildcard(tmp_path: Path) -> None:
+    """As a dictionary on the Node action (launch_ros's ``/**`` section) ``controller:=`` and
+    ``mode:=`` lost to the node's own section of such a file: the simulation ran computed_torque
+    in realtime, the arm gravity_comp's replacement computed_torque. The overrides file wins."""
+    params = _opening_with_wildcard(tmp_path, SHIPPED)
+    sim = evaluate("sim_gen3.launch.py", params_file=str(params), controller="qpid", mode="lockstep")
+    assert sim["controller_node"].files == [str(params)]
+    assert sim["controller_node"].parameters("controller_node")["controller"] == "qpid"
+    assert sim["sim_node"].parameters("sim_node")["mode"] == "lockstep"
+    assert sim["sim_node"].overrides == sim["controller_node"].overrides
+    assert sim["controller_node"].overrides["/**/controller_node"]["ros__parameters"] == {
+        "use_sim_time": True,
+        "controller": "qpid",
+    }
+    arm = evaluate("hardware_gen3.launch.py", params_file=str(params), max_age="0.03")["controller_node"]
+    read = arm.parameters("controller_node")
+    assert (read["controller"], read["watchdog.max_age"], read["use_sim_time"]) == (
+        "gravity_comp",
+        0.03,
+        False,
+    )
 
 
 @pytest.mark.usefixtures("fake_launch")
@@ -365,6 +400,12 @@ def test_the_view_refuses_a_model_it_cannot_show(tmp_path: Path, monkeypatch: py
             for failure in ("missing-model", "not-a-urdf")
         ),
         ("sim_gen3.launch.py", "reordered-joints"),  # the hardware file starts one node: no second order
+        ("sim_gen3.launch.py", "reordered-joints-behind-a-wildcard"),
+        *(
+            (f, failure)
+            for f in ("sim_gen3.launch.py", "hardware_gen3.launch.py")
+            for failure in ("no-file", "misspelt")
+        ),
     ],
 )
 def test_a_refused_launch_starts_nothing(tmp_path: Path, launch_file: str, failure: str) -> None:
@@ -379,10 +420,27 @@ def test_a_refused_launch_starts_nothing(tmp_path: Path, launch_file: str, failu
     elif failure == "not-a-urdf":  # rviz's robot_state_publisher reads only URDF: view_gen3 refuses it
         arguments["model_file"] = str(ROOT / "mjcf" / "gen3.xml")
         expected, match = ValueError, r"view_gen3: model_file: .* is not a \.urdf"
+    elif failure == "no-file":  # launch_ros only warns, and starts the node without the file
+        arguments["extra_params_file"] = str(tmp_path / "gen3_hardwre.yaml")
+        expected, match = (
+            ValueError,
+            rf"{launch_file.split('.')[0]}: parameter file .*gen3_hardwre\.yaml' does not exist",
+        )
+    elif failure == "misspelt":  # rcl ignores a section that reaches no node, without a word
+        misspelt = tmp_path / "misspelt.yaml"
+        misspelt.write_text(yaml.safe_dump({"controler_node": {"ros__parameters": {"controller": "qpid"}}}))
+        arguments["extra_params_file"] = str(misspelt)
+        expected, match = ConfigError, r"section 'controler_node' names no node started here"
     else:
         names = [f"joint_{k}" for k in range(1, 8)]
         reordered = tmp_path / "reorder.yaml"
-        reordered.write_text(yaml.safe_dump({"sim_node": {"ros__parameters": {"joints": names[::-1]}}}))
+        if failure == "reordered-joints":
+            reordered.write_text(yaml.safe_dump({"sim_node": {"ros__parameters": {"joints": names[::-1]}}}))
+        else:
+            # A later file's /** joins the params file's first section, so it reaches the simulator
+            # (which sets no joints) but not the controller, whose own section sets them after it.
+            arguments["params_file"] = str(_opening_with_wildcard(tmp_path, SHIPPED))
+            reordered.write_text(yaml.safe_dump({"/**": {"ros__parameters": {"joints": names[::-1]}}}))
         arguments["extra_params_file"] = str(reordered)
         expected, match = ValueError, r"sim_gen3: sim_node\.joints"
     context = Context()
