@@ -307,6 +307,68 @@ def test_a_late_trajectory_whose_points_all_come_within_the_lead_keeps_its_last(
     assert len(errors) == 1 and "ended 0.120 s before" in errors[0], errors
 
 
+@pytest.mark.parametrize("offset", [0.0, 1e-4, 5e-4, 9e-4])
+def test_a_trajectory_that_waited_for_its_stamp_starts_whole_wherever_the_stamp_falls(
+    robot: RobotModel, offset: float
+) -> None:
+    """Stamped ``offset`` s after a state of a 1 kHz stream, it takes effect at the next state,
+    a fraction of a period after its stamp. Taken as late there, a lone point at time 0 was
+    refused as "ended 0.001 s before the joint state", and a first point at time 0 far from the
+    reference was dropped unchecked (the reference then ran to it); exactly on a state, both were
+    handled as stamp 0. Now alike wherever the stamp falls."""
+    q0 = np.array([0.0, 0.5, 0.0, 1.0, 0.0, 0.5, 0.0])
+    near, far = q0 + np.eye(7)[0] * 0.005, q0 + np.eye(7)[0] * 1.5
+    for points, refused in (([(0.0, near)], None), ([(0.0, far), (4.0, far)], "first point")):
+        tracker, errors = _joint_tracker(robot)
+        stamp = 10.1 + offset
+        tracker.submit_trajectory(_points(points), stamp, now=10.0)
+        for k in range(300):
+            ref = tracker.reference(_at_rest(q0, 10.0 + k * 1e-3))
+        if refused is None:
+            assert errors == [] and tracker.describe() == "trajectory", errors
+            np.testing.assert_allclose(ref.q, near, atol=1e-12)
+        else:
+            assert len(errors) == 1 and refused in errors[0] and tracker.describe() == "hold", errors
+            np.testing.assert_allclose(ref.q, q0, atol=1e-12)
+
+
+@pytest.mark.parametrize("resume", [2.2, 2.8, 3.05])
+def test_a_trajectory_kept_by_a_reset_runs_whole_when_the_states_resume_after_its_stamp(
+    robot: RobotModel, resume: float
+) -> None:
+    """0.6 rad on joint_2 over 2 s stamped 1.5 s, the control stopped at 1.0 s (a watchdog
+    fallback, then :meth:`reset`) and resumed at ``resume``. Taken as late, its points due
+    meanwhile were dropped and the rest squeezed into the time left: peak 0.69 / 1.29 rad/s
+    (limit 1.40) at 2.2 / 2.8 s, refused at 3.05 s, against 0.45 on time. It now starts whole
+    at the resume state."""
+    q0 = np.array([0.0, 0.5, 0.0, 1.0, 0.0, 0.5, 0.0])
+    goal = q0 + np.eye(7)[1] * 0.6
+
+    def peak_and_end(resume: float | None) -> tuple[float, float]:
+        """The reference's peak speed on joint_2 (rad/s) and when it reached the goal (s), states
+        every 1 ms from 0.9 s, none from 1.0 s to ``resume`` (reset there)."""
+        tracker, errors = _joint_tracker(robot)
+        tracker.submit_trajectory(_points([(2.0, goal)]), 1.5, now=0.9)
+        peak, end = 0.0, math.nan
+        for t in np.arange(900, 6000) * 1e-3:
+            if resume is not None and 1.0 < t < resume:
+                continue
+            if resume is not None and t >= resume and math.isnan(end) and peak == 0.0:
+                tracker.reset()  # once, at the first state after the stop (as the node does)
+                resume = None
+            ref = tracker.reference(_at_rest(q0, t))
+            peak = max(peak, 0.0 if ref.v is None else abs(ref.v[1]))
+            if math.isnan(end) and abs(ref.q[1] - goal[1]) < 1e-12:
+                end = t
+        assert errors == [], errors
+        return peak, end
+
+    on_time_peak, on_time_end = peak_and_end(None)
+    peak, end = peak_and_end(resume)
+    assert peak == pytest.approx(on_time_peak, rel=1e-6)
+    assert end == pytest.approx(resume + 2.0, abs=2e-3) and on_time_end == pytest.approx(3.5, abs=2e-3)
+
+
 def test_a_pending_trajectory_is_dropped_by_a_reset_and_shifted_by_a_pause(robot: RobotModel) -> None:
     """Kept through a simulator restart, a trajectory stamped for later would start in the new run
     at the old run's stamp; dropped by a stop on the same clock, one sent while the arm was

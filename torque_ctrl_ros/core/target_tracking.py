@@ -400,10 +400,14 @@ class JointTargetTracker:
       :attr:`velocity_step_tolerance`, else it is refused; given accelerations are blended into
       over the first segment). One stamped later than the state waits for it while the active
       target runs on (switched early, the reference would stand still at the start until the
-      stamp and then set off: a torque step each time); one stamped before the state it takes
-      effect at drops the points already due and reaches the next one from the current
-      reference (no sooner than :data:`LATE_LEAD` after the state: points due within it are dropped
-      too); one that ended before it is refused. After its end the last point is held. On
+      stamp and then set off: a torque step each time), and starts whole at the first state at or
+      after its stamp, as if stamped 0 there (the states come no closer to the stamp than their
+      spacing: a fraction of a period late, it was taken as late, which dropped its first point
+      unchecked); held up by a stop of the control (:meth:`pause`, :meth:`reset`), it starts whole
+      once the states resume. One stamped before the state it takes effect at, without having
+      waited, drops the points already due and reaches the next one from the current reference
+      (no sooner than :data:`LATE_LEAD` after the state: points due within it are dropped too); one
+      that ended before it is refused. After its end the last point is held. On
       continuous joints every segment takes the short way round (the waypoints are unwrapped
       against the one before, the start first). Its motion is held to the position and velocity
       limits and to :attr:`acceleration_limit` (25.9 rad/s² on the Gen3's joint_1): checked when
@@ -442,6 +446,9 @@ class JointTargetTracker:
         #: The stamp (s) of the last state :meth:`reference` was asked for (0 before any): a
         #: pending trajectory stamped after it waits for its stamp (:meth:`reset` keeps it).
         self._last_stamp = 0.0
+        #: Whether the pending trajectory waited for its stamp (a state came before it) or was
+        #: kept by :meth:`reset`: it then starts whole when it takes effect, not as a late one.
+        self._waited = False
         #: Plans joint targets at most once per :data:`MIN_TAKE_PERIOD`.
         self._pacer = _PlanPacer()
 
@@ -497,6 +504,7 @@ class JointTargetTracker:
                 "sim time)?"
             )
         self.pending = PendingTrajectory(stamp, points)
+        self._waited = False
 
     # ---------------------------------------------------------------- reference
     def reference(self, state: JointState, plan: bool = True) -> JointReference:
@@ -507,6 +515,8 @@ class JointTargetTracker:
         if self.pending is not None and self._due(state.stamp):
             if plan or not isinstance(self.pending, PendingTarget):
                 self._activate(state)
+        elif isinstance(self.pending, PendingTrajectory):
+            self._waited = True
         if self.active is not None:
             return JointReference(*self.active.sample(state.stamp))
         if self.held is None:
@@ -554,7 +564,10 @@ class JointTargetTracker:
         trajectory stamped after the last state seen, which still starts at its stamp after a
         stop on the same clock (one sent while the arm was stopped is meant to run); after
         ``clock_reset`` (a simulator restart) it is dropped too and refused, as its stamp belongs
-        to the timeline the clock left."""
+        to the timeline the clock left. A kept one whose stamp passes before the states resume
+        starts whole at the first state after them, as after :meth:`pause` (taken as late, its
+        points due meanwhile were dropped and the rest run in the time left: a 2 s move resumed
+        1.3 s late at 2.9 times its speed)."""
         self.mode, self.held, self.goal, self.active = JointMode.START, None, None, None
         self._pacer.forget()
         pending, self.pending = self.pending, None
@@ -565,6 +578,7 @@ class JointTargetTracker:
         ):
             if not clock_reset:
                 self.pending = pending
+                self._waited = True
                 return
             self._refuse(
                 f"trajectory stamped {pending.stamp:.3f} s dropped: the clock went back "
@@ -647,8 +661,10 @@ class JointTargetTracker:
         last one kept, reached no sooner than that), a first point at time 0 taken as the start
         (:meth:`_from_first_point`), else the trajectory started from the current reference; the
         segments from the start checked against the limits. Refused (the active target running
-        on) where it ended before ``state`` or a check fails."""
-        t0 = stamp if stamp > 0.0 else state.stamp
+        on) where it ended before ``state`` or a check fails. One that waited for its stamp, or
+        was kept by :meth:`reset`, starts whole at ``state``, as one stamped 0."""
+        t0 = stamp if stamp > 0.0 and not self._waited else state.stamp
+        self._waited = False
         late = state.stamp - t0
         if late > 0.0:
             # Stamped before this state: the points already due, or due within LATE_LEAD, are
