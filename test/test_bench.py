@@ -814,6 +814,17 @@ def test_compare_times_this_tree_against_a_revision(
         compare.export_revision("HEAD", repo, tmp_path / "out")
     with pytest.raises(SystemExit):
         compare.main(["--controllers", "nope"])
+    # Last (it may skip): a revision from before the floor barrier refused this tree's parameters
+    # (floor.*): each side now runs on its own, and the table says they differ.
+    before_floor = "42b78c5"
+    if subprocess.run(
+        ["git", "-C", str(root), "cat-file", "-e", before_floor], capture_output=True
+    ).returncode:
+        pytest.skip(f"{before_floor} is not in this clone's history")
+    capsys.readouterr()
+    assert compare.main(["--against", before_floor, "--controllers", "qpid", "--states", "20"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("qpid"))
+    assert row.endswith("(not on the same benchmark parameters)"), row
 
 
 def test_the_benchmark_states_stay_within_the_velocity_limits() -> None:

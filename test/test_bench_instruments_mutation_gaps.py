@@ -244,7 +244,8 @@ def test_compare_builds_this_trees_controller_against_the_revisions(monkeypatch:
     monkeypatch.setattr(compare, "_controller", lambda package, name, qs, vs: package.__name__)
     monkeypatch.setattr(compare, "_time_pair", lambda this, other, count: {"this": this, "other": other})
     result = compare.compare(revision, ["qpid"], 3)
-    assert result == {"qpid": {"this": "torque_ctrl_ros", "other": revision.__name__}}
+    # A revision without bench/configs.py runs on this tree's parameters.
+    assert result == {"qpid": {"this": "torque_ctrl_ros", "other": revision.__name__, "same_parameters": 1.0}}
 
 
 class _LoggedController(_ScriptedController):
@@ -320,12 +321,17 @@ def test_compare_prints_each_figure_in_its_column(
         "this_p99_us": 150.0,
         "other_p99_us": 300.0,
         "max_torque_difference": 1e-3,
+        "same_parameters": 1.0,
     }
     monkeypatch.setattr(compare, "export_revision", export)
     monkeypatch.setattr(compare, "compare", lambda other, names, count: {"qpid": figures})
     assert compare.main(["--controllers", "qpid"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("qpid"))
     assert row.split() == ["qpid", "100.0", "200.0", "0.500", "150.0", "300.0", "1.00e-03"]
+    figures["same_parameters"] = 0.0
+    assert compare.main(["--controllers", "qpid"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("qpid"))
+    assert row.endswith("1.00e-03  (not on the same benchmark parameters)")
 
 
 def test_conversions_time_each_row_back_to_back_and_paced(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,11 @@ states, two runs), where two ``make bench`` runs minutes apart differ by 5 % and
 Both controllers also compute the first states from the same cold start and the largest
 difference between their torques is printed: rounding (up to ~2e-12 N·m between two instances of
 the same code here) unless the change alters what the controller computes.
+
+Each version runs on its own benchmark parameters (``bench/configs.py`` of that revision, this
+tree's where it has none): a revision from before a parameter existed refuses it. Where the two
+differ the comparison says so, and then times two configurations as well as two codes (against
+the revision before the floor barrier, the barrier is in one of them only).
 """
 
 from __future__ import annotations
@@ -60,7 +65,12 @@ def export_revision(revision: str, repository: Path, folder: Path) -> str:
         ).stdout.strip()
     except (subprocess.CalledProcessError, FileNotFoundError) as exc:
         raise ValueError(f"cannot resolve {revision!r} in {repository}: {exc}") from None
-    loaded = [f"{PACKAGE_NAME}/core", f"{PACKAGE_NAME}/paths.py", f"{PACKAGE_NAME}/__init__.py"]
+    loaded = [
+        f"{PACKAGE_NAME}/core",
+        f"{PACKAGE_NAME}/paths.py",
+        f"{PACKAGE_NAME}/__init__.py",
+        f"{PACKAGE_NAME}/bench/configs.py",
+    ]
     absolute = subprocess.run(
         [
             "git",
@@ -94,14 +104,27 @@ def export_revision(revision: str, repository: Path, folder: Path) -> str:
     return name
 
 
+def bench_configs(package: ModuleType) -> dict[str, dict[str, Any]]:
+    """The benchmark parameters of ``package`` (either version): its ``bench/configs.py``, this
+    tree's where it has none."""
+    try:
+        configs: dict[str, dict[str, Any]] = importlib.import_module(
+            f"{package.__name__}.bench.configs"
+        ).BENCH_CONFIGS
+    except ModuleNotFoundError:
+        return BENCH_CONFIGS
+    return configs
+
+
 def _controller(package: ModuleType, name: str, qs: np.ndarray, vs: np.ndarray) -> tuple[Any, list[Any], Any]:
-    """``name`` built by ``package`` (either version) with the benchmark's parameters, the states
-    as that package's ``JointState`` s and the reference held at the first one."""
+    """``name`` built by ``package`` (either version) with its benchmark parameters
+    (:func:`bench_configs`), the states as that package's ``JointState`` s and the reference held
+    at the first one."""
     core = importlib.import_module(f"{package.__name__}.core")
     controllers = importlib.import_module(f"{package.__name__}.core.controllers")
     paths = importlib.import_module(f"{package.__name__}.paths")
     robot = core.RobotModel.from_urdf_file(paths.data_path("urdf", "gen3.urdf"))
-    controller = controllers.create_controller(name, robot, BENCH_CONFIGS[name])
+    controller = controllers.create_controller(name, robot, bench_configs(package)[name])
     states = [core.JointState(q, v) for q, v in zip(qs, vs, strict=True)]
     return controller, states, controller.hold_reference(states[0])
 
@@ -110,12 +133,15 @@ def compare(
     other: ModuleType, controllers: Sequence[str], count: int, seed: int = 0
 ) -> dict[str, dict[str, float]]:
     """Per controller: medians and p99 (µs) of ``compute`` in this tree (``this``) and in ``other``,
-    timed interleaved, ``ratio`` = this / other (medians), and ``max_torque_difference`` (N·m)
-    over the first :data:`TORQUE_CHECK_STATES` states from a cold start."""
+    timed interleaved, ``ratio`` = this / other (medians), ``max_torque_difference`` (N·m)
+    over the first :data:`TORQUE_CHECK_STATES` states from a cold start, and
+    ``same_parameters`` (1.0 or 0.0: whether both ran on the same benchmark parameters)."""
     this = importlib.import_module(PACKAGE_NAME)
     qs, vs = realistic_states(count, seed)
+    theirs = bench_configs(other)
     return {
         name: _time_pair(_controller(this, name, qs, vs), _controller(other, name, qs, vs), count)
+        | {"same_parameters": float(theirs.get(name) == BENCH_CONFIGS[name])}
         for name in controllers
     }
 
@@ -198,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name:<16} {r['this_median_us']:>9.1f} {r['other_median_us']:>9.1f} {r['ratio']:>7.3f} "
             f"{r['this_p99_us']:>9.1f} {r['other_p99_us']:>9.1f}  {r['max_torque_difference']:.2e}"
+            + ("" if r["same_parameters"] else "  (not on the same benchmark parameters)")
         )
     return 0
 
