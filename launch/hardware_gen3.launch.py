@@ -9,7 +9,7 @@ started separately, that
 * applies ``/effort_controller/commands`` (``std_msgs/Float64MultiArray``, N*m, in the order of
   the ``joints`` parameter) as joint torques, and
 * times the commands out: when none has come for a few periods, it leaves torque mode for the
-  arm's own safe state (position hold or brakes). The controller node stops publishing when its
+  arm's own safe state. The controller node stops publishing when its
   watchdog stops (bad or missing states for longer than ``watchdog.fallback_duration``) and when
   it exits or is killed; a driver that kept applying the last torque would leave the arm under
   a command computed for a pose it has left.
