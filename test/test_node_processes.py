@@ -75,3 +75,49 @@ def test_the_pair_refuses_a_file_that_keeps_an_override_from_winning_before_star
     )
     with pytest.raises(ConfigError, match=r"keeps \['controller'\] from being overridden"):
         NodePair(0, tmp_path / "out", "qpid", params_file=params).start()
+
+
+def test_the_pair_removes_a_previous_runs_summaries_and_logs_before_starting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make sim --out DIR`` or the benchmark reusing a folder: a node that failed before writing its
+    summary had the previous run's read as this run's (a whole old summary table, "took 1 target from
+    elsewhere"). They are gone before anything starts; the overrides are written anew."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("sim.json", "controller.json", "sim_node.log", "controller_node.log"):
+        (out / name).write_text("a previous run's")
+    (out / "keep.txt").write_text("not the pair's")
+    monkeypatch.setattr(node_processes, "start_node", lambda *args: SimpleNamespace(poll=lambda: 1))
+    pair = NodePair(0, out, "gravity_comp")
+    pair.start()
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt", "overrides.yaml"]
+    assert pair.stats() == ({}, {}) and pair.log_tail("sim_node") == ""
+
+
+@pytest.mark.parametrize(("value", "domain"), [(None, None), ("", None), (" ", None), ("0", 0), ("232", 232)])
+def test_an_unset_or_empty_ros_domain_id_is_none_and_a_set_one_a_domain_id(
+    value: str | None, domain: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Empty, as rcl reads it: not set (``Domain`` then leases one). ``int("")`` had raised ValueError."""
+    from torque_ctrl_ros.node_processes import Domain, env_domain_id
+
+    if value is None:
+        monkeypatch.delenv("ROS_DOMAIN_ID", raising=False)
+    else:
+        monkeypatch.setenv("ROS_DOMAIN_ID", value)
+    assert env_domain_id() == domain
+    leased = Domain()
+    try:
+        assert leased.id == domain if domain is not None else leased.lease is not None
+    finally:
+        leased.release()
+
+
+@pytest.mark.parametrize("value", ["abc", "233", "-1", "1_0", "0x10"])
+def test_a_ros_domain_id_that_is_no_domain_id_is_refused(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from torque_ctrl_ros.node_processes import Domain
+
+    monkeypatch.setenv("ROS_DOMAIN_ID", value)
+    with pytest.raises(ConfigError, match=f"ROS_DOMAIN_ID={value}: expected a whole number 0..232"):
+        Domain()

@@ -167,3 +167,12 @@ def test_the_report_says_when_each_target_was_reached_and_how_far_off_the_end_is
     off_deg = math.degrees(np.linalg.norm(pin.log3(back.rotation.T @ end.rotation)))
     assert summary.endswith(f"at the end {off_mm:.3g} mm and {off_deg:.3g}° off the last"), summary
     assert 99.0 < off_mm < 101.0
+
+
+@pytest.mark.parametrize("tasks", ["5", "tool"])
+def test_tasks_that_are_no_list_of_names_give_no_demo(tmp_path: Path, tasks: str) -> None:
+    """``qpid: {tasks: 5}`` had raised TypeError in the runner; the controller node refuses the
+    file itself, with its own message, and the runner is then only without a demo."""
+    layered = tmp_path / "tasks.yaml"
+    layered.write_text(f"controller_node:\n  ros__parameters:\n    qpid:\n      tasks: {tasks}\n")
+    assert PoseDemo.for_controller("qpid", [*SHIPPED, layered]) is None

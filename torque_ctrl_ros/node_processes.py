@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .core.errors import ConfigError
 from .nodes.params import write_overrides
 from .nodes.scheduling import PARENT_ENV, UNPLACED, Placement
 from .paths import data_path
@@ -31,6 +33,11 @@ CONTROLLER_NODE = "controller_node"
 #: The controller node's trajectory input, ``~/joint_trajectory`` (:mod:`torque_ctrl_ros.nodes.targets`),
 #: under the name :class:`NodePair` starts it with.
 TRAJECTORY_TOPIC = f"/{CONTROLLER_NODE}/joint_trajectory"
+#: What a previous run in the same folder left and a run writes anew: :meth:`NodePair.start`
+#: removes them first, so that a node that fails before writing its own does not pass for this run's.
+RUN_FILES = ("sim.json", "controller.json", f"{SIM_NODE}.log", f"{CONTROLLER_NODE}.log")
+#: The ROS domain ids DDS can use: from 233 on, Fast DDS refuses the id (its ports would pass 65535).
+DOMAIN_IDS = range(233)
 
 
 def child_env(domain: int) -> dict[str, str]:
@@ -204,11 +211,15 @@ class NodePair:
         ``before_controller`` is called in between (``make sim``: until its monitor sees the
         simulator's states, so that it watches the run from its first step).
 
+        The summaries and logs a previous run left in ``out`` (:data:`RUN_FILES`) are removed first.
+
         Raises:
             ConfigError: before any process starts, where the parameter files hold a section that
                 keeps one of the overrides from winning (:func:`~.nodes.params.write_overrides`).
         """
         self.out.mkdir(parents=True, exist_ok=True)
+        for name in RUN_FILES:
+            (self.out / name).unlink(missing_ok=True)
         env = child_env(self.domain)
         ctrl = {
             "controller": self.controller,
@@ -303,15 +314,39 @@ class NodePair:
         self.stop()
 
 
+def env_domain_id() -> int | None:
+    """``ROS_DOMAIN_ID`` from the environment; ``None`` where it is unset or empty (rcl then takes its
+    default too).
+
+    Raises:
+        ConfigError: a value that is no whole number in :data:`DOMAIN_IDS`.
+    """
+    text = os.environ.get("ROS_DOMAIN_ID", "").strip()
+    if not text:
+        return None
+    if not re.fullmatch(r"\d+", text) or int(text) not in DOMAIN_IDS:
+        raise ConfigError(
+            f"ROS_DOMAIN_ID={text}: expected a whole number {DOMAIN_IDS.start}..{DOMAIN_IDS.stop - 1} "
+            "(the ROS domain ids DDS can use), or unset for a domain of the run's own"
+        )
+    return int(text)
+
+
 class Domain:
-    """``ROS_DOMAIN_ID`` if set, else an exclusive :class:`DomainLease` (see :meth:`release`)."""
+    """``ROS_DOMAIN_ID`` if set (:func:`env_domain_id`), else an exclusive :class:`DomainLease`
+    (see :meth:`release`).
+
+    Raises:
+        ConfigError: a ``ROS_DOMAIN_ID`` that is no domain id.
+    """
 
     def __init__(self) -> None:
         from .nodes.domain import DomainLease
 
         self.lease: DomainLease | None = None
-        if "ROS_DOMAIN_ID" in os.environ:
-            self.id = int(os.environ["ROS_DOMAIN_ID"])
+        given = env_domain_id()
+        if given is not None:
+            self.id = given
         else:
             self.lease = DomainLease()
             self.id = self.lease.domain

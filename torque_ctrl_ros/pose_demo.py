@@ -96,7 +96,9 @@ class PoseDemo:
         if controller == "achd_rnea":
             frame, topic = file_parameter(params_files, node, "achd_rnea.frame"), f"{node}/target_pose"
         elif controller in ("qpid", "hqpid"):
-            tasks = file_parameter(params_files, node, f"{controller}.tasks") or []
+            tasks = file_parameter(params_files, node, f"{controller}.tasks")
+            if not isinstance(tasks, list):
+                return None  # no list of task names: the controller node refuses the file, and says why
             poses = [
                 t for t in tasks if file_parameter(params_files, node, f"{controller}.{t}.type") == "pose"
             ]
