@@ -243,6 +243,10 @@ def _node_pid(tmp_path: Path, module: str) -> int:
 def test_a_simulator_that_fails_at_start_ends_the_run_at_once(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
     bad = tmp_path / "bad.yaml"
     bad.write_text("sim_node:\n  ros__parameters:\n    lockstep_timeout: -1.0\n")  # refused by the node
+    # A previous run's summaries in the folder: they were read as this run's (a whole summary table).
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "sim.json").write_text(json.dumps({"sim_time_s": 1.0, "steps": 1000}))
+    (tmp_path / "out" / "controller.json").write_text(json.dumps({"targets_received": 2}))
     t0 = time.monotonic()
     runner = _runner(ros_domain, tmp_path / "out", "--duration", "1", "--params-file", str(bad))
     out, _ = runner.communicate(timeout=60)
@@ -251,6 +255,47 @@ def test_a_simulator_that_fails_at_start_ends_the_run_at_once(ros_domain: int, t
     assert runner.returncode == 1, out
     assert "sim_node exited with status 2" in out and "lockstep_timeout" in out
     assert "controller_node was not started" in out and "summary (failed)" in out
+    assert "sim_node and controller_node wrote no summary" in out and "simulated" not in out, out
+
+
+@pytest.mark.parametrize(
+    ("module", "ending"), [("sim_node", "sim_node stopped"), ("controller_node", "controller_node exited")]
+)
+def test_a_node_that_ends_before_the_run_does_fails_the_run(
+    ros_domain: int,  # noqa: F811 - pytest fixture
+    tmp_path: Path,
+    module: str,
+    ending: str,
+) -> None:
+    """Both nodes end with status 0 on SIGTERM: a run that one of them ended after a second of 30 said
+    ``summary (done)`` and exited 0."""
+    runner = _runner(ros_domain, tmp_path, "--duration", "30", "--controller", "gravity_comp")
+    _start_and_wait_for_the_run(runner, tmp_path)
+    os.kill(_node_pid(tmp_path, module), signal.SIGTERM)
+    out, _ = runner.communicate(timeout=60)
+    assert runner.returncode == 1, out
+    assert re.search(rf"summary \(ended early: {ending} at t = [\d.]+ s of 30 s\): gravity_comp", out), out
+    assert not _node_processes(tmp_path), _node_processes(tmp_path)
+
+
+def test_a_ctrl_c_during_the_set_up_ends_the_runner_cleanly(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
+    """Ctrl-C right after ``logs and stats:`` landed in the monitor's imports: a KeyboardInterrupt
+    traceback. Wherever in the start-up it lands now, no traceback, no node left, and the runner says
+    the run was interrupted before the nodes were up (exit status 130, as a shell's for Ctrl-C)."""
+    runner = _runner(ros_domain, tmp_path, "--duration", "5", "--controller", "gravity_comp")
+    assert runner.stdout is not None
+    lines = []
+    for line in runner.stdout:
+        lines.append(line)
+        if line.startswith("logs and stats:"):
+            break
+    runner.send_signal(signal.SIGINT)
+    out, _ = runner.communicate(timeout=60)
+    out = "".join(lines) + out
+    assert runner.returncode == 130, out
+    assert "Traceback" not in out, out
+    assert "summary (interrupted before the nodes were up): gravity_comp" in out, out
+    assert not _node_processes(tmp_path), _node_processes(tmp_path)
 
 
 def test_sigterm_stops_the_nodes_too(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture

@@ -238,7 +238,7 @@ SIM_SUMMARY = {
 }
 #: The runner's arguments for a plain run (no scheduling asked).
 RUN_ARGS = argparse.Namespace(
-    controller="computed_torque", mode="realtime", rt_priority=0, cpu_latency_us="none"
+    controller="computed_torque", mode="realtime", duration=10.0, rt_priority=0, cpu_latency_us="none"
 )
 CTRL_SUMMARY = {
     "callback": {"p50_ms": 0.2, "p99_ms": 0.4},
@@ -352,3 +352,181 @@ def test_a_pairs_summaries_log_tail_and_files_come_from_its_own_folder(tmp_path:
     assert pair.log_tail("sim_node", 2) == "line 18\nline 19"
     shipped = Path(data_path("config", "gen3_controllers.yaml"))
     assert NodePair(0, tmp_path, "qpid", params_file=shipped).params_files == [shipped]
+
+
+def _with_duration(duration: float) -> argparse.Namespace:
+    """:data:`RUN_ARGS` for a run of ``duration`` simulated seconds."""
+    return argparse.Namespace(**{**vars(RUN_ARGS), "duration": duration})
+
+
+def test_a_run_that_ended_early_says_which_node_ended_it_and_when_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both nodes end with status 0 on SIGTERM: a simulator killed at 0.5 s of a 6 s run, or a
+    controller that exited at 1.35 s, made a run the runner called ``done`` (exit 0). The header now
+    says which node ended it and when, and the exit status is 1; a run of all its steps is done."""
+    from torque_ctrl_ros.run_sim import verdict
+
+    tracked = Tracked("initial pose", ErrorStats())
+    _write_summaries(tmp_path, {**SIM_SUMMARY, "steps": 500, "sim_time_s": 0.5}, CTRL_SUMMARY)
+    ending = print_summary(_pair(tmp_path, (0, 0)), tracked, _with_duration(6.0), False, {})
+    out = capsys.readouterr().out
+    assert out.startswith("summary (ended early: sim_node stopped at t = 0.50 s of 6 s): computed_torque"), (
+        out
+    )
+    assert ending.exit_status == 1
+    _write_summaries(tmp_path, {**SIM_SUMMARY, "steps": 6000, "sim_time_s": 6.0}, CTRL_SUMMARY)
+    ending = print_summary(_pair(tmp_path, (0, 0)), tracked, _with_duration(6.0), False, {}, 1.35)
+    out = capsys.readouterr().out
+    assert out.startswith("summary (ended early: controller_node exited at t = 1.35 s of 6 s): "), out
+    assert ending.exit_status == 1
+    assert print_summary(_pair(tmp_path, (0, 0)), tracked, _with_duration(6.0), False, {}) == ("done", 0)
+    _write_summaries(tmp_path, {**SIM_SUMMARY, "steps": 5999, "sim_time_s": 5.999}, CTRL_SUMMARY)
+    assert verdict(_pair(tmp_path, (0, 0)), *_stats(tmp_path), 6.0, False).exit_status == 1  # one step short
+    # Until Ctrl-C: a simulator that ended without one ended early; one interrupted did not.
+    assert verdict(_pair(tmp_path, (0, 0)), *_stats(tmp_path), 0.0, False) == (
+        "ended early: sim_node stopped at t = 6.00 s (the run was to last until Ctrl-C)",
+        1,
+    )
+    assert verdict(_pair(tmp_path, (0, 0)), *_stats(tmp_path), 0.0, True) == ("interrupted", 0)
+    # A node that failed is said failed, with when the run ended where that is known.
+    assert verdict(_pair(tmp_path, (0, 1)), *_stats(tmp_path), 6.0, False, 1.35) == (
+        "failed: controller_node exited at t = 1.35 s of 6 s",
+        1,
+    )
+
+
+def _stats(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    return NodePair(0, out, "computed_torque").stats()
+
+
+def test_a_stop_before_the_nodes_were_up_is_said_so_and_reads_no_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Stopped before the controller started, the runner said ``sim_node and controller_node wrote no
+    summary (see the errors above ...)`` with no error above, and exited 0; stopped before any node
+    started, it read the summaries a previous run had left in the folder. Now: ``interrupted before
+    the nodes were up``, exit status 130, and no summary read from a folder no node of this run wrote
+    to. A controller started but not yet answering is no run either."""
+    from torque_ctrl_ros.run_sim import verdict
+
+    _write_summaries(tmp_path, SIM_SUMMARY, CTRL_SUMMARY)  # a previous run's
+    tracked = Tracked("initial pose", ErrorStats(), no_demo="the controller's target topic was not ...")
+    ending = print_summary(_pair(tmp_path, (None, None)), tracked, RUN_ARGS, True, {})
+    assert (
+        capsys.readouterr().out
+        == "summary (interrupted before the nodes were up): computed_torque, realtime\n"
+    )
+    assert ending.exit_status == 130
+    (tmp_path / "controller.json").unlink()  # the simulator, stopped, wrote its summary; no controller
+    ending = print_summary(_pair(tmp_path, (-signal.SIGINT, None)), tracked, RUN_ARGS, True, {})
+    out = capsys.readouterr().out
+    assert (
+        out
+        == f"summary (interrupted before the nodes were up): computed_torque, realtime (logs in {tmp_path})\n"
+    )
+    assert ending.exit_status == 130
+    _write_summaries(tmp_path, {**SIM_SUMMARY, "commands_received": 0}, CTRL_SUMMARY)
+    assert verdict(_pair(tmp_path, (0, 0)), *_stats(tmp_path), 10.0, True).exit_status == 130
+    _write_summaries(tmp_path, SIM_SUMMARY, CTRL_SUMMARY)
+    assert verdict(_pair(tmp_path, (0, 0)), *_stats(tmp_path), 10.0, True) == ("interrupted", 0)
+
+
+class _WatchedPair:
+    """What :func:`_watch` uses of a :class:`NodePair`: the simulator runs ``turns`` monitor turns;
+    the controller exits after ``controller_turns`` (never: ``None``)."""
+
+    def __init__(self, turns: int, controller_turns: int | None) -> None:
+        self.turns, self.controller_turns, self.spun = turns, controller_turns, 0
+        self.started = False
+
+    def start(self, before_controller: Any = None) -> None:
+        self.started = True
+
+    def sim_running(self) -> bool:
+        return self.spun < self.turns
+
+    def controller_exited(self) -> bool:
+        return self.controller_turns is not None and self.spun >= self.controller_turns
+
+
+class _WatchedMonitor:
+    """What :func:`_watch` uses of the monitor: each turn is 0.25 simulated seconds."""
+
+    def __init__(self, pair: _WatchedPair, line: str = "t=  0.00 s | rate") -> None:
+        self.pair, self.line, self.sim_time = pair, line, 0.0
+
+    def spin(self, seconds: float) -> None:
+        self.pair.spun += 1
+        self.sim_time += 0.25
+
+    def status_line(self) -> str:
+        return self.line
+
+
+def test_the_watch_notes_when_the_controller_exited_before_the_simulator(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The controller should outlive the simulator: exiting first (SIGTERM: status 0), the
+    simulated time of the last state read is kept for the summary; a run to its end keeps none."""
+    from torque_ctrl_ros.run_sim import _watch
+
+    pair = _WatchedPair(turns=24, controller_turns=5)
+    assert _watch(pair, _WatchedMonitor(pair)) == 1.25  # type: ignore[arg-type]  # stand-ins
+    assert "controller_node exited early; see its log" in capsys.readouterr().err
+    pair = _WatchedPair(turns=24, controller_turns=None)
+    assert _watch(pair, _WatchedMonitor(pair)) is None  # type: ignore[arg-type]  # stand-ins
+    assert "exited early" not in capsys.readouterr().err
+
+
+def test_a_stop_requested_during_the_set_up_starts_no_node() -> None:
+    """A Ctrl-C while the monitor was being set up raised ``KeyboardInterrupt`` out of an import
+    (a traceback); it now only notes the stop, and the run then ends before starting anything."""
+    from torque_ctrl_ros import run_sim
+
+    pair = _WatchedPair(turns=24, controller_turns=None)
+    run_sim._STOP_REQUESTED.set()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_sim._watch(pair, _WatchedMonitor(pair))  # type: ignore[arg-type]  # stand-ins
+    finally:
+        run_sim._STOP_REQUESTED.clear()
+    assert not pair.started
+
+
+class _Terminal:
+    """``sys.stdout`` on a terminal: what was written, in the pieces it was written in."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_the_status_line_on_a_terminal_clears_what_it_replaces_and_fits_the_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rewritten in place with ``\\r``, a shorter line left the end of the longer one before it
+    (``… late 271 rejected 02 rejected 0``), and a line as wide as the terminal or wider wrapped,
+    each refresh leaving a row behind. Now each is cut to the terminal's width less one and clears
+    the rest of its row; off a terminal, the lines are as they were."""
+    from torque_ctrl_ros.run_sim import _watch, status_output
+
+    long = "t=  1.00 s | rate 1000.0 Hz | late 271 rejected 0 | " + "x" * 80
+    assert status_output("late 3 rejected 0", True, 80) == "\rlate 3 rejected 0\x1b[K"
+    assert status_output(long, True, 80) == "\r" + long[:79] + "\x1b[K"
+    assert status_output(long, False, 80) == long + "\n"
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    monkeypatch.setattr("shutil.get_terminal_size", lambda *args: os.terminal_size((40, 24)))
+    pair = _WatchedPair(turns=3, controller_turns=None)
+    _watch(pair, _WatchedMonitor(pair, long))  # type: ignore[arg-type]  # stand-ins
+    assert terminal.writes[0] == "\r" + long[:39] + "\x1b[K", terminal.writes

@@ -401,3 +401,134 @@ def test_the_summary_says_why_no_demo_was_sent() -> None:
         "the run ends at 7 s, before a move and the way back could (from the controller's target "
         "topic, discovered at t = 1.50 s, they need until 7.50 s)"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("abc", "ROS_DOMAIN_ID=abc: expected a whole number 0..232"),
+        ("300", "ROS_DOMAIN_ID=300: expected a whole number 0..232"),  # DDS refuses it later
+        ("-1", "ROS_DOMAIN_ID=-1: expected a whole number 0..232"),
+    ],
+)
+def test_a_ros_domain_id_that_is_none_stops_the_runner_before_anything_starts(
+    value: str, error: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``int()`` of it had raised a ValueError traceback after the run's banner; an id over 232
+    reached Fast DDS, which failed later."""
+    from torque_ctrl_ros.run_sim import _parse_args
+
+    monkeypatch.setenv("ROS_DOMAIN_ID", value)
+    with pytest.raises(SystemExit) as stop:
+        _parse_args(["--duration", "1"])
+    assert stop.value.code == 2 and error in capsys.readouterr().err
+
+
+def test_out_naming_a_file_stops_the_runner_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It had raised FileExistsError from the nodes' start, a traceback after the run's banner."""
+    from torque_ctrl_ros.run_sim import _parse_args
+
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(SystemExit) as stop:
+        _parse_args(["--out", str(tmp_path / "a_file")])
+    assert stop.value.code == 2 and f"--out: {tmp_path / 'a_file'} is a file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        _parse_args(["--out", str(tmp_path / "a_file" / "below")])
+    assert stop.value.code == 2 and "--out: cannot make" in capsys.readouterr().err
+    args, _ = _parse_args(["--out", str(tmp_path / "new" / "folder")])
+    assert args.out.is_dir()
+
+
+def test_a_controller_that_is_no_name_is_refused_as_no_controller(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``controller: [a]`` had raised TypeError (a list is not hashable) instead of the runner's error."""
+    from torque_ctrl_ros.run_sim import main
+
+    own = tmp_path / "own.yaml"
+    own.write_text("controller_node:\n  ros__parameters:\n    controller: [a]\n")
+    with pytest.raises(ConfigError, match=re.escape("['a'] in ") + ".*is no controller"):
+        file_controller(own)
+    with pytest.raises(SystemExit) as stop:
+        main(["--params-file", str(own)])
+    assert stop.value.code == 2 and "controller_node controller: ['a'] in " in capsys.readouterr().err
+
+
+class _SetUpMonitor:
+    """The monitor, whose set-up (rclpy's imports and init) takes a Ctrl-C; nothing of rclpy."""
+
+    def __init__(self, *args: object) -> None:
+        import signal
+
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            raise AssertionError("a Ctrl-C during the set-up raised KeyboardInterrupt") from None
+        self.sim_time = 0.0
+
+    def tracked(self) -> Tracked:
+        return Tracked("initial pose", ErrorStats())
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_ctrl_c_during_the_set_up_ends_the_runner_without_a_traceback_or_a_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C right after ``logs and stats:`` landed in the monitor's imports: a KeyboardInterrupt
+    traceback. Now the stop is noted, no node starts, the runner says it was interrupted before the
+    nodes were up and exits with 130, its empty temp folder removed and the signal handlers restored."""
+    import signal
+    import tempfile
+
+    from torque_ctrl_ros import node_processes, run_sim
+
+    monkeypatch.delenv("ROS_DOMAIN_ID", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(run_sim, "Monitor", _SetUpMonitor)
+    monkeypatch.setattr(node_processes, "start_node", lambda *args: pytest.fail("a node was started"))
+    handler = signal.getsignal(signal.SIGINT)
+    assert run_sim.main(["--controller", "gravity_comp", "--duration", "1"]) == 130
+    out = capsys.readouterr().out
+    assert "logs and stats: " + str(tmp_path) in out
+    assert out.endswith("summary (interrupted before the nodes were up): gravity_comp, realtime\n"), out
+    assert not list(tmp_path.iterdir())
+    assert signal.getsignal(signal.SIGINT) is handler
+
+
+def test_a_start_refused_before_any_node_leaves_no_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A parameter file that keeps an override from winning is refused before any node starts
+    (NodePair.start); the temp folder made for the run's logs was left behind, empty."""
+    import tempfile
+
+    from torque_ctrl_ros import run_sim
+
+    monkeypatch.delenv("ROS_DOMAIN_ID", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(run_sim, "Monitor", lambda *args: _Idle())
+    params = tmp_path / "own_override_section.yaml"
+    params.write_text(
+        "/**/controller_node:\n  ros__parameters:\n    qos_depth: 10\n"
+        "/**:\n  ros__parameters:\n    controller: hqpid\n"
+    )
+    assert run_sim.main(["--controller", "qpid", "--params-file", str(params)]) == 2
+    assert "keeps ['controller'] from being overridden" in capsys.readouterr().err
+    assert not list((tmp_path / "tmp").iterdir())
+
+
+class _Idle:
+    """A monitor that never sees a state (the start is refused before it would)."""
+
+    sim_time = 0.0
+
+    def tracked(self) -> Tracked:
+        return Tracked("initial pose", ErrorStats())
+
+    def close(self) -> None:
+        pass

@@ -19,12 +19,14 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import shutil
 import signal
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
@@ -33,11 +35,11 @@ import numpy as np
 from .bench.host import cpu_ticks, steal_between
 from .core.controllers import CONTROLLERS
 from .core.errors import ConfigError
-from .core.robot import wrap_angle
+from .core.robot import CONTROL_PERIOD, wrap_angle
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
 from .joint_order import joint_order_error
-from .node_processes import TRAJECTORY_TOPIC, Domain, NodePair, step_parts
+from .node_processes import TRAJECTORY_TOPIC, Domain, NodePair, env_domain_id, step_parts
 from .nodes.params import check_params_file, file_parameter
 from .nodes.scheduling import Placement, parse_cpu_latency
 from .paths import data_path
@@ -389,7 +391,7 @@ def file_controller(params_file: Path | None) -> str:
     """
     files = parameter_files(params_file)
     name = file_parameter(files, "/controller_node", "controller")
-    if name not in CONTROLLERS:
+    if not isinstance(name, str) or name not in CONTROLLERS:
         raise ConfigError(
             f"controller_node controller: {name!r} in {' + '.join(map(str, files))} is no controller; "
             f"expected one of {sorted(CONTROLLERS)} (or pass --controller)"
@@ -400,12 +402,33 @@ def file_controller(params_file: Path | None) -> str:
 #: Set by a stop signal (Ctrl-C, SIGTERM, SIGHUP) during the run; :meth:`Monitor.spin` then raises
 #: ``KeyboardInterrupt`` between two callbacks.
 _STOP_REQUESTED = threading.Event()
+#: The signals that stop a run: a closed terminal or a kill stops it as Ctrl-C does.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: The runner's exit status when it was stopped before the nodes were up (as a shell's for Ctrl-C).
+INTERRUPTED_AT_START = 130
 
 
 def _request_stop(signum: int, frame: object) -> None:
     """Note a stop signal. Not raised here: raised inside an rclpy callback, the executor would
     report it as a fatal callback error, traceback and all, before the run's summary."""
     _STOP_REQUESTED.set()
+
+
+@contextmanager
+def _stop_signals() -> Iterator[None]:
+    """Within: a stop signal only notes the stop (:func:`_request_stop`), which the run then acts
+    on (:func:`_watch`); after: the handlers from before. Set from the set-up on: a
+    ``KeyboardInterrupt`` raised in the middle of an import or of rclpy's set-up would end the
+    runner with a traceback, and the nodes run in sessions of their own and would outlive it."""
+    previous = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+    _STOP_REQUESTED.clear()
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, _request_stop)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 #: The ``make sim`` variable that sets each of the runner's options (the Makefile's ``sim`` rule).
@@ -510,6 +533,17 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Placement]:
         parser.error(str(exc))
     if mismatch:
         parser.error(mismatch)
+    try:
+        env_domain_id()
+    except ConfigError as exc:
+        parser.error(str(exc))
+    if args.out is not None:
+        if args.out.exists() and not args.out.is_dir():
+            parser.error(f"--out: {args.out} is a file; expected a folder for the logs and stats")
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(f"--out: cannot make {args.out}: {exc.strerror or exc}")
     return args, placement
 
 
@@ -517,59 +551,88 @@ def _set_up(args: argparse.Namespace, placement: Placement) -> tuple[Domain, Nod
     """The run's ROS domain, its nodes (not started yet) and the monitor; prints what runs where."""
     domain = Domain()
     out = args.out or Path(tempfile.mkdtemp(prefix="torque_ctrl_ros_sim_"))
-    pair = NodePair(
-        domain.id,
-        out,
-        args.controller,
-        args.mode,
-        args.duration,
-        args.params_file,
-        placement=placement,
-    )
-    print(
-        f"make sim: controller={args.controller} mode={args.mode} duration={args.duration:g} s "
-        f"ROS_DOMAIN_ID={domain.id} config={' + '.join(str(p) for p in pair.params_files)}\n"
-        f"logs and stats: {out}",
-        flush=True,
-    )
-    pose_demo = PoseDemo.for_controller(args.controller, pair.params_files)
-    return domain, pair, Monitor(domain.id, args.controller, args.duration, pose_demo)
+    try:
+        pair = NodePair(
+            domain.id,
+            out,
+            args.controller,
+            args.mode,
+            args.duration,
+            args.params_file,
+            placement=placement,
+        )
+        print(
+            f"make sim: controller={args.controller} mode={args.mode} duration={args.duration:g} s "
+            f"ROS_DOMAIN_ID={domain.id} config={' + '.join(str(p) for p in pair.params_files)}\n"
+            f"logs and stats: {out}",
+            flush=True,
+        )
+        pose_demo = PoseDemo.for_controller(args.controller, pair.params_files)
+        return domain, pair, Monitor(domain.id, args.controller, args.duration, pose_demo)
+    except BaseException:
+        domain.release()
+        _remove_unused(args, out)
+        raise
 
 
-def _run(domain: Domain, pair: NodePair, monitor: Monitor) -> tuple[Tracked, bool, dict[str, Any]]:
-    """The run (:func:`_watch`) until it ends or is interrupted (Ctrl-C, SIGTERM, SIGHUP); then,
-    however it ended, the nodes stopped, the monitor closed and the domain given back.
+def _remove_unused(args: argparse.Namespace, out: Path) -> None:
+    """Remove ``out`` where it is the temp folder :func:`_set_up` made (not the user's ``--out``)
+    and no node ran in it: it holds no log, and a folder per failed start would pile up."""
+    if args.out is None:
+        shutil.rmtree(out, ignore_errors=True)
 
-    Returns what the monitor tracked, whether the run was interrupted, and the CPU time the
-    hypervisor took meanwhile (:func:`.bench.host.steal_between`).
+
+def _run(
+    domain: Domain, pair: NodePair, monitor: Monitor
+) -> tuple[Tracked, bool, dict[str, Any], float | None]:
+    """The run (:func:`_watch`) until it ends or is interrupted (Ctrl-C, SIGTERM, SIGHUP: within
+    :func:`_stop_signals`); then, however it ended, the nodes stopped, the monitor closed and the
+    domain given back.
+
+    Returns what the monitor tracked, whether the run was interrupted, the CPU time the
+    hypervisor took meanwhile (:func:`.bench.host.steal_between`), and the simulated time (s) at
+    which the controller exited where it did so before the simulator (else ``None``).
     """
-    # A closed terminal or a kill stops the run as Ctrl-C does: the nodes run in sessions of
-    # their own and would outlive the runner, on a domain whose lease it would give back.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _request_stop)
     ticks = cpu_ticks()
     interrupted = False
+    controller_exit = None
     try:
         # Inside the try: the nodes run in sessions of their own and do not see a Ctrl-C given
         # during the start-up wait, so only the finally below stops them then.
-        _watch(pair, monitor)
+        controller_exit = _watch(pair, monitor)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         # A second Ctrl-C or SIGTERM here would cut the nodes' stop short and leave one running.
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for sig in _STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
         steal = steal_between(ticks, cpu_ticks())
         pair.stop()
         tracked = monitor.tracked()
         monitor.close()
         domain.release()
-    return tracked, interrupted, steal
+    return tracked, interrupted, steal, controller_exit
 
 
-def _watch(pair: NodePair, monitor: Monitor) -> None:
+def status_output(line: str, tty: bool, columns: int = 80) -> str:
+    """What to print for a status ``line``: on a terminal (``tty``), the line in place of the last
+    one, cut to ``columns`` − 1 characters (a line as wide as the terminal or wider wraps, and each
+    refresh would then leave a row behind) and the rest of the row cleared (a shorter line would
+    leave the end of the last one); elsewhere the line as it is, on a line of its own."""
+    if not tty:
+        return line + "\n"
+    return "\r" + line[: max(columns - 1, 1)] + "\x1b[K"
+
+
+def _watch(pair: NodePair, monitor: Monitor) -> float | None:
     """Start the nodes and spin the monitor until the simulator ends or the controller exits
-    early, printing its status line (every 0.25 s in place on a terminal, else a line every 2 s)."""
+    early, printing its status line (every 0.25 s in place on a terminal, else a line every 2 s).
+    Returns the simulated time (s) of the last state the monitor read when the controller exited
+    before the simulator (it should outlive it), ``None`` when it did not.
+
+    A stop requested before (during the set-up) starts nothing: ``KeyboardInterrupt`` at once."""
+    if _STOP_REQUESTED.is_set():
+        raise KeyboardInterrupt
     tty = sys.stdout.isatty()
     last_print = 0.0
     # The controller is started once the monitor has the simulator's state 0: discovery
@@ -579,19 +642,30 @@ def _watch(pair: NodePair, monitor: Monitor) -> None:
     while pair.sim_running():
         monitor.spin(0.1)
         if pair.controller_exited():
-            print("\ncontroller_node exited early; see its log", file=sys.stderr)
             break
         if time.monotonic() - last_print > (0.25 if tty else 2.0):
             last_print = time.monotonic()
-            print(("\r" if tty else "") + monitor.status_line(), end="" if tty else "\n", flush=True)
+            columns = shutil.get_terminal_size().columns if tty else 80
+            print(status_output(monitor.status_line(), tty, columns), end="", flush=True)
+    # Also after the loop: exiting between its last check and the simulator's end, it did not
+    # outlive the simulator either.
+    controller_exit = monitor.sim_time if pair.controller_exited() else None
+    if controller_exit is not None:
+        print("\ncontroller_node exited early; see its log", file=sys.stderr)
     monitor.spin(0.2)
+    return controller_exit
 
 
 def _report(
-    pair: NodePair, tracked: Tracked, args: argparse.Namespace, interrupted: bool, steal: dict[str, Any]
-) -> None:
+    pair: NodePair,
+    tracked: Tracked,
+    args: argparse.Namespace,
+    interrupted: bool,
+    steal: dict[str, Any],
+    controller_exit: float | None = None,
+) -> Verdict:
     """After the run: each node that was not started or did not end cleanly, with the last lines
-    of its log (on stderr), then the summary (:func:`print_summary`)."""
+    of its log (on stderr), then the summary (:func:`print_summary`), whose verdict it returns."""
     print()
     for name, rc in zip(NodePair.NAMES, pair.returncodes, strict=True):
         if rc is None:
@@ -599,20 +673,81 @@ def _report(
         elif rc not in (0, -signal.SIGINT):
             print(f"{name} exited with status {rc}; last lines of its log:", file=sys.stderr)
             print(pair.log_tail(name), file=sys.stderr)
-    print_summary(pair, tracked, args, interrupted, steal)
+    return print_summary(pair, tracked, args, interrupted, steal, controller_exit)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the demo; exit status 0 when both nodes ran and ended cleanly."""
+    """Run the demo. Exit status (:func:`verdict`): 0 when both nodes ran (the whole duration,
+    unless interrupted) and ended cleanly, 1 when one failed or the run ended early, 2 for bad
+    arguments or parameter files, 130 when interrupted before the nodes were up."""
     args, placement = _parse_args(argv)
-    domain, pair, monitor = _set_up(args, placement)
-    try:
-        tracked, interrupted, steal = _run(domain, pair, monitor)
-    except ConfigError as exc:  # a file keeping an override from winning, before anything started
-        print(f"make sim: {exc}", file=sys.stderr)
-        return 2
-    _report(pair, tracked, args, interrupted, steal)
-    return 0 if pair.clean_exit() else 1
+    with _stop_signals():
+        domain, pair, monitor = _set_up(args, placement)
+        try:
+            tracked, interrupted, steal, controller_exit = _run(domain, pair, monitor)
+        except ConfigError as exc:  # a file keeping an override from winning, before anything started
+            print(f"make sim: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            if pair.sim is None:
+                _remove_unused(args, pair.out)
+        return _report(pair, tracked, args, interrupted, steal, controller_exit).exit_status
+
+
+class Verdict(NamedTuple):
+    """How a run ended: the word(s) its summary opens with, and the runner's exit status."""
+
+    text: str
+    exit_status: int
+
+
+def ended_early(sim: Mapping[str, Any], duration: float, controller_exit: float | None) -> str:
+    """Why a run that was not interrupted ended before its ``duration`` (s; 0: until Ctrl-C),
+    "" where it did not (or where the simulator wrote no summary ``sim`` to tell).
+
+    The controller exited before the simulator (at ``controller_exit``, s of simulated time), or
+    the simulator stopped short of its steps (a kill, or a run until Ctrl-C that ended without
+    one): both nodes end with status 0 on SIGTERM, so their statuses do not tell it."""
+    of = f" of {duration:g} s" if duration > 0 else " (the run was to last until Ctrl-C)"
+    if controller_exit is not None:
+        return f"controller_node exited at t = {controller_exit:.2f} s{of}"
+    steps, sim_time = sim.get("steps"), sim.get("sim_time_s")
+    if not isinstance(steps, int) or not isinstance(sim_time, int | float):
+        return ""
+    # The steps the simulator takes for the duration, as it counts them (nodes/sim_node.py, step_count).
+    if duration > 0 and steps >= math.floor(duration * 1e9 / round(CONTROL_PERIOD * 1e9) + 0.5):
+        return ""
+    return f"sim_node stopped at t = {sim_time:.2f} s{of}"
+
+
+def verdict(
+    pair: NodePair,
+    sim: Mapping[str, Any],
+    ctrl: Mapping[str, Any],
+    duration: float,
+    interrupted: bool,
+    controller_exit: float | None = None,
+) -> Verdict:
+    """How the run of ``pair`` ended, from its nodes' exit statuses and summaries (``sim``,
+    ``ctrl``; empty where not written) and what the runner saw (:func:`ended_early`).
+
+    Interrupted before the nodes were up (no controller started, or none of its commands reached
+    the simulator) is no result to sum up: status 130. A node that failed or wrote no summary:
+    1; a run that ended early (:func:`ended_early`): 1 too, though both nodes ended cleanly."""
+    clean = pair.clean_exit()
+    if interrupted:
+        # Clean here also where no node had started yet.
+        failed = any(rc not in (0, -signal.SIGINT) for rc in pair.returncodes if rc is not None)
+        answered = sim.get("commands_received")
+        if not failed and (pair.ctrl is None or (sim and not (isinstance(answered, int) and answered > 0))):
+            return Verdict("interrupted before the nodes were up", INTERRUPTED_AT_START)
+        return Verdict("interrupted", 0 if clean else 1)
+    early = ended_early(sim, duration, controller_exit)
+    if not clean or not sim or not ctrl:
+        return Verdict("failed" + (f": {early}" if early else ""), 1)
+    if early:
+        return Verdict(f"ended early: {early}", 1)
+    return Verdict("done", 0)
 
 
 #: WAITING → OK → FALLBACK → STOPPED: the most transitions a run that tripped only at its end makes.
@@ -691,29 +826,37 @@ def print_summary(
     args: argparse.Namespace,
     interrupted: bool,
     steal: dict[str, Any],
-) -> None:
-    """The summary table: tracking error (:func:`tracking_line`), latency percentiles and parts,
-    late / rejected counts, and the CPU time the hypervisor took during the run (``steal``,
-    :func:`.bench.host.steal_between`)."""
-    sim, ctrl = pair.stats()
+    controller_exit: float | None = None,
+) -> Verdict:
+    """The summary table: how the run ended (:func:`verdict`, returned), tracking error
+    (:func:`tracking_line`), latency percentiles and parts, late / rejected counts, and the CPU
+    time the hypervisor took during the run (``steal``, :func:`.bench.host.steal_between`).
+    ``controller_exit``: as :func:`_watch` returns it."""
+    # No node started, no summary of this run: what the folder holds is another run's.
+    sim, ctrl = pair.stats() if pair.sim is not None else ({}, {})
     out = pair.out
+    ending = verdict(pair, sim, ctrl, args.duration, interrupted, controller_exit)
+    head = f"summary ({ending.text}): {args.controller}, {args.mode}"
+    if ending.exit_status == INTERRUPTED_AT_START:
+        # Nothing ran to sum up, and no error to see: neither a list of missing summaries nor a
+        # demo that "was not discovered".
+        print(head + (f" (logs in {out})" if pair.sim is not None else ""), flush=True)
+        return ending
     silent = [name for name, stats in zip(NodePair.NAMES, (sim, ctrl), strict=True) if not stats]
     if silent:
         # A node that never ran (a refused parameter, a crash) leaves nothing to sum up: its
         # error, printed above, is the result; placeholders would bury it.
         print(
-            f"summary ({'interrupted' if interrupted else 'failed'}): {args.controller}, {args.mode}: "
-            f"{' and '.join(silent)} wrote no summary (see the errors above; logs in {out})",
+            f"{head}: {' and '.join(silent)} wrote no summary (see the errors above; logs in {out})",
             flush=True,
         )
-        return
+        return ending
     policies = pair.scheduling()
     lat = sim.get("latency", {})
     comp = ctrl.get("compute", {})
     parts = step_parts(sim, ctrl)
     lines = [
-        f"summary ({'interrupted' if interrupted else 'done' if pair.clean_exit() else 'failed'}): "
-        f"{args.controller}, {args.mode}",
+        head,
         f"  simulated        {sim.get('sim_time_s', float('nan')):.3f} s in "
         f"{sim.get('wall_time_s', float('nan')):.2f} s wall"
         f" ({sim.get('step_rate_hz', float('nan')):.1f} steps/s, "
@@ -764,6 +907,7 @@ def print_summary(
         f"  logs             {out}",
     ]
     print("\n".join(lines), flush=True)
+    return ending
 
 
 def _prediction_text(in_flight: Any) -> str:
