@@ -1741,3 +1741,66 @@ def test_a_barrier_bound_the_arm_can_meet_nowhere_is_refused(
     QPID.from_params(
         robot, _params(**{"singularity.w_min": 0.1, "self_collision.d_safe": 0.08, "self_collision.pairs": 3})
     )
+
+
+@pytest.mark.parametrize("klass", [QPID, HQPID])
+def test_hard_barriers_that_fail_are_solved_again_soft_not_dropped(robot: RobotModel, klass: type) -> None:
+    """Posture targets 0.5 rad past joints 2, 4 and 6 at kp 400, the position barrier's alpha 300:
+    hard rows need more torque than the limits give near the bounds, and level 0 fails. The
+    fallback ``g − K_d·q̇`` holds no barrier: the arm went 9.5 mrad into a limit stop at 2.9 times a
+    speed limit (96 fallbacks in 2 s). Solved again with every group soft, it holds as the soft
+    controller does (3.7 mrad, 1.0 times)."""
+    params = {
+        "tasks": ["posture"],
+        "posture.type": "posture",
+        "posture.kp": 400.0,
+        "posture.weight": 1.0,
+        "joint_position_limit.alpha": 300.0,
+        "joint_position_limit.soft": False,
+        "joint_velocity_limit.soft": False,
+        "self_collision.enabled": False,
+        "floor.enabled": False,
+    }
+    controller = klass.from_params(robot, params)
+    assert controller.soft_twin is not None and all(b.soft for b in controller.soft_twin.barriers)
+    assert klass.from_params(robot, _params()).soft_twin is None  # every group soft: no twin
+    target = HOME.copy()
+    target[[1, 3, 5]] = [
+        robot.position_upper[1] + 0.5,
+        robot.position_lower[3] - 0.5,
+        robot.position_upper[5] + 0.5,
+    ]
+    past, speed, retries, fallbacks = -np.inf, 0.0, 0, 0
+    finite = np.isfinite(robot.position_lower)
+
+    def watch(k: int, plant: MujocoPlant, out: Any) -> None:
+        nonlocal past, speed, retries, fallbacks
+        q = plant.q[finite]
+        past = max(
+            past,
+            float(np.max(np.maximum(q - robot.position_upper[finite], robot.position_lower[finite] - q))),
+        )
+        speed = max(speed, float(np.max(np.abs(plant.v) / robot.velocity_limit)))
+        retries += int(out.info["soft_retry"])
+        fallbacks += int(out.info["fallback"])
+
+    _run(controller, {"posture": target}, 2.0, scene=ARM_ONLY, on_step=watch)
+    print(
+        f"\n[hard barriers, {klass.name}] {retries} soft retries, {fallbacks} fallbacks, "
+        f"{1e3 * past:.2f} mrad past a limit, speed {speed:.3f} x a limit"
+    )
+    assert retries > 0 and fallbacks == 0
+    assert past < 5e-3 and speed < 1.05
+
+
+def test_a_joint_nothing_weights_and_a_zero_fallback_damping_are_refused(robot: RobotModel) -> None:
+    """A posture weight 0 on joint_7 with ``acceleration_weight`` and ``velocity_weight`` 0 left its
+    acceleration to the solver: started at 0.5 rad/s, it went on at that speed for 2 s. A fallback
+    damping of 0 on a joint is gravity compensation alone there, which does not brake it."""
+    posture = {"tasks": ["posture"], "posture.type": "posture", "posture.weight": [1, 1, 1, 1, 1, 1, 0]}
+    with pytest.raises(ConfigError, match=r"in level 0, nothing weights joint_7"):
+        QPID.from_params(robot, {**posture, "acceleration_weight": 0.0})
+    QPID.from_params(robot, {**posture, "acceleration_weight": 1e-4})
+    for damping in (0.0, [0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.0]):
+        with pytest.raises(ConfigError, match=r"qpid\.fallback_damping"):
+            QPID.from_params(robot, _params(fallback_damping=damping))

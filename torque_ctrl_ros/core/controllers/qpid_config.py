@@ -187,8 +187,8 @@ class QPIDConfig:
             (:func:`check_velocity_weight`: with the shipped weights, below ~576 at 5 ms).
         slack_weight: ``w_s``, linear cost of each barrier slack (per unit of the row's slack:
             rad/s², m/s², m³/s²); large, so that a slack is used only where the rows cannot hold.
-        fallback_damping: ``K_d`` (N·m·s/rad) of the fallback torque ``g − K_d·q̇``, held for one
-            control period; by default :data:`~..robot.DELAYED_DAMPING`, stable with the command
+        fallback_damping: ``K_d`` (N·m·s/rad, each > 0) of the fallback torque ``g − K_d·q̇``, held
+            for one control period; by default :data:`~..robot.DELAYED_DAMPING`, stable with the command
             up to 5 ms late. A level that fails is the slow path (up to ~2 ms of iterations), so
             fallbacks and late commands come together, and with them the safe brakes' larger
             :data:`~..robot.DEFAULT_DAMPING` rings the wrist (docs/hardware.md, "Damping and the
@@ -339,12 +339,13 @@ class QPIDConfig:
                 f"{section}.slack_weight: expected {_SLACK_WEIGHT_RANGE[0]:g} to {_SLACK_WEIGHT_RANGE[1]:g}, "
                 f"got {ws!r}"
             )
+        # Each > 0: at 0 a joint's fallback is gravity compensation alone, which does not brake it.
         damping = as_vector(
             f"{section}.fallback_damping",
             kw.pop("fallback_damping", base.fallback_damping),
             n,
             broadcast_scalar=True,
-            min_value=0.0,
+            strictly_positive=True,
         )
         eps_abs, max_iter = _check_solver(
             section, kw.pop("eps_abs", base.eps_abs), kw.pop("max_iter", base.max_iter)
