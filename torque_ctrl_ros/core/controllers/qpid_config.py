@@ -196,7 +196,8 @@ class QPIDConfig:
             simulator's), above ~0.10 at 5 ms (4 periods late).
         eps_abs, max_iter: solver tolerance and cap on the outer iterations of one solve
             attempt; a failed warm attempt is retried cold once (see :mod:`..qp.problem`), so
-            an infeasible level is reported after at most ``2·max_iter`` (~1.5–2 ms at 50).
+            an infeasible level is reported after at most ``2·max_iter`` outer iterations
+            (~1.5–2 ms at 50 typically, up to ~14 ms measured: no time bound).
     """
 
     tasks: tuple[TaskConfig, ...]

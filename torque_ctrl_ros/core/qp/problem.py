@@ -26,8 +26,14 @@ its inner (semi-smooth Newton) ones, which can exceed ``max_iter``. A warm attem
 retried once from a cold start: ``init`` rebuilds the preconditioner for the current matrices. A
 warm start keeps the preconditioner of the first problem, which goes stale along a closed loop
 whose active set changed a lot; a warm solve then needs many times the iterations of a cold one.
-An infeasible problem is therefore reported after at most ``2·max_iter`` outer iterations (not a
-hard time bound: ~1.5–2 ms at 50) instead of running for ten times that.
+An infeasible problem is therefore reported after at most ``2·max_iter`` outer iterations instead
+of running for ten times that. That is no time bound: each outer iteration may take up to
+``_MAX_ITER_IN`` inner ones. Typically ~1.5–2 ms at 50; a review measured a failing level 0 at 3.2
+ms (median) and up to 7.6 ms (qpid) / 14 ms (hqpid) over 300 cold states at 3–10 times the speed
+limits, and the middle level of a three-level hqpid up to 12 ms cold (45 ms warm-started from an
+unrelated state): such a step's command comes that late. ProxSuite also reports some clearly
+infeasible problems as MAX_ITERATIONS (a joint 0.6 rad past its limit moving outward, after ~300
+iterations), so the status alone does not tell "infeasible" from "slow".
 
 Problems known to be feasible (``known_feasible``, hqpid's lower levels, where ``x = 0`` meets
 every row): ProxSuite's primal infeasibility test (tolerance ``eps_primal_inf``, 1e-4 by default)
