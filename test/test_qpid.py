@@ -1744,7 +1744,9 @@ def test_a_barrier_bound_the_arm_can_meet_nowhere_is_refused(
 
 
 @pytest.mark.parametrize("klass", [QPID, HQPID])
-def test_hard_barriers_that_fail_are_solved_again_soft_not_dropped(robot: RobotModel, klass: type) -> None:
+def test_hard_barriers_that_fail_are_solved_again_soft_not_dropped(
+    robot: RobotModel, klass: type[_QPController]
+) -> None:
     """Posture targets 0.5 rad past joints 2, 4 and 6 at kp 400, the position barrier's alpha 300:
     hard rows need more torque than the limits give near the bounds, and level 0 fails. The
     fallback ``g − K_d·q̇`` holds no barrier: the arm went 9.5 mrad into a limit stop at 2.9 times a
