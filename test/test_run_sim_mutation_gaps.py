@@ -91,6 +91,8 @@ def _monitor(duration: float, sends_trajectory: bool, subscribers: int = 1) -> M
     monitor.pose_pub = None
     monitor.tool_error = math.nan
     monitor.no_demo = ""
+    monitor.foreign_at = math.nan
+    monitor.diag = {}
     monitor._read_state = lambda raw: cast("tuple[float, np.ndarray]", raw)  # type: ignore[method-assign]
     return monitor
 

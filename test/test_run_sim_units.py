@@ -3,8 +3,10 @@ trajectory, the argument checks (test_make_sim.py runs the runner itself)."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -361,6 +363,52 @@ def test_the_monitor_sends_the_pose_targets_once_matched_and_measures_the_tool_a
     tracked = monitor.tracked()
     assert (tracked.what, tracked.sent) == ("pose targets", 2) and tracked.poses == demo.summary()
     assert math.isnan(demo.sent[0].reached_at) and demo.sent[1].reached_at == 1.25 + HOLD
+
+
+def _controller_diagnostics(targets_received: int) -> Any:
+    """A /diagnostics message holding the controller's status with ``targets_received``."""
+    from types import SimpleNamespace
+
+    value = SimpleNamespace(key="targets_received", value=str(targets_received))
+    status = SimpleNamespace(name="torque_ctrl_ros: controller", message="", values=[value])
+    return SimpleNamespace(status=[status])
+
+
+def test_a_target_from_elsewhere_stops_the_demo() -> None:
+    """``make sim DURATION=0`` and a target from a second shell: the pose demo replaced it at its
+    next target, for a minute. Once the controller counts more targets than the monitor sent, the
+    demo sends no more, and the error is no longer measured against it."""
+    from geometry_msgs.msg import PoseStamped
+    from test_run_sim_mutation_gaps import Q0, _monitor, _Publisher, _raw
+
+    from torque_ctrl_ros.paths import data_path
+    from torque_ctrl_ros.pose_demo import HOLD, PoseDemo
+
+    demo = PoseDemo.for_controller("qpid", [Path(data_path("config", "gen3_controllers.yaml"))])
+    assert demo is not None
+    monitor = _monitor(0.0, sends_trajectory=False)
+    monitor.pose_demo, monitor._pose_msg = demo, PoseStamped
+    monitor.pose_pub = publisher = _Publisher(1)  # type: ignore[assignment]  # a fake: no rclpy node
+    monitor._on_state(_raw(1.0, Q0))
+    monitor._on_diag(_controller_diagnostics(1))  # its own target: nothing foreign
+    assert len(publisher.sent) == 1 and math.isnan(monitor.foreign_at)
+    monitor._on_state(_raw(2.0, Q0))
+    monitor._on_diag(_controller_diagnostics(2))
+    assert monitor.foreign_at == 2.0
+    monitor.diag["sim"] = {"step_rate_hz": "1000", "commands_received": "5"}
+    assert "a target from elsewhere since t=2.00 s" in monitor.status_line()
+    monitor._on_state(_raw(1.0 + 2 * HOLD, Q0))  # the demo's next two were due
+    assert len(publisher.sent) == 1
+    assert tracking_line(monitor.tracked(), 2).endswith(
+        "; the demo stopped at t = 2.00 s, on the first target from elsewhere (measured until then)"
+    )
+    # Under computed_torque: the joint error stops at it too.
+    joints = _monitor(0.0, sends_trajectory=True)
+    joints._on_state(_raw(1.0, Q0))
+    assert joints.reference is not None and joints.errors.count == 1
+    joints._on_diag(_controller_diagnostics(2))
+    joints._on_state(_raw(1.5, Q0 + 0.3))
+    assert joints.errors.count == 1 and joints.foreign_at == 1.0
 
 
 def test_the_summary_says_why_no_demo_was_sent() -> None:

@@ -164,6 +164,10 @@ class PoseDemo:
         self.sent.append(target)
         return target
 
+    def stop(self) -> None:
+        """Send no more targets (someone else's came: the demo would replace it at its next)."""
+        self._plan.clear()
+
     def observe(self, t: float, q: np.ndarray) -> float:
         """The frame's distance (m) to the last target sent at the state at ``t`` (s; ``q`` in
         rad, in the order :meth:`start` was given); nan before the first target."""

@@ -97,6 +97,7 @@ class Tracked(NamedTuple):
     sent: int = 0
     poses: str = ""
     no_demo: str = ""  # why no demo was sent, where the controller takes one
+    foreign_at: float = math.nan  # when a target from elsewhere stopped the demo (s; NaN: never)
 
 
 def takes_joint_trajectory(controller: str) -> bool:
@@ -162,12 +163,37 @@ class Monitor:
         self.sim_time = 0.0
         #: States that were no JointState (bytes another publisher put on the topic): skipped.
         self.unreadable_states = 0
+        #: Simulated time (s) at which the controller was seen to have taken a target the monitor
+        #: did not send (its /diagnostics' targets_received above the demo's count): the demo then
+        #: stops and the tracking error stops being measured against it. NaN: none seen.
+        self.foreign_at = math.nan
 
     def _on_diag(self, msg: Any) -> None:
         for st in msg.status:
             key = "sim" if "simulation" in st.name else "ctrl" if "controller" in st.name else None
             if key:
                 self.diag[key] = {kv.key: kv.value for kv in st.values} | {"_message": st.message}
+                if key == "ctrl":
+                    self._check_foreign(self.diag[key].get("targets_received", ""))
+
+    def _own_targets(self) -> int:
+        """The targets the monitor sent: the pose demo's, or the demo trajectory (0 or 1)."""
+        if self.pose_demo is not None:
+            return len(self.pose_demo.sent)
+        return int(self.reference is not None)
+
+    def _check_foreign(self, received: str) -> None:
+        """Note a target taken that the monitor did not send (``received``: the controller's
+        ``targets_received``), and stop the demo: a user's target from a second shell would
+        otherwise be replaced at the pose demo's next one, and the tracking error measured
+        against a demo no longer followed. (Seen up to a diagnostics period late; a demo target
+        the controller refused can hide one.)"""
+        if not math.isnan(self.foreign_at) or not received.isdigit():
+            return
+        if int(received) > self._own_targets():
+            self.foreign_at = self.sim_time
+            if self.pose_demo is not None:
+                self.pose_demo.stop()
 
     def _read_state(self, raw: bytes) -> tuple[float, np.ndarray]:
         """Stamp (s) and joint angles (rad) of a serialized JointState, in the first state's order."""
@@ -211,6 +237,8 @@ class Monitor:
             q_ref = self.reference.sample(t - self.t0)[0]
         else:
             q_ref = self.q0
+        if not math.isnan(self.foreign_at):
+            return  # the arm follows someone else's target now, not q_ref
         # Joint angle error the short way round (continuous joints wrap; on the others an error
         # is far under π here).
         err = wrap_angle(q_ref - q)
@@ -229,6 +257,8 @@ class Monitor:
                 self.no_demo = demo.refusal
                 self.pose_demo = None  # the arm holds its pose
                 return
+        if not math.isnan(self.foreign_at):
+            return  # stopped: the frame goes where someone else's target takes it
         target = demo.due(t)
         if target is not None:
             msg = self._pose_msg()
@@ -301,11 +331,12 @@ class Monitor:
         controller (before it, a step rate of 0 and no latency), a line saying what it waits
         for rather than placeholders."""
         sim, ctrl = self.diag.get("sim", {}), self.diag.get("ctrl", {})
-        tracking = (
-            f"tool {self.tool_error * 1e3:.1f} mm from its target"
-            if self.pose_demo is not None and self.pose_demo.sent
-            else f"tracking {self.errors.last:.1e} rad"
-        )
+        if not math.isnan(self.foreign_at):
+            tracking = f"a target from elsewhere since t={self.foreign_at:.2f} s"
+        elif self.pose_demo is not None and self.pose_demo.sent:
+            tracking = f"tool {self.tool_error * 1e3:.1f} mm from its target"
+        else:
+            tracking = f"tracking {self.errors.last:.1e} rad"
         if not sim:
             return f"t={self.sim_time:6.2f} s | waiting for the simulator's first /diagnostics"
         if sim.get("commands_received") == "0":
@@ -324,7 +355,12 @@ class Monitor:
         if self.pose_demo is not None and self.pose_demo.started:
             demo = self.pose_demo
             return Tracked(
-                "pose targets", self.errors, self.unreadable_states, len(demo.sent), demo.summary()
+                "pose targets",
+                self.errors,
+                self.unreadable_states,
+                len(demo.sent),
+                demo.summary(),
+                foreign_at=self.foreign_at,
             )
         sent = self.reference is not None
         no_demo = self.no_demo
@@ -338,6 +374,7 @@ class Monitor:
             self.unreadable_states,
             int(sent),
             no_demo=no_demo,
+            foreign_at=self.foreign_at,
         )
 
     def close(self) -> None:
@@ -808,6 +845,11 @@ def tracking_line(
         notes += f"; the controller dropped its target {_times(drops)} (then held the arm)"
     if isinstance(refused, int) and refused > 0:
         notes += f"; the controller refused {refused} target{'s' if refused != 1 else ''} (its log says why)"
+    if not math.isnan(tracked.foreign_at):
+        notes += (
+            f"; the demo stopped at t = {tracked.foreign_at:.2f} s, on the first target from elsewhere "
+            "(measured until then)"
+        )
     if tracked.poses:
         return f"  tool targets     {tracked.poses}{unread}{notes}"
     if tracked.no_demo:
