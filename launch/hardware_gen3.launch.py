@@ -49,7 +49,8 @@ Arguments:
     model_file   the controller's model (``controller_node.model_file``, over ``robot_description``),
                  which rviz shows too; found as the node finds it: as given (absolute, or relative
                  to the working directory), else in the package's share directory. Default "":
-                 the parameter files' model, and rviz shows urdf/gen3.urdf
+                 the parameter files' model, which rviz then shows too (a ``robot_description``
+                 there through a temporary URDF file)
     max_age      watchdog: joint states older than this (s) are refused (wall clock here);
                  default "": the ``watchdog.max_age`` of the parameter files stands
     rt_priority  SCHED_FIFO priority of the controller process (default 20; 0: normal
@@ -75,17 +76,26 @@ from pathlib import Path
 from typing import Any
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo, OpaqueFunction, Shutdown
+from launch.actions import (
+    DeclareLaunchArgument,
+    GroupAction,
+    IncludeLaunchDescription,
+    LogInfo,
+    OpaqueFunction,
+    Shutdown,
+)
 from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
-from torque_ctrl_ros.nodes.params import check_params_file, temporary_overrides
+from torque_ctrl_ros.nodes.params import check_params_file, controller_model_file, temporary_overrides
 from torque_ctrl_ros.paths import find_model_file
 
 PACKAGE = "torque_ctrl_ros"
+#: The launch configuration :func:`_check` sets to the model rviz shows.
+RVIZ_MODEL = "rviz_model_file"
 
 #: One BLAS thread per node process. numpy's OpenBLAS otherwise starts one thread per CPU, which
 #: request_realtime/request_cpus (nodes/scheduling.py) would put under SCHED_FIFO on the node's
@@ -135,6 +145,11 @@ def _check(context: LaunchContext) -> list[Node]:
     if model_file:
         find_model_file(model_file, "hardware_gen3")
     _overrides_file(context).unlink()
+    # What rviz shows (view_gen3's model_file): the argument, else the files' controller model.
+    if LaunchConfiguration("rviz").perform(context) != "true":
+        return []
+    files = [Path(f) for f in _files(context)]
+    context.launch_configurations[RVIZ_MODEL] = model_file or controller_model_file(files)
     return []
 
 
@@ -242,9 +257,17 @@ def generate_launch_description() -> LaunchDescription:
             ),
             # Checks first, then rviz, then the node: whatever fails, fails before the node starts.
             OpaqueFunction(function=_check),
-            IncludeLaunchDescription(
-                PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
-                launch_arguments={"model_file": LaunchConfiguration("model_file")}.items(),
+            # Scoped: an include sets its arguments in the launch's configurations, and view_gen3's
+            # model_file (the files' model, a temporary URDF) would become this file's model_file,
+            # which the controller's overrides read after it.
+            GroupAction(
+                [
+                    IncludeLaunchDescription(
+                        PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
+                        launch_arguments={"model_file": LaunchConfiguration(RVIZ_MODEL)}.items(),
+                    )
+                ],
+                scoped=True,
                 condition=IfCondition(LaunchConfiguration("rviz")),
             ),
             OpaqueFunction(function=_controller_node),

@@ -10,7 +10,8 @@ Arguments:
     model_file   the controller's model (``controller_node.model_file``, over ``robot_description``),
                  which rviz shows too; found as the node finds it: as given (absolute, or relative
                  to the working directory), else in the package's share directory. Default "":
-                 the parameter files' model, and rviz shows urdf/gen3.urdf
+                 the parameter files' model, which rviz then shows too (a ``robot_description``
+                 there through a temporary URDF file)
     params_file  the parameter file of both nodes (default: config/gen3_controllers.yaml); a file
                  given here replaces the shipped one, so it must be whole
     extra_params_file
@@ -44,7 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction, Shutdown
+from launch.actions import (
+    DeclareLaunchArgument,
+    GroupAction,
+    IncludeLaunchDescription,
+    OpaqueFunction,
+    Shutdown,
+)
 from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
@@ -52,12 +59,14 @@ from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
 from torque_ctrl_ros.joint_order import joint_order_error
-from torque_ctrl_ros.nodes.params import check_params_file, temporary_overrides
+from torque_ctrl_ros.nodes.params import check_params_file, controller_model_file, temporary_overrides
 from torque_ctrl_ros.paths import find_model_file
 
 PACKAGE = "torque_ctrl_ros"
 #: The nodes of this launch (no namespace): parameter-file sections must reach one of them.
 NODES = ("sim_node", "controller_node")
+#: The launch configuration :func:`_check` sets to the model rviz shows.
+RVIZ_MODEL = "rviz_model_file"
 
 #: One BLAS thread per node process. numpy's OpenBLAS otherwise starts one thread per CPU, which
 #: request_realtime/request_cpus (nodes/scheduling.py) would put under SCHED_FIFO on the node's
@@ -95,6 +104,10 @@ def _check(context: LaunchContext) -> list[Node]:
     if mismatch:
         raise ValueError(f"sim_gen3: {mismatch}")
     _overrides_file(context).unlink()
+    # What rviz shows (view_gen3's model_file): the argument, else the files' controller model.
+    if LaunchConfiguration("rviz").perform(context) != "true":
+        return []
+    context.launch_configurations[RVIZ_MODEL] = model_file or controller_model_file([Path(f) for f in files])
     return []
 
 
@@ -213,12 +226,20 @@ def generate_launch_description() -> LaunchDescription:
             ),
             # Checks first, then rviz, then the nodes: whatever fails, fails before a node starts.
             OpaqueFunction(function=_check),
-            IncludeLaunchDescription(
-                PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
-                launch_arguments={
-                    "use_sim_time": "true",
-                    "model_file": LaunchConfiguration("model_file"),
-                }.items(),
+            # Scoped: an include sets its arguments in the launch's configurations, and view_gen3's
+            # model_file (the files' model, a temporary URDF) would become this file's model_file,
+            # which the controller's overrides read after it.
+            GroupAction(
+                [
+                    IncludeLaunchDescription(
+                        PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
+                        launch_arguments={
+                            "use_sim_time": "true",
+                            "model_file": LaunchConfiguration(RVIZ_MODEL),
+                        }.items(),
+                    )
+                ],
+                scoped=True,
                 condition=IfCondition(LaunchConfiguration("rviz")),
             ),
             OpaqueFunction(function=_nodes),

@@ -72,6 +72,10 @@ class IncludeLaunchDescription(Action):
     pass
 
 
+class GroupAction(Action):
+    pass
+
+
 class IfCondition(Action):
     pass
 
@@ -85,7 +89,10 @@ class ParameterValue(Action):
 
 
 class Node(Action):
-    pass
+    """``launch_ros.actions.Node``; ``configurations``: the launch configurations of the scope it
+    started in, where that scope ended before the launch did (a group's)."""
+
+    configurations: dict[str, str] | None = None
 
 
 class LaunchDescription:
@@ -102,6 +109,7 @@ def fake_launch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "launch.actions": {
             "DeclareLaunchArgument": DeclareLaunchArgument,
             "IncludeLaunchDescription": IncludeLaunchDescription,
+            "GroupAction": GroupAction,
             "OpaqueFunction": OpaqueFunction,
             "LogInfo": Action,
             "Shutdown": Action,
@@ -154,6 +162,17 @@ def _run(description: LaunchDescription, context: Context) -> list[Node]:
         elif isinstance(entity, Node):
             nodes.append(entity)
             context.started.append(entity)
+        elif isinstance(entity, GroupAction):
+            condition = entity.kwargs.get("condition")
+            if condition is None or _perform(condition.args[0], context) == "true":
+                # Scoped (``scoped=True``): the configurations set inside do not outlive it.
+                assert entity.kwargs.get("scoped", True)
+                saved = dict(context.launch_configurations)
+                inner = _run(LaunchDescription(entity.args[0]), context)
+                for node in inner:  # their substitutions are performed in the group's scope
+                    node.configurations = dict(context.launch_configurations)
+                nodes += inner
+                context.launch_configurations = saved
         elif isinstance(entity, IncludeLaunchDescription):
             condition = entity.kwargs.get("condition")
             if condition is None or _perform(condition.args[0], context) == "true":
@@ -215,11 +234,13 @@ def evaluate(launch_file: str, context: Context | None = None, /, **arguments: s
     context.launch_configurations.update(arguments)
     out = {}
     for node in _run(description, context):
-        env = {k: str(_perform(v, context)) for k, v in node.kwargs.get("additional_env", {}).items()}
+        scope = context
+        if node.configurations is not None:
+            scope = Context()
+            scope.launch_configurations = node.configurations
+        env = {k: str(_perform(v, scope)) for k, v in node.kwargs.get("additional_env", {}).items()}
         name = node.kwargs.get("name") or node.kwargs["executable"]
-        out[name] = Launched(
-            list(node.kwargs.get("parameters", [])), env, context, node.kwargs.get("on_exit")
-        )
+        out[name] = Launched(list(node.kwargs.get("parameters", [])), env, scope, node.kwargs.get("on_exit"))
     return out
 
 
@@ -377,6 +398,36 @@ def test_rviz_shows_the_model_the_controller_runs(tmp_path: Path, monkeypatch: p
         assert sim_time == ("true" if launch_file == "sim_gen3.launch.py" else "false"), launch_file
     view = evaluate("view_gen3.launch.py", model_file="urdf/gen3.urdf")  # the package's, from elsewhere
     assert view["robot_state_publisher"].parameters("")["robot_description"] == package_urdf
+
+
+@pytest.mark.usefixtures("fake_launch")
+@pytest.mark.parametrize("launch_file", ["sim_gen3.launch.py", "hardware_gen3.launch.py"])
+def test_rviz_shows_the_model_the_parameter_files_give_the_controller(
+    tmp_path: Path, launch_file: str
+) -> None:
+    """A gripper's description in the parameter files (``model_file`` or ``robot_description``, as
+    docs/hardware.md advises) runs the controller on it: rviz showed the bare arm's urdf/gen3.urdf
+    all the same. Now the files' model, a ``robot_description`` through a temporary URDF."""
+    urdf = (
+        (ROOT / "urdf" / "gen3.urdf")
+        .read_text()
+        .replace('<robot name="gen3">', '<robot name="gen3_gripper">')
+    )
+    gripper = tmp_path / "gen3_gripper.urdf"
+    gripper.write_text(urdf)
+    as_file, as_string = tmp_path / "as_file.yaml", tmp_path / "as_string.yaml"
+    as_file.write_text(yaml.safe_dump({"controller_node": {"ros__parameters": {"model_file": str(gripper)}}}))
+    as_string.write_text(
+        yaml.safe_dump({"controller_node": {"ros__parameters": {"robot_description": urdf}}})
+    )
+    for extra in (as_file, as_string):
+        launched = evaluate(launch_file, rviz="true", extra_params_file=str(extra))
+        shown = launched["robot_state_publisher"].parameters("")["robot_description"]
+        assert '<robot name="gen3_gripper">' in shown, (launch_file, extra.name)
+        read = launched["controller_node"].parameters("controller_node")
+        # The files' own model still (the include's model_file did not leak into the launch's).
+        assert read.get("robot_description") == (urdf if extra is as_string else "")
+        assert read["model_file"] == (str(gripper) if extra is as_file else "")
 
 
 @pytest.mark.usefixtures("fake_launch")

@@ -528,6 +528,24 @@ def file_parameter(paths: Sequence[Path], node: str, key: str) -> Any:
     return file_parameters(paths, node).get(key)
 
 
+def controller_model_file(paths: Sequence[Path]) -> str:
+    """The file of the model the controller node loads under the parameter files ``paths``, for
+    a viewer (robot_state_publisher reads a file): its ``robot_description`` written to a new
+    temporary URDF (kept: the viewer reads it when it starts), else its ``model_file``, else ""
+    (the package's urdf/gen3.urdf), as :func:`controller_node_config` resolves them."""
+    params = file_parameters(paths, "/controller_node")
+    description = params.get("robot_description")
+    if isinstance(description, str) and description:
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="torque_ctrl_ros_description_", suffix=".urdf")
+        with os.fdopen(fd, "w") as f:
+            f.write(description)
+        return name
+    model_file = params.get("model_file")
+    return model_file if isinstance(model_file, str) else ""
+
+
 def _sections(document: Any, prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
     """The sections of a parameter file's YAML ``document`` in order, as (name, flattened
     ``ros__parameters``); a namespace written as an enclosing key (``/**:`` then
