@@ -101,9 +101,11 @@ class LaunchDescription:
 
 
 @pytest.fixture
-def fake_launch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def fake_launch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     """The modules the launch files import, as the stand-ins above; the share directory is the
-    source tree."""
+    source tree; the temporary files they write (overrides, a description for rviz) in the test's
+    folder, not left in the system's."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     names: dict[str, dict[str, Any]] = {
         "launch": {"LaunchContext": Context, "LaunchDescription": LaunchDescription},
         "launch.actions": {
