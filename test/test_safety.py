@@ -354,11 +354,50 @@ def test_watchdog_stops_a_silent_stream_when_sim_time_froze() -> None:
         {"max_future": 1.9e-3},
         {"velocity_factor": 101.0},
         {"velocity_factor": 1e300},
+        # Over-speed: 0 (off) or from 1 to velocity_factor.
+        {"overspeed_factor": 0.5},
+        {"overspeed_factor": -1.0},
+        {"overspeed_factor": 11.0},
+        {"overspeed_factor": math.nan},
     ],
 )
 def test_watchdog_config_rejects_bad_values(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         WatchdogConfig.create(**kwargs)
+
+
+def test_an_over_speed_brakes_and_control_resumes_once_the_arm_is_slower() -> None:
+    """The real arm's bound (config/gen3_hardware.yaml: 1.5 times the velocity limits). joint_2 of
+    a 1 kHz stream speeds up to 2.1 times its limit and back: the states above 1.5 times are
+    refused as over-speed (the brake), and control resumes at the first one below. Bound with
+    ``velocity_factor`` instead (the jump check's too), the arm's travel meanwhile made the states
+    after it "jumps", and the watchdog stopped for a second on two publishers."""
+    robot = RobotModel.from_urdf_file(Path(__file__).resolve().parents[1] / "urdf" / "gen3.urdf")
+    config = WatchdogConfig.create(max_age=0.02, fallback_duration=0.1, overspeed_factor=1.5)
+    wd = Watchdog(
+        7, config, (robot.position_lower, robot.position_upper), robot.velocity_limit, robot.joint_names
+    )
+    profile = np.concatenate(
+        [np.full(50, 1.0), np.linspace(1.0, 2.1, 30), np.linspace(2.1, 1.0, 30), np.ones(200)]
+    )
+    q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+    refused = []
+    for k, share in enumerate(profile):
+        t = 10.0 + k * 1e-3
+        v = np.zeros(7)
+        v[1] = share * robot.velocity_limit[1]
+        q = q + v * 1e-3
+        result = wd.check(q, v, t, t + 3e-4)
+        if result is None:
+            wd.accept(q, v, t, t + 3e-4)
+            continue
+        assert share > 1.5 and result[0] is RejectReason.OUT_OF_RANGE, (k, share, result)
+        assert result[1].startswith("over-speed: joint joint_2 at"), result
+        refused.append(k)
+        wd.reject(result[0], result[1], t + 3e-4)
+    above = [k for k, share in enumerate(profile) if share > 1.5]
+    assert refused == above and wd.state is WatchdogState.OK
+    assert Watchdog(7, WatchdogConfig(), velocity_limit=robot.velocity_limit).overspeed_max is None  # off
 
 
 def test_watchdog_config_takes_its_bounds() -> None:

@@ -208,10 +208,17 @@ class WatchdogConfig:
         velocity_factor: a measured speed above ``velocity_factor`` × the joint's velocity limit
             refuses the state, and so does a position farther from the last good state's than
             that speed covers in the time between their stamps (at least ``max_age``).
+        overspeed_factor: 0 (off), or from 1 to ``velocity_factor``: a measured speed above
+            ``overspeed_factor`` × the joint's velocity limit refuses the state as over-speed (the
+            safe brake takes over, as for any refused state). A bound on the arm's motion, where
+            ``velocity_factor`` is one on plausible readings: the jump check keeps the latter, so
+            the arm's travel while refused for speed is no "jump" once it slows (bound on
+            ``velocity_factor``, after 25 ms at 1.5–1.8 times a limit the states that followed were
+            refused as jumps and the watchdog stopped for a second on "two publishers").
 
     The plausibility bounds are wide on purpose: they catch values no motion produces (1e6 rad,
     a wrapped encoder count, a unit mix-up, another publisher's pose), not a controller pushing
-    against a limit.
+    against a limit; ``overspeed_factor`` is that.
     """
 
     max_age: float = 0.02
@@ -220,12 +227,14 @@ class WatchdogConfig:
     auto_recover: bool = True
     position_margin: float = 0.5
     velocity_factor: float = 10.0
+    overspeed_factor: float = 0.0
 
     @classmethod
     def create(cls, **fields: Any) -> WatchdogConfig:
         """Validated config from the given fields (the rest at the defaults above; an unknown
         name is a :class:`TypeError`): finite bounds > 0 (``position_margin`` and
         ``fallback_duration`` may be 0), ``velocity_factor`` from 1 to :data:`MAX_VELOCITY_FACTOR`,
+        ``overspeed_factor`` 0 or from 1 to ``velocity_factor``,
         ``position_margin`` at most π (rad), and times (s) of at most 1 s (``max_age``) and 10 s
         (``max_future``, ``fallback_duration``). ``max_age`` is at least
         one control period (1 ms): a state is never younger than its transport, a fraction of a
@@ -245,6 +254,13 @@ class WatchdogConfig:
                 "below the velocity limit would refuse allowed motions, one far above it turns the "
                 f"speed and jump checks off), got {factor:g}"
             )
+        overspeed = as_positive_float("watchdog.overspeed_factor", given.overspeed_factor, allow_zero=True)
+        if overspeed != 0.0 and not 1.0 <= overspeed <= factor:
+            raise ConfigError(
+                f"watchdog.overspeed_factor: expected 0 (off) or from 1 to watchdog.velocity_factor "
+                f"({factor:g}; below 1 it would refuse allowed motions, above velocity_factor the "
+                f"plausibility bound refuses first), got {overspeed:g}"
+            )
         return cls(
             as_seconds("watchdog.max_age", given.max_age, 1.0, at_least=CONTROL_PERIOD),
             as_seconds("watchdog.max_future", given.max_future, 10.0, at_least=2.0 * CONTROL_PERIOD),
@@ -252,6 +268,7 @@ class WatchdogConfig:
             bool(given.auto_recover),
             margin,
             factor,
+            overspeed,
         )
 
 
@@ -359,6 +376,10 @@ class Watchdog:
         self.position_max = np.where(bounded, np.minimum(upper + margin, MAX_ANGLE), MAX_ANGLE)
         # The largest float, not inf, where the model has no limit: |v| <= it still refuses inf.
         self.speed_max = np.minimum(vmax * self.config.velocity_factor, np.finfo(np.float64).max)
+        #: The over-speed bound per joint (rad/s), ``None`` where ``overspeed_factor`` is 0 (off).
+        self.overspeed_max: FloatArray | None = None
+        if self.config.overspeed_factor > 0.0:
+            self.overspeed_max = np.minimum(vmax * self.config.overspeed_factor, np.finfo(np.float64).max)
         # Jumps (see check): the shortest time a step is measured over, and the reach over it.
         self.jump_floor = self.config.max_age
         self._reach_floor = self.speed_max * self.jump_floor
@@ -430,6 +451,8 @@ class Watchdog:
             return RejectReason.INCONSISTENT, self._jumps.message
         if not self._plausible(q, v):
             return self._implausible(q, v)
+        if self.overspeed_max is not None and not self._within(v, self.overspeed_max):
+            return self._overspeed(v)
         if not math.isfinite(stamp):
             return RejectReason.INCONSISTENT, f"joint state stamp {stamp} is not finite"
         age = now - stamp
@@ -589,6 +612,22 @@ class Watchdog:
             return False
         np.abs(v, out=buf)
         return int(np.count_nonzero(np.less_equal(buf, self.speed_max, out=ok))) == n
+
+    def _within(self, v: FloatArray, bound: FloatArray) -> bool:
+        """``|v| <= bound`` on every joint (every step: no allocation)."""
+        buf = np.abs(v, out=self._buf)
+        return int(np.count_nonzero(np.less_equal(buf, bound, out=self._ok))) == self.n
+
+    def _overspeed(self, v: FloatArray) -> tuple[RejectReason, str]:
+        """The refusal of a state over :attr:`overspeed_max`, naming the fastest joint past it."""
+        assert self.overspeed_max is not None
+        ratio = np.abs(v) / self.overspeed_max
+        i = int(np.argmax(ratio))
+        return (
+            RejectReason.OUT_OF_RANGE,
+            f"over-speed: joint {self.joint_names[i]} at {v[i]:.4g} rad/s, above "
+            f"{self.overspeed_max[i]:.4g} rad/s (watchdog.overspeed_factor × its velocity limit)",
+        )
 
     def _implausible(self, q: FloatArray, v: FloatArray) -> tuple[RejectReason, str]:
         """The reason and a message naming the first offending joint (off the hot path)."""
