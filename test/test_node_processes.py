@@ -73,8 +73,12 @@ def test_the_pair_refuses_a_file_that_keeps_an_override_from_winning_before_star
         "/**/controller_node:\n  ros__parameters:\n    qos_depth: 10\n"
         "/**:\n  ros__parameters:\n    controller: hqpid\n"
     )
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sim.json").write_text("the last run's")
     with pytest.raises(ConfigError, match=r"keeps \['controller'\] from being overridden"):
-        NodePair(0, tmp_path / "out", "qpid", params_file=params).start()
+        NodePair(0, out, "qpid", params_file=params).start()
+    assert (out / "sim.json").read_text() == "the last run's"  # refused: the last run's results stay
 
 
 def test_the_pair_removes_a_previous_runs_summaries_and_logs_before_starting(

@@ -17,7 +17,12 @@ import pytest
 from ros_helpers import requires_rclpy, ros_domain  # noqa: F401
 
 from torque_ctrl_ros.core.errors import ConfigError
-from torque_ctrl_ros.nodes.params import file_parameters, override_section, write_overrides
+from torque_ctrl_ros.nodes.params import (
+    file_parameters,
+    override_section,
+    temporary_overrides,
+    write_overrides,
+)
 
 pytestmark = requires_rclpy
 
@@ -169,3 +174,18 @@ def test_override_values_are_plain_yaml(tmp_path: Path) -> None:
     assert file_parameters([path], "/sim_node") == {"duration": 2.0, "n": 3}
     with pytest.raises(TypeError, match="expected bool, int, float, str"):
         write_overrides(tmp_path / "bad.yaml", {"sim_node": {"x": {"nested": 1}}})
+
+
+def test_a_refused_temporary_overrides_file_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launch refused for its files left its overrides file in the temporary folder."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (files,) = [_files(tmp_path, [NESTED + DOTTED])]
+    with pytest.raises(ConfigError):
+        temporary_overrides({"controller_node": {"controller": "hqpid"}}, files)
+    assert [p.name for p in tmp_path.iterdir()] == ["layer0.yaml"]
+    kept = temporary_overrides({"sim_node": {"mode": "lockstep"}}, files)
+    assert kept.parent == tmp_path and file_parameters([kept], "/sim_node") == {"mode": "lockstep"}

@@ -379,7 +379,7 @@ def test_a_target_from_elsewhere_stops_the_demo() -> None:
     next target, for a minute. Once the controller counts more targets than the monitor sent, the
     demo sends no more, and the error is no longer measured against it."""
     from geometry_msgs.msg import PoseStamped
-    from test_run_sim_mutation_gaps import Q0, _monitor, _Publisher, _raw
+    from test_run_sim_mutation_gaps import Q0, _monitor, _Publisher, _publisher, _raw
 
     from torque_ctrl_ros.paths import data_path
     from torque_ctrl_ros.pose_demo import HOLD, PoseDemo
@@ -409,6 +409,13 @@ def test_a_target_from_elsewhere_stops_the_demo() -> None:
     joints._on_diag(_controller_diagnostics(2))
     joints._on_state(_raw(1.5, Q0 + 0.3))
     assert joints.errors.count == 1 and joints.foreign_at == 1.0
+    # A target from elsewhere before the trajectory topic matched: no demo is sent over it.
+    first = _monitor(0.0, sends_trajectory=True, subscribers=0)
+    first._on_state(_raw(1.0, Q0))
+    first._on_diag(_controller_diagnostics(1))
+    _publisher(first).subscribers = 1
+    first._on_state(_raw(1.5, Q0))
+    assert first.reference is None and not _publisher(first).sent
 
 
 def test_the_summary_says_why_no_demo_was_sent() -> None:

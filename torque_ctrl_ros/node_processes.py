@@ -218,8 +218,6 @@ class NodePair:
                 keeps one of the overrides from winning (:func:`~.nodes.params.write_overrides`).
         """
         self.out.mkdir(parents=True, exist_ok=True)
-        for name in RUN_FILES:
-            (self.out / name).unlink(missing_ok=True)
         env = child_env(self.domain)
         ctrl = {
             "controller": self.controller,
@@ -245,6 +243,9 @@ class NodePair:
             out / "overrides.yaml", {SIM_NODE: sim, CONTROLLER_NODE: ctrl}, self.params_files
         )
         files = [*self.params_files, overrides]
+        # Only now, the start no longer refused: a refused one leaves the last run's results.
+        for name in RUN_FILES:
+            (out / name).unlink(missing_ok=True)
         if self.composed:
             # One process (torque_ctrl_ros.nodes.composed), each node reading its own section.
             self.sim = start_node("composed", files, env, out / "sim_node.log", place)

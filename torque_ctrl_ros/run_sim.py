@@ -225,7 +225,12 @@ class Monitor:
             self.q0 = q.copy()
         # Only once the controller's subscription is matched: the topic is volatile, a trajectory
         # sent before discovery completes would be lost. Until then the controller holds q0.
-        if self.sends_trajectory and self.reference is None and self.traj_pub.get_subscription_count():
+        if (
+            self.sends_trajectory
+            and self.reference is None
+            and math.isnan(self.foreign_at)  # a target from elsewhere came first: no demo over it
+            and self.traj_pub.get_subscription_count()
+        ):
             self._send_trajectory(t)
         self.sim_time = t
         if self.pose_demo is not None:

@@ -619,7 +619,11 @@ def temporary_overrides(values: Mapping[str, Mapping[str, Any]], after: Sequence
 
     fd, name = tempfile.mkstemp(prefix="torque_ctrl_ros_overrides_", suffix=".yaml")
     os.close(fd)
-    return write_overrides(Path(name), values, after)
+    try:
+        return write_overrides(Path(name), values, after)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)  # refused: nothing will read it
+        raise
 
 
 def _yaml_value(value: Any) -> Any:
