@@ -488,3 +488,14 @@ def test_a_refusal_held_back_by_the_log_throttle_is_written_at_shutdown(
     assert len(spy.calls) == 1, spy.calls
     nodes.close(node)
     assert len(spy.calls) == 2, spy.calls
+
+
+def test_soft_retries_are_warned_of_with_what_they_mean() -> None:
+    """Steps whose hard barrier rows could not hold, solved again soft: valid commands, but a bound
+    configured hard gave way. Said when there were any since the last report, and only then."""
+    from torque_ctrl_ros.nodes.controller_diagnostics import soft_retry_warning
+
+    assert soft_retry_warning(0) == ""
+    assert soft_retry_warning(3).startswith(
+        "hard barrier rows could not hold on 3 step(s) since the last report"
+    )

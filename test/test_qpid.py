@@ -1785,6 +1785,12 @@ def test_hard_barriers_that_fail_are_solved_again_soft_not_dropped(
         speed = max(speed, float(np.max(np.abs(plant.v) / robot.velocity_limit)))
         retries += int(out.info["soft_retry"])
         fallbacks += int(out.info["fallback"])
+        if out.info["soft_retry"] and retries == 1:
+            # The step's figures are the twin's (not a fallback's empty ones), its cost both solves'.
+            twin = controller.soft_twin
+            assert twin is not None and controller.diagnostics() == twin.diagnostics()
+            assert controller.joint_acceleration is twin.joint_acceleration
+            assert out.info["qp_iterations"] > twin.last_solutions[0].iterations
 
     _run(controller, {"posture": target}, 2.0, scene=ARM_ONLY, on_step=watch)
     print(

@@ -58,6 +58,18 @@ def diagnostic_status(
     return level, message
 
 
+def soft_retry_warning(new_retries: int) -> str:
+    """The WARN of ``new_retries`` QP steps since the last report whose hard barrier rows could not
+    hold, solved again with every group soft (``info["soft_retry"]``), "" if none: the commands are
+    valid, but a bound configured hard gave way to its slack."""
+    if not new_retries:
+        return ""
+    return (
+        f"hard barrier rows could not hold on {new_retries} step(s) since the last report: solved again "
+        "with every barrier group soft (the rows met as far as the torque limits allow)"
+    )
+
+
 #: How far (a share of CONTROL_PERIOD) the stream's usual step may be from it: beyond, the stream is
 #: not the 1 kHz every gain and damping check assumes.
 PERIOD_TOLERANCE = 0.25

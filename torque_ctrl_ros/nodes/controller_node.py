@@ -79,6 +79,7 @@ from .controller_diagnostics import (
     diagnostic_status,
     handled_share,
     handled_warning,
+    soft_retry_warning,
     stream_warning,
 )
 from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
@@ -158,6 +159,8 @@ class Counters:
     fallback_commands: int = 0  # safe commands published
     withheld_commands: int = 0  # non-finite safe torques, not published
     controller_fallbacks: int = 0  # steps the controller itself answered with its safe torque
+    # QP steps whose hard barrier rows could not hold, solved again with every group soft.
+    controller_soft_retries: int = 0
     saturated_commands: int = 0
     deadline_misses: int = (
         0  # states whose handling (to the command, then a target's plan) outlasted the period
@@ -235,6 +238,7 @@ class ControllerNode:
 
         self.counts = Counters()
         self._controller_fallbacks_reported = 0  # counts.controller_fallbacks at the last /diagnostics
+        self._soft_retries_reported = 0  # counts.controller_soft_retries at the last /diagnostics
         self._joint_set = frozenset(robot.joint_names)
         self._order_noted = False  # the first readable state's joint order was compared with `joints`
         self.order_warning = ""  # what was said if it differed
@@ -521,6 +525,8 @@ class ControllerNode:
         if out.info.get("fallback"):
             self.counts.controller_fallbacks += 1
             self.last_fallback_info = out.info
+        if out.info.get("soft_retry"):
+            self.counts.controller_soft_retries += 1
         tau = out.tau[self.command_index]
         if self.serialized:
             self.publisher.publish(self.command_wire.encode(tau, stamp_ns))
@@ -788,6 +794,8 @@ class ControllerNode:
         values["command_publishers"] = commanders
         new_fallbacks = self.counts.controller_fallbacks - self._controller_fallbacks_reported
         self._controller_fallbacks_reported = self.counts.controller_fallbacks
+        new_retries = self.counts.controller_soft_retries - self._soft_retries_reported
+        self._soft_retries_reported = self.counts.controller_soft_retries
         states_warning = stream_warning(step, state_publishers, self.counts.foreign_states, self._state_topic)
         if states_warning:
             self.log.warning("stream", states_warning)
@@ -800,7 +808,10 @@ class ControllerNode:
         handled_warned = handled_warning(values["handled_share"], values["skipped_rate_hz"])
         if handled_warned:
             self.log.warning("handled", handled_warned)
-        warning = "; ".join(w for w in (states_warning, commands_warning, delay_warned, handled_warned) if w)
+        retried = soft_retry_warning(new_retries)
+        warning = "; ".join(
+            w for w in (retried, states_warning, commands_warning, delay_warned, handled_warned) if w
+        )
         wd = self.watchdog
         level, message = diagnostic_status(
             wd.state, wd.last_message, new_fallbacks, self.last_fallback_info, warning

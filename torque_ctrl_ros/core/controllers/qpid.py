@@ -900,6 +900,10 @@ class _QPController(Controller[QPReference]):
         self._last_fallback = fallback = outcome.failed_level == 0
         if fallback and self.soft_twin is not None:
             tau, info = self._soft_retry(q, v, reference)
+            # The step's cost includes the failed hard solve before the retry.
+            info["prepare_time_us"] += 1e6 * prepare_time
+            info["qp_solve_time_us"] += 1e6 * sum(s.solve_time for s in outcome.solutions)
+            info["qp_iterations"] += float(sum(s.iterations for s in outcome.solutions))
         else:
             self._twin_current = False
             tau = self._torque_or_fallback(q, v, fallback)
@@ -913,8 +917,8 @@ class _QPController(Controller[QPReference]):
         """The step of :attr:`soft_twin`, where level 0 failed with hard barrier rows: the rows held
         as far as the torque limits allow, the rest taken up by their slacks (the fallback would
         hold none). Its warm start and gradient filter are those of the last step it took, so it
-        starts cold unless that was the step before. This controller's :meth:`diagnostics` then
-        report no active row and no slack (as after a fallback)."""
+        starts cold unless that was the step before. This controller's :meth:`diagnostics`,
+        :attr:`joint_acceleration` and :attr:`slack` are then the twin's."""
         twin = self.soft_twin
         assert twin is not None
         if not self._twin_current:
@@ -1040,6 +1044,8 @@ class _QPController(Controller[QPReference]):
         ``floor_clearance``, ``manipulability`` and ``error.<task>``. A row is active when
         ``C_b·q̈ + E·s − l_b ≤ 1e-6``; after a fallback no row is active and no slack is used.
         """
+        if self._twin_current and self.soft_twin is not None:
+            return self.soft_twin.diagnostics()  # the last step was the twin's
         info: dict[str, float] = {}
         if not self._last_fallback and self.n_b:
             resid = self._rows_b
@@ -1114,11 +1120,15 @@ class _QPController(Controller[QPReference]):
     @property
     def joint_acceleration(self) -> FloatArray:
         """``q̈`` (rad/s²) of the last solution used (meaningless after a fallback)."""
+        if self._twin_current and self.soft_twin is not None:
+            return self.soft_twin.joint_acceleration
         return self._qdd
 
     @property
     def slack(self) -> FloatArray:
         """Barrier slacks of the last solution used (level 0's)."""
+        if self._twin_current and self.soft_twin is not None:
+            return self.soft_twin.slack
         return self._s
 
 
