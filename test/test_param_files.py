@@ -9,6 +9,7 @@ rclpy node (its own context, no DDS traffic) and to the emulation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -189,3 +190,31 @@ def test_a_refused_temporary_overrides_file_is_removed(
     assert [p.name for p in tmp_path.iterdir()] == ["layer0.yaml"]
     kept = temporary_overrides({"sim_node": {"mode": "lockstep"}}, files)
     assert kept.parent == tmp_path and file_parameters([kept], "/sim_node") == {"mode": "lockstep"}
+
+
+def test_a_misspelt_node_under_a_namespace_key_is_refused(tmp_path: Path) -> None:
+    """``/**:`` then ``controler_node:`` is the section ``/**/controler_node``, which reaches no node:
+    a check of the top-level keys alone took it (``/**`` reaches every node)."""
+    from torque_ctrl_ros.nodes.params import check_params_file
+
+    (path,) = _files(
+        tmp_path,
+        [
+            "/**:\n"
+            + "".join(
+                "  " + line + "\n" for line in _section("controler_node", controller="qpid").splitlines()
+            )
+        ],
+    )
+    with pytest.raises(ConfigError, match=r"section '/\*\*/controler_node' names no node started here"):
+        check_params_file(path, ("sim_node", "controller_node"))
+    good = path.with_name("ok.yaml")
+    good.write_text(NESTED)
+    check_params_file(good, ("sim_node", "controller_node"))
+
+
+def test_a_nan_override_is_written_not_refused(tmp_path: Path) -> None:
+    """NaN is a value (the node refuses it with its own message); NaN != NaN made the check of the
+    written file call it overridden by another section."""
+    path = write_overrides(tmp_path / "o.yaml", {"controller_node": {"watchdog.max_age": math.nan}})
+    assert math.isnan(file_parameters([path], "/controller_node")["watchdog.max_age"])

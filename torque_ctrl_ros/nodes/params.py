@@ -14,6 +14,7 @@ the other registered controllers may stay in the file (one file configures every
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -473,7 +474,11 @@ def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> 
         raise ConfigError(f"parameter file {path}: expected node sections (e.g. controller_node:)")
     prefix = "/" + namespace.strip("/") if namespace.strip("/") else ""
     full_names = [f"{prefix}/{node}" for node in nodes]
-    for key in sections:
+    # The sections as rcl names them: a namespace written as an enclosing key (/**: then
+    # controler_node:) joins the name, which a check of the top-level keys alone let through.
+    names = [name for name, _ in _sections(sections)]
+    names += [str(k) for k, body in sections.items() if not isinstance(body, dict)]
+    for key in names:
         partial = [t for t in str(key).strip("/").split("/") if "*" in t and t not in ("*", "**")]
         if partial:
             raise ConfigError(
@@ -601,7 +606,7 @@ def write_overrides(path: Path, values: Mapping[str, Mapping[str, Any]], after: 
     Path(path).write_text(yaml.safe_dump(document, sort_keys=False))
     for node, params in plain.items():
         got = file_parameters([*after, Path(path)], "/" + node.strip("/"))
-        lost = sorted(k for k, v in params.items() if got.get(k) != v)
+        lost = sorted(k for k, v in params.items() if not _same_value(got.get(k), v))
         if lost:
             raise ConfigError(
                 f"parameter files {[str(f) for f in after]}: a section {override_section(node)!r} "
@@ -624,6 +629,11 @@ def temporary_overrides(values: Mapping[str, Mapping[str, Any]], after: Sequence
     except BaseException:
         Path(name).unlink(missing_ok=True)  # refused: nothing will read it
         raise
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """``a == b``, NaN equal to NaN (a value like any other here: the node refuses it itself)."""
+    return bool(a == b) or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
 def _yaml_value(value: Any) -> Any:
