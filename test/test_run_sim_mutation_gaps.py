@@ -35,6 +35,7 @@ from torque_ctrl_ros.paths import data_path
 from torque_ctrl_ros.run_sim import (
     ErrorStats,
     Monitor,
+    RunOutcome,
     Tracked,
     _duration,
     _latency_figures,
@@ -262,7 +263,9 @@ def test_the_summary_says_failed_shares_late_steps_of_all_steps_and_keeps_pauses
     _write_summaries(tmp_path, SIM_SUMMARY, CTRL_SUMMARY)
     errors = ErrorStats()
     errors.add(0.01)
-    print_summary(_pair(tmp_path, (0, 1)), Tracked("trajectory", errors, sent=1), RUN_ARGS, False, {})
+    print_summary(
+        _pair(tmp_path, (0, 1)), RUN_ARGS, RunOutcome(Tracked("trajectory", errors, sent=1), False, {})
+    )
     out = capsys.readouterr().out
     assert out.startswith("summary (failed): computed_torque, realtime"), out
     assert "late steps 35 = 0.35 %" in out
@@ -277,7 +280,9 @@ def test_a_node_stopped_by_sigint_is_no_failure_in_the_report(
     never started is said so. Mutant: ``elif rc != 0`` in ``_report``."""
     _write_summaries(tmp_path, SIM_SUMMARY, CTRL_SUMMARY)
     _report(
-        _pair(tmp_path, (-signal.SIGINT, None)), Tracked("initial pose", ErrorStats()), RUN_ARGS, True, {}
+        _pair(tmp_path, (-signal.SIGINT, None)),
+        RUN_ARGS,
+        RunOutcome(Tracked("initial pose", ErrorStats()), True, {}),
     )
     err = capsys.readouterr().err
     assert "exited with status" not in err and "controller_node was not started" in err, err
@@ -371,18 +376,21 @@ def test_a_run_that_ended_early_says_which_node_ended_it_and_when_and_fails(
 
     tracked = Tracked("initial pose", ErrorStats())
     _write_summaries(tmp_path, {**SIM_SUMMARY, "steps": 500, "sim_time_s": 0.5}, CTRL_SUMMARY)
-    ending = print_summary(_pair(tmp_path, (0, 0)), tracked, _with_duration(6.0), False, {})
+    ending = print_summary(_pair(tmp_path, (0, 0)), _with_duration(6.0), RunOutcome(tracked, False, {}))
     out = capsys.readouterr().out
     assert out.startswith("summary (ended early: sim_node stopped at t = 0.50 s of 6 s): computed_torque"), (
         out
     )
     assert ending.exit_status == 1
     _write_summaries(tmp_path, {**SIM_SUMMARY, "steps": 6000, "sim_time_s": 6.0}, CTRL_SUMMARY)
-    ending = print_summary(_pair(tmp_path, (0, 0)), tracked, _with_duration(6.0), False, {}, 1.35)
+    ending = print_summary(_pair(tmp_path, (0, 0)), _with_duration(6.0), RunOutcome(tracked, False, {}, 1.35))
     out = capsys.readouterr().out
     assert out.startswith("summary (ended early: controller_node exited at t = 1.35 s of 6 s): "), out
     assert ending.exit_status == 1
-    assert print_summary(_pair(tmp_path, (0, 0)), tracked, _with_duration(6.0), False, {}) == ("done", 0)
+    assert print_summary(_pair(tmp_path, (0, 0)), _with_duration(6.0), RunOutcome(tracked, False, {})) == (
+        "done",
+        0,
+    )
     _write_summaries(tmp_path, {**SIM_SUMMARY, "steps": 5999, "sim_time_s": 5.999}, CTRL_SUMMARY)
     assert verdict(_pair(tmp_path, (0, 0)), *_stats(tmp_path), 6.0, False).exit_status == 1  # one step short
     # Until Ctrl-C: a simulator that ended without one ended early; one interrupted did not.
@@ -414,14 +422,14 @@ def test_a_stop_before_the_nodes_were_up_is_said_so_and_reads_no_summary(
 
     _write_summaries(tmp_path, SIM_SUMMARY, CTRL_SUMMARY)  # a previous run's
     tracked = Tracked("initial pose", ErrorStats(), no_demo="the controller's target topic was not ...")
-    ending = print_summary(_pair(tmp_path, (None, None)), tracked, RUN_ARGS, True, {})
+    ending = print_summary(_pair(tmp_path, (None, None)), RUN_ARGS, RunOutcome(tracked, True, {}))
     assert (
         capsys.readouterr().out
         == "summary (interrupted before the nodes were up): computed_torque, realtime\n"
     )
     assert ending.exit_status == 130
     (tmp_path / "controller.json").unlink()  # the simulator, stopped, wrote its summary; no controller
-    ending = print_summary(_pair(tmp_path, (-signal.SIGINT, None)), tracked, RUN_ARGS, True, {})
+    ending = print_summary(_pair(tmp_path, (-signal.SIGINT, None)), RUN_ARGS, RunOutcome(tracked, True, {}))
     out = capsys.readouterr().out
     assert (
         out

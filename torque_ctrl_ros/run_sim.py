@@ -624,16 +624,24 @@ def _remove_unused(args: argparse.Namespace, out: Path) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def _run(
-    domain: Domain, pair: NodePair, monitor: Monitor
-) -> tuple[Tracked, bool, dict[str, Any], float | None]:
+class RunOutcome(NamedTuple):
+    """What a run left for its report: what the monitor ``tracked``, whether it was
+    ``interrupted``, the CPU time the hypervisor took meanwhile (``steal``,
+    :func:`.bench.host.steal_between`), and the simulated time (s) at which the controller exited
+    where it did so before the simulator (``controller_exit``, :func:`_watch`; else ``None``)."""
+
+    tracked: Tracked
+    interrupted: bool
+    steal: dict[str, Any]
+    controller_exit: float | None = None
+
+
+def _run(domain: Domain, pair: NodePair, monitor: Monitor) -> RunOutcome:
     """The run (:func:`_watch`) until it ends or is interrupted (Ctrl-C, SIGTERM, SIGHUP: within
     :func:`_stop_signals`); then, however it ended, the nodes stopped, the monitor closed and the
     domain given back.
 
-    Returns what the monitor tracked, whether the run was interrupted, the CPU time the
-    hypervisor took meanwhile (:func:`.bench.host.steal_between`), and the simulated time (s) at
-    which the controller exited where it did so before the simulator (else ``None``).
+    Returns what it left for the report (:class:`RunOutcome`).
     """
     ticks = cpu_ticks()
     interrupted = False
@@ -653,7 +661,7 @@ def _run(
         tracked = monitor.tracked()
         monitor.close()
         domain.release()
-    return tracked, interrupted, steal, controller_exit
+    return RunOutcome(tracked, interrupted, steal, controller_exit)
 
 
 def status_output(line: str, tty: bool, columns: int = 80) -> str:
@@ -698,14 +706,7 @@ def _watch(pair: NodePair, monitor: Monitor) -> float | None:
     return controller_exit
 
 
-def _report(
-    pair: NodePair,
-    tracked: Tracked,
-    args: argparse.Namespace,
-    interrupted: bool,
-    steal: dict[str, Any],
-    controller_exit: float | None = None,
-) -> Verdict:
+def _report(pair: NodePair, args: argparse.Namespace, outcome: RunOutcome) -> Verdict:
     """After the run: each node that was not started or did not end cleanly, with the last lines
     of its log (on stderr), then the summary (:func:`print_summary`), whose verdict it returns."""
     print()
@@ -715,7 +716,7 @@ def _report(
         elif rc not in (0, -signal.SIGINT):
             print(f"{name} exited with status {rc}; last lines of its log:", file=sys.stderr)
             print(pair.log_tail(name), file=sys.stderr)
-    return print_summary(pair, tracked, args, interrupted, steal, controller_exit)
+    return print_summary(pair, args, outcome)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -726,14 +727,14 @@ def main(argv: list[str] | None = None) -> int:
     with _stop_signals():
         domain, pair, monitor = _set_up(args, placement)
         try:
-            tracked, interrupted, steal, controller_exit = _run(domain, pair, monitor)
+            outcome = _run(domain, pair, monitor)
         except ConfigError as exc:  # a file keeping an override from winning, before anything started
             print(f"make sim: {exc}", file=sys.stderr)
             return 2
         finally:
             if pair.sim is None:
                 _remove_unused(args, pair.out)
-        return _report(pair, tracked, args, interrupted, steal, controller_exit).exit_status
+        return _report(pair, args, outcome).exit_status
 
 
 class Verdict(NamedTuple):
@@ -867,18 +868,11 @@ def tracking_line(
     )
 
 
-def print_summary(
-    pair: NodePair,
-    tracked: Tracked,
-    args: argparse.Namespace,
-    interrupted: bool,
-    steal: dict[str, Any],
-    controller_exit: float | None = None,
-) -> Verdict:
+def print_summary(pair: NodePair, args: argparse.Namespace, outcome: RunOutcome) -> Verdict:
     """The summary table: how the run ended (:func:`verdict`, returned), tracking error
     (:func:`tracking_line`), latency percentiles and parts, late / rejected counts, and the CPU
-    time the hypervisor took during the run (``steal``, :func:`.bench.host.steal_between`).
-    ``controller_exit``: as :func:`_watch` returns it."""
+    time the hypervisor took during the run (:class:`RunOutcome`)."""
+    tracked, interrupted, steal, controller_exit = outcome
     # No node started, no summary of this run: what the folder holds is another run's.
     sim, ctrl = pair.stats() if pair.sim is not None else ({}, {})
     out = pair.out
