@@ -397,6 +397,12 @@ def test_an_over_speed_brakes_and_control_resumes_once_the_arm_is_slower() -> No
         wd.reject(result[0], result[1], t + 3e-4)
     above = [k for k, share in enumerate(profile) if share > 1.5]
     assert refused == above and wd.state is WatchdogState.OK
+    # Checked after the stamps: a fast state older than one accepted is superseded (dropped, no
+    # brake), as any reordered one, not an over-speed.
+    v = np.zeros(7)
+    v[1] = 1.6 * robot.velocity_limit[1]
+    late = wd.check(q, v, t - 0.002, t + 4e-4)
+    assert late is not None and late[0] is RejectReason.SUPERSEDED, late
     assert Watchdog(7, WatchdogConfig(), velocity_limit=robot.velocity_limit).overspeed_max is None  # off
 
 

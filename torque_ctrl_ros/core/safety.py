@@ -338,6 +338,9 @@ class Watchdog:
     steady clock) move OK → FALLBACK → STOPPED when no states arrive at all.
     """
 
+    #: The over-speed bound per joint (rad/s), ``None`` where ``overspeed_factor`` is 0 (off).
+    overspeed_max: FloatArray | None = None
+
     def __init__(
         self,
         n: int,
@@ -376,9 +379,9 @@ class Watchdog:
         self.position_max = np.where(bounded, np.minimum(upper + margin, MAX_ANGLE), MAX_ANGLE)
         # The largest float, not inf, where the model has no limit: |v| <= it still refuses inf.
         self.speed_max = np.minimum(vmax * self.config.velocity_factor, np.finfo(np.float64).max)
-        #: The over-speed bound per joint (rad/s), ``None`` where ``overspeed_factor`` is 0 (off).
-        self.overspeed_max: FloatArray | None = None
         if self.config.overspeed_factor > 0.0:
+            # An instance attribute only when on: each one more makes every attribute read of
+            # check() a little slower (docs/performance.md), and off is the class's None.
             self.overspeed_max = np.minimum(vmax * self.config.overspeed_factor, np.finfo(np.float64).max)
         # Jumps (see check): the shortest time a step is measured over, and the reach over it.
         self.jump_floor = self.config.max_age
@@ -451,8 +454,6 @@ class Watchdog:
             return RejectReason.INCONSISTENT, self._jumps.message
         if not self._plausible(q, v):
             return self._implausible(q, v)
-        if self.overspeed_max is not None and not self._within(v, self.overspeed_max):
-            return self._overspeed(v)
         if not math.isfinite(stamp):
             return RejectReason.INCONSISTENT, f"joint state stamp {stamp} is not finite"
         age = now - stamp
@@ -472,6 +473,9 @@ class Watchdog:
             )
         if -age > self.config.max_future:
             return RejectReason.INCONSISTENT, f"joint state stamped {-age:.3f} s in the future"
+        # After the stamp checks: a stale or superseded state is that, whatever its speed.
+        if self.overspeed_max is not None and not self._within(v, self.overspeed_max):
+            return self._overspeed(v)
         if self.has_good and not stamp < self._order_stamp:  # older: a clock reset, let through above
             dt = min(stamp, now + self.config.max_age) - self._order_stamp
             if not self._reachable(q, dt):
