@@ -76,9 +76,12 @@ def test_the_pair_refuses_a_file_that_keeps_an_override_from_winning_before_star
     out = tmp_path / "out"
     out.mkdir()
     (out / "sim.json").write_text("the last run's")
+    (out / "overrides.yaml").write_text("the last run's")
     with pytest.raises(ConfigError, match=r"keeps \['controller'\] from being overridden"):
         NodePair(0, out, "qpid", params_file=params).start()
-    assert (out / "sim.json").read_text() == "the last run's"  # refused: the last run's results stay
+    # Refused: the last run's results and overrides stay as they were, and nothing else is left.
+    assert sorted(p.name for p in out.iterdir()) == ["overrides.yaml", "sim.json"]
+    assert {(out / n).read_text() for n in ("sim.json", "overrides.yaml")} == {"the last run's"}
 
 
 def test_the_pair_removes_a_previous_runs_summaries_and_logs_before_starting(

@@ -211,6 +211,15 @@ def test_a_misspelt_node_under_a_namespace_key_is_refused(tmp_path: Path) -> Non
     good = path.with_name("ok.yaml")
     good.write_text(NESTED)
     check_params_file(good, ("sim_node", "controller_node"))
+    # Keys holding no node's parameters, which rcl refuses when a node starts.
+    for text, key in (
+        ("ros__parameters:\n  controller: qpid\n", "ros__parameters"),
+        ("controler_node:\n  ros_parameters:\n    controller: qpid\n", "controler_node"),
+    ):
+        bad = path.with_name("bad.yaml")
+        bad.write_text(text)
+        with pytest.raises(ConfigError, match=rf"section '{key}' names no node started here"):
+            check_params_file(bad, ("sim_node", "controller_node"))
 
 
 def test_a_nan_override_is_written_not_refused(tmp_path: Path) -> None:
@@ -218,3 +227,8 @@ def test_a_nan_override_is_written_not_refused(tmp_path: Path) -> None:
     written file call it overridden by another section."""
     path = write_overrides(tmp_path / "o.yaml", {"controller_node": {"watchdog.max_age": math.nan}})
     assert math.isnan(file_parameters([path], "/controller_node")["watchdog.max_age"])
+    shipped = Path(__file__).resolve().parents[1] / "config" / "gen3_controllers.yaml"
+    listed = write_overrides(
+        tmp_path / "l.yaml", {"controller_node": {"fallback_damping": [math.nan] * 7}}, [shipped]
+    )
+    assert math.isnan(file_parameters([shipped, listed], "/controller_node")["fallback_damping"][0])

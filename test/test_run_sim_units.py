@@ -416,6 +416,7 @@ def test_a_target_from_elsewhere_stops_the_demo() -> None:
     _publisher(first).subscribers = 1
     first._on_state(_raw(1.5, Q0))
     assert first.reference is None and not _publisher(first).sent
+    assert first.tracked().no_demo == ""  # not "the topic was not discovered": it was stopped
 
 
 def test_the_summary_says_why_no_demo_was_sent() -> None:

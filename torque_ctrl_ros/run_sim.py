@@ -369,7 +369,9 @@ class Monitor:
             )
         sent = self.reference is not None
         no_demo = self.no_demo
-        if (self.sends_trajectory and not sent) or self.pose_demo is not None:
+        if ((self.sends_trajectory and not sent) or self.pose_demo is not None) and math.isnan(
+            self.foreign_at
+        ):
             no_demo = "the controller's target topic was not discovered during the run"
         return Tracked(
             f"trajectory (sent at t = {self.sent_at:.2f} s; before it, the initial pose)"

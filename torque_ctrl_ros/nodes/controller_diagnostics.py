@@ -38,6 +38,7 @@ def diagnostic_status(
     naming the QP figures of ``fallback_info``. A ``warning`` (the state stream's, the command
     publishers', the measured delay's and the states handled, joined: :func:`stream_warning`,
     :func:`~.common.command_publishers_warning`, :func:`delay_warning`, :func:`handled_warning`)
+    (soft retries of hard barrier rows among them: :func:`soft_retry_warning`)
     is the message of a WARN when all else is OK, and follows the message otherwise (WAITING's
     WARN, a controller fallback's WARN, an ERROR: never lowered).
     """

@@ -809,6 +809,8 @@ class ControllerNode:
         if handled_warned:
             self.log.warning("handled", handled_warned)
         retried = soft_retry_warning(new_retries)
+        if retried:
+            self.log.warning("soft retry", retried)
         warning = "; ".join(
             w for w in (retried, states_warning, commands_warning, delay_warned, handled_warned) if w
         )

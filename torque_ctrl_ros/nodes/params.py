@@ -477,7 +477,9 @@ def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> 
     # The sections as rcl names them: a namespace written as an enclosing key (/**: then
     # controler_node:) joins the name, which a check of the top-level keys alone let through.
     names = [name for name, _ in _sections(sections)]
-    names += [str(k) for k, body in sections.items() if not isinstance(body, dict)]
+    # And a top-level key holding no node's parameters at all (a value, ``ros__parameters`` with no
+    # node before it, a misspelt ``ros_parameters``): rcl refuses those files when a node starts.
+    names += [str(k) for k, body in sections.items() if not _sections({k: body})]
     for key in names:
         partial = [t for t in str(key).strip("/").split("/") if "*" in t and t not in ("*", "**")]
         if partial:
@@ -632,7 +634,10 @@ def temporary_overrides(values: Mapping[str, Mapping[str, Any]], after: Sequence
 
 
 def _same_value(a: Any, b: Any) -> bool:
-    """``a == b``, NaN equal to NaN (a value like any other here: the node refuses it itself)."""
+    """``a == b``, NaN equal to NaN (a value like any other here: the node refuses it itself), in
+    lists too."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b) or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
