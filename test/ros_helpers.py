@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from torque_ctrl_ros.node_processes import param_literal
 from torque_ctrl_ros.nodes.domain import DomainLease
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +34,18 @@ import rclpy  # noqa: E402
 #: Marks a test that runs rclpy (``pytest.mark.ros`` marks those over DDS). Without rclpy these
 #: modules fail to import: an error, not a skip.
 requires_rclpy = pytest.mark.rclpy
+
+
+def param_literal(value: Any) -> str:
+    """A Python value as the YAML literal of a ``-p name:=value`` override (the node processes the
+    tests start; ``make sim`` passes its overrides in a file, ``nodes/params.py``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(param_literal(v) for v in value) + "]"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
 
 
 class LineLogger:

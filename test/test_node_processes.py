@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from ros_helpers import requires_rclpy
+from ros_helpers import param_literal, requires_rclpy
 
 from torque_ctrl_ros import node_processes
 from torque_ctrl_ros.core.errors import ConfigError
@@ -16,7 +16,6 @@ from torque_ctrl_ros.node_processes import (
     SIM_NODE,
     TRAJECTORY_TOPIC,
     NodePair,
-    param_literal,
 )
 from torque_ctrl_ros.nodes.params import file_parameters
 from torque_ctrl_ros.paths import data_path

@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ros_helpers import CONFIG, requires_rclpy, ros_domain  # noqa: F401
+from ros_helpers import CONFIG, param_literal, requires_rclpy, ros_domain  # noqa: F401
 
 from torque_ctrl_ros.core.errors import SolverError
-from torque_ctrl_ros.node_processes import param_literal
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
 

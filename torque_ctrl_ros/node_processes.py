@@ -102,17 +102,6 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0) -> int:
     return proc.returncode
 
 
-def param_literal(value: Any) -> str:
-    """A Python value as the YAML literal of a ``-p name:=value`` override."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(param_literal(v) for v in value) + "]"
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
 #: Parts of a step on the state→command path, in order: (name, node, key in its summary).
 STEP_PARTS = (
     ("state_out", "sim", "state_out"),
