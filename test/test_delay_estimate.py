@@ -5,6 +5,7 @@ and the controller node's report of it (/diagnostics, its summary, a warning whe
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,29 @@ def test_the_warning_counts_command_delay_in_periods_rounded_up(
     warning = delay_warning(DelayEstimate(periods, periods * 1e-3, 0.9, 900), command_delay)
     assert bool(warning) is warned, warning
     assert delay_warning(None, command_delay) == ""
+
+
+@pytest.mark.parametrize(
+    ("periods", "step", "warned"),
+    [
+        (6, 0.002, False),
+        (7, 0.002, True),
+        (8, 0.004, False),
+        (9, 0.004, True),
+        (6, math.nan, True),
+        (4, 0.002, True),
+    ],
+)
+def test_on_a_slower_stream_the_estimate_comes_in_whole_steps(
+    periods: int, step: float, warned: bool
+) -> None:
+    """A 5 ms path (the fifth period shows it) reads 6 ms at 500 Hz and 8 ms at 250 Hz, commands and
+    efforts existing once per state: no other delay, no warning (a review's simulator-exact runs)."""
+    from torque_ctrl_ros.core.delay_estimate import DelayEstimate
+    from torque_ctrl_ros.nodes.controller_diagnostics import delay_warning
+
+    warning = delay_warning(DelayEstimate(periods, periods * 1e-3, 0.9, 900), 0.005, step)
+    assert bool(warning) is warned, warning
 
 
 @requires_rclpy

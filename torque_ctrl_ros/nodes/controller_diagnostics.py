@@ -145,12 +145,22 @@ def delay_values(estimate: DelayEstimate | None) -> dict[str, float]:
     return {"measured_delay_ms": estimate.delay * 1e3, "measured_delay_correlation": estimate.correlation}
 
 
-def delay_warning(estimate: DelayEstimate | None, command_delay: float) -> str:
+def delay_warning(
+    estimate: DelayEstimate | None, command_delay: float, stream_step: float = CONTROL_PERIOD
+) -> str:
     """What /diagnostics warn of when the states' efforts show another delay than
     ``command_delay`` (s), "" if they show the same or none (:mod:`~..core.delay_estimate`).
     ``command_delay`` runs to the first state that shows the command: in whole periods, rounded
-    up (4.4 ms: the fifth, :func:`~..core.robot.showing_period`), as the start-up checks count it."""
-    if estimate is None or estimate.periods == showing_period(command_delay):
+    up (4.4 ms: the fifth, :func:`~..core.robot.showing_period`), as the start-up checks count it.
+
+    On a stream slower than 1 kHz (its usual step ``stream_step``, s; nan while unknown) commands
+    and efforts exist once per state, so the estimate comes in whole steps: up to a step beyond
+    the showing period is the same delay (a 5 ms path read 6 ms at 500 Hz, 8 ms at 250 Hz)."""
+    if estimate is None:
+        return ""
+    showing = showing_period(command_delay)
+    spread = max(1, round(stream_step / CONTROL_PERIOD)) if math.isfinite(stream_step) else 1
+    if showing <= estimate.periods < showing + spread:
         return ""
     return (
         f"the joint states' efforts show each command {estimate.delay * 1e3:g} ms after the state it "

@@ -802,7 +802,7 @@ class ControllerNode:
         commands_warning = command_publishers_warning(commanders, self._command_topic)
         if commands_warning:
             self.log.warning("commanders", commands_warning)
-        delay_warned = delay_warning(self.delay_estimate, self.robot.command_delay)
+        delay_warned = delay_warning(self.delay_estimate, self.robot.command_delay, step)
         if delay_warned:
             self.log.warning("delay", delay_warned)
         handled_warned = handled_warning(values["handled_share"], values["skipped_rate_hz"])
