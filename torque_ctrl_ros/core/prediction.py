@@ -25,8 +25,10 @@ by the delay (computed torque along a trajectory, kp 100, 5 ms late: 1.8 mrad of
 predicted and the reference sampled at ``t₀``, 0.16 mrad at ``t₀ + m·h``, 2.4 mrad predicting
 nothing; at kp 400 the state predicted alone was worse than nothing, 1.85 against 0.66 mrad, and
 0.09 with both). The commands are those this node sent, safe ones included, the last one again for
-each period of a state skipped for a newer one (:meth:`DelayPredictor.held`: the driver held it); a
-period whose command is not known (after a start or a reset, before ``m`` were sent) is carried at
+each period without a command of its own (:meth:`DelayPredictor.held`: the driver held it): a state
+skipped for a newer one, a dropped state, a stream slower than 1 kHz (the supervisor counts the
+periods from the stamps); a period whose command is not known (after a start, a stop, a clock
+reset or a silence longer than the commands in flight, before ``m`` were sent) is carried at
 constant velocity. On the model the prediction is exact to the integrator's error; on a real arm it
 is off by the model's error accumulated over ``m`` periods (payload, friction, rotor inertia): a
 predictor is only as good as the model, which is why the closed-loop checks

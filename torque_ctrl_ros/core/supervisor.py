@@ -194,6 +194,9 @@ class Supervisor:
         self.predictor = DelayPredictor(
             robot, commands_in_flight(robot.command_delay) if predict_delay else 0
         )
+        # The effective stamp (s) of the last step, and of the state the last command noted by the
+        # predictor answered (nan: none): the periods between two tell how long each command acted.
+        self._step_stamp = self._noted_stamp = math.nan
         self._brake_since = math.nan  # the Watchdog.safe_since the brake was started for
         # When the brake started (the caller's clock, s), and how far the states' stamps have run
         # since (s, each step at most max_age), from the newest finite stamp seen (nan: none yet).
@@ -240,7 +243,7 @@ class Supervisor:
         ``skipped``: how many states queued before this one the caller skipped for it
         (:mod:`.backlog`): the step from the last one computed on is then not learnt as the
         stream's period, and the delay prediction counts their periods as run on the last command
-        (:meth:`DelayPredictor.held`).
+        (:meth:`DelayPredictor.held`; it counts the periods from the stamps too: :meth:`_note_periods`).
 
         First the gap before it, on the states' clock (s)::
 
@@ -286,22 +289,40 @@ class Supervisor:
             refused = wd.check(q, v, stamp, now)
             action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp, now)
         decision = Decision(action, stamp, effective_stamp, previous, silence, wd.clock_resets != resets)
+        self._step_stamp = effective_stamp
         if action is Action.COMPUTE:
             resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp, skipped > 0)
-            self.predictor.held(skipped)
+            self._note_periods(
+                effective_stamp, skipped, decision.clock_reset or previous is WatchdogState.STOPPED
+            )
             lead = self.predictor.horizon
             if lead and resume.kind is ResumeKind.PAUSE:
                 # On the target's clock: that of the states it is sampled at, the predicted ones.
                 resume = replace(resume, since=resume.since + lead, until=resume.until + lead)
             decision.resume = resume
             decision.reset_controller = previous is not WatchdogState.OK and not decision.resume.unbroken
-            if decision.reset_controller or decision.clock_reset:
-                self.predictor.reset()  # what was sent before no longer tells where the arm goes
             q_hat, v_hat = self.predictor.predict(wd.last_good.q, wd.last_good.v)
             decision.state = JointState(q_hat, v_hat, effective_stamp + self.predictor.horizon)
             self._brake_since = math.nan  # the next fallback predicts from a state not yet seen
         refused_now = wd.rejected_total != rejected_before  # counted as refused by the watchdog
         return self._answer(decision, now, Notice.REFUSED if refused_now else Notice.NONE)
+
+    def _note_periods(self, stamp: float, skipped: int, unknown: bool) -> None:
+        """Before predicting at the state stamped ``stamp`` (s, effective): the periods since the
+        state the last command noted answered ran on that command (the driver held it): one period
+        for each beyond the first, from the stamps (a stream slower than 1 kHz holds each command
+        for several; a dropped state's period too), at least the ``skipped`` states' (stamps that
+        tell nothing). The commands are forgotten where they no longer tell where the arm goes:
+        ``unknown`` (a clock reset, a stop: nothing was published), or a gap longer than the
+        commands in flight (a silence: the driver's own command timeout took over). A fallback's
+        safe commands were noted (:meth:`_answer`), so after one the prediction goes on."""
+        periods = 1
+        if math.isfinite(stamp) and math.isfinite(self._noted_stamp):
+            periods = round((stamp - self._noted_stamp) / self.predictor.period)
+        if unknown or periods > self.predictor.in_flight + 1:
+            self.predictor.reset()
+        else:
+            self.predictor.held(max(periods - 1, skipped))
 
     def command_computed(self, tau: FloatArray | None = None) -> None:
         """The controller answered the state of the last :meth:`step` with ``tau`` (N·m, saturated:
@@ -312,6 +333,7 @@ class Supervisor:
             self.predictor.reset()
         else:
             self.predictor.sent(tau)
+            self._noted_stamp = self._step_stamp
 
     def controller_failed(self, decision: Decision, error: BaseException, now: float) -> Decision:
         """The controller raised ``error`` on the state of ``decision`` (``COMPUTE``, from the last
@@ -369,6 +391,7 @@ class Supervisor:
             if all_finite(out.tau):
                 decision.command = out
                 self.predictor.sent(out.tau)
+                self._noted_stamp = decision.effective_stamp
             else:  # a prediction gone non-finite (the watchdog refuses such states)
                 decision.withheld = out
         if wd.state is not decision.previous:
