@@ -413,3 +413,23 @@ def test_each_command_counts_for_as_long_as_it_acted(
     q_ref, v_ref = _by_hand(robot, Q0, V0, 0, [taus[i] for i in held])
     np.testing.assert_allclose(decision.state.v, v_ref, atol=1e-13)
     np.testing.assert_allclose(decision.state.q, q_ref, atol=1e-13)
+
+
+def test_a_state_answered_again_replaces_its_answer(robot: RobotModel) -> None:
+    """The lockstep simulator repeats state 0 until it is answered; copies handled back to back
+    were each a new command in flight, which the simulator ignored (it takes one answer per state):
+    the predictions after ran on commands the plant never got (5.1e-6 rad off it, a CI run). The
+    last answer now replaces the one before; the prediction is as if answered once."""
+    sup = _supervisor(robot, True)
+    taus = [robot.gravity(Q0) + 0.5 * k for k in range(4)]
+    t = 1000.0
+    for tau in taus[:3]:  # state 0, three times: answered with three different torques
+        sup.step(Q0, V0, t, t)
+        sup.command_computed(tau)
+    sup.step(Q0, V0, t + H, t + H)
+    sup.command_computed(taus[3])
+    decision = sup.step(Q0, V0, t + 2 * H, t + 2 * H)
+    assert decision.state is not None
+    q_ref, v_ref = _by_hand(robot, Q0, V0, 2, [taus[2], taus[3]])  # two periods unknown, then the two answers
+    np.testing.assert_allclose(decision.state.v, v_ref, atol=1e-13)
+    np.testing.assert_allclose(decision.state.q, q_ref, atol=1e-13)

@@ -113,6 +113,15 @@ class DelayPredictor:
             self._next = (self._next + 1) % self.in_flight
             self._known = min(self._known + 1, self.in_flight)
 
+    def unsend(self) -> None:
+        """Take back the last command noted: the state it answered is answered again (a copy of
+        it, the same stamp), and the driver applies one answer per state. If the ring was full,
+        the command it overwrote is not restored: that oldest period is carried at constant
+        velocity (no copy kept on every step)."""
+        if self.in_flight and self._known:
+            self._next = (self._next - 1) % self.in_flight
+            self._known -= 1
+
     def held(self, periods: int) -> None:
         """The last command sent acted ``periods`` periods more: the states of those periods were
         skipped, none answered (:mod:`.backlog`), and the driver held it. Noted once per period,
