@@ -441,7 +441,12 @@ class Supervisor:
         if since != self._brake_since:  # a new window, or a new last good state
             # Timed from this first safe command, not from `since`: after a silence the
             # window opened before any command could go out (core/braking.py).
-            self.brake.start(wd.last_good.q, wd.last_good.v, now, hold=self.first_hold())
+            # From the last good state carried over the commands in flight (none without a
+            # delay): the brake's first command acts after them. From the state itself, a 450 ms
+            # fallback 5 ms late ended with the arm at 1.55–1.97 rad/s where the brake's
+            # prediction read 0.54 (0.62 against 0.53 from the carried state; a review's runs).
+            q0, v0 = self.predictor.predict(wd.last_good.q, wd.last_good.v)
+            self.brake.start(q0, v0, now, hold=self.first_hold())
             self._brake_since = since
             self._brake_start, self._stamps_run = now, 0.0
             self._last_brake_stamp = stamp if math.isfinite(stamp) else math.nan
