@@ -90,7 +90,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
-from torque_ctrl_ros.nodes.params import check_params_file, controller_model_file, temporary_overrides
+from torque_ctrl_ros.nodes import params
 from torque_ctrl_ros.paths import find_model_file
 
 PACKAGE = "torque_ctrl_ros"
@@ -134,26 +134,26 @@ def _check(context: LaunchContext) -> list[Node]:
     exist (launch_ros would only warn, and a misspelt ``hardware_params_file`` would put the
     controller on the arm without the real arm's delay and dampings) or has a section for no
     node of the package (:func:`check_params_file`), ``max_age`` not a number, a ``model_file``
-    that does not exist, files that keep an argument from overriding them (:func:`write_overrides`)."""
+    that does not exist, files that keep an argument from overriding them (:func:`check_overrides`)."""
     for path in _files(context):
         if not Path(path).is_file():
             raise ValueError(f"hardware_gen3: parameter file {path!r} does not exist")
         # The shipped params_file also holds the simulator's section.
-        check_params_file(Path(path), ("sim_node", "controller_node"))
+        params.check_params_file(Path(path), ("sim_node", "controller_node"))
     _max_age(context)
     model_file = _model_file(context)
     if model_file:
         find_model_file(model_file, "hardware_gen3")
-    _overrides_file(context).unlink()
+    files = [Path(f) for f in _files(context)]
+    params.check_overrides(_overrides(context), files)
     # What rviz shows (view_gen3's model_file): the argument, else the files' controller model.
     if LaunchConfiguration("rviz").perform(context) != "true":
         return []
-    files = [Path(f) for f in _files(context)]
-    context.launch_configurations[RVIZ_MODEL] = model_file or controller_model_file(files)
+    context.launch_configurations[RVIZ_MODEL] = model_file or params.controller_model_file(files)
     return []
 
 
-def _overrides_file(context: LaunchContext) -> Path:
+def _overrides(context: LaunchContext) -> dict[str, dict[str, object]]:
     """``controller``, ``use_sim_time`` false, and ``model_file`` and ``max_age`` where given, in a
     parameter file passed after the others. As a dictionary on the Node action they would go into
     the ``/**`` section, which loses to a file opening with ``/**:``
@@ -168,7 +168,7 @@ def _overrides_file(context: LaunchContext) -> Path:
     max_age = _max_age(context)
     if max_age is not None:
         overrides["watchdog.max_age"] = max_age
-    return temporary_overrides({"controller_node": overrides}, [Path(f) for f in _files(context)])
+    return {"controller_node": overrides}
 
 
 def _controller_failed(event: Any, context: LaunchContext) -> list[Shutdown] | None:
@@ -179,8 +179,11 @@ def _controller_failed(event: Any, context: LaunchContext) -> list[Shutdown] | N
 
 def _controller_node(context: LaunchContext) -> list[Node]:
     """controller_node on ``params_file``, then ``hardware_params_file`` and ``extra_params_file``
-    if given, overridden by ``controller`` and the other arguments given a value (:func:`_overrides_file`)."""
-    files = [*_files(context), str(_overrides_file(context))]
+    if given, overridden by ``controller`` and the other arguments given a value (:func:`_overrides`)."""
+    files = [
+        *_files(context),
+        str(params.temporary_overrides(_overrides(context), [Path(f) for f in _files(context)])),
+    ]
     return [
         Node(
             package=PACKAGE,

@@ -59,7 +59,7 @@ from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
 from torque_ctrl_ros.joint_order import joint_order_error
-from torque_ctrl_ros.nodes.params import check_params_file, controller_model_file, temporary_overrides
+from torque_ctrl_ros.nodes import params
 from torque_ctrl_ros.paths import find_model_file
 
 PACKAGE = "torque_ctrl_ros"
@@ -91,27 +91,29 @@ def _check(context: LaunchContext) -> list[Node]:
     does not exist or has a section for no node started here (:func:`check_params_file`, as
     ``make sim``), a ``model_file`` that does not exist, two ``joints`` orders
     (:func:`~torque_ctrl_ros.joint_order.joint_order_error`), and files that keep an argument from
-    overriding them (:func:`write_overrides`)."""
+    overriding them (:func:`check_overrides`)."""
     files = _files(context)
     for path in files:
         if not Path(path).is_file():
             raise ValueError(f"sim_gen3: parameter file {path!r} does not exist")
-        check_params_file(Path(path), NODES)
+        params.check_params_file(Path(path), NODES)
     model_file = _model_file(context)
     if model_file:
         find_model_file(model_file, "sim_gen3")
     mismatch = joint_order_error(files, model_file)
     if mismatch:
         raise ValueError(f"sim_gen3: {mismatch}")
-    _overrides_file(context).unlink()
+    params.check_overrides(_overrides(context), [Path(f) for f in files])
     # What rviz shows (view_gen3's model_file): the argument, else the files' controller model.
     if LaunchConfiguration("rviz").perform(context) != "true":
         return []
-    context.launch_configurations[RVIZ_MODEL] = model_file or controller_model_file([Path(f) for f in files])
+    context.launch_configurations[RVIZ_MODEL] = model_file or params.controller_model_file(
+        [Path(f) for f in files]
+    )
     return []
 
 
-def _overrides_file(context: LaunchContext) -> Path:
+def _overrides(context: LaunchContext) -> dict[str, dict[str, object]]:
     """The arguments' values for both nodes, in a parameter file passed after the others: ``mode``;
     ``use_sim_time``, and ``controller`` and ``model_file`` where given. As a dictionary on the
     Node action they would go into the ``/**`` section, which loses to a file opening with
@@ -129,7 +131,7 @@ def _overrides_file(context: LaunchContext) -> Path:
         "sim_node": {"mode": LaunchConfiguration("mode").perform(context)},
         "controller_node": controller_overrides,
     }
-    return temporary_overrides(values, [Path(f) for f in _files(context)])
+    return values
 
 
 def _controller_failed(event: Any, context: LaunchContext) -> list[Shutdown] | None:
@@ -140,8 +142,11 @@ def _controller_failed(event: Any, context: LaunchContext) -> list[Shutdown] | N
 
 def _nodes(context: LaunchContext) -> list[Node]:
     """sim_node and controller_node on ``params_file``, then ``extra_params_file`` if given,
-    overridden only by the arguments given a value (:func:`_overrides_file`)."""
-    files = [*_files(context), str(_overrides_file(context))]
+    overridden only by the arguments given a value (:func:`_overrides`)."""
+    files = [
+        *_files(context),
+        str(params.temporary_overrides(_overrides(context), [Path(f) for f in _files(context)])),
+    ]
     # Read by the node processes before rclpy starts (torque_ctrl_ros.nodes.scheduling).
     realtime = {
         "TORQUE_CTRL_RT_PRIORITY": LaunchConfiguration("rt_priority"),

@@ -133,6 +133,11 @@ def test_overrides_win_over_every_layout_of_the_files_or_are_refused(
     if case in OVERRIDE_LOSES:
         with pytest.raises(ConfigError, match=r"'/\*\*/controller_node' followed by another"):
             write_overrides(path, {"controller_node": values}, after=files)
+        assert not path.exists()  # refused before anything was written
+        # Written all the same, rclpy gives the node the file's value, not the override's.
+        path.write_text(
+            f"{override_section('controller_node')}:\n  ros__parameters:\n    controller: hqpid\n"
+        )
         assert rclpy_parameters([*files, path], "controller_node")["controller"] != "hqpid"
         return
     override = write_overrides(path, {"controller_node": values}, after=files)

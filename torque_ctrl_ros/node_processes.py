@@ -228,13 +228,10 @@ class NodePair:
         # The overrides in a file after the others, written before any process starts (a file
         # that keeps one from winning is refused here): as -p name:=value they would lose to a
         # file opening with /**: (nodes/params.py, write_overrides).
-        checked = out / "overrides.yaml.new"  # the last run's stays until this one is accepted
-        try:
-            write_overrides(checked, {SIM_NODE: sim, CONTROLLER_NODE: ctrl}, self.params_files)
-        except BaseException:
-            checked.unlink(missing_ok=True)
-            raise
-        overrides = checked.replace(out / "overrides.yaml")
+        # Checked before written: refused, the last run's file stays.
+        overrides = write_overrides(
+            out / "overrides.yaml", {SIM_NODE: sim, CONTROLLER_NODE: ctrl}, self.params_files
+        )
         files = [*self.params_files, overrides]
         # Only now, the start no longer refused: a refused one leaves the last run's results.
         for name in RUN_FILES:

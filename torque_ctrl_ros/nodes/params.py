@@ -518,10 +518,20 @@ def file_parameters(paths: Sequence[Path], node: str) -> dict[str, Any]:
     Raises:
         ConfigError: a file that cannot be read as YAML.
     """
+    return _resolve(_file_sections(paths), node)
+
+
+def _file_sections(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
+    """rcl's list of sections over the files ``paths``: name → values, in order of first appearance."""
     sections: dict[str, dict[str, Any]] = {}
     for path in paths:
         for name, values in _sections(_read_yaml(path)):
             sections.setdefault(name, {}).update(values)
+    return sections
+
+
+def _resolve(sections: Mapping[str, Mapping[str, Any]], node: str) -> dict[str, Any]:
+    """What the ``sections`` (:func:`_file_sections`) give the node ``node``, applied in order."""
     out: dict[str, Any] = {}
     for name, values in sections.items():
         if _section_pattern(name).fullmatch(node):
@@ -601,13 +611,20 @@ def write_overrides(path: Path, values: Mapping[str, Mapping[str, Any]], after: 
             value, not the override's (:func:`file_parameters`).
         TypeError: a value of another type.
     """
-    import yaml  # as _read_yaml
+    return _write_overrides(Path(path), check_overrides(values, after))
 
+
+def check_overrides(
+    values: Mapping[str, Mapping[str, Any]], after: Sequence[Path] = ()
+) -> dict[str, dict[str, Any]]:
+    """The check of :func:`write_overrides`, before anything is written: ``values`` as they would be
+    written (plain Python values), or the :class:`ConfigError` (and :class:`TypeError`) it raises."""
     plain = {node: {k: _yaml_value(v) for k, v in params.items()} for node, params in values.items()}
-    document = {override_section(node): {"ros__parameters": params} for node, params in plain.items()}
-    Path(path).write_text(yaml.safe_dump(document, sort_keys=False))
+    sections = _file_sections(after)
     for node, params in plain.items():
-        got = file_parameters([*after, Path(path)], "/" + node.strip("/"))
+        sections.setdefault(override_section(node), {}).update(params)
+    for node, params in plain.items():
+        got = _resolve(sections, "/" + node.strip("/"))
         lost = sorted(k for k, v in params.items() if not _same_value(got.get(k), v))
         if lost:
             raise ConfigError(
@@ -615,22 +632,28 @@ def write_overrides(path: Path, values: Mapping[str, Mapping[str, Any]], after: 
                 f"followed by another that reaches {node} keeps {lost} from being overridden (rcl "
                 f"applies the sections in the order they first appear): rename it {node!r}"
             )
-    return Path(path)
+    return plain
+
+
+def _write_overrides(path: Path, plain: Mapping[str, Mapping[str, Any]]) -> Path:
+    """Write checked override values (:func:`check_overrides`) to ``path``; returns it."""
+    import yaml  # as _read_yaml
+
+    document = {override_section(node): {"ros__parameters": dict(params)} for node, params in plain.items()}
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
 
 
 def temporary_overrides(values: Mapping[str, Mapping[str, Any]], after: Sequence[Path]) -> Path:
     """:func:`write_overrides` into a new file in the temporary folder, for a launch file: the file
     stays (the node processes read it when they start; launch_ros leaves its own parameter files
-    there too)."""
+    there too). Refused, nothing is written."""
     import tempfile
 
+    plain = check_overrides(values, after)
     fd, name = tempfile.mkstemp(prefix="torque_ctrl_ros_overrides_", suffix=".yaml")
     os.close(fd)
-    try:
-        return write_overrides(Path(name), values, after)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)  # refused: nothing will read it
-        raise
+    return _write_overrides(Path(name), plain)
 
 
 def _same_value(a: Any, b: Any) -> bool:
