@@ -1704,3 +1704,62 @@ def test_a_lockstep_simulator_waiting_for_an_answer_says_so(nodes: Nodes) -> Non
     assert 0.65 < time.monotonic() - t0 < 2.0 and not sim.commands.answered
     warned = [a.status[0] for a in sim.diag_pub.sent if a.status[0].level == DiagnosticStatus.WARN]
     assert len(warned) >= 2 and warned[0].message.startswith("lockstep: no answer to state 0 for"), warned
+
+
+def test_an_exception_from_a_callback_of_rclpy_does_not_end_the_spin(nodes: Nodes) -> None:
+    """Under ``use_sim_time`` rclpy's own time source raises ValueError on a ``/clock`` message
+    stamped before 0 (a hand-typed ``ros2 topic pub``), on the node's executor: one such message
+    ended the controller (exit 1, the arm left to its driver's timeout). It is dropped and logged;
+    the node answers the states that follow."""
+    import threading
+
+    from ros_helpers import LineLogger, Probe, wait_until
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState as JointStateMsg
+
+    from torque_ctrl_ros.nodes.common import STOP
+
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=True)
+    node.log._logger = LineLogger()
+    probe = Probe(nodes.domain)
+    clock, states = probe.publisher(Clock, "/clock"), probe.publisher(JointStateMsg, "/joint_states")
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            node.run()
+        except BaseException as exc:  # what the node's process would have died of
+            failed.append(exc)
+
+    spinner = threading.Thread(target=run)
+    spinner.start()
+    try:
+        wait_until(
+            lambda: node.node.count_publishers("/clock") and clock.get_subscription_count(), 10, "/clock"
+        )
+        negative = Clock()
+        negative.clock.sec = -1
+        for _ in range(5):
+            clock.publish(negative)
+            time.sleep(0.05)
+        wait_until(lambda: node.log._logger.lines, 10, "the error logged")
+        good = Clock()
+        good.clock.sec = 5
+        home = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+        for k in range(10):
+            good.clock.nanosec = k * 1_000_000
+            clock.publish(good)
+            time.sleep(0.01)
+            states.publish(_state_msg(home, 5.0 + k * 1e-3))
+            time.sleep(0.02)
+        wait_until(lambda: node.counts.commands_published >= 5 or failed, 10, "answers")
+    finally:
+        STOP.set()
+        spinner.join(10)
+        STOP.clear()
+        probe.close()
+    assert not failed, failed
+    assert node.counts.commands_published >= 5
+    logged = " ".join(text for level, text in node.log._logger.lines if level == "error")
+    assert "a callback raised ValueError: Seconds value must not be negative" in logged, logged
+    assert "time_source.py" in logged, logged

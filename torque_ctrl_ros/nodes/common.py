@@ -10,6 +10,7 @@ import math
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -265,6 +266,30 @@ class ThrottledLog:
         if not force:  # a forced message does not count against the period
             self._next[key] = now + self.period
         return f"{message} (and {held} more since the last such message)" if held else message
+
+
+def spin_once(executor: Executor, timeout_sec: float, log: ThrottledLog) -> None:
+    """``executor.spin_once(timeout_sec)``, kept going past an exception from a callback.
+
+    The nodes guard their own callbacks (a failed step answers with the safe torque), but rclpy
+    runs callbacks of its own on the same executor: under ``use_sim_time`` its time source raises
+    ``ValueError`` on a ``/clock`` message with a negative stamp (a hand-typed ``ros2 topic pub``),
+    and that one message ended the node, leaving the arm to its driver's timeout. Here the message
+    is dropped and the node spins on; rclpy has already logged the traceback, and the error is
+    logged again under its own key (at most once a second), with the innermost frames."""
+    try:
+        executor.spin_once(timeout_sec=timeout_sec)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        raise
+    except Exception as exc:
+        # The innermost three frames: where it was raised and the callback around it.
+        where = " < ".join(
+            f"{Path(f.filename).name}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)[:-4:-1]
+        )
+        log.error(
+            "callback error",
+            f"a callback raised {type(exc).__name__}: {one_line(str(exc))} ({where}); its message is dropped",
+        )
 
 
 class Runs:

@@ -67,6 +67,7 @@ from .common import (
     publishing_nodes,
     refuse_parameter_changes,
     run_node,
+    spin_once,
     status,
     use_serialized_io,
     write_json,
@@ -898,11 +899,13 @@ class ControllerNode:
         """Spin until shutdown.
 
         ``spin_once`` in a loop rather than ``spin()``: rclpy 9's EventsExecutor.spin() neither ran
-        callbacks nor returned on SIGTERM here, while its ``spin_once`` works.
+        callbacks nor returned on SIGTERM here, while its ``spin_once`` works. An exception out of
+        a callback (rclpy's time source on a negative ``/clock``) is logged, not fatal
+        (:func:`~.common.spin_once`).
         """
         context = self.node.context
         while context.ok() and not STOP.is_set():
-            self.executor.spin_once(timeout_sec=0.1)
+            spin_once(self.executor, 0.1, self.log)
 
     def close(self) -> None:
         """Stop spinning, write the summary, destroy the node.

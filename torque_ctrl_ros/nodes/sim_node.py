@@ -83,6 +83,7 @@ from .common import (
     publishing_nodes,
     refuse_parameter_changes,
     run_node,
+    spin_once,
     status,
     use_serialized_io,
     write_json,
@@ -498,7 +499,7 @@ class SimNode:
         catch-up steps, and beyond ``command_queue_depth`` queued ones would be dropped.
         """
         if deadline <= time.monotonic():
-            self.executor.spin_once(timeout_sec=0.0)
+            spin_once(self.executor, 0.0, self.log)
             return
         while not (until_answered and self.commands.answered) and not STOP.is_set():
             remaining = deadline - time.monotonic()
@@ -506,7 +507,7 @@ class SimNode:
                 return
             # At most _STOP_POLL_S per wait: SIGINT / SIGTERM only set STOP, and a lockstep wait
             # for an absent controller lasts lockstep_timeout (seconds).
-            self.executor.spin_once(timeout_sec=min(remaining, _STOP_POLL_S))
+            spin_once(self.executor, min(remaining, _STOP_POLL_S), self.log)
 
     def _await_answer(self, timeout: float) -> None:
         """Lockstep: take commands until the current state is answered or this node has waited
