@@ -168,6 +168,33 @@ def test_a_big_endian_command_does_not_overclaim() -> None:
     assert not CommandWire.overclaims(raw)
 
 
+def test_a_big_endian_command_claiming_more_dimensions_than_it_holds_overclaims() -> None:
+    """The count read in the header's byte order: a big-endian command claiming 2^28 dimensions,
+    which rclpy reads on past as an untagged command of misaligned bytes (finite, 7 long: the
+    simulator held it), is refused as a little-endian one is. (The check had returned False for
+    any header but little-endian; a review.)"""
+    tau = np.arange(1.0, 8.0)
+    for order, header in (("<", wire.CDR_LE), (">", b"\x00\x00\x00\x00")):
+        raw = (
+            header + struct.pack(order + "II", 0x10000000, 7) + bytes(4) + tau.astype(order + "f8").tobytes()
+        )
+        misread = np.frombuffer(deserialize_message(raw, Float64MultiArray).data, dtype=np.float64)
+        assert not np.array_equal(misread, tau)
+        assert CommandWire.decode(raw) is None
+        assert CommandWire.overclaims(raw), order
+
+
+def test_a_big_endian_label_with_a_nul_is_garbled() -> None:
+    """``joints\\0@<stamp>`` big-endian: rclpy cuts the label at the NUL, an untagged command
+    (in realtime it answers the current state, the staleness check skipped); refused like the
+    little-endian one. (The check had returned False for any header but little-endian; a review.)"""
+    tau = np.linspace(-2.0, 2.0, 7)
+    raw = _big_endian_command(tau, "joints\0@5.000000000")
+    assert command_stamp_ns(deserialize_message(raw, Float64MultiArray)) is None
+    assert CommandWire.garbled_label(raw)
+    assert not CommandWire.garbled_label(_big_endian_command(tau, "joints@5.000000000"))
+
+
 @pytest.mark.parametrize(
     "tail", [b"", b"\x01", b"\x01\x00", b"\x01\x00\x00"], ids=lambda tail: f"{4 + len(tail)} bytes"
 )

@@ -61,6 +61,15 @@ _U32 = struct.Struct("<I")
 _SIZE_STRIDE = struct.Struct("<II")  # std_msgs/MultiArrayDimension: uint32 size, uint32 stride
 
 
+_U32_BE = struct.Struct(">I")
+
+
+def _cdr_u32(raw: bytes) -> struct.Struct | None:
+    """The ``uint32`` reader of plain CDR ``raw`` in the byte order its encapsulation header
+    says (``00 01`` little-endian, ``00 00`` big-endian), ``None`` for any other header."""
+    return {b"\x00\x01": _U32, b"\x00\x00": _U32_BE}.get(bytes(raw[:2]))
+
+
 def _aligned(offset: int, size: int) -> int:
     """``offset`` (bytes into the buffer, header included) rounded up to a multiple of ``size``
     counted from the end of the header."""
@@ -347,28 +356,29 @@ class CommandWire:
 
     @staticmethod
     def overclaims(raw: bytes) -> bool:
-        """Whether ``raw`` is little-endian CDR whose layout claims more dimensions than its bytes
-        could hold (each takes at least 12: a string's length, ``size``, ``stride``). rclpy reads
-        such a message on past the failed sequence, as an untagged command of whatever bytes
+        """Whether ``raw`` is CDR (either byte order) whose layout claims more dimensions than its
+        bytes could hold (each takes at least 12: a string's length, ``size``, ``stride``). rclpy
+        reads such a message on past the failed sequence, as an untagged command of whatever bytes
         follow the count; :meth:`decode` returns ``None`` for it, and the caller must then refuse
         it rather than ask rclpy."""
-        if raw[:2] != CDR_LE[:2] or len(raw) < _HEADER + 4:
+        u32 = _cdr_u32(raw)
+        if u32 is None or len(raw) < _HEADER + 4:
             return False
-        (dims,) = _U32.unpack_from(raw, _HEADER)
+        (dims,) = u32.unpack_from(raw, _HEADER)
         return bool(dims > (len(raw) - _HEADER - 4) // 12)
 
     @staticmethod
     def garbled_label(raw: bytes) -> bool:
-        """Whether ``raw`` is little-endian CDR whose first layout label (where a command names the
-        state it answers) holds a NUL byte or is not UTF-8. rclpy reads such a label cut at the NUL
-        or with the bad bytes replaced: ``joints\\0@<stamp>`` becomes ``joints``, an untagged
-        command, which in realtime answers the current state whatever state it was sent for.
-        :meth:`decode` returns ``None`` for it, and the caller must then refuse it rather than ask
-        rclpy."""
-        if raw[:2] != CDR_LE[:2] or len(raw) < _HEADER + 8:
+        """Whether ``raw`` is CDR (either byte order) whose first layout label (where a command
+        names the state it answers) holds a NUL byte or is not UTF-8. rclpy reads such a label cut
+        at the NUL or with the bad bytes replaced: ``joints\\0@<stamp>`` becomes ``joints``, an
+        untagged command, which in realtime answers the current state whatever state it was sent
+        for. :meth:`decode` returns ``None`` for it, and the caller must then refuse it rather
+        than ask rclpy."""
+        u32 = _cdr_u32(raw)
+        if u32 is None or len(raw) < _HEADER + 8:
             return False
-        (dims,) = _U32.unpack_from(raw, _HEADER)
-        (length,) = _U32.unpack_from(raw, _HEADER + 4)
+        dims, length = u32.unpack_from(raw, _HEADER)[0], u32.unpack_from(raw, _HEADER + 4)[0]
         if not dims or length < 1 or len(raw) < _HEADER + 8 + length:
             return False
         text = raw[_HEADER + 8 : _HEADER + 7 + length]  # without the string's closing NUL
