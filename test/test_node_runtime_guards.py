@@ -1479,6 +1479,45 @@ def test_without_commands_the_simulator_holds_the_arm_where_it_was(
     assert drift > 0.05 if drifts else drift < 1e-4
 
 
+def _big_endian_state(names: list[str], q: np.ndarray, stamp: float) -> bytes:
+    """A JointState in big-endian CDR (header ``00 00 00 00``): ``q`` as positions, zero
+    velocities and efforts."""
+    import struct
+
+    sec, nsec = divmod(round(stamp * 1e9), 10**9)
+    raw = bytearray(b"\x00\x00\x00\x00") + struct.pack(">iI", sec, nsec) + struct.pack(">I", 1) + b"\x00"
+
+    def pad(size: int) -> None:
+        raw.extend(bytes(-(len(raw) - 4) % size))
+
+    pad(4)
+    raw += struct.pack(">I", len(names))
+    for name in names:
+        pad(4)
+        raw += struct.pack(">I", len(name) + 1) + name.encode() + b"\x00"
+    for values in (q, np.zeros(len(q)), np.zeros(len(q))):
+        pad(4)
+        raw += struct.pack(">I", len(values))
+        pad(8)
+        raw += np.asarray(values, dtype=">f8").tobytes()
+    return bytes(raw)
+
+
+def test_a_big_endian_drivers_layout_is_not_learned(nodes: Nodes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """States in big-endian CDR are read by rclpy and answered; their layout is not taken up for
+    reading in place, which reads only little-endian bytes (it had been, with the log line saying
+    the states were read in place from now on, while every one still went through rclpy; a
+    review)."""
+    spy = _ErrorSpy(monkeypatch, "read in place")
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False, **MAX_AGE_1S)
+    q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+    for _ in range(3):
+        node._on_state_bytes(_big_endian_state(JOINTS[::-1], q[::-1], _now(node)))
+    assert len(node.publisher.sent) == 3 and node.counts.states_via_rclpy == 3
+    np.testing.assert_allclose(_torques(node)[-1], node.robot.gravity(q), atol=1e-9)
+    assert spy.calls == []
+
+
 def test_joint_orders_switching_at_every_state_log_once_a_period(
     nodes: Nodes, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -87,7 +87,7 @@ from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
 from .params import ControllerNodeConfig, controller_node_config
 from .scheduling import current_policy
 from .targets import NoTargetSource, create_target_source
-from .wire import CommandWire, JointStateWire
+from .wire import CDR_LE, CommandWire, JointStateWire
 
 NODE_NAME = "controller_node"
 #: States closer together than this (s): /diagnostics wait for the next state (see _on_diagnostics_timer).
@@ -300,7 +300,8 @@ class ControllerNode:
             unreadable = StateError(f"unreadable joint state message ({len(raw)} bytes): {exc}")
             self._handle_state(t_in, self._stamp_ns_of_last_good(), None, None, unreadable)
             return
-        if self._on_state(msg, t_in) and self.state_wire.learn(msg.name):
+        # Only little-endian bytes are read in place: a big-endian driver's layout stays rclpy's.
+        if self._on_state(msg, t_in) and raw[:2] == CDR_LE[:2] and self.state_wire.learn(msg.name):
             # Two publishers naming the joints in different orders switch layouts at every state.
             self.log.info("layout", f"joint states named {list(msg.name)}: read in place from now on")
 
