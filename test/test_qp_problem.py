@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 import qpsolvers
@@ -192,3 +195,31 @@ def test_a_qp_of_impossible_size_or_settings_is_refused_when_built(
     the first solve."""
     with pytest.raises(ConfigError, match=f"^DenseQP: {match}"):
         DenseQP(*sizes, **settings)  # type: ignore[arg-type]
+
+
+def test_a_warm_solve_stopped_off_the_optimum_is_redone_cold() -> None:
+    """Ten level-0 problems of hqpid with hard barrier groups at random states (recorded from a
+    review's scan, ``test/data/hqpid_stale_warm_start.npz``), solved in order as the controller
+    solved them: ProxSuite's warm solve of the last, on the first one's preconditioner, reports
+    SOLVED with residuals at 1e-12 at a point where a floor row far from both its bounds holds a
+    multiplier of 4.0: q̈ 17.7 rad/s² and τ 3.9 N·m off the optimum. The solve sees the multiplier
+    off its row's bounds and redoes it cold: the optimum a fresh solver finds."""
+    data = np.load(Path(__file__).parent / "data" / "hqpid_stale_warm_start.npz")
+    problems = [tuple(data[f"p{k}_{i}"] for i in range(7)) for k in range(10)]
+    H0, _, A0, _, C0, _, _ = problems[0]
+    qp = DenseQP(H0.shape[0], A0.shape[0], C0.shape[0])
+
+    def solve(qp: DenseQP, problem: tuple[np.ndarray, ...]) -> Any:
+        for target, value in zip((qp.H, qp.g, qp.A, qp.b, qp.C, qp.l, qp.u), problem, strict=True):
+            target[...] = value
+        return qp.solve()
+
+    for problem in problems[:-1]:
+        assert solve(qp, problem).ok
+    last = solve(qp, problems[-1])
+    assert last.ok and last.warm
+    fresh = DenseQP(H0.shape[0], A0.shape[0], C0.shape[0])
+    cold = solve(fresh, problems[-1])
+    assert cold.ok and not cold.warm
+    np.testing.assert_allclose(last.x, cold.x, atol=1e-6)
+    assert last.retried, "the warm solve no longer stops off the optimum here (another ProxSuite?)"

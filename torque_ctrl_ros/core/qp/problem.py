@@ -25,7 +25,9 @@ attempt (default 50); the iterations a :class:`Solution` reports are ProxSuite's
 its inner (semi-smooth Newton) ones, which can exceed ``max_iter``. A warm attempt that fails is
 retried once from a cold start: ``init`` rebuilds the preconditioner for the current matrices. A
 warm start keeps the preconditioner of the first problem, which goes stale along a closed loop
-whose active set changed a lot; a warm solve then needs many times the iterations of a cold one.
+whose active set changed a lot; a warm solve then needs many times the iterations of a cold one,
+and can even stop, reported SOLVED, at a point that is not the optimum (a multiplier on a bound its
+row does not meet): such a solve is retried cold too (``_multipliers_on_their_bounds``).
 An infeasible problem is therefore reported after at most ``2·max_iter`` outer iterations instead
 of running for ten times that. That is no time bound: each outer iteration may take up to
 ``_MAX_ITER_IN`` inner ones. Typically ~1.5–2 ms at 50; a review measured a failing level 0 at 3.2
@@ -77,6 +79,13 @@ class SolveStatus(IntEnum):
 #: 1.5 million at the largest accepted (1000). (NaN data, the case that showed it, no longer
 #: reaches the solver: :meth:`DenseQP.solve` refuses it.)
 _MAX_ITER_IN = 200
+#: A multiplier :meth:`DenseQP.solve` takes for 0 (rounding) in its check of a warm solve.
+_LOOSE_Z = 1e-6
+#: Room between ``C_i·x`` and a bound beyond which that bound is not met (a row's units).
+_ROOM = 1e-5
+#: Signs that turn ``[l − C·x; u − C·x]`` into the room to each bound, ``[z; z]`` into the
+#: multiplier on each (ProxSuite's ``z`` is > 0 on an upper bound, < 0 on a lower one).
+_LOWER_UPPER = np.array([[-1.0], [1.0]])
 #: ``eps_primal_inf`` of a ``known_feasible`` problem (see the module docs).
 _KNOWN_FEASIBLE_EPS_PRIMAL_INF = 1e-12
 
@@ -130,7 +139,8 @@ class Solution:
         dual_residual: ``‖H·x + g + Aᵀ·y + Cᵀ·z‖∞`` as reported by the solver.
         solve_time: wall time of update + solve (s), the cold retry included.
         warm: ``True`` if warm-started from the previous solution.
-        retried: ``True`` if the warm attempt failed and this is the result of the cold retry
+        retried: ``True`` if the warm attempt failed (or its multipliers were off their rows'
+            bounds) and this is the result of the cold retry
             (``iterations`` then counts both attempts).
     """
 
@@ -218,6 +228,10 @@ class DenseQP:
         self._x_buf = np.zeros(n)
         self._y_buf = np.zeros(n_eq)
         self._z_buf = np.zeros(n_in)
+        # Work buffers of the check of a warm solve's multipliers (_multipliers_on_their_bounds).
+        self._cx = np.zeros(n_in)
+        self._room, self._signed_z = np.zeros((2, n_in)), np.zeros((2, n_in))
+        self._far, self._held = np.zeros((2, n_in), dtype=bool), np.zeros((2, n_in), dtype=bool)
 
     def reset(self) -> None:
         """Forget the previous solution: the next :meth:`solve` re-initialises cold."""
@@ -264,7 +278,7 @@ class DenseQP:
             qp.solve()
             info = qp.results.info
             iterations = int(info.iter)
-            if info.status != _SOLVED:
+            if info.status != _SOLVED or not self._multipliers_on_their_bounds(qp.results):
                 # Retry once from a cold start: fresh preconditioner and proximal parameters.
                 self._init_and_solve()
                 iterations += int(qp.results.info.iter)
@@ -301,6 +315,25 @@ class DenseQP:
             warm=warm,
             retried=retried,
         )
+
+    def _multipliers_on_their_bounds(self, results: proxqp.Results) -> bool:
+        """Whether each inequality multiplier of a solve reported SOLVED sits on a bound its row
+        meets: ``z_i > 0`` (ProxSuite's sign for the upper bound) only where ``C_i·x`` is at
+        ``u_i``, ``z_i < 0`` only where it is at ``l_i``, each within :data:`_ROOM` (with
+        :data:`_LOOSE_Z` of rounding on ``z``). A warm start keeps the first problem's
+        preconditioner, and with it ProxSuite can stop at a point where a row far from both its
+        bounds holds a multiplier (a floor row with ``z`` 4.0 and its upper bound at 1e20), its
+        residuals at 1e-12: a KKT point of another problem, reported SOLVED. A review found it on
+        3–8 of ~1 300 warm solves at random states with hard barrier groups (torques off by up to
+        36 N·m), none along a closed loop."""
+        # Row 0 of the (2, n_in) buffers for the lower bounds, row 1 for the upper ones.
+        room, far, held, signed = self._room, self._far, self._held, self._signed_z
+        np.subtract(self._lu_clipped, np.dot(self.C, results.x, out=self._cx), out=room)
+        np.multiply(room, _LOWER_UPPER, out=room)  # C·x − l, u − C·x: the room to each bound
+        np.greater(room, _ROOM, out=far)
+        np.multiply(results.z, _LOWER_UPPER, out=signed)  # −z, z: a multiplier on each bound
+        np.greater(signed, _LOOSE_Z, out=held)
+        return not np.count_nonzero(np.logical_and(far, held, out=far))
 
     def _refused(self, status: SolveStatus, primal_residual: float) -> Solution:
         """The result for data not passed to the solver: nothing solved (NaN ``x``, ``y``, ``z``),
