@@ -354,3 +354,23 @@ def test_a_trajectory_from_a_hair_below_the_lower_limit_back_inside_is_accepted(
     back_out = JointTrajectory([0.0, 1.0, 2.0], [[-1.0001], [0.0], [-1.0001]])
     found = back_out.limit_violation([-1.0], [1.0], [10.0])
     assert found is not None and found.quantity == "position" and found.limit == -1.0 and found.time > 1.0
+
+
+@pytest.mark.parametrize("short_of_pi", [1e-2, 1e-4, 0.0], ids=["pi-1e-2", "pi-1e-4", "pi"])
+def test_a_half_turn_of_the_tool_is_not_refused_as_passing_a_singularity(
+    robot: RobotModel, short_of_pi: float
+) -> None:
+    """achd_rnea's planner (``refuse_shortfall``) measures how far the predicted joint path ends
+    from the goal: a turn about the tool axis of π, or within 1e-4 of it, whose predicted path
+    ends a little past π had read as a turn the other way round (``log3`` is at most π), "200 % of
+    the move short", and was refused; π − 1e-2 was accepted. Now all are, in the same time."""
+    planner = PoseApproachPlanner(
+        robot, TOOL, np.arange(6), np.full(6, 100.0), np.full(6, 20.0), refuse_shortfall=True
+    )
+    start = PoseReference.from_se3(robot.frame_placement(HOME_Q, TOOL))
+    axis = start.rotation[:, 2]
+    goal = PoseReference(start.position.copy(), pin.exp3((np.pi - short_of_pi) * axis) @ start.rotation)
+    approach = planner.plan(HOME_Q, start, goal)
+    assert 8.9 < approach.duration < 9.1, approach.duration
+    end = approach.sample(approach.duration)
+    assert np.linalg.norm(pin.log3(end.rotation @ goal.rotation.T)) < 1e-9
