@@ -72,10 +72,13 @@ jump only takes the error down (an arm lagging its reference under a load the mo
 
 Its velocities, if given, must be within :attr:`JointTargetTracker.velocity_step_tolerance` of
 the reference's (:func:`step_tolerances`); the trajectory then starts from the reference's
-velocity and acceleration (positions only: always), so they do not step: taken as given, a
-first point with velocity 0 steps a reference moving 1.125 rad/s on joint_1 to rest, −5.75 N·m at
-once. Given accelerations there are not compared: the first segment blends from the reference's
-to the next point's (held to the acceleration bound like any segment). Compared, the
+velocity (positions only: always), so it does not step: taken as given, a first point with
+velocity 0 steps a reference moving 1.125 rad/s on joint_1 to rest, −5.75 N·m at once. With
+accelerations given (quintics) it starts from the reference's acceleration too: they are not
+compared, the first segment blends from the reference's to the next point's (held to the
+acceleration bound like any segment). Without them (cubics, C¹ only) the acceleration steps
+there as at every waypoint: taking over an approach under way, 7.5–7.9 rad/s² on joint_2 and a
+4.1–4.3 N·m torque step under computed torque at kp 100 (a review). Compared, the
 time-optimal trajectories MoveIt plans at full acceleration scaling, which start the wrist at
 ~10 rad/s² from rest, would be refused."""
 
@@ -396,9 +399,10 @@ class JointTargetTracker:
     * A trajectory (:meth:`submit_trajectory`, stamp 0: start at the next state) starts from the
       current reference when its first point is later than 0, else at that point, which must
       then lie within :data:`START_TOLERANCE` of the reference or of the measured position, with
-      the reference's velocity and acceleration (given velocities may differ by
-      :attr:`velocity_step_tolerance`, else it is refused; given accelerations are blended into
-      over the first segment). One stamped later than the state waits for it while the active
+      the reference's velocity (given velocities may differ by :attr:`velocity_step_tolerance`,
+      else it is refused) and, for a quintic, its acceleration (given accelerations are blended
+      into over the first segment; a cubic's acceleration steps there, see
+      :data:`START_TOLERANCE`). One stamped later than the state waits for it while the active
       target runs on (switched early, the reference would stand still at the start until the
       stamp and then set off: a torque step each time), and starts whole at the first state at or
       after its stamp, as if stamped 0 there (the states come no closer to the stamp than their
