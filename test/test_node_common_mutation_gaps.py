@@ -52,7 +52,7 @@ def test_two_nodes_of_one_name_in_two_namespaces_are_two_publishers() -> None:
     in two namespaces count as one.)"""
 
     def endpoint(namespace: str) -> Any:
-        return SimpleNamespace(node_namespace=namespace, node_name="sim_node")
+        return SimpleNamespace(node_namespace=namespace, node_name="sim_node", endpoint_gid=bytes(16))
 
     assert publishing_nodes([endpoint("/left"), endpoint("/right")]) == 2
     assert publishing_nodes([endpoint("/left"), endpoint("/left"), endpoint("/right")]) == 2

@@ -497,7 +497,7 @@ def test_the_state_publishers_leave_out_endpoints_of_nodes_the_graph_no_longer_k
     from torque_ctrl_ros.nodes.controller_node import publishing_nodes
 
     def info(namespace: str, name: str) -> Any:
-        return SimpleNamespace(node_namespace=namespace, node_name=name)
+        return SimpleNamespace(node_namespace=namespace, node_name=name, endpoint_gid=bytes(16))
 
     sim = info("/", "sim_node")
     ghost = info("_NODE_NAMESPACE_UNKNOWN_", "_NODE_NAME_UNKNOWN_")
@@ -547,6 +547,45 @@ def test_another_node_publishing_commands_is_a_warning(nodes: Any) -> None:
         )
     finally:
         other.destroy_node()
+
+
+def test_a_second_controller_of_the_same_name_elsewhere_is_a_warning(nodes: Any) -> None:
+    """A second launch of the same files runs a second ``/controller_node`` in another process: it
+    commands the same arm. Counted by name, the two were one node and nothing was warned of (a
+    review: the simulator only showed answers ignored and steps on the safe torque); counted by
+    name and DDS participant they are two. (Mutant: ``publishing_nodes`` without the GID prefix.)"""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from rclpy.context import Context
+    from std_msgs.msg import Float64MultiArray
+
+    from torque_ctrl_ros.nodes.common import COMMAND_TOPIC
+
+    node = nodes.make("controller", controller="gravity_comp", **MAX_AGE_1S)
+    elsewhere = Context()  # a participant of its own, as another process has
+    rclpy.init(context=elsewhere, domain_id=nodes.domain)
+    twin = rclpy.create_node("controller_node", context=elsewhere)
+    try:
+        twin.create_publisher(Float64MultiArray, COMMAND_TOPIC, 10)
+
+        def names() -> list[tuple[str, str]]:
+            return [
+                (i.node_namespace, i.node_name) for i in node.node.get_publishers_info_by_topic(COMMAND_TOPIC)
+            ]
+
+        deadline = time.monotonic() + 10.0  # the endpoint is seen before its node's name
+        while names() != [("/", "controller_node")] * 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert names() == [("/", "controller_node")] * 2, names()
+        for _ in range(3):
+            node._on_state_message(_state_msg(HOME, _now(node)))
+        node._publish_diagnostics()
+        st = node.diag_publisher.sent[-1].status[0]
+        assert {kv.key: kv.value for kv in st.values}["command_publishers"] == "2"
+        assert st.level == DiagnosticStatus.WARN, st.message
+    finally:
+        twin.destroy_node()
+        rclpy.shutdown(context=elsewhere)
 
 
 def test_the_command_warning() -> None:

@@ -1661,8 +1661,8 @@ def test_a_duration_runs_the_nearest_whole_number_of_steps_halves_up(
 
 def test_the_simulator_warns_when_more_than_one_controller_publishes_commands(nodes: Nodes) -> None:
     """Two controllers each answer every state and whichever comes first drives the arm (202 and
-    98 steps of 300 in a lockstep run): /diagnostics say so. Publishers are counted by node: a
-    restarted controller's old endpoint stays in the graph for seconds under its name."""
+    98 steps of 300 in a lockstep run): /diagnostics say so. Publishers are counted by node (and
+    DDS participant): one node's two endpoints are one publisher."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticStatus
     from std_msgs.msg import Float64MultiArray

@@ -26,7 +26,10 @@ def test_two_command_publishers_are_warned_of_with_what_the_arm_gets(
     sim.diag_pub = Recorder()
     said: list[tuple[str, str]] = []
     sim.log.warning = lambda key, message, force=False: said.append((key, message))
-    endpoints = [SimpleNamespace(node_namespace="/", node_name=name) for name in ("first", "second")]
+    endpoints = [
+        SimpleNamespace(node_namespace="/", node_name=name, endpoint_gid=bytes(16))
+        for name in ("first", "second")
+    ]
     sim.node.get_publishers_info_by_topic = lambda topic: endpoints
     sim._diag_next = 0.0
     sim._maybe_diagnostics()

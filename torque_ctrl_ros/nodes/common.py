@@ -73,11 +73,21 @@ UNKNOWN_NODE_NAME = "_NODE_NAME_UNKNOWN_"
 
 
 def publishing_nodes(publishers: Sequence[Any]) -> int:
-    """How many nodes the graph's ``publishers`` (``TopicEndpointInfo``) belong to. Nodes, not
-    endpoints: a node killed and restarted (a driver, a controller) leaves its old endpoint in the
-    graph until its lease runs out (~16 s on Fast DDS), for the first seconds under its node's
-    name, then under :data:`UNKNOWN_NODE_NAME`; neither is a second publisher."""
-    return len({(p.node_namespace, p.node_name) for p in publishers if p.node_name != UNKNOWN_NODE_NAME})
+    """How many nodes the graph's ``publishers`` (``TopicEndpointInfo``) belong to: nodes, not
+    endpoints, told apart by namespace, name and DDS participant (the first 12 bytes of the
+    endpoint's GID, the GUID prefix of Fast DDS and Cyclone DDS: one per process's context).
+    By name alone, a second launch of the same files, its ``/controller_node`` in another process,
+    counted as the same node and was not warned of (a review). The price: a node killed without
+    closing (SIGKILL, a crash) leaves its endpoints in the graph until their lease runs out (~20 s
+    on Fast DDS), first under :data:`UNKNOWN_NODE_NAME` (left out here), then under its node's
+    name; restarted meanwhile, it counts twice for those seconds."""
+    return len(
+        {
+            (p.node_namespace, p.node_name, bytes(p.endpoint_gid[:12]))
+            for p in publishers
+            if p.node_name != UNKNOWN_NODE_NAME
+        }
+    )
 
 
 def command_publishers_warning(
