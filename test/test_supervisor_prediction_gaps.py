@@ -1,0 +1,174 @@
+"""Behaviours of :class:`~torque_ctrl_ros.core.supervisor.Supervisor`'s delay prediction that a
+mutation review found unpinned.
+
+Five ms late (four commands in flight, the real Gen3's delay): which commands the predictor still
+counts in flight after a gap in the stamps (exactly one period more than in flight: the last one
+held over them; two more: forgotten), after a command not known, after a stop and after a clock
+reset (forgotten: nothing here was published), and how long a safe command answering a state
+stamped ahead of the clock held (from its stamp as counted, not as it came); and a silence of a
+40 Hz stream under sim time read from the stamps. Each test names the behaviour it pins and the
+source change (mutant) it was written to catch. Pure core: no ROS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_prediction import Q0, V0, H, _by_hand, _supervisor, _torques
+from test_supervisor import NAN, T0
+
+from torque_ctrl_ros.core import RobotModel
+from torque_ctrl_ros.core.resume import ResumeKind
+from torque_ctrl_ros.core.safety import DEFAULT_DAMPING, Action, WatchdogConfig, WatchdogState
+from torque_ctrl_ros.core.supervisor import Decision, Supervisor
+
+IN_FLIGHT = 4  #: commands in flight at the 5 ms ``command_delay`` of the demos
+PERIOD_40HZ = 0.025  #: a slow driver's period (s), longer than the default ``max_age`` (20 ms)
+
+
+def _predicting(robot: RobotModel, **config: object) -> Supervisor:
+    """A supervisor predicting a 5 ms delay, on the watchdog settings ``config``."""
+    robot.set_command_delay(0.005)
+    return Supervisor(robot, WatchdogConfig.create(**config), np.array(DEFAULT_DAMPING), predict_delay=True)
+
+
+def _answered(sup: Supervisor, taus: list[np.ndarray], start: float = T0) -> float:
+    """Good states 1 ms apart from ``start``, each answered by the next of ``taus``; the last stamp."""
+    for k, tau in enumerate(taus):
+        decision = sup.step(Q0, V0, start + k * H, start + k * H)
+        assert decision.action is Action.COMPUTE
+        sup.command_computed(tau)
+    return start + (len(taus) - 1) * H
+
+
+def _assert_forgotten(sup: Supervisor, decision: Decision) -> None:
+    """``decision`` computes on the measured state carried over the four periods at constant
+    velocity: no command known in flight."""
+    assert decision.action is Action.COMPUTE and decision.state is not None
+    assert sup.predictor._known == 0
+    np.testing.assert_allclose(decision.state.q, Q0 + IN_FLIGHT * H * V0, atol=1e-15)
+    np.testing.assert_array_equal(decision.state.v, V0)
+
+
+@pytest.mark.parametrize("dropped", [IN_FLIGHT, IN_FLIGHT + 1], ids=["m-plus-1-periods", "m-plus-2-periods"])
+def test_a_gap_of_one_period_more_than_in_flight_holds_the_last_command_over_it(
+    robot: RobotModel, dropped: int
+) -> None:
+    """Four states dropped: the next comes m + 1 = 5 periods after the last one answered. The
+    driver held that answer over the four periods dropped, which fill the four in flight: the
+    prediction carries the last command four times (all four known), not constant velocity. Five
+    dropped (m + 2 periods) is longer than the commands in flight tell: forgotten, carried at
+    constant velocity. (Mutant: ``periods > in_flight`` for ``periods > in_flight + 1`` in
+    ``Supervisor._note_periods``, which forgets at m + 1 already.)"""
+    sup = _predicting(robot)
+    taus = _torques(robot, 5, seed=11)
+    last = _answered(sup, taus)
+    t = last + (dropped + 1) * H
+    decision = sup.step(Q0, V0, t, t)
+    assert decision.action is Action.COMPUTE and decision.silence is None
+    assert decision.state is not None and decision.state.stamp == t + IN_FLIGHT * H
+    if dropped == IN_FLIGHT:
+        assert sup.predictor._known == IN_FLIGHT
+        q_ref, v_ref = _by_hand(robot, Q0, V0, 0, [taus[-1]] * IN_FLIGHT)
+        np.testing.assert_allclose(decision.state.q, q_ref, atol=1e-13)
+        np.testing.assert_allclose(decision.state.v, v_ref, atol=1e-13)
+        assert np.abs(v_ref - V0).max() > 1e-3  # the commands held do move it
+    else:
+        _assert_forgotten(sup, decision)
+
+
+def test_a_command_not_known_forgets_the_commands_in_flight_by_the_next_period(robot: RobotModel) -> None:
+    """Three states answered with known commands, the fourth with one not known
+    (``command_computed(None)``); the next state comes one period later. Nothing in flight can be
+    told any more: the prediction carries it at constant velocity. (test_prediction's check has
+    its next state eight periods on, where the gap forgets the commands anyway.) (Mutant: the
+    ``predictor.reset()`` on ``tau is None`` in ``Supervisor.command_computed`` removed: three
+    known commands and one held period.)"""
+    sup = _predicting(robot)
+    last = _answered(sup, _torques(robot, 3, seed=12))
+    t = last + H
+    assert sup.step(Q0, V0, t, t).action is Action.COMPUTE
+    sup.command_computed(None)
+    _assert_forgotten(sup, sup.step(Q0, V0, t + H, t + H))
+
+
+def test_a_good_state_after_a_short_stop_forgets_the_commands_in_flight(robot: RobotModel) -> None:
+    """A fallback window of 2 ms: a refused state gets a safe command (FALLBACK, noted as sent),
+    the next, 3 ms later on the clock, none (STOPPED: nothing published since). The good state
+    after, stamped two periods after that safe command, is too close for the gap to forget the
+    commands; the stop must: the arm moved under the driver's timeout, not under them. (Mutant:
+    ``or previous is WatchdogState.STOPPED`` dropped from the ``unknown`` that ``Supervisor.step``
+    hands ``_note_periods``: four commands known.)"""
+    sup = _predicting(robot, fallback_duration=0.002)
+    last = _answered(sup, _torques(robot, 3, seed=13))
+    safe_at = last + H
+    fallback = sup.step(NAN, V0, safe_at, safe_at)
+    assert fallback.action is Action.FALLBACK and fallback.command is not None
+    stopped = sup.step(NAN, V0, safe_at + H, safe_at + 3 * H)
+    assert stopped.action is Action.NONE and sup.watchdog.state is WatchdogState.STOPPED
+    decision = sup.step(Q0, V0, safe_at + 2 * H, safe_at + 4 * H)
+    assert decision.previous is WatchdogState.STOPPED and not decision.clock_reset
+    _assert_forgotten(sup, decision)
+
+
+def test_a_clock_reset_forgets_the_commands_in_flight(robot: RobotModel) -> None:
+    """A restarted simulator: stamps and clock gone back from 1000 s to 5 s. The commands sent
+    before belong to the old run: the first state of the new one is carried at constant velocity.
+    (Mutant: the ``unknown`` case of ``Supervisor._note_periods`` calls ``predictor.held(0)``
+    instead of ``reset()``: the four commands of the old run kept.)"""
+    sup = _predicting(robot)
+    _answered(sup, _torques(robot, 5, seed=14))
+    decision = sup.step(Q0, V0, 5.0, 5.0)
+    assert decision.clock_reset and decision.previous is WatchdogState.OK
+    _assert_forgotten(sup, decision)
+
+
+def test_a_dropped_state_of_a_40_hz_stream_under_sim_time_is_a_silence(robot: RobotModel) -> None:
+    """A 40 Hz stream under sim time: each state comes a stream step before its ``/clock``
+    (stamped 25 ms ahead of the clock, counted 20 ms ahead: ``max_age``). One state dropped: 50 ms
+    between the stamps, past 1.5 periods (37.5 ms), a silence: the watchdog falls back and the
+    target pauses from the last state computed on to this one (on the predicted stamps). The gap
+    counts each stamp at most a stream period ahead of the clock; at most 1 ms, the clock's lag
+    hides 19 ms of it (31 ms: kept). (Mutant: ``ahead = CONTROL_PERIOD`` in ``Supervisor.step``.)"""
+    sup = _supervisor(robot, True)
+    lead = IN_FLIGHT * H
+    decisions: list[Decision] = []
+    for k in (0, 1, 2, 3, 4, 5, 7):  # state 6 dropped
+        stamp = T0 + k * PERIOD_40HZ
+        decisions.append(sup.step(Q0, V0, stamp, stamp - PERIOD_40HZ))
+        assert decisions[-1].action is Action.COMPUTE
+        sup.command_computed(robot.gravity(Q0))
+    assert all(d.silence is None for d in decisions[:-1])  # 25 ms apart: no silence
+    assert sup.stream_period == pytest.approx(PERIOD_40HZ)
+    resumed = decisions[-1]
+    assert resumed.silence is not None and resumed.silence.state is WatchdogState.FALLBACK
+    assert resumed.previous is WatchdogState.FALLBACK
+    assert resumed.resume.kind is ResumeKind.PAUSE
+    assert resumed.resume.since == pytest.approx(decisions[-2].effective_stamp + lead)
+    assert resumed.resume.until == pytest.approx(resumed.effective_stamp + lead)
+
+
+def test_a_safe_command_on_a_state_stamped_ahead_counts_from_its_effective_stamp(robot: RobotModel) -> None:
+    """A refused state (NaN velocities) stamped 30 ms ahead of the clock (past ``max_age``, 20 ms,
+    within ``max_future``): its safe command, noted as sent, counts from its stamp as the watchdog
+    counts it, ``now + max_age``. A good state 2 ms after that: the safe command acted two
+    periods, held over one: in flight the last two commands sent before it and the safe command
+    twice. Counted from the stamp as it came, 8 ms later, no period held. (Mutant:
+    ``_noted_stamp = decision.stamp`` for ``decision.effective_stamp`` in ``Supervisor._answer``.)"""
+    sup = _predicting(robot)
+    taus = _torques(robot, 5, seed=15)
+    last = _answered(sup, taus)
+    now = last + H
+    refused = sup.step(Q0, NAN, now + 0.03, now)
+    assert refused.action is Action.FALLBACK and refused.command is not None
+    assert refused.effective_stamp == pytest.approx(now + 0.02)
+    safe = refused.command.tau
+    t = refused.effective_stamp + 2 * H
+    decision = sup.step(Q0, V0, t, now + 3 * H)
+    assert decision.action is Action.COMPUTE and decision.state is not None and decision.silence is None
+    assert decision.effective_stamp == t
+    q_ref, v_ref = _by_hand(robot, Q0, V0, 0, [taus[3], taus[4], safe, safe])
+    np.testing.assert_allclose(decision.state.q, q_ref, atol=1e-13)
+    np.testing.assert_allclose(decision.state.v, v_ref, atol=1e-13)
+    _, v_unheld = _by_hand(robot, Q0, V0, 0, [taus[2], taus[3], taus[4], safe])
+    assert np.abs(v_unheld - v_ref).max() > 1e-6  # the period held shows
