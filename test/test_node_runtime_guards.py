@@ -1802,3 +1802,24 @@ def test_an_exception_from_a_callback_of_rclpy_does_not_end_the_spin(nodes: Node
     logged = " ".join(text for level, text in node.log._logger.lines if level == "error")
     assert "a callback raised ValueError: Seconds value must not be negative" in logged, logged
     assert "time_source.py" in logged, logged
+
+
+def test_a_new_run_whose_clock_came_first_is_answered_from_its_own_pose(nodes: Nodes) -> None:
+    """A simulator restarted within a second publishes its new run's first /clock before its first
+    state (``test_sim_node_mutation_gaps2.py``): after a 3 s run at one pose, the clock back to 0
+    and then state 0 at another pose is answered with that pose's torque (gravity compensation:
+    g(q)), as a new run, not refused as stale."""
+    from ros_helpers import sim_clock
+
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=True)
+    at = sim_clock(node)
+    old = np.array([0.0, 1.2, 3.14, -1.0, 0.0, 0.96, 1.57])
+    new = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+    at(0.0)
+    for k in range(1, 3001):
+        node._on_state_message(_state_msg(old, k * 1e-3))
+        at(k * 1e-3)
+    at(0.0)
+    node._on_state_message(_state_msg(new, 0.0))
+    np.testing.assert_allclose(_torques(node)[-1], node.robot.gravity(new), atol=1e-9)
+    assert node.counts.watchdog_fallbacks == 0

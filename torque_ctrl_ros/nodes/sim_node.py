@@ -6,7 +6,7 @@ Topics:
         what the controller waits for (fewer late steps than with /clock first, see
         docs/performance.md). A controller on sim time therefore reads each state one step ahead
         of its clock (state age ≈ −1 ms, within the watchdog's ``max_future``); references follow
-        the state stamps.
+        the state stamps. State 0's /clock goes first, so a restart is seen as one.
     /effort_controller/commands (std_msgs/Float64MultiArray, in): one torque per joint, ``joints`` order.
     /diagnostics (out): step rate, real-time factor, state→command latency, the simulator's own
         time per step (physics + publishing) and publishing the state (``state_out``), late
@@ -458,19 +458,29 @@ class SimNode:
             rec.count += 1
         slot = self.k % _RING
         self.published_stamp[slot] = stamp
+        if self.k == 0:
+            # A run's first /clock before its first state: a controller still on a previous run's
+            # clock (the simulator restarted within a second) had refused state 0 as stale and
+            # braked from that run's pose; its clock gone back first, it takes state 0 as a new run.
+            self._publish_clock(stamp)
         self.published_wall[slot] = t_out = time.monotonic()
         if self.serialized:
             self.state_pub.publish(self.state_wire.encode(stamp, q, v, tau))
         else:
             self.state_pub.publish(self.encoder.encode(stamp, q, v, tau))
         self.state_out.add(time.monotonic() - t_out)
-        # /clock after the state, off the controller's critical path (see the module docstring).
+        if self.k:
+            # /clock after the state, off the controller's critical path (see the module docstring).
+            self._publish_clock(stamp)
+        self.commands.new_state()
+
+    def _publish_clock(self, stamp: int) -> None:
+        """``/clock`` at ``stamp`` (ns)."""
         if self.serialized:
             self.clock_pub.publish(self.clock_wire.encode(stamp))
         else:
             ns_to_stamp(stamp, self.clock_msg.clock)
             self.clock_pub.publish(self.clock_msg)
-        self.commands.new_state()
 
     def _command_fresh(self) -> bool:
         """Realtime: whether the held command may drive the next step (:meth:`CommandRules.fresh`)."""
