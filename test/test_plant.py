@@ -560,6 +560,21 @@ def test_the_safe_torque_damps_and_holds_against_gravity_only_when_asked(
     assert np.abs(plant.gravity()).max() > 1.0  # so that the two cases differ
 
 
+def test_a_model_with_gravity_compensation_is_refused(tmp_path: Path) -> None:
+    """``gravcomp`` on a body has MuJoCo compensate its gravity on top of the torque commanded (or
+    through the actuators), where the controllers command gravity themselves: held at g(q), the
+    arm with ``gravcomp="1"`` on its shoulder drifted 0.354 rad in 0.2 s (a review). Refused,
+    naming the bodies."""
+    arm = tmp_path / "gen3.xml"
+    text = ARM.read_text()
+    assert text.count('<body name="shoulder_link"') == 1
+    arm.write_text(text.replace('<body name="shoulder_link"', '<body name="shoulder_link" gravcomp="1"'))
+    scene = tmp_path / "scene.xml"
+    scene.write_text(SCENE.read_text().replace('file="gen3.xml"', f'file="{arm}"'))
+    with pytest.raises(ModelError, match=r"scene.xml: body/bodies \['shoulder_link'\] have gravcomp"):
+        MujocoPlant(scene)
+
+
 def test_a_keyframe_outside_a_joint_range_is_refused(tmp_path: Path) -> None:
     """joint_2 at 3.0 rad (range ±2.24) is refused: the range constraint would throw it back at
     6.6 rad/s within 50 ms. The shipped keyframes pass."""

@@ -104,10 +104,10 @@ class MujocoPlant:
         """Load ``mjcf_path`` and pick the driven joints.
 
         ``joint_names`` defaults to every hinge and slide joint in model order. Raises
-        :class:`ModelError` for a missing or invalid file, an unknown or repeated joint name, or
-        an actuator the plant cannot turn into a torque source (activation dynamics, a gain that
-        is not fixed, gear 0, a bias other than none / affine, a delayed control, or damping or
-        armature of the actuator's own).
+        :class:`ModelError` for a missing or invalid file, an unknown or repeated joint name, a
+        body with ``gravcomp``, or an actuator the plant cannot turn into a torque source
+        (activation dynamics, a gain that is not fixed, gear 0, a bias other than none / affine,
+        a delayed control, or damping or armature of the actuator's own).
         """
         path = Path(mjcf_path)
         if not path.is_file():
@@ -116,6 +116,16 @@ class MujocoPlant:
             model = mujoco.MjModel.from_xml_path(str(path))
         except ValueError as exc:
             raise ModelError(f"cannot load MJCF file {path}: {exc}") from exc
+        compensated = [model.body(b).name for b in range(model.nbody) if model.body_gravcomp[b] != 0.0]
+        if compensated:
+            # MuJoCo would add gravity compensation to the torque commanded (or route it through the
+            # actuators), where the controllers command gravity themselves: held at g(q), the
+            # shipped arm with gravcomp="1" drifted 0.354 rad in 0.2 s (a review).
+            raise ModelError(
+                f"{path.name}: body/bodies {compensated} have gravcomp: MuJoCo would compensate "
+                "gravity on top of the torques commanded, which hold the arm up themselves; remove "
+                "gravcomp (the plant adds no term other than the torque)"
+            )
         self._path = path
         self._model = model
         model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
