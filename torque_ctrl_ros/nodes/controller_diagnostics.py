@@ -103,8 +103,8 @@ def stream_warning(step: float, state_publishers: int, foreign_states: int, topi
 
 
 #: The share of the joint states below which too few are handled, each with a command of its own:
-#: at the Gen3's 1 kHz, commands at under ~800 Hz are audible (the arm runs the missing periods on
-#: the command held from before).
+#: at the Gen3's 1 kHz, commands at under ~800 Hz are audible (the simulator runs the missing
+#: periods on the command held from before; what the Gen3's driver does there is not in the facts).
 LEAST_HANDLED = 0.8
 
 
@@ -133,8 +133,8 @@ def handled_warning(share: float, skipped_rate: float) -> str:
     return (
         f"{100.0 * share:.0f} % of the joint states were handled, each with a command of its own (by "
         f"their stamps; {skipped_rate:.0f} a second skipped for newer ones, in behind_skipped and "
-        "backlog_skipped, the rest dropped from the full subscription queue or never sent): the arm runs "
-        "those periods on the command held from before, and the Gen3 is audible below ~800 commands a second"
+        "backlog_skipped, the rest dropped from the full subscription queue or never sent): the arm gets "
+        "no command of its own for those periods, and the Gen3 is audible below ~800 commands a second"
     )
 
 
