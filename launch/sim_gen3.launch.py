@@ -49,6 +49,7 @@ from launch.actions import (
     DeclareLaunchArgument,
     GroupAction,
     IncludeLaunchDescription,
+    LogInfo,
     OpaqueFunction,
     Shutdown,
 )
@@ -58,7 +59,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from launch import LaunchContext, LaunchDescription
-from torque_ctrl_ros.joint_order import joint_order_error
+from torque_ctrl_ros.joint_order import joint_order_error, model_mismatch
 from torque_ctrl_ros.nodes import params
 from torque_ctrl_ros.paths import find_model_file
 
@@ -85,13 +86,14 @@ def _model_file(context: LaunchContext) -> str:
     return LaunchConfiguration("model_file").perform(context).strip()
 
 
-def _check(context: LaunchContext) -> list[Node]:
+def _check(context: LaunchContext) -> list[LogInfo]:
     """Refuse what would make the run wrong, before any process starts (rviz's included, whose
     failure would otherwise leave the nodes running without their launch): a parameter file that
     does not exist or has a section for no node started here (:func:`check_params_file`, as
     ``make sim``), a ``model_file`` that does not exist, two ``joints`` orders
     (:func:`~torque_ctrl_ros.joint_order.joint_order_error`), and files that keep an argument from
-    overriding them (:func:`check_overrides`)."""
+    overriding them (:func:`check_overrides`). A controller model whose gravity is not the
+    simulated arm's is a warning (:func:`~torque_ctrl_ros.joint_order.model_mismatch`)."""
     files = _files(context)
     for path in files:
         if not Path(path).is_file():
@@ -104,13 +106,15 @@ def _check(context: LaunchContext) -> list[Node]:
     if mismatch:
         raise ValueError(f"sim_gen3: {mismatch}")
     params.check_overrides(_overrides(context), [Path(f) for f in files])
+    other_arm = model_mismatch(files, model_file)
+    notes = [LogInfo(msg=f"sim_gen3: warning: {other_arm}")] if other_arm else []
     # What rviz shows (view_gen3's model_file): the argument, else the files' controller model.
     if LaunchConfiguration("rviz").perform(context) != "true":
-        return []
+        return notes
     context.launch_configurations[RVIZ_MODEL] = model_file or params.controller_model_file(
         [Path(f) for f in files]
     )
-    return []
+    return notes
 
 
 def _overrides(context: LaunchContext) -> dict[str, dict[str, object]]:

@@ -42,6 +42,7 @@ class Context:
     def __init__(self) -> None:
         self.launch_configurations: dict[str, str] = {}
         self.started: list[Node] = []  # the nodes started so far, in order (a stand-in's record)
+        self.logged: list[str] = []  # what LogInfo actions returned by an OpaqueFunction said
 
 
 class LaunchConfiguration:
@@ -88,6 +89,10 @@ class ParameterValue(Action):
     pass
 
 
+class LogInfo(Action):
+    pass
+
+
 class Node(Action):
     """``launch_ros.actions.Node``; ``configurations``: the launch configurations of the scope it
     started in, where that scope ended before the launch did (a group's)."""
@@ -113,7 +118,7 @@ def fake_launch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Non
             "IncludeLaunchDescription": IncludeLaunchDescription,
             "GroupAction": GroupAction,
             "OpaqueFunction": OpaqueFunction,
-            "LogInfo": Action,
+            "LogInfo": LogInfo,
             "Shutdown": Action,
         },
         "launch.conditions": {"IfCondition": IfCondition},
@@ -159,6 +164,8 @@ def _run(description: LaunchDescription, context: Context) -> list[Node]:
             assert choices is None or context.launch_configurations[name] in choices, name
         elif isinstance(entity, OpaqueFunction):
             returned = entity.kwargs["function"](context)
+            context.logged += [action.kwargs["msg"] for action in returned if isinstance(action, LogInfo)]
+            returned = [action for action in returned if not isinstance(action, LogInfo)]
             nodes += returned
             context.started += returned
         elif isinstance(entity, Node):
@@ -317,6 +324,29 @@ def test_the_simulation_refuses_two_joint_orders(tmp_path: Path) -> None:
     launched = evaluate("sim_gen3.launch.py", extra_params_file=str(reordered))
     for node in ("sim_node", "controller_node"):
         assert launched[node].parameters(node)["joints"] == names[::-1], node
+
+
+@pytest.mark.usefixtures("fake_launch")
+def test_the_simulation_warns_of_a_controller_model_of_another_arm(tmp_path: Path) -> None:
+    """``model_file:=`` changes the controller's model, not the simulated arm: a bracelet 0.3 kg
+    heavier is another arm's gravity (1.25 N·m on joint_2 at home), said in the launch's log
+    before the nodes start, as ``make sim`` says it; the shipped files say nothing."""
+    context = Context()
+    evaluate("sim_gen3.launch.py", context)
+    assert context.logged == []
+    urdf = (ROOT / "urdf" / "gen3.urdf").read_text()
+    head, tail = urdf.split('<link name="bracelet_link">')
+    heavy = tmp_path / "heavy.urdf"
+    heavy.write_text(
+        head + '<link name="bracelet_link">' + tail.replace('<mass value="0.5"/>', '<mass value="0.8"/>', 1)
+    )
+    context = Context()
+    launched = evaluate("sim_gen3.launch.py", context, model_file=str(heavy))
+    assert sorted(launched) == ["controller_node", "sim_node"]
+    assert len(context.logged) == 1, context.logged
+    assert context.logged[0].startswith(
+        f"sim_gen3: warning: the controller's model ({heavy}) and the simulator's arm"
+    )
 
 
 @pytest.mark.usefixtures("fake_launch")

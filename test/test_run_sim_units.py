@@ -275,6 +275,31 @@ def test_two_joint_orders_stop_the_runner_before_any_node_starts(
     assert joint_order_error(parameter_files(own(controller=names[::-1], mjcf="nope.xml"))) == ""
 
 
+def test_a_controller_model_of_another_arm_is_warned_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``model_file`` given to the controller alone, its bracelet 0.3 kg heavier than the
+    simulated arm's: the controller commands another arm's gravity (the simulated one drifts by
+    the difference). ``make sim`` says so and runs; with the shipped files nothing is said."""
+    from torque_ctrl_ros.joint_order import model_mismatch
+    from torque_ctrl_ros.run_sim import _parse_args, parameter_files
+
+    assert model_mismatch(parameter_files(None)) == ""
+    urdf = (Path(__file__).resolve().parent.parent / "urdf" / "gen3.urdf").read_text()
+    heavy = tmp_path / "heavy.urdf"
+    head, tail = urdf.split('<link name="bracelet_link">')
+    heavy.write_text(
+        head + '<link name="bracelet_link">' + tail.replace('<mass value="0.5"/>', '<mass value="0.8"/>', 1)
+    )
+    params = tmp_path / "heavy.yaml"
+    params.write_text(f"controller_node:\n  ros__parameters:\n    model_file: {heavy}\n")
+    said = model_mismatch(parameter_files(params))
+    assert said.startswith(f"the controller's model ({heavy}) and the simulator's arm ("), said
+    assert "gravity torques are up to" in said
+    _parse_args(["--params-file", str(params)])
+    assert f"make sim: warning: {said}" in capsys.readouterr().err
+
+
 def test_a_stop_signal_during_a_callback_stops_the_run_between_callbacks() -> None:
     """SIGTERM (as Ctrl-C and SIGHUP) arriving while a monitor callback runs does not raise in
     that callback, where the executor would log it as a fatal error with a traceback: the

@@ -9,7 +9,8 @@ Cartesian ones (:mod:`.pose_demo`: how soon the tool reached each). The controll
 once the monitor receives the simulator's state 0, so that the monitor sees the whole run.
 Stops after ``--duration`` simulated seconds or on Ctrl-C, then prints a summary. Parameter files
 under which the two nodes would not fit together (two joint orders: :func:`joint_order_error`) are
-refused before anything starts.
+refused before anything starts; a controller model whose gravity is not the simulated arm's is a
+warning (:func:`model_mismatch`).
 
     python -m torque_ctrl_ros.run_sim --controller computed_torque --mode realtime --duration 10
 """
@@ -38,7 +39,7 @@ from .core.errors import ConfigError
 from .core.robot import CONTROL_PERIOD, wrap_angle
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
-from .joint_order import joint_order_error
+from .joint_order import joint_order_error, model_mismatch
 from .node_processes import TRAJECTORY_TOPIC, Domain, NodePair, env_domain_id, step_parts
 from .nodes.params import check_params_file, file_parameter
 from .nodes.scheduling import Placement, parse_cpu_latency
@@ -577,6 +578,9 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Placement]:
         parser.error(str(exc))
     if mismatch:
         parser.error(mismatch)
+    other_arm = model_mismatch(parameter_files(args.params_file))
+    if other_arm:
+        print(f"make sim: warning: {other_arm}", file=sys.stderr, flush=True)
     try:
         env_domain_id()
     except ConfigError as exc:
