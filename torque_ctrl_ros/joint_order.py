@@ -19,8 +19,13 @@ from typing import Any
 import numpy as np
 
 from .core.errors import TorqueCtrlError
-from .core.robot import RobotModel
-from .nodes.params import controller_node_config, file_parameter, file_parameters, sim_node_config
+from .nodes.params import (
+    controller_model,
+    controller_node_config,
+    file_parameter,
+    file_parameters,
+    sim_node_config,
+)
 
 
 def _given(files: Sequence[Path | str], node: str, keys: Iterable[str]) -> dict[str, Any]:
@@ -46,16 +51,9 @@ def controller_joints(files: Sequence[Path | str], model_file: str = "") -> tupl
     """The controller's command order under the parameter files ``files``: its ``joints``, else its
     model's joint order (``robot_description``, else ``model_file``; ``model_file`` given here
     replaces both, as the launch file's argument does). ``None`` as in :func:`simulator_joints`."""
-    params = _given(files, "/controller_node", ("joints", "model_file", "robot_description"))
-    if model_file:
-        params |= {"model_file": model_file, "robot_description": ""}
     try:
-        config = controller_node_config(params)
-        if config.joints:
-            return config.joints
-        if config.robot_description:
-            return RobotModel.from_urdf_string(config.robot_description).joint_names
-        return RobotModel.from_file(config.model_file).joint_names
+        config = controller_node_config(_given(files, "/controller_node", ("joints",)))
+        return config.joints or controller_model([Path(f) for f in files], model_file).joint_names
     except TorqueCtrlError:
         return None
 
@@ -102,18 +100,11 @@ def model_mismatch(files: Sequence[Path | str], model_file: str = "") -> str:
     parameter a node will refuse, or joints the two do not share."""
     from .sim.plant import MujocoPlant
 
-    ctrl_params = _given(files, "/controller_node", ("model_file", "robot_description"))
-    if model_file:
-        ctrl_params |= {"model_file": model_file, "robot_description": ""}
+    paths = [Path(f) for f in files]
     try:
         sim_config = sim_node_config(_given(files, "/sim_node", ("joints", "mjcf")))
         plant = MujocoPlant(sim_config.mjcf, sim_config.joints or None)
-        config = controller_node_config(ctrl_params)
-        robot = (
-            RobotModel.from_urdf_string(config.robot_description)
-            if config.robot_description
-            else RobotModel.from_file(config.model_file)
-        )
+        robot = controller_model(paths, model_file)
     except TorqueCtrlError:
         return ""
     if set(robot.joint_names) != set(plant.joint_names):
@@ -128,7 +119,7 @@ def model_mismatch(files: Sequence[Path | str], model_file: str = "") -> str:
             worst, where = float(gap.max()), f"{robot.joint_names[j]} at {keyframe or 'the zero pose'}"
     if worst <= SAME_GRAVITY:
         return ""
-    controller = config.model_file if not config.robot_description else "its robot_description"
+    controller = "its robot_description" if robot.source == "robot_description" else robot.source
     return (
         f"the controller's model ({controller}) and the simulator's arm ({sim_config.mjcf}) differ: "
         f"their gravity torques are up to {worst:.3g} N·m apart ({where}), so the controller commands "

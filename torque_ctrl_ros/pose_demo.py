@@ -28,8 +28,7 @@ import pinocchio as pin
 from .core.errors import TorqueCtrlError
 from .core.robot import RobotModel
 from .core.target_checks import base_frame
-from .nodes.params import file_parameter
-from .paths import data_path, find_data_file
+from .nodes.params import controller_model, file_parameter
 
 OFFSET = np.array([0.0, 0.10, 0.0])
 """Where the first target is (m, base frame) from the frame's position at the first state: 10 cm
@@ -111,7 +110,7 @@ class PoseDemo:
         if not isinstance(frame, str):
             return None
         try:
-            robot = _controller_model(params_files)
+            robot = controller_model(params_files)
             robot.frame_id(frame)
         except (TorqueCtrlError, OSError):
             return None  # the controller node refuses the same, and says why
@@ -202,18 +201,6 @@ class PoseDemo:
             f"{REACHED * 1e3:g} mm of each: {', '.join(times)}; at the end {self._last_error * 1e3:.3g} mm "
             f"and {angle:.3g}° off the last"
         )
-
-
-def _controller_model(params_files: Sequence[Path]) -> RobotModel:
-    """The model the controller node loads: ``robot_description``, else ``model_file``, else the
-    package's ``urdf/gen3.urdf`` (as :func:`~.nodes.params.controller_node_config` resolves them)."""
-    node = "/controller_node"
-    description = file_parameter(params_files, node, "robot_description") or ""
-    if description:
-        return RobotModel.from_urdf_string(str(description))
-    model_file = file_parameter(params_files, node, "model_file") or ""
-    path = find_data_file(str(model_file), "urdf") if model_file else data_path("urdf", "gen3.urdf")
-    return RobotModel.from_file(path)
 
 
 __all__ = ["HOLD", "OFFSET", "REACHED", "PoseDemo", "SentTarget"]

@@ -545,6 +545,25 @@ def file_parameter(paths: Sequence[Path], node: str, key: str) -> Any:
     return file_parameters(paths, node).get(key)
 
 
+def controller_model(paths: Sequence[Path], model_file: str = "") -> RobotModel:
+    """The model the controller node loads under the parameter files ``paths``: its
+    ``robot_description``, else its ``model_file``, else the package's urdf/gen3.urdf, as
+    :func:`controller_node_config` resolves them; ``model_file`` given here replaces both, as the
+    launch files' argument does.
+
+    Raises:
+        TorqueCtrlError: where the node would refuse the model (a file not found, not a model).
+    """
+    given = file_parameters(paths, "/controller_node")
+    params = {key: given[key] for key in ("model_file", "robot_description") if given.get(key)}
+    if model_file:
+        params = {"model_file": model_file, "robot_description": ""}
+    config = controller_node_config(params)
+    if config.robot_description:
+        return RobotModel.from_urdf_string(config.robot_description)
+    return RobotModel.from_file(config.model_file)
+
+
 def controller_model_file(paths: Sequence[Path]) -> str:
     """The file of the model the controller node loads under the parameter files ``paths``, for
     a viewer (robot_state_publisher reads a file): its ``robot_description`` written to a new
