@@ -7,6 +7,8 @@ Each test names the behaviour it pins and the source change (mutant) it was writ
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -374,3 +376,29 @@ def test_a_half_turn_of_the_tool_is_not_refused_as_passing_a_singularity(
     assert 8.9 < approach.duration < 9.1, approach.duration
     end = approach.sample(approach.duration)
     assert np.linalg.norm(pin.log3(end.rotation @ goal.rotation.T)) < 1e-9
+
+
+def test_a_pose_move_after_a_stop_turns_the_short_way_to_a_goal_near_a_half_turn(robot: RobotModel) -> None:
+    """A new goal 3.12 rad about the tool axis from a reference turning at 0.65 rad/s: the
+    reference first stops, then turns to the goal the short way from where it stopped (3.085 rad).
+    The goal's rotation vector had been taken at most π from the start: past the stop that was
+    the long way round, 3.199 rad the other way (a review). (Mutant: no ``_nearest_turn``.)"""
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), np.full(6, 100.0), np.full(6, 20.0))
+    start = PoseReference.from_se3(robot.frame_placement(HOME_Q, TOOL))
+    axis = start.rotation[:, 2]
+    first = planner.plan(
+        HOME_Q, start, PoseReference(start.position.copy(), pin.exp3(-1.2 * axis) @ start.rotation)
+    )
+    t = 0.5 * first.duration
+    now = first.sample(t)
+    goal = PoseReference(now.position.copy(), pin.exp3(3.12 * axis) @ now.rotation)
+    second = planner.plan(HOME_Q, now, goal, (first, t))
+    assert second.stop is not None
+    stop_time, stop = second.stop
+    times = np.linspace(stop_time, second.duration, 3000)
+    rotations = [second.sample(s).rotation for s in times]
+    turned = sum(np.linalg.norm(pin.log3(a.T @ b)) for a, b in itertools.pairwise(rotations))
+    shortest = np.linalg.norm(pin.log3(stop.rotation.T @ goal.rotation))
+    assert shortest < np.pi - 0.02
+    assert turned == pytest.approx(shortest, abs=1e-6)
+    assert np.linalg.norm(pin.log3(second.sample(second.duration - 1e-9).rotation.T @ goal.rotation)) < 1e-6
