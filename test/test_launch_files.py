@@ -392,6 +392,7 @@ def test_the_hardware_extra_file_changes_one_value_keeping_the_hardware_files(
     assert read["controller"] == "gravity_comp" and read["qpid.tool.kp"] == 50.0
     assert read["command_delay"] == 0.005 and read["watchdog.fallback_duration"] == 0.1
     assert read["watchdog.overspeed_factor"] == 1.5  # over-speed on the arm (docs/hardware.md)
+    assert read["watchdog.max_future"] == 0.02  # a driver's clock ahead (docs/hardware.md, "Clock")
     assert read["qpid.fallback_damping"] == [0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.08]
     assert read["use_sim_time"] is False
     given = evaluate(

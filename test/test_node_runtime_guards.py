@@ -1823,3 +1823,32 @@ def test_a_new_run_whose_clock_came_first_is_answered_from_its_own_pose(nodes: N
     node._on_state_message(_state_msg(new, 0.0))
     np.testing.assert_allclose(_torques(node)[-1], node.robot.gravity(new), atol=1e-9)
     assert node.counts.watchdog_fallbacks == 0
+
+
+@pytest.mark.parametrize("ahead", [0.0, 0.005], ids=["on-time", "5ms-ahead"])
+def test_states_stamped_ahead_of_the_wall_clock_are_warned_of(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch, ahead: float
+) -> None:
+    """A driver whose clock runs 5 ms ahead of this machine's: its states are taken (within
+    ``max_future``), but a late one would be refused as stale only 5 ms later, and nothing said so
+    (a review: 0.5 s ahead under the shipped 1 s ``max_future``, states 300 ms late were computed
+    on, /diagnostics OK). /diagnostics warn; on time they do not, nor under sim time, where each
+    state comes a step ahead of its /clock."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    from torque_ctrl_ros.nodes.controller_diagnostics import clock_warning
+
+    assert clock_warning(-0.5, False) == "" and clock_warning(-5.0, True) == ""
+    assert clock_warning(float("nan"), False) == ""
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False, **MAX_AGE_1S)
+    clock = StoppedWallClock(node, monkeypatch)
+    home = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+    for _ in range(20):
+        clock.advance(1e-3)
+        node._on_state_message(_state_msg(home, _now(node) + ahead))
+    node._publish_diagnostics()
+    status = _latest_status(node)
+    assert status.level == (DiagnosticStatus.WARN if ahead else DiagnosticStatus.OK), status.message
+    assert ("5.0 ms (at least) ahead of this machine's clock" in status.message) == (ahead > 0.0), (
+        status.message
+    )

@@ -138,6 +138,29 @@ def handled_warning(share: float, skipped_rate: float) -> str:
     )
 
 
+#: How far (ms) the joint states' stamps may run ahead of the node's wall clock at the median
+#: before /diagnostics warn: a driver on this machine stamps its states before they arrive, so
+#: their age is positive.
+CLOCK_AHEAD_MS = 1.0
+
+
+def clock_warning(state_age_p50_ms: float, sim_time: bool) -> str:
+    """What /diagnostics warn of when, on the wall clock (not ``sim_time``, where a state comes a
+    step ahead of its ``/clock``), the states' median age is more than :data:`CLOCK_AHEAD_MS`
+    below 0: the driver's clock runs ahead of this machine's (a driver on another computer, the
+    robot's own clock), and a state is refused as stale only once ``max_age`` plus that offset
+    old. Ahead by over ``watchdog.max_future`` every state is refused; within it, the stamps are
+    counted at most ``max_age`` ahead and the age reads no lower than ``−max_age``: the offset
+    may be larger than this says (a review: 0.5 s ahead, states 300 ms late were computed on)."""
+    if sim_time or not state_age_p50_ms < -CLOCK_AHEAD_MS:
+        return ""
+    return (
+        f"the joint states are stamped {-state_age_p50_ms:.1f} ms (at least) ahead of this machine's clock "
+        "at the median: the driver's clock runs ahead (synchronise the two), and a late state is refused "
+        "as stale only that much later"
+    )
+
+
 def delay_values(estimate: DelayEstimate | None) -> dict[str, float]:
     """``measured_delay_ms`` and its ``measured_delay_correlation`` (nan: not read)."""
     if estimate is None:

@@ -75,6 +75,7 @@ from .common import (
 )
 from .controller_diagnostics import (
     StepParts,
+    clock_warning,
     delay_values,
     delay_warning,
     diagnostic_status,
@@ -229,9 +230,10 @@ class ControllerNode:
         # perf_counter (s) at the start and the end of the last state's handling (-inf: none yet)
         self._state_started = self._state_done = -math.inf
         self._skipped = 0  # states queued before the one being handled, skipped for it
+        self._sim_time = bool(node.get_parameter("use_sim_time").value)
         # Only a clock fed by /clock lags behind the states queued with its messages while this
         # process was away; the wall clock does not (Supervisor.step's clock_lag).
-        self._clock_lags_in_backlog = bool(node.get_parameter("use_sim_time").value)
+        self._clock_lags_in_backlog = self._sim_time
         self.diag_publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         node.create_timer(cfg.common.diagnostics_period, self._on_diagnostics_timer, clock=self._steady)
@@ -813,8 +815,13 @@ class ControllerNode:
         retried = soft_retry_warning(new_retries)
         if retried:
             self.log.warning("soft retry", retried)
+        clock_warned = clock_warning(values["state_age_p50_ms"], self._sim_time)
+        if clock_warned:
+            self.log.warning("clock", clock_warned)
         warning = "; ".join(
-            w for w in (retried, states_warning, commands_warning, delay_warned, handled_warned) if w
+            w
+            for w in (retried, states_warning, commands_warning, delay_warned, handled_warned, clock_warned)
+            if w
         )
         wd = self.watchdog
         level, message = diagnostic_status(
