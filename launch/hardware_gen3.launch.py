@@ -41,10 +41,11 @@ Arguments:
                  layered over ``params_file`` (its values win): what differs on the real arm
                  (default: config/gen3_hardware.yaml: ``command_delay`` 5 ms, against which the
                  closed-loop dampings and gains are checked at start, dampings that pass that
-                 check, a 0.1 s fallback window); "": ``params_file`` alone
+                 check, a 0.1 s fallback window); ``none``: ``params_file`` alone (``ros2
+                 launch`` takes no empty value)
     extra_params_file
                  layered over ``hardware_params_file`` (its values win): only what differs from
-                 both, e.g. one gain, keeping the hardware file's delay and dampings (default "":
+                 both, e.g. one gain, keeping the hardware file's delay and dampings (default
                  none)
     model_file   the controller's model (``controller_node.model_file``, over ``robot_description``),
                  which rviz shows too; found as the node finds it: as given (absolute, or relative
@@ -122,7 +123,7 @@ def _files(context: LaunchContext) -> list[str]:
     """``params_file``, then ``hardware_params_file`` and ``extra_params_file`` where given."""
     files = [LaunchConfiguration("params_file").perform(context)]
     for argument in ("hardware_params_file", "extra_params_file"):
-        path = LaunchConfiguration(argument).perform(context).strip()
+        path = params.optional_file(LaunchConfiguration(argument).perform(context))
         if path:
             files.append(path)
     return files
@@ -219,12 +220,12 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "hardware_params_file",
                 default_value=str(share / "config" / "gen3_hardware.yaml"),
-                description='the real arm\'s differences, layered over params_file; "": none',
+                description="the real arm's differences, layered over params_file; none: no such file",
             ),
             DeclareLaunchArgument(
                 "extra_params_file",
-                default_value="",
-                description='layered over hardware_params_file (its values win); "": none',
+                default_value=params.NO_FILE,
+                description="layered over hardware_params_file (its values win); none: no such file",
             ),
             DeclareLaunchArgument(
                 "model_file",
@@ -267,7 +268,12 @@ def generate_launch_description() -> LaunchDescription:
                 [
                     IncludeLaunchDescription(
                         PythonLaunchDescriptionSource(str(share / "launch" / "view_gen3.launch.py")),
-                        launch_arguments={"model_file": LaunchConfiguration(RVIZ_MODEL)}.items(),
+                        # use_sim_time given: the include's own argument, which --show-args lists,
+                        # would otherwise let use_sim_time:=true put rviz on a /clock nobody publishes.
+                        launch_arguments={
+                            "use_sim_time": "false",
+                            "model_file": LaunchConfiguration(RVIZ_MODEL),
+                        }.items(),
                     )
                 ],
                 scoped=True,

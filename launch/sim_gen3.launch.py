@@ -16,7 +16,7 @@ Arguments:
                  given here replaces the shipped one, so it must be whole
     extra_params_file
                  layered over ``params_file`` (its values win): only what differs, as ``make
-                 sim PARAMS=`` takes it (default "": none)
+                 sim PARAMS=`` takes it (default none)
     rt_priority  SCHED_FIFO priority of both node processes (default 0: normal scheduling; 20
                  is what the benchmark measures with). Needs the privilege; without it the
                  nodes log that they run normally.
@@ -78,7 +78,7 @@ ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 def _files(context: LaunchContext) -> list[str]:
     """``params_file``, then ``extra_params_file`` if given."""
     files = [LaunchConfiguration("params_file").perform(context)]
-    extra = LaunchConfiguration("extra_params_file").perform(context).strip()
+    extra = params.optional_file(LaunchConfiguration("extra_params_file").perform(context))
     return [*files, extra] if extra else files
 
 
@@ -218,8 +218,8 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument(
                 "extra_params_file",
-                default_value="",
-                description='layered over params_file (its values win); "": none',
+                default_value=params.NO_FILE,
+                description="layered over params_file (its values win); none: no such file",
             ),
             DeclareLaunchArgument(
                 "rt_priority", default_value="0", description="SCHED_FIFO priority, 0: normal scheduling"

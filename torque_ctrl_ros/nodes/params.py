@@ -545,6 +545,19 @@ def file_parameter(paths: Sequence[Path], node: str, key: str) -> Any:
     return file_parameters(paths, node).get(key)
 
 
+#: What a launch argument naming an optional file takes for no file: ``ros2 launch`` refuses an
+#: empty value (``hardware_params_file:=`` is a "malformed launch argument"; a review with the
+#: upstream parser), so ``""`` works only from another launch file or a test.
+NO_FILE = "none"
+
+
+def optional_file(value: str) -> str:
+    """A launch argument naming an optional file: the file, or ``""`` for none (``value`` empty or
+    :data:`NO_FILE`, in any case)."""
+    value = value.strip()
+    return "" if value.lower() == NO_FILE else value
+
+
 def controller_model(paths: Sequence[Path], model_file: str = "") -> RobotModel:
     """The model the controller node loads under the parameter files ``paths``: its
     ``robot_description``, else its ``model_file``, else the package's urdf/gen3.urdf, as
