@@ -416,12 +416,16 @@ class Watchdog:
         self._jumps = _Jumps(self.speed_max, self._half_width, steady_clock)
 
     def check(
-        self, q: FloatArray, v: FloatArray, stamp: float, now: float
+        self, q: FloatArray, v: FloatArray, stamp: float, now: float, clock_lag: float = 0.0
     ) -> tuple[RejectReason, str] | None:
         """Reason (and message) to refuse the state, or ``None`` if it is usable.
 
-        ``q``, ``v`` in controller order (rad, rad/s), ``stamp`` and ``now`` in s. Call it once
-        per state received: the stop on two sources counts them. Refused, in this order:
+        ``q``, ``v`` in controller order (rad, rad/s), ``stamp`` and ``now`` in s; ``clock_lag``
+        (s): how far ``now`` may lag behind the states (a caller catching up under sim time, its
+        ``/clock`` messages queued with the states: :meth:`~.supervisor.Supervisor.step`), added
+        to ``max_future`` (the newest state after a 25 ms stall was refused as stamped in the
+        future under a 20 ms ``max_future``; a review). Call it once per state received: the stop
+        on two sources counts them. Refused, in this order:
 
         * while stopped on two sources (:meth:`_conflicted`), every state: INCONSISTENT;
         * implausible (:meth:`_plausible`): NON_FINITE or OUT_OF_RANGE;
@@ -471,7 +475,7 @@ class Watchdog:
                 f"joint state stamp {stamp:.6f} s is older than the last accepted "
                 f"{self.last_good.stamp:.6f} s: dropped",
             )
-        if -age > self.config.max_future:
+        if -age > self.config.max_future + clock_lag:
             return RejectReason.INCONSISTENT, f"joint state stamped {-age:.3f} s in the future"
         # After the stamp checks: a stale or superseded state is that, whatever its speed.
         if self.overspeed_max is not None and not self._within(v, self.overspeed_max):

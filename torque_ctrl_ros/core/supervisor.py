@@ -269,8 +269,8 @@ class Supervisor:
         clock lags behind the states by up to the time it was away (under sim time ``/clock``
         comes in the same backlog), and clamped to that clock the stamps' gap would be hidden: no
         pause, and the target would run on with the stamps, ahead of the arm the simulator braked
-        meanwhile; hence ``clock_lag``. A stamp more than ``max_future`` ahead is refused
-        (:meth:`Watchdog.check`).
+        meanwhile; hence ``clock_lag``. A stamp more than ``max_future`` (+ ``clock_lag``) ahead
+        is refused (:meth:`Watchdog.check`).
         """
         wd = self.watchdog
         effective_stamp = min(stamp, now + wd.config.max_age + clock_lag)
@@ -286,7 +286,7 @@ class Supervisor:
         if q is None or v is None:
             action = wd.reject(RejectReason.INCONSISTENT, error, now)
         else:
-            refused = wd.check(q, v, stamp, now)
+            refused = wd.check(q, v, stamp, now, clock_lag)
             action = wd.reject(refused[0], refused[1], now) if refused else wd.accept(q, v, stamp, now)
         decision = Decision(action, stamp, effective_stamp, previous, silence, wd.clock_resets != resets)
         self._step_stamp = effective_stamp
