@@ -41,7 +41,8 @@ Arguments:
                  layered over ``params_file`` (its values win): what differs on the real arm
                  (default: config/gen3_hardware.yaml: ``command_delay`` 5 ms, against which the
                  closed-loop dampings and gains are checked at start, dampings that pass that
-                 check, a 0.1 s fallback window); ``none``: ``params_file`` alone (``ros2
+                 check, a 0.1 s fallback window, over-speed refused at 1.5 times a limit, states
+                 stamped over 20 ms ahead refused); ``none``: ``params_file`` alone (``ros2
                  launch`` takes no empty value)
     extra_params_file
                  layered over ``hardware_params_file`` (its values win): only what differs from

@@ -157,8 +157,8 @@ def _big_endian_command(tau: np.ndarray, label: str) -> bytes:
 def test_a_big_endian_command_does_not_overclaim() -> None:
     """A command in big-endian CDR, which rclpy reads, is left to rclpy: not decoded in place and
     not taken for one claiming more dimensions than it holds (its count, read little-endian, is
-    16 777 216). (Mutant: ``overclaims`` without its check of the encapsulation header: the
-    simulator refused every command of a big-endian publisher unread.)"""
+    16 777 216). (Mutant: ``overclaims`` reading the count little-endian whatever the header
+    says: the simulator refused every command of a big-endian publisher unread.)"""
     tau = np.linspace(-2.0, 2.0, 7)
     raw = _big_endian_command(tau, "joints@5.000000000")
     msg = deserialize_message(raw, Float64MultiArray)

@@ -78,9 +78,10 @@ def publishing_nodes(publishers: Sequence[Any]) -> int:
     endpoint's GID, the GUID prefix of Fast DDS and Cyclone DDS: one per process's context).
     By name alone, a second launch of the same files, its ``/controller_node`` in another process,
     counted as the same node and was not warned of (a review). The price: a node killed without
-    closing (SIGKILL, a crash) leaves its endpoints in the graph until their lease runs out (~20 s
-    on Fast DDS), first under :data:`UNKNOWN_NODE_NAME` (left out here), then under its node's
-    name; restarted meanwhile, it counts twice for those seconds."""
+    closing (SIGKILL, a crash) leaves its endpoints in the graph, under its name, until their
+    lease runs out (~20 s on Fast DDS); restarted meanwhile, its new endpoints go unnamed
+    (:data:`UNKNOWN_NODE_NAME`, left out here) for their first seconds and then count as a second
+    node (~14 s measured)."""
     return len(
         {
             (p.node_namespace, p.node_name, bytes(p.endpoint_gid[:12]))
@@ -285,8 +286,8 @@ def spin_once(executor: Executor, timeout_sec: float, log: ThrottledLog) -> None
     runs callbacks of its own on the same executor: under ``use_sim_time`` its time source raises
     ``ValueError`` on a ``/clock`` message with a negative stamp (a hand-typed ``ros2 topic pub``),
     and that one message ended the node, leaving the arm to its driver's timeout. Here the message
-    is dropped and the node spins on; rclpy has already logged the traceback, and the error is
-    logged again under its own key (at most once a second), with the innermost frames."""
+    is dropped and the node spins on; the error is logged under its own key (at most once a
+    second), with the innermost frames (with the events executor, after rclpy's own traceback)."""
     try:
         executor.spin_once(timeout_sec=timeout_sec)
     except (KeyboardInterrupt, ExternalShutdownException):

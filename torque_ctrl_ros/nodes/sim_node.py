@@ -629,8 +629,8 @@ class SimNode:
         }
         # Two controllers on the topic answer every state, and neither drives the arm alone: in
         # lockstep each state's first answer does (they share the steps, e.g. 202 and 98 of 300),
-        # in realtime the later one's command is held. Counted by node, as a restarted
-        # controller's old endpoint stays in the graph for seconds.
+        # in realtime the later one's command is held. Counted by node and DDS participant
+        # (publishing_nodes).
         topic = self.command_sub.topic_name
         commanders = publishing_nodes(self.node.get_publishers_info_by_topic(topic))
         values["command_publishers"] = commanders
