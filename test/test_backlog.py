@@ -179,10 +179,13 @@ def test_catching_up_the_gap_is_read_on_the_stamps_not_clamped_to_the_lagging_cl
 
 
 def test_catching_up_a_stamp_past_max_future_is_still_refused(robot: RobotModel) -> None:
+    """While catching up the clock may lag the states by up to the time away: a stamp more than
+    ``max_future`` (1 s) ahead of the clock moved on by that lag (0.3 s) is refused; one within it
+    is not the future (the newest state after a stall under sim time, its /clock still queued)."""
     sup = _supervisor(robot)
     for k in range(20):
         _computed(sup, T0 + k * DT, T0 + k * DT)
-    decision = _computed(sup, T0 + 1.5, T0 + 20 * DT, clock_lag=2.0)  # max_future: 1 s
+    decision = _computed(sup, T0 + 20 * DT + 1.35, T0 + 20 * DT, clock_lag=0.3)  # max_future: 1 s
     assert decision.action is not Action.COMPUTE
     assert sup.watchdog.last_reason is RejectReason.INCONSISTENT
 
