@@ -223,3 +223,21 @@ def test_a_warm_solve_stopped_off_the_optimum_is_redone_cold() -> None:
     assert cold.ok and not cold.warm
     np.testing.assert_allclose(last.x, cold.x, atol=1e-6)
     assert last.retried, "the warm solve no longer stops off the optimum here (another ProxSuite?)"
+
+
+def test_a_cold_solve_stopped_off_the_optimum_is_reported_as_stopped_short() -> None:
+    """A lower level of a 4-level hqpid (2 variables, 32 rows; recorded from a review's closed loop,
+    ``test/data/hqpid_cold_off_optimum.npz``) solved cold by a fresh ``known_feasible`` solver:
+    ProxSuite reports SOLVED, residuals ~1e-13, at a point whose multipliers sit on rows up to
+    0.076 from their bounds, its cost +1.31 where doing nothing costs 0 and the optimum (quadprog)
+    −3.6e-5. With nothing to retry from, it is MAX_ITERATIONS: the caller scales back or falls
+    back instead of taking it."""
+    data = np.load(Path(__file__).parent / "data" / "hqpid_cold_off_optimum.npz")
+    qp = DenseQP(2, 0, 32, eps_abs=1e-9, max_iter=50, reset_proximal=False, known_feasible=True)
+    for name in ("H", "g", "C", "l", "u"):
+        getattr(qp, name)[...] = data[name]
+    solution = qp.solve()
+    assert not solution.warm
+    cost = 0.5 * solution.x @ data["H"] @ solution.x + data["g"] @ solution.x
+    assert cost > 1.0, "the cold solve no longer stops off the optimum here (another ProxSuite?)"
+    assert solution.status is SolveStatus.MAX_ITERATIONS and not solution.ok

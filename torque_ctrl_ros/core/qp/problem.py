@@ -27,7 +27,9 @@ retried once from a cold start: ``init`` rebuilds the preconditioner for the cur
 warm start keeps the preconditioner of the first problem, which goes stale along a closed loop
 whose active set changed a lot; a warm solve then needs many times the iterations of a cold one,
 and can even stop, reported SOLVED, at a point that is not the optimum (a multiplier on a bound its
-row does not meet): such a solve is retried cold too (``_multipliers_on_their_bounds``).
+row does not meet): such a solve is retried cold too (``_multipliers_on_their_bounds``). A cold
+solve found so (rarer: a lower level of a 4-level hqpid in a review) is reported as
+MAX_ITERATIONS, a solve stopped short.
 An infeasible problem is therefore reported after at most ``2·max_iter`` outer iterations instead
 of running for ten times that. That is no time bound: each outer iteration may take up to
 ``_MAX_ITER_IN`` inner ones. Typically ~1.5–2 ms at 50; a review measured a failing level 0 at 3.2
@@ -292,6 +294,15 @@ class DenseQP:
         res = qp.results
         info = res.info
         status = _STATUS.get(info.status, SolveStatus.NOT_RUN)
+        if (
+            status is SolveStatus.SOLVED
+            and (retried or not warm)
+            and not self._multipliers_on_their_bounds(res)
+        ):
+            # A cold solve can stop off the optimum too (a review: a lower level of a 4-level
+            # hqpid, residuals 1e-13, multipliers on rows up to 0.076 from their bounds, q̈ 16 rad/s²
+            # off): nothing to retry from, so it is reported as stopped short.
+            status = SolveStatus.MAX_ITERATIONS
         if status is SolveStatus.PRIMAL_INFEASIBLE and self.known_feasible:
             # The caller's feasible x says it is a false alarm (they still come at
             # eps_primal_inf 1e-12: see the module docs).
