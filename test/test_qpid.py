@@ -324,12 +324,13 @@ def test_weights_the_solver_cannot_meet_its_tolerance_with_are_refused(
     )
 
 
-def test_an_unregularised_lower_level_is_refused(robot: RobotModel, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With ``acceleration_weight`` 0 an orientation level under a pose task on the same frame has
-    no cost left: its closed-form solve took the sign of rounding noise and moved the self-motion
-    by up to 73 rad/s² (3 N·m torque steps) with the QP reported solved. (Level 0's damping of the
-    self-motion is left out: the regularisation of the level below takes it back out, by design.)"""
-    monkeypatch.setattr(qpid_module, "SELF_MOTION_WEIGHT_SHARE", 0.0)
+def test_a_lower_level_the_levels_above_already_set_is_refused(robot: RobotModel) -> None:
+    """An orientation level under a pose task on the same frame adds no rank: its tasks could never
+    act. Accepted, with ``acceleration_weight`` 0 its closed-form solve had taken the sign of
+    rounding noise and moved the self-motion by up to 73 rad/s² (3 N·m torque steps), and with
+    it the self-motion the two levels leave went undamped (1.37 rad in 3 s; a review). Refused,
+    whatever the regularisation; so is a last level that leaves a self-motion (the tool's
+    orientation below its position, no posture)."""
     params = {
         "tasks": ["tool", "ori"],
         "tool.type": "pose",
@@ -337,17 +338,18 @@ def test_an_unregularised_lower_level_is_refused(robot: RobotModel, monkeypatch:
         "ori.type": "orientation",
         "ori.frame": TOOL,
         "ori.level": 1,
-        "acceleration_weight": 0.0,
     }
-    with pytest.raises(ConfigError, match="inf times the regularisation"):
-        HQPID.from_params(robot, params)
-    controller = HQPID.from_params(robot, {**params, "acceleration_weight": 1e-4})
-    rng = np.random.default_rng(1)
-    for _ in range(20):
-        state = JointState(HOME + rng.uniform(-0.2, 0.2, 7), rng.uniform(-0.3, 0.3, 7))
-        controller.compute(state, controller.hold_reference(JointState(HOME, np.zeros(7))))
-        level0 = controller.last_solutions[0].x[: robot.n]
-        assert np.abs(controller.joint_acceleration - level0).max() < 1e-4  # 73 with none
+    for weight in (0.0, 1e-4):
+        with pytest.raises(ConfigError, match=r"level 1 \(\['ori'\]\) move nothing the tasks above it"):
+            HQPID.from_params(robot, {**params, "acceleration_weight": weight})
+    split = {**params, "tool.type": "position"}  # the tool's position, then its orientation
+    with pytest.raises(ConfigError, match=r"set only 6 of the 7 DoFs.*add a posture task to the last level"):
+        HQPID.from_params(robot, split)
+    HQPID.from_params(
+        robot, {**split, "tasks": ["tool", "ori", "posture"], "posture.type": "posture", "posture.level": 2}
+    )
+    single = {key: value for key, value in split.items() if not key.startswith("ori.")}
+    HQPID.from_params(robot, {**single, "tasks": ["tool"]})  # one level: level 0's damping holds it
 
 
 def test_a_row_that_needs_slack_loosens_no_other_row(robot: RobotModel) -> None:

@@ -653,27 +653,29 @@ class _QPController(Controller[QPReference]):
 
     def _check_frozen_rows(self, groups: Sequence[Sequence[Task]]) -> None:
         """Refuse a level (``groups[k]``, its tasks) below tasks whose weighted rows hide freedom
-        they leave, or leave none.
+        they leave, or leave none; a level whose tasks add no rank to the levels above; and, with
+        more than one level, levels that together leave a self-motion.
 
         ``Z`` has ``n − rows`` columns, which spans the whole null space only for independent rows:
         a position task above a pose task on the same frame freezes 9 rows of rank 6, and the
         posture level below would be skipped (``nz = 0``) though the self-motion is free; a pose task
         on a frame that 4 joints move freezes 6 rows of rank 4. The rank is the largest over a few
-        random configurations (a singular pose lowers it anywhere). Rows above that take every DoF
-        leave a level nothing to act on: refused too.
+        random configurations (a singular pose lowers it anywhere). Nearly dependent rows still
+        count: a forearm position (its origin 6 mm off joint 3's axis) below a tool position,
+        singular values 3e-5 to 8e-5 of the largest, leaves the level below a DoF short, which went
+        undamped (0.3 rad/s still after 5 s; a review; not refused). Rows above
+        that take every DoF leave a level nothing to act on: refused too, as is a level whose tasks
+        the levels above already set (a tool position below the tool's pose). The self-motion the
+        levels leave is damped only in level 0 (:data:`SELF_MOTION_DAMPING`), for the levels below
+        to set: one the last level leaves drifted (1.37 rad in 3 s below a tool pose and its
+        orientation; a review), so with more than one level the last must set it (a posture task).
         """
         n = self.robot.n
         samples = sample_configurations(self.robot, 5)
         for k in range(1, len(groups)):
             frozen = [t for group in groups[:k] for t in group]
             rows = sum(int(np.count_nonzero(t.weight > 0.0)) for t in frozen)
-            rank = 0
-            for q in samples:
-                self.kin.update(q, np.zeros(n))
-                for t in frozen:
-                    t.update(self.kin)
-                stacked = np.vstack([t.J[t.weight > 0.0] for t in frozen])
-                rank = max(rank, int(np.linalg.matrix_rank(stacked)))
+            rank = self._rank(frozen, samples)
             names = [t.name for t in frozen]
             lost = (n - rank) - max(n - rows, 0)  # DoFs left free above that Z would not span
             if lost > 0:
@@ -682,12 +684,36 @@ class _QPController(Controller[QPReference]):
                     f"only {rank} are independent: level {k} would lose {lost} DoF(s); "
                     + self._dependent_rows_hint(frozen)
                 )
+            level = [t.name for t in groups[k]]
             if rank >= n:
                 raise ConfigError(
                     f"{self.name}: the tasks above level {k} ({names}) weight all {n} DoFs, so the "
-                    f"tasks of level {k} ({[t.name for t in groups[k]]}) could never act; put them "
-                    "higher, or weight fewer axes above"
+                    f"tasks of level {k} ({level}) could never act; put them higher, or weight fewer "
+                    "axes above"
                 )
+            if self._rank([*frozen, *groups[k]], samples) <= rank:
+                raise ConfigError(
+                    f"{self.name}: the tasks of level {k} ({level}) move nothing the tasks above it "
+                    f"({names}) leave free, so they could never act; put them higher, or drop them"
+                )
+        if len(groups) > 1 and (rank := self._rank([t for g in groups for t in g], samples)) < n:
+            raise ConfigError(
+                f"{self.name}: the levels together set only {rank} of the {n} DoFs, and the self-motion "
+                f"they leave is damped only at level 0, for the levels below to set: add a posture task "
+                f"to the last level ({[t.name for t in groups[-1]]})"
+            )
+
+    def _rank(self, tasks: Sequence[Task], samples: FloatArray) -> int:
+        """The rank of ``tasks``' weighted rows stacked, the largest over the configurations
+        ``samples`` (one per row)."""
+        n = self.robot.n
+        rank = 0
+        for q in samples:
+            self.kin.update(q, np.zeros(n))
+            for t in tasks:
+                t.update(self.kin)
+            rank = max(rank, int(np.linalg.matrix_rank(np.vstack([t.J[t.weight > 0.0] for t in tasks]))))
+        return rank
 
     def _dependent_rows_hint(self, frozen: Sequence[Task]) -> str:
         """What to change where ``frozen``'s weighted rows are dependent: a task weighting more
