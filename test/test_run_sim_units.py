@@ -49,6 +49,11 @@ def test_the_watchdog_line_tells_the_end_of_the_run_from_a_trip_during_it() -> N
     assert watchdog_summary(refused) == f"fallback ({non_finite})"
     tripped = {**end, "watchdog_transitions": 4}
     assert watchdog_summary(tripped) == "fallback (no joint state for 391 ms)"
+    # A silence during the run, then the end's: said as both (it had read as the end's alone).
+    assert watchdog_summary({**tripped, "watchdog_fallbacks": 2}) == (
+        "fell back once during the run (no state for a while; controller_node.log says how long), then at "
+        "the end fallback (no joint state for 391 ms)"
+    )
     assert watchdog_summary({**end, "watchdog_state": "ok", "watchdog_transitions": 3}) == "ok"
     assert watchdog_summary({}) == "?"
 

@@ -809,18 +809,28 @@ def watchdog_summary(ctrl: Mapping[str, Any]) -> str:
     At the end of every run the simulator's states stop, and after ``max_age`` the watchdog
     goes to FALLBACK (then STOPPED) for lack of a state: that is said as such, apart from a
     trip during the run. It is the only trip when no state was refused, the last reason is a
-    stale stream and the watchdog went no further than WAITING → OK → FALLBACK → STOPPED.
+    stale stream and the watchdog went no further than WAITING → OK → FALLBACK → STOPPED; with
+    more fallbacks than that last one and no state refused, the silences during the run are
+    counted before the end.
     """
     state = ctrl.get("watchdog_state", "?")
     reason = ctrl.get("watchdog_reason") or ""
     refused = sum(n for kind, n in ctrl.get("rejected", {}).items() if kind != RejectReason.SUPERSEDED.value)
-    if (
+    ended = (
         state in (WatchdogState.FALLBACK.value, WatchdogState.STOPPED.value)
         and ctrl.get("watchdog_reason_kind") == RejectReason.STALE.value
         and refused == 0
-        and ctrl.get("watchdog_transitions", math.inf) <= _END_OF_RUN_TRANSITIONS
-    ):
+    )
+    if ended and ctrl.get("watchdog_transitions", math.inf) <= _END_OF_RUN_TRANSITIONS:
         return f"ok until the states ended, then {state} ({reason})"
+    # Silences during the run too (a stalled process): the last reason is only the end's, so the
+    # line had read as a clean end (a newcomer's review); the log says why each came.
+    during = int(ctrl.get("watchdog_fallbacks", 0)) - 1
+    if ended and during > 0:
+        return (
+            f"fell back {_times(during)} during the run (no state for a while; controller_node.log says "
+            f"how long), then at the end {state} ({reason})"
+        )
     return state if state in (WatchdogState.OK.value, "?") or not reason else f"{state} ({reason})"
 
 
