@@ -74,7 +74,12 @@ class _Publisher:
         self.sent.append(msg)
 
 
-def _monitor(duration: float, sends_trajectory: bool, subscribers: int = 1) -> Monitor:
+def _monitor(
+    duration: float,
+    sends_trajectory: bool,
+    subscribers: int = 1,
+    limits: dict[str, tuple[float, float]] | None = None,
+) -> Monitor:
     """A :class:`Monitor` without its rclpy node, reading ``(t, q)`` tuples as its states."""
     monitor = object.__new__(Monitor)
     monitor.duration = duration
@@ -85,7 +90,10 @@ def _monitor(duration: float, sends_trajectory: bool, subscribers: int = 1) -> M
     monitor.reference = None
     monitor.t0 = 0.0
     monitor.sent_at = math.nan
-    monitor.errors = ErrorStats()
+    monitor.hold_errors = ErrorStats()
+    monitor.errors = monitor.hold_errors
+    monitor.refused_at = math.nan
+    monitor.limits = limits
     monitor.sim_time = 0.0
     monitor.unreadable_states = 0
     monitor.pose_demo = None
@@ -170,6 +178,83 @@ def test_a_run_until_ctrl_c_gets_a_minute_of_demo() -> None:
     (msg,) = _publisher(monitor).sent
     assert msg.points[-1].time_from_start.sec == 59  # 2.5 s + 59 s + 0.5 s margin ≤ 2 s + 60 s
     np.testing.assert_array_equal(msg.points[-1].positions, Q0)
+
+
+def test_the_demo_keeps_each_swung_joint_inside_its_limits_by_the_margin() -> None:
+    """A swing is cut to end ``DEMO_LIMIT_MARGIN`` inside the nearer limit: joint 4 0.1 rad from
+    its lower limit swings 0.05 rad both ways, joint 2 already inside the margin not at all,
+    continuous joints (∓inf) the full pattern. Found by a review: from the ``retract`` keyframe
+    the demo took joint 4 0.28 rad past its limit and the controller refused the whole demo.
+    Mutants: no cut, the cut on one side only, a negative room kept (a swing outward)."""
+    from torque_ctrl_ros.run_sim import DEMO_LIMIT_MARGIN
+
+    lower = np.full(7, -math.inf)
+    upper = np.full(7, math.inf)
+    lower[3], upper[3] = Q0[3] - 0.1, Q0[3] + 2.0  # 0.1 rad of room below joint 4
+    lower[1], upper[1] = Q0[1] - 1.0, Q0[1] + 0.03  # joint 2 within the margin of its upper limit
+    points = demo_trajectory(Q0, 10.0, 0.5, lower, upper)
+    swing = np.array([0.3, 0.0, 0.0, 0.1 - DEMO_LIMIT_MARGIN, 0.0, 0.3, 0.0])
+    np.testing.assert_allclose(points[0][1] - Q0, swing, atol=1e-12)
+    np.testing.assert_allclose(points[1][1] - Q0, -swing, atol=1e-12)
+    for _, q in points:
+        assert np.all(q >= lower) and np.all(q <= upper)
+
+
+def test_the_monitor_cuts_the_demo_to_the_limits_of_the_joints_it_names() -> None:
+    """The monitor's limits come by joint name, in the model's order, and are applied in the
+    states' order. Mutants: limits taken in the dictionary's order, limits ignored."""
+    limits = {name: (-math.inf, math.inf) for name in reversed(NAMES)}
+    limits["joint_4"] = (Q0[3] - 0.1, Q0[3] + 2.0)
+    monitor = _monitor(10.0, sends_trajectory=True, limits=limits)
+    monitor._on_state(_raw(1.0, Q0))
+    (msg,) = _publisher(monitor).sent
+    first = np.array(msg.points[0].positions) - Q0
+    np.testing.assert_allclose(first, [0.3, 0.2, 0.0, 0.05, 0.0, 0.3, 0.0], atol=1e-12)
+
+
+def _controller_diagnostics(**values: str) -> Any:
+    """A DiagnosticArray-like message with the controller's status holding ``values``."""
+    status = SimpleNamespace(
+        name="torque_ctrl_ros: controller_node",
+        message="ok",
+        values=[SimpleNamespace(key=k, value=v) for k, v in values.items()],
+    )
+    return SimpleNamespace(status=[status])
+
+
+def test_a_refused_demo_is_not_reported_as_tracking_error() -> None:
+    """The controller refusing the demo (its ``targets_rejected`` above 0) leaves the arm holding
+    its pose: the summary then reports the error against the initial pose over the whole run,
+    and says so, not the distance to a motion that never ran (a review measured "max 0.3 rad vs
+    trajectory" for an arm that held still). Until a refusal is seen the error is against the
+    trajectory. Mutants: no refusal check, the trajectory's error kept after it."""
+    monitor = _monitor(10.0, sends_trajectory=True)
+    monitor._on_state(_raw(1.0, Q0))
+    assert _publisher(monitor).sent
+    peak = demo_trajectory(Q0, 10.0, 1.5)[0][1]
+    monitor._on_diag(_controller_diagnostics(targets_received="0", targets_rejected="0"))
+    monitor._on_state(_raw(2.5, Q0))  # the arm holds: 0.3 rad from the demo's first waypoint
+    assert monitor.errors.last == pytest.approx(0.3, abs=1e-9)
+    monitor._on_diag(_controller_diagnostics(targets_received="0", targets_rejected="1"))
+    monitor._on_state(_raw(2.6, Q0 + 0.01))
+    tracked = monitor.tracked()
+    assert tracked.what.startswith("initial pose (the controller refused the demo trajectory")
+    assert (tracked.errors.count, tracked.sent) == (3, 1)
+    assert tracked.errors.max == pytest.approx(0.01, abs=1e-9)
+    assert not np.allclose(peak, Q0)
+
+
+def test_an_accepted_demo_keeps_its_tracking_error_against_the_trajectory() -> None:
+    """No refusal (``targets_rejected`` 0): the error stays the one against the trajectory, the
+    states before it was sent included. Mutant: the initial pose's error reported always."""
+    monitor = _monitor(10.0, sends_trajectory=True)
+    monitor._on_state(_raw(1.0, Q0))
+    monitor._on_diag(_controller_diagnostics(targets_received="1", targets_rejected="0"))
+    peak = demo_trajectory(Q0, 10.0, 1.5)[0][1]
+    monitor._on_state(_raw(2.5, peak))
+    tracked = monitor.tracked()
+    assert tracked.what.startswith("trajectory (sent at t = 1.00 s")
+    assert tracked.errors.count == 2 and tracked.errors.last == pytest.approx(0.0, abs=1e-9)
 
 
 def test_the_status_line_shows_no_latency_until_both_percentiles_are_known() -> None:

@@ -18,6 +18,7 @@ warning (:func:`model_mismatch`).
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import re
 import shutil
@@ -26,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -35,26 +36,45 @@ import numpy as np
 
 from .bench.host import cpu_ticks, steal_between
 from .core.controllers import CONTROLLERS
-from .core.errors import ConfigError
+from .core.errors import ConfigError, TorqueCtrlError
 from .core.robot import CONTROL_PERIOD, wrap_angle
 from .core.safety import RejectReason, WatchdogState
 from .core.trajectory import JointTrajectory
 from .joint_order import joint_order_error, model_mismatch
 from .node_processes import TRAJECTORY_TOPIC, Domain, NodePair, env_domain_id, step_parts
-from .nodes.params import check_params_file, file_parameter
+from .nodes.params import check_params_file, controller_model, file_parameter
 from .nodes.scheduling import Placement, parse_cpu_latency
 from .paths import data_path
 from .pose_demo import PoseDemo
 
+#: How far inside its position limits (rad) the demo keeps a joint it swings: the arm passes a
+#: waypoint by a little (0.2 mrad with computed torque from ``home``), and a limit reached is
+#: MuJoCo's joint-limit constraint, which no controller models.
+DEMO_LIMIT_MARGIN = 0.05
 
-def demo_trajectory(q0: np.ndarray, duration: float, start: float) -> list[tuple[float, np.ndarray]]:
+
+def demo_trajectory(
+    q0: np.ndarray,
+    duration: float,
+    start: float,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+) -> list[tuple[float, np.ndarray]]:
     """Waypoints (s from ``start``, rad): joints 1, 4, 6 swing ±0.3 rad and joint 2 ±0.2 rad,
     one waypoint a second, back at ``q0`` by ``duration`` (s of simulated time, as ``start``) at
     the latest; none (no demo) when not even one swing and the way back fit: a ``duration`` below
     ``start + 2`` s (the monitor starts it 0.5 s after the state it sends it at, so a run needs
-    that state's time + 2.5 s)."""
+    that state's time + 2.5 s).
+
+    ``lower`` / ``upper``: the controller's position limits (rad, ∓inf on continuous joints, in
+    ``q0``'s order). Each swing is cut to stay :data:`DEMO_LIMIT_MARGIN` inside them, both ways:
+    from the ``retract`` keyframe joint 4 sits 22 mrad from its limit and does not swing (a swing
+    past it is a trajectory the controller refuses), from ``home`` it swings 0.25 rad."""
     pattern = np.zeros_like(q0)
     pattern[[0, 1, 3, 5]] = [0.3, 0.2, 0.3, 0.3]
+    if lower is not None and upper is not None:
+        room = np.minimum(q0 - lower, upper - q0) - DEMO_LIMIT_MARGIN
+        np.minimum(pattern, np.maximum(room, 0.0), out=pattern)
     points, sign, t = [], 1.0, 1.0
     while start + t + 1.0 <= duration:
         points.append((t, q0 + sign * pattern))
@@ -115,8 +135,15 @@ class Monitor:
     """The runner's node: status line, tracking error, the demo trajectory or pose targets."""
 
     def __init__(
-        self, domain: int, controller: str, duration: float, pose_demo: PoseDemo | None = None
+        self,
+        domain: int,
+        controller: str,
+        duration: float,
+        pose_demo: PoseDemo | None = None,
+        limits: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
+        """``limits``: the controller model's position limits (rad) by joint name, which the demo
+        trajectory keeps inside (:func:`demo_trajectory`); ``None``: not known, not kept."""
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import PoseStamped
@@ -148,6 +175,7 @@ class Monitor:
         self.traj_pub = self.node.create_publisher(TrajectoryMsg, TRAJECTORY_TOPIC, 10)
         self.controller = controller
         self.duration = duration
+        self.limits = limits
         self.sends_trajectory = takes_joint_trajectory(controller)
         self.pose_demo = pose_demo
         self._pose_msg = PoseStamped
@@ -160,7 +188,14 @@ class Monitor:
         self.t0 = 0.0
         self.sent_at = math.nan  # simulated time (s) of the state that triggered the trajectory
         self.names: list[str] = []
-        self.errors = ErrorStats()
+        #: Error against the initial pose over every state, and the error reported: the same
+        #: object until the demo trajectory is sent, the error against it from then (the states
+        #: before it included), and ``hold_errors`` again if the controller refuses the demo.
+        self.hold_errors = ErrorStats()
+        self.errors = self.hold_errors
+        #: Simulated time (s) at which the controller was seen to refuse the demo trajectory (its
+        #: /diagnostics' targets_rejected above 0). NaN: not seen.
+        self.refused_at = math.nan
         self.sim_time = 0.0
         #: States that were no JointState (bytes another publisher put on the topic): skipped.
         self.unreadable_states = 0
@@ -176,6 +211,7 @@ class Monitor:
                 self.diag[key] = {kv.key: kv.value for kv in st.values} | {"_message": st.message}
                 if key == "ctrl":
                     self._check_foreign(self.diag[key].get("targets_received", ""))
+                    self._check_refused(self.diag[key].get("targets_rejected", ""))
 
     def _own_targets(self) -> int:
         """The targets the monitor sent: the pose demo's, or the demo trajectory (0 or 1)."""
@@ -195,6 +231,17 @@ class Monitor:
             self.foreign_at = self.sim_time
             if self.pose_demo is not None:
                 self.pose_demo.stop()
+
+    def _check_refused(self, rejected: str) -> None:
+        """Note the controller refusing the demo trajectory (``rejected``: its ``targets_rejected``,
+        above 0 once the demo was sent): the arm then holds its pose, so the error reported is the
+        one against the initial pose, over the whole run, not against a motion that never ran. (A
+        target from elsewhere that the controller refused reads the same.)"""
+        if self.reference is None or not math.isnan(self.refused_at) or not rejected.isdigit():
+            return
+        if int(rejected) > 0:
+            self.refused_at = self.sim_time
+            self.errors = self.hold_errors
 
     def _read_state(self, raw: bytes) -> tuple[float, np.ndarray]:
         """Stamp (s) and joint angles (rad) of a serialized JointState, in the first state's order."""
@@ -239,16 +286,15 @@ class Monitor:
             # _pose_step drops the demo (None) when it cannot start one: the joints are then tracked.
             if self.pose_demo is not None and self.pose_demo.started:
                 return  # the joints move where the controller takes them: no joint error to measure
-        if self.reference is not None:
-            q_ref = self.reference.sample(t - self.t0)[0]
-        else:
-            q_ref = self.q0
         if not math.isnan(self.foreign_at):
-            return  # the arm follows someone else's target now, not q_ref
-        # Joint angle error the short way round (continuous joints wrap; on the others an error
+            return  # the arm follows someone else's target now, not the demo
+        # Joint angle errors the short way round (continuous joints wrap; on the others an error
         # is far under π here).
-        err = wrap_angle(q_ref - q)
-        self.errors.add(float(np.abs(err).max()))
+        hold_error = float(np.abs(wrap_angle(self.q0 - q)).max())
+        self.hold_errors.add(hold_error)
+        if self.reference is not None and self.errors is not self.hold_errors:
+            q_ref = self.reference.sample(t - self.t0)[0]
+            self.errors.add(float(np.abs(wrap_angle(q_ref - q)).max()))
 
     def _pose_step(self, t: float, q: np.ndarray) -> None:
         """The pose demo at the state at ``t`` (s): planned once the controller's target
@@ -286,7 +332,12 @@ class Monitor:
         assert self.q0 is not None
         start = t_now + 0.5  # explicit start time: the monitor knows exactly what is tracked
         # Until Ctrl-C (duration 0): a minute of motion from this state, then hold (as the pose demo).
-        points = demo_trajectory(self.q0, self.duration if self.duration > 0 else t_now + 60.0, start)
+        lower = upper = None
+        if self.limits is not None:
+            unlimited = (-math.inf, math.inf)
+            lower, upper = np.array([self.limits.get(name, unlimited) for name in self.names]).T
+        until = self.duration if self.duration > 0 else t_now + 60.0
+        points = demo_trajectory(self.q0, until, start, lower, upper)
         if not points:
             self.no_demo = (
                 f"the run ends at {self.duration:g} s, before a swing and the way back could (from the "
@@ -304,6 +355,7 @@ class Monitor:
                 JointTrajectoryPoint(positions=q.tolist(), time_from_start=Duration(sec=s, nanosec=ns))
             )
         self.traj_pub.publish(msg)
+        self.errors = copy.copy(self.hold_errors)  # the states so far were measured against q0
         self.sent_at = t_now
         self.t0 = sec + nsec * 1e-9
         self.reference = JointTrajectory.from_points(
@@ -370,14 +422,21 @@ class Monitor:
             )
         sent = self.reference is not None
         no_demo = self.no_demo
+        if sent and self.errors is self.hold_errors:
+            what = (
+                f"initial pose (the controller refused the demo trajectory sent at t = {self.sent_at:.2f} s,"
+                f" seen at t = {self.refused_at:.2f} s)"
+            )
+        elif sent:
+            what = f"trajectory (sent at t = {self.sent_at:.2f} s; before it, the initial pose)"
+        else:
+            what = "initial pose"
         if ((self.sends_trajectory and not sent) or self.pose_demo is not None) and math.isnan(
             self.foreign_at
         ):
             no_demo = "the controller's target topic was not discovered during the run"
         return Tracked(
-            f"trajectory (sent at t = {self.sent_at:.2f} s; before it, the initial pose)"
-            if sent
-            else "initial pose",
+            what,
             self.errors,
             self.unreadable_states,
             int(sent),
@@ -616,11 +675,23 @@ def _set_up(args: argparse.Namespace, placement: Placement) -> tuple[Domain, Nod
             flush=True,
         )
         pose_demo = PoseDemo.for_controller(args.controller, pair.params_files)
-        return domain, pair, Monitor(domain.id, args.controller, args.duration, pose_demo)
+        limits = _position_limits(pair.params_files) if takes_joint_trajectory(args.controller) else None
+        return domain, pair, Monitor(domain.id, args.controller, args.duration, pose_demo, limits)
     except BaseException:
         domain.release()
         _remove_unused(args, out)
         raise
+
+
+def _position_limits(params_files: Sequence[Path]) -> dict[str, tuple[float, float]] | None:
+    """The position limits (rad) of the controller's model under ``params_files``, by joint name;
+    ``None`` where the model cannot be loaded (the controller node then refuses it, and says why)."""
+    try:
+        robot = controller_model(params_files)
+    except (TorqueCtrlError, OSError):
+        return None
+    bounds = zip(robot.position_lower.tolist(), robot.position_upper.tolist(), strict=True)
+    return dict(zip(robot.joint_names, bounds, strict=True))
 
 
 def _remove_unused(args: argparse.Namespace, out: Path) -> None:
