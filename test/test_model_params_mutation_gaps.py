@@ -20,7 +20,7 @@ from test_robot_model import _ONE_LINK
 
 from torque_ctrl_ros.core import RobotModel
 from torque_ctrl_ros.core.controllers import create_controller
-from torque_ctrl_ros.core.errors import ConfigError, FrameNotFoundError
+from torque_ctrl_ros.core.errors import ConfigError, FrameNotFoundError, ModelError
 from torque_ctrl_ros.core.robot import (
     MAX_COMMAND_DELAY,
     check_damping_stability,
@@ -85,16 +85,21 @@ def test_a_delay_a_rounding_error_above_whole_periods_counts_those_periods() -> 
 
 
 def test_limits_as_large_as_pinocchios_none_are_no_limits() -> None:
-    """A revolute joint whose upper bound, effort and velocity are 1e300 (beyond ``_NO_LIMIT``,
-    what Pinocchio writes for "none") has no limits: it is continuous, ``±inf`` in position, and
+    """A revolute joint whose bounds, effort and velocity are ∓1e300 (beyond ``_NO_LIMIT``, what
+    Pinocchio writes for "none") has no limits: it is continuous, ``±inf`` in position, and
     ``inf`` in effort and velocity, not a bound of 1e300 that sampling and the QP's velocity rows
-    would take as real. (Mutants: the continuity test drops ``abs(hi) < _NO_LIMIT`` and keeps a
-    one-sided range; ``_limit_or_inf`` drops ``~(np.abs(out) < _NO_LIMIT)`` and keeps 1e300.)"""
-    limit = '<limit lower="-1" upper="1e300" effort="1e300" velocity="1e300"/>'
+    would take as real; a one-sided range (lower −1, upper 1e300) is refused, not kept as a range
+    nor taken for none (its lower limit lost; until a review it was). (Mutants: the continuity
+    test drops ``abs(hi) < _NO_LIMIT`` and keeps a one-sided range; ``_limit_or_inf`` drops
+    ``~(np.abs(out) < _NO_LIMIT)`` and keeps 1e300.)"""
+    limit = '<limit lower="-1e300" upper="1e300" effort="1e300" velocity="1e300"/>'
     robot = RobotModel.from_urdf_string(_ONE_LINK.replace("TYPE", "revolute").replace("LIMIT", limit))
     assert robot.continuous.tolist() == [True]
     assert robot.position_lower.tolist() == [-np.inf] and robot.position_upper.tolist() == [np.inf]
     assert robot.effort_limit.tolist() == [np.inf] and robot.velocity_limit.tolist() == [np.inf]
+    one_sided = '<limit lower="-1" upper="1e300" effort="1" velocity="1"/>'
+    with pytest.raises(ModelError, match=r"position limits \[-1, 1e\+300\] rad: expected a lower limit"):
+        RobotModel.from_urdf_string(_ONE_LINK.replace("TYPE", "revolute").replace("LIMIT", one_sided))
 
 
 def test_a_bool_is_not_taken_as_a_frame_index(robot: RobotModel) -> None:

@@ -144,27 +144,21 @@ def test_a_keyframe_exactly_at_the_ends_of_the_joint_ranges_is_accepted(tmp_path
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("limit", "lower", "upper"),
-    [
-        ('<limit lower="-0.5" upper="2" effort="10" velocity="1"/>', -0.5, 2.0),
-        ('<limit lower="-1e300" upper="1" effort="10" velocity="1"/>', -np.inf, np.inf),
-    ],
-    ids=["asymmetric", "lower-as-large-as-none"],
-)
-def test_position_limits_are_read_from_their_own_side_of_the_urdf(
-    limit: str, lower: float, upper: float
-) -> None:
+def test_position_limits_are_read_from_their_own_side_of_the_urdf() -> None:
     """A revolute joint's lower position limit comes from the URDF's ``lower`` and its upper one
     from ``upper`` (the Gen3's are symmetric, so a sign-flipped read passes there); a ``lower``
-    as large as Pinocchio's "none" (1e300) leaves the joint continuous, ``±inf``, not bounded at
-    −1e300 that sampling would draw from.
+    as large as Pinocchio's "none" (1e300) with a finite ``upper`` is a one-sided range, refused
+    (until a review it left the joint continuous, its upper limit lost), not bounded at −1e300
+    that sampling would draw from.
     Mutants: ``position_lower`` read as ``−upperPositionLimit``; the continuity test drops
     ``abs(lo) < _NO_LIMIT``."""
+    limit = '<limit lower="-0.5" upper="2" effort="10" velocity="1"/>'
     robot = RobotModel.from_urdf_string(_ONE_LINK.replace("TYPE", "revolute").replace("LIMIT", limit))
-    assert robot.continuous.tolist() == [lower == -np.inf]
-    assert robot.position_lower.tolist() == [lower]
-    assert robot.position_upper.tolist() == [upper]
+    assert robot.continuous.tolist() == [False]
+    assert robot.position_lower.tolist() == [-0.5] and robot.position_upper.tolist() == [2.0]
+    one_sided = '<limit lower="-1e300" upper="1" effort="10" velocity="1"/>'
+    with pytest.raises(ModelError, match=r"position limits \[-1e\+300, 1\] rad: expected a lower limit"):
+        RobotModel.from_urdf_string(_ONE_LINK.replace("TYPE", "revolute").replace("LIMIT", one_sided))
 
 
 def test_wrap_angle_brings_negative_angles_into_minus_pi_to_pi(robot: RobotModel) -> None:

@@ -10,6 +10,7 @@ import pinocchio as pin
 import pytest
 
 from torque_ctrl_ros.core import FrameNotFoundError, ModelError, RobotModel, StateError, TorqueCtrlError
+from torque_ctrl_ros.core.errors import ConfigError
 from torque_ctrl_ros.core.validation import FloatArray
 
 JOINTS = tuple(f"joint_{i}" for i in range(1, 8))
@@ -190,3 +191,40 @@ def test_limits_a_description_leaves_open_are_none(kind: str, limit: str) -> Non
     assert robot.continuous.tolist() == [True]
     assert robot.position_lower[0] == -np.inf and robot.position_upper[0] == np.inf
     assert robot.difference(np.array([3.1]), np.array([-3.1]))[0] == pytest.approx(6.2 - 2 * np.pi)
+
+
+def test_a_revolute_joint_with_limits_out_of_order_is_refused() -> None:
+    """Limits given but not a range (lower above upper) name the joint and its limits.
+    Taken for "no limits" (as before: a review), a joint 2 with its limits swapped lost them in
+    every check and its error wrapped the short way through ±π: 4 rad below its target, computed
+    torque pushed it the other way, at −39 N·m into its stop."""
+    limit = '<limit lower="2.24" upper="-2.24" effort="10" velocity="1"/>'
+    with pytest.raises(
+        ModelError, match=r"joint 'j1' has position limits \[2.24, -2.24\] rad: expected a lower"
+    ):
+        RobotModel.from_urdf_string(_ONE_LINK.replace("TYPE", "revolute").replace("LIMIT", limit))
+
+
+def test_a_joint_moving_no_inertia_is_refused(urdf_path: Path) -> None:
+    """A link without ``<inertial>`` after the last joint leaves ``M(q)`` singular: refused at load,
+    naming that joint (numpy's eigensolver failed in the damping check with no name, and with no
+    damping set the safe brake ran forward dynamics on a singular ``M``; a review)."""
+    urdf = urdf_path.read_text()
+    block = urdf[urdf.index('<link name="bracelet_link">') :]
+    inertial = block[: block.index("</inertial>") + len("</inertial>")]
+    inertial = inertial[inertial.index("<inertial>") :]
+    with pytest.raises(ModelError, match=r"joint_7 moves almost no inertia at q = .* smallest eigenvalue"):
+        RobotModel.from_urdf_string(urdf.replace(inertial, "", 1))
+    light = (
+        '<inertial><mass value="1e-3"/>'
+        '<inertia ixx="1e-7" ixy="0" ixz="0" iyy="1e-7" iyz="0" izz="1e-7"/></inertial>'
+    )
+    assert RobotModel.from_urdf_string(urdf.replace(inertial, light, 1)).n == 7  # light, not massless
+
+
+def test_a_damping_that_overflows_the_check_is_refused_by_name(robot: RobotModel) -> None:
+    """``h·M⁻¹·K_d`` overflowing (1e306 N·m·s/rad) is a :class:`ConfigError` naming the field, as
+    1e305 is; numpy's eigensolver raised LinAlgError on the overflowed product (a review)."""
+    for kd in (1e305, 1e306, 1e308):
+        with pytest.raises(ConfigError, match="^fallback: "):
+            robot.check_damping("fallback", kd)

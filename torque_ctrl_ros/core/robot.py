@@ -131,6 +131,9 @@ _MAX_GRID = 4096  # corner configurations at most: ~3 ms of M⁻¹ on the Gen3 p
 
 # Pinocchio uses the largest double (or inf) for "no limit"; treat anything this big as none.
 _NO_LIMIT = 1e10
+#: Smallest / largest eigenvalue of ``M(q)`` at or below which a model is refused
+#: (:meth:`RobotModel._check_inertia`); the Gen3's is at least 1.8e-4 over 200 sampled poses.
+_SINGULAR_INERTIA = 1e-9
 _REVOLUTE_BOUNDED = {"JointModelRX", "JointModelRY", "JointModelRZ", "JointModelRevoluteUnaligned"}
 _REVOLUTE_UNBOUNDED = {
     "JointModelRUBX",
@@ -243,10 +246,15 @@ def damping_eigenvalues(m_inv: FloatArray, kd: FloatArray, period: float) -> Flo
     """Largest eigenvalue of ``h·M⁻¹·K_d`` for each of a stack of ``M⁻¹`` (``m × n × n``): shape ``(m,)``.
 
     ``M⁻¹·K_d`` is similar to the symmetric ``√K_d·M⁻¹·√K_d`` (same eigenvalues, all real and
-    ``>= 0``), whose eigenvalues one batched ``eigvalsh`` gives.
+    ``>= 0``), whose eigenvalues one batched ``eigvalsh`` gives. A damping so large that the
+    product overflows (~1e306 N·m·s/rad on the Gen3) gives ``inf``: ``eigvalsh`` raised on it.
     """
     s = np.sqrt(kd)
-    return period * np.linalg.eigvalsh(s[:, None] * m_inv * s)[:, -1].astype(np.float64, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = s[:, None] * m_inv * s
+    if not np.isfinite(scaled).all():
+        return np.full(len(m_inv), np.inf)
+    return period * np.linalg.eigvalsh(scaled)[:, -1].astype(np.float64, copy=False)
 
 
 def check_damping_stability(
@@ -278,6 +286,11 @@ def check_damping_stability(
     bound = damping_eigenvalue_bound(delay)
     if largest < bound:
         return largest
+    if not math.isfinite(largest):
+        raise ConfigError(
+            f"{field}: {kd.tolist()} N·m·s/rad overflows h·M⁻¹·K_d: orders of magnitude beyond the "
+            f"damping a {period * 1e3:g} ms step can apply (its eigenvalue must stay below {bound:.3g})"
+        )
     s = np.sqrt(kd)
     _, vectors = np.linalg.eigh(s[:, None] * m_inv[worst] * s)
     joint = joint_names[int(np.argmax(np.abs(m_inv[worst] @ (s * vectors[:, -1]))))]
@@ -428,7 +441,10 @@ def check_pd_gains(field: str, kp: FloatArray, kd: FloatArray, axes: Sequence[st
     default; more with a robot's :attr:`RobotModel.command_delay`), or hold it with a damping ratio
     (:func:`pd_damping_ratio`) below :data:`MIN_DAMPING_RATIO`. An axis with ``kp`` 0 (below
     :data:`NEGLIGIBLE_STIFFNESS`) holds no position: its velocity follows ``ė⁺ = ė − h·kd·ė₋d``, a
-    damping held to ``h·kd <`` :func:`damping_eigenvalue_bound` ``(delay)``."""
+    damping held to ``h·kd <`` :func:`damping_eigenvalue_bound` ``(delay)``. With ``kd`` 0 too it
+    holds nothing (``ë = 0``: the axis keeps its velocity), which passes: a gain pair chosen to
+    leave the feed-forward alone, e.g. a QP posture task kept only as an acceleration
+    regulariser. (A ``kp`` from 1e-6 up with ``kd`` 0 is refused: it rings and grows.)"""
     for name, p, d in zip(axes, kp, kd, strict=True):
         when = f"{1e-3 / CONTROL_PERIOD:g} kHz with the command {describe_delay(delay)}"
         if pd_loop_holds(float(p), float(d), delay):
@@ -493,9 +509,20 @@ class RobotModel:
             if shortname in _REVOLUTE_UNBOUNDED:
                 continuous.append(True)
             elif shortname in _REVOLUTE_BOUNDED:
-                lo = model.lowerPositionLimit[joint.idx_q]
-                hi = model.upperPositionLimit[joint.idx_q]
-                continuous.append(not (abs(lo) < _NO_LIMIT and abs(hi) < _NO_LIMIT and lo < hi))
+                lo = float(model.lowerPositionLimit[joint.idx_q])
+                hi = float(model.upperPositionLimit[joint.idx_q])
+                # No limits: none given (±inf, or Pinocchio's largest double), or an empty range
+                # (a URDF revolute joint whose <limit> leaves out lower and upper reads 0, 0).
+                unlimited = (abs(lo) >= _NO_LIMIT and abs(hi) >= _NO_LIMIT) or lo == hi  # False with a NaN
+                if not unlimited and not (abs(lo) < _NO_LIMIT and abs(hi) < _NO_LIMIT and lo < hi):
+                    # Taken for unlimited, such a joint lost its limits in every check and its
+                    # error wrapped through ±π (swapped limits: the torque pushed into the stop).
+                    raise ModelError(
+                        f"{source}: joint {model.names[jid]!r} has position limits [{lo:g}, {hi:g}] rad: "
+                        "expected a lower limit below the upper one, both finite (a joint without "
+                        "limits is 'continuous' in a URDF, a hinge without a range in an MJCF)"
+                    )
+                continuous.append(unlimited)
             else:
                 raise ModelError(
                     f"{source}: joint {model.names[jid]!r} is a {shortname}; only one-DoF "
@@ -541,6 +568,29 @@ class RobotModel:
         self.effort_limit: FloatArray = self._limit_or_inf(np.array(model.effortLimit))
         self._frame_names: tuple[str, ...] = tuple(f.name for f in model.frames)
         self._damping_samples: tuple[FloatArray, FloatArray] | None = None  # (configurations, M⁻¹)
+        self._check_inertia()
+
+    def _check_inertia(self) -> None:
+        """:class:`ModelError` where the joint-space inertia ``M(q)`` is not finite, or singular
+        (smallest eigenvalue at most :data:`_SINGULAR_INERTIA` times its largest) at one of 8
+        sampled configurations: a joint whose links, and all after it, carry no inertia about
+        its axis (a URDF link without ``<inertial>``). Forward dynamics, the damping checks and
+        the constrained solve all need ``M⁻¹``; on such a model numpy's eigensolver failed at
+        start with no joint named, or with no damping checked a brake ran on a singular ``M``."""
+        for q in sample_configurations(self, 8):
+            M = self.mass_matrix(q)
+            if not np.isfinite(M).all():
+                raise ModelError(
+                    f"{self.source}: the joint-space inertia is not finite at q = {q.tolist()} rad"
+                )
+            eigenvalues, vectors = np.linalg.eigh(M)
+            if eigenvalues[0] <= _SINGULAR_INERTIA * eigenvalues[-1]:
+                joint = self.joint_names[int(np.argmax(np.abs(vectors[:, 0])))]
+                raise ModelError(
+                    f"{self.source}: {joint} moves almost no inertia at q = {np.round(q, 3).tolist()} rad "
+                    f"(the joint-space inertia's smallest eigenvalue {eigenvalues[0]:.3g} kg·m², its "
+                    f"largest {eigenvalues[-1]:.3g}): does a link after it lack its <inertial>?"
+                )
 
     @staticmethod
     def _limit_or_inf(values: FloatArray) -> FloatArray:
