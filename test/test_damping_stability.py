@@ -10,7 +10,7 @@ refused where they are read, in the Pinocchio (controller) and MuJoCo (simulator
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -116,6 +116,16 @@ def test_controller_node_fallback_damping_is_checked_against_the_robot(robot: Ro
     with pytest.raises(ConfigError, match=r"controller_node\.fallback_damping: .*>= 1"):
         cfg.fallback_damping_vector(robot.n, robot)
     assert cfg.fallback_damping_vector(robot.n).tolist() == [1.0] * robot.n  # no robot: shape and sign only
+
+
+@pytest.mark.parametrize("damping", [0.0, [2.0, 2.0, 0.5, 1.0, 0.2, 0.2, 0.0]], ids=["scalar", "one-joint"])
+def test_controller_node_fallback_damping_of_0_is_refused(robot: RobotModel, damping: Any) -> None:
+    """At 0 a joint's safe command is gravity compensation alone, which does not brake it: refused,
+    as the QP controllers' ``fallback_damping`` is (accepted before a review: joint 7 at 1 rad/s
+    still moved at 1.0 rad/s 0.5 s into the brake)."""
+    cfg = controller_node_config({"fallback_damping": damping})
+    with pytest.raises(ConfigError, match=r"controller_node\.fallback_damping: expected every entry > 0"):
+        cfg.fallback_damping_vector(robot.n, robot)
 
 
 def test_sim_bound_agrees_with_pinocchio(robot: RobotModel, plant: MujocoPlant, scene_path: Path) -> None:

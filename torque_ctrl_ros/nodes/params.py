@@ -230,7 +230,9 @@ class ControllerNodeConfig:
     common: CommonConfig = field(default_factory=CommonConfig)
 
     def fallback_damping_vector(self, n: int, robot: RobotModel | None = None) -> FloatArray:
-        """``fallback_damping`` (the safe brake's ``K_d``) as ``n`` values ``>= 0``.
+        """``fallback_damping`` (the safe brake's ``K_d``) as ``n`` values ``> 0``: at 0 a joint's
+        safe command is gravity compensation alone, which does not brake it (as the QP controllers'
+        ``fallback_damping``).
 
         With ``robot``, also refuses (:class:`ConfigError`) a damping that the safe command,
         applied once per :data:`~torque_ctrl_ros.core.robot.CONTROL_PERIOD`, would make unstable:
@@ -239,7 +241,7 @@ class ControllerNodeConfig:
         no late measurement feeds.
         """
         field = "controller_node.fallback_damping"
-        kd = as_vector(field, self.fallback_damping, n, broadcast_scalar=True, min_value=0.0)
+        kd = as_vector(field, self.fallback_damping, n, broadcast_scalar=True, strictly_positive=True)
         if robot is not None:
             robot.check_damping(field, kd, open_loop=True)
         return kd
