@@ -263,7 +263,9 @@ def test_a_trajectory_stamped_a_little_late_is_taken_whatever_the_fraction_of_a_
     rad minimum-jerk trajectory on joint_1 stamped that late is taken with the first segment's
     acceleration bounded, not refused at 50 to 6927 rad/s² because the first point still ahead
     happens to come microseconds after the state (0.9, 0.99 ms late): points due within
-    LATE_LEAD are dropped too."""
+    LATE_LEAD are dropped too. Stamped after the state before it (under 1 ms late), no state
+    missed it: it starts whole at the next state, a fraction of a period after its stamp."""
+    whole = late < 0.001
     tracker, errors = _joint_tracker(robot)
     q0 = np.array([0.0, 0.5, 0.0, 1.0, 0.0, 0.5, 0.0])
     t = 10.0
@@ -279,14 +281,14 @@ def test_a_trajectory_stamped_a_little_late_is_taken_whatever_the_fraction_of_a_
     np.testing.assert_allclose(ref.q, q0, atol=1e-12)
     assert tracker.active is not None
     first = tracker.active.move.times[1]  # the first point kept (times[0]: the start)
-    assert first >= LATE_LEAD or late == 0.0
+    assert first >= LATE_LEAD if not whole else first == pytest.approx(0.001, abs=1e-12)
     # At most the trajectory's own peak, 10/√3·0.1/0.2² = 14.4 rad/s², what it asks on time;
     # over its first segment, from the reference, far less.
     peak = max(abs(tracker.active.sample(t2 + x)[2][0]) for x in np.linspace(0.0, 0.2, 2001))
     assert peak < 14.5, peak
     segment = max(abs(tracker.active.sample(t2 + x)[2][0]) for x in np.linspace(0.0, first, 101))
     assert segment < 10.0, segment
-    end = tracker.reference(_at_rest(q0, t2 + 0.2 - late))
+    end = tracker.reference(_at_rest(q0, t2 + 0.2 - (0.0 if whole else late)))
     np.testing.assert_allclose(end.q, positions[-1], atol=1e-12)
 
 
@@ -330,6 +332,34 @@ def test_a_trajectory_that_waited_for_its_stamp_starts_whole_wherever_the_stamp_
         else:
             assert len(errors) == 1 and refused in errors[0] and tracker.describe() == "hold", errors
             np.testing.assert_allclose(ref.q, q0, atol=1e-12)
+
+
+@pytest.mark.parametrize("offset", [1e-4, 5e-4, 9e-4])
+def test_a_trajectory_stamped_between_the_last_state_and_the_next_starts_whole(
+    robot: RobotModel, offset: float
+) -> None:
+    """As above, but submitted after the state before its stamp (a sender stamping "now" from its
+    own clock): no state waited for it, yet none missed it either. Taken as late by the fraction
+    of a period, a lone point at time 0 was refused as "ended" and a first point at time 0
+    1.5 rad off was dropped unchecked, the reference running 1.5 rad from a start its sender did
+    not plan (a review); stamped on that state, it is still late by the period that passed."""
+    q0 = np.array([0.0, 0.5, 0.0, 1.0, 0.0, 0.5, 0.0])
+    near, far = q0 + np.eye(7)[0] * 0.005, q0 + np.eye(7)[0] * 1.5
+    for points, refused in (([(0.0, near)], None), ([(0.0, far), (4.0, far)], "first point")):
+        tracker, errors = _joint_tracker(robot)
+        tracker.reference(_at_rest(q0, 10.0))
+        tracker.submit_trajectory(_points(points), 10.0 + offset, now=10.0)
+        ref = tracker.reference(_at_rest(q0, 10.001))
+        if refused is None:
+            assert errors == [] and tracker.describe() == "trajectory", errors
+            np.testing.assert_allclose(ref.q, near, atol=1e-12)
+        else:
+            assert len(errors) == 1 and refused in errors[0] and tracker.describe() == "hold", errors
+    tracker, errors = _joint_tracker(robot)
+    tracker.reference(_at_rest(q0, 10.0))
+    tracker.submit_trajectory(_points([(0.0, near)]), 10.0, now=10.0)
+    tracker.reference(_at_rest(q0, 10.001))
+    assert len(errors) == 1 and "ended 0.001 s before" in errors[0], errors
 
 
 @pytest.mark.parametrize("resume", [2.2, 2.8, 3.05])

@@ -402,14 +402,14 @@ class JointTargetTracker:
       the reference's velocity (given velocities may differ by :attr:`velocity_step_tolerance`,
       else it is refused) and, for a quintic, its acceleration (given accelerations are blended
       into over the first segment; a cubic's acceleration steps there, see
-      :data:`START_TOLERANCE`). One stamped later than the state waits for it while the active
-      target runs on (switched early, the reference would stand still at the start until the
+      :data:`START_TOLERANCE`). One stamped later than the last state seen waits for its stamp
+      while the active target runs on (switched early, the reference would stand still at the start until the
       stamp and then set off: a torque step each time), and starts whole at the first state at or
       after its stamp, as if stamped 0 there (the states come no closer to the stamp than their
       spacing: a fraction of a period late, it was taken as late, which dropped its first point
       unchecked); held up by a stop of the control (:meth:`pause`, :meth:`reset`), it starts whole
-      once the states resume. One stamped before the state it takes effect at, without having
-      waited, drops the points already due and reaches the next one from the current reference
+      once the states resume. One stamped at or before the last state seen when it arrives (a
+      state came after its stamp: it is late) drops the points already due and reaches the next one from the current reference
       (no sooner than :data:`LATE_LEAD` after the state: points due within it are dropped too); one
       that ended before it is refused. After its end the last point is held. On
       continuous joints every segment takes the short way round (the waypoints are unwrapped
@@ -450,8 +450,10 @@ class JointTargetTracker:
         #: The stamp (s) of the last state :meth:`reference` was asked for (0 before any): a
         #: pending trajectory stamped after it waits for its stamp (:meth:`reset` keeps it).
         self._last_stamp = 0.0
-        #: Whether the pending trajectory waited for its stamp (a state came before it) or was
-        #: kept by :meth:`reset`: it then starts whole when it takes effect, not as a late one.
+        self._seen_state = False  # whether :meth:`reference` was asked for any state yet
+        #: Whether the pending trajectory waited for its stamp (stamped after the last state seen,
+        #: or a state came before it) or was kept by :meth:`reset`: it then starts whole when it
+        #: takes effect, not as a late one.
         self._waited = False
         #: Plans joint targets at most once per :data:`MIN_TAKE_PERIOD`.
         self._pacer = _PlanPacer()
@@ -508,7 +510,11 @@ class JointTargetTracker:
                 "sim time)?"
             )
         self.pending = PendingTrajectory(stamp, points)
-        self._waited = False
+        # Stamped after the last state seen, no state missed it: due at the next one, which falls
+        # a fraction of a period after the stamp, it starts whole (taken as that fraction late,
+        # its first point at time 0 was dropped unchecked and the reference ran to the next one
+        # from wherever it stood; a review).
+        self._waited = self._seen_state and stamp > self._last_stamp
 
     # ---------------------------------------------------------------- reference
     def reference(self, state: JointState, plan: bool = True) -> JointReference:
@@ -516,6 +522,7 @@ class JointTargetTracker:
         after the pending target took effect if due (a joint target only with ``plan``: else
         :meth:`take_due` plans it; a stop and a trajectory take effect here)."""
         self._last_stamp = state.stamp
+        self._seen_state = True
         if self.pending is not None and self._due(state.stamp):
             if plan or not isinstance(self.pending, PendingTarget):
                 self._activate(state)
