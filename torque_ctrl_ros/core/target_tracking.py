@@ -397,25 +397,25 @@ class JointTargetTracker:
       0.625 of the limits, else stops first), and then held until replaced; the target under way
       sent again changes nothing.
     * A trajectory (:meth:`submit_trajectory`, stamp 0: start at the next state) starts from the
-      current reference when its first point is later than 0, else at that point, which must
-      then lie within :data:`START_TOLERANCE` of the reference or of the measured position, with
-      the reference's velocity (given velocities may differ by :attr:`velocity_step_tolerance`,
-      else it is refused) and, for a quintic, its acceleration (given accelerations are blended
-      into over the first segment; a cubic's acceleration steps there, see
-      :data:`START_TOLERANCE`). One stamped later than the last state seen waits for its stamp
-      while the active target runs on (switched early, the reference would stand still at the start until the
-      stamp and then set off: a torque step each time), and starts whole at the first state at or
-      after its stamp, as if stamped 0 there (the states come no closer to the stamp than their
-      spacing: a fraction of a period late, it was taken as late, which dropped its first point
-      unchecked); held up by a stop of the control (:meth:`pause`, :meth:`reset`), it starts whole
-      once the states resume. One stamped at or before the last state seen when it arrives (a
-      state came after its stamp: it is late) drops the points already due and reaches the next one from the current reference
-      (no sooner than :data:`LATE_LEAD` after the state: points due within it are dropped too); one
-      that ended before it is refused. After its end the last point is held. On
-      continuous joints every segment takes the short way round (the waypoints are unwrapped
-      against the one before, the start first). Its motion is held to the position and velocity
-      limits and to :attr:`acceleration_limit` (25.9 rad/s² on the Gen3's joint_1): checked when
-      submitted, and the segments from the start again when it takes effect.
+      current reference when its first point is later than 0, else at that point, which must then
+      lie within :data:`START_TOLERANCE` of the reference or of the measured position, with the
+      reference's velocity (given velocities may differ by :attr:`velocity_step_tolerance`, else it
+      is refused) and, for a quintic, its acceleration (given accelerations are blended into over
+      the first segment; a cubic's acceleration steps there, see :data:`START_TOLERANCE`). One
+      stamped later than the last state seen waits for its stamp while the active target runs on
+      (switched early, the reference would stand still at the start until the stamp and then set
+      off: a torque step each time), and starts whole at the first state at or after its stamp, as
+      if stamped 0 there (the states come no closer to the stamp than their spacing: a fraction of a
+      period late, it was taken as late, which dropped its first point unchecked); held up by a stop
+      of the control (:meth:`pause`, :meth:`reset`), it starts whole once the states resume. One
+      stamped at or before the last state seen when it arrives (a state came after its stamp: it is
+      late) drops the points already due and reaches the next one from the current reference (no
+      sooner than :data:`LATE_LEAD` after the state: points due within it are dropped too); one that
+      ended before it is refused. After its end the last point is held. On continuous joints every
+      segment takes the short way round (the waypoints are unwrapped against the one before, the
+      start first). Its motion is held to the position and velocity limits and to
+      :attr:`acceleration_limit` (25.9 rad/s² on the Gen3's joint_1): checked when submitted, and
+      the segments from the start again when it takes effect.
     * A stop (:meth:`submit_stop`) brings a moving reference smoothly to rest and holds it there.
     """
 
@@ -493,6 +493,18 @@ class JointTargetTracker:
         # at time 0 takes the reference's velocity and acceleration then, which changes its
         # segment only from a moving one.
         first = 1 if points.times[0] > 0.0 and points.velocities is None else 0
+        if points.times[0] > 0.0 and points.accelerations is not None:
+            # The first segment's bounds are widened to its first point's (a start's, where the
+            # reference stands); a waypoint's own acceleration is the user's, held here (else
+            # refused only once the trajectory takes effect, up to a minute after "received").
+            over = np.flatnonzero(np.abs(points.accelerations[0]) > self.acceleration_limit)
+            if over.size:
+                j = int(over[0])
+                a, bound = points.accelerations[0, j], self.acceleration_limit[j]
+                raise TargetError(
+                    f"trajectory: point 0 accelerates {self.robot.joint_names[j]} at {a:.2f} rad/s², above "
+                    f"its bound {bound:.2f} rad/s² (where the inertial torque alone reaches an effort limit)"
+                )
         check_motion(
             self.robot,
             JointTrajectory(*points, continuous=self.robot.continuous),
