@@ -71,6 +71,24 @@ def soft_retry_warning(new_retries: int) -> str:
     )
 
 
+def watchdog_warning(new_fallbacks: int, new_refused: dict[str, int]) -> str:
+    """The WARN of the watchdog's fallbacks (``new_fallbacks``) and refused states (``new_refused``,
+    by reason, superseded ones left out: no fault) since the last report, "" if none. The level
+    follows the watchdog's state at the report, and a fallback over within the second between two
+    reports would not show: a driver sending one bad state in fifty kept the status OK while the
+    node braked twenty times a second (a review)."""
+    refused = sum(new_refused.values())
+    if not (new_fallbacks or refused):
+        return ""
+    parts = []
+    if new_fallbacks:
+        parts.append(f"fell back {new_fallbacks} time(s)")
+    if refused:
+        reasons = ", ".join(f"{reason} {count}" for reason, count in new_refused.items() if count)
+        parts.append(f"refused {refused} joint state(s) ({reasons})")
+    return f"the watchdog {' and '.join(parts)} since the last report"
+
+
 #: How far (a share of CONTROL_PERIOD) the stream's usual step may be from it: beyond, the stream is
 #: not the 1 kHz every gain and damping check assumes.
 PERIOD_TOLERANCE = 0.25

@@ -47,7 +47,7 @@ from ..core.delay_estimate import DelayEstimate, DelayEstimator
 from ..core.errors import ConfigError, ModelError, StateError, TorqueCtrlError
 from ..core.resume import Resume, ResumeKind
 from ..core.robot import RobotModel
-from ..core.safety import Action, WatchdogState
+from ..core.safety import Action, RejectReason, WatchdogState
 from ..core.supervisor import Decision, Notice, Supervisor, Transition
 from ..core.types import ControlOutput, JointState
 from .common import (
@@ -83,6 +83,7 @@ from .controller_diagnostics import (
     handled_warning,
     soft_retry_warning,
     stream_warning,
+    watchdog_warning,
 )
 from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
 from .params import ControllerNodeConfig, controller_node_config
@@ -242,6 +243,8 @@ class ControllerNode:
         self.counts = Counters()
         self._controller_fallbacks_reported = 0  # counts.controller_fallbacks at the last /diagnostics
         self._soft_retries_reported = 0  # counts.controller_soft_retries at the last /diagnostics
+        # The watchdog's fallbacks and refused states (by reason) at the last /diagnostics.
+        self._watchdog_reported: tuple[int, dict[RejectReason, int]] = (0, {})
         self._joint_set = frozenset(robot.joint_names)
         self._order_noted = False  # the first readable state's joint order was compared with `joints`
         self.order_warning = ""  # what was said if it differed
@@ -818,9 +821,26 @@ class ControllerNode:
         clock_warned = clock_warning(values["state_age_p50_ms"], self._sim_time)
         if clock_warned:
             self.log.warning("clock", clock_warned)
+        fallbacks_before, refused_before = self._watchdog_reported
+        refused_now: dict[RejectReason, int] = {
+            r: c for r, c in self.watchdog.rejected.items() if r is not RejectReason.SUPERSEDED
+        }
+        self._watchdog_reported = (self.counts.watchdog_fallbacks, refused_now)
+        watchdog_warned = watchdog_warning(
+            self.counts.watchdog_fallbacks - fallbacks_before,
+            {r.value: c - refused_before.get(r, 0) for r, c in refused_now.items()},
+        )
         warning = "; ".join(
             w
-            for w in (retried, states_warning, commands_warning, delay_warned, handled_warned, clock_warned)
+            for w in (
+                watchdog_warned,
+                retried,
+                states_warning,
+                commands_warning,
+                delay_warned,
+                handled_warned,
+                clock_warned,
+            )
             if w
         )
         wd = self.watchdog
