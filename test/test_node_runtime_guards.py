@@ -359,6 +359,8 @@ def test_the_summary_shows_the_fallback_when_the_states_stop_before_the_end(
     assert summary["watchdog_reason_kind"] == "stale"
     assert summary["watchdog_reason"] == "no joint state for 200 ms"
     assert summary["rejected"]["stale"] == 0  # silence, not a refused state
+    # The end's fallback came after the last state: none while the states came (make sim's summary).
+    assert (summary["watchdog_fallbacks"], summary["watchdog_fallbacks_before_last_state"]) == (1, 0)
     assert (len(node.publisher.sent), len(node.diag_publisher.sent)) == published  # nothing published
 
 

@@ -58,6 +58,28 @@ def test_the_watchdog_line_tells_the_end_of_the_run_from_a_trip_during_it() -> N
     assert watchdog_summary({}) == "?"
 
 
+def test_a_fallback_during_the_run_shows_when_the_end_goes_straight_to_stopped() -> None:
+    """The end of a run may take the watchdog from OK straight to STOPPED (the silence first checked
+    past ``max_age + fallback_duration``), adding no fallback: the fallbacks before the last state,
+    from the node's summary, are those of the run (every fallback but one had hidden it: "stopped
+    (...)" alone, a review); a run whose end went through FALLBACK is still a clean end."""
+    one_during = {
+        "watchdog_state": "stopped",
+        "watchdog_transitions": 4,  # waiting → ok → fallback → ok → stopped
+        "watchdog_fallbacks": 1,
+        "watchdog_fallbacks_before_last_state": 1,
+        "watchdog_reason": "no joint state for 286 ms",
+        "watchdog_reason_kind": "stale",
+        "rejected": {"stale": 0},
+    }
+    assert watchdog_summary(one_during) == (
+        "fell back once during the run (no state for a while; controller_node.log says how long), then at "
+        "the end stopped (no joint state for 286 ms)"
+    )
+    clean = {**one_during, "watchdog_transitions": 3, "watchdog_fallbacks_before_last_state": 0}
+    assert watchdog_summary(clean) == "ok until the states ended, then stopped (no joint state for 286 ms)"
+
+
 def test_the_tracking_error_is_summarised_in_constant_memory() -> None:
     """Max, RMS, last and count, kept as running values (a list of every state's error would grow
     by ~100 MB an hour at 1 kHz in a run without end)."""

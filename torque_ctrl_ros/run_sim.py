@@ -881,7 +881,8 @@ def watchdog_summary(ctrl: Mapping[str, Any]) -> str:
     goes to FALLBACK (then STOPPED) for lack of a state: that is said as such, apart from a
     trip during the run. It is the only trip when no state was refused, the last reason is a
     stale stream and the watchdog went no further than WAITING → OK → FALLBACK → STOPPED; with
-    more fallbacks than that last one and no state refused, the silences during the run are
+    fallbacks before the last state (``watchdog_fallbacks_before_last_state``; in a summary
+    without it, every fallback but one) and no state refused, the silences during the run are
     counted before the end.
     """
     state = ctrl.get("watchdog_state", "?")
@@ -896,7 +897,10 @@ def watchdog_summary(ctrl: Mapping[str, Any]) -> str:
         return f"ok until the states ended, then {state} ({reason})"
     # Silences during the run too (a stalled process): the last reason is only the end's, so the
     # line had read as a clean end (a newcomer's review); the log says why each came.
-    during = int(ctrl.get("watchdog_fallbacks", 0)) - 1
+    # Not every fallback but the end's: the end may go from OK straight to STOPPED (its silence
+    # first checked past max_age + fallback_duration), which hid a fallback during the run.
+    before_end = ctrl.get("watchdog_fallbacks_before_last_state")
+    during = before_end if isinstance(before_end, int) else int(ctrl.get("watchdog_fallbacks", 0)) - 1
     if ended and during > 0:
         return (
             f"fell back {_times(during)} during the run (no state for a while; controller_node.log says "

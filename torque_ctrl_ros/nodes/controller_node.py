@@ -231,6 +231,9 @@ class ControllerNode:
         # perf_counter (s) at the start and the end of the last state's handling (-inf: none yet)
         self._state_started = self._state_done = -math.inf
         self._skipped = 0  # states queued before the one being handled, skipped for it
+        #: counts.watchdog_fallbacks when the last state arrived: the fallbacks while the states
+        #: came, not the one their end brings (which a run's end may skip, OK → STOPPED).
+        self._fallbacks_before_last_state = 0
         self._sim_time = bool(node.get_parameter("use_sim_time").value)
         # Only a clock fed by /clock lags behind the states queued with its messages while this
         # process was away; the wall clock does not (Supervisor.step's clock_lag).
@@ -495,6 +498,7 @@ class ControllerNode:
         read). Returns the torque sent (N·m, controller order), ``None`` if none was."""
         now = self.node.get_clock().now().nanoseconds * 1e-9
         self.counts.states_received += 1
+        self._fallbacks_before_last_state = self.counts.watchdog_fallbacks
         self._last_state_wall = time.monotonic()
         stamp = stamp_ns * 1e-9
         catching_up = self.catch_up.active
@@ -910,6 +914,7 @@ class ControllerNode:
             "clock_resets": wd.clock_resets,
             "watchdog_state": wd.state.value,
             "watchdog_transitions": wd.transitions,
+            "watchdog_fallbacks_before_last_state": self._fallbacks_before_last_state,
             "watchdog_reason": wd.last_message,
             "watchdog_reason_kind": None if wd.last_reason is None else wd.last_reason.value,
             "rejected": {r.value: c for r, c in wd.rejected.items()},
