@@ -59,8 +59,8 @@ def _two_joints(tmp_path: Path, actuators: str, keyframes: str = "") -> Path:
 
 def test_lockstep_an_answer_to_a_state_seconds_old_is_earlier_not_stale() -> None:
     """In lockstep no answer is stale by age (the limit is the int64 range): an answer to a state
-    5 s back is EARLIER, one more answer to state 0 is EARLIER_START (counted, not logged), and
-    neither is reported as older than ``command_timeout``, which lockstep does not use.
+    5 s back is EARLIER, one more answer to state 0 is EARLIER_START (the node neither counts nor
+    logs it), and neither is reported as older than ``command_timeout``, which lockstep does not use.
     Mutant: the lockstep limit an int32 (2.1 s) instead of the int64 range."""
     dt, t0 = 1_000_000, 3 * 10**9
     rules = CommandRules(7, "lockstep", dt, t0, 0.05)
