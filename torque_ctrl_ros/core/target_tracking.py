@@ -839,7 +839,15 @@ class PoseTargetTracker:
         config = controller.config
         rows = np.array([AXIS_NAMES.index(a) for a in config.constrained_axes])
         kp, kd = np.asarray(config.kp)[rows], np.asarray(config.kd)[rows]
-        self.planner = PoseApproachPlanner(controller.robot, config.frame, rows, kp, kd)
+        capsules = controller.self_collision
+        self.planner = PoseApproachPlanner(
+            controller.robot,
+            config.frame,
+            rows,
+            kp,
+            kd,
+            clearance=None if capsules is None else capsules.closest_distance,
+        )
         self._refuse = refuse
         self._warn = warn
         #: The target waiting for the next state.
