@@ -153,9 +153,11 @@ class Reach:
                 f"{what}: position {point_text(position)} m is {distance:.4f} m from the circle "
                 f"{self.joint}'s rotation moves the next joint on, more than {limit:.4f} m "
                 f"(by {1e3 * (distance - limit):.2g} mm): within "
-                f"{STRETCH_MARGIN * 1e3:g} mm of full stretch the arm would pass its stretched singularity "
-                "(the wrist at several times its velocity limits); use qpid or hqpid, whose singularity "
-                "barrier holds it back, to go there"
+                f"{STRETCH_MARGIN * 1e3:g} mm of full stretch, or past it (the bound is an outer one, met "
+                "only where the links line up: the Gen3's tool stretches 5 mm short of it sideways), the "
+                "arm would pass its stretched singularity (the wrist at several times its velocity "
+                "limits); qpid or hqpid, whose singularity barrier holds it back, take the frame as close "
+                "as the arm reaches"
             )
 
 
