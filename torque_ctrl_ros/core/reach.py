@@ -156,8 +156,8 @@ class Reach:
                 f"{STRETCH_MARGIN * 1e3:g} mm of full stretch, or past it (the bound is an outer one, met "
                 "only where the links line up: the Gen3's tool stretches 5 mm short of it sideways), the "
                 "arm would pass its stretched singularity (the wrist at several times its velocity "
-                "limits); qpid or hqpid, whose singularity barrier holds it back, take the frame as close "
-                "as the arm reaches"
+                "limits); use qpid or hqpid, whose singularity barrier holds it back: they take the frame "
+                "as close as the arm reaches"
             )
 
 
