@@ -579,7 +579,7 @@ def test_a_pose_target_whose_approach_leads_through_the_arm_is_refused(robot: Ro
     tracker.submit(behind)
     tracker.reference(state)
     assert len(errors) == 1 and re.search(
-        r"takes the arm's links into each other \(\d+ mm of collision", errors[0]
+        r"predicted to take the arm's links into each other \(\d+ mm of collision", errors[0]
     )
     assert tracker.describe() == "hold"
     tracker.submit(PoseReference(home.translation + np.array([0.0, 0.1, 0.0]), home.rotation))

@@ -86,6 +86,8 @@ SHORTFALL = 0.2
 #: the base with the tool turned a half-turn predicted 81 mm, and achd_rnea drove the bracelet
 #: 74 mm into the upper arm's capsule in MuJoCo (a review).
 PATH_OVERLAP = 0.02
+#: Every how many points of the predicted path (and its last) the capsules are checked.
+CLEARANCE_STRIDE = 4
 
 #: A new target reached from a moving reference by one quintic (no stop first) may take it past the
 #: goal or back beyond its start by this share of the move on each axis, plus :data:`COURSE_MARGIN`
@@ -594,15 +596,17 @@ class PoseApproachPlanner:
     Planning takes ~0.2 ms for a move of at most :data:`LINEAR_MOVE` per joint (timed on its
     start), ~0.7 ms for a longer one, most of it the predicted path (:meth:`joint_speed_time`: 40
     Jacobians and damped solves, each from the point the one before reached); a moving reference
-    that has to stop first times two moves (~1.4 ms).
+    that has to stop first times two moves (~1.4 ms). With ``clearance`` a move takes ~0.4 ms
+    more (a loaded 2-core VM: direct plans 0.83 → 1.24 ms median, stop-first 1.72 → 2.53 ms; 12
+    distance passes over every capsule pair, 15–37 µs each).
 
     Args:
         refuse_shortfall: refuse a move more than :data:`SHORTFALL` of which lies along directions
             the start's Jacobian has (nearly) lost, or whose predicted path ends more than that
             short (a singularity on the straight line, e.g. from the stretched pose itself), which
             a law without a singularity barrier would cross at many times a velocity limit.
-        clearance: the smallest distance (m) between the arm's collision capsules at a
-            configuration (:meth:`~.qp.collision.SelfCollisionModel.closest_distance`), for a law
+        clearance: the distances (m) between the arm's collision capsules, pair by pair, at a
+            configuration (:meth:`~.qp.collision.SelfCollisionModel.pair_distances_at`), for a law
             without a self-collision barrier: a move whose predicted joint path (or, for a short
             one, its first-order end) takes the capsules more than :data:`PATH_OVERLAP` into each
             other, and deeper than they already are, is refused. ``None``: not checked. The
@@ -622,7 +626,7 @@ class PoseApproachPlanner:
         kd: FloatArray,
         *,
         refuse_shortfall: bool = True,
-        clearance: Callable[[FloatArray], float] | None = None,
+        clearance: Callable[[FloatArray], FloatArray] | None = None,
     ) -> None:
         self.robot = robot
         self.clearance = clearance
@@ -807,20 +811,31 @@ class PoseApproachPlanner:
             )
 
     def _check_clearance(self, q: FloatArray, points: FloatArray) -> None:
-        """Refuse the move if :attr:`clearance` along ``points`` (rad, the predicted path from
-        ``q``) falls below ``−``:data:`PATH_OVERLAP` and below its value at ``q``: capsules taken
-        into each other, or deeper than the arm already is (from there any move out is taken)."""
+        """Refuse the move if a pair's distance in :attr:`clearance` along ``points`` (rad, the
+        predicted path from ``q``; every :data:`CLEARANCE_STRIDE`-th and the last) falls below
+        ``−``:data:`PATH_OVERLAP` and below that pair's at ``q``: two capsules taken into each
+        other, or deeper than they already are (from there any move out is taken)."""
         if self.clearance is None:
             return
-        depths = [self.clearance(p) for p in points]
-        at = int(np.argmin(depths))
-        if depths[at] < min(-PATH_OVERLAP, self.clearance(q)):
-            raise TargetError(
-                f"the straight move there from the current reference takes the arm's links into "
-                f"each other ({-depths[at] * 1e3:.0f} mm of collision capsules overlapping "
-                f"{(at + 1) / len(points):.0%} of the way along the predicted joint path): this "
-                "controller keeps no distance between them (qpid's self-collision barrier does)"
-            )
+        start = self.clearance(q)
+        # Every CLEARANCE_STRIDE-th point and the last: each costs a distance pass over every
+        # pair (15–37 µs), and a link passing through another overlaps over many steps.
+        rows = np.unique(
+            np.append(np.arange(CLEARANCE_STRIDE - 1, len(points), CLEARANCE_STRIDE), len(points) - 1)
+        )
+        for k in rows.tolist():
+            # Pair by pair: a pair driven deeper than it starts, not another one freed meanwhile.
+            distances = self.clearance(points[k])
+            deeper = distances < np.minimum(-PATH_OVERLAP, start)
+            if deeper.any():
+                depth = float(-distances[deeper].min())
+                raise TargetError(
+                    f"the straight move there from the current reference is predicted to take the "
+                    f"arm's links into each other ({depth * 1e3:.0f} mm of collision capsules "
+                    f"overlapping {(k + 1) / len(points):.0%} of the way along the predicted joint "
+                    "path, which this controller's own may leave by a few cm either way): it keeps no "
+                    "distance between them (qpid's self-collision barrier does)"
+                )
 
     def _keeps_course(self, approach: PoseApproach) -> bool:
         """Whether one quintic from the moving start stays between its start and goal on the
