@@ -594,6 +594,27 @@ def test_a_pose_target_whose_approach_leads_through_the_arm_is_refused(robot: Ro
     assert errors == [] and free.describe() != "hold"
 
 
+def test_the_capsule_check_compares_each_pair_with_itself(robot: RobotModel) -> None:
+    """From a start with one pair 30 mm deep, a path that frees it but takes another pair 25 mm
+    deep is refused (compared over all pairs, 25 < 30 mm read as no deeper; a review), and a
+    path that only takes the deep pair out is taken."""
+    from torque_ctrl_ros.core.approach import PoseApproachPlanner
+
+    q0 = HOME_Q.copy()
+
+    def clearance(q: np.ndarray) -> np.ndarray:
+        if np.array_equal(q, q0):
+            return np.array([-0.03, 0.1])
+        return np.array([0.0, -0.025]) if q[0] > 0.5 else np.array([-0.01, 0.1])
+
+    planner = PoseApproachPlanner(
+        robot, TOOL, np.arange(6), np.full(6, 100.0), np.full(6, 20.0), clearance=clearance
+    )
+    with pytest.raises(TargetError, match=r"predicted to take the arm's links into each other \(25 mm"):
+        planner._check_clearance(q0, np.tile(q0 + 1.0, (8, 1)))
+    planner._check_clearance(q0, np.tile(q0 + 0.1, (8, 1)))
+
+
 def test_a_collision_model_achd_rnea_cannot_load_is_refused_naming_the_parameter(robot: RobotModel) -> None:
     with pytest.raises(ConfigError, match=r"^achd_rnea\.collision_model: .*nope\.yaml.*'' for none"):
         AchdRnea(robot, AchdRneaConfig.create(robot.n, collision_model="nope.yaml"))
