@@ -63,3 +63,21 @@ def test_commands_refused_are_said_next_to_a_second_publishers_warning(nodes: No
     assert status.level == DiagnosticStatus.WARN
     assert status.message.startswith("2 nodes publish on /effort_controller/commands: ")
     assert status.message.endswith("; since the last report: 2 command(s) rejected"), status.message
+
+
+def test_under_the_safe_torques_error_the_other_problems_are_said(nodes: Nodes) -> None:
+    """The ERROR says the safe torque, so its steps are not repeated; the commands rejected since
+    the last report are (left out with the steps, they were never said; a review)."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    sim = nodes.make("sim", mode="realtime", wait_for_controller=False, safe_torque="hold")
+    sim.diag_pub = Recorder()
+    sim._step(False)  # no valid command: the safe torque
+    sim.counts.rejected_commands += 2
+    sim._diag_next = 0.0
+    sim._maybe_diagnostics()
+    status = sim.diag_pub.sent[-1].status[0]
+    assert status.level == DiagnosticStatus.ERROR
+    assert (
+        status.message == "safe torque (hold): no valid command; since the last report: 2 command(s) rejected"
+    )

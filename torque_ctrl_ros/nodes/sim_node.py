@@ -642,7 +642,7 @@ class SimNode:
         commanders_warning = command_publishers_warning(commanders, topic, applied)
         if commanders_warning:
             self.log.warning("commanders", commanders_warning)
-        problems = self._new_problems()
+        problems = self._new_problems(safe_torque_said=self.safe_active)
         if self.safe_active:
             level, message = (
                 DiagnosticStatus.ERROR,
@@ -661,9 +661,8 @@ class SimNode:
             level, message = DiagnosticStatus.OK, "ok"
         # Every warning said, whichever set the level: the problems are counted from the last
         # report on, so one left out here was never said (a second publisher's warning, which a
-        # node sending bad commands always brings, hid those commands; a review). Not under the
-        # safe torque's ERROR, which says it: its steps are among them.
-        since = f"since the last report: {problems}" if problems and not self.safe_active else ""
+        # node sending bad commands always brings, hid those commands; a review).
+        since = f"since the last report: {problems}" if problems else ""
         said = [commanders_warning, since]
         message = "; ".join(m for m in (message, *said) if m)
         array = DiagnosticArray()
@@ -677,13 +676,16 @@ class SimNode:
         c = self.counts
         return c.missing_command_steps, c.rejected_commands, c.stale_answers, c.clipped_commands
 
-    def _new_problems(self) -> str:
+    def _new_problems(self, safe_torque_said: bool = False) -> str:
         """What went wrong since the last call, in words ("" if nothing): a status that is
         otherwise OK turns WARN on it, since the last step alone (``safe_torque_active``) would miss
-        a stream with every other command bad."""
+        a stream with every other command bad. ``safe_torque_said``: the status's ERROR says the
+        safe torque, so its steps are left out (the other problems are not)."""
         now = self._problems()
         grown = [b - a for a, b in zip(self._problems_reported, now, strict=True)]
         self._problems_reported = now
+        if safe_torque_said:
+            grown[0] = 0
         words = (
             "step(s) on the safe torque (no valid command)",
             "command(s) rejected",
