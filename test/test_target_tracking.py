@@ -6,7 +6,6 @@ is in ``test_target_guards.py``."""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,7 @@ from torque_ctrl_ros.core.controllers import (
     PoseReference,
     create_controller,
 )
-from torque_ctrl_ros.core.controllers.cartesian import AchdRneaConfig, rotation_from_quaternion
-from torque_ctrl_ros.core.errors import ConfigError
+from torque_ctrl_ros.core.controllers.cartesian import rotation_from_quaternion
 from torque_ctrl_ros.core.target_tracking import (
     LATE_LEAD,
     SLOW_APPROACH,
@@ -561,65 +559,6 @@ def test_a_new_pose_target_mid_approach_starts_where_the_reference_stands(robot:
     after = tracker.reference(_at_rest(HOME_Q, 1.301)).position
     assert np.linalg.norm(after - before) < 1e-3  # one period of motion, not a jump to the old goal
     assert errors == []
-
-
-def test_a_pose_target_whose_approach_leads_through_the_arm_is_refused(robot: RobotModel) -> None:
-    """achd_rnea keeps no distance between its links: a target behind the base with the tool
-    turned a half-turn about the base's z, whose predicted joint path takes the capsules 81 mm
-    into each other, is refused naming the overlap (taken, the bracelet went 74 mm into the upper
-    arm's capsule for 2.3 s in MuJoCo, whose arm geoms do not collide; a review). Without a
-    capsule file (``collision_model: ""``) it is taken, and a move 0.1 m along y still is."""
-    state = _at_rest(HOME_Q, 1.0)
-    home = robot.frame_placement(HOME_Q, TOOL)
-    behind = PoseReference(
-        home.translation * np.array([-1.0, 1.0, 1.0]), pin.exp3(np.array([0.0, 0.0, np.pi])) @ home.rotation
-    )
-    tracker, errors = _pose_tracker(robot)
-    assert tracker.controller.self_collision is not None  # gen3_collision.yaml by default
-    tracker.submit(behind)
-    tracker.reference(state)
-    assert len(errors) == 1 and re.search(
-        r"predicted to take the arm's links into each other \(\d+ mm of collision", errors[0]
-    )
-    assert tracker.describe() == "hold"
-    tracker.submit(PoseReference(home.translation + np.array([0.0, 0.1, 0.0]), home.rotation))
-    tracker.reference(_at_rest(HOME_Q, 1.2))  # past the planning pace (MIN_TAKE_PERIOD)
-    assert len(errors) == 1 and tracker.describe() != "hold"
-    unchecked = AchdRnea(robot, AchdRneaConfig.create(robot.n, collision_model=""))
-    assert unchecked.self_collision is None
-    errors = []
-    free = PoseTargetTracker(unchecked, refuse=errors.append)
-    free.submit(behind)
-    free.reference(state)
-    assert errors == [] and free.describe() != "hold"
-
-
-def test_the_capsule_check_compares_each_pair_with_itself(robot: RobotModel) -> None:
-    """From a start with one pair 30 mm deep, a path that frees it but takes another pair 25 mm
-    deep is refused (compared over all pairs, 25 < 30 mm read as no deeper; a review), and a
-    path that only takes the deep pair out is taken."""
-    from torque_ctrl_ros.core.approach import PoseApproachPlanner
-
-    q0 = HOME_Q.copy()
-
-    def clearance(q: np.ndarray) -> np.ndarray:
-        if np.array_equal(q, q0):
-            return np.array([-0.03, 0.1])
-        return np.array([0.0, -0.025]) if q[0] > 0.5 else np.array([-0.01, 0.1])
-
-    planner = PoseApproachPlanner(
-        robot, TOOL, np.arange(6), np.full(6, 100.0), np.full(6, 20.0), clearance=clearance
-    )
-    with pytest.raises(TargetError, match=r"predicted to take the arm's links into each other \(25 mm"):
-        planner._check_clearance(q0, np.tile(q0 + 1.0, (8, 1)))
-    planner._check_clearance(q0, np.tile(q0 + 0.1, (8, 1)))
-
-
-def test_a_collision_model_achd_rnea_cannot_load_is_refused_naming_the_parameter(robot: RobotModel) -> None:
-    with pytest.raises(ConfigError, match=r"^achd_rnea\.collision_model: .*nope\.yaml.*'' for none"):
-        AchdRnea(robot, AchdRneaConfig.create(robot.n, collision_model="nope.yaml"))
-    with pytest.raises(ConfigError, match=r"^achd_rnea\.collision_model: expected a collision capsules file"):
-        AchdRneaConfig.create(robot.n, collision_model=1.0)
 
 
 def test_a_reset_mid_approach_holds_where_the_arm_is(robot: RobotModel) -> None:

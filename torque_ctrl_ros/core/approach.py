@@ -79,15 +79,6 @@ START_RCOND = 1e-4
 #: Largest share of a pose move the predicted joint path may end short of it: beyond, a singularity
 #: on the straight line stops it (refused where the planner is asked to).
 SHORTFALL = 0.2
-#: How deep (m) the collision capsules may overlap along a move's predicted joint path before the
-#: move is refused (:class:`PoseApproachPlanner`'s ``clearance``): the prediction is not the law's
-#: path, and the capsules are the housings' size, so a shallow overlap there is a near miss as
-#: often as a contact. Targets 0.2 m and 0.4 rad from home predicted up to 11 mm; a target behind
-#: the base with the tool turned a half-turn predicted 81 mm, and achd_rnea drove the bracelet
-#: 74 mm into the upper arm's capsule in MuJoCo (a review).
-PATH_OVERLAP = 0.02
-#: Every how many points of the predicted path (and its last) the capsules are checked.
-CLEARANCE_STRIDE = 4
 
 #: A new target reached from a moving reference by one quintic (no stop first) may take it past the
 #: goal or back beyond its start by this share of the move on each axis, plus :data:`COURSE_MARGIN`
@@ -596,22 +587,13 @@ class PoseApproachPlanner:
     Planning takes ~0.2 ms for a move of at most :data:`LINEAR_MOVE` per joint (timed on its
     start), ~0.7 ms for a longer one, most of it the predicted path (:meth:`joint_speed_time`: 40
     Jacobians and damped solves, each from the point the one before reached); a moving reference
-    that has to stop first times two moves (~1.4 ms). With ``clearance`` a move takes ~0.4 ms
-    more (a loaded 2-core VM: direct plans 0.83 → 1.24 ms median, stop-first 1.72 → 2.53 ms; 12
-    distance passes over every capsule pair, 15–37 µs each).
+    that has to stop first times two moves (~1.4 ms).
 
     Args:
         refuse_shortfall: refuse a move more than :data:`SHORTFALL` of which lies along directions
             the start's Jacobian has (nearly) lost, or whose predicted path ends more than that
             short (a singularity on the straight line, e.g. from the stretched pose itself), which
             a law without a singularity barrier would cross at many times a velocity limit.
-        clearance: the distances (m) between the arm's collision capsules, pair by pair, at a
-            configuration (:meth:`~.qp.collision.SelfCollisionModel.pair_distances_at`), for a law
-            without a self-collision barrier: a move whose predicted joint path (or, for a short
-            one, its first-order end) takes the capsules more than :data:`PATH_OVERLAP` into each
-            other, and deeper than they already are, is refused. ``None``: not checked. The
-            prediction is not the law's path (see above), so this catches the moves that lead
-            through the arm, not every contact.
 
     Raises:
         FrameNotFoundError: ``frame`` is not in the model (the message lists its frames).
@@ -626,12 +608,8 @@ class PoseApproachPlanner:
         kd: FloatArray,
         *,
         refuse_shortfall: bool = True,
-        clearance: Callable[[FloatArray], FloatArray] | None = None,
     ) -> None:
         self.robot = robot
-        self.clearance = clearance
-        #: The predicted joint path's points (rad), one per step, from the last :meth:`joint_speed_time`.
-        self._path_points = np.zeros((PATH_SAMPLES, robot.n))
         self.frame = frame
         self.rows = np.asarray(rows, dtype=np.intp)
         self.shortest, self.stop_time = approach_times(kp, kd)
@@ -762,9 +740,6 @@ class PoseApproachPlanner:
             moved = np.maximum(moved, np.abs(q_end - q))
             if self.refuse_shortfall:
                 self._check_shortfall(q, q_end, move, size)
-            self._check_clearance(q, self._path_points)
-        else:
-            self._check_clearance(q, (q + at_start)[None])
         # Each joint's move as a rest-to-rest quintic within its acceleration bound (the path's
         # curvature left out, as in the speeds' first-order bound): at high gains the shortest
         # time alone makes short moves fast enough to pass it.
@@ -810,33 +785,6 @@ class PoseApproachPlanner:
                 f"{self.frame} (the predicted joint path ends {shortfall:.0%} of the move short)"
             )
 
-    def _check_clearance(self, q: FloatArray, points: FloatArray) -> None:
-        """Refuse the move if a pair's distance in :attr:`clearance` along ``points`` (rad, the
-        predicted path from ``q``; every :data:`CLEARANCE_STRIDE`-th and the last) falls below
-        ``−``:data:`PATH_OVERLAP` and below that pair's at ``q``: two capsules taken into each
-        other, or deeper than they already are (from there any move out is taken)."""
-        if self.clearance is None:
-            return
-        start = self.clearance(q)
-        # Every CLEARANCE_STRIDE-th point and the last: each costs a distance pass over every
-        # pair (15–37 µs), and a link passing through another overlaps over many steps.
-        rows = np.unique(
-            np.append(np.arange(CLEARANCE_STRIDE - 1, len(points), CLEARANCE_STRIDE), len(points) - 1)
-        )
-        for k in rows.tolist():
-            # Pair by pair: a pair driven deeper than it starts, not another one freed meanwhile.
-            distances = self.clearance(points[k])
-            deeper = distances < np.minimum(-PATH_OVERLAP, start)
-            if deeper.any():
-                depth = float(-distances[deeper].min())
-                raise TargetError(
-                    f"the straight move there from the current reference is predicted to take the "
-                    f"arm's links into each other ({depth * 1e3:.0f} mm of collision capsules "
-                    f"overlapping {(k + 1) / len(points):.0%} of the way along the predicted joint "
-                    "path, which this controller's own may leave by a few cm either way): it keeps no "
-                    "distance between them (qpid's self-collision barrier does)"
-                )
-
     def _keeps_course(self, approach: PoseApproach) -> bool:
         """Whether one quintic from the moving start stays between its start and goal on the
         planner's axes of ``[p; θ]`` (within :data:`COURSE_TOLERANCE`). Its speed is not checked:
@@ -868,7 +816,6 @@ class PoseApproachPlanner:
             rate = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + self._path_damping, move)
             rates[k] = rate
             q += step * rate
-            self._path_points[k] = q
         # σ'(τ) = 30·(τ·(1 − τ))² at each step's middle, T = 1 s: the speeds per unit 1/T.
         return time_within_speed_limits(self.robot, rates * 30.0 * _PATH_SPEED_PROFILE[:, None]), q
 

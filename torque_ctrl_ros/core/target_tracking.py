@@ -827,8 +827,7 @@ class PoseTargetTracker:
     fifth of the move short (a singularity on the straight line, e.g. from the stretched pose
     itself) is refused, the active target running on. Planning takes 0.2–0.7 ms, once per target,
     on the control thread, ~1.4 ms when a moving reference has to stop first (both moves are
-    planned), and ~0.4 ms more a move with the capsules checked (``collision_model``, 12 distance
-    passes): each target of a stream that turns back then makes its step late. Of a stream
+    planned): each target of a stream that turns back then makes its step late. Of a stream
     faster than :data:`MIN_TAKE_PERIOD`, only the newest target is planned once a period.
     """
 
@@ -840,15 +839,7 @@ class PoseTargetTracker:
         config = controller.config
         rows = np.array([AXIS_NAMES.index(a) for a in config.constrained_axes])
         kp, kd = np.asarray(config.kp)[rows], np.asarray(config.kd)[rows]
-        capsules = controller.self_collision
-        self.planner = PoseApproachPlanner(
-            controller.robot,
-            config.frame,
-            rows,
-            kp,
-            kd,
-            clearance=None if capsules is None else capsules.pair_distances_at,
-        )
+        self.planner = PoseApproachPlanner(controller.robot, config.frame, rows, kp, kd)
         self._refuse = refuse
         self._warn = warn
         #: The target waiting for the next state.

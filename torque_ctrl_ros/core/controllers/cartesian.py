@@ -42,7 +42,6 @@ import numpy as np
 import pinocchio as pin
 from numpy.typing import ArrayLike
 
-from ...paths import find_data_file
 from ..constrained_dynamics import (
     AXIS_NAMES,
     MIN_RCOND,
@@ -51,8 +50,7 @@ from ..constrained_dynamics import (
     alpha_from_axes,
     selection_rows,
 )
-from ..errors import ConfigError, TargetError, TorqueCtrlError
-from ..qp.collision import SelfCollisionModel
+from ..errors import ConfigError, TargetError
 from ..reach import check_target_position
 from ..robot import DELAYED_DAMPING, ROW_CHECK_SAMPLES, RobotModel, check_pd_gains, sample_configurations
 from ..target_checks import check_target_rates
@@ -242,13 +240,6 @@ class AchdRneaConfig:
             refused (:meth:`AchdRnea.check_target_height`). This controller keeps no link above
             it (the QP controllers' floor barrier does): a target taken below it drove the arm
             into the floor in MuJoCo, joint_6 at 1.15× its speed limit at the impact.
-        collision_model: the collision capsules' file (found as the QP controllers'
-            ``self_collision.model``; ``""``: none) against which a pose target is refused whose
-            approach, along its predicted joint path, takes the arm's links into each other
-            (:class:`~..approach.PoseApproachPlanner`'s ``clearance``). This controller keeps no
-            distance between them: a target behind the base with the tool turned a half-turn
-            drove the bracelet 74 mm into the upper arm's capsule for 2.3 s (a review, MuJoCo,
-            whose arm geoms do not collide).
     """
 
     frame: str
@@ -262,7 +253,6 @@ class AchdRneaConfig:
     pose_error: str
     rcond: float
     floor_height: float = 0.0
-    collision_model: str = "gen3_collision.yaml"
 
     @classmethod
     def create(
@@ -280,7 +270,6 @@ class AchdRneaConfig:
         pose_error: Any = "decoupled",
         rcond: Any = 1e-6,
         floor_height: Any = 0.0,
-        collision_model: Any = "gen3_collision.yaml",
     ) -> AchdRneaConfig:
         """Validated config; scalar gains apply to every axis (or joint)."""
         if not isinstance(frame, str) or not frame:
@@ -329,11 +318,6 @@ class AchdRneaConfig:
                 f"achd_rnea.floor_height: expected one finite height (m, base frame) within "
                 f"±{MAX_FLOOR_HEIGHT:g}, got {floor_height!r}"
             )
-        if not isinstance(collision_model, str):
-            raise ConfigError(
-                f"achd_rnea.collision_model: expected a collision capsules file, or '' for none, got "
-                f"{collision_model!r}"
-            )
         return cls(
             frame=frame,
             constrained_axes=axes,
@@ -350,7 +334,6 @@ class AchdRneaConfig:
             pose_error=kind,
             rcond=rc,
             floor_height=float(floor_height),
-            collision_model=collision_model,
         )
 
 
@@ -424,7 +407,6 @@ class AchdRnea(Controller[PoseReference]):
             "pose_error",
             "rcond",
             "floor_height",
-            "collision_model",
         }
     )
 
@@ -476,20 +458,6 @@ class AchdRnea(Controller[PoseReference]):
         self._reference: PoseReference | None = None
         self._reference_se3 = pin.SE3.Identity()
         self._last_solution: AchdSolution | None = None
-        #: The capsules the pose approaches keep out of each other (``collision_model``), or ``None``.
-        self.self_collision = (
-            self._capsules(self.config.collision_model) if self.config.collision_model else None
-        )
-
-    def _capsules(self, model_file: str) -> SelfCollisionModel:
-        """The collision capsules of ``model_file``, found as the QP controllers' (as given, else a
-        bare name in the package's ``config/``: :func:`~...paths.find_data_file`)."""
-        try:
-            return SelfCollisionModel.from_file(self.robot, find_data_file(model_file, "config"), pairs=1)
-        except (TorqueCtrlError, FileNotFoundError) as exc:
-            raise ConfigError(
-                f"achd_rnea.collision_model: {exc} ('' for none: pose targets then unchecked for it)"
-            ) from None
 
     def _check_axes_independent(self, rows: slice | np.ndarray) -> None:
         """Refuse constrained axes whose Jacobian rows are dependent at every sampled configuration:

@@ -253,12 +253,6 @@ class CapsuleDistances:
         pin.computeDistances(self.geom_model, self.geom_data)
         return min(res.min_distance for res in self.geom_data.distanceResults)
 
-    def pair_distances_at(self, q: FloatArray) -> FloatArray:
-        """Distance of every pair (m, :attr:`pair_links` order) at configuration ``q`` (rad), as
-        :meth:`closest_distance` computes them (and overwrites the same data)."""
-        self.closest_distance(q)
-        return self.pair_distances()
-
     def pair_distances(self) -> FloatArray:
         """Distance of every pair (m) from the last :meth:`update`, in :attr:`pair_links` order."""
         return np.array([res.min_distance for res in self.geom_data.distanceResults])
