@@ -235,7 +235,9 @@ class Expected:
             self.events["outcome:unpublished"] += 1
             return
         if not realtime and stamp != current:
-            counts["untagged_commands" if stamp is None else "stale_answers"] += 1
+            # One more answer to state 0 (republished at start) is no news: not counted.
+            if stamp != self.t0:
+                counts["untagged_commands" if stamp is None else "stale_answers"] += 1
             self.events["outcome:untagged" if stamp is None else "outcome:stale"] += 1
             return
         if realtime and stamp is not None:

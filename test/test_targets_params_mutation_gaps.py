@@ -118,12 +118,12 @@ def test_the_safe_damping_is_checked_on_a_plant_driving_the_joints_it_is_for() -
 
 
 def test_a_negative_fallback_damping_is_refused_without_a_model_to_check_it_on() -> None:
-    """``fallback_damping_vector`` gives ``n`` values ``>= 0`` with or without the model: a negative
+    """``fallback_damping_vector`` gives ``n`` values ``> 0`` with or without the model: a negative
     one (a safe brake that pushes the arm along) is refused, naming the parameter, also where no
     stability check runs. (Mutant: ``fallback_damping_vector`` reads the values without
-    ``min_value=0.0``, leaving negatives to the model's check only.)"""
+    ``strictly_positive=True``, leaving negatives to the model's check only.)"""
     cfg = controller_node_config({"fallback_damping": [1.0, 1.0, 1.0, -0.5, 1.0, 1.0, 1.0]})
-    with pytest.raises(ConfigError, match=r"controller_node.fallback_damping: expected every entry >= 0"):
+    with pytest.raises(ConfigError, match=r"controller_node.fallback_damping: expected every entry > 0"):
         cfg.fallback_damping_vector(7)
 
 
