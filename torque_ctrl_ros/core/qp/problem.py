@@ -35,7 +35,9 @@ of running for ten times that. That is no time bound: each outer iteration may t
 ``_MAX_ITER_IN`` inner ones. Typically ~1.5–2 ms at 50; a review measured a failing level 0 at 3.2
 ms (median) and up to 7.6 ms (qpid) / 14 ms (hqpid) over 300 cold states at 3–10 times the speed
 limits, and the middle level of a three-level hqpid up to 12 ms cold (45 ms warm-started from an
-unrelated state): such a step's command comes that late. ProxSuite also reports some clearly
+unrelated state): such a step's command comes that late. A solve that succeeds can be that slow
+too: in closed loop within the speed limits a three-level hqpid's middle level took 2 358 inner
+iterations (18.6 ms) and reported SOLVED (docs/controllers.md). ProxSuite also reports some clearly
 infeasible problems as MAX_ITERATIONS (a joint 0.6 rad past its limit moving outward, after ~300
 iterations), so the status alone does not tell "infeasible" from "slow".
 
