@@ -236,7 +236,7 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "max_age",
                 default_value="",
-                description='watchdog: oldest usable joint state (s); "": as in params_file',
+                description='watchdog: oldest usable joint state (s); "": as in the parameter files',
             ),
             DeclareLaunchArgument(
                 "rt_priority", default_value="20", description="SCHED_FIFO priority, 0: normal scheduling"
