@@ -93,6 +93,7 @@ def _monitor(
     monitor.hold_errors = ErrorStats()
     monitor.errors = monitor.hold_errors
     monitor.refused_at = math.nan
+    monitor._rejected_before_demo = 0
     monitor.limits = limits
     monitor.sim_time = 0.0
     monitor.unreadable_states = 0
@@ -242,6 +243,22 @@ def test_a_refused_demo_is_not_reported_as_tracking_error() -> None:
     assert (tracked.errors.count, tracked.sent) == (3, 1)
     assert tracked.errors.max == pytest.approx(0.01, abs=1e-9)
     assert not np.allclose(peak, Q0)
+
+
+def test_a_refusal_from_before_the_demo_is_not_read_as_the_demos() -> None:
+    """The controller's ``targets_rejected`` counts from its start: a target from elsewhere
+    refused before the demo was sent (1 in its last report before) does not make an accepted demo
+    read as refused. Mutant: the count compared with 0 (a review: the running total)."""
+    monitor = _monitor(10.0, sends_trajectory=True, subscribers=0)
+    monitor._on_state(_raw(1.0, Q0))
+    monitor._on_diag(_controller_diagnostics(targets_received="0", targets_rejected="1"))
+    _publisher(monitor).subscribers = 1
+    monitor._on_state(_raw(1.5, Q0))
+    assert _publisher(monitor).sent
+    monitor._on_diag(_controller_diagnostics(targets_received="1", targets_rejected="1"))
+    assert math.isnan(monitor.refused_at) and monitor.tracked().what.startswith("trajectory")
+    monitor._on_diag(_controller_diagnostics(targets_received="1", targets_rejected="2"))
+    assert monitor.tracked().what.startswith("initial pose (the controller refused")
 
 
 def test_an_accepted_demo_keeps_its_tracking_error_against_the_trajectory() -> None:

@@ -196,6 +196,7 @@ class Monitor:
         #: Simulated time (s) at which the controller was seen to refuse the demo trajectory (its
         #: /diagnostics' targets_rejected above 0). NaN: not seen.
         self.refused_at = math.nan
+        self._rejected_before_demo = 0  # the controller's targets_rejected last seen before the demo
         self.sim_time = 0.0
         #: States that were no JointState (bytes another publisher put on the topic): skipped.
         self.unreadable_states = 0
@@ -234,12 +235,16 @@ class Monitor:
 
     def _check_refused(self, rejected: str) -> None:
         """Note the controller refusing the demo trajectory (``rejected``: its ``targets_rejected``,
-        above 0 once the demo was sent): the arm then holds its pose, so the error reported is the
-        one against the initial pose, over the whole run, not against a motion that never ran. (A
-        target from elsewhere that the controller refused reads the same.)"""
-        if self.reference is None or not math.isnan(self.refused_at) or not rejected.isdigit():
+        grown once the demo was sent, from its last value before): the arm then holds its pose, so
+        the error reported is the one against the initial pose, over the whole run, not against a
+        motion that never ran. (A target from elsewhere that the controller refused meanwhile, or
+        up to a report before the demo, reads the same.)"""
+        if not rejected.isdigit():
             return
-        if int(rejected) > 0:
+        if self.reference is None:
+            self._rejected_before_demo = int(rejected)  # refusals of targets from elsewhere
+            return
+        if math.isnan(self.refused_at) and int(rejected) > self._rejected_before_demo:
             self.refused_at = self.sim_time
             self.errors = self.hold_errors
 
