@@ -41,6 +41,7 @@ from test_run_sim_mutation_gaps import (
     _raw,
     _with_duration,
     _write_summaries,
+    first_swing,
 )
 from test_target_tracking import _at_rest, _joint_tracker, _points
 
@@ -113,12 +114,7 @@ def test_a_joint_the_limits_do_not_name_swings_its_full_pattern() -> None:
     keeps its 0.3 rad while joint 4, named, is cut to its room. Mutant: a missing joint's
     limits taken as ``(0, 0)`` (no room: not swung)."""
     limits = {name: (-math.inf, math.inf) for name in NAMES if name != "joint_6"}
-    limits["joint_4"] = (Q0[3] - 0.1, Q0[3] + 2.0)
-    monitor = _monitor(10.0, sends_trajectory=True, limits=limits)
-    monitor._on_state(_raw(1.0, Q0))
-    (msg,) = _publisher(monitor).sent
-    first = np.array(msg.points[0].positions) - Q0
-    np.testing.assert_allclose(first, [0.3, 0.2, 0.0, 0.05, 0.0, 0.3, 0.0], atol=1e-12)
+    np.testing.assert_allclose(first_swing(limits), [0.3, 0.2, 0.0, 0.05, 0.0, 0.3, 0.0], atol=1e-12)
 
 
 def test_the_position_limits_come_from_the_controllers_model_lower_then_upper(tmp_path: Path) -> None:

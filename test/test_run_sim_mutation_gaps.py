@@ -205,12 +205,17 @@ def test_the_monitor_cuts_the_demo_to_the_limits_of_the_joints_it_names() -> Non
     """The monitor's limits come by joint name, in the model's order, and are applied in the
     states' order. Mutants: limits taken in the dictionary's order, limits ignored."""
     limits = {name: (-math.inf, math.inf) for name in reversed(NAMES)}
-    limits["joint_4"] = (Q0[3] - 0.1, Q0[3] + 2.0)
+    np.testing.assert_allclose(first_swing(limits), [0.3, 0.2, 0.0, 0.05, 0.0, 0.3, 0.0], atol=1e-12)
+
+
+def first_swing(limits: dict[str, tuple[float, float]]) -> np.ndarray:
+    """The demo's first waypoint less ``Q0`` (rad), sent by a monitor given ``limits`` and, over
+    them, joint 4's 0.1 rad of room below ``Q0``."""
+    limits = {**limits, "joint_4": (Q0[3] - 0.1, Q0[3] + 2.0)}
     monitor = _monitor(10.0, sends_trajectory=True, limits=limits)
     monitor._on_state(_raw(1.0, Q0))
     (msg,) = _publisher(monitor).sent
-    first = np.array(msg.points[0].positions) - Q0
-    np.testing.assert_allclose(first, [0.3, 0.2, 0.0, 0.05, 0.0, 0.3, 0.0], atol=1e-12)
+    return np.array(msg.points[0].positions) - Q0
 
 
 def _controller_diagnostics(**values: str) -> Any:
