@@ -514,6 +514,50 @@ def test_a_stamp_far_ahead_runs_the_brake_on_by_max_age_at_most(robot: RobotMode
     np.testing.assert_allclose(decision.command.tau, _clip(robot, expected.torque(t + 0.02)), atol=1e-9)
 
 
+@pytest.mark.parametrize("gap_ms", [45, 200], ids=["within the timeout", "past it"])
+def test_a_gap_in_a_fallback_past_the_command_timeout_stops(robot: RobotModel, gap_ms: int) -> None:
+    """Refused states on a moving arm, a gap of ``gap_ms`` after the first safe command, refused
+    states again. The driver applies a command for 50 ms at most (FIRST_HOLD_PERIODS, the
+    simulator's timeout): within it the brake predicts on and commands; past it the window ends
+    with the reason, where predicting 200 ms under the first command (damped for 50) had run the
+    prediction to 3.8 times a velocity limit and every later command damped with K_d/200."""
+    sup = _supervisor(robot)
+    t = _run(sup, 50) + DT
+    first = sup.step(NAN, V0, t, t)
+    assert first.action is Action.FALLBACK and first.command is not None
+    t += gap_ms * 1e-3
+    decision = sup.step(NAN, V0, t, t)
+    if gap_ms < FIRST_HOLD_PERIODS:
+        assert decision.action is Action.FALLBACK and decision.command is not None
+        assert sup.watchdog.state is WatchdogState.FALLBACK
+        assert np.all(np.abs(sup.brake.v) < robot.velocity_limit)
+        return
+    assert decision.action is Action.NONE and decision.command is None and decision.withheld is None
+    assert sup.watchdog.state is WatchdogState.STOPPED
+    assert decision.transition is not None and decision.transition.state is WatchdogState.STOPPED
+    assert "no safe command for 200 ms" in decision.transition.message
+    assert "longer than the 50 ms" in decision.transition.message
+    assert sup.step(NAN, V0, t + DT, t + DT).action is Action.NONE
+
+
+def test_a_slow_streams_period_is_the_command_timeout_of_its_fallback(robot: RobotModel) -> None:
+    """On a 12.5 Hz stream (80 ms between states) a driver applies each command for 80 ms: the
+    fallback answers refused states 80 ms apart; a gap of two periods (160 ms) ends it."""
+    sup = _supervisor(robot, max_age=0.1)
+    period = 0.08
+    for k in range(6):
+        _good(sup, T0 + k * period)
+    t = T0 + 6 * period
+    for _ in range(2):
+        decision = sup.step(NAN, V0, t, t)
+        assert decision.action is Action.FALLBACK and decision.command is not None
+        t += period
+    t += period
+    decision = sup.step(NAN, V0, t, t)
+    assert decision.action is Action.NONE and sup.watchdog.state is WatchdogState.STOPPED
+    assert decision.transition is not None and "longer than the 80 ms" in decision.transition.message
+
+
 def test_a_controller_failing_on_every_state_stops_after_the_window(robot: RobotModel) -> None:
     """Each accepted state would restart the window: it runs from the last computed torque."""
     sup = _supervisor(robot, fallback_duration=0.0205)

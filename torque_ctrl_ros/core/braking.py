@@ -41,6 +41,13 @@ every ``m`` ms each damping of this package is ``m`` times closer to its bound, 
 included. (The MuJoCo runs behind these choices: docs/controllers.md, "Measurements behind the
 core's bounds and defaults".)
 
+A gap longer than the command timeout (:data:`FIRST_HOLD_PERIODS`, or the stream's period where
+that is longer) is past what any command here is made safe for, and past it the driver no longer
+applies the command: its own timeout took over, and the prediction no longer says where the arm
+is. Predicted on, a 200 ms gap after the first command had the prediction at 3.8 times a
+velocity limit and the commands after it damping with ``K_d/200``; :meth:`SafeBrake.held_past_timeout`
+tells the caller, which ends the window (:class:`~.supervisor.Supervisor`) instead.
+
 Timing the prediction from commands sent, not from when the fallback began, makes the first
 command the same whether or not the stream fell silent first (no command was sent then). On
 the simulator, whose model is the controller's, this is the damping feedback it would get from
@@ -98,20 +105,42 @@ class SafeBrake:
         self.k = 0  # periods predicted so far
         self._t = math.nan  # the time (s) the prediction has reached
         self._longest_gap = 1  # periods between two commands, the most seen since start()
+        self.timeout = FIRST_HOLD_PERIODS  # periods a command is applied at most (start())
 
-    def start(self, q: FloatArray, v: FloatArray, now: float, *, hold: int = FIRST_HOLD_PERIODS) -> None:
+    def start(
+        self,
+        q: FloatArray,
+        v: FloatArray,
+        now: float,
+        *,
+        hold: int = FIRST_HOLD_PERIODS,
+        timeout: int = FIRST_HOLD_PERIODS,
+    ) -> None:
         """Predict from ``(q, v)`` (rad, rad/s), the last state the arm was known in, with the
         first safe command going out at ``now`` (s) and expected to be held ``hold`` periods:
         it damps with ``K_d·min(1, 2/hold)``. :data:`FIRST_HOLD_PERIODS` (the default) when it
         answers a refused state; the stream's period when it answers a good state the
         controller failed on and that period is known (the stream is alive: one period at
-        1 kHz, ``K_d`` in full)."""
+        1 kHz, ``K_d`` in full). ``timeout``: the periods the driver applies a command at most
+        (:meth:`held_past_timeout`)."""
         np.copyto(self.q, q)
         np.copyto(self.v, v)
         self.k = 0
         self._t = now
         self._longest_gap = 1
+        self.timeout = max(int(timeout), 1)
         self._command(min(1.0, 2.0 / max(int(hold), 1)))
+
+    def held_past_timeout(self, now: float) -> int:
+        """The periods the last command has been out by ``now`` (s), when more than
+        :attr:`timeout` (0 otherwise, and 0 once the prediction reached its horizon): the driver
+        stopped applying it meanwhile, so what the arm did since is not predicted here (the
+        module docstring). The caller stops sending these commands then."""
+        periods = (now - self._t) / self.period
+        if not periods >= 0.5 or self.k >= self.max_periods:  # nan: no time told
+            return 0
+        gap = round(min(periods, 1e9))
+        return gap if gap > self.timeout else 0
 
     def _command(self, scale: float = 1.0) -> None:
         """``g(q̂) − scale·K_d·q̂̇`` into :attr:`command`, saturated into :attr:`tau`."""

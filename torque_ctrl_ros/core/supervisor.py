@@ -400,7 +400,10 @@ class Supervisor:
             decision.action = Action.NONE
         if decision.action is Action.FALLBACK:
             out = self._safe_command(decision.stamp, decision.effective_stamp, now)
-            if all_finite(out.tau):
+            if out is None:  # the last safe command outlived the driver's timeout
+                wd.end_window()
+                decision.action = Action.NONE
+            elif all_finite(out.tau):
                 decision.command = out
                 self.predictor.sent(out.tau)
                 self._noted_stamp = decision.effective_stamp
@@ -420,10 +423,13 @@ class Supervisor:
             decision.notice = Notice.IGNORED
         return decision
 
-    def _safe_command(self, stamp: float, effective_stamp: float, now: float) -> ControlOutput:
+    def _safe_command(self, stamp: float, effective_stamp: float, now: float) -> ControlOutput | None:
         """The safe brake's command (saturated) for a state stamped ``stamp`` (s; ``effective_stamp``
         as :meth:`step` counts it) that the watchdog refused or the controller failed on, at
-        ``now`` (s).
+        ``now`` (s). ``None`` (the watchdog's message says why) when the last safe command has
+        been out longer than the driver applies one (:data:`~.braking.FIRST_HOLD_PERIODS`, or the
+        stream's period where longer: :meth:`SafeBrake.held_past_timeout`): the arm was not
+        braked by it since, and no prediction from it says where the arm is.
 
         The brake's prediction runs on the larger of the time the caller's clock and the states'
         stamps have run since it started (each stamp's step counted up to ``max_age``): either
@@ -446,7 +452,9 @@ class Supervisor:
             # fallback 5 ms late ended with the arm at 1.55–1.97 rad/s where the brake's
             # prediction read 0.54 (0.62 against 0.53 from the carried state; a review's runs).
             q0, v0 = self.predictor.predict(wd.last_good.q, wd.last_good.v)
-            self.brake.start(q0, v0, now, hold=self.first_hold())
+            stream_periods = round(self.resume_tracker.stream.period / self.brake.period)
+            timeout = max(FIRST_HOLD_PERIODS, stream_periods)
+            self.brake.start(q0, v0, now, hold=self.first_hold(), timeout=timeout)
             self._brake_since = since
             self._brake_start, self._stamps_run = now, 0.0
             self._last_brake_stamp = stamp if math.isfinite(stamp) else math.nan
@@ -455,6 +463,15 @@ class Supervisor:
             if not stamp < self._last_brake_stamp:  # never back (nan: the first finite one)
                 self._last_brake_stamp = stamp
         elapsed = max(_forward(now - self._brake_start), self._stamps_run)
+        held = self.brake.held_past_timeout(self._brake_start + elapsed)
+        if held:
+            period_ms = 1e3 * self.brake.period
+            wd.last_message = (
+                f"no safe command for {held * period_ms:.0f} ms in the fallback window, longer than the "
+                f"{self.brake.timeout * period_ms:.0f} ms a driver applies one: the arm was not braked "
+                f"by it meanwhile (its command timeout took over); stopped"
+            )
+            return None
         return self.limiter.apply(self.brake.torque(self._brake_start + elapsed))
 
 
