@@ -291,3 +291,16 @@ def test_bad_reference_and_non_finite_torque_never_produce_a_command(robot: Robo
 
     with pytest.raises(SolverError, match="non-finite torque"):
         Broken(robot).compute(state, None)
+
+    # Not one torque per joint: the limiter's clip would broadcast a scalar or a (1,) to every
+    # joint and a (7, 1) to a (7, 7) command (a review: all accepted before).
+    for shape in [(), (1,), (7, 1), (6,)]:
+
+        class WrongShape(GravityCompensation):
+            def torque(
+                self, q: FloatArray, v: FloatArray, reference: None
+            ) -> tuple[FloatArray, dict[str, float]]:
+                return np.full(shape, 5.0), {}
+
+        with pytest.raises(SolverError, match=rf"shape \({', '.join(map(str, shape))}"):
+            WrongShape(robot).compute(state, None)

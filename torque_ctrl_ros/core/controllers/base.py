@@ -92,11 +92,14 @@ class Controller(ABC, Generic[RefT]):
         Raises:
             StateError: the state has the wrong length or non-finite entries.
             TargetError: the reference is malformed.
-            SolverError: the controller produced a non-finite torque (never sent).
+            SolverError: the controller produced a non-finite torque, or not one per joint
+                (never sent: the limiter would broadcast a scalar to every joint).
         """
         q, v = self.robot.check_state(state.q, state.v)
         tau, info = self.torque(q, v, reference)
         tau = np.asarray(tau, dtype=np.float64)
+        if tau.shape != (self.robot.n,):
+            raise SolverError(f"{self.name}: a torque of shape {tau.shape}, expected ({self.robot.n},)")
         if not all_finite(tau):
             raise SolverError(f"{self.name}: non-finite torque {tau.tolist()}")
         out = self.limiter.apply(tau, info)
