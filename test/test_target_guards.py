@@ -1702,3 +1702,25 @@ def test_the_largest_trajectory_the_name_and_point_limits_allow_is_within_the_by
     size = len(serialize_message(msg))
     assert 4.1e6 < size < 4.3e6
     assert size <= targets.MAX_TRAJECTORY_BYTES
+
+
+def test_a_trajectory_message_naming_more_joints_than_allowed_is_refused(robot: RobotModel) -> None:
+    """The name cap holds for a trajectory taken as a message too (big-endian bytes, whose sizes
+    are not read before rclpy converts them): 65 names are refused before they are looked up, 64
+    are read. A review had 100 names accepted that way while the same content little-endian was
+    refused."""
+    names_map = JointNameMap(robot.joint_names)
+    for extra, refused in (
+        (targets.MAX_TRAJECTORY_NAMES - 7 + 1, True),
+        (targets.MAX_TRAJECTORY_NAMES - 7, False),
+    ):
+        names = [*robot.joint_names, *(f"other_{k}" for k in range(extra))]
+        msg = TrajectoryMsg(joint_names=names)
+        msg.points = [JointTrajectoryPoint(positions=[0.0] * len(names), time_from_start=Duration(sec=2))]
+        if refused:
+            with pytest.raises(
+                TargetError, match=rf"^trajectory: {len(names)} joint names, more than the 64"
+            ):
+                targets.trajectory_points(robot, names_map, msg)
+        else:
+            assert targets.trajectory_points(robot, names_map, msg).positions.shape == (1, 7)

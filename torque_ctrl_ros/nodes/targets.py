@@ -323,6 +323,11 @@ def _metres(p: FloatArray) -> str:
     return "(" + ", ".join(f"{x:.3f}" for x in p.tolist()) + ")"
 
 
+def too_many_names(m: int) -> str:
+    """The refusal of a trajectory naming ``m`` joints, more than :data:`MAX_TRAJECTORY_NAMES`."""
+    return f"trajectory: {m} joint names, more than the {MAX_TRAJECTORY_NAMES} allowed"
+
+
 def too_many_points(m: int) -> str:
     """The refusal of a trajectory of ``m`` points, more than :data:`MAX_TRAJECTORY_POINTS`."""
     return (
@@ -339,7 +344,9 @@ def trajectory_points(
     all finite, within the joint limits, the last point at rest).
 
     Read as whole arrays (no per-point Python beyond reading the fields): at most
-    :data:`MAX_TRAJECTORY_POINTS` points, ``len(joint_names)`` positions per point and as many
+    :data:`MAX_TRAJECTORY_POINTS` points and :data:`MAX_TRAJECTORY_NAMES` joint names (also
+    where the bytes' sizes were not read first: big-endian ones), ``len(joint_names)`` positions
+    per point and as many
     velocities and accelerations for every point or for none, each joint named once.
 
     Raises:
@@ -350,6 +357,8 @@ def trajectory_points(
     m, width = len(points), len(msg.joint_names)
     if m > MAX_TRAJECTORY_POINTS:
         raise TargetError(too_many_points(m))
+    if width > MAX_TRAJECTORY_NAMES:
+        raise TargetError(too_many_names(width))
     idx = names_map.indices(msg.joint_names, "trajectory joint_names")
     stamps = list(map(attrgetter("time_from_start"), points))
     times = np.fromiter(map(attrgetter("sec"), stamps), np.float64, m)
@@ -494,9 +503,7 @@ class JointTargetSource(TrackedSource[JointTargetTracker]):
         if isinstance(msg, bytes) and len(msg) <= MAX_TRAJECTORY_BYTES:
             sizes = trajectory_sizes(msg, MAX_TRAJECTORY_NAMES)
             if sizes is not None and sizes[0] > MAX_TRAJECTORY_NAMES:
-                self._refuse(
-                    f"trajectory: {sizes[0]} joint names, more than the {MAX_TRAJECTORY_NAMES} allowed"
-                )
+                self._refuse(too_many_names(sizes[0]))
                 return
             if sizes is not None and sizes[1] is not None and sizes[1] > MAX_TRAJECTORY_POINTS:
                 self._refuse(too_many_points(sizes[1]))
