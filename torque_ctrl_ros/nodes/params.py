@@ -319,8 +319,9 @@ class SimNodeConfig:
         mode: ``realtime`` (wall-clock paced, zero-order hold) or ``lockstep`` (waits for the answer).
         joints: joint order of /joint_states and of the commands (empty: the plant's order).
         command_timeout: realtime: simulated time (s, at most 1; paced by the wall clock, but not
-            counting a stall of the simulator itself) without a valid command before the safe
-            torque.
+            counting a stall of the simulator itself) a command drives the plant for, counted from
+            the state it answers: every step starting within it, so up to this + one step, then
+            the safe torque.
         lockstep_timeout: lockstep: time (s, at most 60) this node waits for the answer before the
             safe torque (time it spends stopped or descheduled does not count).
         wait_for_controller: hold the first state (republishing it) until a command answers it.
