@@ -700,6 +700,10 @@ def test_a_state_hours_old_is_said_to_be_on_another_clock() -> None:
     assert reason is RejectReason.STALE and "another clock" in message
     reason, message = wd.check(np.zeros(2), np.zeros(2), 0.5, 1.5) or (None, "")
     assert reason is RejectReason.STALE and "another clock" not in message
+    # Stamped 0 on the wall clock: no stamp at all (a driver that leaves header.stamp unset), not
+    # sim time; the use_sim_time hint sent users after the wrong setting (a review).
+    reason, message = wd.check(np.zeros(2), np.zeros(2), 0.0, 1.8e9) or (None, "")
+    assert reason is RejectReason.STALE and message.endswith(": unstamped (header.stamp 0)"), message
 
 
 def test_safe_brake_predicts_no_further_than_its_horizon_in_one_call(robot: RobotModel) -> None:

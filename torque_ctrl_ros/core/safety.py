@@ -464,7 +464,14 @@ class Watchdog:
         if age > self.config.max_age:
             # Hours or years old: the stamps are on another clock than `now` (sim time against
             # wall time: a node left on its default use_sim_time), not late.
-            hint = ": stamped on another clock? (use_sim_time)" if age > _OTHER_CLOCK_S else ""
+            # Exactly 0 on the wall clock: no stamp at all (a driver leaving header.stamp unset).
+            hint = ""
+            if age > _OTHER_CLOCK_S:
+                hint = (
+                    ": unstamped (header.stamp 0)"
+                    if stamp == 0.0
+                    else ": stamped on another clock? (use_sim_time)"
+                )
             return (
                 RejectReason.STALE,
                 f"joint state is {age * 1e3:.1f} ms old (max {self.config.max_age * 1e3:.1f} ms){hint}",
