@@ -188,3 +188,44 @@ def test_an_empty_exclude_pairs_key_excludes_nothing() -> None:
     ``data.get("exclude_pairs", [])`` for ``data.get("exclude_pairs") or []``.)"""
     spec = CollisionSpec.from_mapping({"capsules": {"base_link": [CAPSULE]}, "exclude_pairs": None})
     assert spec.exclude_pairs == ()
+
+
+class _NoNormal:
+    """A coal distance result without a normal (all zeros), its witnesses and distance given."""
+
+    def __init__(self, distance: float, p1: np.ndarray, p2: np.ndarray) -> None:
+        self.min_distance = distance
+        self.normal = np.zeros(3)
+        self._p1, self._p2 = p1, p2
+
+    def getNearestPoint1(self) -> np.ndarray:  # noqa: N802 (coal's name)
+        return self._p1.copy()
+
+    def getNearestPoint2(self) -> np.ndarray:  # noqa: N802 (coal's name)
+        return self._p2.copy()
+
+
+def test_a_missing_normal_of_overlapping_capsules_is_taken_from_the_witnesses_with_its_sign(
+    robot: RobotModel,
+) -> None:
+    """Where coal gives no normal the model takes the witnesses' direction, and coal's witnesses
+    satisfy ``p₂ − p₁ = d·n̂``: for overlapping capsules (``d < 0``) they point against ``n̂``.
+    A pair's real result, apart, replayed as its mirror (the witnesses swapped, ``d`` negated: the
+    same ``n̂``) without a normal: the model's normal and gradient are the real ones. Unsigned,
+    the gradient pointed the other way and the row pushed the capsules further in (a review; not
+    reached with the shipped capsules, where coal always gave a unit normal)."""
+    col = SelfCollisionModel.from_file(robot, COLLISION)
+    kin = KinematicsState(robot)
+    q = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
+    kin.update(q, np.zeros(robot.n))
+    col.update(None, kin.JJd)
+    k = col.pair_links.index(col.closest_pair)
+    real = col._results[k]
+    assert real.min_distance > 0.0 and np.linalg.norm(real.normal) == pytest.approx(1.0)
+    normal, gradient = col.normal.copy(), col.gradient.copy()
+    mirror = _NoNormal(-real.min_distance, real.getNearestPoint2(), real.getNearestPoint1())
+    col._results[k] = mirror
+    col._pair_terms(0, k, None, kin.JJd[:, None])
+    np.testing.assert_allclose(col.normal, normal, atol=1e-9)
+    # Each witness moved by d·n̂ along n̂ leaves its moment p × n̂, so the gradient is the same.
+    np.testing.assert_allclose(col.gradient, gradient, atol=1e-9)

@@ -340,7 +340,9 @@ class CapsuleDistances:
         nx, ny, nz = res.normal.tolist()
         norm = math.sqrt(nx * nx + ny * ny + nz * nz)
         if norm < 1e-12:
-            nx, ny, nz = x2 - x1, y2 - y1, z2 - z1
+            # coal's witnesses satisfy p₂ − p₁ = d·n̂: overlapping (d < 0) they point against n̂.
+            sign = -1.0 if res.min_distance < 0.0 else 1.0
+            nx, ny, nz = sign * (x2 - x1), sign * (y2 - y1), sign * (z2 - z1)
             norm = math.sqrt(nx * nx + ny * ny + nz * nz)
         if norm > 1e-12:
             nx, ny, nz = nx / norm, ny / norm, nz / norm
