@@ -297,10 +297,12 @@ def test_bad_reference_and_non_finite_torque_never_produce_a_command(robot: Robo
     for shape in [(), (1,), (7, 1), (6,)]:
 
         class WrongShape(GravityCompensation):
+            returned = np.full(shape, 5.0)
+
             def torque(
                 self, q: FloatArray, v: FloatArray, reference: None
             ) -> tuple[FloatArray, dict[str, float]]:
-                return np.full(shape, 5.0), {}
+                return self.returned, {}
 
         with pytest.raises(SolverError, match=rf"shape \({', '.join(map(str, shape))}"):
             WrongShape(robot).compute(state, None)

@@ -154,8 +154,9 @@ class CommandRules:
     def fresh(self, k: int) -> bool:
         """Realtime: whether the held command may drive step ``k``: every step that starts at most
         ``command_timeout`` of simulated time after it came and, when tagged, after the state it
-        answers, so the plant runs on it up to ``command_timeout`` + one step (by arrival alone, a command that came when its state was nearly
-        ``command_timeout`` old would drive the arm for up to twice that). Simulated, not wall
+        answers, so the plant runs on it up to ``command_timeout`` + one step (by arrival alone, a
+        command that came when its state was nearly ``command_timeout`` old would drive the arm for
+        up to twice that). Simulated, not wall
         time: while the simulator is stopped or descheduled the plant stands still too, and the
         answer to the current state, held through such a stall, still answers it (by the wall
         clock one step after a 60 ms stall ran on the safe torque, a torque blip of up to 4 % of
