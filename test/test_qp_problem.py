@@ -225,6 +225,33 @@ def test_a_warm_solve_stopped_off_the_optimum_is_redone_cold() -> None:
     assert last.retried, "the warm solve no longer stops off the optimum here (another ProxSuite?)"
 
 
+@pytest.mark.parametrize("warm_max_iter", [None, 10], ids=["uncapped", "capped"])
+def test_a_warm_attempt_capped_in_iterations_is_retried_cold(warm_max_iter: int | None) -> None:
+    """The middle level of a three-level hqpid (4 variables, 34 rows; recorded in a closed loop,
+    ``test/data/hqpid_slow_warm_solve.npz``): its first problem, then the three before a slow
+    step, warm-started in turn. Uncapped, the last warm solve takes 1 158 inner iterations (~10
+    ms) on the first problem's preconditioner and reports SOLVED. With ``warm_max_iter`` (10
+    outer iterations of at most 50 inner ones, as hqpid's lower levels have) the warm attempt
+    stops and the cold retry solves it: 165 in all, ~1.5 ms, the same solution to the
+    tolerance's effect (5e-6)."""
+    data = np.load(Path(__file__).parent / "data" / "hqpid_slow_warm_solve.npz")
+    qp = DenseQP(
+        4, 0, data["C"].shape[1], eps_abs=1e-9, max_iter=50, known_feasible=True, warm_max_iter=warm_max_iter
+    )
+    for k in range(4):
+        for name in ("H", "g", "C", "l", "u"):
+            getattr(qp, name)[...] = data[name][k]
+        solution = qp.solve()
+    assert solution.ok and solution.warm
+    cost = 0.5 * solution.x @ data["H"][3] @ solution.x + data["g"][3] @ solution.x
+    if warm_max_iter is None:
+        assert solution.iterations > 500 and not solution.retried, "no longer slow here (another ProxSuite?)"
+    else:
+        assert solution.retried and solution.iterations < 300
+    np.testing.assert_allclose(solution.x, [18.02659, 5.90313, -21.42939, -10.98508], atol=1e-4)
+    assert cost < 0.0
+
+
 def test_a_cold_solve_stopped_off_the_optimum_is_reported_as_stopped_short() -> None:
     """A lower level of a 4-level hqpid (2 variables, 32 rows; recorded from a review's closed loop,
     ``test/data/hqpid_cold_off_optimum.npz``) solved cold by a fresh ``known_feasible`` solver:

@@ -133,6 +133,11 @@ _ACTIVE_TOL = 1e-6
 #: left at its edge: at 10·eps_abs the bounds of rows active above are slabs too thin for ProxSuite,
 #: which then runs out of iterations (docs/performance.md, "Measurements behind the core's choices").
 _LOWER_LEVEL_ROOM = 1e-6
+#: Outer iterations of a lower hqpid level's warm attempt (``DenseQP``'s ``warm_max_iter``; of at
+#: most 50 inner ones each) before it is retried cold: warm-started on the preconditioner of the
+#: first problem, the middle level of a three-level hqpid took up to 1 564 inner iterations (8.8 ms)
+#: on one step of a closed loop where a cold solve takes at most ~70 (docs/performance.md).
+LOWER_WARM_MAX_ITER = 10
 # The LAPACK gufuncs behind numpy.linalg.qr(mode="complete"), without the wrapper's checks
 # (numpy.linalg.qr where they are missing).
 _ulinalg = getattr(np.linalg, "_umath_linalg", None)
@@ -296,8 +301,8 @@ class _Level(_FrozenRows):
                 n_b + n,
                 eps_abs=eps_abs,
                 max_iter=max_iter,
-                reset_proximal=False,
                 known_feasible=True,
+                warm_max_iter=min(LOWER_WARM_MAX_ITER, max_iter),
             )
             qp.u[:n_b] = np.inf
             return
@@ -1137,6 +1142,7 @@ class _QPController(Controller[QPReference]):
                     max_iter=c.max_iter,
                     reset_proximal=qp.reset_proximal,
                     known_feasible=qp.known_feasible,
+                    warm_max_iter=qp.warm_max_iter,
                 )
                 for qp, problems in zip(qps, recorded, strict=True)
             ]

@@ -16,9 +16,16 @@ Proximal parameters (``reset_proximal``, default on): a warm solve restarts from
 solver's default proximal parameters (``rho``, ``mu_eq``, ``mu_in``) instead of those ProxSuite
 adapted during the last solve. Along a closed loop the adapted values drift to suit the previous
 problem, not the next: reset bounds the iterations where barrier rows are active, the steps whose
-time matters most, for a few more where none is. The small null-space QPs of hqpid's lower levels
-need more iterations reset, so they keep them. (Figures for this whole docstring:
-docs/performance.md, "Measurements behind the core's choices".)
+time matters most, for a few more where none is. hqpid's lower levels reset too: keeping the
+adapted values, the middle level of a three-level hqpid took up to 8 401 iterations (60 ms) on one
+step of a closed loop. (Figures for this whole docstring: docs/performance.md, "Measurements behind
+the core's choices".)
+
+Warm attempts capped (``warm_max_iter``, hqpid's lower levels): a warm start keeps the
+preconditioner of the first problem (see below), and on it a warm solve can take hundreds or
+thousands of inner iterations where a cold one takes tens; reporting SOLVED, it is no failure to
+retry. With the cap, a warm attempt stops after ``warm_max_iter`` outer iterations of at most
+:data:`_WARM_MAX_ITER_IN` inner ones and is retried cold.
 
 Iteration cap and retry: ``max_iter`` caps the solver's outer (proximal / BCL) iterations of one
 attempt (default 50); the iterations a :class:`Solution` reports are ProxSuite's ``info.iter``,
@@ -35,9 +42,10 @@ of running for ten times that. That is no time bound: each outer iteration may t
 ``_MAX_ITER_IN`` inner ones. Typically ~1.5–2 ms at 50; a review measured a failing level 0 at 3.2
 ms (median) and up to 7.6 ms (qpid) / 14 ms (hqpid) over 300 cold states at 3–10 times the speed
 limits, and the middle level of a three-level hqpid up to 12 ms cold (45 ms warm-started from an
-unrelated state): such a step's command comes that late. A solve that succeeds can be that slow
-too: in closed loop within the speed limits a three-level hqpid's middle level took 2 358 inner
-iterations (18.6 ms) and reported SOLVED (docs/controllers.md). ProxSuite also reports some clearly
+unrelated state): such a step's command comes that late. A solve that succeeds could be slow too:
+in closed loop within the speed limits a three-level hqpid's middle level took 2 358 inner
+iterations (18.6 ms) and reported SOLVED (docs/controllers.md), before its warm attempts were capped
+(at most 49 since, over the same runs). ProxSuite also reports some clearly
 infeasible problems as MAX_ITERATIONS (a joint 0.6 rad past its limit moving outward, after ~300
 iterations), so the status alone does not tell "infeasible" from "slow".
 
@@ -83,6 +91,8 @@ class SolveStatus(IntEnum):
 #: 1.5 million at the largest accepted (1000). (NaN data, the case that showed it, no longer
 #: reaches the solver: :meth:`DenseQP.solve` refuses it.)
 _MAX_ITER_IN = 200
+#: Inner iterations per outer one of a warm attempt capped by ``warm_max_iter`` (:class:`DenseQP`).
+_WARM_MAX_ITER_IN = 50
 #: A multiplier :meth:`DenseQP.solve` takes for 0 (rounding) in its check of a warm solve.
 _LOOSE_Z = 1e-6
 #: Room between ``C_i·x`` and a bound beyond which that bound is not met (a row's units).
@@ -104,6 +114,13 @@ def _configure(qp: proxqp.dense.QP, eps_abs: float, max_iter: int, known_feasibl
     settings.verbose = False
     if known_feasible:
         settings.eps_primal_inf = _KNOWN_FEASIBLE_EPS_PRIMAL_INF
+
+
+def _limit_iterations(qp: proxqp.dense.QP, max_iter: int, max_iter_in: int) -> None:
+    """Set the solver's caps on outer and inner iterations (a warm attempt's, then back)."""
+    settings = qp.settings
+    settings.max_iter = max_iter
+    settings.max_iter_in = max_iter_in
 
 
 def _default_proximal(qp: proxqp.dense.QP) -> dict[str, float]:
@@ -184,6 +201,9 @@ class DenseQP:
         known_feasible: the caller guarantees a feasible ``x`` (e.g. ``x = 0``): the solver's
             infeasibility test is made strict (see the module docs). A failure is then
             MAX_ITERATIONS (or a refusal of the data), never a false PRIMAL_INFEASIBLE.
+        warm_max_iter: cap on the outer iterations of a warm attempt, each of at most
+            :data:`_WARM_MAX_ITER_IN` inner ones (``None``: as a cold one); past it the solve is
+            retried cold (see the module docs).
     """
 
     def __init__(
@@ -196,6 +216,7 @@ class DenseQP:
         max_iter: int = 50,
         reset_proximal: bool = True,
         known_feasible: bool = False,
+        warm_max_iter: int | None = None,
     ) -> None:
         if n <= 0 or n_eq < 0 or n_in < 0:
             raise ConfigError(f"DenseQP: invalid sizes n={n}, n_eq={n_eq}, n_in={n_in}")
@@ -203,7 +224,11 @@ class DenseQP:
             raise ConfigError(f"DenseQP: eps_abs must be a finite number > 0, got {eps_abs!r}")
         if int(max_iter) < 1:
             raise ConfigError(f"DenseQP: max_iter must be >= 1, got {max_iter!r}")
+        if warm_max_iter is not None and int(warm_max_iter) < 1:
+            raise ConfigError(f"DenseQP: warm_max_iter must be >= 1 or None, got {warm_max_iter!r}")
         self.n, self.n_eq, self.n_in = n, n_eq, n_in
+        self._max_iter = int(max_iter)
+        self.warm_max_iter = None if warm_max_iter is None else int(warm_max_iter)
         self._eps_abs = float(eps_abs)
         # H, g, A, b, C as views of one buffer: one dot product tells whether all are finite.
         sizes = np.cumsum([0, n * n, n, n_eq * n, n_eq, n_in * n])
@@ -279,7 +304,12 @@ class DenseQP:
         if warm:
             # The solver is set to warm-start (see _init_and_solve).
             qp.update(self.H, self.g, self.A, self.b, self.C, self._l, self._u, **self._proximal)
-            qp.solve()
+            if self.warm_max_iter is None:
+                qp.solve()
+            else:
+                _limit_iterations(qp, self.warm_max_iter, _WARM_MAX_ITER_IN)
+                qp.solve()
+                _limit_iterations(qp, self._max_iter, _MAX_ITER_IN)
             info = qp.results.info
             iterations = int(info.iter)
             if info.status != _SOLVED or not self._multipliers_on_their_bounds(qp.results):
@@ -488,6 +518,7 @@ class WarmReplay:
         max_iter: int,
         reset_proximal: bool = True,
         known_feasible: bool = False,
+        warm_max_iter: int | None = None,
     ) -> None:
         if not problems:
             raise ValueError("WarmReplay: no problems to replay")
@@ -503,6 +534,7 @@ class WarmReplay:
         qp.solve()
         qp.settings.initial_guess = _WARM
         self._proximal = _default_proximal(qp) if reset_proximal else {}  # as DenseQP does
+        self._max_iter, self._warm_max_iter = int(max_iter), warm_max_iter
 
     def __call__(self, k: int) -> None:
         """Solve problem ``k`` warm from the previous call's result."""
@@ -512,7 +544,12 @@ class WarmReplay:
             return
         qp = self._qp
         qp.update(H, g, A, b, C, lo, hi, **self._proximal)
-        qp.solve()
+        if self._warm_max_iter is None:
+            qp.solve()
+        else:
+            _limit_iterations(qp, self._warm_max_iter, _WARM_MAX_ITER_IN)
+            qp.solve()
+            _limit_iterations(qp, self._max_iter, _MAX_ITER_IN)
         if qp.results.info.status != _SOLVED:
             qp.settings.initial_guess = _COLD
             qp.init(H, g, A, b, C, lo, hi)
