@@ -44,11 +44,21 @@ Regularisation
 --------------
 ``D`` becomes singular when the constraint directions cannot all be moved (a kinematic
 singularity, or ``α`` along a direction the arm cannot reach). With eigenvalues
-``d_min ≤ … ≤ d_max`` of ``D`` and ``ε = rcond · d_max``, if ``d_min < ε`` the solve uses
-``(D + μ I)⁻¹`` with ``μ = ε (1 − (max(d_min, 0)/ε)²)`` (continuous in the state,
-``0 < μ ≤ ε``; a rounding-negative ``d_min`` gets ``μ = ε``), the usual damped least
-squares; the result says so and reports the constraint residual. The equation of motion
-above still holds exactly: only the constraint is relaxed.
+``d_min ≤ … ≤ d_max`` of ``D`` and ``ε = rcond · max(d_max, d_ref)``, if ``d_min < ε`` the solve
+uses ``(D + μ I)⁻¹`` with ``μ = ε (1 − (max(d_min, 0)/ε)²)`` (continuous in the state,
+``0 < μ ≤ ε``; a rounding-negative ``d_min`` gets ``μ = ε``), the usual damped least squares;
+the result says so and reports the constraint residual. The equation of motion above still
+holds exactly: only the constraint is relaxed.
+
+``d_ref`` is the workspace scale of ``D`` for these ``α``, fixed for the frame:
+``d_ref = max_j Σ_i s_i α_ij²`` with ``s_i`` the largest ``(J M⁻¹ Jᵀ)_ii`` over sample
+configurations (:func:`delassus_axis_scale`; 1/kg along a linear axis, 1/(kg·m²) along an
+angular one). A threshold relative to ``d_max`` alone never damps a Delassus matrix whose
+eigenvalues all shrink together: one constrained axis (``D`` is 1 × 1, ``d_min = d_max``), or
+``y, z`` at the stretched pose. With ``z`` alone, 1e-6 rad from the Gen3's stretched pose,
+``D = 1.1e-11`` went undamped and a target 2.8 cm lower asked 8.5e6 rad/s². With six axes
+``d_max`` stayed within 3 % of ``d_ref`` over 20 000 random Gen3 poses: ``d_ref`` changes
+little there. A frame that no joint moves has ``d_ref = 0`` and ``D = 0``: ``ε = rcond``.
 """
 
 from __future__ import annotations
@@ -62,7 +72,7 @@ import pinocchio as pin
 from numpy.typing import ArrayLike
 
 from .errors import ConfigError, SolverError, TargetError, TorqueCtrlError
-from .robot import RobotModel
+from .robot import ROW_CHECK_SAMPLES, RobotModel, sample_configurations
 from .validation import FloatArray, as_vector
 
 # The generalised ufunc behind numpy.linalg.eigh (LAPACK syevd, lower triangle): the same
@@ -144,6 +154,31 @@ def check_alpha(alpha: ArrayLike, *, error: type[TorqueCtrlError] = TargetError)
             f"{sigma_min:.3g}); each constraint direction must be independent of the others"
         )
     return a
+
+
+def delassus_axis_scale(robot: RobotModel, frame_index: int, samples: FloatArray | None = None) -> FloatArray:
+    """Workspace scale ``s`` (6,) of the Delassus matrix along each base axis of a frame.
+
+    ``s_i = max_k (J M⁻¹ Jᵀ)_ii`` over the configurations ``q_k`` (rad), with ``J`` the frame's
+    ``LOCAL_WORLD_ALIGNED`` Jacobian: the largest inverse inertia the frame shows along axis
+    ``i`` (1/kg for ``x, y, z``, 1/(kg·m²) for ``rx, ry, rz``). ``samples`` (m × n) defaults to
+    :data:`~.robot.ROW_CHECK_SAMPLES` of :func:`~.robot.sample_configurations`. Zero along an axis
+    no joint moves (every axis of ``base_link``). Uses a data buffer of its own.
+    """
+    model = robot.model
+    data = model.createData()
+    qs = sample_configurations(robot, ROW_CHECK_SAMPLES) if samples is None else samples
+    scale = np.zeros(6)
+    for q in qs:
+        q_pin = robot.configuration(q)
+        pin.computeJointJacobians(model, data, q_pin)
+        pin.updateFramePlacement(model, data, frame_index)
+        jac = pin.getFrameJacobian(model, data, frame_index, pin.LOCAL_WORLD_ALIGNED)
+        pin.crba(model, data, q_pin)
+        pin.cholesky.decompose(model, data)
+        m_inv_jt = pin.cholesky.computeMinv(model, data).dot(jac.T)  # M⁻¹ Jᵀ (n × 6)
+        np.maximum(scale, np.einsum("ij,ji->i", jac, m_inv_jt), out=scale)
+    return scale
 
 
 def selection_rows(alpha: FloatArray) -> slice | np.ndarray | None:
@@ -234,6 +269,10 @@ class ConstrainedDynamics:
         frame: name of the constrained frame (e.g. ``"end_effector_link"``).
         rcond: relative threshold on the Delassus eigenvalues below which the solve is
             damped (see the module docs), in ``[MIN_RCOND, 1)``.
+
+    Attributes:
+        axis_scale: :func:`delassus_axis_scale` of the frame (6,), computed once: the ``s_i`` of
+            ``d_ref`` (module docs, "Regularisation").
     """
 
     def __init__(self, robot: RobotModel, frame: str, *, rcond: float = 1e-6) -> None:
@@ -245,6 +284,7 @@ class ConstrainedDynamics:
         self.rcond = float(rcond)
         self._model = robot.model
         self._data = robot.model.createData()
+        self.axis_scale = delassus_axis_scale(robot, self.frame_index)
         n = robot.n
         #: Pinocchio configuration of the last :meth:`kinematics` call.
         self.configuration = np.zeros(robot.model.nq)
@@ -366,9 +406,11 @@ class ConstrainedDynamics:
         if rows is not None:
             jc = kin.jacobian[rows]  # = αᵀ J, n_c × n
             drift_c = kin.drift[rows]  # = αᵀ J̇ q̇ (n_c,)
+            d_ref = float(self.axis_scale[rows].max())  # = max_j Σ_i s_i α_ij²
         else:
             jc = alpha.T.dot(kin.jacobian)
             drift_c = alpha.T.dot(kin.drift)
+            d_ref = float(self.axis_scale.dot(alpha * alpha).max())
         qdd_free = m_inv.dot(tau - c)
         rhs = beta - drift_c - jc.dot(qdd_free)
         m_inv_jct = m_inv.dot(jc.T)  # n × n_c
@@ -379,7 +421,10 @@ class ConstrainedDynamics:
         eigval, eigvec = _eigh_lower(delassus)
         d_min, d_max = float(eigval[0]), float(eigval[-1])
         condition = d_max / d_min if d_min > 0.0 else float("inf")
-        eps = self.rcond * d_max if d_max > 0.0 else self.rcond
+        # The floor d_ref: relative to d_max alone, a D whose eigenvalues all shrink together
+        # (one constrained axis, d_min = d_max) would never be damped however small it got.
+        scale = max(d_max, d_ref)
+        eps = self.rcond * scale if scale > 0.0 else self.rcond
         regularised = not d_min >= eps
         mu = eps * (1.0 - (max(d_min, 0.0) / eps) ** 2) if regularised else 0.0
         # A null Delassus matrix (no joint moves the constrained axes) still gets mu = eps > 0.
@@ -418,5 +463,6 @@ __all__ = [
     "FrameKinematics",
     "alpha_from_axes",
     "check_alpha",
+    "delassus_axis_scale",
     "selection_rows",
 ]

@@ -185,24 +185,43 @@ def pose_error(current: pin.SE3, target: pin.SE3, kind: str = "decoupled") -> Fl
 
 
 def check_pose_error_axes(kind: str, axes: Sequence[str]) -> None:
-    """Refuse ``se3`` errors when a linear and an angular axis are both left free.
+    """Refuse ``se3`` errors unless all three angular axes ``rx, ry, rz`` are constrained.
 
     The ``se3`` linear part ``V(θ)⁻¹ Rᵀ (p_ref − p)`` mixes the translation error of every
-    axis through the rotation error ``θ``. When the constrained rows reach 0 the free axes'
-    errors are still there, so with a free rotation axis and a free translation axis the
-    constrained translation rows settle at 0 away from the target (docs/controllers.md).
-    With all three linear axes constrained ``p = p_ref`` at rest (``V`` is invertible), with
-    all three angular ones ``θ = 0`` and ``V = I``: the equilibrium is the target's.
+    axis through the rotation error ``θ`` (rad), which only the angular rows regulate:
+
+    * a free rotation axis leaves ``θ`` where it is. With a free translation axis too the
+      constrained translation rows settle at 0 away from the target (with ``x, y, rz``: 8.3 mm
+      off in ``y``, docs/controllers.md).
+    * with all three translation axes constrained and a rotation axis free, the translation
+      loop ``p̈ = K_p R V(θ)⁻¹ Rᵀ (p_ref − p) − K_d ṗ`` is unstable for ``θ`` above ~2.5 rad:
+      ``V(θ)⁻¹`` is not symmetric and its complex eigenvalues' real part falls to 0 at π
+      (largest real part of the loop's roots +0.22 1/s at 2.6 rad with ``K_p`` 100 1/s²,
+      ``K_d`` 20 1/s; in MuJoCo a 3 cm step with the reference 3 rad off about ``z`` grew to
+      102 mm off in 2 s).
+    * angular rows alone read ``log3(R_ref Rᵀ)``, as ``decoupled`` does: nothing to gain.
+
+    With ``rx, ry, rz`` constrained ``θ → 0`` and ``V → I``: the equilibrium is the target's
+    and the translation loop tends to the decoupled one.
+
+    Raises:
+        ConfigError: ``kind`` is ``se3`` and one of ``rx, ry, rz`` is not in ``axes``.
     """
     if kind != "se3":
         return
-    linear, angular = set(AXIS_NAMES[:3]), set(AXIS_NAMES[3:])
-    if linear <= set(axes) or angular <= set(axes):
+    free_angular = [a for a in AXIS_NAMES[3:] if a not in axes]
+    if not free_angular:
         return
+    constrained_linear = [a for a in AXIS_NAMES[:3] if a in axes]
+    why = (
+        f"nothing regulates the rotation error θ that the translation rows {constrained_linear} mix "
+        "in: they settle away from the target, or are unstable for θ above ~2.5 rad"
+        if constrained_linear
+        else "on angular axes alone it is the 'decoupled' error"
+    )
     raise ConfigError(
-        f"achd_rnea.pose_error: 'se3' needs all of x, y, z or all of rx, ry, rz constrained, got "
-        f"{list(axes)}: with a free translation and a free rotation axis its translation rows "
-        "settle away from the target; use 'decoupled'"
+        f"achd_rnea.pose_error: 'se3' needs all of rx, ry, rz constrained, got {list(axes)} "
+        f"(free: {free_angular}): {why}; use 'decoupled'"
     )
 
 
@@ -232,9 +251,10 @@ class AchdRneaConfig:
         free_axis_damping: ``B`` (N·s/m for x, y, z; N·m·s/rad for rx, ry, rz), ``>= 0``: the
             wrench ``−B ∘ ẋ`` is added to ``f_task`` on the *unconstrained* axes only. It damps
             the motion the constraints leave free, e.g. the tool's bounce on a table.
-        pose_error: ``decoupled`` or ``se3``; ``se3`` only with all three linear or all three
-            angular axes constrained (see :func:`check_pose_error_axes`).
-        rcond: relative Delassus eigenvalue threshold for damping, in ``[MIN_RCOND, 1)``.
+        pose_error: ``decoupled`` or ``se3``; ``se3`` only with all three angular axes
+            constrained (see :func:`check_pose_error_axes`).
+        rcond: Delassus eigenvalue threshold for damping, relative to ``max(d_max, d_ref)`` (the
+            largest eigenvalue, floored at its workspace scale), in ``[MIN_RCOND, 1)``.
         floor_height: the plane ``z = floor_height`` (m, base frame, within ±:data:`MAX_FLOOR_HEIGHT`)
             of the floor or table the arm stands on: a target position of the frame below it is
             refused (:meth:`AchdRnea.check_target_height`). This controller keeps no link above
