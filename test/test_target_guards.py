@@ -763,13 +763,15 @@ def test_a_joint_target_behind_a_reference_moving_to_a_limit_stops_it_where_it_w
 ) -> None:
     """joint_2 at 2.15 rad moving at 1.2 rad/s toward its 2.24 limit, its trajectory stopping at
     2.23: stopping at half its speed times the stop time took it to 2.29 and the target was
-    refused. The stop now ends where the trajectory would have (not past it, nor a limit)."""
+    refused. The stop now ends no farther than the trajectory goes (not past it, nor a limit): its
+    last cubic runs past 2.23 on to 2.2364 (``2.15 + 0.36·s − 0.48·s² + 0.2·s³`` at ``s`` = 0.6)
+    and comes back to it 0.3 s on, and the stop ends at 2.2364."""
     node, source = _moving_joint_source(robot, 1, 2.15, 1.2)
     _send_joint_target(node, robot, HOME_Q)
     source.reference(JointState(HOME_Q, np.zeros(7), 3.5))
     assert source.rejected == 0 and source.describe() == "joint_target", source.last_error
     approach = source.tracker.active.move
-    assert approach.positions[1][1] == pytest.approx(2.23)  # the stop: the trajectory's rest point
+    assert approach.positions[1][1] == pytest.approx(2.2364)  # the stop: as far as the trajectory goes
     q2 = [approach.sample(t)[0][1] for t in np.linspace(0.0, approach.duration, 2001)]
     assert max(q2) <= robot.position_upper[1] and q2[-1] == pytest.approx(HOME_Q[1])
 

@@ -33,15 +33,18 @@ targets (an interactive marker, a teleoperation device at 30 Hz) is followed: st
 each one would keep the reference from ever setting off. Otherwise the reference first stops,
 along a quintic to ``x₀ + ẋ₀·T_s/2`` over ``T_s = max(shortest, 15/8 / min kd)`` (decelerating
 at most ``1.5·|ẋ₀|/T_s``, at most ``0.8·kd·|ẋ₀|``: within the law's own ``kd·|ẋ|``; a stop held
-short of a position limit or a rest point is shorter and may decelerate harder, within the
-acceleration bounds), and the move
-after it is timed from there: one quintic from a reference moving away from the target would
+short of a position limit or a rest point, or one that would carry a joint still speeding up past
+its velocity limit, is shorter and may decelerate harder, within the acceleration bounds), and the
+move after it is timed from there: one quintic from a reference moving away from the target would
 carry it on the wrong way (0.75 rad, at 0.74 of joint_1's limit, for a joint target 3 rad behind a
 reference at 0.7 rad/s). The stop is where
 the motion under way comes to rest (its own stop, its goal, a trajectory's waypoint at rest)
 when that is within ``T_s``, so a stream's targets keep the stop under way instead of restarting
-it; in joint space it is never past that rest point nor a position limit. The sources take a
-target sent again (a device repeating its last pose) as no new target.
+it. In joint space it is never past a position limit, nor farther toward a rest point further off
+than the motion under way goes before it rests there (that point, or past it where the motion
+passes it and comes back: a trajectory passing its end point seconds before it returns there does
+not hold the stop to it). The sources take a target sent again (a device repeating its last pose)
+as no new target.
 """
 
 from __future__ import annotations
@@ -307,10 +310,11 @@ class JointApproachPlanner:
     ) -> JointTrajectory:
         """A stop of the reference ``start`` = ``(q, q̇, q̈)`` (rad, rad/s, rad/s²; ``None`` for 0):
         one quintic from it to rest, the stop a target behind it would begin with (the module
-        docs): where ``under_way`` comes to rest if within the stop time, else ``q + q̇·T_s/2``
-        after ``T_s`` (not past that rest point nor a position limit, and then over no more than
-        ``2.5·d/|q̇|`` for the joints held ``d`` short, so that the quintic does not pass the
-        point it is held to: :func:`_monotone_stop_time`). Its velocity and
+        docs), placed and timed by :meth:`_stop_point`: where ``under_way`` comes to rest if within
+        the stop time, else ``q + q̇·T_s/2`` after ``T_s`` (not past a position limit, nor farther
+        toward the next rest point of ``under_way`` than that motion goes before it rests there,
+        and then over no more than ``2.5·d/|q̇|`` for the joints held ``d`` short, so that the
+        quintic does not pass the point it is held to: :func:`_monotone_stop_time`). Its velocity and
         acceleration start at the reference's, so the law's torque does not step. From ``q̇`` and
         no acceleration, ``q(s) = q₀ + q̇·T_s·(s − s³ + s⁴/2)``, ``s = t/T_s``: it decelerates at most
         ``1.5·|q̇|/T_s`` (at ``s = ½``); from 1.125 rad/s on joint_1 with ``kp`` 100 it runs on 0.135
@@ -319,15 +323,26 @@ class JointApproachPlanner:
         :attr:`acceleration_limit`: from 1 rad/s on joint_1 with ``kp`` 1e4 (stop time 0.024 s,
         62 rad/s²), to ``1.5·1/25.9`` = 0.058 s.
 
+        A joint near its velocity limit and still speeding up carries its acceleration on into the
+        stop and passes the limit (0.975 of joint_1's at 10 rad/s², ``kp`` 100: 1.052 of it over
+        0.24 s): the stop is shortened until it keeps inside (:meth:`_within_speed`; 0.105 s there,
+        at 22.5 of its 25.9 rad/s²). Where no stop within the acceleration bounds does (from 0.985
+        of the limit at 10 rad/s², 0.935 at 20), the one passing the velocity limit least is
+        returned, not refused: 1.02 of joint_1's limit for 12 ms from the limit at 10 rad/s², 1.10
+        for 27 ms at 25. Held at once instead, the reference's speed steps by all of ``|q̇|``:
+        the law's acceleration steps from ``q̈₀`` to ``−kd·|q̇|`` (28 rad/s² at ``kd`` 20, past the
+        bound) and the arm runs 0.05 rad past the point held and back.
+        :func:`~.trajectory.check_motion` on the result says whether it passes a velocity limit.
+
         Raises:
-            TargetError: its motion passes a position or velocity limit (a start moving fast
-                toward one, its rest point within a hair of it: where the acceleration bound
-                needs longer than ``2.5·d/|q̇|``, the quintic passes the limit; 0.01 rad from
-                joint_2's at 0.8 rad/s, no stop within its 25.7 rad/s² stays inside).
+            TargetError: its motion passes a position limit (a start moving fast toward one, its
+                rest point within a hair of it: where the acceleration bound needs longer than
+                ``2.5·d/|q̇|``, the quintic passes the limit; 0.01 rad from joint_2's at 0.8 rad/s,
+                no stop within its 25.7 rad/s² stays inside).
         """
         t_stop, q_stop = self._stop_point(start, under_way)
         stopping = self._quintics(start, [t_stop], [q_stop])
-        check_motion(self.robot, stopping, wording=STOP_WORDING)
+        check_motion(self.robot, stopping, wording=STOP_WORDING, velocity_limit=np.inf)
         return stopping
 
     def _stop_point(
@@ -336,22 +351,43 @@ class JointApproachPlanner:
         under_way: tuple[JointTrajectory, float] | None,
     ) -> tuple[float, FloatArray]:
         """``(time (s), q (rad))`` a moving reference ``start`` = ``(q₀, q̇₀, q̈₀)`` stops at: where
-        the motion under way comes to rest if that is within the stop time, else half its speed
-        times the stop time on (not past that rest point, nor a position limit, the time then
-        shortened so that the quintic does not pass it: :func:`_monotone_stop_time`); the time
-        lengthened where the quintic there would pass :attr:`acceleration_limit` (the default
-        point moving on with it, ``q̇₀·T/2``)."""
+        the motion under way comes to rest if that is within the stop time; else half its speed
+        times the stop time on, clipped to the position limits and, on each joint moving toward
+        where the motion under way comes to rest next, to no farther than that motion goes before
+        it rests there (:func:`_reach_toward_rest`: that rest point, or the farthest point past it
+        where the motion passes it and comes back), the time then shortened so that the quintic
+        does not pass the point it is held to (:func:`_monotone_stop_time`). Held to a rest point
+        the motion passes on its way, seconds before it comes back to it, a stop ends short of
+        where the motion runs on to in the meantime, over a fraction of the stop time (0.064 s and
+        21.6 rad/s² instead of 0.24 s and 4.9 rad/s², for a trajectory passing its end point 4.8 s
+        before it returns there). The time is lengthened
+        where the quintic there would pass :attr:`acceleration_limit` (the default point moving on
+        with it, ``q̇₀·T/2``), then shortened where it would pass a velocity limit
+        (:meth:`_within_speed`)."""
         q0, v0 = start[0], start[1]
         rest = _next_rest(under_way)
         if rest is not None and rest[0] <= self.stop_time:
             distance = rest[1] - q0
-            return self._within_bounds(start, lambda _: distance, rest[0]), rest[1]
+
+            def to_rest(_: FloatArray) -> FloatArray:
+                return distance
+
+            t_stop = self._within_bounds(start, to_rest, rest[0])
+            return self._within_speed(start, to_rest, t_stop), rest[1]
+        reach: list[FloatArray] = []  # _reach_toward_rest (~0.4 ms), once a stop point passes the rest point
 
         def stop_at(t_stop: FloatArray) -> FloatArray:
             q_stop = q0 if v0 is None else q0 + (0.5 * t_stop) * v0
-            if rest is not None:
-                q_stop = np.where((q_stop - rest[1]) * (rest[1] - q0) > 0.0, rest[1], q_stop)
+            if rest is not None and under_way is not None:
+                toward = rest[1] - q0
+                if not reach and np.any((q_stop - rest[1]) * toward > 0.0):
+                    reach.append(_reach_toward_rest(under_way, rest[2], q0))
+                if reach:
+                    q_stop = np.where((q_stop - reach[0]) * toward > 0.0, reach[0], q_stop)
             return np.clip(q_stop, self.robot.position_lower, self.robot.position_upper)
+
+        def move(t_stop: FloatArray) -> FloatArray:
+            return stop_at(t_stop) - q0
 
         t_stop = self.stop_time
         if v0 is not None:
@@ -360,10 +396,62 @@ class JointApproachPlanner:
             # search of _within_bounds, relative to where it starts, might not lengthen enough.
             # Such a stop passes the point; past a position limit, check_motion then refuses it.
             shortest = float(np.max(_STOP_PEAK * np.abs(v0) / self.acceleration_limit))
-            monotone = _monotone_stop_time(stop_at(np.asarray(t_stop)) - q0, v0)
+            # Where the point is not held, the move is v0·T/2 itself: rounded, q0 + v0·T/2 − q0 can
+            # read a little short on a joint barely moving (1e-16 rad at 1e-15 rad/s on a joint at
+            # 0.96 rad), as if held, and shortened the stop (0.21 s instead of 0.24).
+            default = (0.5 * t_stop) * v0
+            at = stop_at(np.asarray(t_stop))
+            monotone = _monotone_stop_time(np.where(at == q0 + default, default, at - q0), v0)
             t_stop = min(t_stop, max(monotone, shortest))
-        t_stop = self._within_bounds(start, lambda t: stop_at(t) - q0, t_stop)
+        t_stop = self._within_speed(start, move, self._within_bounds(start, move, t_stop))
         return t_stop, stop_at(np.asarray(t_stop))
+
+    def _within_speed(
+        self,
+        start: tuple[FloatArray, FloatArray | None, FloatArray | None],
+        distance: Callable[[FloatArray], FloatArray],
+        duration: float,
+    ) -> float:
+        """``duration`` (s) if the stop over it from ``start`` = ``(q₀, q̇₀, q̈₀)`` to rest at ``q₀ +
+        distance(T)`` (as in :meth:`_within_bounds`) passes no position or velocity limit (or only
+        as far as the start does), else the longest of ``duration·``:data:`_SHORTER_STOPS` that
+        does and keeps the acceleration bounds of :meth:`_within_bounds`; where none does, the
+        one of those passing the velocity limits least (rated on :func:`_peak_speed`) and no
+        position limit; where none does that either, ``duration`` (refused by the caller's check).
+
+        A joint speeding up near its velocity limit carries its acceleration ``q̈₀`` on into the
+        stop: the longer the stop, the longer before it turns, and the further past the limit."""
+        robot = self.robot
+        lower, upper, limit = robot.position_lower, robot.position_upper, robot.velocity_limit
+
+        def inside(T: float, move: FloatArray, speed_limit: FloatArray | float) -> bool:
+            stopping = self._quintics(start, [T], [start[0] + move])
+            return stopping.within_limits(lower, upper, speed_limit)
+
+        if inside(duration, distance(np.asarray(duration)), limit):
+            return duration
+        n = robot.n
+        v0 = np.zeros(n) if start[1] is None else np.asarray(start[1], dtype=np.float64)
+        a0 = np.zeros(n) if start[2] is None else np.asarray(start[2], dtype=np.float64)
+        durations = duration * _SHORTER_STOPS
+        T = durations[:, None]
+        moves = np.broadcast_to(distance(T), (durations.size, n))  # a fixed rest point: one row
+        bound = np.maximum(self.acceleration_limit, np.abs(a0)) + LIMIT_TOLERANCE
+        fits: NDArray[np.bool_] = np.all(_peak_acceleration(moves, v0, a0, T) <= bound, axis=1)
+        fits[0] = True  # the duration given: as long as the acceleration bounds need
+        # The share of its velocity limit (or of the start's speed, where higher) each stop takes
+        # the fastest joint to: sampled, a lower bound of the exact one.
+        share = np.max(_peak_speed(moves, v0, a0, T) / np.maximum(limit, np.abs(v0)), axis=1)
+        # The longest rated within the limits first, then the others passing them least.
+        order = np.lexsort((-durations, np.maximum(share, 1.0)))
+        order = order[fits[order]]
+        for k in order[share[order] <= 1.0]:
+            if inside(float(durations[k]), moves[k], limit):
+                return float(durations[k])
+        for k in order:
+            if inside(float(durations[k]), moves[k], np.inf):
+                return float(durations[k])
+        return duration
 
     def _duration(self, q: FloatArray, goal: FloatArray) -> float:
         """The rest-to-rest quintic's duration (s) from ``q`` to ``goal``: see the class docs."""
@@ -477,6 +565,27 @@ _JERK_V = np.array([36.0, -96.0, 60.0])[:, None, None]
 _JERK_A = np.array([9.0, -18.0, 10.0])[:, None, None]
 
 
+#: The durations a stop passing a velocity limit is tried over (:meth:`JointApproachPlanner._within_speed`),
+#: as shares of the one first found: itself, then shorter by :data:`_STRETCH_RATIO` each, down to
+#: 1/22.7 of it (the acceleration bounds end it sooner: at 1/2.8 of 0.24 s on joint_1 at ``kp`` 100).
+_SHORTER_STOPS = _STRETCH_RATIO ** -np.arange(0.0, _STRETCH_CHUNK + 1.0)
+#: Where along a quintic (``s = t/T``) :func:`_peak_speed` samples its speed.
+_SPEED_SAMPLES = np.linspace(0.0, 1.0, 65)[:, None, None]
+
+
+def _peak_speed(distance: FloatArray, v0: FloatArray, a0: FloatArray, T: FloatArray) -> FloatArray:
+    """Largest ``|q̇|`` (rad/s, K × n) of the quintics of :func:`_peak_acceleration`, sampled at
+    :data:`_SPEED_SAMPLES`: ``q̇(s) = v0 + T·(a0·s + c₁·s²/2 + c₂·s³/3 + c₃·s⁴/4)``, the integral
+    of that function's ``q̈(s)``. A lower bound, to rate durations by; the one taken is checked
+    exactly."""
+    u = 1.0 / T
+    d, v = distance * (u * u), v0 * u
+    c1, c2, c3 = _JERK_D * d - _JERK_V * v - _JERK_A * a0
+    s = _SPEED_SAMPLES
+    speed = v0 + T * ((((0.25 * c3) * s + c2 / 3.0) * s + 0.5 * c1) * s + a0) * s  # s × K × n
+    return np.abs(speed).max(axis=0)
+
+
 #: A quintic from ``(0, v, 0)`` to rest at ``d`` over ``T`` moves at ``q̇ = v·(1 − s)²·(1 + 2s +
 #: β·s²)``, ``β = 30·d/(v·T) − 15``, ``s = t/T``: it never turns back (past ``d``) while ``β ≥ −3``
 #: (``1 + 2s − 3s² = (1 − s)·(1 + 3s)``), i.e. ``d ≥ 0.4·v·T``. The default stop, ``d = v·T/2``,
@@ -498,8 +607,8 @@ def _monotone_stop_time(distance: FloatArray, v0: FloatArray) -> float:
     return float(np.min(_MONOTONE_STOP * distance[ahead] / v0[ahead]))
 
 
-def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, FloatArray] | None:
-    """``(time left (s), q)`` of the first waypoint after ``t`` where the motion ``under_way =
+def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, FloatArray, int] | None:
+    """``(time left (s), q, index)`` of the first waypoint after ``t`` where the motion ``under_way =
     (trajectory, t)`` is at rest (no velocity, and no acceleration but at the last point, after
     which it is held), or ``None``."""
     if under_way is None:
@@ -511,8 +620,30 @@ def _next_rest(under_way: tuple[JointTrajectory, float] | None) -> tuple[float, 
         still = not trajectory.velocities[i].any()
         last = i == len(trajectory.times) - 1  # held at rest after it, whatever its acceleration
         if still and (last or trajectory.accelerations is None or not trajectory.accelerations[i].any()):
-            return float(trajectory.times[i] - t), trajectory.positions[i]
+            return float(trajectory.times[i] - t), trajectory.positions[i], i
     return None
+
+
+def _reach_toward_rest(under_way: tuple[JointTrajectory, float], rest: int, q0: FloatArray) -> FloatArray:
+    """How far (rad, per joint) the motion ``under_way = (trajectory, t)`` goes toward its waypoint
+    ``rest`` (the next at rest, :func:`_next_rest`), seen from ``q0`` (the reference at ``t``),
+    before it comes to rest there: the waypoint's own value where the motion approaches it without
+    passing it, the farthest point past it where it passes it and comes back (a user's trajectory
+    passing its end point on the way out, seconds before it returns there); exact
+    (:meth:`~.trajectory.JointTrajectory.position_range` of the motion from ``t`` to that waypoint:
+    the segments ahead, and the one under way from its state at ``t``, the same polynomial over
+    what is left of it)."""
+    trajectory, t = under_way
+    ahead = np.arange(int(np.searchsorted(trajectory.times, t, side="right")), rest + 1)
+    accelerations = None if trajectory.accelerations is None else trajectory.accelerations[ahead]
+    lowest, highest = JointTrajectory(
+        trajectory.times[ahead] - t,
+        trajectory.positions[ahead],
+        trajectory.velocities[ahead],
+        accelerations,
+        start=trajectory.sample(t),
+    ).position_range()
+    return np.where(trajectory.positions[rest] > q0, highest, lowest)
 
 
 def _is_moving(start: PoseReference) -> bool:

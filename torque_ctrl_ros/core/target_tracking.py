@@ -50,7 +50,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .approach import JointApproachPlanner, PoseApproach, PoseApproachPlanner
+from .approach import STOP_WORDING, JointApproachPlanner, PoseApproach, PoseApproachPlanner
 from .constrained_dynamics import AXIS_NAMES
 from .controllers import HQPID, QPID, AchdRnea, ComputedTorque, PoseReference
 from .errors import TargetError
@@ -672,6 +672,13 @@ class JointTargetTracker:
             except TargetError as exc:  # rare: its rest point within a hair of a limit
                 self._warn(f"stop: held at once, its smooth stop refused ({exc})")
             else:
+                try:
+                    check_motion(self.robot, stopping, wording=STOP_WORDING)
+                except TargetError as exc:
+                    # A joint at its velocity limit still speeding up: no stop within the
+                    # acceleration bounds keeps inside, and the one passing it least is milder
+                    # than holding at once (a step of the whole speed).
+                    self._warn(f"stop: smooth, though it passes a velocity limit briefly ({exc})")
                 self.mode, self.held = JointMode.STOPPING, None
                 self.active = TimedMove(stopping, state.stamp)
                 return

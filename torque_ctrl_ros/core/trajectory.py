@@ -383,6 +383,17 @@ class JointTrajectory:
                 return found
         return None
 
+    def position_range(self) -> tuple[FloatArray, FloatArray]:
+        """The lowest and the highest ``q`` (rad, ``n`` each) of the whole motion, exactly: every
+        segment at its ends and at the real roots of its ``q̇`` in it, as :meth:`limit_violation`
+        finds them."""
+        seg, n = self._segments, self.n
+        if self.accelerations is None:
+            q = _cubic_extrema(seg, n, False).q
+        else:
+            q = _quintic_extrema(seg, n, np.ones((seg.shape[0], n), dtype=bool), False).q
+        return q.min(axis=(0, 1)), q.max(axis=(0, 1))
+
     def within_limits(
         self,
         lower: ArrayLike,
@@ -885,6 +896,7 @@ def check_motion(
     offset: float = 0.0,
     acceleration_limit: ArrayLike | None = None,
     wording: MotionWording = TRAJECTORY_WORDING,
+    velocity_limit: ArrayLike | None = None,
 ) -> None:
     """Refuse a trajectory whose interpolated motion passes a position limit (bounded joints), a
     velocity limit or, if given, ``acceleration_limit`` (rad/s² per joint, e.g.
@@ -892,11 +904,12 @@ def check_motion(
     ``last − 1``); ``offset`` (s) is added to the reported time so that it reads as the message's
     ``time_from_start``. ``wording``: how the refusal names the motion and what it advises (by
     default for a user's trajectory; a motion the package planned words it for its caller).
+    ``velocity_limit``: rad/s per joint in place of the model's (``inf``: speeds not checked).
     """
     found = trajectory.limit_violation(
         robot.position_lower,
         robot.position_upper,
-        robot.velocity_limit,
+        robot.velocity_limit if velocity_limit is None else velocity_limit,
         first,
         last,
         np.inf if acceleration_limit is None else acceleration_limit,
