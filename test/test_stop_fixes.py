@@ -266,3 +266,16 @@ def test_the_position_range_of_a_trajectory_is_exact(accelerations: bool) -> Non
     assert np.all(lowest <= sampled.min(axis=0) + 1e-12) and np.all(highest >= sampled.max(axis=0) - 1e-12)
     assert np.allclose(lowest, sampled.min(axis=0), atol=1e-6)
     assert np.allclose(highest, sampled.max(axis=0), atol=1e-6)
+
+
+def test_a_stop_passing_a_velocity_limit_by_more_than_the_cap_is_refused(robot: RobotModel) -> None:
+    """joint_7 at 0.9 of its velocity limit speeding up at 2 000 rad/s² (within its acceleration
+    bound, ~8 000: a user's trajectory may ask that): the stop passing its limit least still goes
+    several times past it, so it is refused (the tracker holds the reference at once, as for a
+    stop into a position limit) instead of run with a warning (a review: up to 48 times the limit)."""
+    planner = _planner(robot, 100.0)
+    assert planner.acceleration_limit[6] > 2000.0
+    v0, a0 = np.zeros(7), np.zeros(7)
+    v0[6], a0[6] = 0.9 * robot.velocity_limit[6], 2000.0
+    with pytest.raises(TargetError, match=r"joint_7 at .* above its velocity limit"):
+        planner.stop((HOME_Q.copy(), v0, a0))

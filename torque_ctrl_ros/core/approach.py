@@ -92,6 +92,12 @@ COURSE_MARGIN = 1e-4
 #: joint is timed on that first-order motion alone: the predicted path (~0.4 ms) adds nothing there,
 #: and a stream of targets plans one move per message.
 LINEAR_MOVE = 0.1
+#: The most a stop may take a joint past its velocity limit (a share of it) where no stop within
+#: the acceleration bounds keeps inside (:meth:`JointApproachPlanner.stop`): from joint_1's limit
+#: at 25 rad/s², near its bound, the least passing one reaches 1.104. Farther (a user's trajectory
+#: accelerating joint_7 at thousands of rad/s² near its limit: up to 48 times it in a review), the
+#: stop is refused and the reference held at once.
+MAX_STOP_OVERSPEED = 1.15
 
 #: The share of each velocity limit one quintic from a moving reference may reach. A reference
 #: still speeding up toward a target sent further ahead has no quintic within :data:`SPEED_SHARE`
@@ -328,21 +334,24 @@ class JointApproachPlanner:
         0.24 s): the stop is shortened until it keeps inside (:meth:`_within_speed`; 0.105 s there,
         at 22.5 of its 25.9 rad/s²). Where no stop within the acceleration bounds does (from 0.985
         of the limit at 10 rad/s², 0.935 at 20), the one passing the velocity limit least is
-        returned, not refused: 1.02 of joint_1's limit for 12 ms from the limit at 10 rad/s², 1.10
-        for 27 ms at 25. Held at once instead, the reference's speed steps by all of ``|q̇|``:
-        the law's acceleration steps from ``q̈₀`` to ``−kd·|q̇|`` (28 rad/s² at ``kd`` 20, past the
-        bound) and the arm runs 0.05 rad past the point held and back.
+        returned if it keeps within :data:`MAX_STOP_OVERSPEED` of it: 1.02 of joint_1's limit for
+        12 ms from the limit at 10 rad/s², 1.10 for 27 ms at 25. Held at once instead, the
+        reference's speed steps by all of ``|q̇|``: the law's acceleration steps from ``q̈₀`` to
+        ``−kd·|q̇|`` (28 rad/s² at ``kd`` 20, past the bound) and the arm runs 0.05 rad past the
+        point held and back.
         :func:`~.trajectory.check_motion` on the result says whether it passes a velocity limit.
 
         Raises:
             TargetError: its motion passes a position limit (a start moving fast toward one, its
                 rest point within a hair of it: where the acceleration bound needs longer than
                 ``2.5·d/|q̇|``, the quintic passes the limit; 0.01 rad from joint_2's at 0.8 rad/s,
-                no stop within its 25.7 rad/s² stays inside).
+                no stop within its 25.7 rad/s² stays inside), or a velocity limit by more than
+                :data:`MAX_STOP_OVERSPEED`.
         """
         t_stop, q_stop = self._stop_point(start, under_way)
         stopping = self._quintics(start, [t_stop], [q_stop])
-        check_motion(self.robot, stopping, wording=STOP_WORDING, velocity_limit=np.inf)
+        speed_cap = MAX_STOP_OVERSPEED * self.robot.velocity_limit
+        check_motion(self.robot, stopping, wording=STOP_WORDING, velocity_limit=speed_cap)
         return stopping
 
     def _stop_point(
@@ -953,6 +962,7 @@ class PoseApproachPlanner:
 
 __all__ = [
     "APPROACH_WORDING",
+    "MAX_STOP_OVERSPEED",
     "SPEED_SHARE",
     "STOP_WORDING",
     "JointApproachPlanner",
