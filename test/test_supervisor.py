@@ -540,22 +540,47 @@ def test_a_gap_in_a_fallback_past_the_command_timeout_stops(robot: RobotModel, g
     assert sup.step(NAN, V0, t + DT, t + DT).action is Action.NONE
 
 
-def test_a_slow_streams_period_is_the_command_timeout_of_its_fallback(robot: RobotModel) -> None:
-    """On a 12.5 Hz stream (80 ms between states) a driver applies each command for 80 ms: the
-    fallback answers refused states 80 ms apart; a gap of two periods (160 ms) ends it."""
+@pytest.mark.parametrize("late_ms", [0.0, 3.0], ids=["on time", "3 ms late"])
+def test_a_slow_streams_period_and_a_half_is_the_command_timeout_of_its_fallback(
+    robot: RobotModel, late_ms: float
+) -> None:
+    """On a 12.5 Hz stream (80 ms between states) a driver applies each command for a period:
+    the fallback answers refused states 80 ms apart, also when they arrive a few ms late (the
+    timeout is 1.5 periods, as a slow stream's silence is; at one period a state 1 ms late ended
+    the window, a review), and a gap of two periods (160 ms) ends it."""
     sup = _supervisor(robot, max_age=0.1)
     period = 0.08
     for k in range(6):
         _good(sup, T0 + k * period)
     t = T0 + 6 * period
-    for _ in range(2):
-        decision = sup.step(NAN, V0, t, t)
+    for _ in range(3):
+        decision = sup.step(NAN, V0, t, t + late_ms * 1e-3)
         assert decision.action is Action.FALLBACK and decision.command is not None
         t += period
     t += period
     decision = sup.step(NAN, V0, t, t)
     assert decision.action is Action.NONE and sup.watchdog.state is WatchdogState.STOPPED
-    assert decision.transition is not None and "longer than the 80 ms" in decision.transition.message
+    assert decision.transition is not None and "longer than the 120 ms" in decision.transition.message
+
+
+def test_a_gap_in_the_stamps_a_lagging_clock_hides_ends_the_fallback_too(robot: RobotModel) -> None:
+    """Under sim time, catching up a backlog, the caller's clock lags behind the states (by
+    ``clock_lag``): a refused state stamped 200 ms after the last safe command's, the clock 2 ms
+    on, ends the window as it does on a clock that ran those 200 ms (by the stamps' gap; the
+    brake's own clock, each stamp's step counted at most max_age, read 20 ms, a review)."""
+    sup = _supervisor(robot)
+    t = _run(sup, 50) + DT
+    assert sup.step(NAN, V0, t, t).command is not None
+    decision = sup.step(NAN, V0, t + 0.2, t + 0.002, clock_lag=0.2)
+    assert decision.action is Action.NONE and sup.watchdog.state is WatchdogState.STOPPED
+    # 201: the stamp counts from a period behind the clock and its lag (t + 0.202) on.
+    assert decision.transition is not None and "no safe command for 201 ms" in decision.transition.message
+    # Without the lag told, one state stamped far ahead on a running clock counts a period at most.
+    sup = _supervisor(robot)
+    t = _run(sup, 50) + DT
+    assert sup.step(NAN, V0, t, t).command is not None
+    decision = sup.step(NAN, V0, t + 0.2, t + 0.002)
+    assert decision.action is Action.FALLBACK and sup.watchdog.state is WatchdogState.FALLBACK
 
 
 def test_a_controller_failing_on_every_state_stops_after_the_window(robot: RobotModel) -> None:

@@ -41,12 +41,13 @@ every ``m`` ms each damping of this package is ``m`` times closer to its bound, 
 included. (The MuJoCo runs behind these choices: docs/controllers.md, "Measurements behind the
 core's bounds and defaults".)
 
-A gap longer than the command timeout (:data:`FIRST_HOLD_PERIODS`, or the stream's period where
-that is longer) is past what any command here is made safe for, and past it the driver no longer
-applies the command: its own timeout took over, and the prediction no longer says where the arm
-is. Predicted on, a 200 ms gap after the first command had the prediction at 3.8 times a
-velocity limit and the commands after it damping with ``K_d/200``; :meth:`SafeBrake.held_past_timeout`
-tells the caller, which ends the window (:class:`~.supervisor.Supervisor`) instead.
+A gap longer than the command timeout (:data:`FIRST_HOLD_PERIODS`, or 1.5 of the stream's period
+where that is longer: the caller's choice, :meth:`SafeBrake.start`) is past what any command here
+is made safe for, and past it the driver no longer applies the command: its own timeout took
+over, and the prediction no longer says where the arm is. Predicted on, a 200 ms gap after the
+first command had the prediction at 3.8 times a velocity limit and the commands after it damping
+with ``K_d/200``; :meth:`SafeBrake.held_past_timeout` tells the caller, which ends the window
+(:class:`~.supervisor.Supervisor`) instead.
 
 Timing the prediction from commands sent, not from when the fallback began, makes the first
 command the same whether or not the stream fell silent first (no command was sent then). On

@@ -201,6 +201,10 @@ class Supervisor:
         # When the brake started (the caller's clock, s), and how far the states' stamps have run
         # since (s, each step at most max_age), from the newest finite stamp seen (nan: none yet).
         self._brake_start = self._stamps_run = self._last_brake_stamp = math.nan
+        # The last step's stamp within a period of the caller's clock and its lag (s, step()), and
+        # that of the last safe command's state: the stamps' gap between two safe commands, for
+        # the command timeout (_safe_command).
+        self._gap_stamp = self._last_safe_gap_stamp = math.nan
 
     @property
     def stream_period(self) -> float:
@@ -280,6 +284,8 @@ class Supervisor:
         # state stamped well ahead among states 1 ms apart read as a silence of max_age + 1 ms.
         ahead = max(self.resume_tracker.stream.period, CONTROL_PERIOD)
         gap = min(effective_stamp, now + clock_lag + ahead) - self.resume_tracker.stream.last_stamp
+        # A stamp far behind (refused as stale) tells no gap either: within a period of the clock.
+        self._gap_stamp = min(max(stamp, now + clock_lag - ahead), now + clock_lag + ahead)
         silent = self.resume_tracker.silence_after() < gap < math.inf
         silence = self.silence(now, gap) if silent else None
         previous, rejected_before, resets = wd.state, wd.rejected_total, wd.clock_resets
@@ -427,9 +433,13 @@ class Supervisor:
         """The safe brake's command (saturated) for a state stamped ``stamp`` (s; ``effective_stamp``
         as :meth:`step` counts it) that the watchdog refused or the controller failed on, at
         ``now`` (s). ``None`` (the watchdog's message says why) when the last safe command has
-        been out longer than the driver applies one (:data:`~.braking.FIRST_HOLD_PERIODS`, or the
-        stream's period where longer: :meth:`SafeBrake.held_past_timeout`): the arm was not
-        braked by it since, and no prediction from it says where the arm is.
+        been out longer than the driver applies one (:data:`~.braking.FIRST_HOLD_PERIODS`, or 1.5
+        of the stream's period where longer, as :meth:`ResumeTracker.silence_after` allows a
+        slow stream's states to come late), by the brake's clock
+        (:meth:`SafeBrake.held_past_timeout`) or by the states' stamps, each counted within a period
+        of the caller's clock and its lag (so that a gap a catch-up's lagging clock hides still
+        counts, and one wild stamp, ahead or behind, counts no gap): the arm was not braked by it
+        since, and no prediction from it says where the arm is.
 
         The brake's prediction runs on the larger of the time the caller's clock and the states'
         stamps have run since it started (each stamp's step counted up to ``max_age``): either
@@ -452,9 +462,10 @@ class Supervisor:
             # fallback 5 ms late ended with the arm at 1.55–1.97 rad/s where the brake's
             # prediction read 0.54 (0.62 against 0.53 from the carried state; a review's runs).
             q0, v0 = self.predictor.predict(wd.last_good.q, wd.last_good.v)
-            stream_periods = round(self.resume_tracker.stream.period / self.brake.period)
+            stream_periods = round(1.5 * self.resume_tracker.stream.period / self.brake.period)
             timeout = max(FIRST_HOLD_PERIODS, stream_periods)
             self.brake.start(q0, v0, now, hold=self.first_hold(), timeout=timeout)
+            self._last_safe_gap_stamp = math.nan
             self._brake_since = since
             self._brake_start, self._stamps_run = now, 0.0
             self._last_brake_stamp = stamp if math.isfinite(stamp) else math.nan
@@ -464,6 +475,11 @@ class Supervisor:
                 self._last_brake_stamp = stamp
         elapsed = max(_forward(now - self._brake_start), self._stamps_run)
         held = self.brake.held_past_timeout(self._brake_start + elapsed)
+        stamp_gap = round(min(_forward(self._gap_stamp - self._last_safe_gap_stamp) / self.brake.period, 1e9))
+        if stamp_gap > self.brake.timeout:
+            held = max(held, stamp_gap)
+        if math.isfinite(self._gap_stamp) and not self._gap_stamp < self._last_safe_gap_stamp:
+            self._last_safe_gap_stamp = self._gap_stamp
         if held:
             period_ms = 1e3 * self.brake.period
             wd.last_message = (
