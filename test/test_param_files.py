@@ -56,6 +56,10 @@ NESTED = "/**:\n" + "".join(
     "  " + line + "\n"
     for line in _section("controller_node", controller="hqpid", watchdog={"max_age": 0.5}).splitlines()
 )
+#: A node's section beside the wildcard's own parameters (rcl: ``/**``, then ``/**/controller_node``).
+BESIDE = _section("/**", qos_depth=10) + "".join(
+    "  " + line + "\n" for line in _section("controller_node", controller="qpid").splitlines()
+)
 DOTTED = _section("controller_node", **{"watchdog.max_age": 0.25, "controller": "qpid"})
 OTHER_NODE = _section("sim_node", controller="qpid", mode="lockstep")
 
@@ -65,6 +69,7 @@ CASES = {
     "two spellings of a node's name are two sections": [BOTH_SPELLINGS],
     "the order of first appearance over files": [WILDCARD_QPID, BOTH_SPELLINGS],
     "a namespace as an enclosing key": [OPENS_WITH_WILDCARD, NESTED],
+    "a node's section beside the wildcard's parameters": [OPENS_WITH_WILDCARD, BESIDE],
     "a dotted name and a nested one are one parameter": [NESTED, DOTTED],
     "another node's section": [OTHER_NODE, WILDCARD_LAST],
 }
@@ -225,6 +230,21 @@ def test_a_misspelt_node_under_a_namespace_key_is_refused(tmp_path: Path) -> Non
         bad.write_text(text)
         with pytest.raises(ConfigError, match=rf"section '{key}' names no node started here"):
             check_params_file(bad, ("sim_node", "controller_node"))
+
+
+def test_a_key_written_twice_in_a_mapping_is_refused(tmp_path: Path) -> None:
+    """rcl merges a node's section written twice (and a nested group like ``watchdog:``) where a
+    YAML reader keeps the last: read that way a second ``sim_node:`` hid the first's reversed
+    ``joints`` from the joint-order check (a review). Such a file is refused, naming the key."""
+    twice = _section("sim_node", joints="[joint_7, joint_6]") + _section("sim_node", duration=5.0)
+    group = (
+        "controller_node:\n  ros__parameters:\n    watchdog:\n      max_age: 0.5\n"
+        "    watchdog:\n      fallback_duration: 0.2\n"
+    )
+    for text, key, line in ((twice, "sim_node", 4), (group, "watchdog", 5)):
+        (path,) = _files(tmp_path, [text])
+        with pytest.raises(ConfigError, match=rf"'{key}' written twice in one mapping \(line {line}\)"):
+            file_parameters([path], "/controller_node")
 
 
 def test_a_nan_override_is_written_not_refused(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import dataclasses
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -447,13 +447,30 @@ def sim_node_config(params: Mapping[str, Any], node: str = "sim_node") -> SimNod
 def _read_yaml(path: Path) -> Any:
     """The YAML document of the file ``path``.
 
+    A key written twice in one mapping is refused: rcl merges the two (a node's section, a nested
+    group like ``watchdog:``) where a YAML reader keeps the last, so the checks here would read
+    other parameters than the nodes get (a second ``sim_node:`` hid the first's ``joints``).
+
     Raises:
-        ConfigError: the file cannot be read, or is no YAML.
+        ConfigError: the file cannot be read, is no YAML, or writes a key twice in one mapping.
     """
     import yaml  # only the runner reads parameter files itself; the nodes get them from rcl
 
+    class UniqueKeys(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise ConfigError(
+                        f"parameter file {path}: {key!r} written twice in one mapping (line "
+                        f"{key_node.start_mark.line + 1}); rcl merges the two: write it once"
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+
     try:
-        return yaml.safe_load(Path(path).read_text())
+        return yaml.load(Path(path).read_text(), Loader=UniqueKeys)  # a SafeLoader
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"parameter file {path}: {exc}") from None
 
@@ -601,7 +618,9 @@ def controller_model_file(paths: Sequence[Path]) -> str:
 def _sections(document: Any, prefix: str = "") -> list[tuple[str, dict[str, Any]]]:
     """The sections of a parameter file's YAML ``document`` in order, as (name, flattened
     ``ros__parameters``); a namespace written as an enclosing key (``/**:`` then
-    ``controller_node:``) joins the name as rcl joins it (``/**/controller_node``)."""
+    ``controller_node:``) joins the name as rcl joins it (``/**/controller_node``), also beside a
+    ``ros__parameters`` of its own (rcl reads ``/**: {ros__parameters: …, controller_node: …}`` as
+    two sections, ``/**`` then ``/**/controller_node``)."""
     out: list[tuple[str, dict[str, Any]]] = []
     for key, body in document.items() if isinstance(document, dict) else ():
         if not isinstance(body, dict):
@@ -609,6 +628,7 @@ def _sections(document: Any, prefix: str = "") -> list[tuple[str, dict[str, Any]
         name = f"{prefix}/{key}" if prefix else str(key)
         if "ros__parameters" in body:
             out.append((name, _flat(body["ros__parameters"])))
+            out += _sections({k: v for k, v in body.items() if k != "ros__parameters"}, name)
         else:
             out += _sections(body, name)
     return out
@@ -668,6 +688,33 @@ def check_overrides(
                 f"applies the sections in the order they first appear): rename it {node!r}"
             )
     return plain
+
+
+def check_layer_wins(
+    files: Sequence[Path], layer: Path, node: str, after: Sequence[Path] = (), exempt: Collection[str] = ()
+) -> None:
+    """Refuse ``files`` (loaded in that order, ``layer`` among them, ``after`` those loaded after
+    it) where a value ``layer`` gives ``node`` (e.g. ``/controller_node``) is not the value the
+    node gets, unless a file of ``after`` sets it or it is one of ``exempt`` (set on purpose
+    later, e.g. by a launch argument): rcl applies the sections in the order they first
+    appear, so a file before ``layer`` ending with a ``/**:`` section beats ``layer``'s
+    ``controller_node:`` (the hardware file's 5 ms ``command_delay`` read 1 ms, with every delay
+    check of the gains passed on 1 ms).
+
+    Raises:
+        ConfigError: naming the parameters that lost and their values.
+    """
+    own = _resolve(_file_sections([layer]), node)
+    changed = set(exempt) | (set(_resolve(_file_sections(after), node)) if after else set())
+    got = _resolve(_file_sections(files), node)
+    lost = {k: got.get(k) for k, v in own.items() if k not in changed and not _same_value(got.get(k), v)}
+    if lost:
+        raise ConfigError(
+            f"parameter file {layer}: its values for {node} {sorted(lost)} do not reach the node "
+            f"(it gets {lost}): a file before it has a section reaching {node} after the node's own "
+            f"section (e.g. '/**:' after '{node.strip('/')}:'), which rcl applies later: move those "
+            f"values into that file's '{node.strip('/')}:' section"
+        )
 
 
 def _write_overrides(path: Path, plain: Mapping[str, Mapping[str, Any]]) -> Path:
