@@ -136,7 +136,8 @@ def _check(context: LaunchContext) -> list[Node]:
     exist (launch_ros would only warn, and a misspelt ``hardware_params_file`` would put the
     controller on the arm without the real arm's delay and dampings) or has a section for no
     node of the package (:func:`check_params_file`), ``max_age`` not a number, a ``model_file``
-    that does not exist, files that keep an argument from overriding them (:func:`check_overrides`)."""
+    that does not exist, files that keep an argument from overriding them (:func:`check_overrides`)
+    or ``hardware_params_file`` from reaching the controller (:func:`check_layer_wins`)."""
     for path in _files(context):
         if not Path(path).is_file():
             raise ValueError(f"hardware_gen3: parameter file {path!r} does not exist")
@@ -147,7 +148,15 @@ def _check(context: LaunchContext) -> list[Node]:
     if model_file:
         find_model_file(model_file, "hardware_gen3")
     files = [Path(f) for f in _files(context)]
-    params.check_overrides(_overrides(context), files)
+    overrides = _overrides(context)
+    params.check_overrides(overrides, files)
+    # The hardware file's values must reach the controller (its 5 ms delay checks the gains).
+    hardware = params.optional_file(LaunchConfiguration("hardware_params_file").perform(context))
+    if hardware:
+        extra = params.optional_file(LaunchConfiguration("extra_params_file").perform(context))
+        after = [Path(extra)] if extra else []
+        exempt = overrides["controller_node"]  # set by the arguments on purpose
+        params.check_layer_wins(files, Path(hardware), "/controller_node", after, exempt)
     # What rviz shows (view_gen3's model_file): the argument, else the files' controller model.
     if LaunchConfiguration("rviz").perform(context) != "true":
         return []

@@ -307,6 +307,24 @@ def test_the_arguments_win_over_a_params_file_opening_with_a_wildcard(tmp_path: 
 
 
 @pytest.mark.usefixtures("fake_launch")
+def test_the_hardware_files_values_must_reach_the_controller(tmp_path: Path) -> None:
+    """A ``params_file`` ending with a ``/**:`` section (``command_delay`` written once for both
+    nodes): rcl applies it after the node's own section, where the hardware file's values went, so
+    the controller on the arm got 1 ms and every delay check of its gains passed on 1 ms (a
+    review). Refused, naming the value; the same value set in ``extra_params_file`` is taken."""
+    params = tmp_path / "params.yaml"
+    params.write_text(SHIPPED.read_text() + "/**:\n  ros__parameters:\n    command_delay: 0.001\n")
+    with pytest.raises(
+        ConfigError, match=r"gen3_hardware\.yaml: its values for /controller_node \['command_delay'\]"
+    ):
+        evaluate("hardware_gen3.launch.py", params_file=str(params))
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("controller_node:\n  ros__parameters:\n    command_delay: 0.001\n")
+    read = evaluate("hardware_gen3.launch.py", extra_params_file=str(extra))["controller_node"]
+    assert read.parameters("controller_node")["command_delay"] == 0.001
+
+
+@pytest.mark.usefixtures("fake_launch")
 def test_the_simulation_refuses_two_joint_orders(tmp_path: Path) -> None:
     """As ``make sim`` does (joint_order.joint_order_error): commands carry no joint names, so a
     simulator whose ``joints`` order is not the controller's would put each torque on another
