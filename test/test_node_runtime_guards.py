@@ -1442,8 +1442,10 @@ def test_a_record_that_would_grow_without_bound_is_refused_at_start(
         nodes.make("sim", mode="lockstep", duration=duration, record_file=str(tmp_path / "r.npz"))
 
 
-def test_the_record_holds_each_state_once(nodes: Nodes, tmp_path: Path) -> None:
-    path = tmp_path / "r.npz"
+@pytest.mark.parametrize("name", ["r.npz", "r.dat"])
+def test_the_record_holds_each_state_once(nodes: Nodes, tmp_path: Path, name: str) -> None:
+    """Written under the name given (numpy, given the name, had written ``r.dat.npz``; a review)."""
+    path = tmp_path / name
     sim = nodes.make("sim", mode="lockstep", duration=0.004, record_file=str(path))
     sim._publish_state()
     sim._publish_state()  # state 0 republished while waiting for a controller: recorded once
@@ -1457,6 +1459,7 @@ def test_the_record_holds_each_state_once(nodes: Nodes, tmp_path: Path) -> None:
     assert rec["q"].shape == (3, 7) and np.array_equal(rec["q"][0], q0)
     assert np.array_equal(rec["q"][2], sim.plant.q) and np.array_equal(rec["tau"][0], np.zeros(7))
     assert list(rec["joint_names"]) == JOINTS
+    assert [p.name for p in tmp_path.iterdir()] == [name]
 
 
 def test_deadline_misses_count_callbacks_longer_than_the_state_period(nodes: Nodes) -> None:

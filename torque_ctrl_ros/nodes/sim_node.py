@@ -766,14 +766,16 @@ class SimNode:
         rec = self._record
         assert rec is not None
         rows = rec.count
-        np.savez(
-            self.config.record_file,
-            t=rec.t[:rows] * 1e-9,
-            q=rec.q[:rows],
-            v=rec.v[:rows],
-            tau=rec.tau[:rows],
-            joint_names=np.array(self.plant.joint_names),
-        )
+        # Through a file object: given a name, numpy writes `<name>.npz` unless it already ends so.
+        with open(self.config.record_file, "wb") as out:
+            np.savez(
+                out,
+                t=rec.t[:rows] * 1e-9,
+                q=rec.q[:rows],
+                v=rec.v[:rows],
+                tau=rec.tau[:rows],
+                joint_names=np.array(self.plant.joint_names),
+            )
 
 
 def main(args: list[str] | None = None) -> int:
