@@ -243,7 +243,7 @@ def test_a_key_written_twice_in_a_mapping_is_refused(tmp_path: Path) -> None:
     )
     for text, key, line in ((twice, "sim_node", 4), (group, "watchdog", 5)):
         (path,) = _files(tmp_path, [text])
-        with pytest.raises(ConfigError, match=rf"'{key}' written twice in one mapping \(line {line}\)"):
+        with pytest.raises(ConfigError, match=rf"line {line}: key '{key}' given twice in one mapping \(rcl"):
             file_parameters([path], "/controller_node")
 
 

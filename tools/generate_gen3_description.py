@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from torque_ctrl_ros.yaml_keys import load_unique
 
 REPO_ROOT: Path = Path(__file__).resolve().parent.parent
 DESCRIPTION_PATH: Path = REPO_ROOT / "config" / "gen3_description.yaml"
@@ -345,26 +345,11 @@ def _check_chain(description: Description) -> None:
             raise ValueError(f"{link.name}: unknown color {link.color!r}")
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key given twice in one mapping: PyYAML keeps the last
-    silently, so a link pasted twice under one name would replace the first without a word."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise ValueError(
-                    f"line {key_node.start_mark.line + 1}: key {key!r} given twice in one mapping"
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def load_description(path: Path | str = DESCRIPTION_PATH) -> Description:
     """Read and check the YAML description at ``path``."""
     with open(path, encoding="utf-8") as stream:
-        return description_from_dict(yaml.load(stream, Loader=_UniqueKeyLoader))
+        # A key given twice refused: PyYAML would keep the last (a link pasted twice replaced).
+        return description_from_dict(load_unique(stream))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -454,25 +454,17 @@ def _read_yaml(path: Path) -> Any:
     Raises:
         ConfigError: the file cannot be read, is no YAML, or writes a key twice in one mapping.
     """
-    import yaml  # only the runner reads parameter files itself; the nodes get them from rcl
+    # Only the runner reads parameter files itself; the nodes get them from rcl.
+    import yaml
 
-    class UniqueKeys(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if key in seen:
-                    raise ConfigError(
-                        f"parameter file {path}: {key!r} written twice in one mapping (line "
-                        f"{key_node.start_mark.line + 1}); rcl merges the two: write it once"
-                    )
-                seen.add(key)
-            return super().construct_mapping(node, deep)
+    from ..yaml_keys import load_unique
 
     try:
-        return yaml.load(Path(path).read_text(), Loader=UniqueKeys)  # a SafeLoader
+        return load_unique(Path(path).read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"parameter file {path}: {exc}") from None
+    except ValueError as exc:  # a key twice
+        raise ConfigError(f"parameter file {path}: {exc} (rcl merges the two: write it once)") from None
 
 
 def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> None:
