@@ -116,11 +116,17 @@ def _configure(qp: proxqp.dense.QP, eps_abs: float, max_iter: int, known_feasibl
         settings.eps_primal_inf = _KNOWN_FEASIBLE_EPS_PRIMAL_INF
 
 
-def _limit_iterations(qp: proxqp.dense.QP, max_iter: int, max_iter_in: int) -> None:
-    """Set the solver's caps on outer and inner iterations (a warm attempt's, then back)."""
+def _warm_solve(qp: proxqp.dense.QP, warm_max_iter: int | None, max_iter: int) -> None:
+    """``qp.solve()`` warm, within ``warm_max_iter`` outer iterations of :data:`_WARM_MAX_ITER_IN`
+    inner ones where given (``None``: the full caps), which are set back to ``max_iter`` and
+    :data:`_MAX_ITER_IN` after it for a cold retry."""
+    if warm_max_iter is None:
+        qp.solve()
+        return
     settings = qp.settings
-    settings.max_iter = max_iter
-    settings.max_iter_in = max_iter_in
+    settings.max_iter, settings.max_iter_in = warm_max_iter, _WARM_MAX_ITER_IN
+    qp.solve()
+    settings.max_iter, settings.max_iter_in = max_iter, _MAX_ITER_IN
 
 
 def _default_proximal(qp: proxqp.dense.QP) -> dict[str, float]:
@@ -304,12 +310,7 @@ class DenseQP:
         if warm:
             # The solver is set to warm-start (see _init_and_solve).
             qp.update(self.H, self.g, self.A, self.b, self.C, self._l, self._u, **self._proximal)
-            if self.warm_max_iter is None:
-                qp.solve()
-            else:
-                _limit_iterations(qp, self.warm_max_iter, _WARM_MAX_ITER_IN)
-                qp.solve()
-                _limit_iterations(qp, self._max_iter, _MAX_ITER_IN)
+            _warm_solve(qp, self.warm_max_iter, self._max_iter)
             info = qp.results.info
             iterations = int(info.iter)
             if info.status != _SOLVED or not self._multipliers_on_their_bounds(qp.results):
@@ -544,12 +545,7 @@ class WarmReplay:
             return
         qp = self._qp
         qp.update(H, g, A, b, C, lo, hi, **self._proximal)
-        if self._warm_max_iter is None:
-            qp.solve()
-        else:
-            _limit_iterations(qp, self._warm_max_iter, _WARM_MAX_ITER_IN)
-            qp.solve()
-            _limit_iterations(qp, self._max_iter, _MAX_ITER_IN)
+        _warm_solve(qp, self._warm_max_iter, self._max_iter)
         if qp.results.info.status != _SOLVED:
             qp.settings.initial_guess = _COLD
             qp.init(H, g, A, b, C, lo, hi)
