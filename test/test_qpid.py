@@ -1147,6 +1147,15 @@ def test_registry_and_config_errors(robot: RobotModel) -> None:
         HQPID.from_params(robot, _params(**on_joint_2, **{"tool.weight": [1, 1, 0]}))
     with pytest.raises(ConfigError, match=r"hqpid\.tool\.frame: .* weighted rows \['z'\]"):
         HQPID.from_params(robot, _params(**on_joint_2))
+    # One level: its own tasks' null space is where the self-motion is damped. A tool pose and its
+    # orientation (9 rows of rank 6) had left it empty, undamped: 1.4 rad of drift in 3 s (a review).
+    one_level = {
+        "tasks": ["tool", "ori"],
+        **{"tool.type": "pose", "tool.frame": TOOL, "ori.type": "orientation", "ori.frame": TOOL},
+    }
+    for controller in (QPID, HQPID):
+        with pytest.raises(ConfigError, match=r"weight 9 rows, of which only 6 are .* would miss 1 DoF"):
+            controller.from_params(robot, one_level)
     # Solver settings that would give a wrong "solved" torque, or no step in time.
     for key, value, match in (
         ("solver.eps_abs", 100.0, "eps_abs: expected at most 1e-06"),

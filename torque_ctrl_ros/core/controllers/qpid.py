@@ -674,9 +674,23 @@ class _QPController(Controller[QPReference]):
         levels leave is damped only in level 0 (:data:`SELF_MOTION_DAMPING`), for the levels below
         to set: one the last level leaves drifted (1.37 rad in 3 s below a tool pose and its
         orientation; a review), so with more than one level the last must set it (a posture task).
+        With one level (``qpid``) its tasks' own ``Z`` is where that damping acts, so their rows
+        must be independent too: a tool pose and its orientation (9 rows of rank 6) left ``Z``
+        empty and the self-motion undamped (1.4 rad in 3 s with barriers only; a review).
         """
         n = self.robot.n
         samples = sample_configurations(self.robot, 5)
+        if len(groups) == 1:
+            tasks = list(groups[0])
+            rows = sum(int(np.count_nonzero(t.weight > 0.0)) for t in tasks)
+            rank = self._rank(tasks, samples)
+            lost = (n - rank) - max(n - rows, 0)  # DoFs the tasks leave free that Z would not span
+            if lost > 0:
+                raise ConfigError(
+                    f"{self.name}: its tasks ({[t.name for t in tasks]}) weight {rows} rows, of which "
+                    f"only {rank} are independent: the damping of the self-motion they leave would miss "
+                    f"{lost} DoF(s); " + self._dependent_rows_hint(tasks)
+                )
         for k in range(1, len(groups)):
             frozen = [t for group in groups[:k] for t in group]
             rows = sum(int(np.count_nonzero(t.weight > 0.0)) for t in frozen)
