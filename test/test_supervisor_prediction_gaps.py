@@ -77,6 +77,47 @@ def test_a_gap_of_one_period_more_than_in_flight_holds_the_last_command_over_it(
         _assert_forgotten(sup, decision)
 
 
+def test_a_100_hz_streams_driver_holds_each_command_over_its_period(robot: RobotModel) -> None:
+    """States 10 ms apart, each answered: the driver holds each answer for the whole period, so
+    at each state the prediction carries the last answer over the four periods in flight (all
+    four known). The gap of 10 periods, more than the m + 1 of a 1 kHz stream, had forgotten them
+    at every state: carried at constant velocity, 3e-3 rad/s off in closed loop (a review). A gap
+    of over 1.5 periods of the stream forgets them still."""
+    sup = _predicting(robot, max_age=0.1)
+    period = 0.01
+    taus = _torques(robot, 6, seed=15)
+    for k, tau in enumerate(taus):
+        t = T0 + k * period
+        decision = sup.step(Q0, V0, t, t)
+        assert decision.action is Action.COMPUTE and decision.silence is None
+        if k >= 3:  # the period learnt from the steps before
+            assert sup.predictor._known == IN_FLIGHT
+            q_ref, v_ref = _by_hand(robot, Q0, V0, 0, [taus[k - 1]] * IN_FLIGHT)
+            np.testing.assert_allclose(decision.state.q, q_ref, atol=1e-13)
+            np.testing.assert_allclose(decision.state.v, v_ref, atol=1e-13)
+        sup.command_computed(tau)
+    t = T0 + (len(taus) - 1) * period + 2 * period  # a state of the stream dropped
+    _assert_forgotten(sup, sup.step(Q0, V0, t, t))
+
+
+def test_a_stop_by_the_wall_clock_alone_keeps_the_commands_in_flight(robot: RobotModel) -> None:
+    """A simulator paused under sim time: the node's timer stops the watchdog after a silence of
+    1 s, the stamps then go on without a gap. The resume keeps the target and the controller
+    (unbroken), and the arm is where the last commands leave it: they are still in flight (a
+    review: forgotten, 7e-7 rad off the plant in closed loop). (A stop on refused states
+    forgets them: test_a_good_state_after_a_short_stop_forgets_the_commands_in_flight.)"""
+    sup = _predicting(robot)
+    taus = _torques(robot, 5, seed=16)
+    last = _answered(sup, taus)
+    assert sup.silence(last + H, 1.0) is not None and sup.watchdog.state is WatchdogState.STOPPED
+    decision = sup.step(Q0, V0, last + H, last + H)  # sim time: the clock stood still too
+    assert decision.previous is WatchdogState.STOPPED and decision.resume.unbroken
+    assert sup.predictor._known == IN_FLIGHT
+    q_ref, v_ref = _by_hand(robot, Q0, V0, 0, taus[-IN_FLIGHT:])
+    np.testing.assert_allclose(decision.state.q, q_ref, atol=1e-13)
+    np.testing.assert_allclose(decision.state.v, v_ref, atol=1e-13)
+
+
 def test_a_command_not_known_forgets_the_commands_in_flight_by_the_next_period(robot: RobotModel) -> None:
     """Three states answered with known commands, the fourth with one not known
     (``command_computed(None)``); the next state comes one period later. Nothing in flight can be

@@ -297,10 +297,12 @@ class Supervisor:
         decision = Decision(action, stamp, effective_stamp, previous, silence, wd.clock_resets != resets)
         self._step_stamp = effective_stamp
         if action is Action.COMPUTE:
+            period = self.resume_tracker.stream.period  # as known before this state's step
             resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp, skipped > 0)
-            self._note_periods(
-                effective_stamp, skipped, decision.clock_reset or previous is WatchdogState.STOPPED
-            )
+            # A stop by the wall clock alone, the stamps going on without a gap (a paused simulator),
+            # kept the arm where the last commands left it: they are still the ones in flight.
+            stopped = previous is WatchdogState.STOPPED and not resume.unbroken
+            self._note_periods(effective_stamp, skipped, decision.clock_reset or stopped, period)
             lead = self.predictor.horizon
             if lead and resume.kind is ResumeKind.PAUSE:
                 # On the target's clock: that of the states it is sampled at, the predicted ones.
@@ -313,7 +315,7 @@ class Supervisor:
         refused_now = wd.rejected_total != rejected_before  # counted as refused by the watchdog
         return self._answer(decision, now, Notice.REFUSED if refused_now else Notice.NONE)
 
-    def _note_periods(self, stamp: float, skipped: int, unknown: bool) -> None:
+    def _note_periods(self, stamp: float, skipped: int, unknown: bool, stream_period: float) -> None:
         """Before predicting at the state stamped ``stamp`` (s, effective): the periods since the
         state the last command noted answered ran on that command (the driver held it): one period
         for each beyond the first, from the stamps (a stream slower than 1 kHz holds each command
@@ -321,8 +323,11 @@ class Supervisor:
         the stamps tell no time; a copy of that state, the same stamp: none, and its new answer
         replaces the last). The commands are forgotten where they no longer tell where the arm goes:
         ``unknown`` (a clock reset, a stop: nothing was published), or a gap longer than the
-        commands in flight (a silence: the driver's own command timeout took over). A fallback's
-        safe commands were noted (:meth:`_answer`), so after one the prediction goes on."""
+        commands in flight and than 1.5 of ``stream_period`` (s, the stream's, 0 while not known;
+        a silence: the driver's own command
+        timeout took over; a slower stream's driver holds each command over its period, and a
+        100 Hz stream's every step had forgotten them). A fallback's safe commands were noted
+        (:meth:`_answer`), so after one the prediction goes on."""
         if unknown:
             self.predictor.reset()
             return
@@ -337,7 +342,8 @@ class Supervisor:
             self.predictor.unsend()
             return
         periods = round((stamp - self._noted_stamp) / self.predictor.period)
-        if periods > self.predictor.in_flight + 1:
+        stream_step = round(1.5 * stream_period / self.predictor.period)
+        if periods > max(self.predictor.in_flight + 1, stream_step):
             self.predictor.reset()
         else:
             self.predictor.held(periods - 1)
