@@ -90,6 +90,7 @@ def test_a_100_hz_streams_driver_holds_each_command_over_its_period(robot: Robot
         t = T0 + k * period
         decision = sup.step(Q0, V0, t, t)
         assert decision.action is Action.COMPUTE and decision.silence is None
+        assert decision.state is not None
         if k >= 3:  # the period learnt from the steps before
             assert sup.predictor._known == IN_FLIGHT
             q_ref, v_ref = _by_hand(robot, Q0, V0, 0, [taus[k - 1]] * IN_FLIGHT)
@@ -112,7 +113,7 @@ def test_a_stop_by_the_wall_clock_alone_keeps_the_commands_in_flight(robot: Robo
     assert sup.silence(last + H, 1.0) is not None and sup.watchdog.state is WatchdogState.STOPPED
     decision = sup.step(Q0, V0, last + H, last + H)  # sim time: the clock stood still too
     assert decision.previous is WatchdogState.STOPPED and decision.resume.unbroken
-    assert sup.predictor._known == IN_FLIGHT
+    assert sup.predictor._known == IN_FLIGHT and decision.state is not None
     q_ref, v_ref = _by_hand(robot, Q0, V0, 0, taus[-IN_FLIGHT:])
     np.testing.assert_allclose(decision.state.q, q_ref, atol=1e-13)
     np.testing.assert_allclose(decision.state.v, v_ref, atol=1e-13)
