@@ -343,11 +343,10 @@ class ControllerNode:
     def _newer_may_be_queued(self, t_in: float) -> bool:
         """Whether to take the states queued behind the one handed over at ``t_in`` (perf_counter
         s): catching up after this process was away, or the last state's handling outlasted the
-        stream's period (:mod:`~torque_ctrl_ros.core.backlog`)."""
-        period = self.supervisor.stream_period
+        stream's period (:mod:`~torque_ctrl_ros.core.backlog`; its usual step, :meth:`_deadline`)."""
         # begin() first: it notes every arrival, whatever queued_behind says.
-        return self.catch_up.begin(t_in, period) or queued_behind(
-            self._state_started, self._state_done, period
+        return self.catch_up.begin(t_in, self.supervisor.stream_period) or queued_behind(
+            self._state_started, self._state_done, self._deadline()
         )
 
     def _newest_queued(self, first: Any) -> Any:
@@ -691,11 +690,14 @@ class ControllerNode:
         self.target.reset()
 
     def _deadline(self) -> float:
-        """How long (s) a state's handling may take: the stream's period, learnt from the stamps of
-        the states computed on (:attr:`Supervisor.stream_period`, 1 ms at 1 kHz; a step over states
-        skipped for a newer one is not learnt, so falling behind does not stretch it); ``inf``
-        until known."""
-        period = self.supervisor.stream_period
+        """How long (s) a state's handling may take: the stream's usual step, learnt from the stamps
+        of the states computed on (:attr:`Supervisor.typical_stream_step`, the median of the last
+        steps, 1 ms at 1 kHz: a state lost on the way does not stretch it, where the longest step,
+        :attr:`Supervisor.stream_period`, read 2 ms for 10 states after each; until a window of
+        steps is learnt that period; a step over states skipped for a newer one is not learnt, so
+        falling behind does not stretch it either); ``inf`` until known."""
+        step = self.supervisor.typical_stream_step  # nan until a window of steps is learnt
+        period = step if step > 0.0 else self.supervisor.stream_period
         return period if period > 0.0 else math.inf
 
     def _time_callback(self, seconds: float, deadline: float) -> None:
