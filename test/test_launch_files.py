@@ -322,6 +322,10 @@ def test_the_hardware_files_values_must_reach_the_controller(tmp_path: Path) -> 
     extra.write_text("controller_node:\n  ros__parameters:\n    command_delay: 0.001\n")
     read = evaluate("hardware_gen3.launch.py", extra_params_file=str(extra))["controller_node"]
     assert read.parameters("controller_node")["command_delay"] == 0.001
+    # The extra file's value loses to that wildcard too: refused, not exempt (a mutation review).
+    extra.write_text("controller_node:\n  ros__parameters:\n    command_delay: 0.004\n")
+    with pytest.raises(ConfigError, match=r"\['command_delay'\] \(or a later file's\) do not reach"):
+        evaluate("hardware_gen3.launch.py", params_file=str(params), extra_params_file=str(extra))
 
 
 @pytest.mark.usefixtures("fake_launch")

@@ -687,25 +687,26 @@ def check_layer_wins(
 ) -> None:
     """Refuse ``files`` (loaded in that order, ``layer`` among them, ``after`` those loaded after
     it) where a value ``layer`` gives ``node`` (e.g. ``/controller_node``) is not the value the
-    node gets, unless a file of ``after`` sets it or it is one of ``exempt`` (set on purpose
-    later, e.g. by a launch argument): rcl applies the sections in the order they first
-    appear, so a file before ``layer`` ending with a ``/**:`` section beats ``layer``'s
-    ``controller_node:`` (the hardware file's 5 ms ``command_delay`` read 1 ms, with every delay
-    check of the gains passed on 1 ms).
+    node gets, nor the one ``after`` gives it where they set it, unless it is one of ``exempt``
+    (set on purpose later, e.g. by a launch argument): rcl applies the sections in the order they
+    first appear, so a file before ``layer`` ending with a ``/**:`` section beats ``layer``'s
+    ``controller_node:``, and ``after``'s too (the hardware file's 5 ms ``command_delay`` read 1
+    ms, with every delay check of the gains passed on 1 ms).
 
     Raises:
-        ConfigError: naming the parameters that lost and their values.
+        ConfigError: naming the parameters that lost and the values the node gets.
     """
-    own = _resolve(_file_sections([layer]), node)
-    changed = set(exempt) | (set(_resolve(_file_sections(after), node)) if after else set())
+    wanted = _resolve(_file_sections([layer]), node)
+    if after:
+        wanted |= _resolve(_file_sections(after), node)
     got = _resolve(_file_sections(files), node)
-    lost = {k: got.get(k) for k, v in own.items() if k not in changed and not _same_value(got.get(k), v)}
+    lost = {k: got.get(k) for k, v in wanted.items() if k not in exempt and not _same_value(got.get(k), v)}
     if lost:
         raise ConfigError(
-            f"parameter file {layer}: its values for {node} {sorted(lost)} do not reach the node "
-            f"(it gets {lost}): a file before it has a section reaching {node} after the node's own "
-            f"section (e.g. '/**:' after '{node.strip('/')}:'), which rcl applies later: move those "
-            f"values into that file's '{node.strip('/')}:' section"
+            f"parameter file {layer}: its values for {node} {sorted(lost)} (or a later file's) do not "
+            f"reach the node (it gets {lost}): a file before it has a section reaching {node} after "
+            f"the node's own section (e.g. '/**:' after '{node.strip('/')}:'), which rcl applies "
+            f"later: move those values into that file's '{node.strip('/')}:' section"
         )
 
 
