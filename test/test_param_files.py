@@ -60,6 +60,12 @@ NESTED = "/**:\n" + "".join(
 BESIDE = _section("/**", qos_depth=10) + "".join(
     "  " + line + "\n" for line in _section("controller_node", controller="qpid").splitlines()
 )
+#: The same, the node's section written before the wildcard's parameters (rcl keeps that order).
+BESIDE_FIRST = (
+    "/**:\n"
+    + "".join("  " + line + "\n" for line in _section("controller_node", controller="qpid").splitlines())
+    + "  ros__parameters:\n    controller: computed_torque\n"
+)
 DOTTED = _section("controller_node", **{"watchdog.max_age": 0.25, "controller": "qpid"})
 OTHER_NODE = _section("sim_node", controller="qpid", mode="lockstep")
 
@@ -70,6 +76,7 @@ CASES = {
     "the order of first appearance over files": [WILDCARD_QPID, BOTH_SPELLINGS],
     "a namespace as an enclosing key": [OPENS_WITH_WILDCARD, NESTED],
     "a node's section beside the wildcard's parameters": [OPENS_WITH_WILDCARD, BESIDE],
+    "a node's section before the wildcard's parameters beside it": [BESIDE_FIRST],
     "a dotted name and a nested one are one parameter": [NESTED, DOTTED],
     "another node's section": [OTHER_NODE, WILDCARD_LAST],
 }
@@ -122,7 +129,10 @@ def test_the_files_resolve_as_rcl_resolves_them(case: str, tmp_path: Path, rclpy
 
 #: The one layout the override section cannot win in: a file holds that section itself, before
 #: another that reaches the node. ``write_overrides`` refuses it.
-OVERRIDE_LOSES = {"a dotted name and a nested one are one parameter"}
+OVERRIDE_LOSES = {
+    "a dotted name and a nested one are one parameter",
+    "a node's section before the wildcard's parameters beside it",
+}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -611,18 +611,20 @@ def _sections(document: Any, prefix: str = "") -> list[tuple[str, dict[str, Any]
     """The sections of a parameter file's YAML ``document`` in order, as (name, flattened
     ``ros__parameters``); a namespace written as an enclosing key (``/**:`` then
     ``controller_node:``) joins the name as rcl joins it (``/**/controller_node``), also beside a
-    ``ros__parameters`` of its own (rcl reads ``/**: {ros__parameters: …, controller_node: …}`` as
-    two sections, ``/**`` then ``/**/controller_node``)."""
+    ``ros__parameters`` of its own, each where the file writes it (rcl reads ``/**: {ros__parameters:
+    …, controller_node: …}`` as ``/**`` then ``/**/controller_node``, and the other way round when
+    the node's comes first: listed after it, the wildcard's values had lost to an override in a
+    section of the node's name where rcl let them win)."""
     out: list[tuple[str, dict[str, Any]]] = []
     for key, body in document.items() if isinstance(document, dict) else ():
         if not isinstance(body, dict):
             continue
         name = f"{prefix}/{key}" if prefix else str(key)
-        if "ros__parameters" in body:
-            out.append((name, _flat(body["ros__parameters"])))
-            out += _sections({k: v for k, v in body.items() if k != "ros__parameters"}, name)
-        else:
-            out += _sections(body, name)
+        for child_key, child in body.items():
+            if child_key == "ros__parameters":
+                out.append((name, _flat(child)))
+            else:
+                out += _sections({child_key: child}, name)
     return out
 
 
