@@ -28,7 +28,8 @@ nothing; at kp 400 the state predicted alone was worse than nothing, 1.85 agains
 each period without a command of its own (:meth:`DelayPredictor.held`: the driver held it): a state
 skipped for a newer one, a dropped state, a stream slower than 1 kHz (the supervisor counts the
 periods from the stamps); a period whose command is not known (after a start, a stop, a clock
-reset or a silence longer than the commands in flight, before ``m`` were sent) is carried at
+reset or a gap longer than the driver's command timeout the brake assumes, 50 ms or 1.5 of the
+stream's period, before ``m`` were sent) is carried at
 constant velocity. On the model the prediction is exact to the integrator's error; on a real arm it
 is off by the model's error accumulated over ``m`` periods (payload, friction, rotor inertia): a
 predictor is only as good as the model, which is why the closed-loop checks

@@ -323,11 +323,14 @@ class Supervisor:
         the stamps tell no time; a copy of that state, the same stamp: none, and its new answer
         replaces the last). The commands are forgotten where they no longer tell where the arm goes:
         ``unknown`` (a clock reset, a stop: nothing was published), or a gap longer than the
-        commands in flight and than 1.5 of ``stream_period`` (s, the stream's, 0 while not known;
-        a silence: the driver's own command
-        timeout took over; a slower stream's driver holds each command over its period, and a
-        100 Hz stream's every step had forgotten them). A fallback's safe commands were noted
-        (:meth:`_answer`), so after one the prediction goes on."""
+        command timeout the brake assumes (:data:`~.braking.FIRST_HOLD_PERIODS`, or 1.5 of
+        ``stream_period``, s, where longer; 0 while not known): past it the driver's own timeout
+        took over. Within it the driver held the last command, whatever the cause: a slower
+        stream's step, states dropped, states skipped after a stall of this process (forgotten
+        after more than the commands in flight, a 100 Hz stream's every step and five states
+        skipped at 1 kHz had been carried at constant velocity, 3e-3–1e-2 rad/s off; reviews).
+        A fallback's safe commands were noted (:meth:`_answer`), so after one the prediction goes
+        on."""
         if unknown:
             self.predictor.reset()
             return
@@ -342,8 +345,8 @@ class Supervisor:
             self.predictor.unsend()
             return
         periods = round((stamp - self._noted_stamp) / self.predictor.period)
-        stream_step = round(1.5 * stream_period / self.predictor.period)
-        if periods > max(self.predictor.in_flight + 1, stream_step):
+        timeout = max(FIRST_HOLD_PERIODS, round(1.5 * stream_period / self.predictor.period))
+        if periods > max(self.predictor.in_flight + 1, timeout):
             self.predictor.reset()
         else:
             self.predictor.held(periods - 1)
