@@ -253,7 +253,17 @@ def test_a_key_written_twice_in_a_mapping_is_refused(tmp_path: Path) -> None:
     )
     for text, key, line in ((twice, "sim_node", 4), (group, "watchdog", 5)):
         (path,) = _files(tmp_path, [text])
-        with pytest.raises(ConfigError, match=rf"line {line}: key '{key}' given twice in one mapping \(rcl"):
+        with pytest.raises(ConfigError, match=rf"line {line}: key '{key}' given twice in one mapping$"):
+            file_parameters([path], "/controller_node")
+    # Keys rcl takes as two parameters that a dictionary reads as one, and a key that is no scalar
+    # (had raised a bare TypeError through the launch file; a review).
+    for text, match in (
+        ("n:\n  on: 1\n  yes: 2\n", r"line 3: key 'yes' reads as True, as 'on' before it does"),
+        ("n:\n  1: a\n  1.0: b\n", r"line 3: key '1.0' reads as 1.0, as '1' before it does"),
+        ("n:\n  ? [a, b]\n  : 1\n", r"line 2: a key that is not a scalar \(sequence\)"),
+    ):
+        (path,) = _files(tmp_path, [text])
+        with pytest.raises(ConfigError, match=match):
             file_parameters([path], "/controller_node")
 
 

@@ -14,22 +14,31 @@ import yaml
 
 
 class UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key given twice in one mapping."""
+    """PyYAML's safe loader, refusing a key written twice in one mapping, two keys that read as one
+    value (``on`` and ``yes`` are both ``True``; rcl takes them as two parameters, a dictionary as
+    one) and a key that is not a scalar."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         """The mapping of ``node``.
 
         Raises:
-            ValueError: ``line <n>: key <key> given twice in one mapping``.
+            ValueError: ``line <n>: key <key> given twice in one mapping``, two keys reading as
+                one value, or a key that is not a scalar (a list or a mapping).
         """
-        seen: set[Any] = set()
+        seen: dict[Any, str] = {}
         for key_node, _ in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise ValueError(f"line {line}: a key that is not a scalar ({key_node.id})")
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
+                if seen[key] == key_node.value:
+                    raise ValueError(f"line {line}: key {key_node.value!r} given twice in one mapping")
                 raise ValueError(
-                    f"line {key_node.start_mark.line + 1}: key {key!r} given twice in one mapping"
+                    f"line {line}: key {key_node.value!r} reads as {key!r}, as {seen[key]!r} before it "
+                    "does: rename one"
                 )
-            seen.add(key)
+            seen[key] = key_node.value
         return super().construct_mapping(node, deep=deep)
 
 

@@ -463,8 +463,8 @@ def _read_yaml(path: Path) -> Any:
         return load_unique(Path(path).read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"parameter file {path}: {exc}") from None
-    except ValueError as exc:  # a key twice
-        raise ConfigError(f"parameter file {path}: {exc} (rcl merges the two: write it once)") from None
+    except ValueError as exc:  # keys rcl would read otherwise than these checks (yaml_keys)
+        raise ConfigError(f"parameter file {path}: {exc}") from None
 
 
 def check_params_file(path: Path, nodes: Sequence[str], namespace: str = "") -> None:
