@@ -756,7 +756,11 @@ class _QPController(Controller[QPReference]):
                     f"{t.name} has {weighted} weighted rows on frame {frame!r}, which {dofs} joint(s) "
                     "move: weight fewer axes or use a frame further out"
                 )
-        return "e.g. two tasks on one frame sharing axes: weight fewer axes or merge those tasks"
+        return (
+            "e.g. two tasks on one frame sharing axes, or a frame whose origin lies on a joint's axis "
+            "next to a task further out (a wrist position beside the tool's): weight fewer axes, merge "
+            "those tasks or use another frame"
+        )
 
     # --------------------------------------------------------------- construction
     @classmethod
