@@ -299,10 +299,9 @@ class Supervisor:
         if action is Action.COMPUTE:
             period = self.resume_tracker.stream.period  # as known before this state's step
             resume = self.resume_tracker.decide_resume(previous, wd, effective_stamp, skipped > 0)
-            # A stop by the wall clock alone, the stamps going on without a gap (a paused simulator),
-            # kept the arm where the last commands left it: they are still the ones in flight.
-            stopped = previous is WatchdogState.STOPPED and not resume.unbroken
-            self._note_periods(effective_stamp, skipped, decision.clock_reset or stopped, period)
+            # After a stop too the driver held the last command published (a safe one) until its
+            # timeout: the gap from it tells whether it still acts (_note_periods).
+            self._note_periods(effective_stamp, skipped, decision.clock_reset, period)
             lead = self.predictor.horizon
             if lead and resume.kind is ResumeKind.PAUSE:
                 # On the target's clock: that of the states it is sampled at, the predicted ones.
@@ -322,15 +321,17 @@ class Supervisor:
         for several; a dropped or skipped state's period too; the ``skipped`` states' count where
         the stamps tell no time; a copy of that state, the same stamp: none, and its new answer
         replaces the last). The commands are forgotten where they no longer tell where the arm goes:
-        ``unknown`` (a clock reset, a stop: nothing was published), or a gap longer than the
-        command timeout the brake assumes (:data:`~.braking.FIRST_HOLD_PERIODS`, or 1.5 of
-        ``stream_period``, s, where longer; 0 while not known): past it the driver's own timeout
-        took over. Within it the driver held the last command, whatever the cause: a slower
-        stream's step, states dropped, states skipped after a stall of this process (forgotten
-        after more than the commands in flight, a 100 Hz stream's every step and five states
-        skipped at 1 kHz had been carried at constant velocity, 3e-3–1e-2 rad/s off; reviews).
-        A fallback's safe commands were noted (:meth:`_answer`), so after one the prediction goes
-        on."""
+        ``unknown`` (a clock reset: the commands belong to another run), or a gap longer than the
+        command timeout the brake assumes, plus the step a command may still drive (the
+        simulator's ``command_timeout`` + one step: :data:`~.braking.FIRST_HOLD_PERIODS` + 1, or
+        1.5 of ``stream_period``, s, where longer; 0 while not known): past it the driver's own
+        timeout took over. Within it the driver held the last command, whatever the cause: a
+        slower stream's step, states dropped, states skipped after a stall of this process
+        (forgotten after more than the commands in flight, a 100 Hz stream's every step and five
+        states skipped at 1 kHz had been carried at constant velocity, 3e-3–1e-2 rad/s off), a
+        stop (the last safe command sent before it is held as any other: forgotten at once, the
+        first state after a stop 20–40 ms on was 4e-2–7e-2 rad/s off; reviews). A fallback's safe
+        commands were noted (:meth:`_answer`), so after one the prediction goes on."""
         if unknown:
             self.predictor.reset()
             return
@@ -345,7 +346,7 @@ class Supervisor:
             self.predictor.unsend()
             return
         periods = round((stamp - self._noted_stamp) / self.predictor.period)
-        timeout = max(FIRST_HOLD_PERIODS, round(1.5 * stream_period / self.predictor.period))
+        timeout = max(FIRST_HOLD_PERIODS + 1, round(1.5 * stream_period / self.predictor.period))
         if periods > max(self.predictor.in_flight + 1, timeout):
             self.predictor.reset()
         else:
