@@ -225,3 +225,19 @@ def test_the_se3_translation_rows_are_unstable_for_a_large_held_rotation_error()
     assert _translation_loop_abscissa(2.4) < 0.0
     assert _translation_loop_abscissa(2.6) == pytest.approx(0.217, abs=5e-3)
     assert _translation_loop_abscissa(3.0) == pytest.approx(1.488, abs=5e-3)
+
+
+def test_the_kept_scale_follows_a_selection_changed_in_place(robot: RobotModel) -> None:
+    """``d_ref`` of the selected axes is kept between steps by the selection's contents: the same
+    rows array changed in place from the angular axes to the linear ones gives the linear scale
+    (kept by the array's identity, it read the angular 1.57e3 where the linear is 2.4, a review),
+    and a slice equal to an array's rows the same value."""
+    dyn = ConstrainedDynamics(robot, TOOL)
+    q, v = _near_stretched(robot, 0.3), np.zeros(robot.n)
+    rows = np.array([5, 4, 3])
+    alpha = alpha_from_axes(["rx", "ry", "rz"])
+    dyn.solve_validated(q, v, alpha, np.zeros(3), np.zeros(robot.n), alpha_rows=rows)
+    assert dyn._axis_scale_of(rows) == pytest.approx(float(_axis_scale(robot)[3:].max()))
+    rows[:] = [2, 1, 0]
+    assert dyn._axis_scale_of(rows) == pytest.approx(float(_axis_scale(robot)[:3].max()))
+    assert dyn._axis_scale_of(slice(0, 3)) == dyn._axis_scale_of(np.array([0, 1, 2]))

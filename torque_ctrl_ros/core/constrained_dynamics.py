@@ -285,7 +285,7 @@ class ConstrainedDynamics:
         self._model = robot.model
         self._data = robot.model.createData()
         self.axis_scale = delassus_axis_scale(robot, self.frame_index)
-        self._scale_rows: object = None  # the rows object _axis_scale_of last read, and its d_ref
+        self._scale_key: object = None  # the selection _axis_scale_of last read, and its d_ref
         self._scale_of_rows = 0.0
         n = robot.n
         #: Pinocchio configuration of the last :meth:`kinematics` call.
@@ -383,10 +383,12 @@ class ConstrainedDynamics:
 
     def _axis_scale_of(self, rows: slice | np.ndarray) -> float:
         """``d_ref`` of the axes ``rows`` selects (``max_j Σ_i s_i α_ij²`` for unit columns: the
-        largest ``s_i`` of those axes), kept for the last ``rows`` object: a controller passes the
-        same one every step, and indexing it each time was 3 % of an ``achd_rnea`` step."""
-        if rows is not self._scale_rows:
-            self._scale_rows, self._scale_of_rows = rows, float(self.axis_scale[rows].max())
+        largest ``s_i`` of those axes), kept for the last selection (by its contents: an array
+        changed in place is another selection): a controller passes the same one every step, and
+        indexing with it each time was 3 % of an ``achd_rnea`` step."""
+        key = (rows.start, rows.stop, rows.step) if isinstance(rows, slice) else rows.tobytes()
+        if key != self._scale_key:
+            self._scale_key, self._scale_of_rows = key, float(self.axis_scale[rows].max())
         return self._scale_of_rows
 
     def solve_validated(
