@@ -706,9 +706,10 @@ def check_layer_wins(
     if lost:
         raise ConfigError(
             f"parameter file {layer}: its values for {node} {sorted(lost)} (or a later file's) do not "
-            f"reach the node (it gets {lost}): a file before it has a section reaching {node} after "
-            f"the node's own section (e.g. '/**:' after '{node.strip('/')}:'), which rcl applies "
-            f"later: move those values into that file's '{node.strip('/')}:' section"
+            f"reach the node (it gets {lost}): another section reaching {node} comes later in rcl's "
+            f"order, which is that of first appearance over the files (e.g. '/**:' written after "
+            f"'{node.strip('/')}:' in a file before it): write those values in a section of the "
+            f"node's own name, '{node.strip('/')}:'"
         )
 
 
