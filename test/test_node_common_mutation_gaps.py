@@ -273,6 +273,42 @@ def test_leases_hand_out_every_id_from_10_to_100_once_then_refuse(own_lock_dir: 
             lease.release()
 
 
+def test_the_lock_folder_and_files_are_shared_and_an_id_that_cannot_be_opened_is_taken(
+    own_lock_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Created with the umask's modes (``rwxr-xr-x``), another user's run could open none of the
+    lock files, and the lease raised a bare PermissionError where ``make sim`` should start (a
+    review). The folder is writable by all and sticky, each lock file readable and writable by
+    all; a file the lease cannot open counts as taken, the next id is tried; none at all is a
+    RuntimeError that names the last cause."""
+    monkeypatch.setattr(domain, "DOMAINS", range(10, 12))
+    folder = own_lock_dir / "domains"  # not there yet, as on a fresh machine
+    monkeypatch.setattr(domain, "LOCK_DIR", folder)
+    lease = DomainLease()
+    try:
+        assert folder.stat().st_mode & 0o7777 == 0o1777
+        assert (folder / f"{lease.domain}.lock").stat().st_mode & 0o777 == 0o666
+    finally:
+        lease.release()
+    opened = domain._lock_file
+
+    def refused_10(path: Path) -> int:
+        if path.name == "10.lock":
+            raise PermissionError(13, "Permission denied", str(path))
+        return opened(path)
+
+    monkeypatch.setattr(domain, "_lock_file", refused_10)
+    lease = DomainLease()
+    try:
+        assert lease.domain == 11
+        with pytest.raises(
+            RuntimeError, match=r"no free ROS domain id in 10\.\.11 \(last: .*Permission denied"
+        ):
+            DomainLease()
+    finally:
+        lease.release()
+
+
 def test_a_released_id_can_be_leased_again_and_a_second_release_does_nothing(
     own_lock_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -328,19 +364,24 @@ def test_the_composed_controller_answers_every_lockstep_state(nodes: Any) -> Non
 def test_a_simulator_that_fails_to_start_closes_the_composed_controller(
     nodes: Any,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """The simulator refusing its parameters in the composed process closes the controller built
-    before it (its node destroyed) and passes the error on. (Mutant: the controller left open.)"""
+    before it (its node destroyed) and passes the error on, writing no controller summary for the
+    run that never started (a review: its stats_file passed for this run's). (Mutant: the
+    controller left open.)"""
     from torque_ctrl_ros.nodes.controller_node import ControllerNode
 
-    closed: list[ControllerNode] = []
+    closed: list[tuple[ControllerNode, bool]] = []
     close = ControllerNode.close
 
-    def record(self: ControllerNode) -> None:
-        closed.append(self)
-        close(self)
+    def record(self: ControllerNode, summary: bool = True) -> None:
+        closed.append((self, summary))
+        close(self, summary)
 
     monkeypatch.setattr(ControllerNode, "close", record)
+    stats = tmp_path / "controller.json"
     with pytest.raises(ModelError, match="sim_node.keyframe: unknown keyframe 'foo'"):
-        nodes.make("composed", **{"sim_node:keyframe": "foo"})
-    assert len(closed) == 1
+        nodes.make("composed", **{"sim_node:keyframe": "foo", "controller_node:stats_file": str(stats)})
+    assert [summary for _, summary in closed] == [False]
+    assert not stats.exists()

@@ -80,14 +80,16 @@ def start_node(
     ]
     for path in params_files:
         cmd += ["--params-file", str(path)]
-    # Own session: Ctrl-C reaches only this runner, which then stops the nodes in order.
-    return subprocess.Popen(
-        cmd,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env={**env, **placement.env(module)},
-    )
+    # Own session: Ctrl-C reaches only this runner, which then stops the nodes in order. The child
+    # holds its own copy of the log's descriptor: this one is closed once it started.
+    with log.open("w") as out:
+        return subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**env, **placement.env(module)},
+        )
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> int:
@@ -328,7 +330,7 @@ class Domain:
     (see :meth:`release`).
 
     Raises:
-        ConfigError: a ``ROS_DOMAIN_ID`` that is no domain id.
+        ConfigError: a ``ROS_DOMAIN_ID`` that is no domain id, or no id could be leased.
     """
 
     def __init__(self) -> None:
@@ -339,7 +341,10 @@ class Domain:
         if given is not None:
             self.id = given
         else:
-            self.lease = DomainLease()
+            try:
+                self.lease = DomainLease()
+            except (RuntimeError, OSError) as exc:
+                raise ConfigError(f"ROS domain: {exc}; set ROS_DOMAIN_ID to one of your own") from None
             self.id = self.lease.domain
         os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 

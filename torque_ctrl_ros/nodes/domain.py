@@ -19,6 +19,31 @@ LOCK_DIR = Path(tempfile.gettempdir()) / "torque_ctrl_ros_domains"
 DOMAINS = range(10, 101)
 
 
+def _shared_folder(path: Path) -> None:
+    """``path``, created writable by every user and sticky (as the temp directory is): with the
+    umask's ``rwxr-xr-x`` a second user's lease could create no lock file there."""
+    try:
+        path.mkdir(mode=0o1777)
+    except FileExistsError:
+        return
+    os.chmod(path, 0o1777)  # the umask narrowed mkdir's mode
+
+
+def _lock_file(path: Path) -> int:
+    """A descriptor of the lock file ``path`` (created readable and writable by every user, so
+    that another user's run can lock it too); read-only where this user may not write it (flock
+    needs no write access)."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY)
+    try:
+        os.fchmod(fd, 0o666)  # the umask narrowed it; only its owner may change it
+    except PermissionError:
+        pass
+    return fd
+
+
 class DomainLease:
     """A ROS domain id held exclusively until :meth:`release`.
 
@@ -27,11 +52,16 @@ class DomainLease:
     """
 
     def __init__(self) -> None:
-        LOCK_DIR.mkdir(exist_ok=True)
+        _shared_folder(LOCK_DIR)
         start = (os.getpid() * 7 + int(time.monotonic() * 1000)) % len(DOMAINS)
+        refused: OSError | None = None
         for i in range(len(DOMAINS)):
             domain = DOMAINS[(start + i) % len(DOMAINS)]
-            fd = os.open(LOCK_DIR / f"{domain}.lock", os.O_CREAT | os.O_RDWR, 0o666)
+            try:
+                fd = _lock_file(LOCK_DIR / f"{domain}.lock")
+            except OSError as exc:  # another user's lock file this one may not open: taken
+                refused = exc
+                continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -40,7 +70,8 @@ class DomainLease:
             self.domain: int = domain
             self._fd = fd
             return
-        raise RuntimeError(f"no free ROS domain id in {DOMAINS.start}..{DOMAINS.stop - 1}")
+        why = f" (last: {refused})" if refused is not None else ""
+        raise RuntimeError(f"no free ROS domain id in {DOMAINS.start}..{DOMAINS.stop - 1}{why}")
 
     def release(self) -> None:
         """Give the id back."""
