@@ -157,9 +157,9 @@ def test_an_interrupt_while_the_simulator_loads_closes_the_composed_controller(
     closed: list[ControllerNode] = []
 
     class RecordedController(ControllerNode):
-        def close(self) -> None:
+        def close(self, summary: bool = True) -> None:
             closed.append(self)
-            super().close()
+            super().close(summary)
 
     def interrupted() -> None:
         raise KeyboardInterrupt

@@ -37,7 +37,7 @@ class Composed:
         try:
             self.sim = SimNode()
         except BaseException:
-            self.controller.close()
+            self.controller.close(summary=False)  # no run: no summary to pass for one
             raise
         # One executor for both: the controller's callbacks run while the simulator waits.
         self.controller.executor.remove_node(self.controller.node)

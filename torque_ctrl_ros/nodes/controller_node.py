@@ -942,8 +942,10 @@ class ControllerNode:
         while context.ok() and not STOP.is_set():
             spin_once(self.executor, 0.1, self.log)
 
-    def close(self) -> None:
-        """Stop spinning, write the summary, destroy the node.
+    def close(self, summary: bool = True) -> None:
+        """Stop spinning, write the summary (``summary``: not for a run that never started, a
+        composed start failing on the simulator's parameters: its ``stats_file`` would pass for
+        this run's), destroy the node.
 
         The silence since the last state is accounted for first (nothing is published): the
         diagnostics timer checks it only once a period, and the states stop at the end of every
@@ -954,7 +956,8 @@ class ControllerNode:
         self._closing = True
         self._check_silence(time.monotonic())
         self._flush_logs()
-        write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
+        if summary:
+            write_output("stats_file", lambda: write_json(self.config.common.stats_file, self.summary()))
         with exit_if_stuck():
             self.node.destroy_node()
 
