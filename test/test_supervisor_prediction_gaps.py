@@ -163,6 +163,28 @@ def test_a_good_state_soon_after_a_short_stop_keeps_the_commands_in_flight(robot
     np.testing.assert_allclose(decision.state.v, v_ref, atol=1e-13)
 
 
+def test_safe_commands_answering_unreadable_states_are_noted_at_the_clock(robot: RobotModel) -> None:
+    """Sixty unreadable states, each carrying the last good stamp as the node passes them, each
+    answered by a safe command; then a good state. The commands in flight are the last safe ones,
+    noted at the clock they went out on: kept. Noted at the last good stamp, the gap to the good
+    state read 61 periods and forgot them (a review: 2e-2 rad/s off, 4e-2–7e-2 after a stop)."""
+    sup = _predicting(robot)
+    last = _answered(sup, _torques(robot, 3, seed=17))
+    safe = []
+    for k in range(1, 61):
+        t = last + k * H
+        decision = sup.step(None, None, last, t, "unreadable")
+        assert decision.action is Action.FALLBACK and decision.command is not None
+        safe.append(decision.command.tau)
+    t = last + 61 * H
+    decision = sup.step(Q0, V0, t, t)
+    assert decision.action is Action.COMPUTE and decision.state is not None
+    assert sup.predictor._known == IN_FLIGHT
+    q_ref, v_ref = _by_hand(robot, Q0, V0, 0, safe[-IN_FLIGHT:])
+    np.testing.assert_allclose(decision.state.q, q_ref, atol=1e-13)
+    np.testing.assert_allclose(decision.state.v, v_ref, atol=1e-13)
+
+
 def test_a_clock_reset_forgets_the_commands_in_flight(robot: RobotModel) -> None:
     """A restarted simulator: stamps and clock gone back from 1000 s to 5 s. The commands sent
     before belong to the old run: the first state of the new one is carried at constant velocity.
