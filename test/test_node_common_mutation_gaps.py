@@ -290,6 +290,10 @@ def test_the_lock_folder_and_files_are_shared_and_an_id_that_cannot_be_opened_is
         assert (folder / f"{lease.domain}.lock").stat().st_mode & 0o777 == 0o666
     finally:
         lease.release()
+    # One of this user's made before (rwxr-xr-x) is widened too.
+    folder.chmod(0o755)
+    DomainLease().release()
+    assert folder.stat().st_mode & 0o7777 == 0o1777
     opened = domain._lock_file
 
     def refused_10(path: Path) -> int:

@@ -25,7 +25,10 @@ def _shared_folder(path: Path) -> None:
     try:
         path.mkdir(mode=0o1777)
     except FileExistsError:
-        return
+        # One made before the folders were shared, ours to widen (another user's stays as it is).
+        info = path.stat()
+        if info.st_uid != os.getuid() or info.st_mode & 0o7777 == 0o1777:
+            return
     os.chmod(path, 0o1777)  # the umask narrowed mkdir's mode
 
 
