@@ -241,3 +241,7 @@ def test_the_kept_scale_follows_a_selection_changed_in_place(robot: RobotModel) 
     rows[:] = [2, 1, 0]
     assert dyn._axis_scale_of(rows) == pytest.approx(float(_axis_scale(robot)[:3].max()))
     assert dyn._axis_scale_of(slice(0, 3)) == dyn._axis_scale_of(np.array([0, 1, 2]))
+    # The same bytes, another selection: a mask of rz alone against the indices of x, x, x, x, x, y.
+    mask = np.array([False] * 5 + [True])
+    assert dyn._axis_scale_of(mask) == pytest.approx(_axis_scale(robot)[5])
+    assert dyn._axis_scale_of(mask.view(np.uint8)) == pytest.approx(_axis_scale(robot)[1])

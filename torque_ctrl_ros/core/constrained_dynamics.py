@@ -386,7 +386,10 @@ class ConstrainedDynamics:
         largest ``s_i`` of those axes), kept for the last selection (by its contents: an array
         changed in place is another selection): a controller passes the same one every step, and
         indexing with it each time was 3 % of an ``achd_rnea`` step."""
-        key = (rows.start, rows.stop, rows.step) if isinstance(rows, slice) else rows.tobytes()
+        if isinstance(rows, slice):
+            key: object = (rows.start, rows.stop, rows.step)
+        else:  # the dtype and shape too: int64 [3] and int32 [3, 0] are the same bytes
+            key = (rows.dtype.str, rows.shape, rows.tobytes())
         if key != self._scale_key:
             self._scale_key, self._scale_of_rows = key, float(self.axis_scale[rows].max())
         return self._scale_of_rows
