@@ -348,7 +348,8 @@ class Supervisor:
             self.predictor.unsend()
             return
         periods = round((stamp - self._noted_stamp) / self.predictor.period)
-        timeout = max(FIRST_HOLD_PERIODS + 1, round(1.5 * stream_period / self.predictor.period))
+        # + 1: the simulator's command drives the step starting at its timeout too.
+        timeout = self._command_timeout(stream_period) + 1
         if periods > max(self.predictor.in_flight + 1, timeout):
             self.predictor.reset()
         else:
@@ -407,6 +408,13 @@ class Supervisor:
         if self.watchdog.last_reason is not RejectReason.CONTROLLER_ERROR or period <= 0.0:
             return FIRST_HOLD_PERIODS
         return max(1, round(period / self.brake.period))
+
+    def _command_timeout(self, stream_period: float) -> int:
+        """The periods (of ``h``) a driver applies a command at most, as the brake and the delay
+        prediction assume it: :data:`~.braking.FIRST_HOLD_PERIODS` (the simulator's timeout), or
+        1.5 of ``stream_period`` (s; 0 while unknown) where longer, the step a slow stream's
+        driver holds each command over, with the room a late state gets."""
+        return max(FIRST_HOLD_PERIODS, round(1.5 * stream_period / self.brake.period))
 
     def _answer(self, decision: Decision, now: float, notice: Notice) -> Decision:
         """Complete ``decision`` at ``now``: the safe command of a FALLBACK, what to log
@@ -480,8 +488,7 @@ class Supervisor:
             # fallback 5 ms late ended with the arm at 1.55–1.97 rad/s where the brake's
             # prediction read 0.54 (0.62 against 0.53 from the carried state; a review's runs).
             q0, v0 = self.predictor.predict(wd.last_good.q, wd.last_good.v)
-            stream_periods = round(1.5 * self.resume_tracker.stream.period / self.brake.period)
-            timeout = max(FIRST_HOLD_PERIODS, stream_periods)
+            timeout = self._command_timeout(self.resume_tracker.stream.period)
             self.brake.start(q0, v0, now, hold=self.first_hold(), timeout=timeout)
             self._last_safe_gap_stamp = math.nan
             self._brake_since = since
