@@ -195,9 +195,13 @@ def selection_rows(alpha: FloatArray) -> slice | np.ndarray | None:
     return rows
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class FrameKinematics:
     """Kinematics of the constrained frame at one state (base frame, LOCAL_WORLD_ALIGNED).
+
+    A record made every control step, read-only by convention: not a frozen dataclass, whose
+    ``__init__`` sets each field through ``object.__setattr__`` (1.45 µs for 11 fields against
+    0.29, Python 3.11), as :class:`ConstrainedDynamicsResult` and ``AchdSolution`` are not.
 
     Attributes:
         placement: pose of the frame in the base frame.
@@ -212,9 +216,10 @@ class FrameKinematics:
     drift: FloatArray
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ConstrainedDynamicsResult:
-    """Output of :meth:`ConstrainedDynamics.solve`.
+    """Output of :meth:`ConstrainedDynamics.solve`, read-only by convention (a record made every
+    control step: see :class:`FrameKinematics`).
 
     Attributes:
         qdd: joint accelerations ``q̈`` (rad/s²).
