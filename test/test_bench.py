@@ -827,6 +827,36 @@ def test_compare_times_this_tree_against_a_revision(
     assert row.endswith("(not on the same benchmark parameters)"), row
 
 
+def test_compare_tracks_the_benchmark_references_or_holds_one() -> None:
+    """``bench.compare`` times each version on the references ``make bench`` times (a new one each
+    state, :func:`tracking_references`), built by that version's classes, or with ``--reference
+    held`` on one held at the first state (as up to 2026-12-08, when a change to the reference's
+    checks showed no difference)."""
+    import torque_ctrl_ros
+    from torque_ctrl_ros.bench import compare
+    from torque_ctrl_ros.bench.compute import realistic_motion, tracking_references
+    from torque_ctrl_ros.core import RobotModel
+    from torque_ctrl_ros.paths import data_path
+
+    robot = RobotModel.from_urdf_file(data_path("urdf", "gen3.urdf"))
+    qs, vs, motion = realistic_motion(4)
+    _, states, tracked = compare._controller(torque_ctrl_ros, "achd_rnea", qs, vs, motion)
+    expected = tracking_references("achd_rnea", BENCH_CONFIGS["achd_rnea"], robot, motion)
+    assert len({id(r) for r in tracked}) == len(states) == 4
+    for got, want in zip(tracked, expected, strict=True):
+        np.testing.assert_array_equal(got.position, want.position)
+        np.testing.assert_array_equal(got.rotation, want.rotation)
+    assert not np.array_equal(tracked[0].position, tracked[-1].position)
+    _, _, joint = compare._controller(torque_ctrl_ros, "computed_torque", qs, vs, motion)
+    for got, want in zip(joint, motion, strict=True):
+        assert got is not want
+        for field in ("q", "v", "a"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+    controller, _, held = compare._controller(torque_ctrl_ros, "achd_rnea", qs, vs, None)
+    assert all(r is held[0] for r in held) and len(held) == 4
+    np.testing.assert_array_equal(held[0].position, controller.hold_reference(states[0]).position)
+
+
 def test_the_benchmark_states_stay_within_the_velocity_limits() -> None:
     """ "Realistic" states: over a full period of the slowest swing (5 s), no joint beyond 0.85 of
     its speed limit (uncut swings run joint_6 at 1.14 of it on 30 % of the states)."""

@@ -2,6 +2,11 @@
 
 ``python -m torque_ctrl_ros.bench.compare --against HEAD~1 --controllers qpid,hqpid``
 
+Each controller tracks the benchmark's motion, a new reference at every state, as in ``make bench``
+(:func:`.compute.tracking_references`, built by each version's own classes); ``--reference held``
+holds one reference at the first state instead, as this comparison did up to 2026-12-08 (a
+change to the reference's checks then shows no difference).
+
 On this shared VM the speed of the same code drifts by up to 1.7× within minutes, so two runs
 of ``make bench`` one after the other cannot tell a 3 % change from the host's minute. Here the
 revision's package (and its ``urdf/``, ``mjcf/``, ``config/``) is exported with ``git archive``
@@ -35,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..paths import PACKAGE_NAME
-from .compute import realistic_states
+from .compute import realistic_motion
 from .configs import BENCH_CONFIGS
 from .stats import time_interleaved
 
@@ -116,57 +121,75 @@ def bench_configs(package: ModuleType) -> dict[str, dict[str, Any]]:
     return configs
 
 
-def _controller(package: ModuleType, name: str, qs: np.ndarray, vs: np.ndarray) -> tuple[Any, list[Any], Any]:
+def _controller(
+    package: ModuleType, name: str, qs: np.ndarray, vs: np.ndarray, motion: list[Any] | None
+) -> tuple[Any, list[Any], list[Any]]:
     """``name`` built by ``package`` (either version) with its benchmark parameters
-    (:func:`bench_configs`), the states as that package's ``JointState`` s and the reference held
-    at the first one."""
+    (:func:`bench_configs`), the states as that package's ``JointState`` s and a reference per
+    state: one following ``motion`` (the joint reference the states tracked), as
+    :func:`.compute.tracking_references` builds it, with that package's classes; without
+    ``motion``, the reference held at the first state, at every state."""
     core = importlib.import_module(f"{package.__name__}.core")
     controllers = importlib.import_module(f"{package.__name__}.core.controllers")
     paths = importlib.import_module(f"{package.__name__}.paths")
     robot = core.RobotModel.from_urdf_file(paths.data_path("urdf", "gen3.urdf"))
-    controller = controllers.create_controller(name, robot, bench_configs(package)[name])
+    params = bench_configs(package)[name]
+    controller = controllers.create_controller(name, robot, params)
     states = [core.JointState(q, v) for q, v in zip(qs, vs, strict=True)]
-    return controller, states, controller.hold_reference(states[0])
+    if motion is None:
+        return controller, states, [controller.hold_reference(states[0])] * len(states)
+    if name == "computed_torque":
+        return controller, states, [core.JointReference(r.q.copy(), r.v.copy(), r.a.copy()) for r in motion]
+    builder = controllers.create_controller(name, robot, params)  # the timed one's kinematics untouched
+    zero = np.zeros(robot.n)
+    return controller, states, [builder.hold_reference(core.JointState(r.q, zero)) for r in motion]
 
 
 def compare(
-    other: ModuleType, controllers: Sequence[str], count: int, seed: int = 0
+    other: ModuleType, controllers: Sequence[str], count: int, seed: int = 0, tracking: bool = True
 ) -> dict[str, dict[str, float]]:
     """Per controller: medians and p99 (µs) of ``compute`` in this tree (``this``) and in ``other``,
     timed interleaved, ``ratio`` = this / other (medians), ``max_torque_difference`` (N·m)
     over the first :data:`TORQUE_CHECK_STATES` states from a cold start, and
-    ``same_parameters`` (1.0 or 0.0: whether both ran on the same benchmark parameters)."""
+    ``same_parameters`` (1.0 or 0.0: whether both ran on the same benchmark parameters).
+    ``tracking``: a new reference each state (:func:`_controller`), else one held."""
     this = importlib.import_module(PACKAGE_NAME)
-    qs, vs = realistic_states(count, seed)
+    qs, vs, motion = realistic_motion(count, seed)
+    followed = motion if tracking else None
     theirs = bench_configs(other)
     return {
-        name: _time_pair(_controller(this, name, qs, vs), _controller(other, name, qs, vs), count)
+        name: _time_pair(
+            _controller(this, name, qs, vs, followed), _controller(other, name, qs, vs, followed), count
+        )
         | {"same_parameters": float(theirs.get(name) == BENCH_CONFIGS[name])}
         for name in controllers
     }
 
 
 def _time_pair(
-    this: tuple[Any, list[Any], Any], other: tuple[Any, list[Any], Any], count: int
+    this: tuple[Any, list[Any], list[Any]], other: tuple[Any, list[Any], list[Any]], count: int
 ) -> dict[str, float]:
-    """:func:`compare` for one controller: ``(controller, states, reference)`` of each version."""
-    (a, states_a, ref_a), (b, states_b, ref_b) = this, other
+    """:func:`compare` for one controller: ``(controller, states, references)`` of each version."""
+    (a, states_a, refs_a), (b, states_b, refs_b) = this, other
 
     def restart() -> None:
         # As compute.run does: the timed run starts cold, its cold step untimed.
-        for controller, states, ref in (this, other):
+        for controller, states, refs in (this, other):
             controller.reset()
-            controller.compute(states[0], ref)
+            controller.compute(states[0], refs[0])
 
     times = time_interleaved(
-        {"this": lambda i: a.compute(states_a[i], ref_a), "other": lambda i: b.compute(states_b[i], ref_b)},
+        {
+            "this": lambda i: a.compute(states_a[i], refs_a[i]),
+            "other": lambda i: b.compute(states_b[i], refs_b[i]),
+        },
         count,
         after_warmup=restart,
     )
     a.reset()
     b.reset()
     difference = max(
-        float(np.abs(a.compute(states_a[i], ref_a).tau - b.compute(states_b[i], ref_b).tau).max())
+        float(np.abs(a.compute(states_a[i], refs_a[i]).tau - b.compute(states_b[i], refs_b[i]).tau).max())
         for i in range(min(count, TORQUE_CHECK_STATES))
     )
     this_us, other_us = times["this"] / 1e3, times["other"] / 1e3
@@ -188,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", default="HEAD", help="git revision to compare with (HEAD)")
     parser.add_argument("--controllers", default="qpid,hqpid", help="comma-separated (qpid,hqpid)")
     parser.add_argument("--states", type=int, default=4000, help="states along the benchmark motion (4000)")
+    parser.add_argument(
+        "--reference",
+        choices=("tracking", "held"),
+        default="tracking",
+        help="a new reference each state, as make bench (tracking), or one held at the first state",
+    )
     args = parser.parse_args(argv)
     names = [n for n in args.controllers.split(",") if n]
     unknown = sorted(set(names) - set(BENCH_CONFIGS))
@@ -204,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, folder)
         try:
             other = importlib.import_module(package_name)
-            results = compare(other, names, args.states)
+            results = compare(other, names, args.states, tracking=args.reference == "tracking")
         finally:
             sys.path.remove(folder)
             # Its modules point into the folder about to be deleted: a second comparison in this
@@ -214,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             importlib.invalidate_caches()
     print(
         f"compute per step (µs), this tree against {args.against} ({package_name}), "
-        f"{args.states} states, interleaved"
+        f"{args.states} states, interleaved, {args.reference} reference"
     )
     print(
         f"{'controller':<16} {'this':>9} {'other':>9} {'ratio':>7} {'this p99':>9} {'other p99':>9}"
