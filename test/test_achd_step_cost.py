@@ -1,4 +1,4 @@
-"""ACHD → RNEA's per-step shortcuts (2026-12-08) leave its results as they were.
+"""ACHD → RNEA's per-step shortcuts (2026-12-07) leave its results as they were.
 
 The benchmark's compute section tracks, a new reference at every state, and ACHD → RNEA read 46×
 ``rnea`` there (target ≤ 40×). The step now leaves out what it does not need: the Jᵀ·f of a wrench

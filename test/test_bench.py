@@ -830,7 +830,7 @@ def test_compare_times_this_tree_against_a_revision(
 def test_compare_tracks_the_benchmark_references_or_holds_one() -> None:
     """``bench.compare`` times each version on the references ``make bench`` times (a new one each
     state, :func:`tracking_references`), built by that version's classes, or with ``--reference
-    held`` on one held at the first state (as up to 2026-12-08, when a change to the reference's
+    held`` on one held at the first state (as up to 2026-12-07, when a change to the reference's
     checks showed no difference)."""
     import torque_ctrl_ros
     from torque_ctrl_ros.bench import compare

@@ -4,7 +4,7 @@
 
 Each controller tracks the benchmark's motion, a new reference at every state, as in ``make bench``
 (:func:`.compute.tracking_references`, built by each version's own classes); ``--reference held``
-holds one reference at the first state instead, as this comparison did up to 2026-12-08 (a
+holds one reference at the first state instead, as this comparison did up to 2026-12-07 (a
 change to the reference's checks then shows no difference).
 
 On this shared VM the speed of the same code drifts by up to 1.7× within minutes, so two runs
