@@ -240,8 +240,10 @@ def test_compare_builds_this_trees_controller_against_the_revisions(monkeypatch:
     ``other``, so that ``ratio`` = this / other compares the two versions. Mutants: this tree on
     both sides (a ratio of ~1 whatever changed), the sides swapped (the ratio inverted)."""
     revision = ModuleType("torque_ctrl_ros_0123456789ab")
-    monkeypatch.setattr(compare, "realistic_states", lambda count, seed: (np.zeros((count, 7)),) * 2)
-    monkeypatch.setattr(compare, "_controller", lambda package, name, qs, vs: package.__name__)
+    monkeypatch.setattr(
+        compare, "realistic_motion", lambda count, seed: (np.zeros((count, 7)), np.zeros((count, 7)), [])
+    )
+    monkeypatch.setattr(compare, "_controller", lambda package, name, qs, vs, motion: package.__name__)
     monkeypatch.setattr(compare, "_time_pair", lambda this, other, count: {"this": this, "other": other})
     result = compare.compare(revision, ["qpid"], 3)
     # A revision without bench/configs.py runs on this tree's parameters.
@@ -282,7 +284,7 @@ def test_compare_restarts_both_sides_cold_and_takes_the_ratio_of_medians(
 
     monkeypatch.setattr(compare, "time_interleaved", timed)
     a, b = _LoggedController(), _LoggedController()
-    r = compare._time_pair((a, [0, 1, 2], None), (b, [0, 1, 2], None), count)
+    r = compare._time_pair((a, [0, 1, 2], [None] * 3), (b, [0, 1, 2], [None] * 3), count)
     assert r["ratio"] == 0.5
     assert a.log == b.log == [0, "reset", 0, "reset", *range(count)]
 
@@ -324,10 +326,20 @@ def test_compare_prints_each_figure_in_its_column(
         "same_parameters": 1.0,
     }
     monkeypatch.setattr(compare, "export_revision", export)
-    monkeypatch.setattr(compare, "compare", lambda other, names, count: {"qpid": figures})
+    tracked: list[bool] = []
+
+    def fake_compare(other: object, names: list[str], count: int, tracking: bool) -> dict[str, Any]:
+        tracked.append(tracking)
+        return {"qpid": figures}
+
+    monkeypatch.setattr(compare, "compare", fake_compare)
     assert compare.main(["--controllers", "qpid"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("qpid"))
     assert row.split() == ["qpid", "100.0", "200.0", "0.500", "150.0", "300.0", "1.00e-03"]
+    # Tracking by default, as make bench; --reference held holds one.
+    assert compare.main(["--controllers", "qpid", "--reference", "held"]) == 0
+    assert tracked == [True, False]
+    capsys.readouterr()
     figures["same_parameters"] = 0.0
     assert compare.main(["--controllers", "qpid"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("qpid"))

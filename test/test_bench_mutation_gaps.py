@@ -308,8 +308,8 @@ def test_compare_ratio_percentiles_and_torque_difference(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(compare, "time_interleaved", timed)
     states = list(range(count))
-    this = (_ScriptedController(), states, None)
-    other = (_ScriptedController(bump_at=150, bump=0.25), states, None)
+    this = (_ScriptedController(), states, [None] * count)
+    other = (_ScriptedController(bump_at=150, bump=0.25), states, [None] * count)
     r = compare._time_pair(this, other, count)
     assert (r["this_median_us"], r["other_median_us"]) == (150.5, 301.0)
     assert r["this_p99_us"] == pytest.approx(297.01) and r["other_p99_us"] == pytest.approx(594.02)
