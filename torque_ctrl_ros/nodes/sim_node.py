@@ -593,7 +593,10 @@ class SimNode:
                 behind = time.monotonic() - next_tick
                 if behind > _RESYNC_S:
                     self.counts.overruns += 1
-                    self.counts.skipped_ticks += int(behind / dt)
+                    # The ticks from next_tick up to now run no step: behind/dt whole periods
+                    # after next_tick, and next_tick itself. (The next step, at now + dt, takes
+                    # the tick at or before it.)
+                    self.counts.skipped_ticks += int(behind / dt) + 1
                     next_tick = time.monotonic() + dt
             self._publish_state()
             self.step_time.add(clock() - t_work)
