@@ -228,8 +228,10 @@ class ControllerNode:
         self._state_topic = states.topic_name  # remapped: the graph queries do not remap
         self._state_sub = states
         self.catch_up = CatchUp(cfg.watchdog.max_age)
-        # perf_counter (s) at the start and the end of the last state's handling (-inf: none yet)
+        # perf_counter (s) at the start and the end of the last state's handling (-inf: none yet),
+        # and how much of it (s) went into publishing the /diagnostics deferred to its end
         self._state_started = self._state_done = -math.inf
+        self._diagnostics_took = 0.0
         self._skipped = 0  # states queued before the one being handled, skipped for it
         #: counts.watchdog_fallbacks when the last state arrived: the fallbacks while the states
         #: came, not the one their end brings (which a run's end may skip, OK → STOPPED).
@@ -266,6 +268,8 @@ class ControllerNode:
         self.parts = StepParts(keep_all)  # the callback of computed steps, part by part
         self.state_age = TimingLog(keep_all=keep_all)
         self._last_good_stamp_ns = 0  # the last accepted state's stamp (ns), 0 before any
+        # states_received when the last accepted state came: the states its stamp's span covers.
+        self._received_at_good = 0
         # Whether the watchdog accepted the last state handled. Only accepted states go to the
         # delay estimate: its window ends at the newest stamp it was given, and one refused state
         # stamped far ahead (a driver's glitch) would hold it there, reading nothing, until the
@@ -273,8 +277,9 @@ class ControllerNode:
         self._state_accepted = False
         self._last_state_wall = time.monotonic()
         self._closing = False  # set by close(): what the watchdog notes then is the run's end
-        # Wall s; states handled, commands, states skipped; the last good state's stamp (s, -inf: none).
-        self._window_start = (time.monotonic(), 0, 0, 0, -math.inf)
+        # Wall s; states handled, commands, states skipped; the last good state's stamp (s, -inf: none)
+        # and the states received up to it.
+        self._window_start = (time.monotonic(), 0, 0, 0, -math.inf, 0)
         self._started = time.monotonic()
         self.executor = make_executor(cfg.common.executor)
         self.executor.add_node(node)
@@ -382,10 +387,15 @@ class ControllerNode:
             self.counts.backlog_skipped += skipped
         elif skipped:
             self.counts.behind_skipped += skipped
+            reporting = (
+                f", {self._diagnostics_took * 1e3:.2f} ms of it publishing /diagnostics after its command"
+                if self._diagnostics_took > 0.0
+                else ""
+            )
             self.log.warning(
                 "behind",
                 f"falling behind the joint states: handling the last one took "
-                f"{(self._state_done - self._state_started) * 1e3:.2f} ms against their "
+                f"{(self._state_done - self._state_started) * 1e3:.2f} ms{reporting} against their "
                 f"{self.supervisor.stream_period * 1e3:.2f} ms period; skipped {skipped} queued state(s) "
                 "for the newest (counted as behind_skipped)",
             )
@@ -517,6 +527,7 @@ class ControllerNode:
         self._state_accepted = decision.action is Action.COMPUTE
         if self._state_accepted:
             self._last_good_stamp_ns = stamp_ns
+            self._received_at_good = self.counts.states_received
             computed = self._compute(decision, now)
             decision, out = computed.decision, computed.output
         if decision.action is Action.FALLBACK:
@@ -589,10 +600,16 @@ class ControllerNode:
 
     def _publish_deferred_diagnostics(self) -> None:
         """Publish the /diagnostics the timer deferred to the end of a state's handling, if any
-        (:meth:`_on_diagnostics_timer`)."""
+        (:meth:`_on_diagnostics_timer`); the time it took is kept in ``_diagnostics_took`` (s, 0
+        when none was due). It belongs to the handling: on a loaded host (1–2 ms) the states
+        arriving meanwhile queue behind the next one, which the node then skips for the newest,
+        and the "falling behind" warning says how much of the handling the report took."""
+        self._diagnostics_took = 0.0
         if self._diagnostics_due:
             self._diagnostics_due = False
+            t0 = time.perf_counter()
             self._publish_diagnostics()
+            self._diagnostics_took = time.perf_counter() - t0
 
     def _compute(self, decision: Decision, now: float) -> Computed:
         """Run the target source and the controller on the state the supervisor accepted
@@ -861,12 +878,13 @@ class ControllerNode:
         """The values of /diagnostics at ``now_wall`` (monotonic s), ``silent`` s after the last
         state; rates over the time since the last call. ``step``: the stream's usual step (s, nan
         while unknown); ``state_publishers``: nodes publishing states."""
-        t_start, states0, commands0, skipped0, stamp0 = self._window_start
+        t_start, states0, commands0, skipped0, stamp0, good0 = self._window_start
         span = max(now_wall - t_start, 1e-9)
         counts, wd = self.counts, self.watchdog
         skipped = counts.behind_skipped + counts.backlog_skipped
-        stamp = wd.last_good.stamp
-        self._window_start = (now_wall, counts.states_received, counts.commands_published, skipped, stamp)
+        stamp, good = wd.last_good.stamp, self._received_at_good
+        received, commands = counts.states_received, counts.commands_published
+        self._window_start = (now_wall, received, commands, skipped, stamp, good)
         # The controller's costlier diagnostics of the same step, computed only now.
         details = self.controller.diagnostics() if self._last_computed else {}
         return {
@@ -879,7 +897,9 @@ class ControllerNode:
             "command_rate_hz": (counts.commands_published - commands0) / span,
             # States taken from the queue unhandled, for a newer one (falling behind, catching up).
             "skipped_rate_hz": (skipped - skipped0) / span,
-            "handled_share": handled_share(counts.states_received - states0, stamp - stamp0, step),
+            # The states from the last good one before the window to the last good one in it, the
+            # span of the stamps: the ones refused after the last good one lie beyond it.
+            "handled_share": handled_share(good - good0, stamp - stamp0, step),
             **asdict(counts),
             # States that started over on a clock gone back (a restarted simulator).
             "clock_resets": wd.clock_resets,
