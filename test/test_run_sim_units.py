@@ -59,6 +59,33 @@ def test_the_watchdog_line_tells_the_end_of_the_run_from_a_trip_during_it() -> N
     assert watchdog_summary({}) == "?"
 
 
+def test_the_fallbacks_during_the_run_are_counted_with_states_refused_too() -> None:
+    """A run with one stale state refused and three fallbacks before its end (a loaded host):
+    the line counts them before the state it ended in, as without refusals; the end's trip is
+    then no clean end. Mutant: counted only without refused states (the line read "fallback
+    (...)", and "ok" after 477 fallbacks in a fresh-clone run)."""
+    run = {
+        "watchdog_state": "fallback",
+        "watchdog_transitions": 9,
+        "watchdog_reason": "no joint state for 502 ms",
+        "watchdog_reason_kind": "stale",
+        "watchdog_fallbacks": 4,
+        "watchdog_fallbacks_before_last_state": 3,
+        "rejected": {"stale": 1, "non_finite": 0},
+    }
+    assert watchdog_summary(run) == (
+        "fell back 3 times during the run (controller_node.log says why), ended fallback "
+        "(no joint state for 502 ms)"
+    )
+    ok = {**run, "watchdog_state": "ok", "watchdog_fallbacks_before_last_state": 477}
+    assert watchdog_summary(ok) == (
+        "fell back 477 times during the run (controller_node.log says why), ended ok"
+    )
+    assert watchdog_summary({**run, "watchdog_fallbacks_before_last_state": 0}) == (
+        "fallback (no joint state for 502 ms)"
+    )
+
+
 def test_a_fallback_during_the_run_shows_when_the_end_goes_straight_to_stopped() -> None:
     """The end of a run may take the watchdog from OK straight to STOPPED (the silence first checked
     past ``max_age + fallback_duration``), adding no fallback: the fallbacks before the last state,
