@@ -240,6 +240,56 @@ def _node_pid(tmp_path: Path, module: str) -> int:
     return pids[0]
 
 
+def test_the_monitor_counts_the_nodes_publishing_the_arms_topics(ros_domain: int) -> None:  # noqa: F811
+    """Over the real graph: one node publishing the states is this run's simulator (nothing said);
+    a second node, in a process (a DDS participant) of its own, publishing them too and one
+    publishing commands, is another run on the domain: the monitor keeps the most seen. Mutant:
+    the count of the last query kept, not the most (the second publisher gone by the end hid it)."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.node import Node
+    from sensor_msgs.msg import JointState as JointStateMsg
+    from std_msgs.msg import Float64MultiArray
+
+    from torque_ctrl_ros.run_sim import Monitor
+
+    monitor = Monitor(ros_domain, "gravity_comp", 1.0)
+    contexts: list[Context] = []
+
+    def participant(name: str) -> Node:
+        context = Context()
+        rclpy.init(context=context, domain_id=ros_domain)
+        contexts.append(context)
+        return Node(name, context=context)
+
+    def counted() -> dict[str, int]:
+        monitor.count_publishers()
+        return monitor.publishers
+
+    try:
+        sim = participant("sim_node")
+        sim.create_publisher(JointStateMsg, "/joint_states", 10)
+        wait_until(lambda: counted()["/joint_states"] == 1, 20, "the first publisher in the graph")
+        assert monitor.crowded() == ""
+        other = participant("sim_node")  # another run's simulator: the same name, another process
+        other.create_publisher(JointStateMsg, "/joint_states", 10)
+        other.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+        wait_until(lambda: counted()["/joint_states"] == 2, 20, "the second publisher in the graph")
+        wait_until(lambda: counted()["/effort_controller/commands"] == 1, 20, "the commands' publisher")
+        other.destroy_node()
+        wait_until(
+            lambda: len(monitor.node.get_publishers_info_by_topic("/joint_states")) == 1, 20, "its end"
+        )
+        monitor.count_publishers()
+        assert monitor.crowded() == "2 nodes published /joint_states"
+        assert monitor.tracked().crowded == "2 nodes published /joint_states"
+        sim.destroy_node()
+    finally:
+        monitor.close()
+        for context in contexts:
+            rclpy.shutdown(context=context)
+
+
 def test_a_simulator_that_fails_at_start_ends_the_run_at_once(ros_domain: int, tmp_path: Path) -> None:  # noqa: F811 - pytest fixture
     bad = tmp_path / "bad.yaml"
     bad.write_text("sim_node:\n  ros__parameters:\n    lockstep_timeout: -1.0\n")  # refused by the node

@@ -102,6 +102,9 @@ def _monitor(
     monitor.tool_error = math.nan
     monitor.no_demo = ""
     monitor.foreign_at = math.nan
+    monitor.measured_until = math.nan
+    monitor._before_foreign = monitor._error_snapshots()
+    monitor.publishers = {}
     monitor.diag = {}
     monitor._read_state = lambda raw: cast("tuple[float, np.ndarray]", raw)  # type: ignore[method-assign]
     return monitor
@@ -473,6 +476,27 @@ def _with_duration(duration: float) -> argparse.Namespace:
     return argparse.Namespace(**{**vars(RUN_ARGS), "duration": duration})
 
 
+def test_a_run_sharing_its_ros_domain_says_so_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another run's simulator on the same ROS domain (``Monitor.crowded``): the run that ended
+    cleanly is failed, exit 1, and a line says what was seen; interrupted, it says so and stays
+    interrupted. A fresh-clone review's run read "summary (done)", exit 0, with the figures of two
+    mixed runs. Mutants: the verdict kept, the line left out."""
+    _write_summaries(tmp_path, {**SIM_SUMMARY, "steps": 10_000}, CTRL_SUMMARY)
+    crowded = Tracked("initial pose", ErrorStats(), crowded="2 nodes published /joint_states")
+    ending = print_summary(_pair(tmp_path, (0, 0)), RUN_ARGS, RunOutcome(crowded, False, {}))
+    out = capsys.readouterr().out
+    assert ending == ("failed: another run on its ROS domain", 1)
+    assert out.startswith("summary (failed: another run on its ROS domain): computed_torque")
+    assert "  ROS domain       2 nodes published /joint_states during the run: another run" in out
+    alone = Tracked("initial pose", ErrorStats())
+    assert print_summary(_pair(tmp_path, (0, 0)), RUN_ARGS, RunOutcome(alone, False, {})) == ("done", 0)
+    assert "ROS domain" not in capsys.readouterr().out
+    ending = print_summary(_pair(tmp_path, (0, 0)), RUN_ARGS, RunOutcome(crowded, True, {}))
+    assert ending == ("interrupted", 0) and "ROS domain " in capsys.readouterr().out
+
+
 def test_a_run_that_ended_early_says_which_node_ended_it_and_when_and_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -579,6 +603,9 @@ class _WatchedMonitor:
 
     def status_line(self) -> str:
         return self.line
+
+    def count_publishers(self) -> None:
+        pass
 
 
 def test_the_watch_notes_when_the_controller_exited_before_the_simulator(

@@ -501,15 +501,28 @@ def test_a_target_from_elsewhere_stops_the_demo() -> None:
     monitor._on_state(_raw(1.0 + 2 * HOLD, Q0))  # the demo's next two were due
     assert len(publisher.sent) == 1
     assert tracking_line(monitor.tracked(), 2).endswith(
-        "; the demo stopped at t = 2.00 s, on the first target from elsewhere (measured until then)"
+        "; the demo stopped at t = 2.00 s, on the first target from elsewhere (measured up to t = 1.00 s, "
+        "the controller's last report before it)"
     )
-    # Under computed_torque: the joint error stops at it too.
+    # Under computed_torque: the joint error stops at it too, and goes back to the controller's last
+    # report before it: the target may have been taken any time since, the arm moving to it.
     joints = _monitor(0.0, sends_trajectory=True)
     joints._on_state(_raw(1.0, Q0))
     assert joints.reference is not None and joints.errors.count == 1
+    joints._on_diag(_controller_diagnostics(1))  # its own trajectory only
+    joints._on_state(_raw(1.5, Q0 + 0.2))  # moving to the target from elsewhere, not yet seen
+    joints._on_state(_raw(1.6, Q0 + 0.3))
+    assert joints.errors.count == 3 and joints.hold_errors.max == pytest.approx(0.3)
     joints._on_diag(_controller_diagnostics(2))
-    joints._on_state(_raw(1.5, Q0 + 0.3))
-    assert joints.errors.count == 1 and joints.foreign_at == 1.0
+    joints._on_state(_raw(1.7, Q0 + 0.3))
+    assert joints.foreign_at == 1.6 and joints.measured_until == 1.0
+    assert joints.errors.count == 1 and joints.hold_errors.count == 1 and joints.hold_errors.max == 0.0
+    assert joints.tracked().errors is joints.errors and joints.tracked().measured_until == 1.0
+    # Seen at the controller's first report: nothing measured before it counts.
+    early = _monitor(0.0, sends_trajectory=True)
+    early._on_state(_raw(1.0, Q0 + 0.1))
+    early._on_diag(_controller_diagnostics(2))
+    assert early.errors.count == early.hold_errors.count == 0 and early.measured_until == 0.0
     # A target from elsewhere before the trajectory topic matched: no demo is sent over it.
     first = _monitor(0.0, sends_trajectory=True, subscribers=0)
     first._on_state(_raw(1.0, Q0))

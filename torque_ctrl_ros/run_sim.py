@@ -105,6 +105,15 @@ class ErrorStats:
     def rms(self) -> float:
         return math.sqrt(self._sum_squares / self.count) if self.count else math.nan
 
+    def snapshot(self) -> ErrorStats:
+        """A copy of the figures so far (:meth:`rewind` goes back to it)."""
+        return copy.copy(self)
+
+    def rewind(self, snapshot: ErrorStats) -> None:
+        """Go back to the figures of ``snapshot``, in place (the object stays the one others hold)."""
+        self.count, self.max, self.last = snapshot.count, snapshot.max, snapshot.last
+        self._sum_squares = snapshot._sum_squares
+
 
 class Tracked(NamedTuple):
     """What the monitor tracked over a run: ``what`` the error is against, the ``errors`` (rad)
@@ -119,6 +128,8 @@ class Tracked(NamedTuple):
     poses: str = ""
     no_demo: str = ""  # why no demo was sent, where the controller takes one
     foreign_at: float = math.nan  # when a target from elsewhere stopped the demo (s; NaN: never)
+    measured_until: float = math.nan  # the error's last state then (s): the report before it
+    crowded: str = ""  # the arm's topics more than one node published (Monitor.crowded)
 
 
 def takes_joint_trajectory(controller: str) -> bool:
@@ -152,7 +163,7 @@ class Monitor:
         from sensor_msgs.msg import JointState as JointStateMsg
         from trajectory_msgs.msg import JointTrajectory as TrajectoryMsg
 
-        from .nodes.common import DIAGNOSTICS_TOPIC, STATE_TOPIC, make_executor
+        from .nodes.common import COMMAND_TOPIC, DIAGNOSTICS_TOPIC, STATE_TOPIC, make_executor
         from .nodes.wire import JointStateWire
 
         self.rclpy = rclpy
@@ -204,6 +215,30 @@ class Monitor:
         #: did not send (its /diagnostics' targets_received above the demo's count): the demo then
         #: stops and the tracking error stops being measured against it. NaN: none seen.
         self.foreign_at = math.nan
+        #: The simulated time (s) and both errors at the controller's last /diagnostics that had
+        #: taken no target from elsewhere: a target from elsewhere is seen up to a report late, and
+        #: the errors go back to these then, so that they do not measure its motion.
+        self._before_foreign = self._error_snapshots()
+        self.measured_until = math.nan
+        #: The most nodes seen publishing the arm's states and its commands (:meth:`count_publishers`).
+        self.publishers: dict[str, int] = {STATE_TOPIC: 0, COMMAND_TOPIC: 0}
+
+    def count_publishers(self) -> None:
+        """Note how many nodes publish the arm's states and its commands now (a graph query, ~0.1 ms).
+        This run has one of each: more is another run, or a driver, on the same ROS domain (an
+        exported ``ROS_DOMAIN_ID`` another shell uses too), whose states and commands mix with
+        this run's. Two simulators at the same pose, both answered, showed no jump to stop on:
+        their run ended "done" with a tracking error and a watchdog line that were neither's."""
+        from .nodes.common import publishing_nodes
+
+        for topic, most in self.publishers.items():
+            now = publishing_nodes(self.node.get_publishers_info_by_topic(topic))
+            self.publishers[topic] = max(most, now)
+
+    def crowded(self) -> str:
+        """``2 nodes published /joint_states`` (and the like for the commands), or "" where each of
+        the arm's topics had one publisher at most (:meth:`count_publishers`)."""
+        return ", ".join(f"{n} nodes published {topic}" for topic, n in self.publishers.items() if n > 1)
 
     def _on_diag(self, msg: Any) -> None:
         for st in msg.status:
@@ -230,8 +265,21 @@ class Monitor:
             return
         if int(received) > self._own_targets():
             self.foreign_at = self.sim_time
+            self.measured_until, snapshots = self._before_foreign
+            if all(self.errors is not stats for stats, _ in snapshots):
+                self.errors.rewind(ErrorStats())  # made since (the demo sent): all after the report
+            for stats, snapshot in snapshots:
+                stats.rewind(snapshot)
             if self.pose_demo is not None:
                 self.pose_demo.stop()
+        else:
+            self._before_foreign = self._error_snapshots()
+
+    def _error_snapshots(self) -> tuple[float, list[tuple[ErrorStats, ErrorStats]]]:
+        """The simulated time (s) and, for each error measured (the initial pose's and the demo's),
+        the object and a snapshot of it."""
+        measured = [self.hold_errors] + ([self.errors] if self.errors is not self.hold_errors else [])
+        return self.sim_time, [(stats, stats.snapshot()) for stats in measured]
 
     def _check_refused(self, rejected: str) -> None:
         """Note the controller refusing the demo trajectory (``rejected``: its ``targets_rejected``,
@@ -424,6 +472,8 @@ class Monitor:
                 len(demo.sent),
                 demo.summary(),
                 foreign_at=self.foreign_at,
+                measured_until=self.measured_until,
+                crowded=self.crowded(),
             )
         sent = self.reference is not None
         no_demo = self.no_demo
@@ -447,6 +497,8 @@ class Monitor:
             int(sent),
             no_demo=no_demo,
             foreign_at=self.foreign_at,
+            measured_until=self.measured_until,
+            crowded=self.crowded(),
         )
 
     def close(self) -> None:
@@ -777,6 +829,7 @@ def _watch(pair: NodePair, monitor: Monitor) -> float | None:
             break
         if time.monotonic() - last_print > (0.25 if tty else 2.0):
             last_print = time.monotonic()
+            monitor.count_publishers()
             columns = shutil.get_terminal_size().columns if tty else 80
             print(status_output(monitor.status_line(), tty, columns), end="", flush=True)
     # Also after the loop: exiting between its last check and the simulator's end, it did not
@@ -785,6 +838,7 @@ def _watch(pair: NodePair, monitor: Monitor) -> float | None:
     if controller_exit is not None:
         print("\ncontroller_node exited early; see its log", file=sys.stderr)
     monitor.spin(0.2)
+    monitor.count_publishers()
     return controller_exit
 
 
@@ -954,7 +1008,7 @@ def tracking_line(
     if not math.isnan(tracked.foreign_at):
         notes += (
             f"; the demo stopped at t = {tracked.foreign_at:.2f} s, on the first target from elsewhere "
-            "(measured until then)"
+            f"(measured up to t = {tracked.measured_until:.2f} s, the controller's last report before it)"
         )
     if tracked.poses:
         return f"  tool targets     {tracked.poses}{unread}{notes}"
@@ -977,6 +1031,8 @@ def print_summary(pair: NodePair, args: argparse.Namespace, outcome: RunOutcome)
     sim, ctrl = pair.stats() if pair.sim is not None else ({}, {})
     out = pair.out
     ending = verdict(pair, sim, ctrl, args.duration, interrupted, controller_exit)
+    if tracked.crowded and ending.exit_status == 0 and not interrupted:
+        ending = Verdict("failed: another run on its ROS domain", 1)
     head = f"summary ({ending.text}): {args.controller}, {args.mode}"
     if ending.exit_status == INTERRUPTED_AT_START:
         # Nothing ran to sum up, and no error to see: neither a list of missing summaries nor a
@@ -1006,6 +1062,12 @@ def print_summary(pair: NodePair, args: argparse.Namespace, outcome: RunOutcome)
         + ", ".join(f"{k} {v}" for k, v in policies.items())
         + _not_granted(args, policies.values()),
     ]
+    if tracked.crowded:
+        lines.append(
+            f"  ROS domain       {tracked.crowded} during the run: another run or a driver on this "
+            "domain (ROS_DOMAIN_ID), whose states and commands mixed with this run's; the figures "
+            "below are not this run's alone"
+        )
     if steal:
         lines.append(
             f"  host             the hypervisor took {steal['steal_ms']['cpu']:.0f} ms of CPU time from this "
