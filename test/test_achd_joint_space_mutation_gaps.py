@@ -223,7 +223,7 @@ def test_gravity_comp_from_params_is_undamped_by_default(robot: RobotModel) -> N
 def test_achd_se3_error_is_taken_towards_the_reference_given(robot: RobotModel) -> None:
     """With ``pose_error: se3`` the law's error is ``log6(oMf⁻¹·oM_ref)`` rotated into base axes,
     towards the reference passed (written out here with ``pin.log6``), and follows a new
-    reference. Mutant: ``self._reference_se3 = ref.se3`` dropped from ``_checked_reference``, so
+    reference. Mutant: the pose (``self._reference_se3``) no longer built in ``_checked_reference``, so
     the se3 error was taken towards the identity pose whatever the target."""
     controller = AchdRnea(robot, AchdRneaConfig.create(robot.n, pose_error="se3"))
     now = robot.frame_placement(HOME, TOOL)

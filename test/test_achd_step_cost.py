@@ -9,12 +9,14 @@ fields. Each test below pins what a shortcut must not change.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from torque_ctrl_ros.core import RobotModel
-from torque_ctrl_ros.core.controllers.cartesian import AchdRnea, PoseReference
-from torque_ctrl_ros.core.errors import TargetError
+from torque_ctrl_ros.core.controllers.cartesian import AchdRnea, AchdRneaConfig, PoseReference
+from torque_ctrl_ros.core.errors import ConfigError, TargetError
 from torque_ctrl_ros.core.types import JointState
 
 HOME = np.array([0.0, 0.26, 3.14, -2.27, 0.0, 0.96, 1.57])
@@ -91,3 +93,25 @@ def test_the_se3_error_follows_a_new_reference_and_decoupled_needs_no_pose(robot
         np.testing.assert_array_equal(se3._reference_se3.translation, reference.position)
         np.testing.assert_array_equal(se3._reference_se3.rotation, reference.rotation)
         assert decoupled._reference_se3.isIdentity()
+
+
+def test_a_config_built_directly_with_an_unknown_pose_error_is_refused(robot: RobotModel) -> None:
+    """``create()`` refuses an unknown ``pose_error``; a config built directly (or changed with
+    ``dataclasses.replace``) is checked by the controller too. Before, ``"SE3"`` took the se3
+    branch toward a pose built for ``"se3"`` only, the identity: holding its pose at HOME, the arm
+    was driven 2.19 m·rad off while ``position_error`` read 0 (a review of the shortcuts)."""
+    config = dataclasses.replace(AchdRneaConfig.create(robot.n), pose_error="SE3")
+    with pytest.raises(ConfigError, match="achd_rnea.pose_error"):
+        AchdRnea(robot, config)
+
+
+def test_a_config_built_directly_with_lists_still_computes(robot: RobotModel) -> None:
+    """A config built directly may hold lists where ``create()`` gives arrays: the step's set-up
+    takes them as numbers (``task_wrench.any()`` had raised AttributeError at construction)."""
+    made = AchdRneaConfig.create(robot.n, constrained_axes="x, y, z", task_wrench=[0.0, 0.0, 0.0, 0.3, 0, 0])
+    config = dataclasses.replace(
+        made, task_wrench=made.task_wrench.tolist(), joint_damping=made.joint_damping.tolist()
+    )
+    listed, arrays = AchdRnea(robot, config), AchdRnea(robot, made)
+    reference = arrays.hold_reference(JointState(HOME + 0.02, np.zeros(robot.n)))
+    np.testing.assert_array_equal(listed.solve(HOME, V, reference).tau, arrays.solve(HOME, V, reference).tau)

@@ -451,7 +451,10 @@ class AchdRnea(Controller[PoseReference]):
         except ConfigError as exc:  # rcond of a config built directly (create() checks it)
             raise ConfigError(f"achd_rnea.{exc}") from None
         self.alpha = alpha_from_axes(list(self.config.constrained_axes), error=ConfigError)
-        check_pose_error_axes(self.config.pose_error, self.config.constrained_axes)  # a config built directly
+        # A config built directly: create() checked these. An unknown pose_error would take solve()'s
+        # se3 branch toward a pose that was never built (the identity), with no sign in the info.
+        check_choice("achd_rnea.pose_error", self.config.pose_error, POSE_ERRORS)
+        check_pose_error_axes(self.config.pose_error, self.config.constrained_axes)
         # create() checked the gains one period late; the robot's arm may be later than that.
         _check_gains(self.config.constrained_axes, self.config.kp, self.config.kd, robot.delay_periods)
         axes, dofs = len(self.config.constrained_axes), robot.dofs_moving(self.config.frame)
@@ -472,10 +475,10 @@ class AchdRnea(Controller[PoseReference]):
         self._free_damping = np.where(mask, 0.0, self.config.free_axis_damping)
         # No task wrench and no damping on a free axis (every axis constrained, say): the wrench is
         # 0 at every step, and its Jᵀ·f in the solve (~1 µs) is left out.
-        self._wrench_acts = bool(self.config.task_wrench.any() or self._free_damping.any())
+        self._wrench_acts = bool(np.any(self.config.task_wrench) or self._free_damping.any())
         self._no_wrench = np.zeros(6)
         self._no_wrench.flags.writeable = False
-        self._minus_joint_damping = -self.config.joint_damping
+        self._minus_joint_damping = np.negative(self.config.joint_damping, dtype=np.float64)
         # K_null·q̇ in τ_ff and B∘ẋ on the free axes are dampings held for one period. Where the
         # constraints leave freedom they act through N = M⁻¹ − M⁻¹·J_cᵀ·D⁻¹·J_c·M⁻¹ ⪯ M⁻¹, so the
         # check with M⁻¹ is on the safe side: a scalar 1.0 sends the self-motion of the
@@ -543,7 +546,7 @@ class AchdRnea(Controller[PoseReference]):
         if reference is not self._reference_in or self._reference is None:
             fields = _checked_pose_fields(reference)
             check_target_position(fields[0], f"{self.name} target")
-            if self.config.pose_error == "se3":  # the decoupled error needs no SE3 (0.8 µs)
+            if self.config.pose_error != "decoupled":  # solve()'s condition; decoupled needs no SE3 (0.8 µs)
                 self._reference_se3 = pin.SE3(fields[1], fields[0])
             self._reference = fields
             self._reference_in = reference
