@@ -1,10 +1,12 @@
-"""Pose targets the frame cannot reach, refused by the approach planner (a review of 2026-12-07).
+"""Pose approaches: targets the frame cannot reach, and the course check's axes (a review of 2026-12-07).
 
 The node checks a target's position (the frame's reach bound, the stretch margin, the floor); what
 the wrist can turn to there was left to the planner's shortfall check, which allows the predicted
 path to end 20 % of the move short. A pose 0.87 m above the shoulder with the tool as at home ended
 160 mm short (18.9 %) and was taken: achd_rnea strained toward it at 2.09 times joint_5's velocity
-limit (MuJoCo and an exact plant alike). Pure core: no ROS.
+limit (MuJoCo and an exact plant alike). And the course check, which decides whether a moving
+reference stops before it turns to a new target, bounded the rotation vector ``θ`` of
+``R = R₀·exp(θ)`` (the start rotation's own axes) on the planner's base axes. Pure core: no ROS.
 """
 
 from __future__ import annotations
@@ -75,3 +77,42 @@ def test_reachable_poses_are_taken(robot: RobotModel) -> None:
             if "cannot reach" in str(exc):
                 unreached.append(str(exc))
     assert not unreached, unreached
+
+
+# ------------------------------------------------------------------ the course check's axes
+def test_the_base_path_is_the_turn_from_the_start_in_base_axes(robot: RobotModel) -> None:
+    """``base_path`` samples ``[p; R₀·θ]`` of ``path``: the rotation vector of ``R·R₀ᵀ`` (base axes),
+    with its rates mapped alike, over a stop-first approach (two quintics)."""
+    home = robot.frame_placement(HOME, TOOL)
+    start = PoseReference(home.translation, home.rotation, np.array([0.02, 0.0, 0.0, 0.1, -0.3, 0.2]))
+    goal = PoseReference(home.translation + 0.05, pin.exp3(np.array([0.2, -0.1, 0.4])) @ home.rotation)
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), *GAINS)
+    approach = planner.plan(HOME, start, goal)
+    assert approach.stop is not None
+    base = approach.base_path()
+    for t in np.linspace(0.0, approach.duration, 37):
+        p, v, a = base.sample(t)
+        theta, theta_d, theta_dd = approach.path.sample(t)
+        np.testing.assert_allclose(p[3:], home.rotation @ theta[3:], atol=1e-12)
+        np.testing.assert_allclose(v[3:], home.rotation @ theta_d[3:], atol=1e-12)
+        np.testing.assert_allclose(a[3:], home.rotation @ theta_dd[3:], atol=1e-12)
+        np.testing.assert_allclose(p[:3], theta[:3], atol=1e-15)
+        turn = pin.log3(approach.sample(t).rotation @ home.rotation.T)
+        np.testing.assert_allclose(p[3:], turn, atol=1e-9)
+
+
+def test_a_turn_back_about_a_tracked_base_axis_stops_first(robot: RobotModel) -> None:
+    """A planner on ``x, y, z, rz`` (a QP pose task weighted so, or achd_rnea so constrained), the
+    reference turning about base z at −0.6 rad/s at home and a new target +0.3 rad about base z:
+    one quintic would turn the tool 0.167 rad the wrong way first; the course check, on base axes,
+    stops first (0.072 rad back, as the planner on all six axes). Mutant: the check on ``θ``, in
+    the start rotation's axes (at home its z is base x): no stop, 0.167 rad back."""
+    home = robot.frame_placement(HOME, TOOL)
+    start = PoseReference(home.translation, home.rotation, np.array([0.0, 0.0, 0.0, 0.0, 0.0, -0.6]))
+    goal = PoseReference(home.translation, pin.exp3(np.array([0.0, 0.0, 0.3])) @ home.rotation)
+    rows = np.array([0, 1, 2, 5])
+    planner = PoseApproachPlanner(robot, TOOL, rows, GAINS[0][:4], GAINS[1][:4], refuse_shortfall=False)
+    approach = planner.plan(HOME, start, goal)
+    assert approach.stop is not None
+    turned = [pin.log3(approach.sample(t).rotation @ home.rotation.T)[2] for t in np.linspace(0, 3, 601)]
+    assert -0.08 < min(turned) < -0.06

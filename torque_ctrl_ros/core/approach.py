@@ -231,6 +231,22 @@ class PoseApproach:
         """The quintic(s) of ``[p; θ]`` (m, rad) over time, from the start's to the goal's."""
         return self._path
 
+    def base_path(self) -> JointTrajectory:
+        """The quintic(s) of ``[p; R₀·θ]`` (m, rad): the rotation vector in base axes, of ``R·R₀ᵀ =
+        exp(R₀·θ)``, the turn from the start as the laws' base axes read it (the planner's axes
+        are base axes). A quintic is linear in its knots' positions, velocities and
+        accelerations, so mapping them maps the path exactly."""
+        path, to_base = self._path, np.eye(6)
+        to_base[3:, 3:] = self._r0
+        # Quintic knots: accelerations are there wherever velocities are (see __init__).
+        assert path.accelerations is not None
+        return JointTrajectory(
+            path.times,
+            path.positions @ to_base.T,
+            path.velocities @ to_base.T,
+            path.accelerations @ to_base.T,
+        )
+
     def sample(self, t: float) -> PoseReference:
         """The reference ``t`` s after the start (``goal`` itself from ``duration`` on)."""
         if t >= self.duration:
@@ -993,11 +1009,14 @@ class PoseApproachPlanner:
 
     def _keeps_course(self, approach: PoseApproach) -> bool:
         """Whether one quintic from the moving start stays between its start and goal on the
-        planner's axes of ``[p; θ]`` (within :data:`COURSE_TOLERANCE`). Its speed is not checked:
+        planner's axes of ``[p; R₀·θ]`` (within :data:`COURSE_TOLERANCE`; base axes,
+        :meth:`PoseApproach.base_path`: on ``θ``, in the start's own axes, a planner on ``x, y, z,
+        rz`` had bounded the turn about another axis and let the tool turn 0.167 rad the wrong
+        way about ``z``, a review). Its speed is not checked:
         a moving pose reference comes from an earlier approach, planned within the speed share.
         A yes or no (:meth:`~.trajectory.JointTrajectory.within_limits`): mostly no, for a
         reference to turn back, which a sample past the bounds settles."""
-        path = approach.path
+        path = approach.base_path()
         begin, end = path.positions[0], path.positions[-1]
         slack = COURSE_TOLERANCE * np.abs(end - begin) + COURSE_MARGIN
         lower = np.where(self._tracked, np.minimum(begin, end) - slack, -np.inf)
