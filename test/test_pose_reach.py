@@ -116,3 +116,73 @@ def test_a_turn_back_about_a_tracked_base_axis_stops_first(robot: RobotModel) ->
     assert approach.stop is not None
     turned = [pin.log3(approach.sample(t).rotation @ home.rotation.T)[2] for t in np.linspace(0, 3, 601)]
     assert -0.08 < min(turned) < -0.06
+
+
+# ------------------------------------------------------------------ a second review of the search
+def test_a_pose_reachable_only_past_a_joint_limit_is_refused(robot: RobotModel) -> None:
+    """joint_4 0.03 rad inside its limit, the goal the pose with it 0.08 rad past: the search's
+    first guess, the move's first-order end, lies past the limit and met the goal there; clipped
+    into the limits first, it finds the goal 20 mm off (a bounded search: 15.8 mm). Mutant: the
+    guess not clipped (taken, a 0.3 s approach driving joint_4 onto its limit)."""
+    q = HOME.copy()
+    q[3] = -(robot.position_upper[3] - 0.03)
+    past = q.copy()
+    past[3] = -(robot.position_upper[3] + 0.08)
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), *GAINS)
+    start = PoseReference.from_se3(robot.frame_placement(q, TOOL))
+    with pytest.raises(TargetError, match="cannot reach"):
+        planner.plan(q, start, PoseReference.from_se3(robot.frame_placement(past, TOOL)))
+
+
+def test_reachable_poses_at_a_joint_limit_are_taken(robot: RobotModel) -> None:
+    """Goals whose configuration has joint 2 or 4 at its limit, 1–2.7 rad a joint from the start
+    (a review's seeded draws): each step clipped at the limit stalled the search there, and they
+    were refused up to 95 mm off. Mutant: the step clipped, the joint at its limit not left out."""
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), *GAINS)
+    for q, q_goal in [
+        (
+            [2.5596, 0.6277, -2.3902, 1.6472, 2.1876, 0.8017, -0.1328],
+            [1.3261, -0.5136, -1.4553, 2.57, 1.9308, 0.7312, 0.1897],
+        ),
+        (
+            [1.9703, -2.1427, 2.0814, -0.5295, 1.0007, 1.7606, -1.7522],
+            [0.4944, -2.24, 0.9935, -0.4015, 2.2888, 1.3103, -1.4186],
+        ),
+        (
+            [2.2208, -1.818, 1.4778, -0.7953, 0.8523, 0.0662, 0.1903],
+            [0.8843, -2.24, 1.1726, -0.2727, 1.2301, -0.7056, 0.9031],
+        ),
+    ]:
+        q0, goal_q = np.array(q), np.clip(np.array(q_goal), robot.position_lower, robot.position_upper)
+        start = PoseReference.from_se3(robot.frame_placement(q0, TOOL))
+        goal = PoseReference.from_se3(robot.frame_placement(goal_q, TOOL))
+        assert planner.plan(q0, start, goal).duration > 0.0
+
+
+def test_a_yaw_only_goal_with_the_tilt_free_is_taken(robot: RobotModel) -> None:
+    """A planner on ``x, y, z, rz``: goals 10 cm from the tool with a rotation about base z alone
+    (the tilt free, so ``log3(R_goal·Rᵀ)`` reads 2.7–3 rad): the search stepped on ``−J_ω`` as
+    the derivative of that error and was refused on 69 of 376 (a review; a bounded search
+    reached all). On ``−Jlog3·J_ω`` they are taken. Mutant: ``Jlog3`` left out."""
+    rows = np.array([0, 1, 2, 5])
+    planner = PoseApproachPlanner(robot, TOOL, rows, GAINS[0][rows], GAINS[1][rows])
+    rng = np.random.default_rng(2)
+    refused = []
+    for i in range(72):  # the review's draws; the ones from 36 on start off home
+        q = (
+            HOME
+            if i < 36
+            else np.clip(HOME + rng.normal(0, 0.6, 7), robot.position_lower, robot.position_upper)
+        )
+        psi = (i % 36) * np.pi / 18 - np.pi if i < 36 else rng.uniform(-np.pi, np.pi)
+        d = rng.normal(size=3)
+        start = PoseReference.from_se3(robot.frame_placement(q, TOOL))
+        goal = PoseReference(
+            start.position + 0.1 * d / np.linalg.norm(d), pin.exp3(np.array([0.0, 0.0, psi]))
+        )
+        try:
+            planner.plan(q, start, goal)
+        except TargetError as exc:
+            if "cannot reach" in str(exc):
+                refused.append(i)
+    assert not refused, refused
