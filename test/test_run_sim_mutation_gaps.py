@@ -103,7 +103,7 @@ def _monitor(
     monitor.no_demo = ""
     monitor.foreign_at = math.nan
     monitor.measured_until = math.nan
-    monitor._before_foreign = monitor._error_snapshots()
+    monitor._before_foreign = monitor._error_snapshots(math.nan)
     monitor.publishers = {}
     monitor.diag = {}
     monitor._read_state = lambda raw: cast("tuple[float, np.ndarray]", raw)  # type: ignore[method-assign]

@@ -522,7 +522,13 @@ def test_a_target_from_elsewhere_stops_the_demo() -> None:
     early = _monitor(0.0, sends_trajectory=True)
     early._on_state(_raw(1.0, Q0 + 0.1))
     early._on_diag(_controller_diagnostics(2))
-    assert early.errors.count == early.hold_errors.count == 0 and early.measured_until == 0.0
+    assert early.errors.count == early.hold_errors.count == 0 and math.isnan(early.measured_until)
+    # Its line still says what happened, though nothing was measured.
+    assert tracking_line(early.tracked(), 2) == (
+        "  tracking error   none measured; the controller also took 1 target from elsewhere, not tracked "
+        "here; the demo stopped at t = 1.00 s, on the first target from elsewhere (nothing measured: it "
+        "came before the controller's first report)"
+    )
     # A target from elsewhere before the trajectory topic matched: no demo is sent over it.
     first = _monitor(0.0, sends_trajectory=True, subscribers=0)
     first._on_state(_raw(1.0, Q0))
@@ -531,6 +537,36 @@ def test_a_target_from_elsewhere_stops_the_demo() -> None:
     first._on_state(_raw(1.5, Q0))
     assert first.reference is None and not _publisher(first).sent
     assert first.tracked().no_demo == ""  # not "the topic was not discovered": it was stopped
+
+
+def test_a_target_from_elsewhere_takes_the_pose_demos_figures_back_to_the_last_report() -> None:
+    """The pose demo's figures (each target's closest approach, the end's error) go back to the
+    controller's last report before a target from elsewhere, as the joint error does: the tool's
+    move toward that target, up to a report before it was seen, is not the demo's (a review's run
+    read "at the end 27.6 mm off the last" after the demo's target had been reached). Mutant: the
+    demo's figures not rewound."""
+    from geometry_msgs.msg import PoseStamped
+    from test_run_sim_mutation_gaps import Q0, _monitor, _Publisher, _raw
+
+    from torque_ctrl_ros.paths import data_path
+    from torque_ctrl_ros.pose_demo import PoseDemo
+
+    demo = PoseDemo.for_controller("qpid", [Path(data_path("config", "gen3_controllers.yaml"))])
+    assert demo is not None
+    monitor = _monitor(0.0, sends_trajectory=False)
+    monitor.pose_demo, monitor._pose_msg = demo, PoseStamped
+    monitor.pose_pub = _Publisher(1)  # type: ignore[assignment]  # a fake: no rclpy node
+    monitor._on_state(_raw(1.0, Q0))  # the demo's first target sent, 10 cm from the tool
+    monitor._on_diag(_controller_diagnostics(1))
+    before = demo.summary()
+    assert "at the end 100 mm" in before
+    moved = Q0.copy()
+    moved[0] += 0.3  # the arm turning toward a target from elsewhere
+    monitor._on_state(_raw(1.5, moved))
+    assert demo.summary() != before
+    monitor._on_diag(_controller_diagnostics(2))
+    assert monitor.foreign_at == 1.5 and monitor.measured_until == 1.0
+    assert demo.summary() == before
 
 
 def test_the_summary_says_why_no_demo_was_sent() -> None:

@@ -59,6 +59,18 @@ class SentTarget:
         return x, y, z, w
 
 
+@dataclass
+class DemoFigures:
+    """What a :class:`PoseDemo` measured up to a moment (:meth:`PoseDemo.snapshot`): how many
+    targets it had sent, each one's ``(reached_at, closest)``, and the last error (m) and frame
+    rotation."""
+
+    sent: int
+    measured: list[tuple[float, float]]
+    last_error: float
+    last_rotation: np.ndarray
+
+
 class PoseDemo:
     """The pose targets for one run and what the frame did (module docstring).
 
@@ -167,6 +179,20 @@ class PoseDemo:
         """Send no more targets (someone else's came: the demo would replace it at its next)."""
         self._plan.clear()
 
+    def snapshot(self) -> DemoFigures:
+        """The figures so far (:meth:`rewind` goes back to them)."""
+        measured = [(t.reached_at, t.closest) for t in self.sent]
+        return DemoFigures(len(self.sent), measured, self._last_error, self._last_rotation.copy())
+
+    def rewind(self, figures: DemoFigures) -> None:
+        """Go back to ``figures`` (:meth:`snapshot`): the motion since is not the demo's (a target
+        from elsewhere came meanwhile). A target sent since is still counted, as not measured."""
+        for target, (reached_at, closest) in zip(self.sent, figures.measured, strict=False):
+            target.reached_at, target.closest = reached_at, closest
+        for target in self.sent[figures.sent :]:
+            target.reached_at, target.closest = math.nan, math.nan
+        self._last_error, self._last_rotation = figures.last_error, figures.last_rotation
+
     def observe(self, t: float, q: np.ndarray) -> float:
         """The frame's distance (m) to the last target sent at the state at ``t`` (s; ``q`` in
         rad, in the order :meth:`start` was given); nan before the first target."""
@@ -188,19 +214,25 @@ class PoseDemo:
             return "none sent (the controller's target topic was not discovered in time)"
         offset = ", ".join(f"{x:+.2f}" for x in OFFSET)
         times = [
-            f"never (closest {t.closest * 1e3:.1f} mm)"
+            "not measured"
+            if math.isnan(t.closest)
+            else f"never (closest {t.closest * 1e3:.1f} mm)"
             if math.isnan(t.reached_at)
             else f"after {t.reached_at - t.sent_at:.2f} s"
             for t in self.sent
         ]
         turn = self.sent[-1].rotation.T @ self._last_rotation
         angle = math.degrees(float(np.linalg.norm(pin.log3(turn)))) if np.isfinite(turn).all() else math.nan
+        end = (
+            "the end not measured"
+            if math.isnan(self._last_error)
+            else f"the end {self._last_error * 1e3:.3g} mm and {angle:.3g}° off the last"
+        )
         return (
             f"{len(self.sent)} sent to {self.frame} on {self.topic} (its start moved by ({offset}) m in "
             f"{self.base} and back, every {HOLD:g} s from t = {self.sent[0].sent_at:.2f} s); within "
-            f"{REACHED * 1e3:g} mm of each: {', '.join(times)}; at the end {self._last_error * 1e3:.3g} mm "
-            f"and {angle:.3g}° off the last"
+            f"{REACHED * 1e3:g} mm of each: {', '.join(times)}; at {end}"
         )
 
 
-__all__ = ["HOLD", "OFFSET", "REACHED", "PoseDemo", "SentTarget"]
+__all__ = ["HOLD", "OFFSET", "REACHED", "DemoFigures", "PoseDemo", "SentTarget"]

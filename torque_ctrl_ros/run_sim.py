@@ -45,7 +45,7 @@ from .node_processes import TRAJECTORY_TOPIC, Domain, NodePair, env_domain_id, s
 from .nodes.params import check_params_file, controller_model, file_parameter
 from .nodes.scheduling import Placement, parse_cpu_latency
 from .paths import data_path
-from .pose_demo import PoseDemo
+from .pose_demo import DemoFigures, PoseDemo
 
 #: How far inside its position limits (rad) the demo keeps a joint it swings: the arm passes a
 #: waypoint by a little (0.2 mrad with computed torque from ``home``), and a limit reached is
@@ -215,10 +215,11 @@ class Monitor:
         #: did not send (its /diagnostics' targets_received above the demo's count): the demo then
         #: stops and the tracking error stops being measured against it. NaN: none seen.
         self.foreign_at = math.nan
-        #: The simulated time (s) and both errors at the controller's last /diagnostics that had
-        #: taken no target from elsewhere: a target from elsewhere is seen up to a report late, and
-        #: the errors go back to these then, so that they do not measure its motion.
-        self._before_foreign = self._error_snapshots()
+        #: The simulated time (s; NaN: before its first) and the errors (and the pose demo's
+        #: figures) at the controller's last /diagnostics that had taken no target from elsewhere:
+        #: one is seen up to a report late, and the figures go back to these then, so that they do
+        #: not measure its motion.
+        self._before_foreign = self._error_snapshots(math.nan)
         self.measured_until = math.nan
         #: The most nodes seen publishing the arm's states and its commands (:meth:`count_publishers`).
         self.publishers: dict[str, int] = {STATE_TOPIC: 0, COMMAND_TOPIC: 0}
@@ -265,21 +266,26 @@ class Monitor:
             return
         if int(received) > self._own_targets():
             self.foreign_at = self.sim_time
-            self.measured_until, snapshots = self._before_foreign
+            self.measured_until, snapshots, demo = self._before_foreign
             if all(self.errors is not stats for stats, _ in snapshots):
                 self.errors.rewind(ErrorStats())  # made since (the demo sent): all after the report
             for stats, snapshot in snapshots:
                 stats.rewind(snapshot)
             if self.pose_demo is not None:
                 self.pose_demo.stop()
+                if demo is not None:
+                    self.pose_demo.rewind(demo)
         else:
-            self._before_foreign = self._error_snapshots()
+            self._before_foreign = self._error_snapshots(self.sim_time)
 
-    def _error_snapshots(self) -> tuple[float, list[tuple[ErrorStats, ErrorStats]]]:
-        """The simulated time (s) and, for each error measured (the initial pose's and the demo's),
-        the object and a snapshot of it."""
+    def _error_snapshots(
+        self, at: float
+    ) -> tuple[float, list[tuple[ErrorStats, ErrorStats]], DemoFigures | None]:
+        """``at`` (the simulated time, s), for each error measured (the initial pose's and the
+        demo's) the object and a snapshot of it, and the pose demo's figures (``None``: none)."""
         measured = [self.hold_errors] + ([self.errors] if self.errors is not self.hold_errors else [])
-        return self.sim_time, [(stats, stats.snapshot()) for stats in measured]
+        demo = self.pose_demo.snapshot() if self.pose_demo is not None else None
+        return at, [(stats, stats.snapshot()) for stats in measured], demo
 
     def _check_refused(self, rejected: str) -> None:
         """Note the controller refusing the demo trajectory (``rejected``: its ``targets_rejected``,
@@ -1008,13 +1014,20 @@ def tracking_line(
     if not math.isnan(tracked.foreign_at):
         notes += (
             f"; the demo stopped at t = {tracked.foreign_at:.2f} s, on the first target from elsewhere "
-            f"(measured up to t = {tracked.measured_until:.2f} s, the controller's last report before it)"
+            + (
+                "(nothing measured: it came before the controller's first report)"
+                if math.isnan(tracked.measured_until)
+                else f"(measured up to t = {tracked.measured_until:.2f} s, the controller's last report "
+                "before it)"
+            )
         )
     if tracked.poses:
         return f"  tool targets     {tracked.poses}{unread}{notes}"
     if tracked.no_demo:
         notes += f"; no demo: {tracked.no_demo}"
     if not errors.count:
+        if not math.isnan(tracked.foreign_at):
+            return f"  tracking error   none measured{unread}{notes}"
         return f"  tracking error   none: no state read{unread}{notes}" if skipped or tracked.no_demo else ""
     return (
         f"  tracking error   vs {tracked.what}: max {errors.max:.2e} rad, RMS {errors.rms:.2e} rad,"
