@@ -110,7 +110,11 @@ def test_a_config_built_directly_with_lists_still_computes(robot: RobotModel) ->
     takes them as numbers (``task_wrench.any()`` had raised AttributeError at construction)."""
     made = AchdRneaConfig.create(robot.n, constrained_axes="x, y, z", task_wrench=[0.0, 0.0, 0.0, 0.3, 0, 0])
     config = dataclasses.replace(
-        made, task_wrench=made.task_wrench.tolist(), joint_damping=made.joint_damping.tolist()
+        made,
+        task_wrench=made.task_wrench.tolist(),
+        joint_damping=made.joint_damping.tolist(),
+        kp=made.kp.tolist(),
+        kd=made.kd.tolist(),
     )
     listed, arrays = AchdRnea(robot, config), AchdRnea(robot, made)
     reference = arrays.hold_reference(JointState(HOME + 0.02, np.zeros(robot.n)))

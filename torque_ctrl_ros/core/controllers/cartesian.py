@@ -375,6 +375,7 @@ def _check_gains(axes: Sequence[str], kp: FloatArray, kd: FloatArray, delay: int
     """:func:`check_pd_gains` on the constrained ``axes`` only (the others' gains are not used),
     with the command ``delay`` periods late."""
     used = [AXIS_NAMES.index(a) for a in axes]
+    kp, kd = np.asarray(kp, dtype=np.float64), np.asarray(kd, dtype=np.float64)  # a config built directly
     check_pd_gains("achd_rnea.kp/kd", kp[used], kd[used], [AXIS_NAMES[i] for i in used], delay)
 
 
