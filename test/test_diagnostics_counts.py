@@ -24,6 +24,7 @@ from ros_helpers import (  # noqa: F401
     ros_domain,
     sim_clock,
 )
+from test_controller_node_backlog import Commands, Queue
 
 pytestmark = [pytest.mark.ros, requires_rclpy]
 
@@ -32,37 +33,14 @@ T0 = 1000.0
 DT = 1e-3
 
 
-class _Commands:
-    def publish(self, msg: Any) -> None:
-        pass
-
-
-class _Queue:
-    """The state subscription's queue: the messages put in ``messages``, taken in order."""
-
-    def __init__(self, msg_type: Any) -> None:
-        self.msg_type, self.raw = msg_type, False
-        self.messages: list[Any] = []
-        self.handle = self
-
-    def __enter__(self) -> _Queue:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def take_message(self, msg_type: Any, raw: bool) -> tuple[Any, dict[str, int]] | None:
-        return (self.messages.pop(0), {}) if self.messages else None
-
-
 @pytest.fixture
 def node(ros_domain: int, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:  # noqa: F811
     """A computed-torque node under sim time, its steady clock ``node.steady[0]`` (s), commands
     going nowhere, its state queue in the test's hands."""
     with in_process_controllers(ros_domain) as make:
         made = make(use_sim_time=True, controller="computed_torque", serialized_io=False)
-        made.publisher = _Commands()
-        made._state_sub = _Queue(made._state_sub.msg_type)
+        made.publisher = Commands()
+        made._state_sub = Queue(made._state_sub.msg_type)
         made.steady = [0.0]
         monkeypatch.setattr(time, "perf_counter", lambda: made.steady[0])
         yield made
