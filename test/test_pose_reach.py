@@ -186,3 +186,44 @@ def test_a_yaw_only_goal_with_the_tilt_free_is_taken(robot: RobotModel) -> None:
             if "cannot reach" in str(exc):
                 refused.append(i)
     assert not refused, refused
+
+
+# ------------------------------------------------------------------ a third review of the search
+def test_a_short_move_with_a_joint_driven_to_its_limit_on_the_way_is_taken(robot: RobotModel) -> None:
+    """A 62 mm, 0.06 rad move from inside the limits: the search's first step takes joint_6 onto
+    its limit, where it stays left out of the steps; damped at a fixed 0.1 the rest crawled (33 →
+    18.5 mm in 45 steps) and the goal was refused 14 mm off. With the damping adapting it is
+    taken. Mutant: the damping held at ``REACH_DAMPING``."""
+    q0 = np.array([-1.225, -0.479, -2.521, -2.179, 0.008, 2.027, 1.765])
+    goal_q = np.array([-1.92, -0.733, -2.199, -2.289, 0.5, 2.084, 2.405])
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), *GAINS)
+    start = PoseReference.from_se3(robot.frame_placement(q0, TOOL))
+    goal = PoseReference.from_se3(robot.frame_placement(goal_q, TOOL))
+    assert planner.plan(q0, start, goal).duration > 0.0
+
+
+def test_a_stream_of_one_pose_out_of_reach_is_searched_once(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pose out of reach streamed (a marker dragged past reach): refused each time, searched
+    once while the poses stay within 1 mm and 5 mrad of the refused one (a search ~4 ms, several
+    control steps each); one farther is searched again. Mutant: every message searched."""
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), *GAINS)
+    searched: list[int] = []
+    nearest = planner._nearest
+
+    def counted(q: np.ndarray, goal: PoseReference) -> np.ndarray:
+        searched.append(1)
+        return nearest(q, goal)
+
+    monkeypatch.setattr(planner, "_nearest", counted)
+    start = PoseReference.from_se3(robot.frame_placement(HOME, TOOL))
+    out = _unreachable(robot)[0]
+    for k in range(5):
+        drifted = PoseReference(out.position + np.array([0.0, 1e-4 * k, 0.0]), out.rotation)
+        with pytest.raises(TargetError, match="cannot reach"):
+            planner.plan(HOME, start, drifted)
+    assert len(searched) == 2  # the first pose's two starts
+    with pytest.raises(TargetError, match="cannot reach"):
+        planner.plan(HOME, start, PoseReference(out.position + np.array([0.0, 0.01, 0.0]), out.rotation))
+    assert len(searched) == 4

@@ -89,15 +89,24 @@ SHORTFALL = 0.2
 #: which achd_rnea then strained toward at 2.09 times joint_5's velocity limit (a review).
 REACH_POSITION = 0.01
 REACH_ROTATION = 0.05
-#: Damped Gauss-Newton steps (damping :data:`REACH_DAMPING`, m and rad) toward the goal from the
-#: predicted path's end, then from the arm, that :data:`REACH_POSITION` is judged on
-#: (:meth:`PoseApproachPlanner._nearest`). Of reachable goals (a review's bounded searches), 0 of
-#: 177 random ones within the limits were refused, 3 of 118 with a joint at its limit on moves of
-#: up to 2.7 rad a joint, 0 of 376 yaw-only ones for ``x, y, z, rz``; with the path's damping
-#: (1e-3) steps were thrown far near a singularity (the pose above the shoulder read 1.17 m off,
-#: against 0.15 m). Planning an accepted move costs ~0.05–0.15 ms more, a refusal ~5 ms.
-REACH_ITERATIONS = 50
+#: Gauss-Newton steps toward the goal from the predicted path's end, then from the arm, that
+#: :data:`REACH_POSITION` is judged on (:meth:`PoseApproachPlanner._nearest`), their damping (m,
+#: rad) adapted from :data:`REACH_DAMPING` within [:data:`MIN_REACH_DAMPING`,
+#: :data:`MAX_REACH_DAMPING`]. Measured against bounded least squares (three reviews): of 400 tool
+#: targets 2–30 cm and up to 0.6 rad from starts inside the limits, 47 were refused as out of
+#: reach, 1 of which a local search from the arm reached; of 300 from anywhere within the limits,
+#: 25 refused, 3 of them reachable by a search from other seeds (another branch); 3 of 118 goals
+#: with a joint at its limit on moves of up to 2.7 rad a joint; none of 376 yaw-only goals for
+#: ``x, y, z, rz``. 50 steps refused no fewer. An accepted move's plan costs ~0.1 ms more (up to
+#: ~0.9), a refusal ~4 ms (a pose repeated within :data:`REPEAT_POSITION` none: a stream).
+REACH_ITERATIONS = 30
 REACH_DAMPING = 0.1
+#: A goal within these (m, rad) of the last one refused for lack of reach is refused again without a
+#: search, where that one's offset exceeds the tolerance by more than the difference.
+REPEAT_POSITION = 1e-3
+REPEAT_ROTATION = 5e-3
+MIN_REACH_DAMPING = 1e-3
+MAX_REACH_DAMPING = 10.0
 
 #: A new target reached from a moving reference by one quintic (no stop first) may take it past the
 #: goal or back beyond its start by this share of the move on each axis, plus :data:`COURSE_MARGIN`
@@ -262,6 +271,11 @@ class PoseApproach:
             np.concatenate((xd[:3], rotation.dot(jr.dot(theta_d)))),
             np.concatenate((xdd[:3], rotation.dot(jr.dot(xdd[3:]) + _jr_dot_theta_dot(theta, theta_d)))),
         )
+
+
+def _reach_cost(off: FloatArray) -> float:
+    """How far the frame is from a goal, ``off`` (m, rad), in shares of the reach tolerance."""
+    return float(off[0] / REACH_POSITION + off[1] / REACH_ROTATION)
 
 
 def _nearest_turn(theta: FloatArray, near: FloatArray) -> FloatArray:
@@ -760,7 +774,8 @@ class PoseApproachPlanner:
     start), ~0.7 ms for a longer one, most of it the predicted path (:meth:`joint_speed_time`: 40
     Jacobians and damped solves, each from the point the one before reached); a moving reference
     that has to stop first times two moves (~1.4 ms). With shortfalls refused, the reach of the
-    goal adds ~0.05–0.15 ms (:meth:`_check_reach`), and a goal out of reach takes ~4–7 ms to refuse.
+    goal adds ~0.1 ms (:meth:`_check_reach`), and a goal out of reach takes ~4 ms to refuse (one
+    within 1 mm of the last refused, at once).
 
     Args:
         refuse_shortfall: refuse a move more than :data:`SHORTFALL` of which lies along directions
@@ -795,12 +810,15 @@ class PoseApproachPlanner:
         #: Which of ``[p; θ]`` the planner's axes are (the course check bounds only those).
         self._tracked = np.zeros(6, dtype=bool)
         self._tracked[self.rows] = True
-        #: ``λ²·I`` (m², rad²) of the predicted path's damped least squares, and of the reach's.
+        #: ``λ²·I`` (m², rad²) of the predicted path's damped least squares.
         self._path_damping = PATH_DAMPING**2 * np.eye(self.rows.size)
-        self._reach_damping = REACH_DAMPING**2 * np.eye(self.rows.size)
         #: The goal of the plan under way once :meth:`_check_reach` found it within reach: a plan
         #: stopping first times two moves to it, and searches once.
         self._within_reach: PoseReference | None = None
+        #: The last goal refused for lack of reach and how far the search left it (m, rad): a stream
+        #: repeating it (a marker dragged past reach, one message a step) is refused again at once
+        #: rather than searched each time (~4 ms a search, several control steps late each).
+        self._out_of_reach: tuple[PoseReference, FloatArray] | None = None
 
     def plan(
         self,
@@ -975,69 +993,105 @@ class PoseApproachPlanner:
         if goal is self._within_reach:
             return
         tolerance = np.array([REACH_POSITION, REACH_ROTATION])
-        best = np.full(2, np.inf)
-        for guess in (q_end, q):
-            off = self._nearest(guess, goal)
-            if (off <= tolerance).all():
-                self._within_reach = goal
-                return
-            if (off / tolerance).sum() < (best / tolerance).sum():
-                best = off
+        best = self._still_out_of_reach(goal, tolerance)
+        if best is None:
+            best = np.full(2, np.inf)
+            for guess in (q_end, q):
+                off = self._nearest(guess, goal)
+                if (off <= tolerance).all():
+                    self._within_reach = goal
+                    return
+                if (off / tolerance).sum() < (best / tolerance).sum():
+                    best = off
+            self._out_of_reach = (goal, best)
         raise TargetError(
             f"{self.frame} cannot reach the target within the joint limits: the nearest pose found is "
             f"{best[0] * 1e3:.0f} mm and {best[1]:.2f} rad off it on the constrained axes (a law "
             "straining toward it would pass the joints' velocity limits)"
         )
 
+    def _still_out_of_reach(self, goal: PoseReference, tolerance: FloatArray) -> FloatArray | None:
+        """The last refused goal's offset (:attr:`_out_of_reach`) where ``goal`` lies within
+        :data:`REPEAT_POSITION` and :data:`REPEAT_ROTATION` of it on the planner's axes and that
+        offset stays beyond ``tolerance`` by more than the difference; else ``None`` (search)."""
+        if self._out_of_reach is None:
+            return None
+        refused, best = self._out_of_reach
+        moved = np.concatenate(
+            (goal.position - refused.position, pin.log3(goal.rotation @ refused.rotation.T))
+        )
+        apart = np.array(
+            [np.linalg.norm(moved[:3][self._tracked[:3]]), np.linalg.norm(moved[3:][self._tracked[3:]])]
+        )
+        near = apart[0] <= REPEAT_POSITION and apart[1] <= REPEAT_ROTATION
+        return best if near and (best > tolerance + apart).any() else None
+
     def _nearest(self, q: FloatArray, goal: PoseReference) -> FloatArray:
         """How far (m, rad) the frame stays from ``goal`` on the planner's axes after
-        :data:`REACH_ITERATIONS` Gauss-Newton steps damped by :data:`REACH_DAMPING` from ``q`` (rad)
-        within the joint limits; they stop once within :data:`REACH_POSITION` and
-        :data:`REACH_ROTATION`.
+        :data:`REACH_ITERATIONS` damped Gauss-Newton steps from ``q`` (rad) within the joint limits;
+        they stop once within :data:`REACH_POSITION` and :data:`REACH_ROTATION`.
 
         ``q`` is first clipped into the limits (a guess past one had a pose reachable only past it
         taken: 40 of 40 with joint_4 past its limit, a review). A joint at a limit that the step
         would push on past it is left out of the step, which is solved again without it: clipped
         instead, the step stalled there (13 of 118 goals with a joint at its limit refused). The
         rotation rows are those of ``log3(R_goal·Rᵀ)``'s derivative (``−Jlog3·J_ω``): far from 0, as
-        a free tilt makes it, it is no longer ``−J_ω``'s."""
+        a free tilt makes it, it is no longer ``−J_ω``'s. The damping adapts (Levenberg-Marquardt),
+        from :data:`REACH_DAMPING`: halved after a step that brought the frame nearer, a step that
+        did not undone and the damping quadrupled. Held at 0.1, the search crawled once a joint sat
+        at its limit (33 → 18.5 mm in 45 steps, a 62 mm move refused; a review)."""
         lower, upper = self.robot.position_lower, self.robot.position_upper
         q = np.clip(q, lower, upper)
-        off, error, jacobian = self._off(q, goal)
+        off, error, turn = self._off(q, goal)
+        jacobian = self._reach_jacobian(q, turn)
+        damping = REACH_DAMPING
         for _ in range(REACH_ITERATIONS):
             if off[0] <= REACH_POSITION and off[1] <= REACH_ROTATION:
                 break
-            step = self._reach_step(jacobian, error)
+            step = self._reach_step(jacobian, error, damping)
             past = ((q + step < lower) & (q <= lower)) | ((q + step > upper) & (q >= upper))
             if past.any():
-                step = self._reach_step(np.where(past, 0.0, jacobian), error)
-            q = np.clip(q + step, lower, upper)
-            off, error, jacobian = self._off(q, goal)
+                step = self._reach_step(np.where(past, 0.0, jacobian), error, damping)
+            tried = np.clip(q + step, lower, upper)
+            tried_off, tried_error, tried_turn = self._off(tried, goal)
+            if _reach_cost(tried_off) < _reach_cost(off):
+                q, off, error = tried, tried_off, tried_error
+                jacobian = self._reach_jacobian(q, tried_turn)
+                damping = max(0.5 * damping, MIN_REACH_DAMPING)
+            elif damping >= MAX_REACH_DAMPING:
+                break  # no step, however short, brings it nearer: a local minimum
+            else:
+                damping = min(4.0 * damping, MAX_REACH_DAMPING)
         return off
 
-    def _reach_step(self, jacobian: FloatArray, error: FloatArray) -> FloatArray:
-        """The damped least-squares joint step (rad) taking ``error`` (the planner's axes) to 0 to
-        first order through ``jacobian`` (its derivative, rows × n)."""
-        return jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + self._reach_damping, error)
+    def _reach_step(self, jacobian: FloatArray, error: FloatArray, damping: float) -> FloatArray:
+        """The least-squares joint step (rad) damped by ``damping`` (m, rad) taking ``error`` (the
+        planner's axes) to 0 to first order through ``jacobian`` (its derivative, rows × n)."""
+        square = jacobian @ jacobian.T
+        square[np.diag_indices_from(square)] += damping * damping
+        return jacobian.T @ np.linalg.solve(square, error)
 
     def _off(self, q: FloatArray, goal: PoseReference) -> tuple[FloatArray, FloatArray, FloatArray]:
         """At ``q``: the frame's distance (m) and rotation (rad) from ``goal`` on the planner's axes,
         its error ``e = [p_goal − p; log3(R_goal·Rᵀ)]`` on them (base axes, as the laws read it),
-        and ``−∂e/∂q`` on them (rows × n)."""
+        and ``R_goal·Rᵀ``."""
         frame = self.robot.frame_placement(q, self._frame_id)
         turn = goal.rotation @ frame.rotation.T
-        rotation = pin.log3(turn)
-        error = np.concatenate((goal.position - frame.translation, rotation))
+        error = np.concatenate((goal.position - frame.translation, pin.log3(turn)))
         off = np.array(
             [np.linalg.norm(error[:3][self._tracked[:3]]), np.linalg.norm(error[3:][self._tracked[3:]])]
         )
+        return off, error[self.rows], turn
+
+    def _reach_jacobian(self, q: FloatArray, turn: FloatArray) -> FloatArray:
+        """``−∂e/∂q`` at ``q`` on the planner's axes (rows × n), ``turn`` being :meth:`_off`'s
+        ``R_goal·Rᵀ`` there: ``R_goal·Rᵀ`` changes by ``−[ω]×`` on its right as ``R`` turns by
+        ``ω``, so ``d log3 = −Jlog3·ω``."""
         robot = self.robot
         full = pin.computeFrameJacobian(
             robot.model, robot.data, robot.configuration(q), self._frame_id, pin.LOCAL_WORLD_ALIGNED
         )
-        # R_goal·Rᵀ changes by −[ω]× on its right as R turns by ω: d log3 = −Jlog3·ω.
-        derivative = np.vstack((full[:3], pin.Jlog3(turn) @ full[3:]))
-        return off, error[self.rows], derivative[self.rows]
+        return np.vstack((full[:3], pin.Jlog3(turn) @ full[3:]))[self.rows]
 
     def _keeps_course(self, approach: PoseApproach) -> bool:
         """Whether one quintic from the moving start stays between its start and goal on the

@@ -832,9 +832,11 @@ class PoseTargetTracker:
     (:class:`~.approach.PoseApproachPlanner`: every joint at most half its velocity limit along
     the predicted joint path and at its start); a target whose predicted path ends more than a
     fifth of the move short (a singularity on the straight line, e.g. from the stretched pose
-    itself) is refused, the active target running on. Planning takes 0.2–0.7 ms, once per target,
-    on the control thread, ~1.4 ms when a moving reference has to stop first (both moves are
-    planned): each target of a stream that turns back then makes its step late. Of a stream
+    itself) is refused, the active target running on, and so is a pose out of reach within the
+    joint limits (:meth:`~.approach.PoseApproachPlanner._check_reach`). Planning takes 0.2–0.7 ms,
+    once per target, on the control thread, ~1.4 ms when a moving reference has to stop first
+    (both moves are planned), ~4 ms to refuse a pose out of reach (a stream repeating it within
+    1 mm: at once): each target of a stream that turns back then makes its step late. Of a stream
     faster than :data:`MIN_TAKE_PERIOD`, only the newest target is planned once a period.
     """
 
