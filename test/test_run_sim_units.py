@@ -569,6 +569,33 @@ def test_a_target_from_elsewhere_takes_the_pose_demos_figures_back_to_the_last_r
     assert demo.summary() == before
 
 
+def test_the_demos_end_error_is_not_given_against_a_target_sent_after_the_report() -> None:
+    """Target 1 (10 cm off) sent at 1 s, the last good report at 3.9 s, target 2 (back at the
+    start, where the tool is) at 4.0 s, a target from elsewhere seen at 4.3 s: rewound, the end's
+    error is the one measured against target 1, not the last target's; said as not measured
+    (it read "at the end 100 mm … off the last", a review). Mutant: the error's target not kept."""
+    from geometry_msgs.msg import PoseStamped
+    from test_run_sim_mutation_gaps import Q0, _monitor, _Publisher, _raw
+
+    from torque_ctrl_ros.paths import data_path
+    from torque_ctrl_ros.pose_demo import PoseDemo
+
+    demo = PoseDemo.for_controller("achd_rnea", [Path(data_path("config", "gen3_controllers.yaml"))])
+    assert demo is not None
+    monitor = _monitor(0.0, sends_trajectory=False)
+    monitor.pose_demo, monitor._pose_msg = demo, PoseStamped
+    monitor.pose_pub = _Publisher(1)  # type: ignore[assignment]  # a fake: no rclpy node
+    monitor._on_state(_raw(1.0, Q0))
+    monitor._on_diag(_controller_diagnostics(1))
+    monitor._on_state(_raw(3.9, Q0))
+    monitor._on_diag(_controller_diagnostics(1))
+    monitor._on_state(_raw(4.0, Q0))
+    assert "at the end 0 mm" in demo.summary()
+    monitor._on_state(_raw(4.3, Q0))
+    monitor._on_diag(_controller_diagnostics(3))
+    assert demo.summary().endswith("never (closest 100.0 mm), not measured; at the end not measured")
+
+
 def test_the_summary_says_why_no_demo_was_sent() -> None:
     """A demo that did not fit in the run (discovery came late, or the run is short) or whose topic
     was never discovered is said on the tracking line, so that a skipped demo does not read as a

@@ -62,13 +62,14 @@ class SentTarget:
 @dataclass
 class DemoFigures:
     """What a :class:`PoseDemo` measured up to a moment (:meth:`PoseDemo.snapshot`): how many
-    targets it had sent, each one's ``(reached_at, closest)``, and the last error (m) and frame
-    rotation."""
+    targets it had sent, each one's ``(reached_at, closest)``, the last error (m) and frame
+    rotation, and the index of the target that error was measured against (-1: none)."""
 
     sent: int
     measured: list[tuple[float, float]]
     last_error: float
     last_rotation: np.ndarray
+    error_of: int
 
 
 class PoseDemo:
@@ -95,6 +96,7 @@ class PoseDemo:
         self._order: np.ndarray | None = None  # the model's joints' indices in the states
         self._last_error = math.nan
         self._last_rotation = np.full((3, 3), math.nan)
+        self._error_of = -1  # the index of the target _last_error was measured against
         #: Why :meth:`start` planned nothing ("" until it refuses).
         self.refusal = ""
 
@@ -182,7 +184,9 @@ class PoseDemo:
     def snapshot(self) -> DemoFigures:
         """The figures so far (:meth:`rewind` goes back to them)."""
         measured = [(t.reached_at, t.closest) for t in self.sent]
-        return DemoFigures(len(self.sent), measured, self._last_error, self._last_rotation.copy())
+        return DemoFigures(
+            len(self.sent), measured, self._last_error, self._last_rotation.copy(), self._error_of
+        )
 
     def rewind(self, figures: DemoFigures) -> None:
         """Go back to ``figures`` (:meth:`snapshot`): the motion since is not the demo's (a target
@@ -192,6 +196,7 @@ class PoseDemo:
         for target in self.sent[figures.sent :]:
             target.reached_at, target.closest = math.nan, math.nan
         self._last_error, self._last_rotation = figures.last_error, figures.last_rotation
+        self._error_of = figures.error_of
 
     def observe(self, t: float, q: np.ndarray) -> float:
         """The frame's distance (m) to the last target sent at the state at ``t`` (s; ``q`` in
@@ -204,7 +209,7 @@ class PoseDemo:
         target.closest = min(target.closest, error)
         if error <= REACHED and math.isnan(target.reached_at):
             target.reached_at = t
-        self._last_error = error
+        self._last_error, self._error_of = error, len(self.sent) - 1
         self._last_rotation = pose.rotation  # a copy (frame_placement's): the angle for the summary
         return error
 
@@ -224,8 +229,8 @@ class PoseDemo:
         turn = self.sent[-1].rotation.T @ self._last_rotation
         angle = math.degrees(float(np.linalg.norm(pin.log3(turn)))) if np.isfinite(turn).all() else math.nan
         end = (
-            "the end not measured"
-            if math.isnan(self._last_error)
+            "the end not measured"  # none yet, or against an earlier target (rewound to before the last)
+            if math.isnan(self._last_error) or self._error_of != len(self.sent) - 1
             else f"the end {self._last_error * 1e3:.3g} mm and {angle:.3g}° off the last"
         )
         return (
