@@ -192,6 +192,40 @@ def test_the_joint_tracker_states(robot: RobotModel) -> None:
     assert errors == []
 
 
+def test_a_trajectory_waiting_for_its_stamp_outlives_the_target_under_way_sent_again(
+    robot: RobotModel,
+) -> None:
+    """A device re-sending its joint target (the one under way) while a trajectory waits for its
+    stamp: the repeat changes nothing and the trajectory starts at its stamp; another joint
+    target or a stop replaces it, and says so. Mutant: every joint target replacing the waiting
+    trajectory without a word (a review: it never ran, nothing logged)."""
+    warnings: list[str] = []
+    tracker, errors = _joint_tracker(robot, warnings)
+    goal = HOME_Q + np.eye(7)[0] * 0.1
+    tracker.submit_target(goal)
+    tracker.reference(_at_rest(HOME_Q, 1.0))
+    later = TrajectoryPoints(np.array([1.0]), (HOME_Q + np.eye(7)[0] * 0.3)[None], None, None)
+    tracker.submit_trajectory(later, 3.0, 1.5)
+    for k in range(1, 40):  # the target under way, again at 30 Hz
+        tracker.submit_target(goal.copy())
+        tracker.reference(_at_rest(HOME_Q, 1.0 + k / 30.0))
+    assert isinstance(tracker.pending, PendingTrajectory) and tracker.mode is JointMode.JOINT_TARGET
+    tracker.reference(_at_rest(HOME_Q, 3.0))
+    assert tracker.mode is JointMode.TRAJECTORY and warnings == [] and errors == []
+    for replace, by in (
+        (lambda: tracker.submit_target(HOME_Q), "a joint target"),
+        (tracker.submit_stop, "a stop"),
+    ):
+        tracker.submit_trajectory(later, 5.0, 4.0)
+        replace()
+        assert not isinstance(tracker.pending, PendingTrajectory)
+        assert warnings.pop() == (
+            f"joint trajectory stamped 5.000 s, waiting for its start, replaced by {by}"
+            + (" (an empty trajectory)" if by == "a stop" else "")
+            + " before it started"
+        )
+
+
 def test_stops_from_a_hold_keep_the_held_point_where_the_arm_sags(robot: RobotModel) -> None:
     """An arrived joint target, the arm 0.04 rad below it on joint_2 (a load the model lacks): a
     first stop and a second one both keep the reference where it stands, as a stop of a
