@@ -89,24 +89,27 @@ SHORTFALL = 0.2
 #: which achd_rnea then strained toward at 2.09 times joint_5's velocity limit (a review).
 REACH_POSITION = 0.01
 REACH_ROTATION = 0.05
-#: Gauss-Newton steps toward the goal from the predicted path's end, then from the arm, that
-#: :data:`REACH_POSITION` is judged on (:meth:`PoseApproachPlanner._nearest`), their damping (m,
-#: rad) adapted from :data:`REACH_DAMPING` within [:data:`MIN_REACH_DAMPING`,
-#: :data:`MAX_REACH_DAMPING`]. Measured against bounded least squares (three reviews): of 400 tool
-#: targets 2–30 cm and up to 0.6 rad from starts inside the limits, 47 were refused as out of
-#: reach, 1 of which a local search from the arm reached; of 300 from anywhere within the limits,
-#: 25 refused, 3 of them reachable by a search from other seeds (another branch); 3 of 118 goals
-#: with a joint at its limit on moves of up to 2.7 rad a joint; none of 376 yaw-only goals for
-#: ``x, y, z, rz``. 50 steps refused no fewer. An accepted move's plan costs ~0.1 ms more (up to
-#: ~0.9), a refusal ~4 ms (a pose repeated within :data:`REPEAT_POSITION` none: a stream).
+#: Levenberg-Marquardt steps toward the goal from the predicted path's end, then from the arm, that
+#: :data:`REACH_POSITION` is judged on (:meth:`PoseApproachPlanner._nearest`), on the error in
+#: shares of the tolerance (position rows over :data:`REACH_POSITION`, rotation rows over
+#: :data:`REACH_ROTATION`), the damping in those units adapted from :data:`REACH_DAMPING` within
+#: [:data:`MIN_REACH_DAMPING`, :data:`MAX_REACH_DAMPING`]. Judged by how far they brought the
+#: frame in m + rad, the steps (taken on m and rad) stopped short of minima. Measured against
+#: bounded least squares (four reviews; their ground truth needs finite bounds on the continuous
+#: joints, ±1e9 stalled it): of 400 tool targets 2–30 cm and up to 0.6 rad from starts inside the
+#: limits, 41 are refused, some of them reachable from some start (~6 in a review's 51 before the
+#: rows were weighted); of 200 goals with a joint at its limit, none. An accepted move's plan
+#: costs ~0.1 ms more (up to ~0.9), a refusal ~4 ms.
 REACH_ITERATIONS = 30
-REACH_DAMPING = 0.1
-#: A goal within these (m, rad) of the last one refused for lack of reach is refused again without a
-#: search, where that one's offset exceeds the tolerance by more than the difference.
+REACH_DAMPING = 6.0
+#: A goal within these (m, rad) of the last one refused for lack of reach, the arm within
+#: :data:`REPEAT_ARM` (rad) of where it was then, is refused again without a search, where that
+#: one's offset exceeds the tolerance by more than the difference (a stream past reach).
 REPEAT_POSITION = 1e-3
 REPEAT_ROTATION = 5e-3
+REPEAT_ARM = 0.01
 MIN_REACH_DAMPING = 1e-3
-MAX_REACH_DAMPING = 10.0
+MAX_REACH_DAMPING = 600.0
 
 #: A new target reached from a moving reference by one quintic (no stop first) may take it past the
 #: goal or back beyond its start by this share of the move on each axis, plus :data:`COURSE_MARGIN`
@@ -271,11 +274,6 @@ class PoseApproach:
             np.concatenate((xd[:3], rotation.dot(jr.dot(theta_d)))),
             np.concatenate((xdd[:3], rotation.dot(jr.dot(xdd[3:]) + _jr_dot_theta_dot(theta, theta_d)))),
         )
-
-
-def _reach_cost(off: FloatArray) -> float:
-    """How far the frame is from a goal, ``off`` (m, rad), in shares of the reach tolerance."""
-    return float(off[0] / REACH_POSITION + off[1] / REACH_ROTATION)
 
 
 def _nearest_turn(theta: FloatArray, near: FloatArray) -> FloatArray:
@@ -815,10 +813,13 @@ class PoseApproachPlanner:
         #: The goal of the plan under way once :meth:`_check_reach` found it within reach: a plan
         #: stopping first times two moves to it, and searches once.
         self._within_reach: PoseReference | None = None
-        #: The last goal refused for lack of reach and how far the search left it (m, rad): a stream
-        #: repeating it (a marker dragged past reach, one message a step) is refused again at once
-        #: rather than searched each time (~4 ms a search, several control steps late each).
-        self._out_of_reach: tuple[PoseReference, FloatArray] | None = None
+        #: Each of the planner's rows over its tolerance (1/m, 1/rad): the reach search's weights.
+        self._reach_weight = np.where(self.rows < 3, 1.0 / REACH_POSITION, 1.0 / REACH_ROTATION)
+        #: The last goal refused for lack of reach, the arm then (rad) and how far the search left
+        #: it (m, rad): a stream repeating it (a marker dragged past reach, one message a step) is
+        #: refused again at once rather than searched each time (~4 ms a search, several control
+        #: steps late each). Forgotten once a goal is found within reach.
+        self._out_of_reach: tuple[PoseReference, FloatArray, FloatArray] | None = None
 
     def plan(
         self,
@@ -993,30 +994,36 @@ class PoseApproachPlanner:
         if goal is self._within_reach:
             return
         tolerance = np.array([REACH_POSITION, REACH_ROTATION])
-        best = self._still_out_of_reach(goal, tolerance)
+        best = self._still_out_of_reach(goal, q, tolerance)
         if best is None:
             best = np.full(2, np.inf)
             for guess in (q_end, q):
                 off = self._nearest(guess, goal)
                 if (off <= tolerance).all():
-                    self._within_reach = goal
+                    self._within_reach, self._out_of_reach = goal, None
                     return
                 if (off / tolerance).sum() < (best / tolerance).sum():
                     best = off
-            self._out_of_reach = (goal, best)
+            self._out_of_reach = (goal, q.copy(), best)
         raise TargetError(
             f"{self.frame} cannot reach the target within the joint limits: the nearest pose found is "
             f"{best[0] * 1e3:.0f} mm and {best[1]:.2f} rad off it on the constrained axes (a law "
             "straining toward it would pass the joints' velocity limits)"
         )
 
-    def _still_out_of_reach(self, goal: PoseReference, tolerance: FloatArray) -> FloatArray | None:
+    def _still_out_of_reach(
+        self, goal: PoseReference, q: FloatArray, tolerance: FloatArray
+    ) -> FloatArray | None:
         """The last refused goal's offset (:attr:`_out_of_reach`) where ``goal`` lies within
-        :data:`REPEAT_POSITION` and :data:`REPEAT_ROTATION` of it on the planner's axes and that
-        offset stays beyond ``tolerance`` by more than the difference; else ``None`` (search)."""
+        :data:`REPEAT_POSITION` and :data:`REPEAT_ROTATION` of it on the planner's axes, the arm
+        ``q`` within :data:`REPEAT_ARM` of where it was (the search starts from the arm: from
+        elsewhere it may find the goal), and that offset stays beyond ``tolerance`` by more than
+        the difference; else ``None`` (search)."""
         if self._out_of_reach is None:
             return None
-        refused, best = self._out_of_reach
+        refused, arm, best = self._out_of_reach
+        if float(np.abs(q - arm).max()) > REPEAT_ARM:
+            return None
         moved = np.concatenate(
             (goal.position - refused.position, pin.log3(goal.rotation @ refused.rotation.T))
         )
@@ -1036,10 +1043,11 @@ class PoseApproachPlanner:
         would push on past it is left out of the step, which is solved again without it: clipped
         instead, the step stalled there (13 of 118 goals with a joint at its limit refused). The
         rotation rows are those of ``log3(R_goal·Rᵀ)``'s derivative (``−Jlog3·J_ω``): far from 0, as
-        a free tilt makes it, it is no longer ``−J_ω``'s. The damping adapts (Levenberg-Marquardt),
-        from :data:`REACH_DAMPING`: halved after a step that brought the frame nearer, a step that
-        did not undone and the damping quadrupled. Held at 0.1, the search crawled once a joint sat
-        at its limit (33 → 18.5 mm in 45 steps, a 62 mm move refused; a review)."""
+        a free tilt makes it, it is no longer ``−J_ω``'s. Rows and error are weighted by the
+        tolerance (:attr:`_reach_weight`), and the damping adapts (Levenberg-Marquardt), from
+        :data:`REACH_DAMPING`: halved after a step that lowered the weighted squared error, a step
+        that did not undone and the damping quadrupled. Held at 0.1 (m, rad), the search crawled
+        once a joint sat at its limit (33 → 18.5 mm in 45 steps, a 62 mm move refused; a review)."""
         lower, upper = self.robot.position_lower, self.robot.position_upper
         q = np.clip(q, lower, upper)
         off, error, turn = self._off(q, goal)
@@ -1054,44 +1062,45 @@ class PoseApproachPlanner:
                 step = self._reach_step(np.where(past, 0.0, jacobian), error, damping)
             tried = np.clip(q + step, lower, upper)
             tried_off, tried_error, tried_turn = self._off(tried, goal)
-            if _reach_cost(tried_off) < _reach_cost(off):
+            if tried_error.dot(tried_error) < error.dot(error):
                 q, off, error = tried, tried_off, tried_error
                 jacobian = self._reach_jacobian(q, tried_turn)
                 damping = max(0.5 * damping, MIN_REACH_DAMPING)
             elif damping >= MAX_REACH_DAMPING:
-                break  # no step, however short, brings it nearer: a local minimum
+                break  # no step, however short, lowers the weighted error: a minimum (or a limit's)
             else:
                 damping = min(4.0 * damping, MAX_REACH_DAMPING)
         return off
 
     def _reach_step(self, jacobian: FloatArray, error: FloatArray, damping: float) -> FloatArray:
-        """The least-squares joint step (rad) damped by ``damping`` (m, rad) taking ``error`` (the
-        planner's axes) to 0 to first order through ``jacobian`` (its derivative, rows × n)."""
+        """The least-squares joint step (rad) damped by ``damping`` taking the weighted ``error``
+        to 0 to first order through the weighted ``jacobian`` (its derivative, rows × n)."""
         square = jacobian @ jacobian.T
         square[np.diag_indices_from(square)] += damping * damping
         return jacobian.T @ np.linalg.solve(square, error)
 
     def _off(self, q: FloatArray, goal: PoseReference) -> tuple[FloatArray, FloatArray, FloatArray]:
         """At ``q``: the frame's distance (m) and rotation (rad) from ``goal`` on the planner's axes,
-        its error ``e = [p_goal − p; log3(R_goal·Rᵀ)]`` on them (base axes, as the laws read it),
-        and ``R_goal·Rᵀ``."""
+        its error ``e = [p_goal − p; log3(R_goal·Rᵀ)]`` on them (base axes, as the laws read it)
+        weighted by :attr:`_reach_weight`, and ``R_goal·Rᵀ``."""
         frame = self.robot.frame_placement(q, self._frame_id)
         turn = goal.rotation @ frame.rotation.T
         error = np.concatenate((goal.position - frame.translation, pin.log3(turn)))
         off = np.array(
             [np.linalg.norm(error[:3][self._tracked[:3]]), np.linalg.norm(error[3:][self._tracked[3:]])]
         )
-        return off, error[self.rows], turn
+        return off, error[self.rows] * self._reach_weight, turn
 
     def _reach_jacobian(self, q: FloatArray, turn: FloatArray) -> FloatArray:
-        """``−∂e/∂q`` at ``q`` on the planner's axes (rows × n), ``turn`` being :meth:`_off`'s
-        ``R_goal·Rᵀ`` there: ``R_goal·Rᵀ`` changes by ``−[ω]×`` on its right as ``R`` turns by
-        ``ω``, so ``d log3 = −Jlog3·ω``."""
+        """``−∂e/∂q`` at ``q`` on the planner's axes (rows × n, weighted as :meth:`_off`'s ``e``),
+        ``turn`` being :meth:`_off`'s ``R_goal·Rᵀ`` there: ``R_goal·Rᵀ`` changes by ``−[ω]×`` on its
+        right as ``R`` turns by ``ω``, so ``d log3 = −Jlog3·ω``."""
         robot = self.robot
         full = pin.computeFrameJacobian(
             robot.model, robot.data, robot.configuration(q), self._frame_id, pin.LOCAL_WORLD_ALIGNED
         )
-        return np.vstack((full[:3], pin.Jlog3(turn) @ full[3:]))[self.rows]
+        derivative = np.vstack((full[:3], pin.Jlog3(turn) @ full[3:]))[self.rows]
+        return self._reach_weight[:, None] * derivative
 
     def _keeps_course(self, approach: PoseApproach) -> bool:
         """Whether one quintic from the moving start stays between its start and goal on the
