@@ -202,13 +202,8 @@ def test_a_short_move_with_a_joint_driven_to_its_limit_on_the_way_is_taken(robot
     assert planner.plan(q0, start, goal).duration > 0.0
 
 
-def test_a_stream_of_one_pose_out_of_reach_is_searched_once(
-    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A pose out of reach streamed (a marker dragged past reach): refused each time, searched
-    once while the poses stay within 1 mm and 5 mrad of the refused one (a search ~4 ms, several
-    control steps each); one farther is searched again. Mutant: every message searched."""
-    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), *GAINS)
+def _count_searches(planner: PoseApproachPlanner, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one at each of ``planner``'s reach searches (one per start)."""
     searched: list[int] = []
     nearest = planner._nearest
 
@@ -217,6 +212,17 @@ def test_a_stream_of_one_pose_out_of_reach_is_searched_once(
         return nearest(q, goal)
 
     monkeypatch.setattr(planner, "_nearest", counted)
+    return searched
+
+
+def test_a_stream_of_one_pose_out_of_reach_is_searched_once(
+    robot: RobotModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pose out of reach streamed (a marker dragged past reach): refused each time, searched
+    once while the poses stay within 1 mm and 5 mrad of the refused one (a search ~4 ms, several
+    control steps each); one farther is searched again. Mutant: every message searched."""
+    planner = PoseApproachPlanner(robot, TOOL, np.arange(6), *GAINS)
+    searched = _count_searches(planner, monkeypatch)
     start = PoseReference.from_se3(robot.frame_placement(HOME, TOOL))
     out = _unreachable(robot)[0]
     for k in range(5):
@@ -238,14 +244,7 @@ def test_a_refusal_is_not_repeated_from_elsewhere_or_after_a_goal_reached(
     refused again from where a partway goal had taken the arm, which a search from there took).
     Mutants: the arm not compared, the refusal kept after a goal reached."""
     planner = PoseApproachPlanner(robot, TOOL, np.arange(6), *GAINS)
-    searched: list[int] = []
-    nearest = planner._nearest
-
-    def counted(q: np.ndarray, goal: PoseReference) -> np.ndarray:
-        searched.append(1)
-        return nearest(q, goal)
-
-    monkeypatch.setattr(planner, "_nearest", counted)
+    searched = _count_searches(planner, monkeypatch)
     out = _unreachable(robot)[0]
 
     def refuse(q: np.ndarray) -> None:
