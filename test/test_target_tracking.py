@@ -220,7 +220,7 @@ def test_a_trajectory_waiting_for_its_stamp_outlives_the_target_under_way_sent_a
         replace()
         assert not isinstance(tracker.pending, PendingTrajectory)
         assert warnings.pop() == (
-            f"joint trajectory stamped 5.000 s, waiting for its start, replaced by {by}"
+            f"joint trajectory stamped 5.000 s, pending, replaced by {by}"
             + (" (an empty trajectory)" if by == "a stop" else "")
             + " before it started"
         )

@@ -989,8 +989,9 @@ class PoseApproachPlanner:
         """Refuse ``goal`` where no joint angles within the limits bring the frame within
         :data:`REACH_POSITION` and :data:`REACH_ROTATION` of it on the planner's axes: from the
         predicted end ``q_end`` (a first guess), then from the arm at ``q``, :data:`REACH_ITERATIONS`
-        damped Gauss-Newton steps each. (The frame's reach bound and the stretch margin, checked
-        before, look at the position alone: a pose the wrist cannot turn to there passes them.)"""
+        Levenberg-Marquardt steps each (:meth:`_nearest`). (The frame's reach bound and the stretch
+        margin, checked before, look at the position alone: a pose the wrist cannot turn to there
+        passes them.)"""
         if goal is self._within_reach:
             return
         tolerance = np.array([REACH_POSITION, REACH_ROTATION])
@@ -1035,7 +1036,7 @@ class PoseApproachPlanner:
 
     def _nearest(self, q: FloatArray, goal: PoseReference) -> FloatArray:
         """How far (m, rad) the frame stays from ``goal`` on the planner's axes after
-        :data:`REACH_ITERATIONS` damped Gauss-Newton steps from ``q`` (rad) within the joint limits;
+        :data:`REACH_ITERATIONS` Levenberg-Marquardt steps from ``q`` (rad) within the joint limits;
         they stop once within :data:`REACH_POSITION` and :data:`REACH_ROTATION`.
 
         ``q`` is first clipped into the limits (a guess past one had a pose reachable only past it

@@ -463,9 +463,9 @@ class JointTargetTracker:
         """Hold ``q`` (rad, model order, within the limits), approached from the next state on
         (from the first state :data:`MIN_TAKE_PERIOD` after the last joint target planned).
 
-        A trajectory waiting for its stamp is replaced, which is said; the target under way sent
-        again changes nothing, and leaves it waiting (a device re-sending its last target had
-        dropped it without a word, a review)."""
+        A pending trajectory (waiting for its stamp, or for the next state) is replaced, which is
+        said; the target under way sent again changes nothing, and leaves it pending (a device
+        re-sending its last target had dropped it without a word, a review)."""
         waiting = self.pending
         if isinstance(waiting, PendingTrajectory):
             if self.mode is JointMode.JOINT_TARGET and same_target(q, self.goal):
@@ -474,10 +474,9 @@ class JointTargetTracker:
         self.pending = PendingTarget(q)
 
     def _warn_replaced(self, waiting: PendingTrajectory, by: str) -> None:
-        """Say that the trajectory ``waiting`` for its stamp was replaced by ``by`` before it started."""
+        """Say that the pending trajectory ``waiting`` was replaced by ``by`` before it started."""
         self._warn(
-            f"joint trajectory stamped {waiting.stamp:.3f} s, waiting for its start, replaced by {by} "
-            "before it started"
+            f"joint trajectory stamped {waiting.stamp:.3f} s, pending, replaced by {by} before it started"
         )
 
     def submit_stop(self) -> None:
@@ -490,8 +489,7 @@ class JointTargetTracker:
         N·m and the arm overshoot the held point by 0.041 rad; the smooth stop runs on 0.135 rad.
         A reference moving within :func:`step_tolerances` is held at once where it stands (the
         step it asks is no larger than a start's); from a hold, the point held stays (where the
-        arm is only before any reference). A trajectory waiting for its stamp is dropped, which is
-        said.
+        arm is only before any reference). A pending trajectory is dropped, which is said.
         """
         if isinstance(self.pending, PendingTrajectory):
             self._warn_replaced(self.pending, "a stop (an empty trajectory)")
