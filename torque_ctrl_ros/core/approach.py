@@ -1025,12 +1025,7 @@ class PoseApproachPlanner:
         refused, arm, best = self._out_of_reach
         if float(np.abs(q - arm).max()) > REPEAT_ARM:
             return None
-        moved = np.concatenate(
-            (goal.position - refused.position, pin.log3(goal.rotation @ refused.rotation.T))
-        )
-        apart = np.array(
-            [np.linalg.norm(moved[:3][self._tracked[:3]]), np.linalg.norm(moved[3:][self._tracked[3:]])]
-        )
+        apart = self._apart(goal.position - refused.position, pin.log3(goal.rotation @ refused.rotation.T))
         near = apart[0] <= REPEAT_POSITION and apart[1] <= REPEAT_ROTATION
         return best if near and (best > tolerance + apart).any() else None
 
@@ -1087,10 +1082,14 @@ class PoseApproachPlanner:
         frame = self.robot.frame_placement(q, self._frame_id)
         turn = goal.rotation @ frame.rotation.T
         error = np.concatenate((goal.position - frame.translation, pin.log3(turn)))
-        off = np.array(
-            [np.linalg.norm(error[:3][self._tracked[:3]]), np.linalg.norm(error[3:][self._tracked[3:]])]
+        return self._apart(error[:3], error[3:]), error[self.rows] * self._reach_weight, turn
+
+    def _apart(self, offset: FloatArray, rotation: FloatArray) -> FloatArray:
+        """How far apart two poses are on the planner's axes: the norms (m, rad) of the tracked
+        components of the position ``offset`` and of the rotation vector ``rotation``."""
+        return np.array(
+            [np.linalg.norm(offset[self._tracked[:3]]), np.linalg.norm(rotation[self._tracked[3:]])]
         )
-        return off, error[self.rows] * self._reach_weight, turn
 
     def _reach_jacobian(self, q: FloatArray, turn: FloatArray) -> FloatArray:
         """``−∂e/∂q`` at ``q`` on the planner's axes (rows × n, weighted as :meth:`_off`'s ``e``),
