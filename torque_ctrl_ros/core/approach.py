@@ -1047,11 +1047,13 @@ class PoseApproachPlanner:
         lower, upper = self.robot.position_lower, self.robot.position_upper
         q = np.clip(q, lower, upper)
         off, error, turn = self._off(q, goal)
-        jacobian = self._reach_jacobian(q, turn)
+        jacobian: FloatArray | None = None  # at q, taken once a step from q is needed
         damping = REACH_DAMPING
         for _ in range(REACH_ITERATIONS):
             if off[0] <= REACH_POSITION and off[1] <= REACH_ROTATION:
                 break
+            if jacobian is None:
+                jacobian = self._reach_jacobian(q, turn)
             step = self._reach_step(jacobian, error, damping)
             past = ((q + step < lower) & (q <= lower)) | ((q + step > upper) & (q >= upper))
             if past.any():
@@ -1059,8 +1061,7 @@ class PoseApproachPlanner:
             tried = np.clip(q + step, lower, upper)
             tried_off, tried_error, tried_turn = self._off(tried, goal)
             if tried_error.dot(tried_error) < error.dot(error):
-                q, off, error = tried, tried_off, tried_error
-                jacobian = self._reach_jacobian(q, tried_turn)
+                q, off, error, turn, jacobian = tried, tried_off, tried_error, tried_turn, None
                 damping = max(0.5 * damping, MIN_REACH_DAMPING)
             elif damping >= MAX_REACH_DAMPING:
                 break  # no step, however short, lowers the weighted error: a minimum (or a limit's)
