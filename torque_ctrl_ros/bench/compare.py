@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..paths import PACKAGE_NAME
-from .compute import realistic_motion
+from .compute import realistic_motion, tracking_references
 from .configs import BENCH_CONFIGS
 from .stats import time_interleaved
 
@@ -138,11 +138,7 @@ def _controller(
     states = [core.JointState(q, v) for q, v in zip(qs, vs, strict=True)]
     if motion is None:
         return controller, states, [controller.hold_reference(states[0])] * len(states)
-    if name == "computed_torque":
-        return controller, states, [core.JointReference(r.q.copy(), r.v.copy(), r.a.copy()) for r in motion]
-    builder = controllers.create_controller(name, robot, params)  # the timed one's kinematics untouched
-    zero = np.zeros(robot.n)
-    return controller, states, [builder.hold_reference(core.JointState(r.q, zero)) for r in motion]
+    return controller, states, tracking_references(name, params, robot, motion, package)
 
 
 def compare(

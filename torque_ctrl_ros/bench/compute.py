@@ -11,8 +11,10 @@ ProxSuite solves of the QPs they build, each timed in blocks interleaved with th
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -68,7 +70,11 @@ def realistic_motion(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
 
 
 def tracking_references(
-    name: str, params: Mapping[str, Any], robot: RobotModel, motion: list[JointReference]
+    name: str,
+    params: Mapping[str, Any],
+    robot: Any,
+    motion: list[JointReference],
+    package: ModuleType | None = None,
 ) -> list[Any]:
     """A new reference of controller ``name`` for each state, following ``motion`` (the joint
     reference the states tracked): computed torque takes it as it is (positions, velocities,
@@ -77,12 +83,18 @@ def tracking_references(
     the timed one's kinematics are not touched. A new object each step is checked each step, as
     when the node follows a target; one object held (``stepper`` without references) is checked
     once, and costs less: computed torque 19.6 against 26.4 µs (11.5× against 15.5× ``rnea``) on
-    2026-12-07 (docs/performance.md, "What a review of the benchmark found")."""
-    builder: Controller[Any] = create_controller(name, robot, params)
-    if isinstance(builder, ComputedTorque):
-        return [JointReference(r.q.copy(), _copy(r.v), _copy(r.a)) for r in motion]
+    2026-12-07 (docs/performance.md, "What a review of the benchmark found").
+
+    ``package``: the package whose classes build them (``bench.compare``'s other version, its
+    ``robot`` of that package too); this one by default."""
+    name_of = (package or importlib.import_module(__package__.rsplit(".", 1)[0])).__name__
+    core = importlib.import_module(f"{name_of}.core")
+    controllers = importlib.import_module(f"{name_of}.core.controllers")
+    builder = controllers.create_controller(name, robot, params)
+    if isinstance(builder, controllers.ComputedTorque):
+        return [core.JointReference(r.q.copy(), _copy(r.v), _copy(r.a)) for r in motion]
     zero = np.zeros(robot.n)
-    return [builder.hold_reference(JointState(r.q, zero)) for r in motion]
+    return [builder.hold_reference(core.JointState(r.q, zero)) for r in motion]
 
 
 def _copy(values: np.ndarray | None) -> np.ndarray | None:
