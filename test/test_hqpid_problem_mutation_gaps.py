@@ -196,6 +196,23 @@ def test_a_one_variable_row_without_the_variable_met_to_the_tolerance_is_met() -
     assert sol.x[0] == pytest.approx(1.0)
 
 
+def test_a_one_variable_row_that_asks_x_past_infinity_is_infeasible() -> None:
+    """One variable, ``min ½·x²`` with a row ``x ≥ +inf`` (or ``x ≥ 1e20``, the solver's infinity,
+    or ``x ≤ −inf``): no ``x`` meets it, so the problem is PRIMAL_INFEASIBLE. Counting the infinite
+    end in the rounding tolerance made the crossing ``lo − hi = inf`` look like rounding: ``x = +inf``
+    reported unbounded (DUAL_INFEASIBLE), a review found (2026-12-08)."""
+    for lower, upper in ((np.inf, np.inf), (1e20, np.inf), (1e25, np.inf), (-np.inf, -np.inf)):
+        qp = DenseQP(1, 0, 1)
+        qp.H[0, 0] = 1.0
+        qp.C[0, 0] = 1.0
+        qp.l[0], qp.u[0] = lower, upper
+        assert qp.solve().status is SolveStatus.PRIMAL_INFEASIBLE, (lower, upper)
+    qp = DenseQP(1, 0, 1)  # a huge but finite bound is met
+    qp.H[0, 0], qp.C[0, 0], qp.l[0] = 1.0, 1.0, 1e19
+    sol = qp.solve()
+    assert sol.status is SolveStatus.SOLVED and sol.x[0] == 1e19
+
+
 def test_a_one_variable_qp_without_objective_takes_the_feasible_point_nearest_zero() -> None:
     """``h = 0``, ``g = 0``: every feasible ``x`` is optimal. With ``x ≥ −2`` only (no upper end) the
     answer is the feasible point nearest 0, ``x = 0`` (finite, SOLVED); with ``x ≥ 2`` it is 2. Taking

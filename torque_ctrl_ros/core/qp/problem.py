@@ -436,10 +436,12 @@ class DenseQP:
         status = SolveStatus.SOLVED
         # Bounds met to within the tolerance count as met: 3·x = 0.3 and x = 0.1 give ends one
         # rounding apart (0.3/3 = 0.09999999999999999; 0.7/7 rounds to the same).
-        tol = self._eps_abs * max(1.0, abs(lo) if lo > -_INF else 1.0, abs(hi) if hi < _INF else 1.0)
+        # An end at ±_INF or beyond (a bound of ±inf on the wrong side: x ≥ +inf) takes no part in
+        # the tolerance: it would make an infinite crossing look like rounding.
+        tol = self._eps_abs * max(1.0, abs(lo) if abs(lo) < _INF else 1.0, abs(hi) if abs(hi) < _INF else 1.0)
         if 0.0 < lo - hi <= tol:
             hi = lo
-        if lo > hi or violation > self._eps_abs:
+        if lo > hi or lo >= _INF or hi <= -_INF or violation > self._eps_abs:
             x, status = min(max(0.0, lo), hi), SolveStatus.PRIMAL_INFEASIBLE
             violation = max(violation, lo - hi)
         elif h > 0.0:
