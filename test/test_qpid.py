@@ -1849,3 +1849,35 @@ def test_a_joint_nothing_weights_and_a_zero_fallback_damping_are_refused(robot: 
     for damping in (0.0, [0.4, 1.5, 0.1, 0.8, 0.1, 0.1, 0.0]):
         with pytest.raises(ConfigError, match=r"qpid\.fallback_damping"):
             QPID.from_params(robot, _params(fallback_damping=damping))
+
+
+def test_level_0_with_every_barrier_row_soft_never_reports_infeasible(robot: RobotModel) -> None:
+    """With a slack on every barrier row level 0 always has a solution (τ = 0 inside the torque box,
+    q̈ = −M⁻¹·nle, large slacks): a failed solve stopped short, ``qp_status`` 1, never 2 ("the
+    constraints conflict"). Cold states at 20 times the speed limits (a review: 27 of 60 fell back
+    reporting PRIMAL_INFEASIBLE). The fallback torque is the same either way. With a hard group
+    level 0 can be infeasible, and is not marked."""
+    from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
+
+    controller = create_controller("qpid", robot, BENCH_CONFIGS["qpid"])
+    top = controller.levels[0].qp
+    assert top.known_feasible and not top.strict_infeasibility
+    rng = np.random.default_rng(9)
+    low, high = (
+        np.nan_to_num(robot.position_lower, neginf=-3.0),
+        np.nan_to_num(robot.position_upper, posinf=3.0),
+    )
+    statuses = []
+    for _ in range(40):
+        q = rng.uniform(low, high)
+        v = rng.uniform(-1.0, 1.0, robot.n) * robot.velocity_limit * 20.0
+        ref = controller.hold_reference(JointState(q, np.zeros(robot.n)))
+        controller.reset()
+        out = controller.compute(JointState(q, v), ref)
+        statuses.append(int(out.info["qp_status"]))
+        if out.info["fallback"]:
+            fallback = robot.gravity(q) - controller.config.fallback_damping * v
+            np.testing.assert_allclose(out.tau, np.clip(fallback, -robot.effort_limit, robot.effort_limit))
+    assert statuses.count(1) >= 5 and 2 not in statuses
+    hard = create_controller("qpid", robot, {**BENCH_CONFIGS["qpid"], "joint_velocity_limit.soft": False})
+    assert not hard.levels[0].qp.known_feasible

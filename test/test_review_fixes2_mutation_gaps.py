@@ -271,7 +271,7 @@ def test_a_warm_replay_caps_its_warm_attempts_as_the_level_does() -> None:
     controller's solve does, where uncapped the replay's floor took 1 158; its caps are back after.
     (Mutant: ``WarmReplay.__call__`` solving warm uncapped.)"""
     replay = WarmReplay(
-        _slow_warm_problems(), eps_abs=1e-9, max_iter=50, known_feasible=True, warm_max_iter=10
+        _slow_warm_problems(), eps_abs=1e-9, max_iter=50, strict_infeasibility=True, warm_max_iter=10
     )
     for k in range(4):
         replay(k)
