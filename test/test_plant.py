@@ -592,3 +592,39 @@ def test_a_keyframe_outside_a_joint_range_is_refused(tmp_path: Path) -> None:
         ModelError, match=r"keyframe 'outside' in scene.xml puts joint\(s\) outside .*'joint_2': \(3.0"
     ):
         plant.reset("outside")
+
+
+def test_the_joints_own_physics_is_listed_as_terms_no_controller_model_has(tmp_path: Path) -> None:
+    """Joint damping, armature, dry friction and stiffness, and a fluid medium, are the simulated
+    arm's physics (taken, not refused), which the controllers' rigid-body model has no term for: the
+    plant names each with its joints and values, so that the simulator node and ``make sim`` warn of
+    it (a review: damping 0.1 on every joint went unsaid, joint_7 then accelerating at 150 rad/s²
+    under a torque for q̈ = 0). None in the shipped model; one the model's flags switch off is not
+    listed."""
+    assert MujocoPlant(SCENE).passive_terms() == []
+    text = ARM.read_text()
+    assert text.count('<joint name="joint_1"/>') == 1 and text.count('<joint name="joint_7"/>') == 1
+    cases = {
+        'damping="0.1"': "joint damping (joint_1 0.1, joint_7 0.1)",
+        'armature="0.01"': "joint armature (joint_1 0.01, joint_7 0.01)",
+        'frictionloss="0.2"': "joint frictionloss (joint_1 0.2, joint_7 0.2)",
+        'stiffness="1"': "joint stiffness (joint_1 1, joint_7 1)",
+    }
+    for attribute, said in cases.items():
+        arm = tmp_path / "gen3.xml"
+        arm.write_text(
+            text.replace('<joint name="joint_1"/>', f'<joint name="joint_1" {attribute}/>').replace(
+                '<joint name="joint_7"/>', f'<joint name="joint_7" {attribute}/>'
+            )
+        )
+        assert MujocoPlant(arm).passive_terms() == [said], attribute
+    damped = text.replace('<joint name="joint_7"/>', '<joint name="joint_7" damping="0.1"/>')
+    arm.write_text(damped.replace('<option timestep="0.001"', '<option density="1.2" timestep="0.001"'))
+    assert MujocoPlant(arm).passive_terms() == [
+        "joint damping (joint_7 0.1)",
+        "fluid forces (density 1.2, viscosity 0)",
+    ]
+    option = '<option timestep="0.001" integrator="implicitfast"/>'
+    assert damped.count(option) == 1
+    arm.write_text(damped.replace(option, option[:-2] + '><flag damper="disable"/></option>'))
+    assert MujocoPlant(arm).passive_terms() == []

@@ -320,6 +320,36 @@ def _gravity_controller_with_probe(start: Any, watcher: Probe, **params: Any) ->
     return ctrl, commands, diags, pub
 
 
+def test_the_simulator_warns_of_joint_physics_no_controller_model_has(
+    ros_domain: int,  # noqa: F811 - pytest fixture
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """An MJCF with damping on joint_4: the simulator takes it (the arm's own physics) and says at
+    start what it adds, naming the joint and value; the shipped model starts without a word of it."""
+    root = Path(__file__).resolve().parent.parent
+    arm = (root / "mjcf" / "gen3.xml").read_text()
+    assert arm.count('<joint name="joint_4" ') == 1
+    (tmp_path / "gen3.xml").write_text(
+        arm.replace('<joint name="joint_4" ', '<joint name="joint_4" damping="0.5" ')
+    )
+    scene = tmp_path / "scene.xml"
+    scene.write_text(
+        (root / "mjcf" / "scene.xml")
+        .read_text()
+        .replace('file="gen3.xml"', f'file="{tmp_path / "gen3.xml"}"')
+    )
+    with in_process_sim(ros_domain, mode="lockstep", wait_for_controller=False, duration=0.01):
+        pass
+    assert "physics no controller's rigid-body model has" not in capfd.readouterr().err
+    with in_process_sim(
+        ros_domain, mode="lockstep", wait_for_controller=False, duration=0.01, mjcf=str(scene)
+    ):
+        pass
+    err = capfd.readouterr().err
+    assert f"{scene} gives the simulated arm joint damping (joint_4 0.5): physics no controller's" in err, err
+
+
 def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe: Probe) -> None:  # noqa: F811 - pytest fixtures
     """NaN, short, mis-named, stale and absurd states: the braking command predicted from the last
     good state, then stop."""

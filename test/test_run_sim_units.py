@@ -355,6 +355,35 @@ def test_a_controller_model_of_another_arm_is_warned_of(
     assert f"make sim: warning: {said}" in capsys.readouterr().err
 
 
+def test_a_simulated_arm_with_joint_physics_is_warned_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The simulator's MJCF with damping on joint_4 and the same rigid bodies: the gravity torques
+    agree, but the simulated arm answers every torque with a damping torque the controller's model
+    has no term for. ``make sim`` says so, naming the joint and value, and runs."""
+    from torque_ctrl_ros.joint_order import model_mismatch
+    from torque_ctrl_ros.run_sim import _parse_args, parameter_files
+
+    root = Path(__file__).resolve().parent.parent
+    arm = (root / "mjcf" / "gen3.xml").read_text()
+    assert arm.count('<joint name="joint_4" ') == 1
+    (tmp_path / "gen3.xml").write_text(
+        arm.replace('<joint name="joint_4" ', '<joint name="joint_4" damping="0.5" ')
+    )
+    (tmp_path / "scene.xml").write_text(
+        (root / "mjcf" / "scene.xml")
+        .read_text()
+        .replace('file="gen3.xml"', f'file="{tmp_path / "gen3.xml"}"')
+    )
+    params = tmp_path / "damped.yaml"
+    params.write_text(f"sim_node:\n  ros__parameters:\n    mjcf: {tmp_path / 'scene.xml'}\n")
+    said = model_mismatch(parameter_files(params))
+    assert "the simulator's has joint damping (joint_4 0.5), which no rigid-body model has" in said, said
+    assert "gravity torques" not in said
+    _parse_args(["--params-file", str(params)])
+    assert f"make sim: warning: {said}" in capsys.readouterr().err
+
+
 def test_a_keyframe_past_a_joint_range_does_not_stop_the_model_check(tmp_path: Path) -> None:
     """The simulator starts at its ``keyframe`` (home); another keyframe of its MJCF past joint_2's
     range, which the plant refuses to reset to, had the model check raise out of ``make sim``'s

@@ -95,8 +95,10 @@ def model_mismatch(files: Sequence[Path | str], model_file: str = "") -> str:
     ``files`` (``model_file`` as in :func:`controller_joints`), or ``""``: their gravity torques
     ``g(q)`` at the simulator model's keyframes (its start poses; one the plant refuses, past a
     joint range, left out), joint by joint by name, more
-    than :data:`SAME_GRAVITY` apart. The controller then commands another arm's dynamics than the
-    simulated one: the arm sags or drifts by what the two differ (a model error to test on
+    than :data:`SAME_GRAVITY` apart, and the joint physics of the simulator's model that a
+    rigid-body model has no term for (:meth:`~.sim.plant.MujocoPlant.passive_terms`: damping,
+    friction, armature, springs, fluid). The controller then commands another arm's dynamics than
+    the simulated one: the arm sags or drifts by what the two differ (a model error to test on
     purpose, or a description given to one node only). Not compared (``""``): a model or
     parameter a node will refuse, or joints the two do not share."""
     from .sim.plant import MujocoPlant
@@ -121,12 +123,17 @@ def model_mismatch(files: Sequence[Path | str], model_file: str = "") -> str:
         if float(gap.max()) > worst:
             j = int(gap.argmax())
             worst, where = float(gap.max()), f"{robot.joint_names[j]} at {keyframe or 'the zero pose'}"
-    if worst <= SAME_GRAVITY:
+    passive = plant.passive_terms()
+    if worst <= SAME_GRAVITY and not passive:
         return ""
     controller = "its robot_description" if robot.source == "robot_description" else robot.source
+    gaps = []
+    if worst > SAME_GRAVITY:
+        gaps.append(f"their gravity torques are up to {worst:.3g} N·m apart ({where})")
+    if passive:
+        gaps.append(f"the simulator's has {'; '.join(passive)}, which no rigid-body model has")
     return (
         f"the controller's model ({controller}) and the simulator's arm ({sim_config.mjcf}) differ: "
-        f"their gravity torques are up to {worst:.3g} N·m apart ({where}), so the controller commands "
-        "another arm's dynamics than the simulated one (give both the same arm, unless testing a model "
-        "error)"
+        f"{', and '.join(gaps)}, so the controller commands another arm's dynamics than the simulated "
+        "one (give both the same arm, unless testing a model error)"
     )

@@ -298,6 +298,13 @@ class SimNode:
             f"{cfg.mode} simulation of {cfg.mjcf} from keyframe {cfg.keyframe!r}, {self.n} joints "
             f"{list(plant.joint_names)}, step {plant.timestep * 1e3:g} ms, torque mode {plant.torque_mode}"
         )
+        passive = plant.passive_terms()
+        if passive:
+            node.get_logger().warning(
+                f"{cfg.mjcf} gives the simulated arm {'; '.join(passive)}: physics no controller's "
+                "rigid-body model has; each torque commanded is applied exactly, and the arm answers it "
+                "with these terms too (the shipped model has none)"
+            )
 
     # ---------------------------------------------------------------- commands
     def _on_command_bytes(self, raw: bytes) -> None:

@@ -58,14 +58,15 @@ class MujocoPlant:
         limited (as MuJoCo would clamp it), then written as ``ctrl = τ_i / (gear·gain)``, never
         above MuJoCo's ``mjMAXVAL`` (1e10); :attr:`tau_applied` shows the clamped torque. This is
         an exact torque plant: no term other than τ is added, whatever the integrator (the
-        model's own joint-range and contact forces aside, which no controller model has).
+        model's own joint-range and contact forces aside, which no controller model has, and
+        the joint physics :meth:`passive_terms` lists, none in the shipped model).
     ``nulled_position`` (one affine actuator, e.g. a Menagerie ``<position kp kv>``)
         τ_i goes into ``qfrc_applied`` (clamped to what the actuator could give,
         ``gear·forcerange`` when it is force-limited, and to the joint's ``actuatorfrcrange``
         when that is limited) and the actuator is *nulled* in the plant's own model: its bias
         ``b0 + b1·l + b2·l̇`` is set to zero and its control held at 0 (``ctrllimited``
         cleared, in case ``ctrlrange`` excludes 0), so its force and the force's derivatives
-        are zero. An exact torque plant, whatever the integrator.
+        are zero. An exact torque plant, whatever the integrator (with the same asides).
     ``applied`` (no actuator on the joint, or actuation disabled in the model)
         τ_i goes into ``qfrc_applied``, clamped to what the joint's actuator, if any, could
         give (as for ``motor`` above: a motor's ``gear·gain·ctrlrange`` and
@@ -378,6 +379,40 @@ class MujocoPlant:
     def joint_modes(self) -> tuple[str, ...]:
         """How the torque reaches each joint: ``"motor"``, ``"nulled_position"`` or ``"applied"``."""
         return self._modes
+
+    def passive_terms(self) -> list[str]:
+        """What the model adds to the driven joints' motion besides τ that a rigid-body model (the
+        controllers' URDF) has no term for, one phrase each; ``[]`` for the shipped Gen3.
+
+        Joint ``damping`` (a torque −d·q̇), ``armature`` (added to ``M``'s diagonal), dry friction
+        (``frictionloss``), ``stiffness`` (a spring toward ``springref``), each with the driven joints
+        that have it and their values in MuJoCo's units (SI, per radian for hinges), and fluid forces
+        (the medium's ``density`` or ``viscosity``). MuJoCo applies them as the arm's own physics:
+        the torque commanded still reaches the joint exactly, and :attr:`tau_applied` shows it alone,
+        but the arm answers it as the controllers' model does not (a damping of 0.1 on every joint
+        accelerated joint_7 at 150 rad/s² under a torque for q̈ = 0, a review). Terms the model's
+        own flags switch off are left out.
+        """
+        model = self._model
+        off = int(model.opt.disableflags)
+        dofs, joints = self._vadr, self._joint_ids
+        fields = (
+            ("damping", model.dof_damping[dofs], mujoco.mjtDisableBit.mjDSBL_DAMPER),
+            ("armature", model.dof_armature[dofs], None),
+            ("frictionloss", model.dof_frictionloss[dofs], mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS),
+            ("stiffness", model.jnt_stiffness[joints], mujoco.mjtDisableBit.mjDSBL_SPRING),
+        )
+        terms = []
+        for field, values, flag in fields:
+            if flag is not None and off & int(flag):
+                continue
+            pairs = zip(self._joint_names, values.tolist(), strict=True)
+            named = [f"{name} {value:g}" for name, value in pairs if value]
+            if named:
+                terms.append(f"joint {field} ({', '.join(named)})")
+        if model.opt.density or model.opt.viscosity:
+            terms.append(f"fluid forces (density {model.opt.density:g}, viscosity {model.opt.viscosity:g})")
+        return terms
 
     # ------------------------------------------------------------------------------------------
     # Commands
