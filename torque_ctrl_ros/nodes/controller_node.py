@@ -17,6 +17,37 @@ Topics:
         ``serialized_io`` says whether that fast path is on, see wire.py). Every key:
         docs/interfaces.md, "`/diagnostics`, key by key".
 
+A state's path, in the order the code takes it (the ``/diagnostics`` counts in brackets):
+
+1. Arrival (:meth:`ControllerNode._on_state_bytes`, or ``_on_state_message`` without
+   ``serialized_io``). After this process was away, or when the last state's handling outlasted
+   the stream's period, the states queued behind are taken and the newest kept
+   (:mod:`~torque_ctrl_ros.core.backlog`; ``backlog_skipped``, ``behind_skipped``). A state naming
+   none of this arm's joints is another device's and ignored (``foreign_states``).
+2. Reading: in place from its CDR bytes (:class:`~.wire.JointStateWire`), else by name from
+   rclpy's message (:class:`~.conversions.JointStateDecoder`; ``states_via_rclpy``). One that
+   cannot be read goes on as an error.
+3. :meth:`~torque_ctrl_ros.core.supervisor.Supervisor.step`: the watchdog
+   (:mod:`~torque_ctrl_ros.core.safety`) takes or refuses it (stale, from the future, NaN, a jump,
+   over-speed; ``rejected_*``, ``watchdog_fallbacks``, ``watchdog_stops``); with ``predict_delay``
+   it is carried over the commands in flight (:mod:`~torque_ctrl_ros.core.prediction`); after a
+   fallback it says how the target resumes (:mod:`~torque_ctrl_ros.core.resume`) and whether the
+   controller is reset.
+4. Taken: the target source gives the reference (:mod:`.targets`, planned in
+   :mod:`~torque_ctrl_ros.core.target_tracking`), the controller computes and saturates the torque
+   (:mod:`~torque_ctrl_ros.core.controllers`); any exception is answered as refused
+   (``Supervisor.controller_failed``). Refused: the safe brake's damped hold
+   (:mod:`~torque_ctrl_ros.core.braking`; ``fallback_commands``, ``withheld_commands`` when not
+   finite), or no command while waiting or stopped.
+5. The command goes out, stamped with the state's stamp (``commands_published``; the callback
+   timed, ``deadline_misses``). Only then: a target due at this state is planned (a plan takes
+   0.3–0.6 ms), the deferred ``/diagnostics`` is published, and the state's efforts feed the delay
+   estimate (:mod:`~torque_ctrl_ros.core.delay_estimate`).
+
+Silence is noted by the ``/diagnostics`` timer (and at shutdown): no state for longer than the
+watchdog allows moves it to its fallback state (``Supervisor.silence``); with no state to answer,
+no command goes out (the driver's own timeout then acts).
+
 Parameters: see ``config/gen3_controllers.yaml`` and :mod:`torque_ctrl_ros.nodes.params`. Read
 once at start-up: later changes (``ros2 param set``) are refused.
 
