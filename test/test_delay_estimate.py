@@ -98,6 +98,47 @@ def test_an_arm_held_still_or_efforts_that_are_noise_show_no_delay() -> None:
     assert noise.estimate() is None
 
 
+def _swinging_commands(count: int, amplitude: float = 3.0) -> np.ndarray:
+    """Torques (N·m) swinging ``amplitude`` about 0 with a 0.7 s period, each joint in its own phase."""
+    k = np.arange(count)[:, None]
+    return amplitude * np.sin(2.0 * np.pi * k / 700.0 + np.arange(N))
+
+
+def test_efforts_that_follow_none_of_the_commands_are_told() -> None:
+    """Torque mode off while the states flow: the commands swing by ~2 N·m (standard deviation) and
+    the efforts read the arm's gravity and 0.05 N·m of sensor noise: :class:`Unfollowed`, with the
+    commands' spread and a correlation under 0.2 at every delay, and no delay. The same commands
+    shown 5 periods later: the delay, nothing unfollowed. Efforts that follow through heavy noise
+    (correlation ~0.3, between the two bounds), commands within 0.5 N·m, constant efforts (a
+    driver's zeros) or none: neither can be told."""
+    tau = _swinging_commands(1500)
+    gravity = np.linspace(-10.0, 10.0, N)
+    rng = np.random.default_rng(7)
+    off = DelayEstimator(N)
+    for k in range(len(tau)):
+        off.add(T0 + k * MS, gravity + rng.normal(0.0, 0.05, N), tau[k])
+    found, unfollowed = off.read()
+    assert found is None and unfollowed is not None
+    assert 2.0 < unfollowed.spread < 2.3 and unfollowed.correlation < 0.2
+    assert unfollowed.samples == 1000 - 20
+    on = DelayEstimator(N)
+    _fill(on, tau, 5)
+    found, unfollowed = on.read()
+    assert found is not None and found.periods == 5 and unfollowed is None
+    noisy = DelayEstimator(N)
+    _fill(noisy, tau, 5, noise=6.0)
+    assert noisy.read() == (None, None)
+    for commands, effort in (
+        (_swinging_commands(1500, 0.5), lambda k: gravity + rng.normal(0.0, 0.05, N)),
+        (tau, lambda k: np.zeros(N)),
+        (tau, lambda k: None),
+    ):
+        est = DelayEstimator(N)
+        for k in range(len(commands)):
+            est.add(T0 + k * MS, effort(k), commands[k])
+        assert est.read() == (None, None)
+
+
 def test_too_few_states_missing_efforts_and_a_reset_show_nothing() -> None:
     est = DelayEstimator(N)
     assert est.estimate() is None  # nothing yet

@@ -194,6 +194,36 @@ def test_diagnostics_and_the_summary_give_the_delay_read_and_warn_when_not_comma
 
 @pytest.mark.ros
 @requires_rclpy
+def test_diagnostics_warn_when_the_efforts_follow_none_of_the_commands(nodes: Any) -> None:  # noqa: F811
+    """Commands swinging by ~2 N·m while the states' efforts read a constant torque and sensor noise
+    (the driver not in torque mode): /diagnostics warn, asking whether the driver applies them, and
+    give ``efforts_follow_commands`` 0; the summary too. Efforts that show the commands: 1, no
+    such warning. (Mutants: the warning left out of the message; the value left out.)"""
+    from test_delay_estimate import _swinging_commands
+
+    node = nodes.make("controller", controller="gravity_comp", use_sim_time=False, command_delay=0.005)
+    tau = _swinging_commands(1500)
+    rng = np.random.default_rng(3)
+    for k in range(len(tau)):
+        node.delay_estimator.add(T0 + k * MS, 2.0 + rng.normal(0.0, 0.05, N), tau[k])
+    node._publish_diagnostics()
+    status = node.diag_publisher.sent[-1].status[0]
+    values = {kv.key: kv.value for kv in status.values}
+    assert float(values["efforts_follow_commands"]) == 0.0
+    assert "efforts followed none of them 1–20 ms later" in status.message, status.message
+    assert "is the driver applying them (torque mode on)?" in status.message
+    assert node.summary()["efforts_follow_commands"] == 0.0
+    node.delay_estimator.reset()
+    _fill(node.delay_estimator, tau, 5)
+    node._publish_diagnostics()
+    status = node.diag_publisher.sent[-1].status[0]
+    values = {kv.key: kv.value for kv in status.values}
+    assert float(values["efforts_follow_commands"]) == 1.0
+    assert "followed none" not in status.message
+
+
+@pytest.mark.ros
+@requires_rclpy
 def test_a_clock_reset_forgets_the_delay_read(nodes: Any) -> None:  # noqa: F811
     """A node on sim time whose estimator reads 3 periods; the clock restarts from 0 (a
     simulator restarted), states without efforts after it: nothing read, the summary NaN.

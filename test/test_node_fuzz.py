@@ -109,8 +109,9 @@ EVENTS = (
     "target_fails",
 )
 #: /diagnostics values that may be NaN: percentiles of an empty window, the step while unknown,
-#: the delay the efforts show while they show none, the share of states handled while the stamps
-#: of the window span under 100 steps (or the step is unknown).
+#: the delay the efforts show (and whether they follow the commands) while they show none, the
+#: share of states handled while the stamps of the window span under 100 steps (or the step is
+#: unknown).
 _NAN_OK = (
     "_p50_ms",
     "_p90_ms",
@@ -119,6 +120,7 @@ _NAN_OK = (
     "state_period_ms",
     "measured_delay_ms",
     "measured_delay_correlation",
+    "efforts_follow_commands",
     "handled_share",
 )
 

@@ -24,6 +24,16 @@ to ~1 − 1e-5), so noise on the efforts can move the estimate by a period there
 holds is the driver's choice: a commanded torque echoed back shows the driver's delay, a torque
 sensor's reading the arm's (with its own filter's lag); a driver reporting no effort leaves the
 estimate unknown.
+
+The same correlations tell when the efforts follow *none* of the commands
+(:meth:`DelayEstimator.read`, :class:`Unfollowed`): commands that varied by at least
+:data:`UNFOLLOWED_SPREAD` N·m while the efforts, varying too, correlate with them by less than
+:data:`UNFOLLOWED_CORRELATION` at every delay. A driver publishing states while its actuators are
+not in torque mode looks like that (the arm held by its own position control, the efforts its
+sensors' reading of that), and the torque the controller has wound up meanwhile would be applied
+at once when torque mode comes on (docs/hardware.md, "Start order"). It cannot be told where the
+commands hardly vary (gravity compensation at rest: their torque is what the arm needs either
+way), where the efforts are constant (a driver sending zeros for "no sensor") or absent.
 """
 
 from __future__ import annotations
@@ -42,6 +52,13 @@ MIN_SPREAD = 1e-3
 MIN_CORRELATION = 0.5
 #: Least periods with an effort and the command before it for an estimate.
 MIN_SAMPLES = 100
+#: Least standard deviation of the commands over the window (N·m, pooled over the joints) for
+#: :class:`Unfollowed`: well above a joint torque sensor's noise, so that efforts that do follow
+#: the commands correlate with them clearly.
+UNFOLLOWED_SPREAD = 0.5
+#: Largest correlation, at every delay, of efforts that follow none of the commands
+#: (:class:`Unfollowed`); from it to :data:`MIN_CORRELATION` nothing is said either way.
+UNFOLLOWED_CORRELATION = 0.2
 
 _NONE = int(np.iinfo(np.int64).min)  # no period: no stamp lies 2.9e8 years before 1970
 
@@ -61,6 +78,21 @@ class DelayEstimate:
 
     periods: int
     delay: float
+    correlation: float
+    samples: int
+
+
+@dataclass(frozen=True)
+class Unfollowed:
+    """Efforts that followed none of the commands over the window (see the module docstring).
+
+    Attributes:
+        spread: the commands' standard deviation (N·m, pooled over the joints).
+        correlation: the largest correlation of the efforts with the commands at any delay.
+        samples: the periods with an effort and the command one period before it.
+    """
+
+    spread: float
     correlation: float
     samples: int
 
@@ -154,8 +186,13 @@ class DelayEstimator:
         :data:`MIN_SAMPLES` periods with both known, commands spread less than
         :data:`MIN_SPREAD`, no delay correlating by :data:`MIN_CORRELATION`): 0.2–0.4 ms at the
         defaults on the development VM, some sixty numpy calls."""
+        return self.read()[0]
+
+    def read(self) -> tuple[DelayEstimate | None, Unfollowed | None]:
+        """:meth:`estimate`, and :class:`Unfollowed` where the efforts followed none of the commands
+        (else ``None``), from one set of correlations."""
         if self._newest == _NONE:
-            return None
+            return None, None
         lags, n = self.max_periods, self.n
         span = self.window - lags  # the efforts' periods whose commands stay in the window
         first = self._newest - span + 1
@@ -182,15 +219,31 @@ class DelayEstimator:
             var_e = see - (se * se).sum(axis=1) / m
             cov = set_ - (se * st).sum(axis=1) / m
             correlation = cov / np.sqrt(var_e * var_t)
-        usable = (count >= MIN_SAMPLES) & (var_t >= count * n * MIN_SPREAD**2) & (var_e > 0.0)
-        usable &= np.isfinite(correlation)
+        enough = (count >= MIN_SAMPLES) & (var_e > 0.0) & np.isfinite(correlation)
+        usable = enough & (var_t >= count * n * MIN_SPREAD**2)
         if not usable.any():
-            return None
+            return None, None
+        unfollowed = None
+        if bool(np.all(enough & (var_t >= count * n * UNFOLLOWED_SPREAD**2))):
+            best = float(correlation.max())
+            if best < UNFOLLOWED_CORRELATION:
+                spread = float(np.sqrt(var_t[0] / (count[0] * n)))
+                unfollowed = Unfollowed(spread, best, int(count[0]))
         correlation = np.where(usable, correlation, -np.inf)
         row = int(np.argmax(correlation))
         if correlation[row] < MIN_CORRELATION:
-            return None
-        return DelayEstimate(row + 1, (row + 1) * self.period, float(correlation[row]), int(count[row]))
+            return None, unfollowed
+        found = DelayEstimate(row + 1, (row + 1) * self.period, float(correlation[row]), int(count[row]))
+        return found, unfollowed
 
 
-__all__ = ["MIN_CORRELATION", "MIN_SAMPLES", "MIN_SPREAD", "DelayEstimate", "DelayEstimator"]
+__all__ = [
+    "MIN_CORRELATION",
+    "MIN_SAMPLES",
+    "MIN_SPREAD",
+    "UNFOLLOWED_CORRELATION",
+    "UNFOLLOWED_SPREAD",
+    "DelayEstimate",
+    "DelayEstimator",
+    "Unfollowed",
+]

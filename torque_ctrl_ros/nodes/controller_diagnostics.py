@@ -9,7 +9,7 @@ import math
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
-from ..core.delay_estimate import DelayEstimate
+from ..core.delay_estimate import DelayEstimate, Unfollowed
 from ..core.robot import CONTROL_PERIOD, showing_period
 from ..core.safety import WatchdogState
 from .common import STATE_TOPIC, TimingLog, percentiles_ms
@@ -179,11 +179,35 @@ def clock_warning(state_age_p50_ms: float, sim_time: bool) -> str:
     )
 
 
-def delay_values(estimate: DelayEstimate | None) -> dict[str, float]:
-    """``measured_delay_ms`` and its ``measured_delay_correlation`` (nan: not read)."""
+def delay_values(estimate: DelayEstimate | None, unfollowed: Unfollowed | None = None) -> dict[str, float]:
+    """``measured_delay_ms`` and its ``measured_delay_correlation`` (nan: not read), and
+    ``efforts_follow_commands``: 1 where a delay was read, 0 where the efforts followed none of the
+    commands (``unfollowed``), nan where neither can be told."""
+    follow = 1.0 if estimate is not None else 0.0 if unfollowed is not None else math.nan
     if estimate is None:
-        return {"measured_delay_ms": math.nan, "measured_delay_correlation": math.nan}
-    return {"measured_delay_ms": estimate.delay * 1e3, "measured_delay_correlation": estimate.correlation}
+        return {
+            "measured_delay_ms": math.nan,
+            "measured_delay_correlation": math.nan,
+            "efforts_follow_commands": follow,
+        }
+    return {
+        "measured_delay_ms": estimate.delay * 1e3,
+        "measured_delay_correlation": estimate.correlation,
+        "efforts_follow_commands": follow,
+    }
+
+
+def unfollowed_warning(unfollowed: Unfollowed | None) -> str:
+    """What /diagnostics warn of when the states' efforts followed none of the commands sent
+    (:class:`~..core.delay_estimate.Unfollowed`), "" otherwise."""
+    if unfollowed is None:
+        return ""
+    return (
+        f"the commands varied by {unfollowed.spread:.2g} N·m (standard deviation) over the last second, "
+        f"but the joint states' efforts followed none of them 1–20 ms later (correlation at most "
+        f"{unfollowed.correlation:.2f}): is the driver applying them (torque mode on)? Torque mode "
+        'switched on now would apply the last command at once (docs/hardware.md, "Start order")'
+    )
 
 
 def delay_warning(

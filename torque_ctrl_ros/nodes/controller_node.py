@@ -74,7 +74,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ..core.backlog import CatchUp, queued_behind
 from ..core.controllers import create_controller
-from ..core.delay_estimate import DelayEstimate, DelayEstimator
+from ..core.delay_estimate import DelayEstimate, DelayEstimator, Unfollowed
 from ..core.errors import ConfigError, ModelError, StateError, TorqueCtrlError
 from ..core.resume import Resume, ResumeKind
 from ..core.robot import RobotModel
@@ -114,6 +114,7 @@ from .controller_diagnostics import (
     handled_warning,
     soft_retry_warning,
     stream_warning,
+    unfollowed_warning,
     watchdog_warning,
 )
 from .conversions import CommandEncoder, JointStateDecoder, stamp_to_ns
@@ -236,6 +237,7 @@ class ControllerNode:
         # The delay the states' efforts show, against command_delay (read for /diagnostics).
         self.delay_estimator = DelayEstimator(robot.n)
         self.delay_estimate: DelayEstimate | None = None
+        self.unfollowed: Unfollowed | None = None  # efforts that followed no command, at the last report
         self.command_index = robot.joint_index(self.joints)  # controller order → command order
         self.decoder = JointStateDecoder(robot.joint_names)
         self.encoder = CommandEncoder(robot.n)
@@ -850,7 +852,7 @@ class ControllerNode:
         step = self.supervisor.typical_stream_step  # the usual step between computed states
         state_publishers = publishing_nodes(self.node.get_publishers_info_by_topic(self._state_topic))
         commanders = publishing_nodes(self.node.get_publishers_info_by_topic(self._command_topic))
-        self.delay_estimate = self.delay_estimator.estimate()
+        self.delay_estimate, self.unfollowed = self.delay_estimator.read()
         values = self._diagnostic_values(now_wall, silent, step, state_publishers)
         values["command_publishers"] = commanders
         new_fallbacks = self.counts.controller_fallbacks - self._controller_fallbacks_reported
@@ -866,6 +868,9 @@ class ControllerNode:
         delay_warned = delay_warning(self.delay_estimate, self.robot.command_delay, step)
         if delay_warned:
             self.log.warning("delay", delay_warned)
+        unfollowed_warned = unfollowed_warning(self.unfollowed)
+        if unfollowed_warned:
+            self.log.warning("unfollowed", unfollowed_warned)
         handled_warned = handled_warning(values["handled_share"], values["skipped_rate_hz"])
         if handled_warned:
             self.log.warning("handled", handled_warned)
@@ -892,6 +897,7 @@ class ControllerNode:
                 states_warning,
                 commands_warning,
                 delay_warned,
+                unfollowed_warned,
                 handled_warned,
                 clock_warned,
             )
@@ -945,7 +951,7 @@ class ControllerNode:
             "serialized_io": self.serialized,
             # Commands each state is carried over before the controller sees it (predict_delay).
             "predicted_commands": self.supervisor.predictor.in_flight,
-            **delay_values(self.delay_estimate),
+            **delay_values(self.delay_estimate, self.unfollowed),
             **{f"state_age_{k}": v for k, v in percentiles_ms(self.state_age.window()).items()},
             **{f"info_{k}": v for k, v in self.last_info.items()},
             **{f"info_{k}": v for k, v in details.items()},
@@ -961,7 +967,7 @@ class ControllerNode:
             "serialized_io": self.serialized,
             "controller": self.config.controller,
             "predicted_commands": self.supervisor.predictor.in_flight,
-            **delay_values(self.delay_estimator.estimate()),  # over the run's last second
+            **delay_values(*self.delay_estimator.read()),  # over the run's last second
             "wall_time_s": time.monotonic() - self._started,
             **asdict(self.counts),
             "clock_resets": wd.clock_resets,
