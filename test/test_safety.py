@@ -731,3 +731,38 @@ def test_a_swapped_state_is_dropped_without_a_fallback() -> None:
     assert wd.state is WatchdogState.OK and wd.transitions == 1 and wd.rejected_total == 0
     assert wd.rejected[RejectReason.SUPERSEDED] == 2 and wd.last_reason is None
     assert _good(wd, 1.003) is Action.COMPUTE
+
+
+def test_after_a_silence_the_brake_stops_the_simulated_arm(robot: RobotModel, scene_path: Path) -> None:
+    """MuJoCo under computed torque, moving to a target 0.6 rad away on three joints; then 45 ms
+    without a state, the plant holding the last command as the simulator does within its command
+    timeout, then refused (NaN) states for the whole fallback window: the safe brake, started where
+    the held command took the arm (:meth:`Supervisor._carried_over_silence`), leaves it at under half
+    a velocity limit, as without the silence. Started from the last good state as if it were
+    measured now, it drove joint_6 to 5.2 times its limit (a review)."""
+    from torque_ctrl_ros.core.controllers import ComputedTorque, ComputedTorqueConfig
+    from torque_ctrl_ros.core.supervisor import Supervisor
+    from torque_ctrl_ros.core.types import JointReference, JointState
+
+    controller = ComputedTorque(robot, ComputedTorqueConfig.create(robot.n, 100.0))
+    for silent_ms in (0, 45):
+        plant = MujocoPlant(scene_path)
+        plant.reset("home")
+        target = JointReference(plant.q + np.array([0.6, 0.4, 0.0, 0.6, 0.0, 0.4, 0.0]))
+        sup = Supervisor(robot, WatchdogConfig.create(max_age=0.02, fallback_duration=0.5), DEFAULT_DAMPING)
+        t, tau = 1000.0, robot.gravity(plant.q)
+        for k in range(150 + silent_ms + 600):
+            if not 150 <= k < 150 + silent_ms:
+                q = plant.q if k < 150 else np.full(robot.n, np.nan)
+                decision = sup.step(q, plant.v, t, t)
+                if decision.action is Action.COMPUTE:
+                    assert decision.state is not None
+                    tau = controller.compute(JointState(decision.state.q, decision.state.v), target).tau
+                    sup.command_computed(tau)
+                elif decision.command is not None:
+                    tau = decision.command.tau
+            plant.set_torque(tau)
+            plant.step()
+            t = round(t + 1e-3, 9)
+        assert sup.watchdog.state is WatchdogState.STOPPED  # the window ran out
+        assert np.abs(plant.v / robot.velocity_limit).max() < 0.5, (silent_ms, plant.v / robot.velocity_limit)

@@ -610,6 +610,65 @@ def test_a_first_safe_command_after_a_silence_brakes_from_the_good_state(robot: 
     assert math.isclose(sup.brake.k, 0)
 
 
+def test_after_a_silence_the_brake_starts_where_the_held_command_took_the_arm(robot: RobotModel) -> None:
+    """Good states answered with a known command, then 30 ms without a state (the driver held that
+    command), then a refused one: the brake starts from the last good state carried over the 30
+    periods the command was held beyond its own, with the model, not from that state as if it were
+    measured now (a review: 0.65–0.97 rad off, the arm at 3.2–5.2 times joint_6's velocity limit).
+    After 60 ms, past the 50 ms a driver applies a command, no safe command: its own timeout took
+    over, and the window ends. A state refused right after the last good one carries nothing."""
+    from torque_ctrl_ros.core.prediction import forward_step
+
+    held = robot.gravity(Q0) + np.array([4.0, -3.0, 2.0, 1.0, 0.5, -0.5, 0.3])
+    expected_q, expected_v = Q0.copy(), V0.copy()
+    data = robot.model.createData()
+    for _ in range(30):
+        forward_step(robot, data, expected_q, expected_v, held, DT)
+    assert np.abs(expected_q - Q0).max() > 0.01  # the carry matters
+    for silent_ms, expected in ((0, (Q0, V0)), (30, (expected_q, expected_v))):
+        sup = _supervisor(robot, max_age=0.02)
+        for k in range(5):
+            assert sup.step(Q0, V0, T0 + k * DT, T0 + k * DT).action is Action.COMPUTE
+            sup.command_computed(held)
+        t = T0 + (5 + silent_ms) * DT
+        decision = sup.step(NAN, NAN, t, t)
+        assert decision.action is Action.FALLBACK and decision.command is not None, silent_ms
+        np.testing.assert_allclose(
+            decision.command.tau, _first_brake(robot, *expected, FIRST_HOLD_PERIODS), atol=1e-9
+        )
+    sup = _supervisor(robot, max_age=0.02)
+    assert sup.step(Q0, V0, T0, T0).action is Action.COMPUTE
+    sup.command_computed(held)
+    decision = sup.step(NAN, NAN, T0 + 0.061, T0 + 0.061)
+    assert decision.action is Action.NONE and decision.command is None
+    assert sup.watchdog.state is WatchdogState.STOPPED
+    assert "no joint state for 61 ms before this one, longer than the 50 ms a driver applies" in (
+        sup.watchdog.last_message
+    )
+
+
+def test_a_controller_failing_on_a_good_state_after_a_silence_brakes_from_that_state(
+    robot: RobotModel,
+) -> None:
+    """A good state 30 ms after the last one, the controller failing on it: that state was measured
+    now, nothing is carried (the brake starts from it, the stream alive: damped for the stream's
+    step as learnt, here that gap)."""
+    held = robot.gravity(Q0) + 3.0
+    sup = _supervisor(robot, max_age=0.05)
+    for k in range(5):
+        assert sup.step(Q0, V0, T0 + k * DT, T0 + k * DT).action is Action.COMPUTE
+        sup.command_computed(held)
+    q1, v1 = Q0 + 0.05, 0.5 * V0
+    t = T0 + 0.034
+    decision = sup.step(q1, v1, t, t)
+    assert decision.action is Action.COMPUTE
+    failed = sup.controller_failed(decision, SolverError("injected"), t)
+    assert failed.action is Action.FALLBACK and failed.command is not None
+    hold = sup.first_hold()
+    assert hold == 30
+    np.testing.assert_allclose(failed.command.tau, _first_brake(robot, q1, v1, hold), atol=1e-9)
+
+
 def test_the_first_hold_is_the_simulators_command_timeout() -> None:
     """:data:`FIRST_HOLD_PERIODS` is made for the simulator's command timeout (core/braking.py):
     the first safe command after a refused state may be held that long. The core cannot import

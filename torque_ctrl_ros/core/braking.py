@@ -49,8 +49,11 @@ first command had the prediction at 3.8 times a velocity limit and the commands 
 with ``K_d/200``; :meth:`SafeBrake.held_past_timeout` tells the caller, which ends the window
 (:class:`~.supervisor.Supervisor`) instead.
 
-Timing the prediction from commands sent, not from when the fallback began, makes the first
-command the same whether or not the stream fell silent first (no command was sent then). On
+The prediction is timed from the first safe command sent, not from when the fallback began
+(after a silence the window opens before any command can go out), and starts where the arm is
+then: the caller carries the last good state over a silence before it under the command the
+driver held meanwhile (:class:`~.supervisor.Supervisor`; started from that state as if it were
+measured then, a 45 ms silence had the brake drive joint_6 to 5.2 times its velocity limit). On
 the simulator, whose model is the controller's, this is the damping feedback it would get from
 good states: the arm brakes and holds (``test/test_safety.py``). On a real arm it is open loop
 and drifts with the model's errors (payload, friction, the rotor inertia Kinova does not
