@@ -436,6 +436,8 @@ class Watchdog:
           under ``use_sim_time``): the stream then starts over from this state, and
           :meth:`accept` counts it in :attr:`clock_resets`;
         * stamped more than ``max_future`` ahead: INCONSISTENT;
+        * over-speed, where ``overspeed_factor`` is set: a speed above it times a joint's velocity
+          limit: OUT_OF_RANGE (:meth:`_overspeed`);
         * a jump: OUT_OF_RANGE, a position no motion could have reached from the last good one::
 
               |q − q_good| > speed_max · max(Δt, max_age),   Δt = t − t_good   (on some joint)
