@@ -353,6 +353,33 @@ def test_a_trajectory_stamped_a_little_late_is_taken_whatever_the_fraction_of_a_
     np.testing.assert_allclose(end.q, positions[-1], atol=1e-12)
 
 
+@pytest.mark.parametrize("late", [0.001, 0.005])
+def test_a_late_trajectory_s_first_point_at_time_0_is_checked_before_it_is_dropped(
+    robot: RobotModel, late: float
+) -> None:
+    """A first point at time 0 is where the sender's path starts. Stamped 1 or 5 ms late, its due
+    points are dropped, but that one is checked first, as on time: 1 rad off the arm it is refused
+    (it had been dropped unchecked, the reference running from where it stood straight to the next
+    point, a path the sender never planned: a review). On the arm, with the room the reference
+    moved meanwhile, it is taken."""
+    for offset, taken in ((1.0, False), (0.005, True)):
+        tracker, errors = _joint_tracker(robot)
+        t = 10.0
+        tracker.reference(_at_rest(HOME_Q, t))
+        first = HOME_Q + np.eye(7)[0] * offset
+        points = _points([(0.0, first), (3.0, HOME_Q + np.eye(7)[0] * 1.2)])
+        tracker.submit_trajectory(points, t + 0.001 - late, t)
+        tracker.reference(_at_rest(HOME_Q, t + 0.001))
+        if taken:
+            assert errors == [] and tracker.mode is JointMode.TRAJECTORY, errors
+        else:
+            assert tracker.mode is not JointMode.TRAJECTORY
+            assert (
+                len(errors) == 1 and "its first point, at time_from_start 0, is 1.000 rad from" in errors[0]
+            )
+            assert "with what the reference moved while the trajectory was late" in errors[0], errors
+
+
 def test_a_late_trajectory_whose_points_all_come_within_the_lead_keeps_its_last(robot: RobotModel) -> None:
     """Its last point 5 ms ahead of the state, the others due: reached LATE_LEAD after the state
     (10 ms), not over 5 ms; one that ended before the state is still refused."""

@@ -713,6 +713,7 @@ class JointTargetTracker:
         t0 = stamp if stamp > 0.0 and not self._waited else state.stamp
         self._waited = False
         late = state.stamp - t0
+        current = self.current(state)
         if late > 0.0:
             # Stamped before this state: the points already due, or due within LATE_LEAD, are
             # dropped and the rest keep their times, reached from the current reference (no jump
@@ -724,12 +725,21 @@ class JointTargetTracker:
                     f"(header.stamp {stamp:.3f} s, last point at {end:.3f} s)"
                 )
                 return
+            if points.times[0] == 0.0:
+                # The sender's path starts there: checked as on time, with the room the reference
+                # moved by while the trajectory was late. Dropped unchecked, a first point 1 rad
+                # off had the reference run straight to the next one, a path nobody planned (a review).
+                moved = late * (np.zeros(self.robot.n) if current.v is None else np.abs(current.v))
+                try:
+                    self._check_first_position(points.positions[0], current.q, state.q, moved)
+                except TargetError as exc:
+                    self._refuse(str(exc))
+                    return
             ahead = points.times - late > LATE_LEAD
             ahead[-1] = True
             kept = points.select(ahead)
             points = kept._replace(times=np.maximum(kept.times - late, LATE_LEAD))
             t0 = state.stamp
-        current = self.current(state)
         try:
             if points.times[0] == 0.0:
                 points, current = self._from_first_point(state, current, points)
@@ -773,8 +783,11 @@ class JointTargetTracker:
             return points, current
         return points.select(slice(1, None)), JointMotion(first, v_ref, a_ref)
 
-    def _check_first_position(self, first: FloatArray, q_ref: FloatArray, q_arm: FloatArray) -> None:
+    def _check_first_position(
+        self, first: FloatArray, q_ref: FloatArray, q_arm: FloatArray, moved: FloatArray | None = None
+    ) -> None:
         """Refuse a first point at time 0 at ``first`` (rad) farther than :data:`START_TOLERANCE`
+        (plus ``moved``, rad per joint: how far the reference went while a late trajectory waited)
         on some joint from both the reference ``q_ref`` and the arm ``q_arm`` (rad): taken at once,
         it would make the reference jump.
 
@@ -785,12 +798,14 @@ class JointTargetTracker:
             np.abs(self.robot.difference(first, q_ref)),
             np.abs(self.robot.difference(first, q_arm)),
         )
-        worst = int(np.argmax(off))
-        if off[worst] > START_TOLERANCE:
+        room = START_TOLERANCE + (np.zeros_like(off) if moved is None else moved)
+        worst = int(np.argmax(off - room))
+        if off[worst] > room[worst]:
+            late = "" if moved is None else ", with what the reference moved while the trajectory was late"
             raise TargetError(
                 f"trajectory: its first point, at time_from_start 0, is {off[worst]:.3f} rad from "
                 f"the current reference and from the arm on {self.robot.joint_names[worst]} (at most "
-                f"{START_TOLERANCE:g} rad): give it a time_from_start > 0 to reach it from there"
+                f"{room[worst]:.3g} rad{late}): give it a time_from_start > 0 to reach it from there"
             )
 
     def _check_first_steps(self, points: TrajectoryPoints, v_ref: FloatArray, a_ref: FloatArray) -> None:
