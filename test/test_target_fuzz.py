@@ -458,10 +458,10 @@ class Arm:
         times = np.array([float(p.time_from_start.sec) + p.time_from_start.nanosec * 1e-9 for p in points])
         if np.any(times < 0.0) or np.any(times[1:] <= times[:-1]):
             faults.append("trajectory times")
-        if times[0] > 0.0 and np.any(np.abs(acc[0]) > self.acceleration_limit):
-            faults.append(
-                "point 0 accelerates"
-            )  # a waypoint's own acceleration (a start's is the reference's)
+        if acc.size and np.any(np.abs(acc[0]) > self.acceleration_limit):
+            # A waypoint's own acceleration, at time 0 too (it gives way to the reference's when
+            # the trajectory takes effect, but is refused when received).
+            faults.append("point 0 accelerates")
         stamp = (msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec) * 1e-9
         if stamp < 0.0:
             faults.append("is negative")

@@ -289,14 +289,17 @@ def test_a_trajectory_is_refused_on_a_bad_stamp_or_motion(robot: RobotModel) -> 
     assert tracker.pending == PendingTrajectory(130.0, tracker.pending.points)  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("first", [0.5, 0.0])
 @pytest.mark.parametrize("a0", [24.0, 40.0])
 def test_a_first_waypoints_acceleration_is_held_to_the_bound_when_it_arrives(
-    robot: RobotModel, a0: float
+    robot: RobotModel, a0: float, first: float
 ) -> None:
-    """A quintic whose first point (at 0.5 s) asks ``a0`` rad/s² of joint_1 (bound 25.85): above
-    the bound refused on arrival, naming the point, as a later waypoint's would be; until a
+    """A quintic whose first point (at 0.5 s, or at 0) asks ``a0`` rad/s² of joint_1 (bound 25.85):
+    above the bound refused on arrival, naming the point, as a later waypoint's would be; until a
     review it was "received" and refused only when it took effect (4 s later here), the first
-    segment's bound widened to the first point's as if it were the start's."""
+    segment's bound widened to the first point's as if it were the start's. At time 0 the point's
+    acceleration gives way to the reference's when it takes effect, but was refused only then
+    (a later review, 2026-12-08)."""
     tracker, errors = _joint_tracker(robot)
     q0 = np.array([0.0, 0.5, 0.0, 1.0, 0.0, 0.5, 0.0])
     tracker.reference(_at_rest(q0, 1.0))
@@ -304,7 +307,7 @@ def test_a_first_waypoints_acceleration_is_held_to_the_bound_when_it_arrives(
     positions[1, 0] += 0.02
     accelerations = np.zeros((2, 7))
     accelerations[0, 0] = a0
-    points = TrajectoryPoints(np.array([0.5, 0.8]), positions, np.zeros((2, 7)), accelerations)
+    points = TrajectoryPoints(np.array([first, first + 0.3]), positions, np.zeros((2, 7)), accelerations)
     if a0 > tracker.acceleration_limit[0]:
         with pytest.raises(
             TargetError, match=r"point 0 accelerates joint_1 at 40\.00 rad/s², above its bound 25\.8"

@@ -510,10 +510,13 @@ class JointTargetTracker:
         # at time 0 takes the reference's velocity and acceleration then, which changes its
         # segment only from a moving one.
         first = 1 if points.times[0] > 0.0 and points.velocities is None else 0
-        if points.times[0] > 0.0 and points.accelerations is not None:
+        if points.accelerations is not None:
             # The first segment's bounds are widened to its first point's (a start's, where the
             # reference stands); a waypoint's own acceleration is the user's, held here (else
-            # refused only once the trajectory takes effect, up to a minute after "received").
+            # refused only once the trajectory takes effect, up to a minute after "received"). At
+            # time 0 too: that point's acceleration gives way to the reference's when it takes
+            # effect, but one beyond the bound widened the check of its segment here, which then
+            # failed only then (60 rad/s² against 25.85: "received", refused 30 s later; a review).
             over = np.flatnonzero(np.abs(points.accelerations[0]) > self.acceleration_limit)
             if over.size:
                 j = int(over[0])
