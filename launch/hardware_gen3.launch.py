@@ -130,14 +130,16 @@ def _files(context: LaunchContext) -> list[str]:
     return files
 
 
-def _check(context: LaunchContext) -> list[Node]:
+def _check(context: LaunchContext) -> list[LogInfo]:
     """Refuse bad arguments before any process starts (rviz's included, whose failure would
     otherwise leave the controller running without its launch): a parameter file that does not
     exist (launch_ros would only warn, and a misspelt ``hardware_params_file`` would put the
     controller on the arm without the real arm's delay and dampings) or has a section for no
     node of the package (:func:`check_params_file`), ``max_age`` not a number, a ``model_file``
     that does not exist, files that keep an argument from overriding them (:func:`check_overrides`)
-    or ``hardware_params_file`` from reaching the controller (:func:`check_layer_wins`)."""
+    or ``hardware_params_file`` from reaching the controller (:func:`check_layer_wins`). Returns
+    the warning of a ``command_delay`` under the Gen3's (:func:`short_delay_warning`: no hardware
+    file), logged before the controller starts."""
     for path in _files(context):
         if not Path(path).is_file():
             raise ValueError(f"hardware_gen3: parameter file {path!r} does not exist")
@@ -152,6 +154,8 @@ def _check(context: LaunchContext) -> list[Node]:
     params.check_overrides(overrides, files)
     # The hardware file's values must reach the controller (its 5 ms delay checks the gains).
     hardware = params.optional_file(LaunchConfiguration("hardware_params_file").perform(context))
+    short = params.short_delay_warning(files)
+    notes = [LogInfo(msg=f"hardware_gen3: warning: {short}")] if short else []
     if hardware:
         extra = params.optional_file(LaunchConfiguration("extra_params_file").perform(context))
         after = [Path(extra)] if extra else []
@@ -159,9 +163,9 @@ def _check(context: LaunchContext) -> list[Node]:
         params.check_layer_wins(files, Path(hardware), "/controller_node", after, exempt)
     # What rviz shows (view_gen3's model_file): the argument, else the files' controller model.
     if LaunchConfiguration("rviz").perform(context) != "true":
-        return []
+        return notes
     context.launch_configurations[RVIZ_MODEL] = model_file or params.controller_model_file(files)
-    return []
+    return notes
 
 
 def _overrides(context: LaunchContext) -> dict[str, dict[str, object]]:

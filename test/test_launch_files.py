@@ -394,6 +394,30 @@ def test_the_nodes_run_on_one_blas_thread_beside_their_scheduling(
 
 
 @pytest.mark.usefixtures("fake_launch")
+def test_the_hardware_launch_warns_when_no_file_gives_the_arms_delay(tmp_path: Path) -> None:
+    """``hardware_params_file:=none`` leaves the controller on the simulator's 1 ms
+    ``command_delay`` and watchdog: said in the launch's log before it starts, with the values (a
+    review: it started without a word, and gains that ring at 5 ms passed the 1 ms checks). With
+    the hardware file, or a file of one's own giving 3 ms or more, nothing is said."""
+    context = Context()
+    evaluate("hardware_gen3.launch.py", context)
+    assert context.logged == []
+    context = Context()
+    evaluate("hardware_gen3.launch.py", context, hardware_params_file="none")
+    assert context.logged == [
+        "hardware_gen3: warning: controller_node's command_delay is 1 ms, where the Gen3 shows its "
+        "commands 3-5 ms late: its gains and dampings are checked for a delay the arm does not have "
+        "(watchdog: max_future 1.0, fallback_duration 0.5, overspeed_factor 0.0); without "
+        "hardware_params_file the simulator's settings apply"
+    ]
+    own = tmp_path / "arm.yaml"
+    own.write_text(yaml.safe_dump({"controller_node": {"ros__parameters": {"command_delay": 0.003}}}))
+    context = Context()
+    evaluate("hardware_gen3.launch.py", context, hardware_params_file="none", extra_params_file=str(own))
+    assert context.logged == []
+
+
+@pytest.mark.usefixtures("fake_launch")
 @pytest.mark.parametrize("section", ["controller_node", "/controller_node", "/**"])
 def test_the_hardware_extra_file_changes_one_value_keeping_the_hardware_files(
     tmp_path: Path, section: str

@@ -563,6 +563,32 @@ def file_parameter(paths: Sequence[Path], node: str, key: str) -> Any:
 NO_FILE = "none"
 
 
+#: The shortest ``command_delay`` (s) the Gen3 shows: ~3 ms bypassing its base, ~5 ms through it
+#: (config/gen3_hardware.yaml).
+GEN3_SHORTEST_DELAY = 0.003
+
+
+def short_delay_warning(paths: Sequence[Path]) -> str:
+    """What the hardware launch says when the parameter files ``paths`` leave the controller's
+    ``command_delay`` under :data:`GEN3_SHORTEST_DELAY` (without ``config/gen3_hardware.yaml``: the
+    simulator's 1 ms), "" otherwise: its gains and dampings are then checked for a delay the arm
+    does not have (a computed-torque kp of 3e4 passes at 1 ms and rings at 5; a review), and the
+    watchdog runs on the simulator's settings, which the message lists."""
+    given = file_parameters(paths, "/controller_node")
+    delay = given.get("command_delay", CONTROL_PERIOD)
+    if not (isinstance(delay, int | float) and not isinstance(delay, bool)) or delay >= GEN3_SHORTEST_DELAY:
+        return ""
+    watchdog = ", ".join(
+        f"{key} {given.get(f'watchdog.{key}', default)}"
+        for key, default in (("max_future", 1.0), ("fallback_duration", 0.5), ("overspeed_factor", 0.0))
+    )
+    return (
+        f"controller_node's command_delay is {delay * 1e3:g} ms, where the Gen3 shows its commands 3-5 ms "
+        f"late: its gains and dampings are checked for a delay the arm does not have (watchdog: "
+        f"{watchdog}); without hardware_params_file the simulator's settings apply"
+    )
+
+
 def optional_file(value: str) -> str:
     """A launch argument naming an optional file: the file, or ``""`` for none (``value`` empty or
     :data:`NO_FILE`, in any case)."""
