@@ -174,15 +174,16 @@ def test_back_from_away_a_nameless_state_queued_last_is_refused_not_ignored(
     ros_domain: int,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Back from away, the newest state queued names no joint at all: it is this arm's newest
-    state, handled and refused (the safe torque goes out), not set aside as another device's.
-    (Mutant: ``_foreign_names`` takes an empty name list as naming none of the arm's joints.)"""
+    """Back from away (40 ms: within the 50 ms a driver holds a command, so the safe torque can
+    start), the newest state queued names no joint at all: it is this arm's newest state, handled
+    and refused (the safe torque goes out), not set aside as another device's. (Mutant:
+    ``_foreign_names`` takes an empty name list as naming none of the arm's joints.)"""
     with in_process_controllers(ros_domain) as make:
         node, steady = _running(make, False, monkeypatch)
         node._state_sub = queue = Queue(JointStateMsg)
-        back = node.watchdog.last_good.stamp + 0.3
+        back = node.watchdog.last_good.stamp + 0.04
         queue.messages.extend([_arm_msg(back + DT), _nameless_msg(back + 2 * DT)])
-        steady[0] += 0.3
+        steady[0] += 0.04
         node._on_state_message(_arm_msg(back))
         assert node.counts.foreign_states == 0 and node.counts.backlog_skipped == 2
         assert node.watchdog.rejected_total == 1 and node.counts.fallback_commands == 1

@@ -369,28 +369,40 @@ def test_bad_states_get_the_braking_prediction_not_a_held_torque(
 
 
 @pytest.mark.parametrize("timer_ticked", [False, True], ids=["no-tick", "tick"])
+@pytest.mark.parametrize("silence", [0.03, 0.3])
 def test_the_first_safe_command_after_a_silence_brakes_from_the_good_state(
-    make_controller: Callable[..., Any], robot: RobotModel, timer_ticked: bool
+    make_controller: Callable[..., Any], robot: RobotModel, timer_ticked: bool, silence: float
 ) -> None:
-    """A good state, 0.3 s without any, then a non-finite one: its command is the first of the
-    braking, g(q₀) − K_d·q̇₀, whether or not the node's timer noted the silence first (that had
-    opened the window 0.3 s back and the prediction had started 0.28 s in, with almost no
-    damping left, for an arm that had got no command at all)."""
+    """A good state, 30 ms without any, then a non-finite one: its command is the first of the
+    braking, from the good state carried over the 29 periods the driver held its command,
+    ``g(q̂) − K_d·(2/50)·q̂̇``, whether or not the node's timer noted the silence first (that had
+    opened the window at the tick and started the prediction there, for an arm that had got no
+    safe command yet). After 0.3 s, past the 50 ms a driver holds a command, no safe command goes
+    out (nothing says where the arm is), the watchdog in its fallback, saying why."""
     from torque_ctrl_ros.core.braking import FIRST_HOLD_PERIODS
+    from torque_ctrl_ros.core.prediction import forward_step
     from torque_ctrl_ros.core.safety import DEFAULT_DAMPING
 
+    nan = np.full(7, np.nan)
     node = make_controller(use_sim_time=True, **{"watchdog.max_age": 0.02})
     at = sim_clock(node)
     node._on_state_message(_state_msg(_Q_GOOD, _V_GOOD, at(1000.0)))
+    held = np.array(node.publisher.torques[-1])
     if timer_ticked:
-        node._note_silence(at(1000.25), 0.25)
+        tick = silence - 0.005
+        node._note_silence(at(1000.0 + tick), tick)
         assert node.watchdog.state.value == "fallback"
-    nan = np.full(7, np.nan)
-    node._on_state_message(_state_msg(nan, nan, at(1000.3)))
+    node._on_state_message(_state_msg(nan, nan, at(1000.0 + silence)))
     assert node.watchdog.state.value == "fallback"
-    first = _clip(
-        robot, robot.gravity(_Q_GOOD) - np.array(DEFAULT_DAMPING) * (2 / FIRST_HOLD_PERIODS) * _V_GOOD
-    )
+    if silence > 0.05:
+        assert len(node.publisher.torques) == 1
+        assert "no joint state for 300 ms before this one" in node.watchdog.last_message
+        return
+    q, v = _Q_GOOD.copy(), _V_GOOD.copy()
+    data = robot.model.createData()
+    for _ in range(round(silence / 1e-3) - 1):
+        forward_step(robot, data, q, v, held, 1e-3)
+    first = _clip(robot, robot.gravity(q) - np.array(DEFAULT_DAMPING) * (2 / FIRST_HOLD_PERIODS) * v)
     np.testing.assert_allclose(node.publisher.torques[-1], first, rtol=0, atol=1e-9)
 
 

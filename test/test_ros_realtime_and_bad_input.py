@@ -396,10 +396,21 @@ def test_bad_joint_states_never_produce_torque_from_bad_data(launch: Any, probe:
     def brakes_from_good_state(taus: list[np.ndarray]) -> bool:
         """Whether ``taus``, the safe commands of one fallback window in order, are SafeBrake's
         from the good state for some whole numbers of periods between them (the states come
-        every ~5 ms here, unevenly): each the command after m ≥ 0 periods under the one before."""
+        every ~5 ms here, unevenly): the first from the good state carried m ≥ 0 periods under its
+        command, g(q_good), which the driver held until the refused state came
+        (``Supervisor._carried_over_silence``); each next the command after m ≥ 0 periods under
+        the one before."""
+        from torque_ctrl_ros.core.braking import FIRST_HOLD_PERIODS
+        from torque_ctrl_ros.core.prediction import forward_step
+
         brake = SafeBrake(robot, damping, fallback_s)
-        brake.start(q_good, v_good, 0.0)
-        if np.abs(brake.tau - taus[0]).max() > 1e-9:
+        q, v, data = q_good.copy(), v_good.copy(), robot.model.createData()
+        for _ in range(FIRST_HOLD_PERIODS + 1):
+            brake.start(q, v, 0.0)
+            if np.abs(brake.tau - taus[0]).max() <= 1e-9:
+                break
+            forward_step(robot, data, q, v, robot.gravity(q_good), brake.period)
+        else:
             return False
         t = 0.0
         for tau in taus[1:]:

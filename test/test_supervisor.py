@@ -616,7 +616,8 @@ def test_after_a_silence_the_brake_starts_where_the_held_command_took_the_arm(ro
     periods the command was held beyond its own, with the model, not from that state as if it were
     measured now (a review: 0.65–0.97 rad off, the arm at 3.2–5.2 times joint_6's velocity limit).
     After 60 ms, past the 50 ms a driver applies a command, no safe command: its own timeout took
-    over, and the window ends. A state refused right after the last good one carries nothing."""
+    over; the window runs on, and a good state in it resumes. A state refused right after the last
+    good one carries nothing."""
     from torque_ctrl_ros.core.prediction import forward_step
 
     held = robot.gravity(Q0) + np.array([4.0, -3.0, 2.0, 1.0, 0.5, -0.5, 0.3])
@@ -641,10 +642,12 @@ def test_after_a_silence_the_brake_starts_where_the_held_command_took_the_arm(ro
     sup.command_computed(held)
     decision = sup.step(NAN, NAN, T0 + 0.061, T0 + 0.061)
     assert decision.action is Action.NONE and decision.command is None
-    assert sup.watchdog.state is WatchdogState.STOPPED
+    assert sup.watchdog.state is WatchdogState.FALLBACK
     assert "no joint state for 61 ms before this one, longer than the 50 ms a driver applies" in (
         sup.watchdog.last_message
     )
+    assert sup.step(NAN, NAN, T0 + 0.062, T0 + 0.062).command is None  # nor for the next
+    assert sup.step(Q0, V0, T0 + 0.063, T0 + 0.063).action is Action.COMPUTE
 
 
 def test_a_controller_failing_on_a_good_state_after_a_silence_brakes_from_that_state(

@@ -435,8 +435,7 @@ class Supervisor:
             decision.action = Action.NONE
         if decision.action is Action.FALLBACK:
             out = self._safe_command(decision.stamp, decision.effective_stamp, now)
-            if out is None:  # the last safe command outlived the driver's timeout
-                wd.end_window()
+            if out is None:  # no safe command says where the arm goes: the watchdog's message says why
                 decision.action = Action.NONE
             elif all_finite(out.tau):
                 decision.command = out
@@ -475,7 +474,9 @@ class Supervisor:
         (:meth:`SafeBrake.held_past_timeout`) or by the states' stamps, each counted within a period
         of the caller's clock and its lag (so that a gap a catch-up's lagging clock hides still
         counts, and one wild stamp, ahead or behind, counts no gap): the arm was not braked by it
-        since, and no prediction from it says where the arm is.
+        since, and no prediction from it says where the arm is (the window ends). ``None`` too,
+        the window running on, when the window's first safe command would follow a silence longer
+        than that (:meth:`_carried_over_silence`).
 
         The brake's prediction runs on the larger of the time the caller's clock and the states'
         stamps have run since it started (each stamp's step counted up to ``max_age``): either
@@ -526,6 +527,7 @@ class Supervisor:
                 f"{self.brake.timeout * period_ms:.0f} ms a driver applies one: the arm was not braked "
                 f"by it meanwhile (its command timeout took over); stopped"
             )
+            wd.end_window()
             return None
         return self.limiter.apply(self.brake.torque(self._brake_start + elapsed))
 
@@ -538,7 +540,9 @@ class Supervisor:
         command sent, which the driver held while no state came (the step carries it with the
         model, as the brake does); none for a good state the controller failed on. ``None`` (the
         watchdog's message says why) when those periods exceed ``timeout``, the periods a driver
-        applies a command: its own timeout took over and nothing here says where the arm is.
+        applies a command: its own timeout took over and nothing here says where the arm is, so no
+        safe command goes out; the window runs on (a good state within it resumes, as after a
+        silence alone, rather than a stop dropping the target).
 
         Started from the last good state as if it were measured now, after a 30–45 ms silence and
         refused states, the brake's prediction was 0.65–0.97 rad off the arm in MuJoCo, which it
@@ -555,7 +559,7 @@ class Supervisor:
                 f"no joint state for {(periods + 1) * period_ms:.0f} ms before this one, longer than the "
                 f"{timeout * period_ms:.0f} ms a driver applies a command: the arm was not held by the "
                 "last one meanwhile (its command timeout took over), and no safe command can start from "
-                "where it was; stopped"
+                "where it was; none sent"
             )
             return None
         q, v = q.copy(), v.copy()
