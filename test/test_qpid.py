@@ -1859,7 +1859,7 @@ def test_level_0_with_every_barrier_row_soft_never_reports_infeasible(robot: Rob
     level 0 can be infeasible, and is not marked."""
     from torque_ctrl_ros.bench.configs import BENCH_CONFIGS
 
-    controller = create_controller("qpid", robot, BENCH_CONFIGS["qpid"])
+    controller = QPID.from_params(robot, BENCH_CONFIGS["qpid"])
     top = controller.levels[0].qp
     assert top.known_feasible and not top.strict_infeasibility
     rng = np.random.default_rng(9)
@@ -1879,5 +1879,5 @@ def test_level_0_with_every_barrier_row_soft_never_reports_infeasible(robot: Rob
             fallback = robot.gravity(q) - controller.config.fallback_damping * v
             np.testing.assert_allclose(out.tau, np.clip(fallback, -robot.effort_limit, robot.effort_limit))
     assert statuses.count(1) >= 5 and 2 not in statuses
-    hard = create_controller("qpid", robot, {**BENCH_CONFIGS["qpid"], "joint_velocity_limit.soft": False})
+    hard = QPID.from_params(robot, {**BENCH_CONFIGS["qpid"], "joint_velocity_limit.soft": False})
     assert not hard.levels[0].qp.known_feasible

@@ -749,7 +749,8 @@ def test_after_a_silence_the_brake_stops_the_simulated_arm(robot: RobotModel, sc
         plant = MujocoPlant(scene_path)
         plant.reset("home")
         target = JointReference(plant.q + np.array([0.6, 0.4, 0.0, 0.6, 0.0, 0.4, 0.0]))
-        sup = Supervisor(robot, WatchdogConfig.create(max_age=0.02, fallback_duration=0.5), DEFAULT_DAMPING)
+        config = WatchdogConfig.create(max_age=0.02, fallback_duration=0.5)
+        sup = Supervisor(robot, config, np.array(DEFAULT_DAMPING))
         t, tau = 1000.0, robot.gravity(plant.q)
         for k in range(150 + silent_ms + 600):
             if not 150 <= k < 150 + silent_ms:
