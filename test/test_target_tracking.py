@@ -380,7 +380,41 @@ def test_a_late_trajectory_s_first_point_at_time_0_is_checked_before_it_is_dropp
             assert (
                 len(errors) == 1 and "its first point, at time_from_start 0, is 1.000 rad from" in errors[0]
             )
-            assert "with what the reference moved while the trajectory was late" in errors[0], errors
+            assert "from the reference at its header.stamp and from the arm" in errors[0], errors
+
+
+@pytest.mark.parametrize("late", [0.06, 0.1])
+def test_a_late_trajectory_s_first_point_is_checked_against_the_reference_at_its_stamp(
+    robot: RobotModel, late: float
+) -> None:
+    """A 0.5 rad move on joint_1 over 0.6 s, ending at rest; a second trajectory stamped 60 or 100
+    ms before the state it takes effect at, its first point (time 0) where the reference was at
+    that stamp (14 / 37 mrad from where it stands now): taken, as on time. Checked against the
+    reference now, with room for its speed now (0 at rest), it was refused (a review). A first
+    point 0.1 rad ahead of the reference at the stamp, along the motion, is refused."""
+    for ahead in (0.0, 0.1):
+        tracker, errors = _joint_tracker(robot)
+        t = 10.0
+        tracker.reference(_at_rest(HOME_Q, t))
+        tracker.submit_trajectory(_points([(0.0, HOME_Q), (0.6, HOME_Q + np.eye(7)[0] * 0.5)]), 0.0, t)
+        tracker.reference(_at_rest(HOME_Q, t + 0.001))
+        start = t + 0.001
+        refs = {}
+        for k in range(1, 600):
+            stamp = round(start + k * 0.001, 9)
+            refs[stamp] = tracker.reference(_at_rest(HOME_Q, stamp)).q.copy()
+        now = round(start + 600 * 0.001, 9)
+        stamp = round(now - late, 9)
+        first = refs[stamp] + np.eye(7)[0] * ahead
+        assert abs(first[0] - refs[max(refs)][0]) > 0.01  # the reference moved on since the stamp
+        tracker.submit_trajectory(
+            _points([(0.0, first), (1.0, first - np.eye(7)[0] * 0.2)]), stamp, now - 0.001
+        )
+        tracker.reference(_at_rest(refs[max(refs)], now))
+        if ahead:
+            assert len(errors) == 1 and "from the reference at its header.stamp" in errors[0], errors
+        else:
+            assert errors == [] and tracker.mode is JointMode.TRAJECTORY, errors
 
 
 def test_a_late_trajectory_whose_points_all_come_within_the_lead_keeps_its_last(robot: RobotModel) -> None:

@@ -729,12 +729,14 @@ class JointTargetTracker:
                 )
                 return
             if points.times[0] == 0.0:
-                # The sender's path starts there: checked as on time, with the room the reference
-                # moved by while the trajectory was late. Dropped unchecked, a first point 1 rad
-                # off had the reference run straight to the next one, a path nobody planned (a review).
-                moved = late * (np.zeros(self.robot.n) if current.v is None else np.abs(current.v))
+                # The sender's path starts there, at its stamp: checked as on time, against the
+                # reference then. Dropped unchecked, a first point 1 rad off had the reference run
+                # straight to the next one, a path nobody planned (a review); checked against the
+                # reference now with room for its speed now, one sent as a move slowed to rest was
+                # refused (a later review).
+                then = self.active.sample(t0)[0] if self.active is not None else current.q
                 try:
-                    self._check_first_position(points.positions[0], current.q, state.q, moved)
+                    self._check_first_position(points.positions[0], then, state.q, at_stamp=True)
                 except TargetError as exc:
                     self._refuse(str(exc))
                     return
@@ -787,12 +789,12 @@ class JointTargetTracker:
         return points.select(slice(1, None)), JointMotion(first, v_ref, a_ref)
 
     def _check_first_position(
-        self, first: FloatArray, q_ref: FloatArray, q_arm: FloatArray, moved: FloatArray | None = None
+        self, first: FloatArray, q_ref: FloatArray, q_arm: FloatArray, *, at_stamp: bool = False
     ) -> None:
         """Refuse a first point at time 0 at ``first`` (rad) farther than :data:`START_TOLERANCE`
-        (plus ``moved``, rad per joint: how far the reference went while a late trajectory waited)
         on some joint from both the reference ``q_ref`` and the arm ``q_arm`` (rad): taken at once,
-        it would make the reference jump.
+        it would make the reference jump. ``at_stamp``: ``q_ref`` is the reference at a late
+        trajectory's stamp (said so in the message).
 
         Raises:
             TargetError: the point is too far (the message names the farthest joint).
@@ -801,14 +803,13 @@ class JointTargetTracker:
             np.abs(self.robot.difference(first, q_ref)),
             np.abs(self.robot.difference(first, q_arm)),
         )
-        room = START_TOLERANCE + (np.zeros_like(off) if moved is None else moved)
-        worst = int(np.argmax(off - room))
-        if off[worst] > room[worst]:
-            late = "" if moved is None else ", with what the reference moved while the trajectory was late"
+        worst = int(np.argmax(off))
+        if off[worst] > START_TOLERANCE:
+            reference = "the reference at its header.stamp" if at_stamp else "the current reference"
             raise TargetError(
                 f"trajectory: its first point, at time_from_start 0, is {off[worst]:.3f} rad from "
-                f"the current reference and from the arm on {self.robot.joint_names[worst]} (at most "
-                f"{room[worst]:.3g} rad{late}): give it a time_from_start > 0 to reach it from there"
+                f"{reference} and from the arm on {self.robot.joint_names[worst]} (at most "
+                f"{START_TOLERANCE:g} rad): give it a time_from_start > 0 to reach it from there"
             )
 
     def _check_first_steps(self, points: TrajectoryPoints, v_ref: FloatArray, a_ref: FloatArray) -> None:
