@@ -109,8 +109,9 @@ def test_efforts_that_follow_none_of_the_commands_are_told() -> None:
     the efforts read the arm's gravity and 0.05 N·m of sensor noise: :class:`Unfollowed`, with the
     commands' spread and a correlation under 0.2 at every delay, and no delay. The same commands
     shown 5 periods later: the delay, nothing unfollowed. Efforts that follow through heavy noise
-    (correlation ~0.3, between the two bounds), commands within 0.5 N·m, constant efforts (a
-    driver's zeros) or none: neither can be told."""
+    (correlation ~0.3, between the two bounds), or with the opposite sign (correlation −1: they had
+    been told as following none, a review), commands within 0.5 N·m, constant efforts (a driver's
+    zeros) or none: neither can be told."""
     tau = _swinging_commands(1500)
     gravity = np.linspace(-10.0, 10.0, N)
     rng = np.random.default_rng(7)
@@ -128,6 +129,9 @@ def test_efforts_that_follow_none_of_the_commands_are_told() -> None:
     noisy = DelayEstimator(N)
     _fill(noisy, tau, 5, noise=6.0)
     assert noisy.read() == (None, None)
+    mirrored = DelayEstimator(N)  # a driver's opposite sign: following, though no delay is read
+    _fill(mirrored, tau, 5, gain=-1.0)
+    assert mirrored.read() == (None, None)
     for commands, effort in (
         (_swinging_commands(1500, 0.5), lambda k: gravity + rng.normal(0.0, 0.05, N)),
         (tau, lambda k: np.zeros(N)),

@@ -415,6 +415,11 @@ def test_the_hardware_launch_warns_when_no_file_gives_the_arms_delay(tmp_path: P
     context = Context()
     evaluate("hardware_gen3.launch.py", context, hardware_params_file="none", extra_params_file=str(own))
     assert context.logged == []
+    # 1e-3 written without a dot: a string to PyYAML, 1 ms to rcl and the node (a review)
+    own.write_text("controller_node:\n  ros__parameters:\n    command_delay: 1e-3\n")
+    context = Context()
+    evaluate("hardware_gen3.launch.py", context, extra_params_file=str(own))
+    assert len(context.logged) == 1 and "command_delay is 1 ms" in context.logged[0], context.logged
 
 
 @pytest.mark.usefixtures("fake_launch")

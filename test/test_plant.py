@@ -628,3 +628,11 @@ def test_the_joints_own_physics_is_listed_as_terms_no_controller_model_has(tmp_p
     assert damped.count(option) == 1
     arm.write_text(damped.replace(option, option[:-2] + '><flag damper="disable"/></option>'))
     assert MujocoPlant(arm).passive_terms() == []
+    fluid = text.replace(option, option[:-2] + ' density="1000" viscosity="1"/>')
+    arm.write_text(fluid)
+    assert MujocoPlant(arm).passive_terms() == ["fluid forces (density 1000, viscosity 1)"]
+    # Springs and dampers both off: MuJoCo applies no passive force, fluid forces included.
+    arm.write_text(
+        fluid.replace('viscosity="1"/>', 'viscosity="1"><flag spring="disable" damper="disable"/></option>')
+    )
+    assert MujocoPlant(arm).passive_terms() == []

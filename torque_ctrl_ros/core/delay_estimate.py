@@ -33,7 +33,11 @@ not in torque mode looks like that (the arm held by its own position control, th
 sensors' reading of that), and the torque the controller has wound up meanwhile would be applied
 at once when torque mode comes on (docs/hardware.md, "Start order"). It cannot be told where the
 commands hardly vary (gravity compensation at rest: their torque is what the arm needs either
-way), where the efforts are constant (a driver sending zeros for "no sensor") or absent.
+way), where the efforts are constant (a driver sending zeros for "no sensor") or absent, nor
+where both follow a motion the driver makes itself (its position control moving the arm: the
+efforts' gravity and the commands holding against it change together, a delay of 1 ms read at
+a correlation of 0.996; a review). Efforts of the opposite sign to the commands (a driver's own
+convention) correlate negatively: they count as following, and show no delay either.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ class Unfollowed:
 
     Attributes:
         spread: the commands' standard deviation (N·m, pooled over the joints).
-        correlation: the largest correlation of the efforts with the commands at any delay.
+        correlation: the largest correlation in size of the efforts with the commands at any delay.
         samples: the periods with an effort and the command one period before it.
     """
 
@@ -225,7 +229,8 @@ class DelayEstimator:
             return None, None
         unfollowed = None
         if bool(np.all(enough & (var_t >= count * n * UNFOLLOWED_SPREAD**2))):
-            best = float(correlation.max())
+            # In size: efforts that mirror the commands (a sign convention of its own) follow them.
+            best = float(np.abs(correlation).max())
             if best < UNFOLLOWED_CORRELATION:
                 spread = float(np.sqrt(var_t[0] / (count[0] * n)))
                 unfollowed = Unfollowed(spread, best, int(count[0]))

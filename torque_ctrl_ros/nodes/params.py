@@ -575,8 +575,12 @@ def short_delay_warning(paths: Sequence[Path]) -> str:
     does not have (a computed-torque kp of 3e4 passes at 1 ms and rings at 5; a review), and the
     watchdog runs on the simulator's settings, which the message lists."""
     given = file_parameters(paths, "/controller_node")
-    delay = given.get("command_delay", CONTROL_PERIOD)
-    if not (isinstance(delay, int | float) and not isinstance(delay, bool)) or delay >= GEN3_SHORTEST_DELAY:
+    value = given.get("command_delay", CONTROL_PERIOD)
+    try:  # a string too: PyYAML reads 1e-3 (no dot) as one, rcl as the number
+        delay = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        return ""  # refused by the node itself
+    if not delay < GEN3_SHORTEST_DELAY:
         return ""
     watchdog = ", ".join(
         f"{key} {given.get(f'watchdog.{key}', default)}"

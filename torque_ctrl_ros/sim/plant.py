@@ -410,7 +410,9 @@ class MujocoPlant:
             named = [f"{name} {value:g}" for name, value in pairs if value]
             if named:
                 terms.append(f"joint {field} ({', '.join(named)})")
-        if model.opt.density or model.opt.viscosity:
+        # MuJoCo skips every passive force, fluid forces included, with both springs and dampers off.
+        passive_off = int(mujoco.mjtDisableBit.mjDSBL_SPRING) | int(mujoco.mjtDisableBit.mjDSBL_DAMPER)
+        if (model.opt.density or model.opt.viscosity) and off & passive_off != passive_off:
             terms.append(f"fluid forces (density {model.opt.density:g}, viscosity {model.opt.viscosity:g})")
         return terms
 
