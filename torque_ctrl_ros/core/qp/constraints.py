@@ -228,7 +228,8 @@ MAX_D_SAFE_BY_ROWS = {1: 0.02, 2: 0.03}
 #: Largest ``self_collision.d_safe`` (m) accepted with any number of rows: at 0.09, three or four
 #: rows let the capsules 3.0–3.1 mm inside it (the tool low in front, see
 #: :data:`MAX_D_SAFE_BY_ROWS`), and with the tool driven into the base the barrier pushed the arm
-#: into the floor. ``d_safe`` is clearance on top of capsules that already cover the links.
+#: into the floor. ``d_safe`` is clearance on top of the capsules, which follow the description's
+#: links but not Kinova's meshes of them (up to 42 mm out: config/gen3_collision.yaml).
 MAX_D_SAFE = 0.08
 
 
