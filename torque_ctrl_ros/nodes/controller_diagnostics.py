@@ -183,16 +183,11 @@ def delay_values(estimate: DelayEstimate | None, unfollowed: Unfollowed | None =
     """``measured_delay_ms`` and its ``measured_delay_correlation`` (nan: not read), and
     ``efforts_follow_commands``: 1 where a delay was read, 0 where the efforts followed none of the
     commands (``unfollowed``), nan where neither can be told."""
+    delay, correlation = (math.nan, math.nan) if estimate is None else (estimate.delay, estimate.correlation)
     follow = 1.0 if estimate is not None else 0.0 if unfollowed is not None else math.nan
-    if estimate is None:
-        return {
-            "measured_delay_ms": math.nan,
-            "measured_delay_correlation": math.nan,
-            "efforts_follow_commands": follow,
-        }
     return {
-        "measured_delay_ms": estimate.delay * 1e3,
-        "measured_delay_correlation": estimate.correlation,
+        "measured_delay_ms": delay * 1e3,
+        "measured_delay_correlation": correlation,
         "efforts_follow_commands": follow,
     }
 

@@ -582,9 +582,10 @@ def short_delay_warning(paths: Sequence[Path]) -> str:
         return ""  # refused by the node itself
     if not delay < GEN3_SHORTEST_DELAY:
         return ""
+    defaults = WatchdogConfig()
     watchdog = ", ".join(
-        f"{key} {given.get(f'watchdog.{key}', default)}"
-        for key, default in (("max_future", 1.0), ("fallback_duration", 0.5), ("overspeed_factor", 0.0))
+        f"{key} {given.get(f'watchdog.{key}', getattr(defaults, key))}"
+        for key in ("max_future", "fallback_duration", "overspeed_factor")
     )
     return (
         f"controller_node's command_delay is {delay * 1e3:g} ms, where the Gen3 shows its commands 3-5 ms "
